@@ -1,0 +1,90 @@
+"""Embedding through the (model, text hash) cache: no text is embedded twice.
+
+Two tiers: a small in-process LRU (query texts repeat across turns) in front of the store's
+persistent `embeddings` table (memory texts). Only cache misses reach the embedder, in batches.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from engine.embed.base import Embedder
+from engine.models import text_hash
+from engine.storage.base import Store, Vector
+
+
+class EmbedStats(msgspec.Struct, kw_only=True):
+    calls: int = 0  # embedder invocations (batches)
+    texts: int = 0  # texts sent to the embedder
+    cache_hits: int = 0
+
+
+class EmbeddingCache:
+    def __init__(self, embedder: Embedder, store: Store | None = None, *, lru_size: int = 4096,
+                 batch_size: int = 64) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.batch_size = batch_size
+        self._lru: OrderedDict[str, Vector] = OrderedDict()
+        self._lru_size = lru_size
+        self._lock = threading.Lock()
+
+    @property
+    def model(self) -> str:
+        return self.embedder.model
+
+    def _lru_get(self, key: str) -> Vector | None:
+        with self._lock:
+            vec = self._lru.get(key)
+            if vec is not None:
+                self._lru.move_to_end(key)
+            return vec
+
+    def _lru_put(self, key: str, vec: Vector) -> None:
+        with self._lock:
+            self._lru[key] = vec
+            self._lru.move_to_end(key)
+            while len(self._lru) > self._lru_size:
+                self._lru.popitem(last=False)
+
+    def embed(self, texts: Sequence[str], *, persist: bool = True,
+              stats: EmbedStats | None = None) -> list[Vector]:
+        """One vector per text. `persist` writes new vectors to the store (memory texts); query texts
+        pass persist=False and stay in the LRU. Raises engine.errors.Unavailable if the embedder fails."""
+        stats = stats if stats is not None else EmbedStats()
+        hashes = [text_hash(t) for t in texts]
+        found: dict[str, Vector] = {}
+        for h in set(hashes):
+            vec = self._lru_get(h)
+            if vec is not None:
+                found[h] = vec
+        missing = [h for h in dict.fromkeys(hashes) if h not in found]
+        if missing and self.store is not None:
+            for h, vec in self.store.get_embeddings(self.model, missing).items():
+                found[h] = vec
+                self._lru_put(h, vec)
+        stats.cache_hits += sum(1 for h in hashes if h in found)
+        todo: dict[str, str] = {}
+        for h, t in zip(hashes, texts, strict=True):
+            if h not in found:
+                todo.setdefault(h, t)
+        items = list(todo.items())
+        new: dict[str, Vector] = {}
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start : start + self.batch_size]
+            rows = self.embedder.embed([t for _, t in chunk])
+            stats.calls += 1
+            stats.texts += len(chunk)
+            for (h, _), row in zip(chunk, rows, strict=True):
+                vec = np.ascontiguousarray(row, dtype=np.float32)
+                new[h] = vec
+                self._lru_put(h, vec)
+        if new and persist and self.store is not None:
+            self.store.put_embeddings(self.model, new)
+        found.update(new)
+        return [found[h] for h in hashes]

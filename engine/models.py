@@ -1,0 +1,122 @@
+"""The records the engine works on. Constrained aliases carry the spec's Limits table, so the server's
+wire Structs reuse them and validation and the OpenAPI document come from one source.
+
+Conventions:
+- Every datetime the engine holds is timezone-aware UTC (`engine.timeutil.to_utc` normalizes input;
+  a naive datetime is taken as UTC).
+- Records are treated as immutable: change one with `msgspec.structs.replace`, never in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+# --- the spec's enumerations -------------------------------------------------------------------
+MemoryType = Literal["fact", "event", "document", "note", "profile", "chunk"]
+MEMORY_TYPES: tuple[str, ...] = ("fact", "event", "document", "note", "profile", "chunk")
+Status = Literal["active", "superseded", "disputed"]
+STATUSES: tuple[str, ...] = ("active", "superseded", "disputed")
+Sensitivity = Literal["none", "pii", "auto"]
+ObjectType = Literal["literal", "string", "number", "date", "json", "entity"]
+
+# --- the spec's Limits table as constrained types ------------------------------------------------
+Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
+AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
+SubjectId = Annotated[
+    str, Meta(max_length=256, pattern=r"^ent:\S+$", description="an entity id of the form ent:<id>")
+]
+MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
+Tag = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
+Predicate = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+ObjectString = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
+Unit = Annotated[str, Meta(max_length=32, description="max 32 characters")]
+ConflictKey = Annotated[str, Meta(min_length=1, max_length=128, description="<subject>|<predicate>")]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+# `object` of a memory: string (max 4000), number, boolean, object or null. JSON keeps int vs float.
+ObjectValue = ObjectString | bool | int | float | dict[str, Any] | None
+
+
+class Memory(msgspec.Struct, kw_only=True):
+    """A stored memory: every field of the spec's Memory resource, plus `created_at`/`updated_at`."""
+
+    memory_id: str
+    org_id: str
+    namespace: Namespace = "default"
+    agent_id: AgentId | None = None
+    entity_id: EntityId | None = None
+    type: MemoryType
+    text: MemoryText
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    tags: list[Tag] = msgspec.field(default_factory=list)
+    timestamp: datetime
+    archived: bool = False
+    sensitivity: Sensitivity = "auto"
+    subject: SubjectId | None = None
+    predicate: Predicate | None = None
+    object: ObjectValue = None
+    object_type: ObjectType | None = None
+    unit: Unit | None = None
+    keys: list[ConflictKey] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: Confidence | None = None
+    status: Status = "active"
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+def text_hash(text: str) -> str:
+    """The key of the embedding cache: a stable hash of a text (with the model name beside it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+class Entity(msgspec.Struct, kw_only=True):
+    entity_id: str
+    type: str
+    name: str | None = None
+    confidence: float | None = None
+    attributes: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ApiKey(msgspec.Struct, kw_only=True):
+    """An API key as stored: only the hash of the secret is kept."""
+
+    key_id: str
+    org_id: str
+    key_hash: str
+    scopes: list[str]
+    name: str | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class IdempotencyRecord(msgspec.Struct, kw_only=True):
+    """The stored outcome of a request made with an Idempotency-Key, replayed on retry."""
+
+    org_id: str
+    key: str
+    fingerprint: str  # hash of method, path and body
+    status_code: int
+    body: bytes
+    content_type: str = "application/json"
+    created_at: datetime
+    expires_at: datetime
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """One entry of an org's event log (memory.created, memory.superseded, context.assembled, ...)."""
+
+    event_id: str
+    org_id: str
+    type: str
+    at: datetime
+    memory_id: str | None = None
+    entity_id: str | None = None
+    data: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -1,0 +1,169 @@
+"""The Store protocol: the only seam between the engine and a database.
+
+Implementations: `memory.InMemoryStore` (engine tests), `sqlite.SQLiteStore` (the embedded default),
+and later PostgreSQL. All pass the one parametrized suite in `tests/engine/storage/`.
+
+Rules every implementation keeps:
+- Org isolation: every call takes `org_id` (directly or in a `Scope`) and never returns or touches
+  another org's rows.
+- Atomicity: `with store.transaction():` groups calls into one all-or-nothing unit (nested blocks join
+  the outer one). A call made outside a transaction block is its own transaction. When the outermost
+  block exits normally the change is durable (committed) before control returns.
+- Records round-trip exactly: what `put_memories` stores, `get_memory` returns, field for field
+  (datetimes as aware UTC; `object` keeps str/int/float/bool/dict/None apart).
+- Retrieval calls (`vector_search`, `keyword_search`, `graph_search`) filter inside the search by the
+  whole `Scope` (org, namespace, entity, agent, archived, status/validity at `as_of`): they never
+  fetch a fixed number of rows first and filter afterwards, so no eligible memory is missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Literal, Protocol, runtime_checkable
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+
+Vector = npt.NDArray[np.float32]
+SortOrder = Literal["timestamp_desc", "timestamp_asc"]
+
+
+class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Filters, order and keyset position of `Store.list_memories`.
+
+    Ordering is by (timestamp, memory_id), both immutable, so keyset paging with `after` never repeats
+    or skips a memory that existed when paging began, whatever is written meanwhile.
+    """
+
+    namespace: str | None = None
+    entity_id: str | None = None
+    agent_id: str | None = None
+    types: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = None
+    tag: str | None = None
+    archived: bool | None = None
+    since: datetime | None = None  # timestamp >= since
+    until: datetime | None = None  # timestamp < until
+    sort: SortOrder = "timestamp_desc"
+    limit: int = 50
+    after: tuple[datetime, str] | None = None  # (timestamp, memory_id) of the last item already seen
+
+
+class Scope(msgspec.Struct, frozen=True, kw_only=True):
+    """Which memories are retrieval candidates.
+
+    - org_id and namespace always; entity_id and agent_id when not None.
+    - archived memories never.
+    - `as_of` None: status must be 'active' and (valid_to is null or valid_to > now).
+    - `as_of` set: status is ignored; (valid_from or timestamp) <= as_of and
+      (valid_to is null or valid_to > as_of). So a fact superseded later is what was true then.
+    `now` is the reference time used when as_of is None (injected so tests are exact).
+    """
+
+    org_id: str
+    namespace: str = "default"
+    entity_id: str | None = None
+    agent_id: str | None = None
+    as_of: datetime | None = None
+    now: datetime
+
+
+class Hit(msgspec.Struct, frozen=True, array_like=True):
+    """A retrieval candidate from one channel with its raw (unnormalized) score."""
+
+    memory_id: str
+    raw: float
+
+
+class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
+    type: str | None = None
+    entity_id: str | None = None
+    since: datetime | None = None
+    limit: int = 100
+    after: int | None = None  # the `seq` of the last event already seen
+
+
+@runtime_checkable
+class Store(Protocol):
+    # --- lifecycle and transactions -------------------------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+    def close(self) -> None: ...
+
+    # --- memories --------------------------------------------------------------------------------
+    def put_memories(self, memories: Sequence[Memory]) -> None:
+        """Insert new memories or replace existing ones (matched by org_id + memory_id)."""
+        ...
+
+    def get_memory(self, org_id: str, memory_id: str) -> Memory | None: ...
+
+    def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories that exist among `memory_ids`, in the order asked; missing ids are skipped."""
+        ...
+
+    def delete_memory(self, org_id: str, memory_id: str) -> bool: ...
+
+    def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]: ...
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        """Every memory (any status, not archived) whose `keys` holds `key`; for supersession."""
+        ...
+
+    def count_memories(self, org_id: str | None = None) -> int: ...
+
+    def iter_memories(self, org_id: str) -> Iterator[Memory]:
+        """Every memory of an org (export, index rebuilds)."""
+        ...
+
+    # --- embeddings: a cache keyed by (model, text hash) -----------------------------------------
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]: ...
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None: ...
+
+    # --- retrieval channels (filtering inside, see Scope) ----------------------------------------
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        """Cosine similarity (vectors are L2-normalized) of memories whose text has a cached vector
+        for `model`; best first; raw = similarity."""
+        ...
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        """BM25 over memory texts within the scope; best first; raw = BM25 score (> 0 only)."""
+        ...
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        """Memories linked to the seed entities through the entity graph that facts' subject/object
+        (object_type 'entity' or an `ent:` object) and memories' entity_id form. raw = hop distance
+        (0 = about a seed itself, up to `depth`); nearest first."""
+        ...
+
+    def scope_size(self, scope: Scope) -> int:
+        """How many memories are candidates under `scope`."""
+        ...
+
+    # --- API keys --------------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKey) -> None: ...
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]: ...
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool: ...
+
+    # --- idempotency -----------------------------------------------------------------------------
+    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
+        """The unexpired record for (org, key), if any."""
+        ...
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None: ...
+
+    # --- event log -------------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event]) -> None: ...
+
+    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
+        """Events in append order as (seq, event); `seq` increases strictly and is the cursor."""
+        ...
