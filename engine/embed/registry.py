@@ -1,0 +1,29 @@
+"""Embedder registry: a name maps to a factory; an unknown name lists the valid ones.
+
+Factories import their heavy dependencies lazily, so `hash` needs neither torch nor network.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+
+from engine.embed.base import Embedder
+from engine.errors import UnknownName
+
+#: name -> "module:attribute" of a zero-argument factory (reads its own LOCI_* settings)
+EMBEDDERS: Mapping[str, str] = {
+    "minilm": "engine.embed.minilm:MiniLMEmbedder",
+    "openai": "engine.embed.openai:OpenAIEmbedder",
+    "hash": "engine.embed.hash:HashEmbedder",
+}
+
+
+def create_embedder(name: str) -> Embedder:
+    target = EMBEDDERS.get(name)
+    if target is None:
+        raise UnknownName("embedder", name, EMBEDDERS, field="LOCI_EMBEDDER")
+    module_name, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)
+    embedder: Embedder = factory()
+    return embedder
