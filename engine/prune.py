@@ -1,0 +1,200 @@
+"""`prune`: delete or archive the memories a set of rules selects (POST /v0/prune).
+
+Scope: the org, the `namespace` (default "default") and, when given, the `entity_id`.
+
+Rules (combined with AND; at least one is required, else `InvalidInput` with field "body"):
+- `statuses`: status is one of them (`superseded`, `disputed`).
+- `archived: true`: the memory is archived. (`false` is the same as leaving the rule out.)
+- `expired: true`: `valid_to` is set and `<= now`. (`false` is the same as leaving it out.)
+- `older_than`: `timestamp < older_than`.
+- `max_confidence`: `confidence` is set and `<= max_confidence` (a memory without a confidence is
+  never selected by this rule).
+- `types`: type is one of them.
+- `tags`: the memory carries every listed tag.
+
+Current facts are protected. A *current fact* is a `fact` or `profile` memory that is `active`, not
+archived and not expired at `now` (what assemble would treat as true). Such a memory is selected only
+when the request names it explicitly: `types` lists its type AND at least one of `older_than`,
+`max_confidence` or `tags` is given (and every rule matches, as always). So `types: ["fact"]` alone
+prunes only non-current facts (superseded, disputed, archived, expired), and `older_than` alone never
+removes a fact that is still true. (`statuses`, `archived: true` and `expired: true` cannot match a
+current fact by definition.)
+
+`action`: `delete` (default) or `archive` (sets `archived=true`, `updated_at=now`; memories already
+archived are left out of an archive action, since nothing would change). `dry_run` (default true)
+only reports. A real run re-reads the selected memories inside one `store.transaction()`, re-checks
+them, applies the action and appends one `memories.pruned` event (data: action, count, memory_ids and
+the rules) in that same transaction. Reading pages through `store.list_memories` (keyset on
+(timestamp, memory_id), oldest first), never loading the whole org at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from engine.errors import InvalidInput
+from engine.ids import event_id
+from engine.models import Confidence, EntityId, Event, Memory, MemoryType, Namespace, Tag
+from engine.storage.base import ListQuery, Store
+from engine.timeutil import to_utc
+
+PAGE_SIZE = 500
+FACT_TYPES = frozenset({"fact", "profile"})
+EVENT_TYPE = "memories.pruned"
+RULE_FIELDS: tuple[str, ...] = (
+    "statuses",
+    "archived",
+    "expired",
+    "older_than",
+    "max_confidence",
+    "types",
+    "tags",
+)
+
+PrunableStatus = Literal["superseded", "disputed"]
+PruneAction = Literal["delete", "archive"]
+
+
+class PruneRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    entity_id: EntityId | None = None
+    namespace: Namespace = "default"
+    statuses: Annotated[list[PrunableStatus], Meta(min_length=1)] | None = None
+    archived: bool | None = None
+    expired: bool | None = None
+    older_than: datetime | None = None
+    max_confidence: Confidence | None = None
+    types: Annotated[list[MemoryType], Meta(min_length=1)] | None = None
+    tags: Annotated[list[Tag], Meta(min_length=1)] | None = None
+    action: PruneAction = "delete"
+    dry_run: bool = True
+
+
+class PruneResult(msgspec.Struct, frozen=True, kw_only=True):
+    dry_run: bool
+    count: int
+    memory_ids: list[str]
+
+
+def active_rules(request: PruneRequest) -> list[str]:
+    """The names of the rules the request sets (`archived`/`expired` count only when true)."""
+    rules: list[str] = []
+    for name in RULE_FIELDS:
+        value = getattr(request, name)
+        if value is None or value is False:
+            continue
+        if isinstance(value, list) and not value:
+            raise InvalidInput(f"{name} must not be empty", field=name)
+        rules.append(name)
+    return rules
+
+
+def is_current_fact(m: Memory, now: datetime) -> bool:
+    return (
+        m.type in FACT_TYPES
+        and m.status == "active"
+        and not m.archived
+        and (m.valid_to is None or to_utc(m.valid_to) > now)
+    )
+
+
+def selects(request: PruneRequest, m: Memory, now: datetime) -> bool:
+    """Whether every rule of `request` matches `m` (scope is checked by the listing query)."""
+    if request.statuses is not None and m.status not in request.statuses:
+        return False
+    if request.archived and not m.archived:
+        return False
+    if request.expired and (m.valid_to is None or to_utc(m.valid_to) > now):
+        return False
+    if request.older_than is not None and to_utc(m.timestamp) >= to_utc(request.older_than):
+        return False
+    if request.max_confidence is not None and (m.confidence is None or m.confidence > request.max_confidence):
+        return False
+    if request.types is not None and m.type not in request.types:
+        return False
+    if request.tags is not None and not set(request.tags) <= set(m.tags):
+        return False
+    if request.action == "archive" and m.archived:
+        return False
+    if is_current_fact(m, now):
+        named = request.types is not None and m.type in request.types
+        narrowed = (
+            request.older_than is not None or request.max_confidence is not None or request.tags is not None
+        )
+        return named and narrowed
+    return True
+
+
+def _query(request: PruneRequest) -> ListQuery:
+    """The listing query that pre-filters what the store can (the rest is checked by `selects`)."""
+    return ListQuery(
+        namespace=request.namespace,
+        entity_id=request.entity_id,
+        types=tuple(request.types) if request.types is not None else None,
+        statuses=tuple(request.statuses) if request.statuses is not None else None,
+        tag=request.tags[0] if request.tags else None,
+        archived=True if request.archived else None,
+        until=request.older_than,
+        sort="timestamp_asc",
+        limit=PAGE_SIZE,
+    )
+
+
+def _candidates(store: Store, org_id: str, query: ListQuery) -> Iterator[Memory]:
+    while True:
+        page = store.list_memories(org_id, query)
+        yield from page
+        if len(page) < query.limit:
+            return
+        last = page[-1]
+        query = msgspec.structs.replace(query, after=(last.timestamp, last.memory_id))
+
+
+def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) -> PruneResult:
+    now = to_utc(now)
+    rules = active_rules(request)
+    if not rules:
+        raise InvalidInput(
+            "prune needs at least one rule: " + ", ".join(RULE_FIELDS),
+            field="body",
+            details={"rules": list(RULE_FIELDS)},
+        )
+    selected = [m.memory_id for m in _candidates(store, org_id, _query(request)) if selects(request, m, now)]
+    if request.dry_run or not selected:
+        return PruneResult(dry_run=request.dry_run, count=len(selected), memory_ids=selected)
+    with store.transaction():
+        # Re-read and re-check inside the transaction: a memory changed since listing is left alone.
+        current = [m for m in store.get_memories(org_id, selected) if selects(request, m, now)]
+        done = [m.memory_id for m in current]
+        if request.action == "delete":
+            for memory_id in done:
+                store.delete_memory(org_id, memory_id)
+        else:
+            store.put_memories([msgspec.structs.replace(m, archived=True, updated_at=now) for m in current])
+        if done:
+            store.append_events([_event(org_id, request, rules, done, now)])
+    return PruneResult(dry_run=False, count=len(done), memory_ids=done)
+
+
+def _event(
+    org_id: str, request: PruneRequest, rules: list[str], memory_ids: list[str], now: datetime
+) -> Event:
+    criteria: dict[str, Any] = msgspec.to_builtins({name: getattr(request, name) for name in rules})
+    return Event(
+        event_id=event_id(),
+        org_id=org_id,
+        type=EVENT_TYPE,
+        at=now,
+        entity_id=request.entity_id,
+        data={
+            "action": request.action,
+            "namespace": request.namespace,
+            "count": len(memory_ids),
+            "memory_ids": memory_ids,
+            "rules": criteria,
+        },
+    )

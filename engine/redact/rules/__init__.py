@@ -1,0 +1,1 @@
+"""One detector per module; `engine.redact.registry` maps their names to instances."""
