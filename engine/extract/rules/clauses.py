@@ -1,0 +1,229 @@
+"""A sentence becomes clauses: who the statement is about (the user for "I ...", a named person for
+"Tom ..." or "My sister Anna ..."), the verb phrase after the subject, and whether it is negated.
+The `Collector` gathers facts and entities for one extraction call."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from engine.extract.base import DraftObjectType, DraftSensitivity, FactDraft
+from engine.extract.rules.dates import human_date
+from engine.extract.rules.entities import is_person_name, make_entity
+from engine.extract.rules.text import entity_id
+from engine.models import Entity
+from engine.predicates import canonical, render, spec_for
+
+RELATIONS: dict[str, str] = {
+    "wife": "spouse", "husband": "spouse", "spouse": "spouse", "partner": "partner",
+    "girlfriend": "partner", "boyfriend": "partner", "fiance": "partner", "fiancee": "partner",
+    "son": "has_child", "daughter": "has_child", "kid": "has_child", "child": "has_child",
+    "sister": "has_sibling", "brother": "has_sibling", "mom": "has_parent", "mother": "has_parent",
+    "dad": "has_parent", "father": "has_parent", "mum": "has_parent", "friend": "has_friend",
+    "best friend": "has_friend", "coworker": "has_colleague", "colleague": "has_colleague",
+    "roommate": "has_friend",
+}  # fmt: skip
+_REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
+_NAME = r"(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?)"
+
+_LEAD = re.compile(
+    r"^(?:(?:hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
+    r"for the record|update|quick update|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
+    r"(?:last|next|this) (?:week|month|year|weekend|summer|spring|fall|winter)|yesterday|today|"
+    r"recently|lately|now|these days|in \d{4}|since \d{4}|as of (?:today|now|\w+)|"
+    r"(?:a|one|two|three|four|five|\d+) (?:days?|weeks?|months?|years?) ago)[,:!]?\s+)+",
+    re.IGNORECASE,
+)
+_SELF = re.compile(r"^(?:I|we)\s+(?P<vp>.+)$", re.IGNORECASE)
+_MY_REL = re.compile(rf"^my\s+(?:(?:older|younger|little|big|baby|eldest|youngest|new)\s+)?(?P<rel>{_REL})(?:,)?\s+(?P<name>{_NAME})(?:,)?\s+(?P<vp>.+)$", re.IGNORECASE)
+_OTHER = re.compile(rf"^(?P<name>{_NAME})\s+(?P<vp>(?:lives|works|is|moved|has|loves|likes|enjoys|hates|studies|speaks|plays|just|recently|got|was|joined|started|no longer|does not|did not|turned|owns|drives)\b.*)$")
+_ADVERBS = re.compile(
+    r"^(?:just|currently|now|recently|also|really|actually|still|finally|officially|absolutely|"
+    r"totally|kind of|kinda|sort of|definitely|truly|mostly|usually|generally|basically|honestly|"
+    r"already|even|both|proudly|happily|mainly|only|literally|seriously)\s+",
+    re.IGNORECASE,
+)
+_STRONG_NEG = (
+    re.compile(r"^no longer\s+(?P<vp>.+)$", re.IGNORECASE),
+    re.compile(r"^used to\s+(?P<vp>.+)$", re.IGNORECASE),
+    re.compile(r"^(?P<aux>am|is|are|was|were) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
+    re.compile(r"^(?:do|does|did) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
+    re.compile(r"^(?P<aux>am|is|are) no longer\s+(?P<vp>.+)$", re.IGNORECASE),
+    re.compile(r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>\w+ing\b.*)$", re.IGNORECASE),
+    re.compile(r"^(?:do|does|will) not\s+(?P<vp>.+?)\s+again\b.*$", re.IGNORECASE),
+)
+_PLAIN_NEG = re.compile(r"^(?:(?P<aux>am|is|are)|do|does|did|have|has) not\s+(?P<vp>.+)$", re.IGNORECASE)
+_SPLIT_VP = re.compile(
+    r"\s*,?\s+(?:and|but)\s+I\s+|\s*,\s*(?:and\s+)?I\s+"
+    r"|\s*(?:,\s*)?\band\s+(?=(?:am|work|live|have|like|love|enjoy|hate|speak|play|own|"
+    r"study|moved|just|recently|currently|also|no longer|do not|will|allergic|married|based|from|vegan|"
+    r"vegetarian|a |an )\b)",
+)
+_VERB_START = re.compile(
+    r"^(?:am|is|are|was|were|have|has|had|do|does|did|will|can|no|not|never|just|also|really|\w+(?:s|ed|ing))\b",
+    re.IGNORECASE,
+)
+
+
+_ING = {
+    "eating": "eat", "smoking": "smoke", "drinking": "drink", "working": "work", "living": "live",
+    "playing": "play", "running": "run", "using": "use", "dating": "date", "seeing": "see",
+    "taking": "take", "liking": "like", "loving": "love", "driving": "drive", "studying": "study",
+    "learning": "learn", "following": "follow", "owning": "own", "having": "have",
+}  # fmt: skip
+
+
+def _ing_to_base(vp: str) -> str:
+    """'eating meat' -> 'eat meat' (after "stopped")."""
+    first, _, rest = vp.partition(" ")
+    word = _ING.get(first.lower(), first[:-3] if first.lower().endswith("ing") else first)
+    return f"{word} {rest}".strip()
+
+
+@dataclass
+class Clause:
+    subject: str
+    subject_name: str
+    is_self: bool
+    vp: str  # verb phrase after the subject, negation removed, adverbs stripped
+    sentence: str  # the whole normalized sentence (for possessive patterns: "my name is ...")
+    negated: bool = False  # strong: "no longer", "not ... anymore", "stopped"
+    plain_negation: bool = False  # "do not like", "am not ..."
+    user: str = "ent:user"  # the subject of first-person statements
+
+
+@dataclass
+class Collector:
+    reference: datetime
+    facts: list[FactDraft] = field(default_factory=list)
+    entities: dict[str, Entity] = field(default_factory=dict)
+    source_text: str | None = None
+
+    def entity(self, name: str, type_: str, confidence: float = 0.8, **attributes: object) -> str:
+        ent = make_entity(name, type_, confidence, **attributes)
+        existing = self.entities.get(ent.entity_id)
+        if existing is None or (existing.type == "other" and type_ != "other"):
+            self.entities[ent.entity_id] = ent
+        return ent.entity_id
+
+    def fact(
+        self,
+        clause: Clause,
+        predicate: str,
+        value: str | int | float,
+        *,
+        object_type: DraftObjectType | None = None,
+        object_name: str | None = None,
+        unit: str | None = None,
+        confidence: float = 0.8,
+        negated: bool | None = None,
+        event_date: str | None = None,
+        sensitivity: DraftSensitivity | None = None,
+        subject: str | None = None,
+        subject_name: str | None = None,
+    ) -> None:
+        pred = canonical(predicate)
+        spec = spec_for(pred)
+        otype: DraftObjectType = object_type or spec.object_type
+        if object_name is not None:
+            name = object_name
+        elif otype == "date":
+            name = human_date(str(value))
+        else:
+            name = str(value)
+        neg = clause.negated if negated is None else negated
+        if neg and not clause.negated:
+            confidence = min(confidence, 0.6)
+        subj = subject or clause.subject
+        subj_name = subject_name or clause.subject_name
+        draft = FactDraft(
+            subject=subj,
+            predicate=pred,
+            object=value,
+            object_type=otype,
+            object_name=name,
+            unit=unit or (spec.default_unit if otype == "number" else None),
+            negated=neg,
+            confidence=confidence,
+            text=render(subj_name, pred, name, negated=neg),
+            sensitivity=sensitivity or ("pii" if spec.pii else "none"),
+            subject_name=subj_name,
+            event_date=event_date,
+            source_text=self.source_text,
+        )
+        key = (draft.subject, draft.predicate, str(draft.object).casefold(), draft.negated)
+        if not any((f.subject, f.predicate, str(f.object).casefold(), f.negated) == key for f in self.facts):
+            self.facts.append(draft)
+
+
+def _strip_adverbs(vp: str) -> str:
+    previous = None
+    while previous != vp:
+        previous = vp
+        vp = _ADVERBS.sub("", vp)
+        vp = re.sub(r"^(am|is|are)\s+(?:just|currently|now|also|really|still|finally|officially)\s+", r"\1 ", vp, flags=re.I)
+    return vp
+
+
+def _negation(vp: str) -> tuple[str, bool, bool]:
+    for pattern in _STRONG_NEG:
+        m = pattern.match(vp)
+        if m:
+            inner = m.group("vp")
+            aux = m.groupdict().get("aux")
+            if "stopped" in m.group(0)[:12].lower() or re.match(r"^(?:have |has )?(?:quit|gave up|given up)", vp, re.I):
+                inner = _ing_to_base(inner)
+            return (f"{aux} {inner}" if aux else inner), True, False
+    m = _PLAIN_NEG.match(vp)
+    if m:
+        aux = m.group("aux")
+        return (f"{aux} {m.group('vp')}" if aux else m.group("vp")), False, True
+    if re.match(r"^never\s+", vp, re.I):
+        return vp[6:], False, True
+    return vp, False, False
+
+
+def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]:
+    """The clauses of one (already normalized, statement-only) sentence."""
+    s = _LEAD.sub("", sentence).strip()
+    s = s.rstrip(" .!")
+    subject, subject_name, is_self, vp = user, "User", True, ""
+    m = _SELF.match(s)
+    if m:
+        vp = m.group("vp")
+    else:
+        m2 = _MY_REL.match(s)
+        m3 = _OTHER.match(s) if not m2 else None
+        if m2 and is_person_name(m2.group("name")):
+            rel, name = m2.group("rel").lower(), m2.group("name")
+            pid = collector.entity(name, "person", 0.85, relation=rel)
+            base = Clause(user, "User", True, "", sentence, user=user)
+            collector.fact(base, RELATIONS[rel], pid, object_type="entity", object_name=name, confidence=0.85)
+            subject, subject_name, is_self, vp = pid, name, False, m2.group("vp")
+            joint = re.match(r"^and I\s+(?P<vp>.+)$", vp)
+            if joint:  # "My wife Sarah and I live in Denver": the rest is about the user too
+                subject, subject_name, is_self, vp = user, "User", True, joint.group("vp")
+        elif m3 and is_person_name(m3.group("name")):
+            name = m3.group("name")
+            subject, subject_name, is_self, vp = collector.entity(name, "person", 0.7), name, False, m3.group("vp")
+        else:
+            # possessive and other sentence-level patterns still see the sentence
+            return [Clause(user, "User", True, "", sentence, user=user)]
+    clauses: list[Clause] = []
+    parts = _SPLIT_VP.split(vp)
+    aux = re.match(r"^(am|is|are)\s", parts[0].strip())
+    for i, part in enumerate(parts):
+        part = _strip_adverbs(part.strip())
+        if i > 0 and aux and not _VERB_START.match(part) and not re.match(r"^(?:love|like|live|work|speak|play|own|eat|hate)\b", part):
+            part = f"{aux.group(1)} {part}"  # "I'm vegan and allergic to soy"
+        inner, strong, plain = _negation(part)
+        inner = _strip_adverbs(inner)
+        clauses.append(Clause(subject, subject_name, is_self, inner, sentence, strong, plain, user))
+    return clauses
+
+
+def person_entity(collector: Collector, name: str) -> str:
+    if is_person_name(name):
+        return collector.entity(name, "person")
+    return entity_id(name)

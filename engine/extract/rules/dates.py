@@ -1,0 +1,139 @@
+"""Dates: absolute forms to ISO strings and relative phrases resolved against a reference time.
+
+- "July 4, 1990", "4 July 1990", "1990-07-04", "07/04/1990" (US order) -> "1990-07-04"
+- "March 3rd", "3rd of March" (no year) -> "--03-03" (ISO 8601 month-day)
+- "in 2019" -> "2019"; "yesterday", "last week", "two months ago", "next month" -> resolved dates
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, datetime, timedelta
+
+from engine.extract.rules.quantities import word_number
+
+MONTHS: dict[str, int] = {}
+for _i, _name in enumerate(calendar.month_name):
+    if _name:
+        MONTHS[_name.lower()] = _i
+        MONTHS[_name[:3].lower()] = _i
+MONTHS["sept"] = 9
+
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d{2})"
+
+_ABSOLUTE = (
+    re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<mnum>\d{1,2})-(?P<day>\d{1,2})\b"),
+    re.compile(r"\b(?P<mnum>\d{1,2})/(?P<day>\d{1,2})/(?P<year>(?:19|20)\d{2})\b"),
+    re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"\b(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\s+{_YEAR}\b", re.IGNORECASE)
+_YEAR_ONLY = re.compile(r"\b(?:in|since|of|from)\s+(?P<year>(?:19|20)\d{2})\b", re.IGNORECASE)
+
+_NUM = r"(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_AGO = re.compile(rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.IGNORECASE)
+_LAST_NEXT = re.compile(r"\b(?P<dir>last|next|this)\s+(?P<unit>week|month|year|weekend)\b", re.IGNORECASE)
+_SIMPLE = re.compile(r"\b(?P<word>yesterday|today|tomorrow|tonight)\b", re.IGNORECASE)
+
+
+class DateMatch:
+    __slots__ = ("iso", "start", "end", "relative")
+
+    def __init__(self, iso: str, start: int, end: int, relative: bool) -> None:
+        self.iso = iso
+        self.start = start
+        self.end = end
+        self.relative = relative
+
+
+def _iso(year: int | None, month: int, day: int) -> str | None:
+    try:
+        if year is None:
+            date(2000, month, day)  # leap year: accepts Feb 29
+            return f"--{month:02d}-{day:02d}"
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def _shift_months(d: date, months: int) -> date:
+    total = d.year * 12 + (d.month - 1) + months
+    year, month = divmod(total, 12)
+    day = min(d.day, calendar.monthrange(year, month + 1)[1])
+    return date(year, month + 1, day)
+
+
+def find_absolute(text: str) -> DateMatch | None:
+    """The first absolute calendar date in `text`."""
+    for pattern in _ABSOLUTE:
+        m = pattern.search(text)
+        if not m:
+            continue
+        groups = m.groupdict()
+        month = int(groups["mnum"]) if groups.get("mnum") else MONTHS[groups["month"].lower().rstrip(".")]
+        year = int(groups["year"]) if groups.get("year") else None
+        iso = _iso(year, month, int(groups["day"]))
+        if iso:
+            return DateMatch(iso, m.start(), m.end(), False)
+    m = _MONTH_YEAR.search(text)
+    if m:
+        month = MONTHS[m.group("month").lower().rstrip(".")]
+        return DateMatch(f"{int(m.group('year')):04d}-{month:02d}", m.start(), m.end(), False)
+    return None
+
+
+def find_relative(text: str, reference: datetime) -> DateMatch | None:
+    """The first relative date phrase, resolved against `reference` (a date, ISO)."""
+    today = reference.date()
+    m = _SIMPLE.search(text)
+    if m:
+        word = m.group("word").lower()
+        offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
+        return DateMatch((today + timedelta(days=offset)).isoformat(), m.start(), m.end(), True)
+    m = _AGO.search(text)
+    if m:
+        n = word_number(m.group("n")) or 1
+        unit = m.group("unit").lower()
+        if unit == "day":
+            d = today - timedelta(days=n)
+        elif unit == "week":
+            d = today - timedelta(weeks=n)
+        elif unit == "month":
+            d = _shift_months(today, -n)
+        else:
+            d = _shift_months(today, -12 * n)
+        return DateMatch(d.isoformat(), m.start(), m.end(), True)
+    m = _LAST_NEXT.search(text)
+    if m:
+        sign = {"last": -1, "next": 1, "this": 0}[m.group("dir").lower()]
+        unit = m.group("unit").lower()
+        if unit in ("week", "weekend"):
+            iso = (today + timedelta(weeks=sign)).isoformat()
+        elif unit == "month":
+            iso = _shift_months(today, sign).isoformat()[:7]
+        else:
+            iso = str(today.year + sign)
+        return DateMatch(iso, m.start(), m.end(), True)
+    m = _YEAR_ONLY.search(text)
+    if m:
+        return DateMatch(m.group("year"), m.start("year"), m.end(), False)
+    return None
+
+
+def find_date(text: str, reference: datetime) -> DateMatch | None:
+    return find_absolute(text) or find_relative(text, reference)
+
+
+def human_date(iso: str) -> str:
+    """'1990-07-04' -> 'July 4, 1990'; '--03-03' -> 'March 3'; '2019-05' -> 'May 2019'; else as is."""
+    m = re.fullmatch(r"(?:(\d{4})|-)-(\d{2})(?:-(\d{2}))?", iso)
+    if not m:
+        return iso
+    year, month, day = m.group(1), int(m.group(2)), m.group(3)
+    name = calendar.month_name[month]
+    if day is None:
+        return f"{name} {year}" if year else name
+    return f"{name} {int(day)}, {year}" if year else f"{name} {int(day)}"

@@ -1,0 +1,90 @@
+"""Family and relations: spouse, partner, marital status, children, siblings, parents, friends, and
+pets. "My sister Anna lives in Rome" (relation + third-person subject) is split in `clauses`; this
+module covers "I'm married to Sarah", "my husband's name is John", "I have two kids", "I have a dog
+named Max", "my cat Luna ...", ..."""
+
+from __future__ import annotations
+
+import re
+
+from engine.extract.rules.clauses import RELATIONS, Clause, Collector
+from engine.extract.rules.entities import is_person_name
+from engine.extract.rules.quantities import NUMBER_WORDS, word_number
+
+_NAME = r"(?P<n>(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?))"
+_REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
+PETS = (
+    "dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|goldfish|turtle|tortoise|horse|"
+    "guinea pig|ferret|snake|lizard|gecko|golden retriever|labrador|lab|beagle|poodle|corgi|"
+    "dachshund|husky|terrier|bulldog|german shepherd|border collie|tabby|chihuahua|pug"
+)
+_PET_SINGULAR = {"puppy": "puppy", "puppies": "puppy", "kittens": "kitten", "fish": "fish", "goldfish": "goldfish"}
+
+_MARRIED_TO = re.compile(rf"^(?:am|is|got|have been|has been) (?P<k>married|engaged) to {_NAME}", re.IGNORECASE)
+_DATING = re.compile(rf"^(?:am|is|have been|has been) (?:dating|seeing|in a relationship with) {_NAME}")
+_STATUS = re.compile(r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)$", re.IGNORECASE)
+_KIDS = re.compile(rf"^(?:have|has) (?P<c>\d+|{NUMBER_WORDS}) (?:kids|children|sons|daughters|boys|girls)\b", re.IGNORECASE)
+_CHILD_NAMED = re.compile(rf"^(?:have|has|had) an? (?:\d+[- ]year[- ]old |baby |little |new |newborn )?(?P<r>son|daughter|kid|child|boy|girl) (?:named|called) {_NAME}", re.IGNORECASE)
+_SIB_NAMED = re.compile(rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother) (?:named|called) {_NAME}", re.IGNORECASE)
+_MY_REL_NAME = re.compile(rf"\b[Mm]y (?:older |younger |little |big )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}$", re.IGNORECASE)
+_HAVE_PET = re.compile(
+    rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new )?"
+    rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?"
+    rf"(?: (?:named|called) {_NAME})?\b",
+    re.IGNORECASE,
+)
+_MY_PET = re.compile(rf"\bmy (?:\w+ )?(?P<k>{PETS})(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE)
+
+
+def _pet(out: Collector, clause: Clause, kind: str, name: str | None, *, negated: bool | None = None) -> None:
+    kind = _PET_SINGULAR.get(kind.lower(), kind.lower())
+    if name and is_person_name(name):
+        out.entity(name, "pet", 0.8, species=kind)
+        out.fact(clause, "has_pet", f"{kind} named {name}", confidence=0.85, negated=negated)
+    else:
+        out.fact(clause, "has_pet", kind, confidence=0.8, negated=negated)
+
+
+def _relation(out: Collector, clause: Clause, rel: str, name: str, confidence: float) -> None:
+    if not is_person_name(name):
+        return
+    pid = out.entity(name, "person", 0.85, relation=rel.lower())
+    out.fact(clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    s, vp = clause.sentence, clause.vp
+    if clause.is_self:
+        m = _MY_REL_NAME.search(s.rstrip(" .!"))
+        if m:
+            _relation(out, clause, m.group("r"), m.group("n"), 0.9)
+        m = _MY_PET.search(s)
+        if m:
+            _pet(out, clause, m.group("k"), m.group("n"), negated=False)
+    if not vp or clause.plain_negation:
+        return
+    m = _MARRIED_TO.match(vp)
+    if m:
+        rel = "wife" if m.group("k").lower() == "married" else "fiance"
+        _relation(out, clause, rel, m.group("n"), 0.9)
+        out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
+    m = _DATING.match(vp)
+    if m:
+        _relation(out, clause, "partner", m.group("n"), 0.8)
+    m = _STATUS.match(vp)
+    if m:
+        out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
+    m = _KIDS.match(vp)
+    if m:
+        n = word_number(m.group("c"))
+        if n is not None:
+            out.fact(clause, "children_count", n, object_name=str(n), unit=None, confidence=0.85)
+    m = _CHILD_NAMED.match(vp)
+    if m:
+        _relation(out, clause, "child", m.group("n"), 0.85)
+    m = _SIB_NAMED.match(vp)
+    if m:
+        _relation(out, clause, m.group("r"), m.group("n"), 0.85)
+    m = _HAVE_PET.match(vp)
+    if m:
+        _pet(out, clause, m.group("k"), m.group("n"))

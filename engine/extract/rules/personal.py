@@ -1,0 +1,141 @@
+"""Personal facts: name, nickname, age, birthday, birthplace, where one lives or is from,
+nationality, languages spoken or being learned."""
+
+from __future__ import annotations
+
+import re
+
+from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.dates import find_absolute, find_date, find_relative
+from engine.extract.rules.entities import LANGUAGES, NATIONALITIES, is_person_name, is_place
+from engine.extract.rules.quantities import NUMBER_WORDS, word_number
+from engine.extract.rules.text import clean_object, is_capitalized, split_list
+
+_NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+){0,2}))"
+_MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
+_CALL_ME = re.compile(rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go by) {_NAME}", re.IGNORECASE)
+_AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")
+_AGE = re.compile(rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?:\s*(?:years?|yrs?)(?: old)?| y/?o)?(?P<rest>.*)$", re.IGNORECASE)
+_AGE_TURNED = re.compile(rf"^(?:have |has )?turned (?P<n>\d{{1,3}}|{NUMBER_WORDS})\b", re.IGNORECASE)
+_AGE_ADJ = re.compile(r"^(?:am|is) an? (?P<n>\d{1,3})[- ]years?[- ]old\b", re.IGNORECASE)
+_MY_AGE = re.compile(r"\bmy age is (?P<n>\d{1,3})\b", re.IGNORECASE)
+_BIRTHDAY = re.compile(r"\bmy (?:birthday|date of birth|dob) is (?!not\b)(?:on )?(?P<o>.+)$", re.IGNORECASE)
+_OTHER_BIRTHDAY = re.compile(rf"\b{_NAME}'s birthday is (?:on )?(?P<o>.+)$")
+_BORN = re.compile(r"^(?:was|were) born (?:on|in) (?P<o>.+)$", re.IGNORECASE)
+_LIVES = re.compile(
+    r"^(?:(?:am|is|are|have been|has been) )?(?:live|lives|living|reside|resides|residing|based|"
+    r"staying|settled|now) (?:in|at|out of) (?P<o>.+)$|^(?:have|has) (?:lived|resided) (?:in|at) (?P<o2>.+)$",
+    re.IGNORECASE,
+)
+_MOVED = re.compile(
+    r"^(?:(?:have|has|had|am|is) )?(?:moved|relocated|moving|relocating|emigrated)(?: back| over| out)? "
+    r"(?:to|into) (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_MY_HOME = re.compile(r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$")
+_FROM = re.compile(r"^(?:am|is|are) (?:originally )?from (?P<o>.+)$|^grew up in (?P<o2>.+)$", re.IGNORECASE)
+_NATIONALITY = re.compile(r"^(?:am|is) (?:an? )?(?P<o>[A-Z][a-z]+)(?: citizen| national)?(?:$|\s*,|\s+(?:but|and|by)\b)")
+_SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
+_LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?:how )?(?:to )?(?P<o>.+)$", re.IGNORECASE)
+_LANG_ADJ = re.compile(r"^(?:fluent|some|a little|a bit of|basic|native|conversational|decent)\s+", re.IGNORECASE)
+
+
+def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
+    dm = find_date(raw, out.reference)
+    text = raw[: dm.start] if dm and dm.start > 0 else raw
+    obj = clean_object(re.split(r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b", text)[0])
+    obj = re.sub(r"^(?:the city of|downtown|central|a town called|a city called)\s+", "", obj, flags=re.I)
+    if not obj or not is_capitalized(obj) or len(obj.split()) > 4:
+        return False
+    eid = out.entity(obj, "place", 0.85 if is_place(obj) else 0.7)
+    out.fact(clause, predicate, eid, object_type="entity", object_name=obj, confidence=confidence,
+             event_date=dm.iso if dm else None)  # fmt: skip
+    return True
+
+
+def _age(out: Collector, clause: Clause, raw: str, confidence: float) -> None:
+    n = word_number(raw)
+    if n is not None and 0 < n < 120:
+        out.fact(clause, "age", n, unit="years", object_name=str(n), confidence=confidence)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    s, vp = clause.sentence, clause.vp
+    if clause.is_self:
+        m = _MY_NAME.search(s)
+        if m and is_person_name(m.group("name")):
+            out.fact(clause, "name", m.group("name"), confidence=0.95, negated=False)
+        m = _CALL_ME.search(s)
+        if m:
+            out.fact(clause, "nickname", m.group("name"), confidence=0.85, negated=False)
+        m = _MY_AGE.search(s)
+        if m:
+            _age(out, clause, m.group("n"), 0.9)
+        m = _BIRTHDAY.search(s)
+        if m:
+            dm = find_absolute(m.group("o"))
+            if dm:
+                out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9, negated=False)
+        m = _MY_HOME.search(s)
+        if m:
+            _place(out, clause, "lives_in", m.group("o"), 0.75)
+    m = _OTHER_BIRTHDAY.search(s)
+    if m and is_person_name(m.group("name")):
+        dm = find_absolute(m.group("o"))
+        if dm:
+            pid = out.entity(m.group("name"), "person")
+            out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.85, negated=False,
+                     subject=pid, subject_name=m.group("name"))  # fmt: skip
+    if not vp:
+        return
+    if clause.is_self and not clause.negated and not clause.plain_negation:
+        m = _AM_NAME.match(vp)
+        if m and is_person_name(m.group("name")) and m.group("name") not in NATIONALITIES:
+            out.fact(clause, "name", m.group("name"), confidence=0.75)
+    if not clause.plain_negation:
+        m = _AGE.match(vp)
+        if m and not re.match(r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)", m.group("rest")):
+            _age(out, clause, m.group("n"), 0.9)
+        m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
+        if m:
+            _age(out, clause, m.group("n"), 0.9)
+    m = _BORN.match(vp)
+    if m:
+        raw = m.group("o")
+        dm = find_absolute(raw)
+        if dm and len(dm.iso) == 10:
+            out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9)
+        elif re.fullmatch(r"(?:19|20)\d{2}", clean_object(raw)):
+            out.fact(clause, "birth_year", int(clean_object(raw)), confidence=0.9, unit=None)
+        else:
+            _place(out, clause, "born_in", raw, 0.85)
+    if clause.plain_negation:
+        return
+    m = _LIVES.match(vp)
+    if m:
+        _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.9)
+    m = _MOVED.match(vp)
+    if m and not re.match(r"^(?:am|is) (?:moving|relocating)", vp, re.I):
+        _place(out, clause, "lives_in", m.group("o"), 0.9)
+    elif m and not clause.negated:  # "I'm moving to Berlin next month" is a plan
+        place = clean_object(re.split(r",|\s+(?:with|for|because|since|after|and|but)\b", m.group("o"))[0])
+        if place and is_capitalized(place) and len(place.split()) <= 4:
+            out.entity(place, "place", 0.7)
+            out.fact(clause, "plans", f"move to {place}", confidence=0.7)
+    m = _FROM.match(vp)
+    if m:
+        _place(out, clause, "from", m.group("o") or m.group("o2"), 0.8)
+    m = _NATIONALITY.match(vp)
+    if m and m.group("o") in NATIONALITIES:
+        out.fact(clause, "nationality", m.group("o"), confidence=0.8)
+    m = _SPEAKS.match(vp)
+    if m:
+        for item in split_list(m.group("o")):
+            lang = _LANG_ADJ.sub("", item).split()[0] if item.split() else ""
+            if lang in LANGUAGES:
+                out.fact(clause, "speaks", lang, confidence=0.85)
+    m = _LEARNING.match(vp)
+    if m:
+        obj = clean_object(m.group("o"))
+        if obj and not find_relative(obj, out.reference):
+            out.fact(clause, "learning", obj, confidence=0.75)

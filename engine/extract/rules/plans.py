@@ -1,0 +1,104 @@
+"""Goals, plans and quantities one states about oneself: budget ("my budget is now $800"), rent,
+salary, weight, height."""
+
+from __future__ import annotations
+
+import re
+
+from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.dates import find_relative
+from engine.extract.rules.quantities import (
+    Quantity,
+    format_quantity,
+    parse_measure,
+    parse_money,
+    parse_quantity,
+)
+from engine.extract.rules.text import clean_object
+
+_GOAL = re.compile(
+    r"^(?P<v>want|wants|would like|would love|hope|hopes|am hoping|is hoping|aim|aims|am aiming|dream|"
+    r"am trying|is trying|am determined|plan|plans|am planning|is planning|intend|intends|am going|is going|"
+    r"have decided|decided) to (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_GOAL_ING = re.compile(r"^(?:am|is) (?P<v>saving(?: up)?|training|studying|preparing) for (?P<o>.+)$", re.IGNORECASE)
+_MY_GOAL = re.compile(r"\bmy (?:main |big |biggest |new |current )?(?P<k>goal|plan|dream|resolution|new year'?s resolution|ambition) (?:for \w+ )?is to (?P<o>.+)$", re.IGNORECASE)
+_PLAN_VERBS = {"plan", "plans", "am planning", "is planning", "intend", "intends", "am going", "is going",
+               "have decided", "decided"}  # fmt: skip
+_BUDGET = re.compile(r"\bmy (?:monthly |weekly |annual |yearly |total |max(?:imum)? |new |overall )?budget(?: for [a-z ]+?)? is (?!not\b)(?P<q>.+)$", re.IGNORECASE)
+_BUDGET_VP = re.compile(
+    r"^(?:have|has) (?:a|an|got a) (?:\w+ )?budget of (?P<q>.+)$|^(?:can|could) (?:only )?(?:spend|afford) (?P<q2>.+)$"
+    r"|^(?:am|is) willing to spend (?P<q3>.+)$|^(?:want|need) to (?:keep it|stay) under (?P<q4>.+)$",
+    re.IGNORECASE,
+)
+_MY_QTY = re.compile(r"\bmy (?:monthly |new |current |annual |yearly )?(?P<k>rent|salary|income|weight|height) is (?!not\b)(?P<q>.+)$", re.IGNORECASE)
+_EARN = re.compile(r"^(?:earn|earns|make|makes) (?P<q>.+?)(?: a year| per year| annually| a month| per month)?$", re.IGNORECASE)
+_PAY_RENT = re.compile(r"^(?:pay|pays) (?P<q>.+?) (?:in|for|a month in|per month in|monthly in|a month for) rent\b", re.IGNORECASE)
+_WEIGH = re.compile(r"^(?:weigh|weighs) (?P<q>.+)$", re.IGNORECASE)
+_TALL = re.compile(r"^(?:am|is) (?P<q>.+?) tall$", re.IGNORECASE)
+_QTY_KIND = {"income": "salary"}
+
+
+def _qty(out: Collector, clause: Clause, predicate: str, q: Quantity | None, confidence: float) -> None:
+    if q is None:
+        return
+    shown = format_quantity(q.value, q.unit)
+    out.fact(clause, predicate, q.value, object_type="number", object_name=shown, unit=q.unit,
+             confidence=confidence, negated=False)  # fmt: skip
+
+
+def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
+    dm = find_relative(raw, out.reference)
+    text = raw[: dm.start] if dm and dm.start > 0 else raw
+    return clean_object(re.split(r"\s+(?:because|since|so that|but)\s", text)[0]), (dm.iso if dm else None)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    s, vp = clause.sentence, clause.vp
+    if clause.is_self:
+        m = _MY_GOAL.search(s)
+        if m:
+            obj, when = _goal_text(m.group("o"), out)
+            if obj:
+                kind = "plans" if m.group("k").lower() == "plan" else "goal"
+                out.fact(clause, kind, obj, confidence=0.85, event_date=when, negated=False)
+        m = _BUDGET.search(s)
+        if m:
+            _qty(out, clause, "budget", parse_money(m.group("q")) or parse_quantity(m.group("q")), 0.9)
+        m = _MY_QTY.search(s)
+        if m:
+            kind = _QTY_KIND.get(m.group("k").lower(), m.group("k").lower())
+            q = parse_money(m.group("q")) if kind in ("rent", "salary") else parse_measure(m.group("q"))
+            _qty(out, clause, kind, q, 0.85)
+    if not vp or clause.plain_negation or clause.negated:
+        return
+    m = _GOAL.match(vp)
+    if m:
+        obj, when = _goal_text(m.group("o"), out)
+        if obj and obj[0].islower() and len(obj.split()) <= 10:
+            kind = "plans" if m.group("v").lower() in _PLAN_VERBS else "goal"
+            out.fact(clause, kind, obj, confidence=0.75, event_date=when)
+    m = _GOAL_ING.match(vp)
+    if m:
+        verb = m.group("v").lower().split()[0]
+        base = {"saving": "save", "training": "train", "studying": "study", "preparing": "prepare"}[verb]
+        obj, when = _goal_text(m.group("o"), out)
+        if obj:
+            out.fact(clause, "goal", f"{base} for {obj}", confidence=0.7, event_date=when)
+    m = _BUDGET_VP.match(vp)
+    if m:
+        raw = m.group("q") or m.group("q2") or m.group("q3") or m.group("q4")
+        _qty(out, clause, "budget", parse_money(raw), 0.85)
+    m = _EARN.match(vp)
+    if m:
+        _qty(out, clause, "salary", parse_money(m.group("q")), 0.8)
+    m = _PAY_RENT.match(vp)
+    if m:
+        _qty(out, clause, "rent", parse_money(m.group("q")), 0.85)
+    m = _WEIGH.match(vp)
+    if m:
+        _qty(out, clause, "weight", parse_measure(m.group("q")), 0.85)
+    m = _TALL.match(vp)
+    if m:
+        _qty(out, clause, "height", parse_measure(m.group("q")), 0.85)

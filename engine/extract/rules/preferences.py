@@ -1,0 +1,114 @@
+"""Preferences and habits: likes, dislikes, favorites, allergies, diet, what one eats or avoids,
+what one plays, hobbies and the products one owns.
+
+"I don't like X" is a dislike (a positive fact about a dislike); "I don't like X anymore" is a
+negation that ends `likes X`. "I don't eat meat anymore" ends `eats meat` and states `avoids meat`."""
+
+from __future__ import annotations
+
+import re
+
+from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.entities import is_org, is_product
+from engine.extract.rules.text import clean_object, split_list, strip_article
+
+_LIKES = re.compile(
+    r"^(?:like|likes|love|loves|enjoy|enjoys|adore|adores|am into|is into|am (?:a )?(?:big |huge |massive )?fan of|"
+    r"is (?:a )?(?:big |huge )?fan of|am passionate about|am obsessed with|am crazy about|prefer|prefers) "
+    r"(?P<o>.+)$",
+    re.IGNORECASE,
+)
+_DISLIKES = re.compile(
+    r"^(?:dislike|dislikes|hate|hates|detest|detests|loathe|can not stand|can not bear|am not a fan of) (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_FAV = re.compile(r"\bmy (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?) (?:is|are) (?!not\b)(?P<o>.+)$", re.IGNORECASE)
+_FAV_REV = re.compile(r"^(?P<o>[^,]+?) (?:is|are) my (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?)$", re.IGNORECASE)
+_ALLERGIC = re.compile(r"^(?:am|is) (?:severely |very |mildly |deathly |super |also )?(?:allergic|intolerant) to (?P<o>.+)$", re.IGNORECASE)
+_ALLERGY = re.compile(r"^(?:have|has) (?:an? )?(?:severe |mild |bad |serious )?(?P<o>[a-z][a-z ]*?) (?:allergy|allergies|intolerance)\b", re.IGNORECASE)
+_DIETS = (
+    r"vegetarian|vegan|pescatarian|pescetarian|keto|ketogenic|paleo|gluten[- ]free|kosher|halal|"
+    r"flexitarian|low[- ]carb|dairy[- ]free|plant[- ]based|carnivore|mediterranean|intermittent fasting"
+)
+_DIET = re.compile(
+    rf"^(?:am|is|went|go|have gone|became|have become|turned) (?:a |an |strictly |fully |mostly )?(?P<d>{_DIETS})\b"
+    rf"|^(?:am|is) (?:on|doing|following) (?:a |an |the )?(?P<d2>{_DIETS})(?: diet)?\b"
+    rf"|^(?:follow|follows|eat|eat a) (?:a |an )?(?P<d3>{_DIETS}) diet\b",
+    re.IGNORECASE,
+)
+_INTOLERANT = re.compile(r"^(?:am|is) (?P<o>lactose|gluten) intolerant\b", re.IGNORECASE)
+_EATS = re.compile(r"^(?:eat|eats|drink|drinks|consume) (?P<o>.+)$", re.IGNORECASE)
+_PLAYS = re.compile(r"^(?:play|plays|(?:am|is) playing) (?:the )?(?P<o>.+)$", re.IGNORECASE)
+_HOBBY = re.compile(r"\bmy (?:main |favorite )?hobb(?:y|ies) (?:is|are|include|includes) (?!not\b)(?P<o>.+)$", re.IGNORECASE)
+_OWNS = re.compile(r"^(?:drive|drives|own|owns|have|has|bought|got|use|ride) (?:an? |the |my )?(?:new |used |old |brand new )?(?P<o>.+)$", re.IGNORECASE)
+_SKIP_OBJECTS = re.compile(r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE)
+
+
+def _items(raw: str) -> list[str]:
+    items: list[str] = []
+    for item in split_list(re.split(r"\s+(?:because|since|but|when|while|so)\s", raw)[0]):
+        item = strip_article(re.sub(r"^to\s+", "", item))
+        if item and not _SKIP_OBJECTS.match(item) and len(item.split()) <= 5:
+            items.append(item)
+    return items
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    s, vp = clause.sentence, clause.vp
+    m = _FAV.search(s) or _FAV_REV.match(s.rstrip(" .!"))
+    if m:  # "my favorite" is always the speaker's
+        obj = clean_object(m.group("o"))
+        cat = m.group("c").lower().replace(" ", "_")
+        if obj and len(obj.split()) <= 6:
+            out.fact(clause, f"favorite_{cat}", strip_article(obj), confidence=0.9, negated=False,
+                     subject=clause.user, subject_name="User")  # fmt: skip
+    if clause.is_self:
+        m = _HOBBY.search(s)
+        if m:
+            for item in _items(m.group("o")):
+                out.fact(clause, "hobby", item, confidence=0.85, negated=False)
+    if not vp:
+        return
+    m = _LIKES.match(vp)
+    if m:
+        predicate = "dislikes" if clause.plain_negation else "likes"
+        for item in _items(m.group("o")):
+            out.fact(clause, predicate, item, confidence=0.8, negated=clause.negated)
+    m = _DISLIKES.match(vp)
+    if m and not clause.plain_negation:
+        for item in _items(m.group("o")):
+            out.fact(clause, "dislikes", item, confidence=0.8)
+    m = _ALLERGIC.match(vp) or _ALLERGY.match(vp)
+    if m and not clause.plain_negation:
+        for item in _items(m.group("o")):
+            out.fact(clause, "allergic_to", item, confidence=0.9)
+    m = _INTOLERANT.match(vp)
+    if m and not clause.plain_negation:
+        out.fact(clause, "allergic_to", m.group("o").lower(), confidence=0.8)
+    m = _DIET.match(vp)
+    if m and not clause.plain_negation:
+        diet = (m.group("d") or m.group("d2") or m.group("d3")).lower().replace(" ", "-")
+        diet = {"pescetarian": "pescatarian", "ketogenic": "keto"}.get(diet, diet)
+        out.fact(clause, "diet", diet, confidence=0.85)
+    m = _EATS.match(vp)
+    if m:
+        drink = vp.lower().startswith("drink")
+        for item in _items(m.group("o")):
+            if clause.negated:
+                out.fact(clause, "drinks" if drink else "eats", item, confidence=0.8)
+                out.fact(clause, "avoids", item, confidence=0.8, negated=False)
+            elif clause.plain_negation:
+                out.fact(clause, "avoids", item, confidence=0.75, negated=False)
+            elif not drink:
+                out.fact(clause, "eats", item, confidence=0.7)
+    m = _PLAYS.match(vp)
+    if m and not clause.plain_negation:
+        for item in _items(m.group("o")):
+            out.fact(clause, "plays", item, confidence=0.8)
+    m = _OWNS.match(vp)
+    if m and not clause.plain_negation:
+        obj = clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", m.group("o"))[0])
+        first = obj.split()[0] if obj else ""
+        if obj and (is_product(obj) or is_org(first) or is_product(first)) and first[:1].isupper():
+            out.entity(obj, "product", 0.75)
+            out.fact(clause, "owns", obj, confidence=0.75)

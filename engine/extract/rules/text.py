@@ -1,0 +1,132 @@
+"""Text helpers of the rule extractor: sentence splitting, contraction expansion, the filters that
+drop sentences stating nothing (questions, hypotheticals, reported opinions), slugs and clean-up."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+|;\s+")
+
+_CONTRACTIONS: tuple[tuple[str, str], ...] = (
+    (r"\bI'm\b", "I am"),
+    (r"\bI've\b", "I have"),
+    (r"\bI'll\b", "I will"),
+    (r"\bI'd\b", "I would"),
+    (r"\bwe're\b", "we are"),
+    (r"\bwe've\b", "we have"),
+    (r"\bcan't\b", "can not"),
+    (r"\bcannot\b", "can not"),
+    (r"\bwon't\b", "will not"),
+    (r"\b(\w+)n't\b", r"\1 not"),
+    (r"\b(he|she|it|that|there|what|where)'s\b", r"\1 is"),
+    (r"\b(my (?:\w+ )?(?:name|birthday|email|number|budget|goal|plan|rent|salary|job|title|age))'s\b", r"\1 is"),
+)
+_CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
+
+
+def normalize_text(text: str) -> str:
+    """Straight quotes, contractions expanded, runs of spaces collapsed. Case is kept."""
+    text = text.translate(_QUOTES)
+    for pattern, repl in _CONTRACTION_RES:
+        text = pattern.sub(repl, text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def split_sentences(text: str) -> list[str]:
+    # protect email dots and decimals from the splitter: it only splits after [.!?] plus a space
+    parts = _SENT_SPLIT.split(text)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+_QUESTION_START = re.compile(
+    r"^(?:what|where|when|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|"
+    r"would|should|will|shall|may|might|have|has|had|am)\b",
+    re.IGNORECASE,
+)
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|unless|suppose|supposing|imagine|imagining|pretend|hypothetically|maybe|perhaps|"
+    r"might|may be|wish|wonder|wondering|whether|could|should|would(?! like to| love to))\b",
+    re.IGNORECASE,
+)
+_REPORTED = re.compile(
+    r"\b(?:thinks?|thought|says?|said|believes?|believed|claims?|claimed|told me|tells me|"
+    r"reckons?|feels? that|heard|apparently|supposedly|according to|in the movie|in the book|"
+    r"character|pretending)\b",
+    re.IGNORECASE,
+)
+_SMALL_TALK = re.compile(
+    r"^(?:hi|hello|hey|thanks|thank you|ok|okay|sure|yes|no|lol|haha|good (?:morning|night)|bye)\b"
+    r"[\s!.,]*$",
+    re.IGNORECASE,
+)
+
+
+def is_statement(sentence: str) -> bool:
+    """False for questions, hypotheticals, reported speech/opinions and small talk."""
+    s = sentence.strip()
+    if not s or s.endswith("?") or _SMALL_TALK.match(s):
+        return False
+    if _QUESTION_START.match(s) and not re.match(r"^(?:am|is|are|was|were|have|has|had)\s", s, re.I):
+        return False
+    if _QUESTION_START.match(s) and re.match(r"^(?:am|is|are|have|has)\s+(?:i|you|we|he|she|they)\b", s, re.I):
+        return False
+    return not (_HYPOTHETICAL.search(s) or _REPORTED.search(s))
+
+
+def slug(name: str) -> str:
+    """'São Paulo' -> 'sao-paulo'; 'Acme Corp.' -> 'acme-corp'."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-") or "x"
+
+
+def entity_id(name: str) -> str:
+    return f"ent:{slug(name)}"
+
+
+_TRAILERS = re.compile(
+    r"(?:\s*,?\s*\b(?:now|these days|nowadays|at the moment|currently|right now|lately|recently|"
+    r"again|too|as well|also|a lot|so much|very much|really|anymore|any more|any longer|originally|"
+    r"(?:since|from|in|as of|starting)\s+(?:last|this|next)\s+\w+|since \d{4}|in \d{4}|"
+    r"(?:last|this|next|on) (?:week|month|year|summer|winter|spring|fall|autumn|weekend|night|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday)|"
+    r"(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
+    r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
+    r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time)\b)+\s*[.!,]*$",
+    re.IGNORECASE,
+)
+
+
+def clean_object(text: str) -> str:
+    """Trim trailing time expressions, adverbs and punctuation from a captured object."""
+    text = text.strip().strip(" .!,;:\"'")
+    previous = None
+    while previous != text:
+        previous = text
+        text = _TRAILERS.sub("", text).strip().strip(" .!,;:\"'")
+    return text
+
+
+_ARTICLE = re.compile(r"^(?:a|an|the|some|my)\s+", re.IGNORECASE)
+
+
+def strip_article(text: str) -> str:
+    return _ARTICLE.sub("", text.strip())
+
+
+_LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*)", re.IGNORECASE)
+
+
+def split_list(text: str) -> list[str]:
+    """'peanuts, shellfish and latex' -> ['peanuts', 'shellfish', 'latex']."""
+    return [p for p in (clean_object(x) for x in _LIST_SPLIT.split(text)) if p]
+
+
+def is_capitalized(text: str) -> bool:
+    return bool(text) and text[0].isupper()
+
+
+def norm_value(text: str) -> str:
+    """Case- and whitespace-insensitive form used to compare values."""
+    return re.sub(r"\s+", " ", text.strip().casefold())

@@ -1,0 +1,112 @@
+"""Work and study: employer (works_at), job title, school (studies_at) and field of study.
+Leaving a job ("I left Acme", "I quit my job at Acme", "I was laid off from Acme") is a negation of
+works_at."""
+
+from __future__ import annotations
+
+import re
+
+from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.dates import find_date
+from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
+from engine.extract.rules.text import clean_object, is_capitalized
+
+_WORKS = re.compile(
+    r"^(?:(?:am|is|have been|has been) )?(?:work|works|working|worked) (?:at|for|with) (?P<o>.+)$"
+    r"|^(?:(?:have|has) )?(?:joined|started (?:a new job |working )?at|got (?:a job|hired|an offer|a position) "
+    r"(?:at|with|by)|(?:am|is) (?:employed|hired) (?:by|at)|(?:am|is) (?:now )?(?:working )?with) (?P<o2>.+)$",
+    re.IGNORECASE,
+)
+_LEFT = re.compile(
+    r"^(?:(?:have|has) )?(?:left|quit|resigned from|retired from|(?:was|were|got) (?:laid off|fired|let go) "
+    r"(?:from|by)|quit my job at|left my job at|left my position at) (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
+_IS_TITLE = re.compile(
+    r"^(?:am|is|became|become|got promoted to|have become|has become|was promoted to) (?:an? |the |now an? )?"
+    r"(?P<t>[A-Za-z0-9][A-Za-z0-9 \-]*?)(?: (?:at|for|with|of) (?P<o>.+))?$",
+    re.IGNORECASE,
+)
+_MY_TITLE = re.compile(r"\bmy (?:job title|title|job|role|position|occupation) is (?!not\b)(?:an? |the )?(?P<t>[a-z][a-z \-]+)", re.IGNORECASE)
+_STUDY = re.compile(
+    r"^(?:(?:am|is) )?(?:study|studies|studying|majoring in|major in|doing a (?:phd|master'?s|degree|bachelor'?s) in) "
+    r"(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
+    re.IGNORECASE,
+)
+_STUDENT_AT = re.compile(r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$", re.IGNORECASE)
+_TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
+
+
+def _org(out: Collector, clause: Clause, raw: str, *, negated: bool | None = None, confidence: float = 0.85) -> bool:
+    dm = find_date(raw, out.reference)
+    text = raw[: dm.start] if dm and dm.start > 0 else raw
+    text = re.sub(r"^(?:my job at|my position at|my job with)\s+", "", text, flags=re.I)
+    obj = clean_object(re.split(r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with)\b", text)[0])
+    obj = re.sub(r"^the\s+", "", obj)
+    if not obj or not is_capitalized(obj) or len(obj.split()) > 4 or is_place(obj):
+        return False
+    kind = "organization"
+    eid = out.entity(obj, kind, 0.85 if is_org(obj) else 0.7)
+    out.fact(clause, "works_at", eid, object_type="entity", object_name=obj, confidence=confidence,
+             negated=negated, event_date=dm.iso if dm else None)  # fmt: skip
+    return True
+
+
+def _title(out: Collector, clause: Clause, raw: str, confidence: float) -> bool:
+    title = re.sub(r"^\d+[- ]years?[- ]old\s+", "", clean_object(raw).strip())
+    words = title.lower().split()
+    if not words or len(words) > 5 or words[-1] not in PROFESSION_HEADS:
+        return False
+    shown = " ".join(_TITLE_CAPS.get(w, w) for w in words)
+    out.fact(clause, "job_title", shown, confidence=confidence)
+    return True
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    s, vp = clause.sentence, clause.vp
+    if clause.is_self:
+        m = _MY_TITLE.search(s)
+        if m:
+            _title(out, clause, re.split(r"\s+(?:at|for|with|of)\s", m.group("t"))[0], 0.85)
+    if not vp:
+        return
+    m = _WORKS.match(vp)
+    if m:
+        raw = m.group("o") or m.group("o2")
+        _org(out, clause, raw)
+        title = re.search(r"\bas (?:an? |the )?(?P<t>[a-z][a-z \-]+)$", raw)
+        if title and not clause.plain_negation:
+            _title(out, clause, title.group("t"), 0.8)
+    m = _LEFT.match(vp)
+    if m and not clause.plain_negation:
+        _org(out, clause, m.group("o"), negated=True, confidence=0.85)
+    if clause.plain_negation:
+        return
+    m = _AS.match(vp)
+    if m:
+        parts = re.split(r"\s+(?:at|for|with)\s+", m.group("t"), maxsplit=1)
+        if _title(out, clause, parts[0], 0.85) and len(parts) > 1:
+            _org(out, clause, parts[1])
+    m = _IS_TITLE.match(vp)
+    if m and m.group("t").lower().split()[-1:] == ["student"]:
+        m = None  # "a student at X" is studies_at, below
+    if m and _title(out, clause, m.group("t"), 0.8) and m.group("o"):
+        _org(out, clause, m.group("o"), negated=clause.negated)
+    m = _STUDY.match(vp)
+    if m and not re.match(r"^(?:am|is) studying for\b", vp, re.I):
+        field = clean_object(m.group("f"))
+        if field and len(field.split()) <= 4:
+            out.fact(clause, "studies", field, confidence=0.8)
+        if m.group("o"):
+            _school(out, clause, m.group("o"))
+    m = _STUDENT_AT.match(vp)
+    if m:
+        _school(out, clause, m.group("o") or m.group("o2"))
+
+
+def _school(out: Collector, clause: Clause, raw: str) -> None:
+    obj = clean_object(re.split(r",|\s+(?:in|since|for|and)\b", raw)[0])
+    if obj and is_capitalized(obj) and len(obj.split()) <= 5:
+        eid = out.entity(obj, "organization", 0.75)
+        out.fact(clause, "studies_at", eid, object_type="entity", object_name=obj, confidence=0.8)

@@ -1,0 +1,105 @@
+"""Micro precision and recall of the rule extractor over the sentence table (tests/engine/extract/
+sentences.py). The floors sit a little under the measured figures, so a regression fails."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from engine.extract.base import ExtractResult, FactDraft
+from engine.extract.rules import RuleExtractor
+from tests.engine.extract.sentences import BLIND, CASES, HELD_OUT, REFERENCE, Expected, U
+
+# Measured (see the printout): development 1.000/1.000 (tuned on), held-out 0.972/0.897 before the
+# fixes it prompted and 1.000/1.000 after, blind 0.977/0.896 (never tuned on); all 0.996/0.981.
+PRECISION_FLOOR = 0.97
+RECALL_FLOOR = 0.95
+BLIND_PRECISION_FLOOR = 0.93
+BLIND_RECALL_FLOOR = 0.85
+
+Key = tuple[str, str, object, str | None]
+
+
+def _norm(value: object) -> object:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return float(value)
+    return " ".join(str(value).casefold().split())
+
+
+def expected_key(e: Expected) -> Key:
+    subject, predicate, obj, unit = e
+    return (subject, predicate, _norm(obj), unit)
+
+
+def draft_key(f: FactDraft) -> Key:
+    return (f.subject, ("!" if f.negated else "") + f.predicate, _norm(f.object), f.unit)
+
+
+def score(
+    extractor: RuleExtractor, table: list[tuple[str, list[Expected]]]
+) -> tuple[int, int, int, list[str]]:
+    tp = fp = fn = 0
+    misses: list[str] = []
+    for sentence, expected in table:
+        got = {draft_key(f) for f in extractor.extract(sentence, subject=U, reference_time=REFERENCE).facts}
+        want = {expected_key(e) for e in expected}
+        tp += len(got & want)
+        fp += len(got - want)
+        fn += len(want - got)
+        if got != want:
+            misses.append(f"{sentence!r}: missing {sorted(map(str, want - got))} extra {sorted(map(str, got - want))}")
+    return tp, fp, fn, misses
+
+
+def test_table_is_big_enough_and_has_negatives() -> None:
+    table = CASES + HELD_OUT + BLIND
+    assert len(table) >= 150
+    assert sum(1 for _, expected in table if not expected) >= 30
+    assert len({s for s, _ in table}) == len(table)  # no duplicate sentences
+
+
+def test_scoring_counts_misses_and_extras() -> None:
+    """The scorer itself: one right, one missed, one extra -> tp 1, fn 1, fp 1."""
+
+    class Fixed(RuleExtractor):
+        def extract(
+            self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        ) -> ExtractResult:
+            return super().extract("I live in Berlin. I love jazz.", subject=subject, reference_time=reference_time)
+
+    table: list[tuple[str, list[Expected]]] = [
+        ("x", [(U, "lives_in", "ent:berlin", None), (U, "works_at", "ent:acme", None)])
+    ]
+    assert score(Fixed(), table)[:3] == (1, 1, 1)
+
+
+def test_precision_and_recall_floors() -> None:
+    extractor = RuleExtractor()
+    totals = [0, 0, 0]
+    all_misses: list[str] = []
+    for name, table in (("development", CASES), ("held-out", HELD_OUT), ("blind", BLIND)):
+        tp, fp, fn, misses = score(extractor, table)
+        if name == "blind":
+            assert tp / (tp + fp) >= BLIND_PRECISION_FLOOR, misses
+            assert tp / (tp + fn) >= BLIND_RECALL_FLOOR, misses
+        totals = [totals[0] + tp, totals[1] + fp, totals[2] + fn]
+        all_misses += misses
+        print(f"\n{name}: {len(table)} sentences tp={tp} fp={fp} fn={fn} "
+              f"precision={tp / (tp + fp):.3f} recall={tp / (tp + fn):.3f}")
+    tp, fp, fn = totals
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    print(f"all: precision={precision:.3f} recall={recall:.3f}")
+    for line in all_misses:
+        print("  ", line)
+    assert precision >= PRECISION_FLOOR, all_misses
+    assert recall >= RECALL_FLOOR, all_misses
+
+
+def test_sentences_that_state_nothing_yield_no_facts() -> None:
+    extractor = RuleExtractor()
+    leaks = [s for s, expected in CASES + HELD_OUT + BLIND if not expected
+             if extractor.extract(s, reference_time=REFERENCE).facts]  # fmt: skip
+    # a small allowance is inside the precision floor; here every question must be clean
+    questions = [s for s in leaks if s.endswith("?")]
+    assert questions == []

@@ -1,0 +1,235 @@
+"""Unit tests of the rule extractor's parts: dates, quantities, entities, negation, PII, rendering."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.errors import UnknownName
+from engine.extract import EXTRACTORS, create_extractor
+from engine.extract.rules import RuleExtractor
+from engine.extract.rules.dates import find_absolute, find_relative, human_date
+from engine.extract.rules.quantities import parse_money, parse_quantity
+from engine.extract.rules.text import clean_object, is_statement, normalize_text, slug, split_list
+
+REF = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
+
+
+def facts(text: str, subject: str = "ent:user") -> list[tuple[str, str, object, str | None, bool]]:
+    result = RuleExtractor().extract(text, subject=subject, reference_time=REF)
+    return [(f.subject, f.predicate, f.object, f.unit, f.negated) for f in result.facts]
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        ("July 4, 1990", "1990-07-04"),
+        ("4 July 1990", "1990-07-04"),
+        ("the 12th of May", "--05-12"),
+        ("1992-11-30", "1992-11-30"),
+        ("07/04/1990", "1990-07-04"),  # US order
+        ("Feb 29", "--02-29"),
+        ("March 2019", "2019-03"),
+    ],
+)
+def test_absolute_dates(text: str, iso: str) -> None:
+    found = find_absolute(text)
+    assert found is not None and found.iso == iso
+
+
+@pytest.mark.parametrize(
+    ("text", "iso"),
+    [
+        ("yesterday", "2026-11-21"),
+        ("tomorrow", "2026-11-23"),
+        ("two weeks ago", "2026-11-08"),  # 22 - 14
+        ("3 days ago", "2026-11-19"),
+        ("a month ago", "2026-10-22"),
+        ("last month", "2026-10"),
+        ("next month", "2026-12"),
+        ("last year", "2025"),
+        ("in 2019", "2019"),
+    ],
+)
+def test_relative_dates_resolve_against_the_reference(text: str, iso: str) -> None:
+    found = find_relative(text, REF)
+    assert found is not None and found.iso == iso
+
+
+def test_month_arithmetic_clamps_the_day() -> None:
+    ref = datetime(2026, 3, 31, tzinfo=UTC)
+    found = find_relative("one month ago", ref)
+    assert found is not None and found.iso == "2026-02-28"
+
+
+def test_human_dates() -> None:
+    assert human_date("1990-07-04") == "July 4, 1990"
+    assert human_date("--03-03") == "March 3"
+    assert human_date("2019-05") == "May 2019"
+    assert human_date("2019") == "2019"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("$800", 800, "USD"),
+        ("$1,850", 1850, "USD"),
+        ("2,000 euros", 2000, "EUR"),
+        ("£1500", 1500, "GBP"),
+        ("$85k", 85000, "USD"),
+        ("€12.50", 12.5, "EUR"),
+        ("5 km", 5, "km"),
+        ("72 kg", 72, "kg"),
+        ("42", 42, None),
+    ],
+)
+def test_quantities(text: str, value: float, unit: str | None) -> None:
+    q = parse_quantity(text)
+    assert q is not None and q.value == value and q.unit == unit
+    assert type(q.value) is type(value)
+
+
+def test_money_needs_a_currency() -> None:
+    assert parse_money("5 km") is None
+
+
+def test_text_helpers() -> None:
+    assert normalize_text("I’m sure I can’t") == "I am sure I can not"
+    assert slug("São Paulo") == "sao-paulo"
+    assert clean_object("Berlin now.") == "Berlin"
+    assert clean_object("Lisbon last month") == "Lisbon"
+    assert split_list("peanuts, shellfish and latex") == ["peanuts", "shellfish", "latex"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Where do you live?", "If I lived in Paris I would be happy", "My friend thinks I work too much",
+     "Thanks!", "Do you like jazz"],
+)  # fmt: skip
+def test_non_statements(sentence: str) -> None:
+    assert not is_statement(sentence)
+
+
+def test_statements() -> None:
+    assert is_statement("I live in Berlin.")
+    assert is_statement("I would like to learn Spanish.")
+
+
+def test_first_person_subject_is_the_given_entity() -> None:
+    assert facts("I live in Berlin.", subject="ent:dana") == [("ent:dana", "lives_in", "ent:berlin", None, False)]
+
+
+def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
+    result = RuleExtractor().extract("I moved to Lisbon last month.", reference_time=REF)
+    (fact,) = result.facts
+    assert (fact.predicate, fact.object, fact.object_type, fact.object_name) == ("lives_in", "ent:lisbon", "entity", "Lisbon")
+    assert fact.event_date == "2026-10"
+    assert fact.text == "User lives in Lisbon"
+
+
+def test_negations_are_marked() -> None:
+    assert facts("I no longer work at Acme.") == [("ent:user", "works_at", "ent:acme", None, True)]
+    assert ("ent:user", "eats", "meat", None, True) in facts("I don't eat meat anymore.")
+    # a plain "don't like" is a dislike, not a negation
+    assert facts("I don't like olives.") == [("ent:user", "dislikes", "olives", None, False)]
+
+
+def test_numbers_carry_their_unit_and_a_readable_name() -> None:
+    result = RuleExtractor().extract("My budget is now $800.", reference_time=REF)
+    (fact,) = result.facts
+    assert (fact.object, fact.unit, fact.object_type, fact.object_name) == (800, "USD", "number", "$800")
+    assert fact.text == "User's budget is $800"
+
+
+def test_contact_details_are_pii() -> None:
+    result = RuleExtractor().extract("My email is Dana@Example.com, call me at (415) 555-0134.", reference_time=REF)
+    by_predicate = {f.predicate: f for f in result.facts}
+    assert by_predicate["email"].object == "dana@example.com"
+    assert by_predicate["phone"].object == "+14155550134"
+    assert {f.sensitivity for f in result.facts} == {"pii"}
+
+
+def test_someone_elses_email_without_a_name_is_not_the_users() -> None:
+    assert facts("The support email is help@example.com.") == []
+
+
+def test_third_person_and_relation() -> None:
+    got = facts("My sister Anna lives in Rome.")
+    assert got == [
+        ("ent:user", "has_sibling", "ent:anna", None, False),
+        ("ent:anna", "lives_in", "ent:rome", None, False),
+    ]
+
+
+def test_entities_of_every_kind() -> None:
+    result = RuleExtractor().extract(
+        "My sister Anna works at Google in London. I bought a MacBook Pro for $2,400 on March 3, 2026.",
+        reference_time=REF,
+    )
+    kinds = {e.entity_id: e.type for e in result.entities}
+    assert kinds["ent:anna"] == "person"
+    assert kinds["ent:google"] == "organization"
+    assert kinds["ent:london"] == "place"
+    assert kinds["ent:macbook-pro"] == "product"
+    assert kinds["ent:2026-03-03"] == "date"
+    assert kinds["ent:2400-usd"] == "quantity"
+    assert all(e.entity_id.startswith("ent:") for e in result.entities)
+
+
+def test_confidence_is_in_range_and_deterministic() -> None:
+    text = "I'm 34, I live in Berlin and I love jazz. My email is a@b.co."
+    first = RuleExtractor().extract(text, reference_time=REF)
+    second = RuleExtractor().extract(text, reference_time=REF)
+    assert first == second
+    assert first.facts and all(0.0 < f.confidence <= 1.0 for f in first.facts)
+    assert not first.degraded and first.llm_tokens == 0
+
+
+def test_multi_sentence_turn() -> None:
+    got = facts("Hey! Quick update: I moved to Austin. My new budget is $1,200. What's new with you?")
+    assert got == [("ent:user", "lives_in", "ent:austin", None, False), ("ent:user", "budget", 1200, "USD", False)]
+
+
+def test_empty_text() -> None:
+    result = RuleExtractor().extract("", reference_time=REF)
+    assert result.facts == [] and result.entities == []
+
+
+def test_registry() -> None:
+    assert set(EXTRACTORS) == {"rules", "llm"}
+    assert create_extractor("rules").name == "rules"
+    with pytest.raises(UnknownName) as err:
+        create_extractor("gpt")
+    assert "llm" in str(err.value) and "rules" in str(err.value)
+
+
+def test_people_named_in_any_sentence_are_entities_but_not_guessed_subjects() -> None:
+    result = RuleExtractor().extract("Did you talk to Anna about Paris? Pizza is great.", reference_time=REF)
+    kinds = {e.entity_id: e.type for e in result.entities}
+    assert kinds == {"ent:anna": "person", "ent:paris": "place"}
+    assert result.facts == []
+
+
+_WORDS = ["I", "my", "live", "in", "Berlin", "work", "at", "Acme", "no", "longer", "love", "jazz", "$800",
+          "budget", "is", "not", "anymore", "Anna", "sister", "email", "a@b.co", "and", ",", ".", "?", "'m",
+          "don't", "5", "km", "born", "on", "July", "4", "2026", "allergic", "to", "peanuts", "named", "dog"]  # fmt: skip
+
+
+@settings(max_examples=150)
+@given(st.lists(st.sampled_from(_WORDS), max_size=25).map(" ".join) | st.text(max_size=200))
+def test_never_raises_and_facts_are_well_formed(text: str) -> None:
+    result = RuleExtractor().extract(text, reference_time=REF)
+    assert result == RuleExtractor().extract(text, reference_time=REF)
+    for f in result.facts:
+        assert 0.0 <= f.confidence <= 1.0
+        assert f.subject.startswith("ent:") and f.predicate and f.text
+        assert f.object_type in ("string", "number", "date", "entity")
+        if f.object_type == "entity":
+            assert isinstance(f.object, str) and f.object.startswith("ent:")
+        if f.object_type == "number":
+            assert isinstance(f.object, int | float)
+        if f.predicate in ("email", "phone"):
+            assert f.sensitivity == "pii"
