@@ -1,0 +1,108 @@
+"""The Litestar application: `create_app(settings, store=..., embedder=...)`.
+
+Request path: Gateway (request id, key resolution, rate limit, headers, CORS) -> Litestar router ->
+guard (scope) -> route -> engine service (in a worker thread; the store is synchronous).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+from litestar import Litestar
+
+from engine.embed.base import Embedder
+from engine.embed.cache import EmbeddingCache
+from engine.errors import Unavailable
+from engine.memories import MemoryService
+from engine.storage.base import Store
+from server import openapi
+from server.config import Settings
+from server.errors import exception_handler
+from server.gateway import Gateway
+from server.idempotency import Idempotency
+from server.ratelimit import FixedWindowLimiter, RateLimiter, parse_rate
+from server.routes import ROUTES
+from server.services import Services
+
+log = logging.getLogger("loci.server")
+
+
+class LazyEmbedder:
+    """Creates the configured embedder on first use (model weights load once, not at import)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._embedder: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> Embedder:
+        if self._embedder is None:
+            with self._lock:
+                if self._embedder is None:
+                    from engine.embed.registry import create_embedder
+
+                    try:
+                        self._embedder = create_embedder(self.name)
+                    except Unavailable:
+                        raise
+                    except Exception as exc:
+                        raise Unavailable(f"embedder {self.name!r} could not load: {exc}") from exc
+        return self._embedder
+
+    @property
+    def model(self) -> str:
+        return self._get().model
+
+    @property
+    def dim(self) -> int:
+        return self._get().dim
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return self._get().embed(texts)
+
+
+def open_default_store(settings: Settings) -> Store:
+    from engine.storage import open_store
+
+    store: Store = open_store(settings.store_target)
+    return store
+
+
+def create_app(settings: Settings | None = None, *, store: Store | None = None,
+               embedder: Embedder | None = None, limiter: RateLimiter | None = None) -> Litestar:
+    settings = settings or Settings.from_env()
+    owns_store = store is None
+    store = store if store is not None else open_default_store(settings)
+    # LazyEmbedder exposes model/dim as read-only properties; structurally it is an Embedder
+    chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder))
+    limiter = limiter if limiter is not None else FixedWindowLimiter(parse_rate(settings.rate_limit))
+    services = Services(
+        settings=settings,
+        store=store,
+        memories=MemoryService(store, embeddings=EmbeddingCache(chosen, store)),
+        idempotency=Idempotency(store, ttl=timedelta(hours=settings.idempotency_ttl_hours)),
+        limiter=limiter,
+    )
+
+    def close_store() -> None:
+        if owns_store:
+            services.store.close()
+
+    app = Litestar(
+        route_handlers=[*ROUTES, *openapi.ROUTES],
+        exception_handlers={Exception: exception_handler},
+        openapi_config=openapi.openapi_config(),
+        on_shutdown=[close_store],
+        state=None,
+        debug=False,
+    )
+    app.state.loci = services
+    gateway = Gateway(app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins)
+    app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
+    return app

@@ -1,0 +1,37 @@
+"""The `loci` console command (argparse). Subcommands live in `server.commands` (see COMMANDS there)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from engine.errors import LociError
+from server.commands import COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loci", description="Loci: memory and context assembly for LLM agents")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMANDS.values():
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("loci").setLevel(logging.INFO)
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except LociError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

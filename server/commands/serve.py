@@ -1,0 +1,72 @@
+"""`loci serve`: run the API with uvicorn. On the first run (no API keys in the store) it creates
+org `dev` with scopes read,write,admin and prints its key."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+from typing import Any, TextIO
+
+from engine.storage.base import Store
+from server.auth import SCOPES, create_api_key
+from server.commands import add_store_arguments, settings_from_args
+
+DEV_ORG = "dev"
+
+
+def ensure_dev_key(store: Store, out: TextIO) -> str | None:
+    """Create the development key when the store has no keys; returns the secret (else None)."""
+    if store.list_api_keys():
+        return None
+    key, secret = create_api_key(store, DEV_ORG, SCOPES, name="first-run development key")
+    bar = "=" * 72
+    print(bar, file=out)
+    print(f"First run: created org {DEV_ORG!r} and API key {key.key_id} (scopes {','.join(SCOPES)}).", file=out)
+    print("It is shown only this once. Use it as:  Authorization: Bearer <key>", file=out)
+    print(f"\n    {secret}\n", file=out)
+    print(bar, file=out, flush=True)
+    return secret
+
+
+def _warm_embedder(app: Any) -> None:
+    """Load the embedder (model weights) in the background so the first write does not wait."""
+    cache = app.state.loci.memories.embeddings
+    if cache is None:
+        return
+    embedder = cache.embedder
+
+    def warm() -> None:
+        try:
+            embedder.embed(["warm up"])
+        except Exception as exc:  # writes still work without vectors; the service logs it
+            logging.getLogger("loci.server").warning("embedder unavailable: %s", exc)
+
+    threading.Thread(target=warm, name="loci-embedder-warmup", daemon=True).start()
+
+
+def _run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from server.app import create_app, open_default_store
+
+    settings = settings_from_args(args)
+    store = open_default_store(settings)
+    try:
+        ensure_dev_key(store, sys.stdout)
+        app = create_app(settings, store=store)
+        _warm_embedder(app)
+        print(f"Loci listening on http://{args.host}:{args.port}  (docs: /docs)", flush=True)
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    finally:
+        store.close()
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("serve", help="run the HTTP API")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    add_store_arguments(parser)
+    parser.set_defaults(func=_run)

@@ -1,0 +1,186 @@
+"""The one place that turns exceptions into the error envelope.
+
+Envelope: {"error": code, "message": str, "request_id": str, "details": {...}}. Status mapping:
+400 bad_request, 401 unauthorized, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict,
+422 validation_error (details.field names the field), 429 rate_limited (Retry-After), 500 internal_error
+(no stack trace leaves the server), 503 unavailable.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import msgspec
+from litestar import Request, Response
+from litestar.exceptions import (
+    HTTPException,
+    MethodNotAllowedException,
+    NotFoundException,
+    ValidationException,
+)
+
+from engine import errors as engine_errors
+from engine.ids import request_id as new_request_id
+
+log = logging.getLogger("loci.server")
+
+
+class ErrorBody(msgspec.Struct, kw_only=True):
+    """The error envelope of every error response."""
+
+    error: str
+    message: str
+    request_id: str
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class BadRequest(Exception):
+    """Malformed request: unparseable JSON or a wrong content type (HTTP 400)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+ENGINE_STATUS: dict[type[engine_errors.LociError], int] = {
+    engine_errors.InvalidInput: 422,
+    engine_errors.NotFound: 404,
+    engine_errors.Conflict: 409,
+    engine_errors.Forbidden: 403,
+    engine_errors.Unauthorized: 401,
+    engine_errors.RateLimited: 429,
+    engine_errors.Unavailable: 503,
+}
+
+HTTP_CODES: dict[int, str] = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
+    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large", 415: "bad_request",
+    422: "validation_error", 429: "rate_limited", 500: "internal_error", 503: "unavailable",
+}
+
+#: the error statuses documented on every authenticated route
+DOCUMENTED_ERRORS: dict[int, str] = {
+    400: "Malformed request (unparseable JSON, wrong content type)",
+    401: "Missing, unknown or revoked API key",
+    403: "The API key lacks the scope this route needs",
+    404: "Not found (also a memory of another organization)",
+    409: "Idempotency-Key reused with another body, or a write race lost",
+    422: "Validation error; details.field names the offending field",
+    429: "Rate limited; see Retry-After",
+    500: "Internal error",
+}
+
+
+class Failure(msgspec.Struct, kw_only=True):
+    status: int
+    body: ErrorBody
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def request_id_of(scope: Any) -> str:
+    state = scope.get("state") if hasattr(scope, "get") else None
+    rid = state.get("request_id") if isinstance(state, dict) else None
+    return rid if isinstance(rid, str) else new_request_id()
+
+
+#: handler parameter names whose wire name differs (query `type` is `memory_type` in Python)
+PARAM_ALIASES: dict[str, str] = {"memory_type": "type"}
+
+
+def _wire_name(key: str, source: str) -> str:
+    if source == "header":
+        return key.replace("_", "-").title()  # idempotency_key -> Idempotency-Key
+    return PARAM_ALIASES.get(key, key)
+
+
+def _engine_status(exc: engine_errors.LociError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in ENGINE_STATUS:
+            return ENGINE_STATUS[cls]
+    return 500
+
+
+def failure_for(exc: BaseException, request_id: str) -> Failure:
+    """The status, envelope and extra headers for any exception."""
+    headers: dict[str, str] = {}
+    if isinstance(exc, engine_errors.LociError):
+        status = _engine_status(exc)
+        if status == 500:
+            log.error("unmapped engine error", exc_info=exc)
+            return Failure(status=500, body=ErrorBody(error="internal_error", message="internal error",
+                                                      request_id=request_id))
+        if isinstance(exc, engine_errors.RateLimited):
+            headers["Retry-After"] = str(exc.retry_after)
+        return Failure(status=status, headers=headers, body=ErrorBody(
+            error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)))
+    if isinstance(exc, BadRequest):
+        return Failure(status=400, body=ErrorBody(error="bad_request", message=exc.message,
+                                                  request_id=request_id))
+    if isinstance(exc, ValidationException):
+        details: dict[str, Any] = {}
+        extra = exc.extra if isinstance(exc.extra, list) else []
+        if extra and isinstance(extra[0], dict):
+            first = extra[0]
+            if "key" in first:
+                source = first.get("source", "")
+                source = str(getattr(source, "value", source))
+                details["field"] = _wire_name(str(first["key"]), source)
+                details["source"] = source
+            message = str(first.get("message") or exc.detail)
+        else:
+            message = exc.detail
+        details["errors"] = [{k: str(getattr(v, "value", v)) for k, v in e.items()} for e in extra
+                             if isinstance(e, dict)]
+        return Failure(status=422, body=ErrorBody(error="validation_error", message=message,
+                                                  request_id=request_id, details=details))
+    if isinstance(exc, MethodNotAllowedException):
+        allow = (exc.headers or {}).get("allow", "")
+        if allow:
+            headers["Allow"] = allow
+        return Failure(status=405, headers=headers, body=ErrorBody(
+            error="method_not_allowed", message="method not allowed", request_id=request_id,
+            details={"allow": [m.strip() for m in allow.split(",") if m.strip()]}))
+    if isinstance(exc, NotFoundException):
+        return Failure(status=404, body=ErrorBody(error="not_found", message="not found",
+                                                  request_id=request_id))
+    if isinstance(exc, HTTPException) and exc.status_code < 500:
+        status = exc.status_code
+        return Failure(status=status, body=ErrorBody(error=HTTP_CODES.get(status, "bad_request"),
+                                                     message=str(exc.detail), request_id=request_id))
+    log.error("unhandled error (request %s)", request_id, exc_info=exc)
+    return Failure(status=500, body=ErrorBody(error="internal_error", message="internal error",
+                                              request_id=request_id))
+
+
+def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+    failure = failure_for(exc, request_id_of(request.scope))
+    return Response(content=failure.body, status_code=failure.status, headers=failure.headers)
+
+
+# --- msgspec validation errors -> field names -------------------------------------------------------
+_AT = re.compile(r"\s+-\s+at\s+`\$(?P<path>[^`]*)`$")
+_FIELD = re.compile(r"(?:unknown|required) field `(?P<name>[^`]+)`")
+
+
+def invalid_input(exc: msgspec.ValidationError, *, prefix: str = "") -> engine_errors.InvalidInput:
+    """`Expected str of length <= 64 - at $.tags[0]` -> InvalidInput(field="tags[0]").
+    Unknown/missing fields name the field itself (`items[2].text`). `prefix` prepends a path."""
+    text = str(exc)
+    path = ""
+    m = _AT.search(text)
+    if m:
+        path = m.group("path")
+        text = text[: m.start()]
+    named = _FIELD.search(text)
+    if named:
+        path = f"{path}.{named.group('name')}"
+    path = path.lstrip(".")
+    field = f"{prefix}.{path}".strip(".") if prefix else path
+    field = field.replace(".[", "[")
+    details: dict[str, Any] = {}
+    index = re.match(r"^items\[(\d+)\]", field)
+    if index:
+        details["index"] = int(index.group(1))
+    return engine_errors.InvalidInput(text, field=field or None, details=details)

@@ -1,0 +1,146 @@
+"""The ASGI layer around the whole Litestar router, so it runs for every request, unknown routes and
+wrong methods included (Litestar's own middleware only runs for matched routes).
+
+Per request it: assigns the request id (`req_` + ULID, or a sane client-sent `X-Request-Id`),
+resolves the API key once (the routes' guard enforces it), counts the request against the rate limit
+of the key (or of the client address without a valid key) BEFORE routing, so a limited request has
+no effect, answers CORS preflights, and adds `X-Request-Id`, `X-RateLimit-Remaining`,
+`X-RateLimit-Reset` and the CORS headers to every response, errors included. An exception that
+escapes everything becomes a 500 envelope.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+import msgspec
+
+from engine.ids import request_id as new_request_id
+from engine.storage.base import Store
+from server.auth import AuthProblem, Principal, resolve
+from server.errors import ErrorBody, failure_for
+from server.ratelimit import RateDecision, RateLimiter
+
+log = logging.getLogger("loci.server")
+
+ASGIApp = Callable[..., Any]
+_SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+EXPOSED = "X-Request-Id, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After"
+ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
+ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+class Gateway:
+    def __init__(self, app: ASGIApp, *, store: Store, limiter: RateLimiter,
+                 cors_origins: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.store = store
+        self.limiter = limiter
+        self.cors_origins = cors_origins
+
+    # --- pieces ------------------------------------------------------------------------------------
+    def _cors_headers(self, origin: str | None) -> list[tuple[bytes, bytes]]:
+        if not self.cors_origins:
+            return []
+        if "*" in self.cors_origins:
+            allow = "*"
+        elif origin is None:
+            allow = self.cors_origins[0]
+        elif origin in self.cors_origins:
+            allow = origin
+        else:
+            return []
+        out = [(b"access-control-allow-origin", allow.encode()),
+               (b"access-control-expose-headers", EXPOSED.encode())]
+        if allow != "*":
+            out.append((b"vary", b"Origin"))
+        return out
+
+    def _admit(self, authorization: str | None, client: str, count: bool) -> tuple[
+            Principal | AuthProblem, RateDecision]:
+        """Resolve the key and count the request (runs in a worker thread: the store is sync)."""
+        who = resolve(self.store, authorization)
+        bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
+        decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
+        return who, decision
+
+    @staticmethod
+    def _rate_headers(decision: RateDecision) -> list[tuple[bytes, bytes]]:
+        return [(b"x-ratelimit-limit", str(decision.limit).encode()),
+                (b"x-ratelimit-remaining", str(decision.remaining).encode()),
+                (b"x-ratelimit-reset", str(decision.reset_after).encode())]
+
+    @staticmethod
+    async def _send_json(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            *headers]})
+        await send({"type": "http.response.body", "body": body})
+
+    # --- the ASGI entry ------------------------------------------------------------------------------
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent_id = _header(scope, b"x-request-id")
+        rid = sent_id if sent_id and _SANE_ID.match(sent_id) else new_request_id()
+        state = scope.setdefault("state", {})
+        state["request_id"] = rid
+        origin = _header(scope, b"origin")
+        client = (scope.get("client") or ("unknown", 0))[0]
+        preflight = (scope["method"] == "OPTIONS" and origin is not None
+                     and _header(scope, b"access-control-request-method") is not None)
+        who, decision = await anyio.to_thread.run_sync(
+            self._admit, _header(scope, b"authorization"), client, not preflight)
+        state["principal" if isinstance(who, Principal) else "auth_problem"] = who
+        extra = [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *self._cors_headers(origin)]
+
+        if preflight:
+            cors = self._cors_headers(origin)
+            if cors:
+                cors += [(b"access-control-allow-methods", ALLOWED_METHODS.encode()),
+                         (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
+                         (b"access-control-max-age", b"600")]
+            await send({"type": "http.response.start", "status": 204, "headers": [
+                (b"x-request-id", rid.encode()), *self._rate_headers(decision), *cors]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+
+        if not decision.allowed:
+            body = msgspec.json.encode(ErrorBody(
+                error="rate_limited", message="rate limit exceeded", request_id=rid,
+                details={"limit": decision.limit, "retry_after": decision.reset_after}))
+            await self._send_json(send, 429, body, [*extra, (b"retry-after", str(decision.reset_after).encode())])
+            return
+
+        started = False
+        replace = {name for name, _ in extra}
+
+        async def send_with_headers(message: dict[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in replace]
+                message = {**message, "headers": headers + extra}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as exc:  # the last resort: Litestar's handlers normally answer first
+            if started:
+                raise
+            failure = failure_for(exc, rid)
+            body = msgspec.json.encode(failure.body)
+            more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]
+            await self._send_json(send, failure.status, body, [*extra, *more])

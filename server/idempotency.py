@@ -1,0 +1,103 @@
+"""Idempotency-Key handling, reusable by every writing route.
+
+`Idempotency.run(...)` executes `work` at most once per (org, key): the fingerprint is a hash of the
+method, path (with query) and raw body. The same key and body replays the first response (same status
+and body, no second write); another body is 409 conflict. The record is stored in the SAME
+`store.transaction()` as the write, so the two commit together. Concurrent duplicates are serialized
+by a per-key lock in process; across processes a lost race on the record rolls the write back and
+replays the winner's response. Only successful responses are recorded: a failed request can be retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import msgspec
+
+from engine.errors import Conflict, InvalidInput
+from engine.models import IdempotencyRecord
+from engine.storage.base import Store
+from engine.timeutil import Clock, utcnow
+
+MAX_KEY_LENGTH = 128
+HEADER = "Idempotency-Key"
+
+
+class StoredResponse(msgspec.Struct, kw_only=True):
+    status_code: int
+    body: bytes
+    content_type: str = "application/json"
+    replayed: bool = False
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    h = hashlib.sha256()
+    for part in (method.upper().encode(), path.encode(), body):
+        h.update(len(part).to_bytes(8, "big"))
+        h.update(part)
+    return h.hexdigest()
+
+
+def check_key(key: str) -> str:
+    if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
+        raise InvalidInput(f"{HEADER} must be 1..{MAX_KEY_LENGTH} printable characters", field=HEADER,
+                           details={"max_length": MAX_KEY_LENGTH})
+    return key
+
+
+class Idempotency:
+    def __init__(self, store: Store, *, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow,
+                 stripes: int = 64) -> None:
+        self.store = store
+        self.ttl = ttl
+        self.clock = clock
+        self._locks = [threading.Lock() for _ in range(stripes)]
+
+    def _lock_for(self, org_id: str, key: str) -> threading.Lock:
+        digest = hashlib.blake2b(f"{org_id}\0{key}".encode(), digest_size=4).digest()
+        return self._locks[int.from_bytes(digest, "big") % len(self._locks)]
+
+    @staticmethod
+    def _replay(record: IdempotencyRecord, fp: str) -> StoredResponse:
+        if record.fingerprint != fp:
+            raise Conflict(f"{HEADER} was already used with another request",
+                           details={"field": HEADER})
+        return StoredResponse(status_code=record.status_code, body=record.body,
+                              content_type=record.content_type, replayed=True)
+
+    def lookup(self, org_id: str, key: str, *, method: str, path: str, body: bytes) -> StoredResponse | None:
+        """The stored response to replay, if this key was used already (409 if with another request).
+        A fast path only: `run` checks again inside its transaction."""
+        check_key(key)
+        found = self.store.get_idempotency(org_id, key, self.clock())
+        return None if found is None else self._replay(found, fingerprint(method, path, body))
+
+    def run(self, org_id: str, key: str | None, *, method: str, path: str, body: bytes,
+            work: Callable[[], StoredResponse]) -> StoredResponse:
+        """Run `work` (which writes through the same store) once per (org, key)."""
+        if key is None:
+            return work()
+        check_key(key)
+        fp = fingerprint(method, path, body)
+        with self._lock_for(org_id, key):
+            try:
+                with self.store.transaction():
+                    now = self.clock()
+                    found = self.store.get_idempotency(org_id, key, now)
+                    if found is not None:
+                        return self._replay(found, fp)
+                    result = work()
+                    self.store.put_idempotency(IdempotencyRecord(
+                        org_id=org_id, key=key, fingerprint=fp, status_code=result.status_code,
+                        body=result.body, content_type=result.content_type, created_at=now,
+                        expires_at=now + self.ttl))
+                    return result
+            except Conflict:
+                # another process recorded this key first; our write rolled back: replay theirs
+                found = self.store.get_idempotency(org_id, key, self.clock())
+                if found is None:
+                    raise
+                return self._replay(found, fp)

@@ -1,0 +1,125 @@
+"""The OpenAPI document: served at /schema/openapi.json and /docs/openapi.json, Swagger UI at /docs.
+
+Routes read their bodies raw (to tell one memory from a batch and to fingerprint Idempotency-Key
+requests), so their request-body schemas are added here from the same msgspec Structs that validate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, get
+from litestar._openapi.plugin import OpenAPIPlugin
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+
+from server.errors import DOCUMENTED_ERRORS
+from server.schemas import MemoryBatch, MemoryCreate, MemoryPatch
+
+API_VERSION = "0.9.2"
+BEARER = "bearer"
+ERROR_REF = "#/components/schemas/ErrorBody"
+
+#: operationId -> the body Structs it accepts (oneOf when several)
+REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
+    "createMemory": (MemoryCreate, MemoryBatch),
+    "updateMemory": (MemoryPatch,),
+}
+
+
+def openapi_config() -> OpenAPIConfig:
+    return OpenAPIConfig(
+        title="Loci memory service",
+        version=API_VERSION,
+        description="Memory and context assembly for LLM agents (/v0). Errors use one envelope: "
+                    "{error, message, request_id, details}.",
+        path="/docs",
+        render_plugins=[_Swagger(), _Json()],
+        security=[{BEARER: []}],
+        components=Components(security_schemes={
+            BEARER: SecurityScheme(type="http", scheme="bearer", bearer_format="APIKey",
+                                   description="Authorization: Bearer loci_<key>"),
+        }),
+    )
+
+
+def _document(app: Litestar) -> dict[str, Any]:
+    return app.plugins.get(OpenAPIPlugin).provide_openapi_schema()
+
+
+def add_request_bodies(doc: dict[str, Any], bodies: dict[str, tuple[type[msgspec.Struct], ...]]) -> None:
+    types = tuple(t for ts in bodies.values() for t in ts)
+    refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in components.items():
+        schemas.setdefault(name, schema)
+    by_type = dict(zip(types, refs, strict=True))
+    for item in doc.get("paths", {}).values():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            wanted = bodies.get(operation.get("operationId", ""))
+            if not wanted:
+                continue
+            schema = by_type[wanted[0]] if len(wanted) == 1 else {"oneOf": [by_type[t] for t in wanted]}
+            operation["requestBody"] = {"required": True,
+                                        "content": {"application/json": {"schema": schema}}}
+
+
+#: operations that need no API key
+PUBLIC_OPERATIONS = {"getHealth"}
+
+COMMON_HEADERS: dict[str, Any] = {
+    "X-Request-Id": {"description": "req_<ULID>, or the client's own X-Request-Id",
+                     "schema": {"type": "string"}},
+    "X-RateLimit-Remaining": {"description": "requests left in the current window",
+                              "schema": {"type": "integer"}},
+    "X-RateLimit-Reset": {"description": "seconds until the window resets", "schema": {"type": "integer"}},
+}
+
+
+def _operations(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [op for item in doc.get("paths", {}).values() for op in item.values() if isinstance(op, dict)]
+
+
+def add_common_headers_and_security(doc: dict[str, Any]) -> None:
+    for op in _operations(doc):
+        if op.get("operationId") in PUBLIC_OPERATIONS:
+            op["security"] = []
+        for status, response in op.get("responses", {}).items():
+            if status.startswith(("4", "5")):  # Litestar's own default 400 included: one envelope
+                response["content"] = {"application/json": {"schema": {"$ref": ERROR_REF}}}
+                if status == "400":
+                    response["description"] = DOCUMENTED_ERRORS[400]
+            response.setdefault("headers", {}).update(COMMON_HEADERS)
+            if response is op["responses"].get("429"):
+                response["headers"]["Retry-After"] = {"description": "seconds to wait",
+                                                      "schema": {"type": "integer"}}
+
+
+def complete(doc: dict[str, Any]) -> dict[str, Any]:
+    """Complete Litestar's document in place (request bodies, headers, public operations). Idempotent,
+    and run when the document is served, so building an app stays cheap."""
+    add_request_bodies(doc, REQUEST_BODIES)
+    add_common_headers_and_security(doc)
+    return doc
+
+
+class _Json(JsonRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, complete(openapi_schema))
+
+
+class _Swagger(SwaggerRenderPlugin):
+    def render(self, request: Request[Any, Any, Any], openapi_schema: dict[str, Any]) -> bytes:
+        return super().render(request, complete(openapi_schema))
+
+
+@get("/schema/openapi.json", include_in_schema=False, sync_to_thread=False, media_type="application/json")
+def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
+    return complete(_document(request.app))
+
+
+ROUTES = [openapi_json]

@@ -1,0 +1,145 @@
+"""/v0/memories: create (one or a batch), get, patch, delete and list the memories of the key's org."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+import msgspec
+from litestar import Request, Response, delete, get, patch, post
+from litestar.params import HeaderParameter, PathParameter, QueryParameter
+
+from engine.memories import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
+from server.auth import principal_of, require_auth
+from server.errors import invalid_input
+from server.http import AGENT_HEADER, bounded_header, error_responses, ok_json, read_json, run_write
+from server.schemas import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
+from server.services import services_of
+
+_ORG_FIELDS = ("org_id", "organization_id", "org")
+_COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["memories"]}
+_IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=128,
+                                   description="Replays the first response for the same key and body")
+_AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, max_length=128,
+                             description="Agent id within the organization")
+MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>")]
+
+
+def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
+    """One memory object, or {"items": [...]} (1..200). Returns the drafts and whether it was a batch."""
+    try:
+        if isinstance(data, dict) and "items" in data:
+            return msgspec.convert(data, MemoryBatch).items, True
+        return [msgspec.convert(data, MemoryCreate)], False
+    except msgspec.ValidationError as exc:
+        raise invalid_input(exc) from exc
+
+
+def parse_patch(data: Any) -> MemoryPatch:
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in _ORG_FIELDS}  # org fields are ignored
+    try:
+        return msgspec.convert(data, MemoryPatch)
+    except msgspec.ValidationError as exc:
+        raise invalid_input(exc) from exc
+
+
+@post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
+      status_code=200, responses=error_responses(), **_COMMON)
+async def create_memory(
+    request: Request[Any, Any, Any],
+    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+) -> Response[Memory | MemoryItems]:
+    raw, data = await read_json(request)
+    agent = bounded_header(request, AGENT_HEADER)
+    drafts, batch = parse_create(data)
+    svc = services_of(request)
+    prepared: list[Memory] = []
+
+    def prepare(org_id: str) -> None:  # embeds outside the write transaction
+        prepared.extend(svc.memories.prepare(org_id, drafts, agent_id=agent))
+
+    def work(org_id: str) -> Any:
+        created = svc.memories.insert(org_id, prepared)
+        return ok_json(MemoryItems(items=created) if batch else created[0])
+
+    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+
+
+@get("/v0/memories/{memory_id:str}", operation_id="getMemory", summary="Get one memory",
+     responses=error_responses(401, 403, 404, 429, 500), **_COMMON)
+async def get_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Memory:
+    org_id = principal_of(request).org_id
+    svc = services_of(request)
+    return await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id)
+
+
+@patch("/v0/memories/{memory_id:str}", operation_id="updateMemory",
+       summary="Update tags, metadata, archived or valid_to of one memory",
+       responses=error_responses(), **_COMMON)
+async def update_memory(
+    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
+    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+) -> Response[Memory]:
+    raw, data = await read_json(request)
+    changes = parse_patch(data)
+    svc = services_of(request)
+    return await run_write(  # type: ignore[return-value]
+        request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes)))
+
+
+@delete("/v0/memories/{memory_id:str}", operation_id="deleteMemory", summary="Delete one memory",
+        status_code=200, responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
+async def delete_memory(
+    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
+    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+) -> Response[Deleted]:
+    svc = services_of(request)
+
+    def work(org_id: str) -> Any:
+        svc.memories.delete(org_id, memory_id)
+        return ok_json(Deleted(deleted=True, memory_id=memory_id))
+
+    return await run_write(request, b"", work)  # type: ignore[return-value]
+
+
+def _csv(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return tuple(v.strip() for v in value.split(",") if v.strip()) or None
+
+
+@get("/v0/memories", operation_id="listMemories", summary="List memories with filters, paginated",
+     responses=error_responses(401, 403, 422, 429, 500), **_COMMON)
+async def list_memories(
+    request: Request[Any, Any, Any],
+    namespace: Annotated[str | None, QueryParameter(max_length=64)] = None,
+    entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    agent_id: Annotated[str | None, QueryParameter(max_length=128, description="else X-Service-Agent")] = None,
+    memory_type: Annotated[str | None, QueryParameter(name="type", description="a type or a comma list")] = None,
+    status: Annotated[str | None, QueryParameter(description="a status or a comma list")] = None,
+    tag: Annotated[str | None, QueryParameter(max_length=64)] = None,
+    archived: Annotated[bool | None, QueryParameter()] = None,
+    since: Annotated[datetime | None, QueryParameter(description="timestamp >= since")] = None,
+    until: Annotated[datetime | None, QueryParameter(description="timestamp < until")] = None,
+    sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
+    page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
+    cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+) -> MemoryList:
+    header_agent = bounded_header(request, AGENT_HEADER)
+    filters = ListFilters(
+        namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
+        types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
+        since=since, until=until, sort=sort,
+    )
+    org_id = principal_of(request).org_id
+    svc = services_of(request)
+    page = await anyio.to_thread.run_sync(
+        lambda: svc.memories.list_page(org_id, filters, page_size=page_size, cursor=cursor))
+    return MemoryList(items=page.items, next_cursor=page.next_cursor)
+
+
+ROUTES = [create_memory, get_memory, update_memory, delete_memory, list_memories]

@@ -1,0 +1,56 @@
+"""create_app defaults: settings from the environment, the store opened from the data dir, the
+embedder chosen by name and loaded lazily."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from litestar.testing import TestClient
+
+from engine.models import text_hash
+from server.app import LazyEmbedder, create_app
+from server.auth import create_api_key
+from server.config import Settings
+
+
+def test_settings_from_env() -> None:
+    s = Settings.from_env({"LOCI_DATA_DIR": "/srv/loci", "LOCI_RATE_LIMIT": "10/second",
+                           "LOCI_CORS_ORIGINS": "https://a.example, https://b.example,",
+                           "LOCI_EMBEDDER": "hash", "LOCI_IDEMPOTENCY_TTL_HOURS": "48"})
+    assert (s.data_dir, s.rate_limit, s.embedder, s.idempotency_ttl_hours) == ("/srv/loci", "10/second", "hash", 48.0)
+    assert s.cors_origins == ("https://a.example", "https://b.example")
+    assert s.store_target == "/srv/loci" and s.database_url is None
+    d = Settings.from_env({})
+    assert (d.data_dir, d.rate_limit, d.embedder, d.idempotency_ttl_hours, d.cors_origins) == (
+        "./data", "600/minute", "minilm", 24.0, ())
+    assert Settings.from_env({"LOCI_DATABASE_URL": "sqlite:///x.db"}).store_target == "sqlite:///x.db"
+
+
+def test_default_store_and_named_embedder(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=str(tmp_path), embedder="hash"))
+    services = app.state.loci
+    _, secret = create_api_key(services.store, "acme")
+    with TestClient(app) as client:
+        r = client.post("/v0/memories", json={"type": "note", "text": "kept on disk"},
+                        headers={"Authorization": f"Bearer {secret}"})
+        assert r.status_code == 200
+    assert (tmp_path / "loci.db").exists()
+    embedder = services.memories.embeddings.embedder
+    assert isinstance(embedder, LazyEmbedder) and embedder.model.startswith("hash:")
+    from engine.storage import open_store
+
+    store = open_store(str(tmp_path))
+    try:
+        assert store.count_memories("acme") == 1
+        assert store.get_embeddings(embedder.model, [text_hash("kept on disk")])
+    finally:
+        store.close()
+
+
+def test_unknown_embedder_does_not_fail_writes(tmp_path: Path) -> None:
+    app = create_app(Settings(data_dir=str(tmp_path), embedder="nope"))
+    _, secret = create_api_key(app.state.loci.store, "acme")
+    with TestClient(app) as client:
+        r = client.post("/v0/memories", json={"type": "note", "text": "x"},
+                        headers={"Authorization": f"Bearer {secret}"})
+    assert r.status_code == 200

@@ -1,0 +1,83 @@
+"""The `loci` command: keys create/list/revoke on the serve database, and serve's first-run key."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from engine.storage import open_store
+from server.auth import hash_key
+from server.cli import build_parser, main
+from server.commands import COMMANDS
+from server.commands.serve import DEV_ORG, ensure_dev_key
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_keys_create_prints_key_on_last_line(capsys, tmp_path: Path) -> None:
+    code, out = run(capsys, "keys", "create", "--org", "acme", "--scopes", "read,write", "--name", "ci",
+                    "--data-dir", str(tmp_path))
+    assert code == 0
+    secret = out.rstrip("\n").splitlines()[-1]
+    assert secret.startswith("loci_") and secret.strip() == secret
+    store = open_store(str(tmp_path))  # the database `loci serve --data-dir` uses
+    try:
+        key = store.find_api_key(hash_key(secret))
+        assert key is not None and key.org_id == "acme" and key.scopes == ["read", "write"] and key.name == "ci"
+    finally:
+        store.close()
+
+
+def test_keys_list_never_prints_secrets_and_revoke(capsys, tmp_path: Path) -> None:
+    _, out = run(capsys, "keys", "create", "--org", "acme", "--data-dir", str(tmp_path))
+    secret = out.splitlines()[-1]
+    run(capsys, "keys", "create", "--org", "other", "--data-dir", str(tmp_path))
+    code, listing = run(capsys, "keys", "list", "--data-dir", str(tmp_path))
+    assert code == 0 and "acme" in listing and "other" in listing
+    assert secret not in listing and hash_key(secret) not in listing
+    _, only = run(capsys, "keys", "list", "--org", "acme", "--data-dir", str(tmp_path))
+    assert "other" not in only
+    key_id = next(line.split()[0] for line in only.splitlines() if line.startswith("key_"))
+    code, out = run(capsys, "keys", "revoke", key_id, "--data-dir", str(tmp_path))
+    assert code == 0 and key_id in out
+    _, after = run(capsys, "keys", "list", "--org", "acme", "--data-dir", str(tmp_path))
+    assert "revoked" in after
+    assert main(["keys", "revoke", "key_nope", "--data-dir", str(tmp_path)]) == 1
+
+
+def test_data_dir_from_env(capsys, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LOCI_DATA_DIR", str(tmp_path / "envdir"))
+    run(capsys, "keys", "create", "--org", "acme")
+    assert (tmp_path / "envdir" / "loci.db").exists()
+
+
+def test_bad_scopes_fail_cleanly(capsys, tmp_path: Path) -> None:
+    assert main(["keys", "create", "--org", "acme", "--scopes", "root", "--data-dir", str(tmp_path)]) == 2
+    assert "scopes" in capsys.readouterr().err
+
+
+def test_first_run_creates_dev_key_once(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path))
+    try:
+        out = io.StringIO()
+        secret = ensure_dev_key(store, out)
+        assert secret is not None and secret in out.getvalue()
+        key = store.find_api_key(hash_key(secret))
+        assert key is not None and key.org_id == DEV_ORG and key.scopes == ["read", "write", "admin"]
+        again = io.StringIO()
+        assert ensure_dev_key(store, again) is None and again.getvalue() == ""
+        assert len(store.list_api_keys()) == 1
+    finally:
+        store.close()
+
+
+def test_parser_knows_every_registered_command() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["serve", "--host", "0.0.0.0", "--port", "9000", "--data-dir", "/tmp/x"])
+    assert (args.host, args.port, args.data_dir) == ("0.0.0.0", 9000, "/tmp/x")
+    assert set(COMMANDS) >= {"serve", "keys"}

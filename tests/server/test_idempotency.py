@@ -1,0 +1,155 @@
+"""Idempotency-Key: replay of the first response, 409 on another body, no double write, concurrency."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.errors import Conflict
+from engine.storage.base import EventQuery, Store
+from server.idempotency import Idempotency, StoredResponse, fingerprint
+from tests.server.conftest import memory_body
+
+
+def test_same_key_same_body_replays(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "create-1"}
+    first = client.post("/v0/memories", json=memory_body(), headers=headers)
+    second = client.post("/v0/memories", json=memory_body(), headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert first.content == second.content
+    assert second.headers["idempotent-replayed"] == "true"
+    assert store.count_memories("acme") == 1
+    assert len(store.list_events("acme", EventQuery())) == 1
+
+
+def test_same_key_other_body_is_409(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "create-2"}
+    assert client.post("/v0/memories", json=memory_body("one"), headers=headers).status_code == 200
+    r = client.post("/v0/memories", json=memory_body("two"), headers=headers)
+    assert r.status_code == 409 and r.json()["error"] == "conflict"
+    assert store.count_memories("acme") == 1
+
+
+def test_same_key_other_path_is_409(client, auth) -> None:
+    mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
+    headers = {**auth, "Idempotency-Key": "k"}
+    assert client.patch(f"/v0/memories/{mem['memory_id']}", json={"tags": ["a"]}, headers=headers).status_code == 200
+    assert client.delete(f"/v0/memories/{mem['memory_id']}", headers=headers).status_code == 409
+
+
+def test_patch_and_delete_replay(client, auth, store: Store) -> None:
+    mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
+    path = f"/v0/memories/{mem['memory_id']}"
+    p1 = client.patch(path, json={"tags": ["x"]}, headers={**auth, "Idempotency-Key": "p"})
+    client.patch(path, json={"tags": ["y"]}, headers=auth)
+    p2 = client.patch(path, json={"tags": ["x"]}, headers={**auth, "Idempotency-Key": "p"})
+    assert p1.content == p2.content and p2.json()["tags"] == ["x"]
+    assert store.get_memory("acme", mem["memory_id"]).tags == ["y"]  # type: ignore[union-attr]  # no second write
+    d1 = client.delete(path, headers={**auth, "Idempotency-Key": "d"})
+    d2 = client.delete(path, headers={**auth, "Idempotency-Key": "d"})
+    assert d1.status_code == d2.status_code == 200 and d1.content == d2.content
+    assert client.delete(path, headers=auth).status_code == 404
+
+
+def test_failed_request_is_not_recorded(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "retry-me"}
+    assert client.delete("/v0/memories/mem_missing", headers=headers).status_code == 404
+    mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
+    r = client.post("/v0/memories", json=memory_body(), headers=headers)
+    assert r.status_code == 200 and r.json()["memory_id"] != mem["memory_id"]
+
+
+def test_concurrent_duplicates_write_once(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "race"}
+    results: list[bytes] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        r = client.post("/v0/memories", json=memory_body("raced"), headers=headers)
+        assert r.status_code == 200
+        results.append(r.content)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 8 and len(set(results)) == 1
+    assert store.count_memories("acme") == 1
+
+
+def test_record_and_write_commit_together(store: Store) -> None:
+    """If storing the record fails, the write rolls back (same transaction)."""
+    idem = Idempotency(store)
+    original = store.put_idempotency
+
+    def boom(record: object) -> None:
+        raise RuntimeError("disk full")
+
+    store.put_idempotency = boom  # type: ignore[method-assign]
+    from engine.memories import MemoryCreate, MemoryService
+
+    svc = MemoryService(store)
+
+    def work() -> StoredResponse:
+        svc.create("acme", [MemoryCreate(type="note", text="x")])
+        return StoredResponse(status_code=200, body=b"{}")
+
+    with pytest.raises(RuntimeError):
+        idem.run("acme", "k", method="POST", path="/v0/memories", body=b"{}", work=work)
+    store.put_idempotency = original  # type: ignore[method-assign]
+    assert store.count_memories("acme") == 0
+    assert store.list_events("acme", EventQuery()) == []
+
+
+def test_lost_race_replays_winner(store: Store) -> None:
+    """Another process stored the key between our read and our write: our write rolls back and the
+    winner's response is replayed."""
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    idem = Idempotency(store, clock=lambda: now)
+    from engine.memories import MemoryCreate, MemoryService
+    from engine.models import IdempotencyRecord
+
+    winner = IdempotencyRecord(org_id="acme", key="k", fingerprint=fingerprint("POST", "/p", b"{}"),
+                               status_code=200, body=b'{"winner":true}', created_at=now,
+                               expires_at=now + timedelta(hours=24))
+    store.put_idempotency(winner)  # committed by the other process
+    real_get = store.get_idempotency
+    misses = [1]
+
+    def stale_get(org_id: str, key: str, at: datetime):  # our read happened before their commit
+        return None if misses and misses.pop() else real_get(org_id, key, at)
+
+    def unique_violation(record: object) -> None:
+        raise Conflict("duplicate idempotency key")
+
+    store.get_idempotency = stale_get  # type: ignore[method-assign]
+    store.put_idempotency = unique_violation  # type: ignore[method-assign]
+    svc = MemoryService(store)
+
+    def work() -> StoredResponse:
+        svc.create("acme", [MemoryCreate(type="note", text="loser")])
+        return StoredResponse(status_code=200, body=b'{"winner":false}')
+
+    out = idem.run("acme", "k", method="POST", path="/p", body=b"{}", work=work)
+    assert out.body == b'{"winner":true}' and out.replayed
+    assert store.count_memories("acme") == 0
+
+
+def test_records_expire_after_ttl(store: Store) -> None:
+    clock = [datetime(2025, 1, 1, tzinfo=UTC)]
+    idem = Idempotency(store, ttl=timedelta(hours=24), clock=lambda: clock[0])
+    runs: list[int] = []
+
+    def work() -> StoredResponse:
+        runs.append(1)
+        return StoredResponse(status_code=200, body=str(len(runs)).encode())
+
+    idem.run("acme", "k", method="POST", path="/p", body=b"", work=work)
+    clock[0] += timedelta(hours=23)
+    assert idem.run("acme", "k", method="POST", path="/p", body=b"", work=work).body == b"1"
+    clock[0] += timedelta(hours=2)
+    assert idem.run("acme", "k", method="POST", path="/p", body=b"", work=work).body == b"2"

@@ -1,0 +1,105 @@
+"""Rate limiting: headers on every response, 429 with Retry-After, and a limited request has no effect."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from litestar.testing import TestClient
+
+from engine.embed.hash import HashEmbedder
+from engine.errors import InvalidInput
+from engine.storage.base import Store
+from server.app import create_app
+from server.auth import create_api_key
+from server.config import Settings
+from server.ratelimit import FixedWindowLimiter, Rate, parse_rate
+from tests.server.conftest import memory_body
+
+
+class FakeClock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def limited(store: Store):
+    clock = FakeClock(1_000_020.0 + 12.25)  # 12.25 s into a 60 s window (1_000_020 = 16667 * 60)
+    limiter = FixedWindowLimiter(Rate(3, 60), clock=clock)
+    app = create_app(Settings(embedder="hash"), store=store, embedder=HashEmbedder(), limiter=limiter)
+    _, secret = create_api_key(store, "acme")
+    with TestClient(app) as client:
+        yield client, {"Authorization": f"Bearer {secret}"}, clock
+
+
+def test_parse_rate() -> None:
+    assert parse_rate("600/minute") == Rate(600, 60)
+    assert parse_rate("10/second") == Rate(10, 1)
+    assert parse_rate("5/10 seconds") == Rate(5, 10)
+    assert parse_rate("1000/hour") == Rate(1000, 3600)
+    with pytest.raises(InvalidInput):
+        parse_rate("lots")
+
+
+def test_fixed_window_counts_and_resets() -> None:
+    clock = FakeClock(120.0 + 45.5)  # window [120, 180): 14.5 s left
+    lim = FixedWindowLimiter(Rate(2, 60), clock=clock)
+    first = lim.hit("k")
+    assert (first.allowed, first.remaining, first.reset_after) == (True, 1, 15)  # ceil(14.5)
+    assert lim.hit("k").remaining == 0
+    assert not lim.hit("k").allowed
+    assert lim.hit("other").allowed  # per key
+    assert lim.peek("k").remaining == 0
+    clock.now = 180.0
+    assert lim.hit("k").allowed and lim.peek("k").remaining == 1
+
+
+def test_headers_and_429_without_effect(limited, store: Store) -> None:
+    client, auth, clock = limited
+    window_end = (clock.now // 60 + 1) * 60
+    remaining = []
+    for _ in range(3):
+        r = client.post("/v0/memories", json=memory_body(), headers=auth)
+        assert r.status_code == 200
+        remaining.append(int(r.headers["x-ratelimit-remaining"]))
+        assert int(r.headers["x-ratelimit-reset"]) == math.ceil(window_end - clock.now)
+    assert remaining == [2, 1, 0]
+    r = client.post("/v0/memories", json=memory_body("over"), headers=auth)
+    assert r.status_code == 429
+    body = r.json()
+    assert body["error"] == "rate_limited" and body["request_id"] == r.headers["x-request-id"]
+    assert r.headers["retry-after"] == r.headers["x-ratelimit-reset"] == str(math.ceil(window_end - clock.now))
+    assert r.headers["x-ratelimit-remaining"] == "0"
+    assert store.count_memories("acme") == 3  # the limited request stored nothing
+    clock.now = window_end
+    assert client.post("/v0/memories", json=memory_body(), headers=auth).status_code == 200
+
+
+def test_limited_idempotent_request_records_nothing(limited, store: Store) -> None:
+    client, auth, clock = limited
+    for _ in range(3):
+        client.get("/v0/memories", headers=auth)
+    headers = {**auth, "Idempotency-Key": "later"}
+    assert client.post("/v0/memories", json=memory_body("a"), headers=headers).status_code == 429
+    clock.now += 60
+    r = client.post("/v0/memories", json=memory_body("b"), headers=headers)
+    assert r.status_code == 200 and r.json()["text"] == "b"  # the key was not taken by the 429
+
+
+def test_unauthenticated_requests_limited_per_address(limited) -> None:
+    client, auth, _ = limited
+    for _ in range(3):
+        assert client.get("/v0/memories", headers={"Authorization": "Bearer loci_bogus"}).status_code == 401
+    r = client.get("/v0/memories", headers={"Authorization": "Bearer loci_other_bogus"})
+    assert r.status_code == 429  # rotating invalid keys does not escape the limit
+    assert client.get("/v0/memories", headers=auth).status_code == 200  # a valid key has its own bucket
+
+
+def test_errors_and_unknown_routes_carry_rate_headers(limited) -> None:
+    client, auth, _ = limited
+    for path in ("/v0/health", "/nope", "/v0/memories/mem_missing"):
+        r = client.get(path, headers=auth)
+        assert "x-ratelimit-remaining" in r.headers and "x-ratelimit-reset" in r.headers, path
