@@ -1,0 +1,189 @@
+"""Okapi BM25 over an inverted index, with corpus statistics taken over the eligible scope.
+
+Scores equal `rank_bm25.BM25Okapi(k1=1.5, b=0.75, epsilon=0.25)` built over exactly the scope's
+documents (tokenized with `tokenize.tokenize`) and queried with the tokenized query:
+- N = eligible documents, avgdl = their mean token count (empty documents count);
+- idf(t) = ln(N - df + 0.5) - ln(df + 0.5) with df counted over the eligible documents; a negative idf
+  is replaced by epsilon * (mean idf over every term that occurs in the eligible documents);
+- a repeated query term adds its contribution each time; a term absent from the scope adds 0.
+Only documents with a positive score are returned.
+
+Speed: postings are numpy arrays (cached per term), document lengths and df are numpy. `df_live`
+(df over all live rows) is kept up to date on every add/remove, so the scope's df for every term is
+either counted from the eligible rows or derived as df_live minus the counts of the live-but-excluded
+rows, whichever touches fewer rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.storage.local_index.columns import Mask
+from engine.storage.local_index.growable import Growable
+
+K1 = 1.5
+B = 0.75
+EPSILON = 0.25
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+
+class KeywordIndex:
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        # postings per term: a bulk-built numpy part plus rows appended one by one since
+        # bulk part as CSR over term ids < len(self._base_ptr) - 1
+        self._base_ptr: IntArray = np.zeros(1, dtype=np.int64)
+        self._base_rows: IntArray = np.zeros(0, dtype=np.int64)
+        self._base_tfs: FloatArray = np.zeros(0, dtype=np.float64)
+        self._post_more: dict[int, tuple[list[int], list[float]]] = {}
+        self._post_cache: dict[int, tuple[IntArray, FloatArray]] = {}
+        self.doc_len = Growable(np.float64, 0.0)
+        self._nz_start = Growable(np.int64, 0)  # per row: first position in the nz arrays
+        self._nz_count = Growable(np.int64, 0)  # per row: number of distinct terms
+        self._nz_term = Growable(np.int64, 0)  # per (row, distinct term)
+        self.df_live = Growable(np.int64, 0)  # per term
+
+    def _term_id(self, term: str) -> int:
+        tid = self.vocab.get(term)
+        if tid is None:
+            tid = len(self.vocab)
+            self.vocab[term] = tid
+            self.df_live.append(0)
+        return tid
+
+    def add(self, row: int, tokens: Sequence[str]) -> None:
+        """Append one row (rows are appended in order)."""
+        assert row == self.doc_len.size, "rows are appended in order"
+        counts = Counter(tokens)
+        self.doc_len.append(float(len(tokens)))
+        self._nz_start.append(self._nz_term.size)
+        self._nz_count.append(len(counts))
+        tids = []
+        for term, tf in counts.items():
+            tid = self._term_id(term)
+            more = self._post_more.setdefault(tid, ([], []))
+            more[0].append(row)
+            more[1].append(float(tf))
+            self._post_cache.pop(tid, None)
+            tids.append(tid)
+        self._nz_term.extend(tids)
+        if tids:
+            df = self.df_live.view
+            df[np.asarray(tids, dtype=np.int64)] += 1
+
+    def add_bulk(self, first_row: int, docs: Sequence[Sequence[str]]) -> None:
+        """Append many rows at once (first_row, first_row + 1, ...): vectorized postings."""
+        if len(docs) < 64 or self.doc_len.size:
+            for i, tokens in enumerate(docs):
+                self.add(first_row + i, tokens)
+            return
+        assert first_row == 0, "bulk building starts an empty index"
+        vocab_map = self.vocab
+        for term in set(chain.from_iterable(docs)):
+            if term not in vocab_map:
+                vocab_map[term] = len(vocab_map)
+        vocab = len(vocab_map)
+        self.df_live.extend(np.zeros(vocab - self.df_live.size, dtype=np.int64))
+        lens = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        flat = np.fromiter(map(vocab_map.__getitem__, chain.from_iterable(docs)), dtype=np.int64,
+                           count=int(lens.sum()))
+        rows = np.repeat(np.arange(len(docs), dtype=np.int64), lens)
+        pair, tf = np.unique(rows * vocab + flat, return_counts=True)  # sorted by (row, term)
+        p_rows, p_terms = pair // vocab, pair % vocab
+        self.doc_len.extend(lens.astype(np.float64))
+        per_row = np.bincount(p_rows, minlength=len(docs))
+        self._nz_start.extend(np.concatenate(([0], np.cumsum(per_row)[:-1])))
+        self._nz_count.extend(per_row)
+        self._nz_term.extend(p_terms)
+        df = np.bincount(p_terms, minlength=vocab)
+        self.df_live.view[:] += df
+        order = np.argsort(p_terms, kind="stable")  # by term, rows ascending within a term
+        self._base_ptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        self._base_rows = p_rows[order]
+        self._base_tfs = tf[order].astype(np.float64)
+
+    def remove(self, row: int) -> None:
+        """The row left the live set (its postings stay; the mask excludes it)."""
+        df = self.df_live.view
+        df[self._terms_of_rows(np.asarray([row], dtype=np.int64))] -= 1
+
+    def _terms_of_rows(self, rows: IntArray) -> IntArray:
+        counts = self._nz_count.view[rows]
+        total = int(counts.sum())
+        if total == 0:
+            return np.zeros(0, dtype=np.int64)
+        starts = self._nz_start.view[rows]
+        offsets = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        return self._nz_term.view[offsets + np.arange(total, dtype=np.int64)]
+
+    def _postings(self, tid: int) -> tuple[IntArray, FloatArray]:
+        if tid + 1 < self._base_ptr.shape[0]:
+            lo, hi = int(self._base_ptr[tid]), int(self._base_ptr[tid + 1])
+            base_rows, base_tfs = self._base_rows[lo:hi], self._base_tfs[lo:hi]
+        else:
+            base_rows, base_tfs = self._base_rows[:0], self._base_tfs[:0]
+        more = self._post_more.get(tid)
+        if more is None:
+            return base_rows, base_tfs
+        cached = self._post_cache.get(tid)
+        if cached is None:
+            cached = (np.concatenate((base_rows, np.asarray(more[0], dtype=np.int64))),
+                      np.concatenate((base_tfs, np.asarray(more[1], dtype=np.float64))))
+            self._post_cache[tid] = cached
+        return cached
+
+    def scope_df(self, mask: Mask, live: Mask) -> IntArray:
+        eligible = np.flatnonzero(mask)
+        excluded = np.flatnonzero(live & ~mask)
+        vocab = self.df_live.size
+        if eligible.size <= excluded.size:
+            return np.bincount(self._terms_of_rows(eligible), minlength=vocab)
+        removed = np.bincount(self._terms_of_rows(excluded), minlength=vocab)
+        return self.df_live.view - removed
+
+    @staticmethod
+    def _mean_idf(df: IntArray, n: int) -> float:
+        """Mean raw idf over the terms present in the scope, through a histogram of df values
+        (few distinct values), instead of a logarithm per vocabulary term."""
+        counts = np.bincount(df)
+        values = np.flatnonzero(counts[1:]) + 1  # df values that occur (df >= 1)
+        if values.size == 0:
+            return 0.0
+        weights = counts[values]
+        idf = np.log(n - values + 0.5) - np.log(values + 0.5)
+        return float((weights * idf).sum() / weights.sum())
+
+    def scores(self, mask: Mask, live: Mask, query: Sequence[str]) -> tuple[IntArray, FloatArray]:
+        """(rows, scores) of the eligible rows with a positive score, unordered."""
+        tids = [self.vocab[t] for t in query if t in self.vocab]
+        n = int(mask.sum())
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+        if not tids or n == 0:
+            return empty
+        doc_len = self.doc_len.view
+        avgdl = float(doc_len[mask].sum()) / n
+        if avgdl == 0.0:
+            return empty
+        df = self.scope_df(mask, live)
+        eps = EPSILON * self._mean_idf(df, n)
+        acc = np.zeros(doc_len.shape[0], dtype=np.float64)
+        for tid in tids:
+            d = float(df[tid])
+            if d == 0.0:
+                continue
+            idf = float(np.log(n - d + 0.5) - np.log(d + 0.5))
+            if idf < 0:
+                idf = eps
+            rows, tfs = self._postings(tid)
+            keep = mask[rows]
+            r, tf = rows[keep], tfs[keep]
+            acc[r] += idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * doc_len[r] / avgdl)))
+        hit = np.flatnonzero(acc > 0)
+        return hit.astype(np.int64), acc[hit]

@@ -1,0 +1,127 @@
+"""One (org, namespace) index: filter columns, keyword postings, entity graph, and per-model vectors.
+
+Rows are append-only: replacing a memory kills its old row and appends a new one; dead rows stay
+masked out until the registry drops the index for a rebuild (see `IndexRegistry`).
+Hits are ordered by score (best first), ties by newer timestamp, then memory_id.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from engine.models import Memory, text_hash
+from engine.storage.base import Hit, Scope, Vector
+from engine.storage.local_index.bm25 import KeywordIndex
+from engine.storage.local_index.columns import Columns
+from engine.storage.local_index.graph import GraphIndex
+from engine.storage.local_index.tokenize import tokenize
+from engine.storage.local_index.vector import VectorIndex
+from engine.storage.scope_filter import memory_entities
+
+VectorLoader = Callable[[str, Sequence[str]], dict[str, Vector]]
+
+
+class NamespaceIndex:
+    def __init__(self, org_id: str, namespace: str) -> None:
+        self.org_id = org_id
+        self.namespace = namespace
+        self.lock = threading.RLock()
+        self.cols = Columns()
+        self.keywords = KeywordIndex()
+        self.graph = GraphIndex()
+        self.vectors: dict[str, VectorIndex] = {}
+        self.row_hash: list[str] = []
+        self.rows_by_hash: dict[str, list[int]] = {}
+        self.loaded_at = 0  # registry build counter when rows or vectors were last read from the store
+
+    # --- maintenance (callers hold `lock`) ------------------------------------------------------
+    def add(self, memories: Sequence[Memory], load_vectors: VectorLoader) -> None:
+        latest: dict[str, Memory] = {m.memory_id: m for m in memories}  # a batch may repeat an id: last wins
+        batch = list(latest.values())
+        for m in batch:
+            self.remove(m.memory_id)
+        first = self.cols.append_bulk(batch)
+        rows = list(range(first, first + len(batch)))
+        self.keywords.add_bulk(first, [tokenize(m.text) for m in batch])
+        self.graph.add_bulk(first, [memory_entities(m) for m in batch])
+        for row, m in zip(rows, batch, strict=True):
+            h = text_hash(m.text)
+            self.row_hash.append(h)
+            self.rows_by_hash.setdefault(h, []).append(row)
+        for model in self.vectors:
+            self._attach(model, rows, load_vectors(model, list({self.row_hash[r] for r in rows})))
+
+    def remove(self, memory_id: str) -> bool:
+        row = self.cols.kill(memory_id)
+        if row is None:
+            return False
+        self.keywords.remove(row)
+        return True
+
+    def load_model(self, model: str, load_vectors: VectorLoader) -> None:
+        self.vectors[model] = VectorIndex()
+        live_rows = list(self.cols.row_of.values())
+        found = load_vectors(model, list({self.row_hash[r] for r in live_rows}))
+        self._attach(model, live_rows, found)
+
+    def add_vectors(self, model: str, vectors: dict[str, Vector]) -> None:
+        if model not in self.vectors:
+            return
+        rows = [r for h in vectors for r in self.rows_by_hash.get(h, ()) if self.cols.live.view[r]]
+        self._attach(model, rows, vectors)
+
+    def _attach(self, model: str, rows: Sequence[int], found: dict[str, Vector]) -> None:
+        pairs = [(r, found[self.row_hash[r]]) for r in sorted(rows) if self.row_hash[r] in found]
+        if pairs:
+            self.vectors[model].add(np.asarray([r for r, _ in pairs], dtype=np.int64), [v for _, v in pairs])
+
+    # --- search (callers hold `lock`) -----------------------------------------------------------
+    def _ranked(self, rows: npt.NDArray[np.int64], primary: npt.NDArray[np.float64], k: int) -> list[Hit]:
+        """Order by `primary` ascending, then newer timestamp, then memory_id; keep k."""
+        if rows.size == 0 or k <= 0:
+            return []
+        if rows.size > k:  # keep the k best (and every tie at the cut) before sorting
+            kth = np.partition(primary, k - 1)[k - 1]
+            better = np.flatnonzero(primary < kth)
+            tied = np.flatnonzero(primary == kth)
+            need = k - better.size
+            if tied.size > need:
+                neg_ts = -self.cols.ts.view[rows[tied]]
+                cut_ts = np.partition(neg_ts, need - 1)[need - 1]
+                tied = tied[neg_ts <= cut_ts]
+            chosen_idx = np.concatenate((better, tied))
+            rows, primary = rows[chosen_idx], primary[chosen_idx]
+        ts = self.cols.ts.view[rows]
+        order = np.lexsort((-ts, primary))
+        cut = min(k, rows.size)
+        # extend the cut over exact ties so the memory_id tie-break below is exact
+        last = order[cut - 1]
+        while cut < rows.size and primary[order[cut]] == primary[last] and ts[order[cut]] == ts[last]:
+            cut += 1
+        ids = self.cols.memory_ids
+        chosen = sorted(order[:cut].tolist(), key=lambda i: (primary[i], -ts[i], ids[rows[i]]))[:k]
+        return [Hit(ids[rows[i]], float(primary[i])) for i in chosen]
+
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        rows, sims = self.vectors[model].search(self.cols.mask(scope), query, k)
+        hits = self._ranked(rows, -sims, k)
+        return [Hit(h.memory_id, -h.raw) for h in hits]
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        query = tokenize(text)
+        if not query or k <= 0:
+            return []
+        rows, scores = self.keywords.scores(self.cols.mask(scope), self.cols.live.view, query)
+        hits = self._ranked(rows, -scores, k)
+        return [Hit(h.memory_id, -h.raw) for h in hits]
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        rows, dist = self.graph.distances(self.cols.mask(scope), seeds, depth)
+        return self._ranked(rows, dist.astype(np.float64), k)
+
+    def scope_size(self, scope: Scope) -> int:
+        return int(self.cols.mask(scope).sum())

@@ -1,0 +1,129 @@
+"""IndexRegistry: one NamespaceIndex per (org_id, namespace), built lazily, patched after commits.
+
+Locking: the store passes its own lock. Building an index (or loading a model's vectors) holds the
+store lock, and the store applies patches (`apply_*`) while holding it after each commit, so no
+commit can slip between loading rows and registering the index. Searches hold only the index's own
+lock. Lock order is always store lock, then index lock.
+
+When dead rows (replaced or deleted memories) outnumber live ones (and exceed `REBUILD_MIN_DEAD`),
+the index is dropped and rebuilt from the store on the next search.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+
+from engine.models import Memory
+from engine.storage.base import Hit, Scope, Vector
+from engine.storage.local_index.namespace import NamespaceIndex, VectorLoader
+
+NamespaceLoader = Callable[[str, str], list[Memory]]
+REBUILD_MIN_DEAD = 1024
+
+
+class IndexRegistry:
+    def __init__(self, load_namespace: NamespaceLoader, load_vectors: VectorLoader,
+                 store_lock: threading.RLock) -> None:
+        self._load_namespace = load_namespace
+        self._load_vectors = load_vectors
+        self._store_lock = store_lock
+        self._built: dict[tuple[str, str], NamespaceIndex] = {}
+        self._loads = 0
+
+    def mark(self) -> int:
+        """Called by the store when a transaction begins; pass the value to `forget_since` on rollback."""
+        return self._loads
+
+    def forget_since(self, mark: int) -> None:
+        """Drop indexes that read the store after `mark`: inside a transaction that then rolled back
+        they may hold uncommitted rows. Called by the store on rollback, with its lock held."""
+        for key, idx in list(self._built.items()):
+            if idx.loaded_at > mark:
+                del self._built[key]
+
+    def _loaded(self, idx: NamespaceIndex) -> None:
+        self._loads += 1
+        idx.loaded_at = self._loads
+
+    def get(self, org_id: str, namespace: str) -> NamespaceIndex:
+        key = (org_id, namespace)
+        found = self._built.get(key)
+        if found is not None:
+            return found
+        with self._store_lock:
+            found = self._built.get(key)
+            if found is not None:
+                return found
+            idx = NamespaceIndex(org_id, namespace)
+            rows = self._load_namespace(org_id, namespace)
+            with idx.lock:
+                idx.add(rows, self._load_vectors)
+            if rows:  # an empty namespace is not kept: unknown namespaces must not pile up
+                self._loaded(idx)
+                self._built[key] = idx
+            return idx
+
+    def clear(self) -> None:
+        with self._store_lock:
+            self._built.clear()
+
+    # --- patches: called by the store after a commit, with the store lock held -----------------
+    def apply_put(self, memories: Sequence[Memory]) -> None:
+        by_target: dict[tuple[str, str], list[Memory]] = {}
+        for m in memories:
+            for key, idx in list(self._built.items()):
+                if key[0] == m.org_id and m.memory_id in idx.cols.row_of:
+                    with idx.lock:
+                        idx.remove(m.memory_id)
+            by_target.setdefault((m.org_id, m.namespace), []).append(m)
+        for key, batch in by_target.items():
+            target = self._built.get(key)
+            if target is not None:
+                with target.lock:
+                    target.add(batch, self._load_vectors)
+        self._drop_stale()
+
+    def apply_delete(self, org_id: str, memory_ids: Sequence[str]) -> None:
+        for key, idx in list(self._built.items()):
+            if key[0] == org_id:
+                with idx.lock:
+                    for memory_id in memory_ids:
+                        idx.remove(memory_id)
+        self._drop_stale()
+
+    def apply_vectors(self, model: str, vectors: Mapping[str, Vector]) -> None:
+        for idx in list(self._built.values()):
+            with idx.lock:
+                idx.add_vectors(model, dict(vectors))
+
+    def _drop_stale(self) -> None:
+        for key, idx in list(self._built.items()):
+            if idx.cols.dead > max(REBUILD_MIN_DEAD, idx.cols.n_live):
+                del self._built[key]
+
+    # --- search ---------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        idx = self.get(scope.org_id, scope.namespace)
+        if model not in idx.vectors:
+            with self._store_lock, idx.lock:
+                if model not in idx.vectors:
+                    idx.load_model(model, self._load_vectors)
+                    self._loaded(idx)
+        with idx.lock:
+            return idx.vector_search(scope, model, query, k)
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        idx = self.get(scope.org_id, scope.namespace)
+        with idx.lock:
+            return idx.keyword_search(scope, text, k)
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        idx = self.get(scope.org_id, scope.namespace)
+        with idx.lock:
+            return idx.graph_search(scope, seeds, depth, k)
+
+    def scope_size(self, scope: Scope) -> int:
+        idx = self.get(scope.org_id, scope.namespace)
+        with idx.lock:
+            return idx.scope_size(scope)

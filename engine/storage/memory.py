@@ -1,0 +1,254 @@
+"""InMemoryStore: the whole Store protocol in Python dicts, for engine tests and notebooks.
+
+- Thread-safe: one RLock guards every call; `transaction()` holds it for the whole block.
+- Transactions keep an undo log; an exception in the outermost block undoes every change made in it
+  (nested blocks join the outer one, so an exception escaping an inner block rolls back everything).
+- Records are stored as given (no copy): treat them as immutable, as `engine.models` says.
+- Retrieval uses the shared in-process index (`engine.storage.local_index`), patched after commit.
+  Searches see committed data: inside an open transaction they may miss that block's own writes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from engine.errors import Conflict
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.listing import event_matches, list_matches, paginate_sorted
+from engine.storage.local_index import IndexRegistry
+from engine.timeutil import to_micros
+
+_MISSING: Any = object()
+
+
+class InMemoryStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._mark = 0
+        self._undo: list[Callable[[], None]] = []
+        self._after_commit: list[Callable[[], None]] = []  # index patches, run only after commit
+        self._memories: dict[tuple[str, str], Memory] = {}
+        self._embeddings: dict[tuple[str, str], Vector] = {}
+        self._api_keys: dict[str, ApiKey] = {}
+        self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
+        self._events: list[tuple[int, Event]] = []
+        self._seq = 0
+        self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
+
+    # --- lifecycle and transactions -------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._depth += 1
+            outer = self._depth == 1
+            if outer:
+                self._mark = self._index.mark()
+            try:
+                yield
+            except BaseException:
+                if outer:
+                    self._rollback()
+                raise
+            else:
+                if outer:
+                    self._commit()
+            finally:
+                self._depth -= 1
+
+    @contextmanager
+    def _auto(self) -> Iterator[None]:
+        with self.transaction():
+            yield
+
+    def _commit(self) -> None:
+        self._undo.clear()
+        patches, self._after_commit = self._after_commit, []
+        for patch in patches:
+            patch()
+
+    def _rollback(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+        self._after_commit.clear()
+        self._index.forget_since(self._mark)
+
+    def _set(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        old = table.get(key, _MISSING)
+
+        def undo() -> None:
+            if old is _MISSING:
+                table.pop(key, None)
+            else:
+                table[key] = old
+
+        self._undo.append(undo)
+        if value is _MISSING:
+            table.pop(key, None)
+        else:
+            table[key] = value
+
+    def close(self) -> None:
+        pass
+
+    # --- index loaders --------------------------------------------------------------------------
+    def _load_namespace(self, org_id: str, namespace: str) -> list[Memory]:
+        with self._lock:
+            return [m for (org, _), m in self._memories.items() if org == org_id and m.namespace == namespace]
+
+    # --- memories -------------------------------------------------------------------------------
+    def put_memories(self, memories: Sequence[Memory]) -> None:
+        with self._auto():
+            for m in memories:
+                self._set(self._memories, (m.org_id, m.memory_id), m)
+            batch = list(memories)
+            self._after_commit.append(lambda: self._index.apply_put(batch))
+
+    def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
+        with self._lock:
+            return self._memories.get((org_id, memory_id))
+
+    def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        with self._lock:
+            found = (self._memories.get((org_id, i)) for i in memory_ids)
+            return [m for m in found if m is not None]
+
+    def delete_memory(self, org_id: str, memory_id: str) -> bool:
+        with self._auto():
+            old = self._memories.get((org_id, memory_id))
+            if old is None:
+                return False
+            self._set(self._memories, (org_id, memory_id), _MISSING)
+            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            return True
+
+    def _org_memories(self, org_id: str) -> list[Memory]:
+        return [m for (org, _), m in self._memories.items() if org == org_id]
+
+    def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
+        with self._lock:
+            rows = [m for m in self._org_memories(org_id) if list_matches(m, query)]
+        return paginate_sorted(rows, query)
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        with self._lock:
+            rows = [
+                m for m in self._org_memories(org_id)
+                if m.namespace == namespace and not m.archived and m.keys is not None and key in m.keys
+            ]
+        rows.sort(key=lambda m: (to_micros(m.timestamp), m.memory_id))
+        return rows
+
+    def count_memories(self, org_id: str | None = None) -> int:
+        with self._lock:
+            if org_id is None:
+                return len(self._memories)
+            return sum(1 for (org, _) in self._memories if org == org_id)
+
+    def iter_memories(self, org_id: str) -> Iterator[Memory]:
+        with self._lock:
+            rows = self._org_memories(org_id)
+        rows.sort(key=lambda m: (to_micros(m.timestamp), m.memory_id))
+        return iter(rows)
+
+    # --- embeddings ------------------------------------------------------------------------------
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        with self._lock:
+            out: dict[str, Vector] = {}
+            for h in text_hashes:
+                vec = self._embeddings.get((model, h))
+                if vec is not None:
+                    out[h] = vec.copy()
+            return out
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None:
+        with self._auto():
+            clean = {h: np.ascontiguousarray(v, dtype=np.float32).reshape(-1).copy() for h, v in vectors.items()}
+            for h, arr in clean.items():
+                self._set(self._embeddings, (model, h), arr)
+            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+
+    # --- retrieval -------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        return self._index.vector_search(scope, model, query, k)
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        return self._index.keyword_search(scope, text, k)
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        return self._index.graph_search(scope, seeds, depth, k)
+
+    def scope_size(self, scope: Scope) -> int:
+        return self._index.scope_size(scope)
+
+    # --- API keys --------------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKey) -> None:
+        with self._auto():
+            if key.key_id in self._api_keys:
+                raise Conflict(f"api key {key.key_id!r} already exists")
+            if any(k.key_hash == key.key_hash for k in self._api_keys.values()):
+                raise Conflict("an api key with this hash already exists")
+            self._set(self._api_keys, key.key_id, key)
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        with self._lock:
+            return next((k for k in self._api_keys.values() if k.key_hash == key_hash), None)
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
+        with self._lock:
+            keys = [k for k in self._api_keys.values() if org_id is None or k.org_id == org_id]
+        keys.sort(key=lambda k: (to_micros(k.created_at), k.key_id))
+        return keys
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        import msgspec
+
+        with self._auto():
+            key = self._api_keys.get(key_id)
+            if key is None:
+                return False
+            if key.revoked_at is None:
+                self._set(self._api_keys, key_id, msgspec.structs.replace(key, revoked_at=at))
+            return True
+
+    # --- idempotency -----------------------------------------------------------------------------
+    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
+        with self._lock:
+            rec = self._idempotency.get((org_id, key))
+            if rec is None or to_micros(rec.expires_at) <= to_micros(now):
+                return None
+            return rec
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        with self._auto():
+            self._set(self._idempotency, (record.org_id, record.key), record)
+
+    # --- events ----------------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event]) -> None:
+        with self._auto():
+            for event in events:
+                self._seq += 1
+                self._events.append((self._seq, event))
+            count = len(events)
+            if count:
+                def undo() -> None:
+                    del self._events[-count:]
+                    self._seq -= count
+                self._undo.append(undo)
+
+    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
+        with self._lock:
+            out: list[tuple[int, Event]] = []
+            for seq, event in self._events:
+                if event.org_id == org_id and event_matches(seq, event, query):
+                    out.append((seq, event))
+                    if len(out) >= query.limit:
+                        break
+            return out

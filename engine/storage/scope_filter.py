@@ -1,0 +1,52 @@
+"""Scope semantics of `engine.storage.base.Scope` as one predicate over a Memory, plus helpers.
+
+A memory is a retrieval candidate under a scope when:
+- org_id and namespace match; entity_id / agent_id match when the scope sets them;
+- it is not archived;
+- `as_of` None: status == 'active' and (valid_to is None or valid_to > now);
+- `as_of` set: status ignored; (valid_from or timestamp) <= as_of and (valid_to is None or valid_to > as_of).
+
+All time comparisons are done on exact integer microseconds (`engine.timeutil.to_micros`).
+The vectorized twin of this predicate lives in `engine.storage.local_index.columns`.
+"""
+
+from __future__ import annotations
+
+from engine.models import Memory
+from engine.storage.base import Scope
+from engine.timeutil import to_micros
+
+
+def in_scope(memory: Memory, scope: Scope) -> bool:
+    if memory.org_id != scope.org_id or memory.namespace != scope.namespace:
+        return False
+    if scope.entity_id is not None and memory.entity_id != scope.entity_id:
+        return False
+    if scope.agent_id is not None and memory.agent_id != scope.agent_id:
+        return False
+    if memory.archived:
+        return False
+    valid_to = to_micros(memory.valid_to) if memory.valid_to is not None else None
+    if scope.as_of is None:
+        if memory.status != "active":
+            return False
+        return valid_to is None or valid_to > to_micros(scope.now)
+    as_of = to_micros(scope.as_of)
+    start = memory.valid_from if memory.valid_from is not None else memory.timestamp
+    if to_micros(start) > as_of:
+        return False
+    return valid_to is None or valid_to > as_of
+
+
+def memory_entities(memory: Memory) -> list[str]:
+    """The entity-graph nodes a memory touches: entity_id, subject and an entity-valued object
+    (object_type 'entity', or a string object starting with 'ent:'). Order kept, duplicates removed."""
+    found: list[str] = []
+    for value in (memory.entity_id, memory.subject):
+        if value is not None and value not in found:
+            found.append(value)
+    obj = memory.object
+    is_entity = isinstance(obj, str) and obj != "" and (memory.object_type == "entity" or obj.startswith("ent:"))
+    if is_entity and isinstance(obj, str) and obj not in found:
+        found.append(obj)
+    return found

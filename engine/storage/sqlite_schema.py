@@ -1,0 +1,167 @@
+"""SQLite schema, versioned with PRAGMA user_version and migrated forward on open.
+
+`MIGRATIONS[i]` takes a database at version i to version i + 1. Never edit a released migration:
+append a new one. Times are INTEGER microseconds since the epoch (UTC); JSON columns hold msgspec JSON.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+import msgspec
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    """Execute `;`-separated statements inside the current transaction (executescript would commit)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    _run(
+        conn,
+        """
+        CREATE TABLE memories (
+            org_id       TEXT NOT NULL,
+            memory_id    TEXT NOT NULL,
+            namespace    TEXT NOT NULL,
+            agent_id     TEXT,
+            entity_id    TEXT,
+            type         TEXT NOT NULL,
+            text         TEXT NOT NULL,
+            metadata     TEXT NOT NULL,
+            tags         TEXT NOT NULL,
+            ts           INTEGER NOT NULL,
+            archived     INTEGER NOT NULL,
+            sensitivity  TEXT NOT NULL,
+            subject      TEXT,
+            predicate    TEXT,
+            object       TEXT NOT NULL,
+            object_type  TEXT,
+            unit         TEXT,
+            keys         TEXT,
+            valid_from   INTEGER,
+            valid_to     INTEGER,
+            confidence   REAL,
+            status       TEXT NOT NULL,
+            provenance   TEXT NOT NULL,
+            created_at   INTEGER NOT NULL,
+            updated_at   INTEGER NOT NULL,
+            PRIMARY KEY (org_id, memory_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memories_org_ts ON memories (org_id, ts, memory_id);
+        CREATE INDEX memories_org_ns_ts ON memories (org_id, namespace, ts, memory_id);
+        CREATE INDEX memories_org_entity_ts ON memories (org_id, entity_id, ts, memory_id);
+        CREATE INDEX memories_org_agent_ts ON memories (org_id, agent_id, ts, memory_id);
+
+        CREATE TABLE memory_keys (
+            org_id     TEXT NOT NULL,
+            namespace  TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            memory_id  TEXT NOT NULL,
+            PRIMARY KEY (org_id, namespace, key, memory_id),
+            FOREIGN KEY (org_id, memory_id) REFERENCES memories (org_id, memory_id) ON DELETE CASCADE
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_keys_memory ON memory_keys (org_id, memory_id);
+
+        CREATE TABLE embeddings (
+            model      TEXT NOT NULL,
+            text_hash  TEXT NOT NULL,
+            dim        INTEGER NOT NULL,
+            vector     BLOB NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE api_keys (
+            key_id      TEXT PRIMARY KEY,
+            org_id      TEXT NOT NULL,
+            key_hash    TEXT NOT NULL UNIQUE,
+            scopes      TEXT NOT NULL,
+            name        TEXT,
+            created_at  INTEGER NOT NULL,
+            revoked_at  INTEGER
+        );
+        CREATE INDEX api_keys_org ON api_keys (org_id, created_at, key_id);
+
+        CREATE TABLE idempotency (
+            org_id        TEXT NOT NULL,
+            key           TEXT NOT NULL,
+            fingerprint   TEXT NOT NULL,
+            status_code   INTEGER NOT NULL,
+            body          BLOB NOT NULL,
+            content_type  TEXT NOT NULL,
+            created_at    INTEGER NOT NULL,
+            expires_at    INTEGER NOT NULL,
+            PRIMARY KEY (org_id, key)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE events (
+            seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id   TEXT NOT NULL,
+            org_id     TEXT NOT NULL,
+            type       TEXT NOT NULL,
+            at         INTEGER NOT NULL,
+            memory_id  TEXT,
+            entity_id  TEXT,
+            data       TEXT NOT NULL
+        );
+        CREATE INDEX events_org_seq ON events (org_id, seq);
+        """
+    )
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    """Tags side table (indexed tag filter), backfilled from memories.tags; events by type."""
+    _run(
+        conn,
+        """
+        CREATE TABLE memory_tags (
+            org_id     TEXT NOT NULL,
+            tag        TEXT NOT NULL,
+            memory_id  TEXT NOT NULL,
+            PRIMARY KEY (org_id, tag, memory_id),
+            FOREIGN KEY (org_id, memory_id) REFERENCES memories (org_id, memory_id) ON DELETE CASCADE
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_tags_memory ON memory_tags (org_id, memory_id);
+        CREATE INDEX events_org_type_seq ON events (org_id, type, seq);
+        CREATE INDEX idempotency_expires ON idempotency (expires_at);
+        """
+    )
+    rows = conn.execute("SELECT org_id, memory_id, tags FROM memories").fetchall()
+    pairs = {
+        (org, tag, mid)
+        for org, mid, tags in rows
+        for tag in msgspec.json.decode(tags, type=list[str])
+    }
+    conn.executemany("INSERT INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", sorted(pairs))
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2]
+LATEST = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
+    """Run the pending migrations up to `target`, each in its own transaction; returns the new version.
+    `conn` must be in autocommit mode (isolation_level=None)."""
+    version = schema_version(conn)
+    if version > LATEST:
+        raise RuntimeError(f"database schema version {version} is newer than this code ({LATEST})")
+    while version < target:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            MIGRATIONS[version](conn)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return version

@@ -1,0 +1,76 @@
+"""The parametrized `store` fixture: every test in this folder runs against each backend.
+
+Adding a backend is one line in STORE_FACTORIES (e.g. a "postgres" factory marked `integration`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.models import Memory
+from engine.storage import open_store
+from engine.storage.base import Store
+
+StoreFactory = Callable[[Path], Store]
+
+STORE_FACTORIES: dict[str, StoreFactory] = {
+    "memory": lambda tmp: open_store("memory"),
+    "sqlite": lambda tmp: open_store(f"sqlite://{tmp / 'loci.db'}"),
+    # "postgres": lambda tmp: open_store(<url of a fresh database>),
+}
+# pytest marks per backend, e.g. {"postgres": [pytest.mark.integration]}
+STORE_MARKS: dict[str, list[pytest.MarkDecorator]] = {}
+STORE_PARAMS: list[Any] = [pytest.param(name, marks=STORE_MARKS.get(name, [])) for name in STORE_FACTORIES]
+
+
+@pytest.fixture(params=STORE_PARAMS)
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Store]]:
+    """A function that opens (or reopens) the backend's store at this test's location."""
+    factory = STORE_FACTORIES[request.param]
+    opened: list[Store] = []
+
+    def make() -> Store:
+        s = factory(tmp_path)
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.close()
+
+
+@pytest.fixture
+def store(store_factory: Callable[[], Store]) -> Store:
+    return store_factory()
+
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+_counter = itertools.count(1)  # next() is atomic under the GIL, so threads get distinct ids
+
+
+def mem(**overrides: Any) -> Memory:
+    """A Memory with sensible defaults; `memory_id` defaults to a fresh sortable id."""
+    n = next(_counter)
+    fields: dict[str, Any] = {
+        "memory_id": f"mem_{n:08d}",
+        "org_id": "org_a",
+        "type": "note",
+        "text": "hello world",
+        "timestamp": at(n),
+        "created_at": at(0),
+        "updated_at": at(0),
+    }
+    fields.update(overrides)
+    return Memory(**fields)

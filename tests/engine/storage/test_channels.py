@@ -1,0 +1,192 @@
+"""The retrieval channels against independent references: faiss vs brute-force numpy, BM25 vs
+rank_bm25.BM25Okapi over exactly the scope's documents, graph BFS vs hand-computed hop distances."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from engine.models import Memory, text_hash
+from engine.storage.base import Scope, Store
+from engine.storage.local_index import reference
+from engine.storage.local_index import vector as vector_module
+from engine.storage.local_index.tokenize import tokenize
+from engine.storage.scope_filter import in_scope
+from tests.engine.storage.conftest import at, mem
+
+NOW = at(10_000)
+WORDS = [f"w{i}" for i in range(60)] + ["the", "apple", "Apple", "café", "naïve"]
+
+
+def _random_corpus(rng: random.Random, n: int) -> list[Memory]:
+    out = []
+    for i in range(n):
+        words = rng.choices(WORDS, weights=[1 / (j + 1) for j in range(len(WORDS))], k=rng.randint(0, 12))
+        status = rng.choice(["active"] * 6 + ["superseded", "disputed"])
+        valid_to = at(rng.choice([500, 20_000])) if rng.random() < 0.2 else None
+        out.append(mem(
+            memory_id=f"mem_r{i:06d}",
+            text=" ".join(words),
+            entity_id=rng.choice([None, "ent:a", "ent:b", "ent:c"]),
+            subject=rng.choice([None, "ent:a", "ent:b", "ent:d"]),
+            object=rng.choice([None, "ent:c", "ent:e", "plain text"]),
+            agent_id=rng.choice([None, "g1", "g2"]),
+            archived=rng.random() < 0.1,
+            status=status,
+            valid_to=valid_to,
+            valid_from=at(rng.randint(0, 3000)) if rng.random() < 0.3 else None,
+            timestamp=at(rng.randint(0, 3000)),
+        ))
+    return out
+
+
+SCOPES = [
+    Scope(org_id="org_a", now=NOW),
+    Scope(org_id="org_a", now=NOW, entity_id="ent:a"),
+    Scope(org_id="org_a", now=NOW, agent_id="g1"),
+    Scope(org_id="org_a", now=NOW, entity_id="ent:b", agent_id="g2"),
+    Scope(org_id="org_a", now=NOW, as_of=at(1500)),
+    Scope(org_id="org_a", now=NOW, as_of=at(600), entity_id="ent:c"),
+]
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
+    rng = random.Random(7)
+    corpus = _random_corpus(rng, 400)
+    if incremental:  # index built first, then patched write by write (vs built in bulk from the rows)
+        store.put_memories(corpus[:1])
+        store.keyword_search(SCOPES[0], "w1", 1)
+        for i in range(1, len(corpus), 37):
+            store.put_memories(corpus[i : i + 37])
+        store.delete_memory("org_a", corpus[0].memory_id)
+        store.put_memories(corpus[:1])
+    else:
+        store.put_memories(corpus)
+    queries = ["w0 w1", "w3 w3 w17", "apple café", "w40 w2 w59 nothing", "the w5", "W1 NAÏVE"]
+    for scope in SCOPES:
+        docs = [m for m in corpus if in_scope(m, scope)]
+        assert store.scope_size(scope) == len(docs)
+        bm25 = BM25Okapi([tokenize(m.text) for m in docs])
+        for q in queries:
+            expected = {
+                m.memory_id: float(s) for m, s in zip(docs, bm25.get_scores(tokenize(q)), strict=True) if s > 0
+            }
+            hits = store.keyword_search(scope, q, 1000)
+            assert {h.memory_id for h in hits} == set(expected), (scope, q)
+            for h in hits:
+                assert h.raw == pytest.approx(expected[h.memory_id], abs=1e-6)
+            assert [h.raw for h in hits] == sorted((h.raw for h in hits), reverse=True)
+            top = store.keyword_search(scope, q, 5)
+            assert [h.memory_id for h in top] == [h.memory_id for h in hits[:5]]
+            ref = reference.keyword_hits(docs, q, 5)
+            assert [h.memory_id for h in top] == [h.memory_id for h in ref]
+            assert [h.raw for h in top] == pytest.approx([h.raw for h in ref], abs=1e-9)
+
+
+def test_keyword_edge_cases(store: Store) -> None:
+    scope = Scope(org_id="org_a", now=NOW)
+    store.put_memories([mem(text="alpha beta"), mem(text="gamma"), mem(text=""), mem(text="delta")])
+    assert store.keyword_search(scope, "", 5) == []
+    assert store.keyword_search(scope, "the of", 5) == []  # only stopwords
+    assert store.keyword_search(scope, "unknown", 5) == []
+    assert store.keyword_search(scope, "alpha", 0) == []
+    # hand-computed: N=4, avgdl=(2+1+0+1)/4=1, df(alpha)=1 -> idf=ln(3.5/1.5); tf=1, dl=2
+    idf = np.log(3.5) - np.log(1.5)
+    expected = idf * (1 * 2.5) / (1 + 1.5 * (1 - 0.75 + 0.75 * 2 / 1))
+    (hit,) = store.keyword_search(scope, "ALPHA", 5)
+    assert hit.raw == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("path", ["numpy", "faiss"])
+def test_vector_matches_numpy(store: Store, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # eligible sets up to SMALL rows are scored with numpy, larger ones by faiss with an id selector
+    monkeypatch.setattr(vector_module, "SMALL", 10**9 if path == "numpy" else 0)
+    n = 1500
+    rng = random.Random(n)
+    nprng = np.random.default_rng(n)
+    corpus = _random_corpus(rng, n)
+    corpus = [m if i % 10 else mem(memory_id=m.memory_id + "x", text=corpus[i - 1].text, timestamp=m.timestamp)
+              for i, m in enumerate(corpus)]  # some share a text (and so a vector)
+    dim = 24
+    vecs = {}
+    for m in corpus:
+        h = text_hash(m.text)
+        if h not in vecs and rng.random() < 0.95:  # a few memories have no cached vector
+            v = nprng.standard_normal(dim).astype(np.float32)
+            vecs[h] = v / np.linalg.norm(v)
+    store.put_memories(corpus)
+    store.put_embeddings("m1", vecs)
+    for scope in SCOPES:
+        docs = [m for m in corpus if in_scope(m, scope) and text_hash(m.text) in vecs]
+        q = nprng.standard_normal(dim).astype(np.float32)
+        qn = q / np.linalg.norm(q)
+        for k in (1, 10, 50):
+            hits = store.vector_search(scope, "m1", q, k)
+            sims = np.array([float(np.dot(vecs[text_hash(m.text)], qn)) for m in docs])
+            order = np.argsort(-sims, kind="stable")[:k]
+            assert len(hits) == min(k, len(docs))
+            got = {h.memory_id: h.raw for h in hits}
+            want = {docs[i].memory_id: float(sims[i]) for i in order}
+            # equal vectors tie; compare scores position by position, and ids where scores differ
+            assert [h.raw for h in hits] == pytest.approx(sorted(want.values(), reverse=True), abs=1e-5)
+            by_id = {m.memory_id: float(s) for m, s in zip(docs, sims, strict=True)}
+            for mid, raw in got.items():
+                assert raw == pytest.approx(by_id[mid], abs=1e-5)
+            ranked = np.sort(sims)[::-1]
+            if len(docs) <= k or ranked[k - 1] - ranked[k] > 1e-5:  # no tie at the cut: the same ids
+                assert set(got) == set(want)
+    assert store.vector_search(SCOPES[0], "unknown-model", np.ones(dim, dtype=np.float32), 5) == []
+
+
+def test_graph_depth(store: Store) -> None:
+    chain = [
+        mem(text="a-b", subject="ent:a", predicate="knows", object="ent:b", timestamp=at(1)),
+        mem(text="about b", entity_id="ent:b", subject="ent:b", object="ent:c", timestamp=at(2)),
+        mem(text="c-d", subject="ent:c", object="ent:d", timestamp=at(3)),
+        mem(text="d-x", entity_id="ent:d", object="x", object_type="entity", timestamp=at(4)),
+        mem(text="x", entity_id="x", timestamp=at(5)),
+        mem(text="a again", entity_id="ent:a", timestamp=at(6)),
+        mem(text="c-q, superseded", subject="ent:c", object="ent:q", object_type="string", status="superseded"),
+        mem(text="z", subject="ent:z", object="ent:q", timestamp=at(7)),
+        mem(text="b-q superseded", subject="ent:b", object="ent:q", status="superseded", timestamp=at(8)),
+    ]
+    store.put_memories(chain)
+    scope = Scope(org_id="org_a", now=NOW)
+    ids = [m.memory_id for m in chain]
+
+    def run(depth: int, seeds: list[str] | None = None) -> list[tuple[str, float]]:
+        return [(h.memory_id, h.raw) for h in store.graph_search(scope, seeds or ["ent:a"], depth, 50)]
+
+    assert run(0) == [(ids[5], 0.0), (ids[0], 0.0)]  # ties: newer first
+    assert run(1) == [(ids[5], 0.0), (ids[0], 0.0), (ids[1], 1.0)]
+    assert run(2) == [(ids[5], 0.0), (ids[0], 0.0), (ids[1], 1.0), (ids[2], 2.0)]
+    assert run(3)[-1] == (ids[3], 3.0)
+    assert run(4)[-1] == (ids[4], 4.0)
+    assert run(10) == run(4)  # ent:q / ent:z only reachable through a superseded fact
+    assert run(1, ["ent:nobody"]) == []
+    assert run(0, ["ent:z", "ent:nobody"]) == [(ids[7], 0.0)]
+    assert [h.memory_id for h in store.graph_search(scope, ["ent:a"], 4, 2)] == [ids[5], ids[0]]
+    as_of = Scope(org_id="org_a", now=NOW, as_of=at(100))
+    reached = {h.memory_id: h.raw for h in store.graph_search(as_of, ["ent:a"], 10, 50)}
+    assert reached[ids[8]] == 1.0 and reached[ids[7]] == 2.0  # b-q was valid then: it links ent:q
+
+
+def test_graph_matches_reference(store: Store) -> None:
+    corpus = _random_corpus(random.Random(3), 500)
+    store.put_memories(corpus)
+    for scope in SCOPES:
+        docs = [m for m in corpus if in_scope(m, scope)]
+        for seeds, depth in ((["ent:a"], 0), (["ent:d"], 1), (["ent:e", "ent:b"], 2)):
+            assert store.graph_search(scope, seeds, depth, 40) == reference.graph_hits(docs, seeds, depth, 40)
+
+
+def test_benchmark_runs_on_a_tiny_corpus() -> None:
+    from engine.storage.local_index.bench import run_benchmark
+
+    result = run_benchmark(n=300, dim=8, repeats=1, k=5)
+    assert result.n == 300
+    assert {c.channel for c in result.channels} >= {"vector", "keyword", "graph_depth2", "scope_size"}

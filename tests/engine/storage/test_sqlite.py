@@ -1,0 +1,145 @@
+"""SQLite only: durability across close/reopen, schema migration, pragmas, and the open_store registry."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.errors import UnknownName
+from engine.models import Event
+from engine.storage import open_store
+from engine.storage.base import EventQuery, ListQuery, Scope
+from engine.storage.memory import InMemoryStore
+from engine.storage.sqlite import SQLiteStore
+from engine.storage.sqlite_codec import MEMORY_INSERT, memory_row
+from engine.storage.sqlite_schema import LATEST, MIGRATIONS, migrate, schema_version
+from tests.engine.storage.conftest import at, mem
+
+
+def test_durable_after_close_and_reopen(tmp_path: Path) -> None:
+    path = str(tmp_path / "d" / "loci.db")
+    s = SQLiteStore(path)
+    a = mem(text="kept apple", tags=["t"], keys=["k"])
+    s.put_memories([a, *[mem(text=f"filler {i}") for i in range(4)]])
+    s.put_embeddings("m", {"h": np.ones(3, dtype=np.float32)})
+    s.append_events([Event(event_id="evt_1", org_id="org_a", type="x", at=at(1))])
+    s.close()
+    s2 = SQLiteStore(path)
+    assert s2.get_memory("org_a", a.memory_id) == a
+    assert s2.find_by_key("org_a", "default", "k") == [a]
+    assert s2.list_memories("org_a", ListQuery(tag="t")) == [a]
+    assert np.array_equal(s2.get_embeddings("m", ["h"])["h"], np.ones(3, dtype=np.float32))
+    (seq, event), = s2.list_events("org_a", EventQuery())
+    s2.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
+    assert s2.list_events("org_a", EventQuery(after=seq))[0][0] > seq
+    hits = s2.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
+    assert [h.memory_id for h in hits] == [a.memory_id]
+    s2.close()
+
+
+def test_committed_write_visible_to_a_second_connection(tmp_path: Path) -> None:
+    path = str(tmp_path / "loci.db")
+    s = SQLiteStore(path)
+    a = mem()
+    s.put_memories([a])
+    other = sqlite3.connect(path)
+    assert other.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert s._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert s._conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    other.close()
+    s.close()
+
+
+def test_migrates_an_older_database(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, target=1) == 1
+    old = mem(tags=["alpha", "beta"], keys=["ent:a|lives_in"])
+    conn.execute(MEMORY_INSERT, memory_row(old))  # written by version-1 code: no memory_tags rows
+    conn.execute("INSERT INTO memory_keys VALUES (?, ?, ?, ?)", ("org_a", "default", "ent:a|lives_in", old.memory_id))
+    conn.close()
+    s = SQLiteStore(path)
+    assert schema_version(s._conn) == LATEST == len(MIGRATIONS)
+    assert s.get_memory("org_a", old.memory_id) == old
+    assert s.list_memories("org_a", ListQuery(tag="beta")) == [old]  # backfilled by migration 2
+    assert s.find_by_key("org_a", "default", "ent:a|lives_in") == [old]
+    s.close()
+    s = SQLiteStore(path)  # reopening an up-to-date database changes nothing
+    assert schema_version(s._conn) == LATEST
+    s.close()
+
+
+def test_refuses_a_newer_database(tmp_path: Path) -> None:
+    path = str(tmp_path / "new.db")
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {LATEST + 1}")
+    conn.close()
+    with pytest.raises(RuntimeError, match="newer"):
+        SQLiteStore(path)
+
+
+def test_many_threads_share_one_store(tmp_path: Path) -> None:
+    s = SQLiteStore(str(tmp_path / "loci.db"))
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(20):
+                with s.transaction():
+                    s.put_memories([mem(text=f"t{n} {i}")])
+                    s.append_events([Event(event_id=f"evt_{n}_{i}", org_id="org_a", type="x", at=at(i))])
+                s.keyword_search(Scope(org_id="org_a", now=at(10**6)), f"t{n}", 3)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert s.count_memories("org_a") == 120
+    seqs = [seq for seq, _ in s.list_events("org_a", EventQuery(limit=1000))]
+    assert len(seqs) == 120 and seqs == sorted(set(seqs))
+    s.close()
+
+
+def test_open_store_registry(tmp_path: Path) -> None:
+    assert isinstance(open_store("memory"), InMemoryStore)
+    s = open_store(f"sqlite://{tmp_path / 'a.db'}")
+    assert isinstance(s, SQLiteStore) and s.path == str(tmp_path / "a.db")
+    s.close()
+    s = open_store(str(tmp_path / "datadir"))
+    assert isinstance(s, SQLiteStore) and s.path == str(tmp_path / "datadir" / "loci.db")
+    s.close()
+    s = open_store("sqlite://:memory:")
+    s.put_memories([mem()])
+    assert s.count_memories() == 1
+    s.close()
+    with pytest.raises(UnknownName) as err:
+        open_store("redis://localhost")
+    assert "sqlite" in str(err.value) and "postgresql" in str(err.value)
+    with pytest.raises(UnknownName):
+        open_store("nosuchbackend")
+
+
+def test_index_sees_commits_from_another_connection(tmp_path: Path) -> None:
+    path = str(tmp_path / "loci.db")
+    reader, writer = SQLiteStore(path), SQLiteStore(path)
+    scope = Scope(org_id="org_a", now=at(10**6))
+    fillers = [mem(text=f"filler {i}") for i in range(5)]
+    writer.put_memories(fillers)
+    assert reader.keyword_search(scope, "apple", 5) == []  # builds the reader's index
+    a = mem(text="apple")
+    writer.put_memories([a])
+    assert [h.memory_id for h in reader.keyword_search(scope, "apple", 5)] == [a.memory_id]
+    writer.delete_memory("org_a", a.memory_id)
+    assert reader.keyword_search(scope, "apple", 5) == []
+    assert reader.scope_size(scope) == 5
+    reader.close()
+    writer.close()
