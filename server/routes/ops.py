@@ -1,0 +1,151 @@
+"""Operations on the key's org: POST /v0/summarize, POST /v0/prune and GET /v0/observability/events
+(a JSON page, or a live server-sent-event stream with `Accept: text/event-stream`).
+
+Scopes: summarize and events need `read`, prune needs `write`. Every call is scoped to the org of the
+API key; organization fields in a body are ignored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import anyio.to_thread
+import msgspec
+from litestar import Request, Response, get, post
+from litestar.params import HeaderParameter, QueryParameter
+from litestar.response import Stream
+
+from engine.errors import InvalidInput
+from engine.prune import PruneRequest, prune
+from engine.redact import Redactor
+from engine.storage.base import EventQuery
+from engine.summarize import OpenAIChat, summarize
+from engine.timeutil import utcnow
+from server import event_stream
+from server.auth import principal_of, require_auth
+from server.errors import invalid_input
+from server.http import error_responses, ok_json, read_json, run_write
+from server.ops_schemas import (
+    EVENTS_DEFAULT_LIMIT,
+    EVENTS_MAX_LIMIT,
+    EventList,
+    PruneResult,
+    SummarizeRequest,
+    SummarizeResponse,
+)
+from server.services import services_of
+
+T = TypeVar("T")
+_ORG_FIELDS = ("org_id", "organization_id", "org")
+SSE_MEDIA_TYPE = "text/event-stream"
+MAX_TYPE_LENGTH = 64
+MAX_STREAM_EVENTS = 100_000
+MAX_STREAM_SECONDS = 86_400.0
+
+#: operationId -> request-body Structs, for the OpenAPI document (routes read their bodies raw)
+REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
+    "summarize": (SummarizeRequest,),
+    "pruneMemories": (PruneRequest,),
+}
+
+_IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=128,
+                                   description="Replays the first response for the same key and body")
+
+
+def parse_body(data: Any, kind: type[T]) -> T:
+    """Decode a JSON body into `kind`, ignoring organization fields; 422 naming the field."""
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in _ORG_FIELDS}
+    try:
+        return msgspec.convert(data, kind)
+    except msgspec.ValidationError as exc:
+        raise invalid_input(exc) from exc
+
+
+# --- POST /v0/summarize ----------------------------------------------------------------------------
+@post("/v0/summarize", operation_id="summarize", status_code=200, tags=["operations"],
+      summary="Summarize what is known about one entity (extractive, or by the configured LLM)",
+      guards=[require_auth], opt={"scope": "read"}, responses=error_responses(400, 401, 403, 422, 429, 500))
+async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse:
+    _, data = await read_json(request)
+    body = parse_body(data, SummarizeRequest)
+    org_id = principal_of(request).org_id
+    store = services_of(request).store
+
+    def work() -> SummarizeResponse:
+        redactor = Redactor(body.policy)
+        result = summarize(store, org_id=org_id, entity_id=body.entity_id, namespace=body.namespace,
+                           max_tokens=body.max_tokens, now=utcnow(), llm=OpenAIChat.from_env(),
+                           redactor=redactor)
+        return SummarizeResponse(summary=result.summary, sources=result.sources, origin=result.origin,
+                                 token_count=result.token_count, redaction=redactor.report())
+
+    return await anyio.to_thread.run_sync(work)
+
+
+# --- POST /v0/prune --------------------------------------------------------------------------------
+@post("/v0/prune", operation_id="pruneMemories", status_code=200, tags=["operations"],
+      summary="Delete or archive the memories that rules select (dry run by default)",
+      guards=[require_auth], opt={"scope": "write"}, responses=error_responses())
+async def prune_memories(
+    request: Request[Any, Any, Any],
+    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+) -> Response[PruneResult]:
+    raw, data = await read_json(request)
+    body = parse_body(data, PruneRequest)
+    store = services_of(request).store
+    return await run_write(  # type: ignore[return-value]
+        request, raw, lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow())))
+
+
+# --- GET /v0/observability/events ------------------------------------------------------------------
+def wants_stream(request: Request[Any, Any, Any]) -> bool:
+    accept = request.headers.get("accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == SSE_MEDIA_TYPE for part in accept.split(","))
+
+
+@get("/v0/observability/events", operation_id="listEvents", tags=["operations"],
+     summary="The org's event log: a page (JSON) or a live stream (Accept: text/event-stream)",
+     description=(
+         "Events in append order. `next_cursor` resumes after the last item; it is null when the page "
+         "is empty (the end of the log: keep your cursor and poll later). With `Accept: "
+         "text/event-stream` the same events are sent as server-sent events (`id:` is the event's "
+         "cursor, `event:` its type, `data:` the item as JSON), then new ones as they are written "
+         "(polled every 0.5 s; `: keep-alive` comments every 15 s); `Last-Event-ID` resumes after that "
+         "event. `max_events` and `timeout` end the stream early (for tests and tools)."),
+     guards=[require_auth], opt={"scope": "read"}, responses=error_responses(401, 403, 422, 429, 500))
+async def list_events(
+    request: Request[Any, Any, Any],
+    event_type: Annotated[str | None, QueryParameter(
+        name="type", description="only events of this type, e.g. memory.created")] = None,
+    entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    since: Annotated[datetime | None, QueryParameter(description="only events at or after this time")] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
+                     ] = EVENTS_DEFAULT_LIMIT,
+    cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    max_events: Annotated[int | None, QueryParameter(
+        ge=1, le=MAX_STREAM_EVENTS, description="stream only: end after this many events")] = None,
+    timeout: Annotated[float | None, QueryParameter(
+        ge=0, le=MAX_STREAM_SECONDS, description="stream only: end after this many seconds")] = None,
+    last_event_id: Annotated[str | None, HeaderParameter(
+        name="Last-Event-ID", required=False, description="stream only: resume after this event")] = None,
+) -> Response[EventList]:
+    if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
+        raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
+    after = event_stream.decode_cursor(cursor) if cursor else None
+    org_id = principal_of(request).org_id
+    store = services_of(request).store
+    query = EventQuery(type=event_type, entity_id=entity_id, since=since, limit=limit)
+    read = event_stream.reader(store, org_id, query)
+    if wants_stream(request):
+        if last_event_id:
+            after = event_stream.decode_cursor(last_event_id, field="Last-Event-ID")
+        frames = event_stream.stream(read, after=after, limit=limit, max_events=max_events, timeout=timeout)
+        return Stream(frames, media_type=SSE_MEDIA_TYPE,  # type: ignore[return-value]
+                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    page = await anyio.to_thread.run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
+    return Response(page)
+
+
+ROUTES = [summarize_entity, prune_memories, list_events]
