@@ -15,7 +15,7 @@ from engine.storage.local_index import reference
 from engine.storage.local_index import vector as vector_module
 from engine.storage.local_index.tokenize import tokenize
 from engine.storage.scope_filter import in_scope
-from tests.engine.storage.conftest import at, mem
+from tests.engine.storage.conftest import at, mem, skip_on_postgres
 
 NOW = at(10_000)
 WORDS = [f"w{i}" for i in range(60)] + ["the", "apple", "Apple", "café", "naïve"]
@@ -55,6 +55,7 @@ SCOPES = [
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
+    skip_on_postgres(store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)")
     rng = random.Random(7)
     corpus = _random_corpus(rng, 400)
     if incremental:  # index built first, then patched write by write (vs built in bulk from the rows)
@@ -88,6 +89,7 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
 
 
 def test_keyword_edge_cases(store: Store) -> None:
+    skip_on_postgres(store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)")
     scope = Scope(org_id="org_a", now=NOW)
     store.put_memories([mem(text="alpha beta"), mem(text="gamma"), mem(text=""), mem(text="delta")])
     assert store.keyword_search(scope, "", 5) == []

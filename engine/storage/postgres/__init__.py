@@ -1,0 +1,45 @@
+"""The PostgreSQL + pgvector store, selected by `LOCI_DATABASE_URL=postgresql://...` (or `postgres://`).
+
+    store = PostgresStore("postgresql://user:pass@host/db")
+
+Modules: `schema` (migrations under an advisory lock), `memories` (memory rows), `search` (the three
+retrieval channels and the scope filter; documents HNSW iterative scans and how `ts_rank` differs
+from BM25), `vectors` (pgvector binary codec, per-model HNSW indexes), `bookkeeping` (API keys,
+idempotency, events), `pgtext` (NUL-safe, order-preserving string code for columns), `store`
+(the class). Test fixtures that start a real server: `tests/pg_fixture.py`.
+
+Nothing is held in process that another worker would need: any number of server processes can share
+one database.
+
+Writes: every embedding insert also updates the per-model HNSW index (measured here: a few hundred
+384-dim vectors per second on 2 cores). For a bulk load, drop the `embeddings_hnsw_*` index, load,
+and re-create it (one pass, parallel workers); `vectors.ensure_hnsw_index` re-creates it.
+
+Transactions. `with store.transaction():` checks a connection out of the psycopg pool and binds it to
+a ContextVar; every store call made in that thread/task inside the block uses that connection, and
+nested blocks join the outer one. The outermost block commits on normal exit and rolls back on an
+exception. A call made outside any block runs in its own transaction on a pooled connection.
+Isolation is READ COMMITTED (PostgreSQL's default): each statement sees what was committed before it
+started.
+
+Cross-process locking (supersession and idempotency are correct with many workers):
+- `find_by_key(org, namespace, key)` called INSIDE `store.transaction()` first takes
+  `pg_advisory_xact_lock(hashtextextended(org || namespace || key))` (joined with a separator), held
+  until that transaction commits or rolls back; the SELECT runs after the lock is granted, so under
+  READ COMMITTED it sees everything the previous holder committed. Supersession code that does
+  `with store.transaction(): old = store.find_by_key(...); ...; store.put_memories(...)` is thereby
+  serialized per conflict key across processes: two workers writing the same key end with one
+  active fact. Outside a transaction no lock is taken (it would end with the call).
+- `get_idempotency(org, key, now)` inside a transaction takes the same kind of lock on (org, key), so
+  `with store.transaction(): rec = get_idempotency(...); if rec is None: ...; put_idempotency(...)`
+  runs once per key across workers; the second one waits, then sees the stored record and replays.
+- `append_events` takes a per-org advisory xact lock so the `seq` order of an org's events equals
+  their commit order (a cursor never skips an event that commits late).
+Locks taken in several keys by one transaction should be taken in a consistent order (e.g. sorted
+keys) to avoid deadlocks; PostgreSQL detects any deadlock and aborts one transaction
+(psycopg.errors.DeadlockDetected).
+"""
+
+from engine.storage.postgres.store import PostgresStore
+
+__all__ = ["PostgresStore"]

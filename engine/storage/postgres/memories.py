@@ -1,0 +1,224 @@
+"""Memory rows: encoding a `Memory` into its columns, decoding `doc`, and the memory queries.
+
+The record of truth is `doc`, the msgspec JSON of the whole Memory with every datetime normalized to
+UTC; it round-trips exactly (int vs float in `object`, microseconds). The other columns are copies
+for filtering and indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+import psycopg
+
+from engine.models import Memory, text_hash
+from engine.storage.base import ListQuery
+from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
+from engine.timeutil import to_utc
+
+_encoder = msgspec.json.Encoder()
+
+
+class _StoredMemory(msgspec.Struct, kw_only=True):
+    """Memory's fields without its constraints: what was stored is returned as it was, even a record
+    built in code that would not pass the wire validation (Memory() itself does not validate)."""
+
+    memory_id: str
+    org_id: str
+    namespace: str = "default"
+    agent_id: str | None = None
+    entity_id: str | None = None
+    type: str
+    text: str
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    tags: list[str] = msgspec.field(default_factory=list)
+    timestamp: datetime
+    archived: bool = False
+    sensitivity: str = "auto"
+    subject: str | None = None
+    predicate: str | None = None
+    object: str | bool | int | float | dict[str, Any] | None = None
+    object_type: str | None = None
+    unit: str | None = None
+    keys: list[str] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float | None = None
+    status: str = "active"
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+
+_decoder = msgspec.json.Decoder(_StoredMemory)
+
+COLUMNS = (
+    "org_id", "memory_id", "namespace", "agent_id", "entity_id", "type", "text", "text_hash", "tags",
+    "ts", "archived", "subject", "object_entity", "valid_from", "valid_to", "status", "doc",
+)
+_UPSERT = (
+    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
+    " ON CONFLICT (org_id, memory_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS[2:])
+)
+
+
+def normalized(m: Memory) -> Memory:
+    """The memory with every datetime as aware UTC (what the store keeps and returns)."""
+    return msgspec.structs.replace(
+        m,
+        timestamp=to_utc(m.timestamp),
+        valid_from=to_utc(m.valid_from) if m.valid_from is not None else None,
+        valid_to=to_utc(m.valid_to) if m.valid_to is not None else None,
+        created_at=to_utc(m.created_at),
+        updated_at=to_utc(m.updated_at),
+    )
+
+
+def object_entity(m: Memory) -> str | None:
+    """The entity a fact points at: an `ent:` string object, or any string when object_type is entity."""
+    if isinstance(m.object, str) and m.object and (m.object_type == "entity" or m.object.startswith("ent:")):
+        return m.object
+    return None
+
+
+def row_of(m: Memory) -> tuple[Any, ...]:
+    m = normalized(m)
+    return (
+        enc(m.org_id), enc(m.memory_id), enc(m.namespace), enc_opt(m.agent_id), enc_opt(m.entity_id),
+        enc(m.type), enc(m.text), text_hash(m.text), enc_all(m.tags), m.timestamp, m.archived,
+        enc_opt(m.subject), enc_opt(object_entity(m)), m.valid_from, m.valid_to, enc(m.status),
+        _encoder.encode(m).decode("utf-8"),
+    )
+
+
+def decode(doc: str) -> Memory:
+    stored = _decoder.decode(doc)
+    return Memory(**{f: getattr(stored, f) for f in _FIELDS})
+
+
+_FIELDS = Memory.__struct_fields__
+
+
+def put(conn: psycopg.Connection[Any], memories: Sequence[Memory]) -> None:
+    if not memories:
+        return
+    with conn.cursor() as cur:
+        cur.executemany(_UPSERT, [row_of(m) for m in memories])
+        by_org: dict[str, list[str]] = {}
+        for m in memories:
+            by_org.setdefault(enc(m.org_id), []).append(enc(m.memory_id))
+        for org, ids in by_org.items():
+            cur.execute("DELETE FROM memory_keys WHERE org_id = %s AND memory_id = ANY(%s)", (org, ids))
+        key_rows = [
+            (enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
+            for m in memories for key in dict.fromkeys(m.keys or ())
+        ]
+        if key_rows:
+            cur.executemany(
+                "INSERT INTO memory_keys (org_id, namespace, key, memory_id) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                key_rows,
+            )
+
+
+def get_many(conn: psycopg.Connection[Any], org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+    if not memory_ids:
+        return []
+    rows = conn.execute(
+        "SELECT doc FROM memories WHERE org_id = %s AND memory_id = ANY(%s)",
+        (enc(org_id), enc_all(memory_ids)),
+    ).fetchall()
+    found = {m.memory_id: m for m in (decode(doc) for (doc,) in rows)}
+    return [found[mid] for mid in memory_ids if mid in found]
+
+
+def delete(conn: psycopg.Connection[Any], org_id: str, memory_id: str) -> bool:
+    cur = conn.execute(
+        "DELETE FROM memories WHERE org_id = %s AND memory_id = %s", (enc(org_id), enc(memory_id))
+    )
+    return cur.rowcount > 0
+
+
+def list_query(conn: psycopg.Connection[Any], org_id: str, q: ListQuery) -> list[Memory]:
+    parts = ["org_id = %(org)s"]
+    params: dict[str, Any] = {"org": enc(org_id), "limit": max(q.limit, 0)}
+    if q.namespace is not None:
+        parts.append("namespace = %(ns)s")
+        params["ns"] = enc(q.namespace)
+    if q.entity_id is not None:
+        parts.append("entity_id = %(entity)s")
+        params["entity"] = enc(q.entity_id)
+    if q.agent_id is not None:
+        parts.append("agent_id = %(agent)s")
+        params["agent"] = enc(q.agent_id)
+    if q.types is not None:
+        parts.append("type = ANY(%(types)s)")
+        params["types"] = enc_all(q.types)
+    if q.statuses is not None:
+        parts.append("status = ANY(%(statuses)s)")
+        params["statuses"] = enc_all(q.statuses)
+    if q.tag is not None:
+        parts.append("tags @> ARRAY[%(tag)s]::text[]")
+        params["tag"] = enc(q.tag)
+    if q.archived is not None:
+        parts.append("archived = %(archived)s")
+        params["archived"] = q.archived
+    if q.since is not None:
+        parts.append("ts >= %(since)s")
+        params["since"] = to_utc(q.since)
+    if q.until is not None:
+        parts.append("ts < %(until)s")
+        params["until"] = to_utc(q.until)
+    desc = q.sort == "timestamp_desc"
+    if q.after is not None:
+        parts.append(f"(ts, memory_id) {'<' if desc else '>'} (%(after_ts)s, %(after_id)s)")
+        params["after_ts"], params["after_id"] = to_utc(q.after[0]), enc(q.after[1])
+    order = "ts DESC, memory_id DESC" if desc else "ts ASC, memory_id ASC"
+    stmt = f"SELECT doc FROM memories WHERE {' AND '.join(parts)} ORDER BY {order} LIMIT %(limit)s"
+    return [decode(doc) for (doc,) in conn.execute(stmt, params).fetchall()]
+
+
+def find_by_key(conn: psycopg.Connection[Any], org_id: str, namespace: str, key: str) -> list[Memory]:
+    rows = conn.execute(
+        "SELECT m.doc FROM memory_keys k JOIN memories m USING (org_id, memory_id)"
+        " WHERE k.org_id = %s AND k.namespace = %s AND k.key = %s AND m.namespace = k.namespace"
+        " AND NOT m.archived ORDER BY m.ts, m.memory_id",
+        (enc(org_id), enc(namespace), enc(key)),
+    ).fetchall()
+    return [decode(doc) for (doc,) in rows]
+
+
+def count(conn: psycopg.Connection[Any], org_id: str | None) -> int:
+    if org_id is None:
+        row = conn.execute("SELECT count(*) FROM memories").fetchone()
+    else:
+        row = conn.execute("SELECT count(*) FROM memories WHERE org_id = %s", (enc(org_id),)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def page_after(
+    conn: psycopg.Connection[Any], org_id: str, after: tuple[Any, str] | None, size: int
+) -> list[tuple[Any, str, str]]:
+    """One keyset page of an org's memories in (ts, memory_id) order: rows of (ts, memory_id, doc).
+    `after` is (ts, memory_id) exactly as read from the previous page (already column-encoded)."""
+    org_id = enc(org_id)
+    if after is None:
+        return conn.execute(
+            "SELECT ts, memory_id, doc FROM memories WHERE org_id = %s ORDER BY ts, memory_id LIMIT %s",
+            (org_id, size),
+        ).fetchall()
+    return conn.execute(
+        "SELECT ts, memory_id, doc FROM memories WHERE org_id = %s AND (ts, memory_id) > (%s, %s)"
+        " ORDER BY ts, memory_id LIMIT %s",
+        (org_id, after[0], after[1], size),
+    ).fetchall()
+
+
+def iter_docs(pages: Iterator[list[tuple[Any, str, str]]]) -> Iterator[Memory]:
+    for page in pages:
+        for _, _, doc in page:
+            yield decode(doc)

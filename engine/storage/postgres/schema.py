@@ -1,0 +1,136 @@
+"""The PostgreSQL schema as numbered migrations, applied on start under an advisory lock.
+
+`migrate(url)` takes a session-level `pg_advisory_lock(MIGRATION_LOCK)` on its own connection, applies
+every migration not yet recorded in `schema_migrations` (each in its own transaction), then unlocks.
+Several workers starting at once therefore run the migrations exactly once: the others wait on the
+lock and then find nothing left to do.
+
+Each `memories` row keeps the whole record as msgspec JSON text in `doc` (the record of truth: it
+keeps int vs float in `object`, which `jsonb` would not for 5.0, and every datetime to the
+microsecond); the other columns are copies used only by queries and indexes (strings through
+`pgtext.enc`, which makes NUL storable). Ids are COLLATE "C": code-point order, as in Python, for
+the (timestamp, memory_id) keyset order whatever the database's default collation.
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+# Any 64-bit constant unique to Loci's migrations ("loci" in ASCII, then 1).
+MIGRATION_LOCK = 0x6C6F6369_00000001
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (
+        1,
+        """
+        CREATE TABLE memories (
+            org_id        text COLLATE "C" NOT NULL,
+            memory_id     text COLLATE "C" NOT NULL,
+            namespace     text        NOT NULL,
+            agent_id      text,
+            entity_id     text,
+            type          text        NOT NULL,
+            text          text        NOT NULL,
+            text_hash     text        NOT NULL,
+            tags          text[]      NOT NULL DEFAULT '{}',
+            ts            timestamptz NOT NULL,
+            archived      boolean     NOT NULL DEFAULT false,
+            subject       text,
+            object_entity text,
+            valid_from    timestamptz,
+            valid_to      timestamptz,
+            status        text        NOT NULL,
+            doc           text        NOT NULL,
+            tsv           tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
+            PRIMARY KEY (org_id, memory_id)
+        );
+        CREATE INDEX memories_by_time ON memories (org_id, ts, memory_id);
+        CREATE INDEX memories_by_scope ON memories (org_id, namespace, status, ts);
+        CREATE INDEX memories_by_entity ON memories (org_id, namespace, entity_id);
+        CREATE INDEX memories_by_subject ON memories (org_id, namespace, subject)
+            WHERE subject IS NOT NULL;
+        CREATE INDEX memories_by_object_entity ON memories (org_id, namespace, object_entity)
+            WHERE object_entity IS NOT NULL;
+        CREATE INDEX memories_by_text_hash ON memories (text_hash);
+        CREATE INDEX memories_tsv ON memories USING gin (tsv);
+        CREATE INDEX memories_tags ON memories USING gin (tags);
+
+        CREATE TABLE memory_keys (
+            org_id    text COLLATE "C" NOT NULL,
+            namespace text NOT NULL,
+            key       text NOT NULL,
+            memory_id text COLLATE "C" NOT NULL,
+            PRIMARY KEY (org_id, namespace, key, memory_id),
+            FOREIGN KEY (org_id, memory_id) REFERENCES memories (org_id, memory_id) ON DELETE CASCADE
+        );
+        CREATE INDEX memory_keys_by_memory ON memory_keys (org_id, memory_id);
+
+        -- Vector cache keyed like the protocol. The column has no fixed dimension (models differ);
+        -- each (model, dims) gets a partial HNSW expression index, see vectors.ensure_hnsw_index.
+        CREATE TABLE embeddings (
+            model     text   NOT NULL,
+            text_hash text   NOT NULL,
+            dims      int    NOT NULL,
+            embedding vector NOT NULL,
+            PRIMARY KEY (model, text_hash)
+        );
+
+        CREATE TABLE api_keys (
+            key_id     text COLLATE "C" PRIMARY KEY,
+            org_id     text        NOT NULL,
+            key_hash   text        NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL,
+            doc        text        NOT NULL
+        );
+        CREATE INDEX api_keys_by_org ON api_keys (org_id, created_at, key_id);
+
+        CREATE TABLE idempotency (
+            org_id     text        NOT NULL,
+            key        text        NOT NULL,
+            expires_at timestamptz NOT NULL,
+            doc        text        NOT NULL,
+            PRIMARY KEY (org_id, key)
+        );
+        CREATE INDEX idempotency_by_expiry ON idempotency (expires_at);
+
+        CREATE TABLE events (
+            seq       bigserial   PRIMARY KEY,
+            org_id    text        NOT NULL,
+            type      text        NOT NULL,
+            entity_id text,
+            at        timestamptz NOT NULL,
+            doc       text        NOT NULL
+        );
+        CREATE INDEX events_by_org ON events (org_id, seq);
+        CREATE INDEX events_by_org_type ON events (org_id, type, seq);
+        """,
+    ),
+)
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(url: str) -> list[int]:
+    """Bring the database at `url` to the latest schema; return the versions this call applied."""
+    applied: list[int] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        try:
+            # Needs the privilege to create extensions the first time (on managed PostgreSQL, have an
+            # admin run `CREATE EXTENSION vector` once); afterwards IF NOT EXISTS makes it a no-op.
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            for version, ddl in MIGRATIONS:
+                if version in done:
+                    continue
+                with conn.transaction():
+                    conn.execute(ddl)  # a constant, not user input
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+                applied.append(version)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    return applied

@@ -1,0 +1,181 @@
+r"""The three retrieval channels and the scope filter, as SQL. Every query filters by the whole `Scope`
+inside the database (see `scope_filter`), so no eligible memory is lost to a fetch-then-filter.
+
+Semantic (`vector_search`): memories join `embeddings` on (model, text_hash); cosine distance `<=>`
+on the per-model HNSW expression index (see vectors.py), ordered by (distance, newer timestamp,
+memory_id): the planner walks the index and adds an incremental sort for the tie-breakers. With
+filters, a plain HNSW scan stops after `hnsw.ef_search` candidates and can return fewer than k rows;
+so each search sets, for its transaction only, `hnsw.iterative_scan = relaxed_order` (pgvector 0.8:
+keep scanning the index until k rows pass the filter, bounded by `hnsw.max_scan_tuples`, 20,000 by
+default) and `hnsw.ef_search = max(40, k)` (capped at 1,000). `relaxed_order` may emit rows slightly
+out of order, so the k rows are re-sorted. For a small scope the planner instead reads the scope's
+rows through the org/namespace/entity indexes and sorts them: exact by construction. HNSW is
+approximate: on a large scope a true neighbour can be missed (recall ~0.95+ at default settings).
+raw = 1 - cosine distance (0 for a zero vector).
+
+Keyword (`keyword_search`): PostgreSQL full-text search over the generated column
+`tsv = to_tsvector('english', text)` (GIN index). The query goes through `plainto_tsquery('english')`
+and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
+growing with its frequency in the document, summed and divided by 1 + log(document length).
+How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
+(k1=1.5, b=0.75) over the scope's candidates with a `\w+` tokenizer, no stemming and a 29-word stop
+list: (1) English stemming here ('lives' and 'living' match 'live'); (2) PostgreSQL's longer English
+stop list; (3) no inverse document frequency (a rare word weighs as much as a common one) and no
+term-frequency saturation; (4) values are small (about 0.01 to 0.3), not comparable with BM25's.
+The engine normalizes each channel per query, so only the order within one query matters; orders
+can differ from BM25 when a query mixes rare and common words.
+
+Graph (`graph_search`): breadth-first over the entity graph, one SQL query per hop (indexed lookups
+by entity_id, subject, object_entity). Every in-scope memory links all the entities it names
+(entity_id, subject, and `object_entity`: the object when object_type is 'entity' or it is an `ent:`
+string) to each other. A memory is at the smallest hop distance of any entity it names; raw = that
+distance. Ties everywhere: newer timestamp first, then memory_id (as in the other stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from engine.storage.base import Hit, Scope, Vector
+from engine.storage.postgres.pgtext import dec, enc
+from engine.storage.postgres.vectors import vector_type
+from engine.timeutil import to_micros, to_utc
+
+Params = dict[str, Any]
+
+
+def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
+    """A WHERE fragment (placeholders named s_*) selecting the retrieval candidates of `scope`."""
+    a = alias
+    parts = [f"{a}.org_id = %(s_org)s", f"{a}.namespace = %(s_ns)s", f"NOT {a}.archived"]
+    params: Params = {"s_org": enc(scope.org_id), "s_ns": enc(scope.namespace)}
+    if scope.entity_id is not None:
+        parts.append(f"{a}.entity_id = %(s_entity)s")
+        params["s_entity"] = enc(scope.entity_id)
+    if scope.agent_id is not None:
+        parts.append(f"{a}.agent_id = %(s_agent)s")
+        params["s_agent"] = enc(scope.agent_id)
+    if scope.as_of is None:
+        parts.append(f"{a}.status = 'active'")
+        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)")
+        params["s_now"] = to_utc(scope.now)
+    else:
+        parts.append(f"coalesce({a}.valid_from, {a}.ts) <= %(s_asof)s")
+        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_asof)s)")
+        params["s_asof"] = to_utc(scope.as_of)
+    return " AND ".join(parts), params
+
+
+def _sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
+    """Best first, ties broken by newer timestamp, then memory_id (the order every store uses)."""
+    sign = -1.0 if descending else 1.0
+    ordered = sorted(rows, key=lambda r: (sign * float(r[1]), -to_micros(r[2]), r[0]))
+    return [Hit(dec(memory_id), float(raw)) for memory_id, raw, _ in ordered[:k]]
+
+
+def vector_statement(scope: Scope, model: str, query: Vector, k: int) -> tuple[sql.Composed, Params]:
+    """The semantic channel's SQL and parameters (separate so tests can EXPLAIN it)."""
+    dims = int(query.shape[-1])
+    where, params = scope_filter(scope)
+    params["q"] = query
+    params["k"] = k
+    vt = vector_type(dims)
+    # Ordered by the indexed expression first: the planner walks the HNSW index and adds an
+    # incremental sort for the tie-breakers, or (small scope) sorts the scope's rows exactly.
+    stmt = sql.SQL(
+        """
+        WITH nearest AS MATERIALIZED (
+            SELECT m.memory_id, m.ts, (e.embedding::{vt} <=> %(q)b::{vt}) AS distance
+            FROM embeddings e JOIN memories m ON m.text_hash = e.text_hash
+            WHERE e.model = {model} AND e.dims = {dims} AND {where}
+            ORDER BY distance, m.ts DESC, m.memory_id
+            LIMIT %(k)s
+        )
+        SELECT memory_id, CASE WHEN distance = 'NaN' THEN 0.0 ELSE 1.0 - distance END, ts FROM nearest
+        """
+    ).format(vt=vt, model=sql.Literal(enc(model)), dims=sql.Literal(dims), where=sql.SQL(where))
+    return stmt, params
+
+
+def vector_search(conn: psycopg.Connection[Any], scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+    if k <= 0:
+        return []
+    stmt, params = vector_statement(scope, model, query, k)
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(max(40, k), 1000)),))
+    rows = conn.execute(stmt, params).fetchall()
+    return _sorted_hits(rows, k, descending=True)
+
+
+# plainto_tsquery AND-s its terms; OR them instead (lexemes are quoted, so ' & ' only separates).
+_OR_QUERY = "replace(plainto_tsquery('english'::regconfig, %(text)s)::text, ' & ', ' | ')::tsquery"
+
+
+def keyword_search(conn: psycopg.Connection[Any], scope: Scope, text: str, k: int) -> list[Hit]:
+    if k <= 0 or not text.strip():
+        return []
+    where, params = scope_filter(scope)
+    params.update(text=enc(text), k=k)
+    stmt = f"""
+        WITH q AS (SELECT {_OR_QUERY} AS q)
+        SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
+        FROM memories m, q
+        WHERE m.tsv @@ q.q AND {where}
+        ORDER BY rank DESC, m.ts DESC, m.memory_id
+        LIMIT %(k)s
+    """
+    rows = conn.execute(stmt, params).fetchall()
+    return _sorted_hits([r for r in rows if r[1] > 0], k, descending=True)
+
+
+def graph_search(
+    conn: psycopg.Connection[Any], scope: Scope, seeds: Sequence[str], depth: int, k: int
+) -> list[Hit]:
+    if k <= 0 or not seeds or depth < 0:
+        return []
+    where, params = scope_filter(scope)
+    distance: dict[str, int] = {enc(s): 0 for s in seeds}  # column-encoded entity ids
+    frontier = list(distance)
+    # Each memory links every entity it names (entity_id, subject, object_entity) to the others.
+    hop_sql = f"""
+        SELECT m.entity_id, m.subject, m.object_entity FROM memories m
+        WHERE (m.entity_id = ANY(%(frontier)s) OR m.subject = ANY(%(frontier)s)
+               OR m.object_entity = ANY(%(frontier)s)) AND {where}
+    """
+    for hop in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = conn.execute(hop_sql, {**params, "frontier": frontier}).fetchall()
+        nxt: list[str] = []
+        for row in rows:
+            for ent in row:
+                if ent is not None and ent not in distance:
+                    distance[ent] = hop
+                    nxt.append(ent)
+        frontier = nxt
+    ents = list(distance)
+    final_sql = f"""
+        SELECT m.memory_id, min(d.dist) AS dist, m.ts
+        FROM memories m
+        JOIN unnest(%(ents)s::text[], %(dists)s::int[]) AS d(ent, dist)
+          ON d.ent = m.entity_id OR d.ent = m.subject OR d.ent = m.object_entity
+        WHERE {where}
+        GROUP BY m.memory_id, m.ts
+        ORDER BY dist, m.ts DESC, m.memory_id
+        LIMIT %(k)s
+    """
+    rows = conn.execute(
+        final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}
+    ).fetchall()
+    return _sorted_hits(rows, k, descending=False)
+
+
+def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
+    where, params = scope_filter(scope)
+    row = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
+    return int(row[0]) if row else 0

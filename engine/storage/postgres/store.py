@@ -1,0 +1,256 @@
+"""`PostgresStore`: the Store protocol on PostgreSQL + pgvector through a psycopg 3 connection pool.
+
+See the package docstring (`engine.storage.postgres`) for transactions and cross-process locking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from engine.errors import Conflict, Unavailable
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.postgres import bookkeeping, memories, search
+from engine.storage.postgres.pgtext import dec, enc, enc_all
+from engine.storage.postgres.schema import migrate
+from engine.storage.postgres.vectors import ensure_hnsw_index, fetch_vector_oid, register_vector
+
+Conn = psycopg.Connection[Any]
+# A transaction aborted by the database because of another one (HTTP 409 "a write race lost").
+_LOST_RACE = (
+    psycopg.errors.DeadlockDetected,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.LockNotAvailable,
+)
+
+
+class PostgresStore:
+    """PostgreSQL + pgvector store. `url` is a libpq URL (`postgresql://` or `postgres://`).
+
+    Options: `min_size`/`max_size` of the connection pool; `migrate` runs the schema migrations on
+    start (under an advisory lock, safe with many workers); `lock_conflict_keys` makes `find_by_key`
+    and `get_idempotency` take a transaction-scoped advisory lock when called inside `transaction()`;
+    `check_connections` tests each pooled connection on checkout (one round trip) so a database
+    restart or a dropped idle connection costs a reconnect, not an error; `timeout` is how long a
+    call waits for a free pooled connection before raising engine.errors.Unavailable.
+
+    Each worker process holds up to `max_size` connections: size PostgreSQL's max_connections (or a
+    pgbouncer in front) for workers x max_size. psycopg prepares statements run 5+ times on a
+    connection; behind pgbouncer in transaction mode use pgbouncer >= 1.21 with
+    max_prepared_statements set.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        migrate_on_start: bool = True,
+        lock_conflict_keys: bool = True,
+        check_connections: bool = True,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url
+        self.lock_conflict_keys = lock_conflict_keys
+        try:
+            if migrate_on_start:
+                migrate(url)
+            with psycopg.connect(url) as conn:
+                self._vector_oid = fetch_vector_oid(conn)
+        except psycopg.OperationalError as exc:
+            raise Unavailable(f"cannot reach PostgreSQL: {exc}") from exc
+        self._indexed: set[tuple[str, int]] = set()
+        self._current: ContextVar[Conn | None] = ContextVar(f"loci_pg_conn_{id(self)}", default=None)
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            url, min_size=min_size, max_size=max(max_size, min_size), timeout=timeout,
+            configure=self._configure, open=True, name="loci",
+            check=ConnectionPool.check_connection if check_connections else None,
+        )
+
+    def _configure(self, conn: Conn) -> None:
+        register_vector(conn, self._vector_oid)
+
+    # --- lifecycle and transactions ---------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One all-or-nothing unit; nested blocks (in the same thread/task) join the outer one.
+        A deadlock or serialization failure rolls it back and raises engine.errors.Conflict;
+        a lost connection raises engine.errors.Unavailable."""
+        if self._current.get() is not None:
+            yield
+            return
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                token = self._current.set(conn)
+                try:
+                    yield
+                finally:
+                    self._current.reset(token)
+        except _LOST_RACE as exc:
+            raise Conflict(f"a concurrent write won: {exc}") from exc
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
+
+    @contextmanager
+    def _conn(self) -> Iterator[Conn]:
+        """The transaction's connection inside `transaction()`, else a pooled one for one transaction."""
+        current = self._current.get()
+        if current is not None:
+            yield current
+            return
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except _LOST_RACE as exc:
+            raise Conflict(f"a concurrent write won: {exc}") from exc
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._current.get() is not None
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # --- memories ---------------------------------------------------------------------------------
+    def put_memories(self, memories_: Sequence[Memory]) -> None:
+        with self._conn() as conn:
+            memories.put(conn, memories_)
+
+    def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
+        found = self.get_memories(org_id, [memory_id])
+        return found[0] if found else None
+
+    def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        with self._conn() as conn:
+            return memories.get_many(conn, org_id, memory_ids)
+
+    def delete_memory(self, org_id: str, memory_id: str) -> bool:
+        with self._conn() as conn:
+            return memories.delete(conn, org_id, memory_id)
+
+    def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
+        with self._conn() as conn:
+            return memories.list_query(conn, org_id, query)
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        """Inside `transaction()`, first locks (org, namespace, key) until the transaction ends, so a
+        read-decide-write on one conflict key serializes across workers and processes."""
+        with self._conn() as conn:
+            if self.lock_conflict_keys and self.in_transaction:
+                bookkeeping.lock_name(conn, "loci.key", org_id, namespace, key)
+            return memories.find_by_key(conn, org_id, namespace, key)
+
+    def count_memories(self, org_id: str | None = None) -> int:
+        with self._conn() as conn:
+            return memories.count(conn, org_id)
+
+    def iter_memories(self, org_id: str) -> Iterator[Memory]:
+        def pages() -> Iterator[list[tuple[Any, str, str]]]:
+            after: tuple[Any, str] | None = None
+            while True:
+                with self._conn() as conn:
+                    page = memories.page_after(conn, org_id, after, 500)
+                if not page:
+                    return
+                yield page
+                after = (page[-1][0], page[-1][1])
+
+        return memories.iter_docs(pages())
+
+    # --- embeddings -------------------------------------------------------------------------------
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        if not text_hashes:
+            return {}
+        with self._conn() as conn, conn.cursor(binary=True) as cur:
+            cur.execute(
+                "SELECT text_hash, embedding FROM embeddings WHERE model = %s AND text_hash = ANY(%s)",
+                (enc(model), enc_all(text_hashes)),
+            )
+            return {dec(h): vec for h, vec in cur.fetchall()}
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None:
+        if not vectors:
+            return
+        rows: list[tuple[str, str, int, Vector]] = []
+        for h, vec in vectors.items():
+            arr = np.asarray(vec, dtype=np.float32).reshape(-1)
+            rows.append((enc(model), enc(h), int(arr.shape[0]), arr))
+        for dims in {r[2] for r in rows}:
+            if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
+                self._indexed.add((model, dims))
+        with self._conn() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES (%s, %s, %s, %b)"
+                " ON CONFLICT (model, text_hash) DO UPDATE SET dims = EXCLUDED.dims,"
+                " embedding = EXCLUDED.embedding",
+                rows,
+            )
+
+    # --- retrieval channels -----------------------------------------------------------------------
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        vec = np.asarray(query, dtype=np.float32).reshape(-1)
+        with self._conn() as conn:
+            return search.vector_search(conn, scope, model, vec, k)
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        with self._conn() as conn:
+            return search.keyword_search(conn, scope, text, k)
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        with self._conn() as conn:
+            return search.graph_search(conn, scope, seeds, depth, k)
+
+    def scope_size(self, scope: Scope) -> int:
+        with self._conn() as conn:
+            return search.scope_size(conn, scope)
+
+    # --- API keys ---------------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKey) -> None:
+        with self._conn() as conn:
+            bookkeeping.create_api_key(conn, key)
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        with self._conn() as conn:
+            return bookkeeping.find_api_key(conn, key_hash)
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
+        with self._conn() as conn:
+            return bookkeeping.list_api_keys(conn, org_id)
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        with self._conn() as conn:
+            return bookkeeping.revoke_api_key(conn, key_id, at)
+
+    # --- idempotency ------------------------------------------------------------------------------
+    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
+        """Inside `transaction()`, first locks (org, key) until the transaction ends, so two workers
+        handling the same Idempotency-Key run one after the other and the second replays."""
+        with self._conn() as conn:
+            if self.lock_conflict_keys and self.in_transaction:
+                bookkeeping.lock_name(conn, "loci.idempotency", org_id, key)
+            return bookkeeping.get_idempotency(conn, org_id, key, now)
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        with self._conn() as conn:
+            bookkeeping.put_idempotency(conn, record)
+
+    # --- event log --------------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event]) -> None:
+        with self._conn() as conn:
+            bookkeeping.append_events(conn, events)
+
+    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
+        with self._conn() as conn:
+            return bookkeeping.list_events(conn, org_id, query)
+

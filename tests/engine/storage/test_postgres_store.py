@@ -1,0 +1,252 @@
+"""PostgreSQL-specific behaviour of PostgresStore (the shared suite covers the protocol itself)."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta, timezone
+
+import msgspec
+import numpy as np
+import psycopg
+import pytest
+from psycopg import sql
+
+from engine.models import Memory, text_hash
+from engine.storage import open_store
+from engine.storage.base import Scope
+from engine.storage.postgres import PostgresStore, search
+from engine.storage.postgres.schema import LATEST_VERSION, migrate
+from engine.storage.postgres.vectors import hnsw_index_name, register_vector
+from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server, postgres_store
+
+pytestmark = pytest.mark.integration
+__all__ = ["pg_database", "pg_server", "postgres_store"]  # fixtures used by name below
+
+T0 = datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def _mem(memory_id: str, text: str, **kw: object) -> Memory:
+    fields: dict[str, object] = {
+        "memory_id": memory_id, "org_id": "org_a", "type": "note", "text": text,
+        "timestamp": T0, "created_at": T0, "updated_at": T0,
+    }
+    fields.update(kw)
+    return Memory(**fields)  # type: ignore[arg-type]
+
+
+def test_every_field_round_trips(postgres_store: PostgresStore) -> None:
+    plus2 = timezone(timedelta(hours=2))
+    full = Memory(
+        memory_id="mem_full", org_id="org_a", namespace="ns1", agent_id="agent-7", entity_id="ent:alice",
+        type="fact", text="Alice lives in Paris", metadata={"n": 1, "f": 1.0, "nested": {"x": [1, 2.5, None]}},
+        tags=["home", "geo"], timestamp=datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=plus2), archived=False,
+        sensitivity="pii", subject="ent:alice", predicate="lives_in", object="ent:paris", object_type="entity",
+        unit="city", keys=["ent:alice|lives_in"], valid_from=datetime(2024, 1, 1, tzinfo=UTC),
+        valid_to=datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=UTC), confidence=0.875, status="disputed",
+        provenance={"source": "turn", "turn": 3}, created_at=T0, updated_at=T0 + timedelta(microseconds=1),
+    )
+    objects: list[object] = ["text", 5, 5.0, True, False, {"a": 1.0, "b": 1}, None, 0, -2.5e-7]
+    rows = [full] + [_mem(f"mem_obj_{i}", f"object {i}", object=o) for i, o in enumerate(objects)]
+    postgres_store.put_memories(rows)
+    got = postgres_store.get_memory("org_a", "mem_full")
+    assert got is not None
+    # Stored as UTC: 03:04:05.678901 at +02:00 is 01:04:05.678901 UTC.
+    assert got.timestamp == datetime(2024, 1, 2, 1, 4, 5, 678901, tzinfo=UTC)
+    assert got.timestamp.utcoffset() == timedelta(0)
+    assert got == msgspec.structs.replace(full, timestamp=got.timestamp)
+    for i, o in enumerate(objects):
+        back = postgres_store.get_memory("org_a", f"mem_obj_{i}")
+        assert back is not None
+        assert back.object == o and type(back.object) is type(o), (o, back.object)
+
+
+def test_registry_opens_both_schemes(pg_database: str) -> None:
+    for url in (pg_database, pg_database.replace("postgresql://", "postgres://", 1)):
+        store = open_store(url)
+        try:
+            assert isinstance(store, PostgresStore)
+            assert store.count_memories() == 0
+        finally:
+            store.close()
+
+
+def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
+    name = f"{pg_server.prefix}_migrate_race"
+    url = create_database(pg_server, name)  # empty: no extension, no tables
+    try:
+        barrier = threading.Barrier(4)
+        results: list[list[int]] = []
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                barrier.wait()
+                results.append(migrate(url))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=run) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        assert sorted(results) == [[], [], [], list(range(1, LATEST_VERSION + 1))]
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+        assert [r[0] for r in rows] == list(range(1, LATEST_VERSION + 1))
+        assert migrate(url) == []
+    finally:
+        drop_database(pg_server, name)
+
+
+def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+    x = rng.normal(size=(n, dims)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: PostgresStore) -> None:
+    """A selective filter (agent b: 60 of 3,000 rows, no index on agent_id) through the HNSW index still
+    yields k rows: without iterative scans the index stops after ef_search=40 neighbours, of which
+    ~1 is agent b's."""
+    rng = np.random.default_rng(7)
+    dims, n = 16, 3000
+    vecs = _unit(rng, n, dims)
+    mems = [
+        _mem(f"mem_{i:05d}", f"text number {i}", agent_id="b" if i % 50 == 0 else "a",
+             timestamp=T0 + timedelta(seconds=i))
+        for i in range(n)
+    ]
+    postgres_store.put_memories(mems)
+    postgres_store.put_embeddings("hash:16", {text_hash(m.text): vecs[i] for i, m in enumerate(mems)})
+    query = _unit(rng, 1, dims)[0]
+    scope = Scope(org_id="org_a", agent_id="b", now=T0 + timedelta(days=1))
+    k = 20
+    with psycopg.connect(postgres_store.url) as conn:
+        register_vector(conn, postgres_store._vector_oid)
+        conn.execute("ANALYZE")
+        conn.execute("SET enable_seqscan = off")  # steer the planner to the HNSW path at this size
+        conn.execute("SET enable_sort = off")  # the exact plan needs a full sort; HNSW does not
+        stmt, params = search.vector_statement(scope, "hash:16", query, k)
+        plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + stmt, params).fetchall())
+        hits = search.vector_search(conn, scope, "hash:16", query, k)
+    assert hnsw_index_name("hash:16", dims) in plan
+    assert len(hits) == k
+    by_id = {m.memory_id: i for i, m in enumerate(mems)}
+    assert all(by_id[h.memory_id] % 50 == 0 for h in hits)
+    exact = sorted((i for i in range(n) if i % 50 == 0), key=lambda i: -float(vecs[i] @ query))[:k]
+    recall = len({f"mem_{i:05d}" for i in exact} & {h.memory_id for h in hits}) / k
+    assert recall >= 0.8
+    for h in hits:
+        assert h.raw == pytest.approx(float(vecs[by_id[h.memory_id]] @ query), abs=1e-5)
+    # Through the store (the planner's own choice) the order is the exact one.
+    small = Scope(org_id="org_a", agent_id="b", now=T0 + timedelta(days=1))
+    store_hits = postgres_store.vector_search(small, "hash:16", query, k)
+    assert {h.memory_id for h in store_hits} >= {f"mem_{i:05d}" for i in exact[: k // 2]}
+
+
+def test_vector_search_filters_scope_and_shares_vectors_by_text(postgres_store: PostgresStore) -> None:
+    same = "the same text"
+    rows = [
+        _mem("m_old", same, timestamp=T0),
+        _mem("m_new", same, timestamp=T0 + timedelta(hours=1)),
+        _mem("m_arch", same, archived=True),
+        _mem("m_sup", same, status="superseded"),
+        _mem("m_other_ns", same, namespace="other"),
+        _mem("m_expired", same, valid_to=T0),
+        _mem("m_far", "different words"),
+    ]
+    postgres_store.put_memories(rows)
+    v_same = np.array([1, 0, 0, 0], dtype=np.float32)
+    v_far = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
+    postgres_store.put_embeddings("hash:4", {text_hash(same): v_same, text_hash("different words"): v_far})
+    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
+    hits = postgres_store.vector_search(scope, "hash:4", v_same, 10)
+    # Equal similarity: newer first; m_far at cos = 0.6.
+    assert [h.memory_id for h in hits] == ["m_new", "m_old", "m_far"]
+    assert [h.raw for h in hits] == pytest.approx([1.0, 1.0, 0.6])
+    # as_of before the expiry: validity decides, status is ignored.
+    past = Scope(org_id="org_a", now=T0, as_of=T0 - timedelta(microseconds=1) + timedelta(microseconds=1))
+    ids = {h.memory_id for h in postgres_store.vector_search(past, "hash:4", v_same, 10)}
+    assert ids == {"m_old", "m_sup", "m_far"}  # m_expired ends at T0 (valid_to > as_of fails); m_new later
+
+
+def test_keyword_search_stems_ors_and_scores_by_ts_rank(postgres_store: PostgresStore) -> None:
+    rows = [
+        _mem("k1", "Alice lives in Paris"),
+        _mem("k2", "Bob is living in Berlin and Bob likes living there"),
+        _mem("k3", "A note about cats"),
+        _mem("k4", "Alice lives in Paris", org_id="org_b"),
+    ]
+    postgres_store.put_memories(rows)
+    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
+    hits = postgres_store.keyword_search(scope, "where does Alice live?", 10)
+    # 'lives'/'living' stem to 'live'; OR semantics: k1 matches alic+live, k2 matches live (twice).
+    assert {h.memory_id for h in hits} == {"k1", "k2"}
+    assert all(h.raw > 0 for h in hits)
+    with psycopg.connect(postgres_store.url) as conn:
+        expected = {
+            mid: conn.execute(
+                "SELECT ts_rank(to_tsvector('english', %s), to_tsquery('english', 'alic | live'), 1)", (text,)
+            ).fetchone()[0]  # type: ignore[index]
+            for mid, text in (("k1", rows[0].text), ("k2", rows[1].text))
+        }
+    assert {h.memory_id: h.raw for h in hits} == pytest.approx(expected)
+    assert postgres_store.keyword_search(scope, "the and of", 10) == []  # only stop words
+    assert postgres_store.keyword_search(scope, "", 10) == []
+
+
+def test_graph_search_hops(postgres_store: PostgresStore) -> None:
+    rows = [
+        _mem("g_alice", "Alice works at Acme", type="fact", subject="ent:alice", predicate="works_at",
+             object="ent:acme", object_type="entity"),
+        _mem("g_acme", "Acme is in Lyon", type="fact", subject="ent:acme", predicate="located_in",
+             object="ent:lyon"),
+        _mem("g_lyon", "Lyon note", entity_id="ent:lyon"),
+        _mem("g_bob", "Bob unrelated", entity_id="ent:bob"),
+        _mem("g_old", "Alice worked at Initech", type="fact", subject="ent:alice", predicate="works_at",
+             object="ent:initech", status="superseded"),
+    ]
+    postgres_store.put_memories(rows)
+    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
+    hits = postgres_store.graph_search(scope, ["ent:alice"], 2, 10)
+    # alice: 0 (g_alice); acme: 1 (g_acme names acme); lyon: 2 (g_lyon); superseded fact not an edge.
+    assert [(h.memory_id, h.raw) for h in hits] == [("g_alice", 0.0), ("g_acme", 1.0), ("g_lyon", 2.0)]
+    assert [h.memory_id for h in postgres_store.graph_search(scope, ["ent:alice"], 1, 10)] == [
+        "g_alice", "g_acme"]
+    assert postgres_store.graph_search(scope, ["ent:alice"], 0, 10) == [postgres_store.graph_search(
+        scope, ["ent:alice"], 2, 1)[0]]
+
+
+def test_calls_outside_a_transaction_do_not_see_its_uncommitted_writes(postgres_store: PostgresStore) -> None:
+    a = _mem("tx_a", "inside")
+    seen: list[int] = []
+
+    def other_thread() -> None:
+        seen.append(postgres_store.count_memories("org_a"))
+
+    with postgres_store.transaction():
+        postgres_store.put_memories([a])
+        assert postgres_store.count_memories("org_a") == 1  # same connection inside the block
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join(10)
+        assert seen == [0]  # another thread gets its own pooled connection and transaction
+    assert postgres_store.count_memories("org_a") == 1
+    assert postgres_store.in_transaction is False
+
+
+def test_iter_memories_pages_through_equal_timestamps(postgres_store: PostgresStore) -> None:
+    rows = [_mem(f"mem_{i:05d}", f"t{i}", timestamp=T0 + timedelta(seconds=i % 3)) for i in range(1203)]
+    rows.append(_mem("mem_other_org", "x", org_id="org_b"))
+    postgres_store.put_memories(rows)
+    got = [m.memory_id for m in postgres_store.iter_memories("org_a")]  # pages of 500
+    expected = sorted((m for m in rows if m.org_id == "org_a"), key=lambda m: (m.timestamp, m.memory_id))
+    assert got == [m.memory_id for m in expected]
+
+
+def test_unreachable_database_is_unavailable(pg_server: PgServer) -> None:
+    from engine.errors import Unavailable
+
+    with pytest.raises(Unavailable):
+        PostgresStore(pg_server.url(f"{pg_server.prefix}_does_not_exist"))

@@ -1,0 +1,212 @@
+"""Export/import of one org as JSONL: exact round trips between backends, idempotency, atomicity."""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from engine.errors import InvalidInput
+from engine.models import text_hash
+from engine.storage import open_store
+from engine.storage.base import EventQuery, Store
+from engine.storage.transfer import (
+    Counts,
+    HeaderLine,
+    decode_vector,
+    encode_vector,
+    export_org,
+    import_org,
+)
+from tests.engine.storage.transfer_data import (
+    MODEL,
+    ORG,
+    OTHER,
+    T0,
+    fill,
+    org_events,
+    org_keys,
+    org_memories,
+    snapshot,
+)
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[dict[str, Store]]:
+    opened = {"memory": open_store("memory"), "sqlite_a": open_store(f"sqlite://{tmp_path / 'a.db'}"),
+              "sqlite_b": open_store(f"sqlite://{tmp_path / 'b.db'}"), "memory_b": open_store("memory")}
+    yield opened
+    for s in opened.values():
+        s.close()
+
+
+def dump(store: Store, org: str = ORG, **kw: object) -> bytes:
+    out = io.BytesIO()
+    export_org(store, org, out, models=[MODEL], with_keys=True, now=T0, **kw)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def load(store: Store, data: bytes, **kw: object) -> object:
+    return import_org(store, io.BytesIO(data), **kw)  # type: ignore[arg-type]
+
+
+def test_header_counts_and_order(stores: dict[str, Store]) -> None:
+    src = stores["memory"]
+    fill(src)
+    lines = dump(src).splitlines()
+    header = msgspec.json.decode(lines[0], type=HeaderLine)
+    # 10 memories; 9 distinct texts with a vector (mem_0009 repeats mem_0001's text, mem_0010 has none)
+    assert header.counts == Counts(memories=10, embeddings=8, events=3, api_keys=2)
+    assert header.org_id == ORG and header.models == [MODEL] and header.exported_at == T0
+    assert len(lines) == 1 + 10 + 8 + 3 + 2
+    kinds = [msgspec.json.decode(line)["kind"] for line in lines[1:]]
+    assert kinds[-5:] == ["event"] * 3 + ["api_key"] * 2
+    mem_ids = [msgspec.json.decode(line)["memory"]["memory_id"] for line in lines if b'"kind":"memory"' in line]
+    # (timestamp, memory_id) order: 7 and 8 share a timestamp a day later
+    assert mem_ids == [f"mem_{n:04d}" for n in (1, 2, 3, 4, 5, 6, 9, 10, 7, 8)]
+    assert b"Not acme" not in dump(src) and b"evt_x" not in dump(src) and b"key_o" not in dump(src)
+
+
+def test_json_keeps_int_float_bool_and_microseconds(stores: dict[str, Store]) -> None:
+    src = stores["memory"]
+    fill(src)
+    text = dump(src).decode()
+    assert '"object":5.0,' in text and '"object":5,' in text and '"object":true,' in text
+    assert '"timestamp":"2024-05-06T07:08:09.123457Z"' in text  # T0 + 1 microsecond
+    assert '"b":1.0' in text
+
+
+def test_memory_to_sqlite_to_memory_is_exact(stores: dict[str, Store]) -> None:
+    src, mid, dst = stores["memory"], stores["sqlite_a"], stores["memory_b"]
+    fill(src)
+    first = dump(src)
+    load(mid, first)
+    second = dump(mid)
+    load(dst, second)
+    assert second == first and dump(dst) == first  # byte for byte, header included
+    for store in (mid, dst):
+        assert snapshot(store) == snapshot(src)
+        got = {m.memory_id: m for m in store.get_memories(ORG, [m.memory_id for m in org_memories()])}
+        for want in org_memories():  # every field, and the Python type of `object`
+            assert got[want.memory_id] == want
+            assert type(got[want.memory_id].object) is type(want.object)
+        assert store.count_memories(OTHER) == 0
+
+
+def test_sqlite_to_sqlite_is_exact(stores: dict[str, Store]) -> None:
+    a, b = stores["sqlite_a"], stores["sqlite_b"]
+    fill(a)
+    data = dump(a)
+    load(b, data)
+    assert dump(b) == data
+    assert snapshot(b) == snapshot(a)
+    vec = b.get_embeddings(MODEL, [text_hash("Alice is vegan")])[text_hash("Alice is vegan")]
+    assert vec.dtype == np.float32 and vec.shape == (16,)
+
+
+def test_reimport_changes_nothing_and_replaces_by_id(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    data = dump(src)
+    first = load(dst, data)
+    before = snapshot(dst)
+    again = load(dst, data)
+    assert snapshot(dst) == before
+    assert dst.count_memories(ORG) == 10
+    assert msgspec.to_builtins(first)["events"] == 3 and msgspec.to_builtins(again)["events"] == 0
+    assert msgspec.to_builtins(again)["events_skipped"] == 3
+    assert msgspec.to_builtins(again)["api_keys_skipped"] == 2
+    # a memory changed in the target is replaced by the file's version, not duplicated
+    changed = msgspec.structs.replace(org_memories()[1], text="edited", object=6)
+    dst.put_memories([changed])
+    load(dst, data)
+    assert snapshot(dst) == before
+
+
+def test_revocation_in_file_is_applied_to_existing_key(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    dst.create_api_key(msgspec.structs.replace(org_keys()[1], revoked_at=None))
+    load(dst, dump(src))
+    assert {k.key_id: k.revoked_at for k in dst.list_api_keys(ORG)} == {"key_a": None, "key_b": org_keys()[1].revoked_at}
+
+
+def test_import_into_another_org(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    load(dst, dump(src), org_id="copy")
+    assert dst.count_memories(ORG) == 0 and dst.count_memories("copy") == 10
+    assert {m.org_id for m in dst.get_memories("copy", ["mem_0001", "mem_0005"])} == {"copy"}
+    assert [k.org_id for k in dst.list_api_keys("copy")] == ["copy", "copy"]
+    reexport = dump(dst, org="copy").replace(b'"org_id":"copy"', b'"org_id":"acme"')
+    assert reexport == dump(src)
+
+
+def test_bad_line_with_whole_file_transaction_changes_nothing(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    lines = dump(src).splitlines(keepends=True)
+    broken = b"".join(lines[:-1]) + b'{"kind":"memory","memory":{"memory_id":"x"}}\n'
+    with pytest.raises(InvalidInput, match="line 24"):
+        load(dst, broken, batch_size=0)
+    assert dst.count_memories(ORG) == 0 and dst.list_api_keys(ORG) == []
+    # batches of 5: the batches before the bad line are committed, the one holding it is not
+    with pytest.raises(InvalidInput):
+        load(dst, broken, batch_size=5)
+    assert dst.count_memories(ORG) == 10  # the memories are in the first two batches
+    load(dst, b"".join(lines))  # the complete file then finishes the job
+    assert snapshot(dst) == snapshot(src)
+
+
+def test_truncated_file_is_refused(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    lines = dump(src).splitlines(keepends=True)
+    with pytest.raises(InvalidInput, match="header says"):
+        load(dst, b"".join(lines[:-3]), batch_size=0)
+    assert dst.count_memories(ORG) == 0
+    assert [e for _, e in dst.list_events(ORG, EventQuery())] == []
+
+
+def test_header_is_required_and_checked(stores: dict[str, Store]) -> None:
+    dst = stores["sqlite_a"]
+    fill(stores["memory"])
+    with pytest.raises(InvalidInput, match="first line"):
+        load(dst, b"".join(dump(stores["memory"]).splitlines(keepends=True)[1:]))
+    bad = dump(stores["memory"]).replace(b'"version":1', b'"version":99', 1)
+    with pytest.raises(InvalidInput, match="version 99"):
+        load(dst, bad)
+    mixed = dump(stores["memory"]).splitlines(keepends=True)[0] + \
+        b'{"kind":"api_key","api_key":{"key_id":"k","org_id":"zzz","key_hash":"x","scopes":[],' \
+        b'"created_at":"2024-01-01T00:00:00Z"}}\n'
+    with pytest.raises(InvalidInput, match="org 'zzz'"):
+        load(dst, mixed)
+
+
+def test_without_vectors(stores: dict[str, Store]) -> None:
+    src = stores["memory"]
+    fill(src)
+    header = msgspec.json.decode(dump(src, with_vectors=False).splitlines()[0], type=HeaderLine)
+    assert header.counts.embeddings == 0 and header.models == [] and not header.with_vectors
+
+
+def test_vector_codec_is_exact() -> None:
+    vec = np.array([0.1, -2.5, 1e-30, 3.4e38], dtype=np.float32)
+    assert encode_vector(vec) == base64.b64encode(struct.pack("<4f", 0.1, -2.5, 1e-30, 3.4e38)).decode()
+    assert decode_vector(encode_vector(vec), 4).tobytes() == vec.tobytes()
+    with pytest.raises(InvalidInput):
+        decode_vector(encode_vector(vec), 3)
+
+
+def test_events_keep_ids_and_order(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    load(dst, dump(src))
+    got = [e for _, e in dst.list_events(ORG, EventQuery())]
+    assert got == org_events()
