@@ -1,0 +1,51 @@
+"""Datasets by name: `locomo`, `longmemeval-oracle`, `longmemeval-ku` (its 78 knowledge-update
+questions), `synthetic` (the default seeded set), or a path to a JSON file in the common format.
+
+    load_dataset("locomo") -> Dataset
+    load_dataset("runs/my-scenarios.json") -> Dataset
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.errors import UnknownName
+from evals.loaders.locomo import load_locomo
+from evals.loaders.longmemeval import load_longmemeval
+from evals.loaders.synthetic import load_json, load_synthetic
+from evals.model import Dataset
+
+LOADERS: dict[str, Callable[[], Dataset]] = {
+    "locomo": load_locomo,
+    "longmemeval-oracle": load_longmemeval,
+    "longmemeval-ku": lambda: load_longmemeval(question_types=("knowledge-update",)),
+    "synthetic": load_synthetic,
+}
+
+
+def dataset_names() -> list[str]:
+    return sorted(LOADERS)
+
+
+def load_dataset(name_or_path: str | Path) -> Dataset:
+    """A registered dataset by name, or a common-format JSON file by path. An unknown name that
+    is not an existing file raises `UnknownName` listing the valid names."""
+    key = str(name_or_path)
+    if key in LOADERS:
+        return LOADERS[key]()
+    path = Path(key)
+    if path.is_file():
+        return load_json(path)
+    raise UnknownName("dataset", key, [*LOADERS, "<path to a .json file>"], field="dataset")
+
+
+__all__ = [
+    "LOADERS",
+    "dataset_names",
+    "load_dataset",
+    "load_json",
+    "load_locomo",
+    "load_longmemeval",
+    "load_synthetic",
+]

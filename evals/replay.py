@@ -1,0 +1,526 @@
+"""Replay a dataset through Loci and turn each answer into a `QuestionRecord` for `evals.metrics`.
+
+    dataset -> for each conversation: backend.load(conv)      (every turn, in time order)
+            -> for each question:     backend.ask(loaded, q)  (as_of = the question's time)
+            -> to_record(...) -> QuestionRecord -> metrics.score
+
+A turn is written as an `event` memory: text `<speaker>: <text>`, timestamp = the turn's time (its
+session's date + its position in seconds), metadata {turn_id, session}, entity_id = the
+conversation's entity (`ent:<conversation id>`), in a namespace of its own. With `extract=True`
+the fact extractor also runs on every turn whose speaker is not `assistant` (first person = the
+speaker, `ent:<speaker>`), with the event as `source_turn`; a fact counts as its source turn when
+ranks and contexts are mapped back to turns.
+
+Two backends behind one protocol (`Backend`):
+- `EngineBackend`: the engine in process, a fresh store per conversation (`memory` by default;
+  any `open_store` target such as `sqlite://:memory:`), the `hash` embedder by default.
+- `HttpBackend`: a served API over httpx (the path agents use): POST /v0/memories in batches of up
+  to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`. It writes events only
+  (the HTTP write path has no way to extract facts with a given timestamp yet), so over HTTP
+  supersession metrics need a server-side extractor or are left out.
+
+Ranking: `matches` hold the shortlist (`top_k` of the preset). When `rank_depth` is larger, a second
+assemble with `top_k = rank_depth` gives the ranking for recall@k, so the assembled context (first
+call) is exactly what the preset produces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import msgspec
+
+from evals.metrics import ContextFact, ContextLine, QuestionRecord, lines_with_turns, turn_needles
+from evals.model import Conversation, Dataset, Question, Turn
+
+ORG_ID = "org_eval"
+ASSISTANT = "assistant"
+SECTIONS: tuple[str, ...] = ("facts", "recent_events", "summary", "sources")
+
+
+class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
+    preset: str | None = None  # None: the engine's default (balanced)
+    normalization: str = "minmax"
+    weights: dict[str, float] | None = None
+    recency_half_life_days: int | None = None
+    budget: int = 1200
+    rank_depth: int = 50
+    #: `return.max_events` / `return.max_facts` (None: the API defaults, 6 and 12)
+    max_events: int | None = None
+    max_facts: int | None = None
+    extract: bool = True
+    embedder: str = "hash"
+    store: str = "memory"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-") or "x"
+
+
+def entity_of(conversation: Conversation) -> str:
+    return f"ent:{slug(conversation.conversation_id)}"
+
+
+class Loaded(msgspec.Struct, kw_only=True):
+    """A conversation written into a backend: where it lives and which memory came from which turn."""
+
+    conversation_id: str
+    entity_id: str
+    namespace: str
+    memory_to_turn: dict[str, str]
+    write_ms: float = 0.0
+    handle: Any = None  # backend-private (the store of this conversation)
+    stored_facts: list[ContextFact] | None = None  # engine backend: the store's facts, read once
+
+    def memories_of(self, turn_id: str) -> list[str]:
+        return [m for m, t in self.memory_to_turn.items() if t == turn_id]
+
+
+class Ranked(msgspec.Struct, frozen=True, kw_only=True):
+    memory_id: str
+    score: float
+    type: str = "event"
+    turn_id: str | None = None  # from metadata when the backend saw it
+
+
+class Answer(msgspec.Struct, kw_only=True):
+    """What one question got back, before mapping to turns."""
+
+    ranked: list[Ranked]
+    lines: list[tuple[str, str]]  # (section, rendered line)
+    facts: list[ContextFact]
+    tokens_used: int
+    budget: int
+    stage_ms: dict[str, float]
+    #: the store's facts of the question's predicate, any status (engine backend, probes only)
+    stored_facts: list[ContextFact] | None = None
+
+
+class Backend(Protocol):
+    def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded: ...
+
+    def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer: ...
+
+    def release(self, loaded: Loaded) -> None: ...
+
+
+# --- requests (shared by both backends) --------------------------------------------------------------
+def assemble_body(
+    loaded: Loaded,
+    question: Question,
+    config: ReplayConfig,
+    *,
+    top_k: int | None = None,
+    ranking_only: bool = False,
+) -> dict[str, Any]:
+    """The POST /v0/context/assemble body for a question (a plain JSON object, as on the wire)."""
+    retrieval: dict[str, Any] = {"normalization": config.normalization}
+    if config.preset:
+        retrieval["preset"] = config.preset
+    if config.weights:
+        retrieval["weights"] = dict(config.weights)
+    if config.recency_half_life_days:
+        retrieval["recency_half_life_days"] = config.recency_half_life_days
+    if top_k:
+        retrieval["top_k"] = top_k
+    ret: dict[str, Any] = {"include_raw_matches": True, "include_structured_facts": True, "trace": True}
+    if config.max_events is not None:
+        ret["max_events"] = config.max_events
+    if config.max_facts is not None:
+        ret["max_facts"] = config.max_facts
+    if ranking_only:
+        ret["include"] = ["facts"]
+        ret["include_structured_facts"] = False
+    return {
+        "entity_id": loaded.entity_id,
+        "namespace": loaded.namespace,
+        "turn": question.text,
+        "budget": {"max_context_tokens": config.budget},
+        "policy": {"pii_redaction": "off"},
+        "retrieval": retrieval,
+        "return": ret,
+        "ingest": {"extract": False, "store_turn": "none"},
+        "as_of": question.asked_at.isoformat(),
+    }
+
+
+def _event_item(loaded_entity: str, namespace: str, turn: Turn) -> dict[str, Any]:
+    return {
+        "type": "event",
+        "text": turn.memory_text(),
+        "timestamp": turn.timestamp.isoformat(),
+        "entity_id": loaded_entity,
+        "namespace": namespace,
+        "sensitivity": "none",
+        "metadata": {"turn_id": turn.turn_id, "session": turn.session, "speaker": turn.speaker},
+    }
+
+
+def _parse_dt(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _answer_from_json(
+    main: dict[str, Any], ranking: dict[str, Any] | None, budget: int, stage_ms: dict[str, float]
+) -> Answer:
+    """Read an assemble response (as JSON) into an Answer; `ranking` is the deeper second call."""
+    source = ranking if ranking is not None else main
+    ranked = [
+        Ranked(
+            memory_id=m["memory_id"],
+            score=float(m.get("score") or 0.0),
+            type=str(m.get("type", "")),
+            turn_id=(m.get("metadata") or {}).get("turn_id"),
+        )
+        for m in source.get("matches") or main.get("extracted", {}).get("matches") or []
+    ]
+    context = main.get("context") or {}
+    lines: list[tuple[str, str]] = []
+    for section in SECTIONS:
+        value = context.get(section)
+        if isinstance(value, str):
+            if value:
+                lines.append((section, value))
+        else:
+            lines.extend((section, str(v)) for v in value or [])
+    facts = [
+        ContextFact(
+            text=f.get("text", ""),
+            predicate=f.get("predicate"),
+            status=f.get("status") or "active",
+            valid_from=_parse_dt(f.get("valid_from")),
+            valid_to=_parse_dt(f.get("valid_to")),
+            memory_id=f.get("memory_id"),
+        )
+        for f in context.get("facts_struct") or []
+    ]
+    counts = context.get("token_counts") or {}
+    used = int(counts.get("used") or 0)
+    timings = ((main.get("trace") or {}).get("timings")) or {}
+    stages = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
+    stages.update(stage_ms)
+    return Answer(ranked=ranked, lines=lines, facts=facts, tokens_used=used, budget=budget, stage_ms=stages)
+
+
+# --- the engine in process ---------------------------------------------------------------------------
+class EngineBackend:
+    """The engine in process: one fresh store per conversation (released after its questions)."""
+
+    def __init__(self, config: ReplayConfig, *, clock: Callable[[], datetime] | None = None) -> None:
+        from engine.embed.registry import create_embedder
+        from engine.extract import create_extractor
+
+        self.embedder = create_embedder(config.embedder)
+        self.extractor = create_extractor("rules") if config.extract else None
+        self.clock = clock or (lambda: datetime.now(UTC))
+
+    def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
+        from engine.embed.cache import EmbeddingCache
+        from engine.ingest import extract_and_ingest
+        from engine.memories import MemoryCreate, MemoryService
+        from engine.storage import open_store
+
+        start = time.perf_counter()
+        store = open_store(config.store)
+        cache = EmbeddingCache(self.embedder, store)
+        service = MemoryService(store, embeddings=cache, clock=self.clock)
+        loaded = Loaded(
+            conversation_id=conversation.conversation_id,
+            entity_id=entity_of(conversation),
+            namespace="eval",
+            memory_to_turn={},
+            handle=(store, cache),
+        )
+        turns = list(conversation.turns)
+        for batch_start in range(0, len(turns), 200):
+            batch = turns[batch_start : batch_start + 200]
+            drafts = [
+                msgspec.convert(
+                    _event_item(loaded.entity_id, loaded.namespace, t), MemoryCreate, strict=False
+                )
+                for t in batch
+            ]
+            for turn, memory in zip(batch, service.create(ORG_ID, drafts), strict=True):
+                loaded.memory_to_turn[memory.memory_id] = turn.turn_id
+                if self.extractor is None or turn.speaker.casefold() == ASSISTANT:
+                    continue
+                result = extract_and_ingest(
+                    store,
+                    self.extractor,
+                    turn.text,
+                    org_id=ORG_ID,
+                    timestamp=turn.timestamp,
+                    subject=f"ent:{slug(turn.speaker)}",
+                    namespace=loaded.namespace,
+                    entity_id=loaded.entity_id,
+                    source_turn=memory.memory_id,
+                    now=self.clock(),
+                )
+                stored = [
+                    m
+                    for m, o in zip(result.memories, result.outcomes, strict=True)
+                    if o.action != "SKIPPED" and not o.negation
+                ]
+                for fact in stored:
+                    loaded.memory_to_turn[fact.memory_id] = turn.turn_id
+                if stored:
+                    # a fact without a vector is still found by the keyword channel
+                    with contextlib.suppress(Exception):
+                        cache.embed([m.text for m in stored], persist=True)
+        loaded.write_ms = (time.perf_counter() - start) * 1000.0
+        return loaded
+
+    def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
+        from engine.retrieval.config import resolve
+        from engine.retrieval.options import AssembleRequest
+        from engine.retrieval.pipeline import run_assemble
+
+        store, cache = loaded.handle
+        request = msgspec.convert(assemble_body(loaded, question, config), AssembleRequest, strict=False)
+        t = time.perf_counter()
+        outcome = run_assemble(
+            store,
+            cache,
+            org_id=ORG_ID,
+            agent_id=None,
+            request=request,
+            request_id="req_eval",
+            now=self.clock(),
+        )
+        stage_ms = {"assemble": (time.perf_counter() - t) * 1000.0}
+        ranking = None
+        if config.rank_depth > resolve(request.retrieval).top_k:
+            deep = msgspec.convert(
+                assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True),
+                AssembleRequest,
+                strict=False,
+            )
+            ranking = msgspec.to_builtins(
+                run_assemble(
+                    store,
+                    cache,
+                    org_id=ORG_ID,
+                    agent_id=None,
+                    request=deep,
+                    request_id="req_eval_rank",
+                    now=self.clock(),
+                ).response
+            )
+        main = msgspec.to_builtins(outcome.response)
+        stage_ms.update({k: float(v) for k, v in msgspec.structs.asdict(outcome.timings).items()})
+        answer = _answer_from_json(main, ranking, config.budget, stage_ms)
+        if question.predicate:
+            answer.stored_facts = [f for f in self._stored_facts(loaded) if f.predicate == question.predicate]
+        return answer
+
+    def _stored_facts(self, loaded: Loaded) -> list[ContextFact]:
+        """Every fact of the conversation's entity in the store, any status (read once, cached)."""
+        from engine.storage.base import ListQuery
+
+        if loaded.stored_facts is None:
+            store = loaded.handle[0]
+            query = ListQuery(
+                namespace=loaded.namespace, entity_id=loaded.entity_id, types=("fact",), limit=100_000
+            )
+            loaded.stored_facts = [
+                ContextFact(
+                    text=m.text,
+                    predicate=m.predicate,
+                    status=m.status,
+                    valid_from=m.valid_from,
+                    valid_to=m.valid_to,
+                    memory_id=m.memory_id,
+                )
+                for m in store.list_memories(ORG_ID, query)
+            ]
+        return loaded.stored_facts
+
+    def release(self, loaded: Loaded) -> None:
+        store = loaded.handle[0] if loaded.handle else None
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+        loaded.handle = None
+
+
+# --- a served API over HTTP --------------------------------------------------------------------------
+class HttpBackend:
+    """A served API: events through POST /v0/memories, questions through POST /v0/context/assemble.
+    Each conversation gets its own namespace (`<prefix>-<conversation slug>`, max 64 characters)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        namespace_prefix: str = "eval",
+        client: Any = None,
+        timeout: float = 60.0,
+    ) -> None:
+        import httpx
+
+        self.client = client or httpx.Client(base_url=base_url, timeout=timeout)
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+        self.prefix = namespace_prefix
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.client.post(path, json=body, headers=self.headers)
+        response.raise_for_status()
+        data: dict[str, Any] = response.json()
+        return data
+
+    def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
+        start = time.perf_counter()
+        namespace = f"{self.prefix}-{slug(conversation.conversation_id)}"[:64]
+        loaded = Loaded(
+            conversation_id=conversation.conversation_id,
+            entity_id=entity_of(conversation),
+            namespace=namespace,
+            memory_to_turn={},
+        )
+        turns = list(conversation.turns)
+        for batch_start in range(0, len(turns), 200):
+            batch = turns[batch_start : batch_start + 200]
+            items = [_event_item(loaded.entity_id, namespace, t) for t in batch]
+            created = self._post("/v0/memories", {"items": items})["items"]
+            for turn, memory in zip(batch, created, strict=True):
+                loaded.memory_to_turn[memory["memory_id"]] = turn.turn_id
+        loaded.write_ms = (time.perf_counter() - start) * 1000.0
+        return loaded
+
+    def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
+        t = time.perf_counter()
+        main = self._post("/v0/context/assemble?trace=true", assemble_body(loaded, question, config))
+        stage_ms = {"http": (time.perf_counter() - t) * 1000.0}
+        ranking = None
+        top_k = ((main.get("retrieval_summary") or {}).get("top_k")) or 24
+        if config.rank_depth > int(top_k):
+            body = assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
+            ranking = self._post("/v0/context/assemble", body)
+        return _answer_from_json(main, ranking, config.budget, stage_ms)
+
+    def release(self, loaded: Loaded) -> None:
+        return None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+# --- the driver --------------------------------------------------------------------------------------
+def to_record(
+    question: Question, conversation: Conversation, loaded: Loaded, answer: Answer
+) -> QuestionRecord:
+    """Map memory ids back to turns: ranks (a fact counts as its source turn), and which evidence
+    turns reached the rendered context (by memory id or by the start of the turn's text)."""
+    ranked = [r.turn_id or loaded.memory_to_turn.get(r.memory_id) for r in answer.ranked]
+    turn_map = conversation.turn_map()
+    needles = {tid: turn_needles(turn_map[tid].text, loaded.memories_of(tid)) for tid in question.evidence}
+    fact_turns = {f.memory_id: loaded.memory_to_turn.get(f.memory_id or "") for f in answer.facts}
+    texts = [text for _, text in answer.lines]
+    found = lines_with_turns(texts, needles)
+    from engine.retrieval.tokens import line_tokens
+
+    lines = []
+    for (section, text), turn_ids in zip(answer.lines, found, strict=True):
+        ids = set(turn_ids)
+        if section == "facts":  # a fact line names no turn: match it to its fact's source turn
+            ids |= {
+                t
+                for f in answer.facts
+                if f.text and f.text in text
+                for t in [fact_turns.get(f.memory_id)]
+                if t in needles
+            }
+        lines.append(
+            ContextLine(section=section, text=text, tokens=line_tokens(text), turn_ids=tuple(sorted(ids)))
+        )
+    return QuestionRecord(
+        question_id=question.question_id,
+        conversation_id=question.conversation_id,
+        category=question.category,
+        answerable=question.answerable,
+        evidence=question.evidence,
+        ranked=tuple(t for t in ranked if t is not None),
+        lines=tuple(lines),
+        context_tokens=answer.tokens_used,
+        budget=answer.budget,
+        as_of=question.asked_at,
+        predicate=question.predicate,
+        current_values=question.current_values,
+        stale_values=question.stale_values,
+        facts=tuple(answer.facts),
+        stored_facts=None if answer.stored_facts is None else tuple(answer.stored_facts),
+        stage_ms=answer.stage_ms,
+    )
+
+
+def iter_replay(
+    dataset: Dataset,
+    backend: Backend,
+    config: ReplayConfig,
+    *,
+    questions: Callable[[Question], bool] | None = None,
+) -> Iterator[QuestionRecord]:
+    """Records question by question (conversation by conversation); `questions` filters them."""
+    for conversation in dataset.conversations:
+        asked = [
+            q
+            for q in dataset.questions_for(conversation.conversation_id)
+            if questions is None or questions(q)
+        ]
+        if not asked:
+            continue
+        loaded = backend.load(conversation, config)
+        try:
+            for question in asked:
+                yield to_record(question, conversation, loaded, backend.ask(loaded, question, config))
+        finally:
+            backend.release(loaded)
+
+
+def replay(
+    dataset: Dataset,
+    backend: Backend,
+    config: ReplayConfig,
+    *,
+    progress: bool = False,
+    questions: Callable[[Question], bool] | None = None,
+) -> list[QuestionRecord]:
+    records: Iterable[QuestionRecord] = iter_replay(dataset, backend, config, questions=questions)
+    if progress:
+        from tqdm import tqdm
+
+        total = sum(1 for q in dataset.questions if questions is None or questions(q))
+        records = tqdm(records, total=total, unit="q")
+    return list(records)
+
+
+def evidence_questions(q: Question) -> bool:
+    """Questions that count for recall or supersession (LoCoMo categories 1-4 with evidence, ...)."""
+    return (q.answerable and bool(q.evidence)) or bool(q.current_values or q.stale_values)
+
+
+__all__: Sequence[str] = (
+    "Answer",
+    "Backend",
+    "EngineBackend",
+    "HttpBackend",
+    "Loaded",
+    "Ranked",
+    "ReplayConfig",
+    "assemble_body",
+    "entity_of",
+    "evidence_questions",
+    "iter_replay",
+    "replay",
+    "to_record",
+)
