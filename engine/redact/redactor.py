@@ -50,6 +50,8 @@ class Redactor:
         self._originals: dict[str, str] = {}
         self._counters: dict[str, int] = {}
         self._fired: set[str] = set()
+        #: every value replaced so far, as written -> (rule, key): hidden wherever it occurs again
+        self._seen: dict[str, tuple[str, str]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -76,7 +78,7 @@ class Redactor:
             detections = _add_whole_values(text, detections, whole)
             if not detections:
                 detections = [Detection(rule=PII_RULE, start=0, end=len(text), value=text, key=text)]
-        return self._replace(text, detections)
+        return self._replace(text, self._add_seen_values(text, detections))
 
     def redact_object(self, value: ObjectValue, sensitivity: Sensitivity = "auto") -> ObjectValue:
         """A memory's `object`: strings are redacted like texts; under `pii` a number or boolean becomes a
@@ -139,6 +141,22 @@ class Redactor:
         )
 
     # --- internals ----------------------------------------------------------------------------------
+    def _add_seen_values(self, text: str, detections: list[Detection]) -> list[Detection]:
+        """`detections` plus whole-word occurrences of values already replaced (in this text or earlier
+        in the response) that no rule caught here, e.g. an SSN repeated without its context words:
+        a value once hidden is hidden everywhere in the response."""
+        known = dict(self._seen)
+        known.update({d.value: (d.rule, d.key) for d in detections})
+        taken = list(detections)
+        for value in sorted(known, key=len, reverse=True):
+            if not value.strip() or value not in text:
+                continue
+            rule, key = known[value]
+            for m in re.finditer(r"(?<!\w)" + re.escape(value) + r"(?!\w)", text):
+                if all(m.end() <= d.start or m.start() >= d.end for d in taken):
+                    taken.append(Detection(rule=rule, start=m.start(), end=m.end(), value=value, key=key))
+        return sorted(taken, key=lambda d: d.start)
+
     def _replace(self, text: str, detections: Sequence[Detection]) -> str:
         parts: list[str] = []
         pos = 0
@@ -152,6 +170,7 @@ class Redactor:
     def _placeholder(self, d: Detection) -> str:
         label = self._labels[d.rule]
         self._fired.add(d.rule)
+        self._seen.setdefault(d.value, (d.rule, d.key))
         found = self._by_key.get((label, d.key))
         if found is not None:
             return found

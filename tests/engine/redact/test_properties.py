@@ -38,3 +38,11 @@ def test_rehydration_restores_the_text_when_each_value_was_written_one_way(text:
 @given(texts)
 def test_pii_strings_never_leave_unchanged(text: str) -> None:
     assert Redactor().redact_text(text, "pii") != text
+
+
+def test_a_value_detected_once_is_hidden_where_it_repeats_without_context() -> None:
+    """Found by Hypothesis: the SSN rule needs context words, so the bare repeat leaked."""
+    r = Redactor()
+    out = r.redact_text("Social Security No. 078051120 | tax form lists 078051120")
+    assert "078051120" not in out and out.count("[SSN_1]") == 2
+    assert r.redact_text("the form still lists 078051120") == "the form still lists [SSN_1]"
