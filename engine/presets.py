@@ -1,0 +1,98 @@
+"""Retrieval presets: named, documented data. A preset sets the channel weights and the retrieval knobs
+a request leaves unset; anything the request sets explicitly (weights, top_k, depth, half-life, rerank)
+wins over the preset. `balanced` is the spec's defaults.
+
+| preset   | semantic | bm25 | graph_prior | recency_decay | confidence | top_k | depth | half-life | extra |
+|----------|---------:|-----:|------------:|--------------:|-----------:|------:|------:|----------:|-------|
+| balanced |     0.45 | 0.25 |        0.15 |          0.10 |       0.05 |    24 |     2 |   45 days | spec defaults |
+| fast     |     0.55 | 0.30 |        0.00 |          0.10 |       0.05 |    12 |     0 |   45 days | no graph channel, no rerank |
+| factual  |     0.35 | 0.35 |        0.10 |          0.05 |       0.15 |    24 |     1 |   90 days | fact/profile +0.05 boost (facts first) |
+| recent   |     0.35 | 0.20 |        0.10 |          0.30 |       0.05 |    24 |     1 |    7 days | event +0.05 boost |
+| graphy   |     0.35 | 0.15 |        0.35 |          0.10 |       0.05 |    32 |     2 |   45 days | more graph prior, full depth |
+
+Every preset's weights sum to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+
+from engine.errors import UnknownName
+
+PresetName = Literal["balanced", "fast", "factual", "recent", "graphy"]
+CHANNELS: tuple[str, ...] = ("semantic", "bm25", "graph_prior", "recency_decay", "confidence")
+
+
+class Weights(msgspec.Struct, frozen=True, kw_only=True):
+    """Channel weights (the spec's defaults)."""
+
+    semantic: float = 0.45
+    bm25: float = 0.25
+    graph_prior: float = 0.15
+    recency_decay: float = 0.1
+    confidence: float = 0.05
+
+    def as_tuple(self) -> tuple[float, float, float, float, float]:
+        return (self.semantic, self.bm25, self.graph_prior, self.recency_decay, self.confidence)
+
+    def total(self) -> float:
+        return float(sum(self.as_tuple()))
+
+
+class Preset(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    description: str
+    weights: Weights = Weights()
+    top_k: int = 24
+    depth: int = 2
+    recency_half_life_days: int = 45
+    rerank: bool = False
+    #: additive score boosts by memory type, e.g. (("fact", 0.05),)
+    type_boosts: tuple[tuple[str, float], ...] = ()
+
+
+PRESETS: Mapping[str, Preset] = {
+    "balanced": Preset(name="balanced", description="the spec defaults: every channel, depth 2"),
+    "fast": Preset(
+        name="fast",
+        description="no graph channel (depth 0, weight 0), fewer candidates per channel, no rerank",
+        weights=Weights(semantic=0.55, bm25=0.30, graph_prior=0.0, recency_decay=0.10, confidence=0.05),
+        top_k=12,
+        depth=0,
+    ),
+    "factual": Preset(
+        name="factual",
+        description="more keyword and confidence weight, longer half-life, facts and profiles first",
+        weights=Weights(semantic=0.35, bm25=0.35, graph_prior=0.10, recency_decay=0.05, confidence=0.15),
+        depth=1,
+        recency_half_life_days=90,
+        type_boosts=(("fact", 0.05), ("profile", 0.05)),
+    ),
+    "recent": Preset(
+        name="recent",
+        description="more recency weight with a 7-day half-life; events lifted",
+        weights=Weights(semantic=0.35, bm25=0.20, graph_prior=0.10, recency_decay=0.30, confidence=0.05),
+        depth=1,
+        recency_half_life_days=7,
+        type_boosts=(("event", 0.05),),
+    ),
+    "graphy": Preset(
+        name="graphy",
+        description="more graph prior at full depth 2, more candidates",
+        weights=Weights(semantic=0.35, bm25=0.15, graph_prior=0.35, recency_decay=0.10, confidence=0.05),
+        top_k=32,
+        depth=2,
+    ),
+}
+
+DEFAULT_PRESET = "balanced"
+
+
+def get_preset(name: str) -> Preset:
+    preset = PRESETS.get(name)
+    if preset is None:
+        raise UnknownName("preset", name, PRESETS, field="retrieval.preset")
+    return preset

@@ -1,0 +1,125 @@
+"""The retrieval channels over the Store, and the graph seeds of a request.
+
+Each channel with a positive weight costs one store call (`retrieval_ops`); a channel with weight 0 is
+skipped. `semantic` = cosine over cached vectors, `bm25` = the store's keyword search, `graph_prior` =
+hop distance from the seed entities (turned into a prior 1 / (1 + hops): 1, 1/2, 1/3 for 0, 1, 2 hops).
+When the recency weight is positive the newest events of the scope are fetched as candidates too (one
+listing call), so "what happened lately" reaches the context even without word overlap.
+
+Graph seeds (kept simple, documented): the entity_boosts, every `ent:<id>` token written in the turn
+or goal, and `ent:<slug>` for each capitalized word of the turn or goal that is not a common sentence
+word (slug = the lowercased word; letters, digits, '-' and '_'). At most `MAX_SEEDS` seeds.
+The request's own entity_id is never a seed: the scope already keeps only that entity's memories, and
+every one of them touches it (entity_id), so as a seed it would put every candidate at hop 0 and the
+channel would return an arbitrary top_k. Without seeds the graph channel is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import timedelta
+
+import msgspec
+import numpy as np
+
+from engine.errors import Unavailable
+from engine.models import Memory
+from engine.retrieval.config import ResolvedRetrieval
+from engine.storage.base import Hit, ListQuery, Scope, Store, Vector
+from engine.storage.scope_filter import in_scope
+
+MAX_SEEDS = 16
+RECENT_EVENTS_FETCH = 8
+_ENT = re.compile(r"\bent:[A-Za-z0-9_\-.:]+")
+_CAPWORD = re.compile(r"\b[A-Z][a-zA-Z0-9_\-]{1,40}\b")
+_COMMON_WORDS = (
+    "i i'm im a an the this that these those what when where who whom why how which is are was were do "
+    "does did can could should would will shall may might must my your our their his her its we you "
+    "they he she it me us them yes no not and or but if then so also please thanks thank hi hello hey "
+    "ok okay tell show give find remember what's let today tomorrow yesterday monday tuesday wednesday "
+    "thursday friday saturday sunday january february march april may june july august september "
+    "october november december"
+)
+_COMMON = frozenset(_COMMON_WORDS.split(" "))
+
+
+def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """Seeds for the graph channel; `entity_id` (the scope's entity) is excluded, see above."""
+    seeds: list[str] = list(entity_boosts)
+    for text in texts:
+        if not text:
+            continue
+        seeds.extend(m.rstrip(".:") for m in _ENT.findall(text))
+        for word in _CAPWORD.findall(text):
+            low = word.lower()
+            if low not in _COMMON:
+                seeds.append(f"ent:{low}")
+    return [s for s in dict.fromkeys(seeds) if s != entity_id][:MAX_SEEDS]
+
+
+def hops_to_prior(hops: float) -> float:
+    return 1.0 / (1.0 + max(0.0, hops))
+
+
+class ChannelHits(msgspec.Struct, kw_only=True):
+    semantic: list[Hit] = msgspec.field(default_factory=list)
+    bm25: list[Hit] = msgspec.field(default_factory=list)
+    graph: list[Hit] = msgspec.field(default_factory=list)  # raw = the prior 1/(1+hops)
+    recent: list[Memory] = msgspec.field(default_factory=list)
+    ops: int = 0
+    skipped: list[str] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
+    degraded: bool = False
+
+
+def run_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
+                 query_vector: Vector | None, model: str | None, seeds: Sequence[str]) -> ChannelHits:
+    out = ChannelHits()
+    w = cfg.weights
+    if w.semantic > 0 and query_vector is not None and model is not None:
+        try:
+            out.semantic = store.vector_search(scope, model, np.asarray(query_vector, np.float32), cfg.top_k)
+        except Unavailable as exc:
+            out.errors.append(f"semantic: {exc.message}")
+            out.degraded = True
+        out.ops += 1
+    else:
+        out.skipped.append("semantic")
+    if w.bm25 > 0 and query.strip():
+        try:
+            out.bm25 = store.keyword_search(scope, query, cfg.top_k)
+        except Unavailable as exc:
+            out.errors.append(f"bm25: {exc.message}")
+            out.degraded = True
+        out.ops += 1
+    else:
+        out.skipped.append("bm25")
+    if w.graph_prior > 0 and seeds:
+        try:
+            hits = store.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
+            out.graph = [Hit(h.memory_id, hops_to_prior(h.raw)) for h in hits]
+        except Unavailable as exc:
+            out.errors.append(f"graph_prior: {exc.message}")
+            out.degraded = True
+        out.ops += 1
+    else:
+        out.skipped.append("graph_prior")
+    if w.recency_decay > 0:
+        out.recent = recent_events(store, scope)
+        out.ops += 1
+    return out
+
+
+def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) -> list[Memory]:
+    """The newest in-scope events (at or before as_of when set), newest first."""
+    query = ListQuery(
+        namespace=scope.namespace, entity_id=scope.entity_id, agent_id=scope.agent_id, types=("event",),
+        archived=False, statuses=None if scope.as_of is not None else ("active",),
+        until=None if scope.as_of is None else scope.as_of + timedelta(microseconds=1), sort="timestamp_desc", limit=limit * 2,
+    )
+    try:
+        found = store.list_memories(scope.org_id, query)
+    except Unavailable:
+        return []
+    return [m for m in found if in_scope(m, scope)][:limit]

@@ -1,0 +1,95 @@
+"""Resolve a request's retrieval options against its preset into the settings that run.
+
+Order of precedence: an explicit request value, then the preset's value (`engine.presets`), then the
+spec default (the `balanced` preset). Weights: a key the request leaves out takes the preset's weight;
+when the weights do not sum to 1 they are divided by their sum and `weights_renormalized` is set.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from engine.errors import InvalidInput
+from engine.normalize import get_normalizer
+from engine.presets import DEFAULT_PRESET, Weights, get_preset
+from engine.retrieval.options import RetrievalOptions
+
+SUM_TOLERANCE = 1e-9
+
+
+class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
+    preset: str
+    weights: Weights
+    weights_renormalized: bool
+    normalization: str
+    recency_half_life_days: int
+    top_k: int
+    depth: int
+    rerank: bool
+    diversity: bool
+    max_per_predicate: int
+    max_per_source: int
+    predicate_boosts: tuple[tuple[str, float], ...] = ()
+    entity_boosts: tuple[str, ...] = ()
+    type_boosts: tuple[tuple[str, float], ...] = ()
+
+
+def renormalize(weights: Weights) -> tuple[Weights, bool]:
+    """Weights scaled to sum to 1, and whether scaling was needed. All-zero weights are an error."""
+    total = weights.total()
+    if not math.isfinite(total) or total <= 0.0:
+        raise InvalidInput("retrieval weights must have a positive sum", field="retrieval.weights")
+    if abs(total - 1.0) <= SUM_TOLERANCE:
+        return weights, False
+    values = [w / total for w in weights.as_tuple()]
+    return Weights(
+        semantic=values[0], bm25=values[1], graph_prior=values[2], recency_decay=values[3],
+        confidence=values[4],
+    ), True
+
+
+def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
+    preset = get_preset(options.preset or DEFAULT_PRESET)
+    get_normalizer(options.normalization)  # unknown names fail here too (defence in depth)
+    base = preset.weights
+    w = options.weights
+    weights = base
+    if w is not None:
+        weights = Weights(
+            semantic=base.semantic if w.semantic is None else w.semantic,
+            bm25=base.bm25 if w.bm25 is None else w.bm25,
+            graph_prior=base.graph_prior if w.graph_prior is None else w.graph_prior,
+            recency_decay=base.recency_decay if w.recency_decay is None else w.recency_decay,
+            confidence=base.confidence if w.confidence is None else w.confidence,
+        )
+    weights, renormalized = renormalize(weights)
+    return ResolvedRetrieval(
+        preset=preset.name,
+        weights=weights,
+        weights_renormalized=renormalized,
+        normalization=options.normalization,
+        recency_half_life_days=options.recency_half_life_days or preset.recency_half_life_days,
+        top_k=options.top_k or preset.top_k,
+        depth=preset.depth if options.depth is None else options.depth,
+        rerank=preset.rerank if options.rerank.enable is None else options.rerank.enable,
+        diversity=options.diversity.enable,
+        max_per_predicate=options.diversity.max_per_predicate,
+        max_per_source=options.diversity.max_per_source,
+        predicate_boosts=tuple(sorted(options.predicate_boosts.items())),
+        entity_boosts=tuple(dict.fromkeys(options.entity_boosts)),
+        type_boosts=preset.type_boosts,
+    )
+
+
+def without_semantic(cfg: ResolvedRetrieval) -> ResolvedRetrieval:
+    """The settings with the semantic channel dropped and the other weights renormalized (degraded)."""
+    w = cfg.weights
+    rest = Weights(semantic=0.0, bm25=w.bm25, graph_prior=w.graph_prior, recency_decay=w.recency_decay,
+                   confidence=w.confidence)
+    if rest.total() <= 0.0:
+        rest = Weights(semantic=0.0, bm25=1.0, graph_prior=0.0, recency_decay=0.0, confidence=0.0)
+    rest, changed = renormalize(rest)
+    return msgspec.structs.replace(cfg, weights=rest,
+                                   weights_renormalized=cfg.weights_renormalized or changed)

@@ -1,0 +1,172 @@
+"""Fusion: per candidate `score = sum_i(weight_i * norm_i) + boosts`.
+
+Channels (in this order): semantic, bm25, graph_prior, recency_decay, confidence.
+- semantic, bm25, graph_prior: raw scores of the channel's hits are normalized with the chosen
+  normalizer over those hits only; a candidate the channel did not return has raw 0 and norm 0
+  (zscore: min(0, lowest z) so a miss never beats a hit).
+- recency_decay: raw = 0.5 ** (age_days / half_life_days), age measured from `as_of` (or now) back to
+  the memory's `valid_from` (or `timestamp`), never negative. Already in (0, 1]: norm = raw.
+- confidence: raw = memory.confidence, or `DEFAULT_CONFIDENCE` (0.5) when null. norm = raw.
+Boosts (added after the weighted sum, each its own score component, only when non-zero):
+`predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
+memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
+(+`SEED_BOOST` for seed_context.memory_ids). A seed snippet has only `seed_snippet` = `SNIPPET_SCORE`.
+
+The score is accumulated left to right in float64 in the same order as the components are listed,
+so `sum(c.contrib for c in components.values()) == score` exactly. Vectorized over candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from engine.models import Memory
+from engine.normalize import get_normalizer
+from engine.presets import CHANNELS
+from engine.retrieval.channels import ChannelHits
+from engine.retrieval.config import ResolvedRetrieval
+from engine.retrieval.responses import ScoreComponent
+from engine.storage.base import Hit
+from engine.storage.scope_filter import memory_entities
+from engine.timeutil import to_micros
+
+DEFAULT_CONFIDENCE = 0.5
+ENTITY_BOOST = 0.1
+SEED_BOOST = 0.2
+SNIPPET_SCORE = 0.5
+BOOSTS: tuple[str, ...] = ("predicate_boost", "entity_boost", "type_boost", "seed_boost", "seed_snippet")
+_DAY_US = 86_400_000_000
+
+F64 = npt.NDArray[np.float64]
+
+
+class Fused(msgspec.Struct, kw_only=True):
+    ids: list[str]
+    raw: F64  # (n, 5) in CHANNELS order
+    norm: F64  # (n, 5)
+    weights: F64  # (5,)
+    contrib: F64  # (n, 5)
+    boosts: F64  # (n, len(BOOSTS))
+    score: F64  # (n,)
+    hit: npt.NDArray[np.bool_]  # (n, 3): returned by semantic / bm25 / graph
+
+    def components(self, i: int) -> dict[str, ScoreComponent]:
+        out: dict[str, ScoreComponent] = {}
+        for j, name in enumerate(CHANNELS):
+            out[name] = ScoreComponent(raw=float(self.raw[i, j]), norm=float(self.norm[i, j]),
+                                       weight=float(self.weights[j]), contrib=float(self.contrib[i, j]))
+        for j, name in enumerate(BOOSTS):
+            b = float(self.boosts[i, j])
+            if b != 0.0:
+                out[name] = ScoreComponent(raw=b, norm=1.0, weight=b, contrib=b)
+        return out
+
+
+def _channel(ids_index: Mapping[str, int], hits: Sequence[Hit], n: int, normalization: str
+             ) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+    raw = np.zeros(n, dtype=np.float64)
+    norm = np.zeros(n, dtype=np.float64)
+    mask = np.zeros(n, dtype=bool)
+    rows: list[int] = []
+    vals: list[float] = []
+    for h in hits:
+        i = ids_index.get(h.memory_id)
+        if i is not None and not mask[i]:
+            mask[i] = True
+            rows.append(i)
+            vals.append(float(h.raw))
+    if rows:
+        idx = np.asarray(rows, dtype=np.intp)
+        r = np.asarray(vals, dtype=np.float64)
+        z = get_normalizer(normalization)(r)
+        raw[idx] = r
+        norm[idx] = z
+        floor = min(0.0, float(z.min()))
+        if floor < 0.0:
+            norm[~mask] = floor
+    return raw, norm, mask
+
+
+def fuse(ids: Sequence[str], memories: Mapping[str, Memory], hits: ChannelHits, cfg: ResolvedRetrieval,
+         *, reference: datetime, seeded: frozenset[str] = frozenset(),
+         snippets: frozenset[str] = frozenset()) -> Fused:
+    n = len(ids)
+    index = {mid: i for i, mid in enumerate(ids)}
+    raw = np.zeros((n, 5), dtype=np.float64)
+    norm = np.zeros((n, 5), dtype=np.float64)
+    hit = np.zeros((n, 3), dtype=bool)
+    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
+        raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
+
+    # priors: recency and confidence (snippets have neither)
+    ref_us = to_micros(reference)
+    ages = np.zeros(n, dtype=np.float64)
+    conf = np.zeros(n, dtype=np.float64)
+    real = np.zeros(n, dtype=bool)
+    pred_boost = dict(cfg.predicate_boosts)
+    type_boost = dict(cfg.type_boosts)
+    ent_boost = frozenset(cfg.entity_boosts)
+    boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
+    for i, mid in enumerate(ids):
+        if mid in snippets:
+            boosts[i, 4] = SNIPPET_SCORE
+            continue
+        m = memories[mid]
+        real[i] = True
+        start = m.valid_from if m.valid_from is not None else m.timestamp
+        ages[i] = max(0, ref_us - to_micros(start)) / _DAY_US
+        conf[i] = DEFAULT_CONFIDENCE if m.confidence is None else m.confidence
+        if m.predicate is not None and m.predicate in pred_boost:
+            boosts[i, 0] = pred_boost[m.predicate]
+        if ent_boost and any(e in ent_boost for e in memory_entities(m)):
+            boosts[i, 1] = ENTITY_BOOST
+        if m.type in type_boost:
+            boosts[i, 2] = type_boost[m.type]
+        if mid in seeded:
+            boosts[i, 3] = SEED_BOOST
+    recency = np.where(real, np.power(0.5, ages / float(cfg.recency_half_life_days)), 0.0)
+    raw[:, 3] = norm[:, 3] = recency
+    raw[:, 4] = norm[:, 4] = conf
+    # snippets are not in the channels: no norm floor for them
+    if not real.all():
+        norm[~real, :3] = 0.0
+
+    weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
+    contrib = norm * weights
+    score = np.zeros(n, dtype=np.float64)
+    for j in range(5):
+        score = score + contrib[:, j]
+    for j in range(len(BOOSTS)):
+        col = boosts[:, j]
+        if col.any():
+            # add only where non-zero: a zero component is not listed, and x + 0.0 == x anyway
+            score = score + col
+    return Fused(ids=list(ids), raw=raw, norm=norm, weights=weights, contrib=contrib, boosts=boosts,
+                 score=score, hit=hit)
+
+
+def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
+    out: list[str] = []
+    if fused.hit[i, 0]:
+        out.append(f"semantic match (cosine {fused.raw[i, 0]:.3f})")
+    if fused.hit[i, 1]:
+        out.append(f"keyword match (bm25 {fused.raw[i, 1]:.3f})")
+    if fused.hit[i, 2]:
+        hops = round(1.0 / fused.raw[i, 2] - 1.0)
+        out.append(f"graph: {hops} hop{'s' if hops != 1 else ''} from a seed entity")
+    names = {"predicate_boost": "predicate boost", "entity_boost": "entity boost",
+             "type_boost": "type boost (preset)", "seed_boost": "seed_context memory",
+             "seed_snippet": "seed_context snippet"}
+    for j, name in enumerate(BOOSTS):
+        if fused.boosts[i, j] != 0.0:
+            out.append(names[name])
+    if pinned:
+        out.append("must_include (pinned)")
+    if not out:
+        out.append("recency/confidence prior" if not seeded else "seed_context memory")
+    return out

@@ -1,0 +1,217 @@
+"""Entry points of the read path: `assemble` (POST /v0/context/assemble) and `recall` (POST /v0/recall).
+
+Both are pure functions of (store, embedding cache, request, ids, clock); the server decodes the
+request Structs, calls one of these, and encodes the returned Struct. `run_assemble` / `run_recall`
+also return the per-stage timings (embed, channels, fuse, budget, render, total; milliseconds) for
+metrics and the benchmark; with `return.trace = true` they are in the response's `trace.timings` too.
+
+Ingest (extract -> supersede -> store) is not run here: the caller runs it first when asked and puts
+its outcome in `response.extracted` (empty otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import msgspec
+
+from engine.embed.cache import EmbeddingCache
+from engine.retrieval import budget as budget_mod
+from engine.retrieval import summary as summary_mod
+from engine.retrieval import tokens
+from engine.retrieval.channels import graph_seeds
+from engine.retrieval.config import resolve
+from engine.retrieval.fuse import reasons
+from engine.retrieval.options import AssembleRequest, RecallRequest
+from engine.retrieval.redaction_hook import Redactor, RedactorFactory, no_redaction
+from engine.retrieval.render import build_items, fact_struct, sections
+from engine.retrieval.responses import (
+    AssembleResponse,
+    ContextBlock,
+    Flags,
+    Match,
+    RecallResponse,
+    RetrievalSummary,
+    StageTimings,
+    TokenCounts,
+    Trace,
+    TraceBudget,
+    TraceDebug,
+    TraceSummary,
+)
+from engine.retrieval.retrieve import Retrieved, build_query, retrieve
+from engine.storage.base import Scope, Store
+from engine.timeutil import to_utc
+
+QUERY_SEED_CHARS = 4000  # graph seeds are read from at most this many characters of the turn
+
+
+class AssembleOutcome(msgspec.Struct, kw_only=True):
+    response: AssembleResponse
+    timings: StageTimings
+
+
+class RecallOutcome(msgspec.Struct, kw_only=True):
+    response: RecallResponse
+    timings: StageTimings
+
+
+def _summary(r: Retrieved, budget_cuts: int | None) -> RetrievalSummary:
+    return RetrievalSummary(
+        weights_used=r.cfg.weights, normalization=r.cfg.normalization, depth=r.cfg.depth,
+        candidate_counts=r.counts, diversity_actions=r.diversity, degraded=r.degraded,
+        budget_cut_count=budget_cuts, preset=r.cfg.preset, top_k=r.cfg.top_k,
+        recency_half_life_days=r.cfg.recency_half_life_days, rerank=r.cfg.rerank,
+    )
+
+
+def _match(r: Retrieved, mid: str, redactor: Redactor | None = None) -> Match:
+    i = r.position[mid]
+    memory = r.memories.get(mid)
+    components = r.fused.components(i)
+    text = memory.text if memory is not None else r.snippets[mid]
+    return Match(
+        memory_id=mid,
+        type=memory.type if memory is not None else "snippet",
+        text=redactor.redact(text, memory) if redactor is not None else text,
+        metadata=dict(memory.metadata) if memory is not None else {},
+        score=float(r.fused.score[i]),
+        score_components=components,
+        reason=reasons(r.fused, i, pinned=mid in r.pinned, seeded=mid in r.seeded),
+        timestamp=memory.timestamp if memory is not None else None,
+    )
+
+
+def _shortlist(r: Retrieved, limit: int) -> list[str]:
+    """The best `limit` of the ranking, plus every pinned, seeded and snippet candidate."""
+    out: list[str] = []
+    for mid in r.ranked:
+        if len(out) < limit or mid in r.pinned or mid in r.seeded or mid in r.snippets:
+            out.append(mid)
+    return out
+
+
+def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
+                 request: AssembleRequest, request_id: str, now: datetime,
+                 redactor_factory: RedactorFactory = no_redaction) -> AssembleOutcome:
+    start = time.perf_counter()
+    timings = StageTimings()
+    cfg = resolve(request.retrieval)
+    as_of = to_utc(request.as_of) if request.as_of is not None else None
+    scope = Scope(org_id=org_id, namespace=request.namespace, entity_id=request.entity_id,
+                  agent_id=agent_id, as_of=as_of, now=to_utc(now))
+    query = build_query(request.turn, request.goal)
+    seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.turn[:QUERY_SEED_CHARS],
+                                                               request.goal or ""])
+    r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds,
+                 seed_ids=request.seed_context.memory_ids, snippets=request.seed_context.snippets,
+                 must_include=request.must_include, timings=timings)
+    r.cost.input_tokens = tokens.estimate(request.turn) + tokens.estimate(request.goal or "")
+
+    # --- budget -----------------------------------------------------------------------------------
+    t = time.perf_counter()
+    ret = request.return_
+    budget, budget_origin = request.budget_tokens()
+    shortlist = _shortlist(r, r.cfg.top_k)
+    scores = {mid: float(r.fused.score[r.position[mid]]) for mid in shortlist}
+    redactor = redactor_factory(request.policy)
+    items, pre_actions = build_items(shortlist, scores, r.memories, r.snippets, include=ret.include,
+                                     max_facts=ret.max_facts, max_events=ret.max_events,
+                                     pinned=r.pinned, redactor=redactor)
+    with_summary = "summary" in ret.include
+    reserve = budget_mod.summary_reserve(budget, with_summary)
+    plan = budget_mod.fit(items, budget, reserve)
+    timings.budget = (time.perf_counter() - t) * 1000.0
+
+    # --- render -----------------------------------------------------------------------------------
+    t = time.perf_counter()
+    facts, events, sources = sections(plan.kept)
+    summary = ""
+    if with_summary:
+        allowance = min(budget_mod.SUMMARY_MAX_TOKENS, budget - plan.used)
+        summary = summary_mod.extractive(plan.kept, allowance)
+    used = budget_mod.context_tokens(facts, events, summary, sources)
+    if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
+        raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
+    block = ContextBlock(
+        facts=facts, recent_events=events, summary=summary, sources=sources,
+        token_counts=TokenCounts(planned=plan.planned - reserve + tokens.line_tokens(summary),
+                                 budget=budget, dropped=plan.dropped, used=used),
+        budget_actions=[*pre_actions, *plan.actions],
+    )
+    kept_ids = [it.id for it in sorted(plan.kept, key=lambda it: it.rank)]
+    if ret.include_structured_facts:
+        block.facts_struct = [
+            fact_struct(r.memories[mid], scores[mid] if ret.include_scores else None, redactor)
+            for mid in kept_ids if mid in r.memories and r.memories[mid].type in ("fact", "profile")
+        ]
+    matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
+    redaction = redactor.result()  # after every text of the response went through the redactor
+    trace = Trace(
+        summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tokens.estimate(summary)),
+        budget=TraceBudget(origin=budget_origin, chars_per_token=tokens.CHARS_PER_TOKEN,
+                           method=tokens.METHOD),
+    )
+    response = AssembleResponse(
+        context=block, trace=trace,
+        retrieval_summary=_summary(r, len(plan.actions)),
+        flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
+        cost=r.cost, redaction=redaction, request_id=request_id,
+    )
+    if matches is not None:
+        response.matches = matches
+    if ret.include_raw_memories:  # raw by definition: not redacted
+        response.raw_memories = [r.memories[mid] for mid in kept_ids if mid in r.memories]
+    timings.render = (time.perf_counter() - t) * 1000.0
+    timings.total = (time.perf_counter() - start) * 1000.0
+    if ret.trace:
+        trace.timings = timings
+        trace.debug = TraceDebug(query=query, graph_seeds=seeds, channels_skipped=r.channels_skipped,
+                                 errors=r.errors, scope_size=store.scope_size(scope))
+    return AssembleOutcome(response=response, timings=timings)
+
+
+def assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
+             request: AssembleRequest, request_id: str, now: datetime,
+             redactor_factory: RedactorFactory = no_redaction) -> AssembleResponse:
+    return run_assemble(store, embeddings, org_id=org_id, agent_id=agent_id, request=request,
+                        request_id=request_id, now=now, redactor_factory=redactor_factory).response
+
+
+def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
+               request: RecallRequest, request_id: str, now: datetime) -> RecallOutcome:
+    start = time.perf_counter()
+    timings = StageTimings()
+    cfg = resolve(request.retrieval)
+    cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, request.limit))
+    as_of = to_utc(request.as_of) if request.as_of is not None else None
+    scope = Scope(org_id=org_id, namespace=request.namespace, entity_id=request.entity_id,
+                  agent_id=agent_id, as_of=as_of, now=to_utc(now))
+    query = build_query(request.query, None)
+    seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
+    r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds, timings=timings)
+    r.cost.input_tokens = tokens.estimate(request.query)
+    t = time.perf_counter()
+    top = r.ranked[: request.limit]
+    response = RecallResponse(
+        matches=[_match(r, mid) for mid in top],
+        retrieval_summary=_summary(r, None),
+        flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
+        cost=r.cost, request_id=request_id,
+    )
+    if request.return_.include_raw_memories:
+        response.raw_memories = [r.memories[mid] for mid in top if mid in r.memories]
+    timings.render = (time.perf_counter() - t) * 1000.0
+    timings.total = (time.perf_counter() - start) * 1000.0
+    if request.return_.trace:
+        response.trace = Trace(timings=timings,
+                               debug=TraceDebug(query=query, graph_seeds=seeds,
+                                                channels_skipped=r.channels_skipped, errors=r.errors))
+    return RecallOutcome(response=response, timings=timings)
+
+
+def recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
+           request: RecallRequest, request_id: str, now: datetime) -> RecallResponse:
+    return run_recall(store, embeddings, org_id=org_id, agent_id=agent_id, request=request,
+                      request_id=request_id, now=now).response

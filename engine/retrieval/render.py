@@ -1,0 +1,139 @@
+"""Rendering: a ranked candidate becomes one self-contained line in one section of the context.
+
+- facts: fact and profile memories, `"<text> (valid <from> to <to>)"` with the validity dates when
+  known (dates as YYYY-MM-DD). Only what the scope let through: active facts, or with `as_of` the
+  facts valid then (superseded ones never otherwise).
+- recent_events: event memories, `"<YYYY-MM-DD>: <text>"`, shown newest first.
+- sources: notes, documents, chunks and seed snippets, `"[<memory_id>] <text>"` (snippets get the
+  pseudo id `snippet:<n>`), best first.
+- facts are listed best first, limited by return.max_facts; events by return.max_events (the best
+  ones by score are kept, then shown newest first). Each line is capped (`MAX_LINE_TOKENS` /
+  `MAX_SOURCE_TOKENS`) so one long memory cannot eat the budget; the cap is a `truncate` action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import msgspec
+
+from engine.models import Memory
+from engine.retrieval import tokens
+from engine.retrieval.redaction_hook import Redactor
+from engine.retrieval.responses import BudgetAction, FactStruct
+
+MAX_LINE_TOKENS = 160
+MAX_SOURCE_TOKENS = 400
+SECTION_OF_TYPE: Mapping[str, str] = {
+    "fact": "facts", "profile": "facts", "event": "recent_events",
+    "note": "sources", "document": "sources", "chunk": "sources",
+}
+
+
+class RenderItem(msgspec.Struct, kw_only=True):
+    id: str
+    section: str  # facts | recent_events | sources
+    plain: str  # the (redacted) text alone, for the summary
+    line: str  # the rendered line
+    rank: int  # position in the final ranking (0 = best)
+    score: float
+    pinned: bool = False
+    when: int = 0  # valid_from or timestamp, epoch micros (events are shown newest first)
+
+
+def _day(value: datetime | None) -> str | None:
+    return value.date().isoformat() if value is not None else None
+
+
+def format_line(section: str, item_id: str, text: str, memory: Memory | None) -> str:
+    text = " ".join(text.split())
+    if section == "facts" and memory is not None:
+        start, end = _day(memory.valid_from), _day(memory.valid_to)
+        if start and end:
+            return f"{text} (valid {start} to {end})"
+        if start:
+            return f"{text} (since {start})"
+        if end:
+            return f"{text} (until {end})"
+        return text
+    if section == "recent_events" and memory is not None:
+        return f"{_day(memory.valid_from or memory.timestamp)}: {text}"
+    return f"[{item_id}] {text}"
+
+
+def build_items(ranked: Sequence[str], scores: Mapping[str, float], memories: Mapping[str, Memory],
+                snippets: Mapping[str, str], *, include: Sequence[str], max_facts: int, max_events: int,
+                pinned: frozenset[str], redactor: Redactor
+                ) -> tuple[list[RenderItem], list[BudgetAction]]:
+    """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
+    from engine.timeutil import to_micros
+
+    wanted = set(include)
+    limits = {"facts": max_facts, "recent_events": max_events}
+    counts = {"facts": 0, "recent_events": 0}
+    items: list[RenderItem] = []
+    actions: list[BudgetAction] = []
+    for rank, mid in enumerate(ranked):
+        memory = memories.get(mid)
+        section = "sources" if memory is None else SECTION_OF_TYPE.get(memory.type, "sources")
+        if section not in wanted:
+            continue
+        if section in limits and mid not in pinned and counts[section] >= limits[section]:
+            actions.append(BudgetAction(action="limit", memory_id=mid,
+                                        notes=f"over return.max_{section.split('_')[-1]}"
+                                              f"={limits[section]}"))
+            continue
+        if section in counts:
+            counts[section] += 1
+        raw_text = snippets[mid] if memory is None else memory.text
+        plain = redactor.redact(raw_text, memory)
+        line = format_line(section, mid, plain, memory)
+        cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
+        if tokens.estimate(line) > cap:
+            before = tokens.estimate(line)
+            line = tokens.truncate(line, cap)
+            actions.append(BudgetAction(action="truncate", memory_id=mid,
+                                        notes=f"line capped at {cap} tokens (was {before})"))
+        when = 0
+        if memory is not None:
+            when = to_micros(memory.valid_from or memory.timestamp)
+        items.append(RenderItem(id=mid, section=section, plain=plain, line=line, rank=rank,
+                                score=scores.get(mid, 0.0), pinned=mid in pinned, when=when))
+    return items, actions
+
+
+def sections(kept: Sequence[RenderItem]) -> tuple[list[str], list[str], list[str]]:
+    """(facts best first, recent_events newest first, sources best first)."""
+    by_rank = sorted(kept, key=lambda it: it.rank)
+    facts = [it.line for it in by_rank if it.section == "facts"]
+    events = [it.line for it in sorted((it for it in kept if it.section == "recent_events"),
+                                       key=lambda it: (-it.when, it.rank))]
+    sources = [it.line for it in by_rank if it.section == "sources"]
+    return facts, events, sources
+
+
+def fact_struct(memory: Memory, score: float | None, redactor: Redactor | None = None) -> FactStruct:
+    obj = memory.object
+    object_text: str | None = None
+    object_num: float | None = None
+    if isinstance(obj, bool):
+        object_text = "true" if obj else "false"
+    elif isinstance(obj, int | float):
+        object_num = float(obj)
+    elif isinstance(obj, str):
+        object_text = obj
+    elif isinstance(obj, dict):
+        object_text = msgspec.json.encode(obj).decode()
+    text = memory.text
+    if redactor is not None:
+        text = redactor.redact(text, memory)
+        object_text = redactor.redact(object_text, memory) if object_text is not None else None
+    return FactStruct(
+        memory_id=memory.memory_id, type=memory.type, text=text,
+        subject=memory.subject or memory.entity_id or "", predicate=memory.predicate or "",
+        object_text=object_text, object_num=object_num, object_type=memory.object_type, unit=memory.unit,
+        keys=memory.keys, status=memory.status, confidence=memory.confidence, timestamp=memory.timestamp,
+        valid_from=memory.valid_from, valid_to=memory.valid_to, score=score, metadata=memory.metadata,
+        tags=memory.tags, provenance=memory.provenance,
+    )

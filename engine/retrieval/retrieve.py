@@ -1,0 +1,147 @@
+"""Shared front half of assemble and recall: embed -> channels -> union -> fuse -> diversify -> rerank.
+
+Candidates are the union of the channels' hits (top_k each), the newest events (when recency has
+weight), seed_context.memory_ids, seed snippets (pseudo ids `snippet:<n>`) and must_include ids.
+Seeds and pinned ids are kept only when they pass the scope's org, namespace, archived and validity
+rules (their entity and agent are not checked: the caller named them explicitly).
+If the embedder fails (or none is configured) the semantic channel is dropped, the other weights are
+renormalized and the result is marked degraded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from engine.embed.cache import EmbeddingCache, EmbedStats
+from engine.errors import Unavailable
+from engine.models import Memory, text_hash
+from engine.retrieval import rerank
+from engine.retrieval.channels import ChannelHits, run_channels
+from engine.retrieval.config import ResolvedRetrieval, without_semantic
+from engine.retrieval.diversity import diversify
+from engine.retrieval.fuse import Fused, fuse
+from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
+from engine.storage.base import Scope, Store, Vector
+from engine.storage.scope_filter import in_scope
+
+QUERY_MAX_CHARS = 4000
+
+
+def build_query(turn: str, goal: str | None) -> str:
+    """The query text of the channels: the goal (if any) joined with the turn, capped."""
+    text = f"{goal}\n{turn}" if goal else turn
+    return text.strip()[:QUERY_MAX_CHARS]
+
+
+class Retrieved(msgspec.Struct, kw_only=True):
+    cfg: ResolvedRetrieval
+    fused: Fused
+    ranked: list[str]  # after diversity and rerank, best first
+    position: dict[str, int]  # memory id -> row of `fused`
+    memories: dict[str, Memory]
+    snippets: dict[str, str]
+    pinned: frozenset[str]
+    seeded: frozenset[str]
+    counts: CandidateCounts
+    diversity: DiversityActions
+    cost: Cost
+    degraded: bool
+    channels_skipped: list[str]
+    errors: list[str]
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg: ResolvedRetrieval, *,
+             query: str, seeds: Sequence[str], seed_ids: Sequence[str] = (), snippets: Sequence[str] = (),
+             must_include: Sequence[str] = (), timings: StageTimings) -> Retrieved:
+    cost = Cost()
+    errors: list[str] = []
+    degraded = False
+
+    # --- embed the query -------------------------------------------------------------------------
+    t = time.perf_counter()
+    qvec: Vector | None = None
+    if cfg.weights.semantic > 0 and query:
+        if embeddings is None:
+            degraded = True
+            errors.append("semantic: no embedder configured")
+        else:
+            stats = EmbedStats()
+            try:
+                qvec = embeddings.embed([query], persist=False, stats=stats)[0]
+            except Unavailable as exc:
+                degraded = True
+                errors.append(f"semantic: {exc.message}")
+            cost.embedding += stats.calls
+        if degraded:
+            cfg = without_semantic(cfg)
+    timings.embed = _ms(t)
+
+    # --- channels and the candidate union ---------------------------------------------------------
+    t = time.perf_counter()
+    model = embeddings.model if embeddings is not None else None
+    hits: ChannelHits = run_channels(store, scope, cfg, query=query, query_vector=qvec, model=model,
+                                     seeds=seeds)
+    if hits.degraded and not degraded:
+        degraded = True
+    errors.extend(hits.errors)
+    cost.retrieval_ops += hits.ops
+    memories: dict[str, Memory] = {m.memory_id: m for m in hits.recent}
+    ids: list[str] = []
+    for h in (*hits.semantic, *hits.bm25, *hits.graph):
+        ids.append(h.memory_id)
+    ids.extend(memories)
+    explicit = list(dict.fromkeys((*seed_ids, *must_include)))
+    channel_ids = list(dict.fromkeys(ids))
+    to_fetch = [mid for mid in dict.fromkeys((*channel_ids, *explicit)) if mid not in memories]
+    if to_fetch:
+        for m in store.get_memories(scope.org_id, to_fetch):
+            memories[m.memory_id] = m
+        cost.retrieval_ops += 1
+    loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None)
+    allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
+    union = [mid for mid in channel_ids if mid in memories]
+    in_channels = set(channel_ids)
+    union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)
+    snippet_map = {f"snippet:{i + 1}": s for i, s in enumerate(snippets) if s.strip()}
+    union.extend(snippet_map)
+    pinned = frozenset(mid for mid in must_include if mid in allowed_explicit)
+    seeded = frozenset(mid for mid in seed_ids if mid in allowed_explicit)
+    timings.channels = _ms(t)
+
+    # --- fuse, diversify, rerank ------------------------------------------------------------------
+    t = time.perf_counter()
+    reference = scope.as_of if scope.as_of is not None else scope.now
+    fused = fuse(union, memories, hits, cfg, reference=reference, seeded=seeded,
+                 snippets=frozenset(snippet_map))
+    order = np.argsort(-fused.score, kind="stable")
+    ranked = [union[int(i)] for i in order]
+    div = DiversityActions()
+    if cfg.diversity:
+        result = diversify(ranked, memories, max_per_predicate=cfg.max_per_predicate,
+                           max_per_source=cfg.max_per_source, pinned=pinned)
+        ranked = result.kept
+        div = DiversityActions(clamped_by_predicate=result.clamped_by_predicate,
+                               clamped_by_source=result.clamped_by_source)
+    position = {mid: i for i, mid in enumerate(union)}
+    if cfg.rerank and model is not None and not degraded and len(ranked) > 1:
+        wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
+        found = store.get_embeddings(model, list(set(wanted.values())))
+        cost.retrieval_ops += 1
+        vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
+        scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
+        ranked = [ranked[i] for i in rerank.mmr(scores, vectors)]
+    timings.fuse = _ms(t)
+
+    counts = CandidateCounts(semantic=len(hits.semantic), bm25=len(hits.bm25), graph=len(hits.graph),
+                             union=len(union), after_filters=len(ranked))
+    return Retrieved(cfg=cfg, fused=fused, ranked=ranked, position=position, memories=memories,
+                     snippets=snippet_map, pinned=pinned, seeded=seeded, counts=counts, diversity=div,
+                     cost=cost, degraded=degraded, channels_skipped=hits.skipped, errors=errors)

