@@ -26,7 +26,8 @@ from server.config import Settings
 from server.errors import exception_handler
 from server.gateway import Gateway
 from server.idempotency import Idempotency
-from server.ratelimit import FixedWindowLimiter, RateLimiter, parse_rate
+from server.ratelimit import RateLimiter
+from server.ratelimit_shared import close_limiter, limiter_for
 from server.routes import ROUTES
 from server.services import Services
 
@@ -81,7 +82,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     store = store if store is not None else open_default_store(settings)
     # LazyEmbedder exposes model/dim as read-only properties; structurally it is an Embedder
     chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder))
-    limiter = limiter if limiter is not None else FixedWindowLimiter(parse_rate(settings.rate_limit))
+    owns_limiter = limiter is None
+    limiter = limiter if limiter is not None else limiter_for(settings)
     services = Services(
         settings=settings,
         store=store,
@@ -93,6 +95,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     def close_store() -> None:
         if owns_store:
             services.store.close()
+        if owns_limiter:
+            close_limiter(services.limiter)
 
     app = Litestar(
         route_handlers=[*ROUTES, *openapi.ROUTES],

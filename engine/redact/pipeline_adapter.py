@@ -31,6 +31,9 @@ class PipelineRedactor:
             return self.redactor.redact_text(text, "auto")
         return self.redactor.redact_memory_text(memory, text)
 
+    def redact_memory(self, memory: Memory) -> Memory:
+        return self.redactor.redact_memory(memory)
+
     def result(self) -> Redaction:
         report = self.redactor.report()
         return Redaction(

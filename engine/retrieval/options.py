@@ -136,4 +136,5 @@ class RecallRequest(msgspec.Struct, kw_only=True):
     return_: ReturnOptions = msgspec.field(default_factory=ReturnOptions, name="return")
     limit: Annotated[int, Meta(ge=1, le=100, description="1 to 100, default 10")] = 10
     retrieval: RetrievalOptions = msgspec.field(default_factory=RetrievalOptions)
+    policy: Policy = msgspec.field(default_factory=Policy)
     as_of: datetime | None = None

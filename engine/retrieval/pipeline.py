@@ -147,6 +147,8 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
             for mid in kept_ids if mid in r.memories and r.memories[mid].type in ("fact", "profile")
         ]
     matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
+    raw = ([redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
+           if ret.include_raw_memories else None)
     redaction = redactor.result()  # after every text of the response went through the redactor
     trace = Trace(
         summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tokens.estimate(summary)),
@@ -161,8 +163,8 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     )
     if matches is not None:
         response.matches = matches
-    if ret.include_raw_memories:  # raw by definition: not redacted
-        response.raw_memories = [r.memories[mid] for mid in kept_ids if mid in r.memories]
+    if raw is not None:  # whole records, redacted under the policy like every other text
+        response.raw_memories = raw
     timings.render = (time.perf_counter() - t) * 1000.0
     timings.total = (time.perf_counter() - start) * 1000.0
     if ret.trace:
@@ -180,7 +182,8 @@ def assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, ag
 
 
 def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-               request: RecallRequest, request_id: str, now: datetime) -> RecallOutcome:
+               request: RecallRequest, request_id: str, now: datetime,
+               redactor_factory: RedactorFactory = no_redaction) -> RecallOutcome:
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
@@ -194,14 +197,18 @@ def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, 
     r.cost.input_tokens = tokens.estimate(request.query)
     t = time.perf_counter()
     top = r.ranked[: request.limit]
+    redactor = redactor_factory(request.policy)
+    matches = [_match(r, mid, redactor) for mid in top]
+    raw = ([redactor.redact_memory(r.memories[mid]) for mid in top if mid in r.memories]
+           if request.return_.include_raw_memories else None)
     response = RecallResponse(
-        matches=[_match(r, mid) for mid in top],
+        matches=matches,
         retrieval_summary=_summary(r, None),
         flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
-        cost=r.cost, request_id=request_id,
+        cost=r.cost, redaction=redactor.result(), request_id=request_id,
     )
-    if request.return_.include_raw_memories:
-        response.raw_memories = [r.memories[mid] for mid in top if mid in r.memories]
+    if raw is not None:
+        response.raw_memories = raw
     timings.render = (time.perf_counter() - t) * 1000.0
     timings.total = (time.perf_counter() - start) * 1000.0
     if request.return_.trace:
@@ -212,6 +219,7 @@ def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, 
 
 
 def recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-           request: RecallRequest, request_id: str, now: datetime) -> RecallResponse:
+           request: RecallRequest, request_id: str, now: datetime,
+           redactor_factory: RedactorFactory = no_redaction) -> RecallResponse:
     return run_recall(store, embeddings, org_id=org_id, agent_id=agent_id, request=request,
-                      request_id=request_id, now=now).response
+                      request_id=request_id, now=now, redactor_factory=redactor_factory).response

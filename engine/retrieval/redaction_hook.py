@@ -19,6 +19,10 @@ from engine.retrieval.responses import Redaction
 class Redactor(Protocol):
     def redact(self, text: str, memory: Memory | None) -> str: ...
 
+    def redact_memory(self, memory: Memory) -> Memory:
+        """A redacted copy of a whole record (for `raw_memories`); the stored one is never changed."""
+        ...
+
     def result(self) -> Redaction: ...
 
 
@@ -30,6 +34,9 @@ class NoRedaction:
 
     def redact(self, text: str, memory: Memory | None) -> str:
         return text
+
+    def redact_memory(self, memory: Memory) -> Memory:
+        return memory
 
     def result(self) -> Redaction:
         return Redaction(applied=False, rules=[])

@@ -198,6 +198,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
     retrieval_summary: RetrievalSummary
     flags: Flags = msgspec.field(default_factory=Flags)
     cost: Cost = msgspec.field(default_factory=Cost)
+    redaction: Redaction = msgspec.field(default_factory=Redaction)
     trace: Trace | UnsetType = UNSET
     raw_memories: list[Memory] | UnsetType = UNSET
     request_id: str

@@ -50,11 +50,19 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.app import create_app, open_default_store
+    from server.asgi import check_workers, run_workers
 
     settings = settings_from_args(args)
+    check_workers(settings, args.workers)  # SQLite: one worker only (InvalidInput -> "error: ...", exit 2)
     store = open_default_store(settings)
     try:
         ensure_dev_key(store, sys.stdout)
+        if args.workers > 1:  # each worker process builds its own app (own pool) via server.asgi:create
+            store.close()
+            print(f"Loci listening on http://{args.host}:{args.port} with {args.workers} workers  (docs: /docs)",
+                  flush=True)
+            run_workers(settings, host=args.host, port=args.port, workers=args.workers, log_level="info")
+            return 0
         app = create_app(settings, store=store)
         _warm_embedder(app)
         print(f"Loci listening on http://{args.host}:{args.port}  (docs: /docs)", flush=True)
@@ -68,5 +76,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="run the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes (default 1); more than one needs PostgreSQL")
     add_store_arguments(parser)
     parser.set_defaults(func=_run)

@@ -1,0 +1,347 @@
+"""Move one org between stores as JSONL: `export_org(store, org, out)` and `import_org(store, lines)`.
+
+Works through the Store protocol only, so any backend exports to and imports from any other
+(memory, SQLite, PostgreSQL). The file, one JSON object per line, each with a `kind`:
+
+    {"kind":"header","format":"loci-export","version":1,"org_id":...,"exported_at":...,
+     "counts":{"memories":N,"embeddings":N,"events":N,"api_keys":N},"models":[...],...}
+    {"kind":"memory","memory":{<every field of engine.models.Memory, msgspec JSON>}}
+    {"kind":"embedding","model":"hash:256","text_hash":"...","dim":256,"vector":"<base64 float32 LE>"}
+    {"kind":"event","event":{<engine.models.Event>}}
+    {"kind":"api_key","api_key":{<engine.models.ApiKey: the hash only, never a secret>}}
+
+Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts (for
+the models asked; each text hash once); then events in the order of the org's log; then keys.
+msgspec JSON keeps what the records hold exactly: `object` 5 vs 5.0 vs true, datetimes to the
+microsecond (UTC, "Z"), ids. Event `seq` numbers are not kept (the target assigns its own, in the
+same order); event ids are.
+
+Import is idempotent: memories and vectors are upserted by id (replaced, never duplicated; a
+vector already stored with the same values is not rewritten, which spares index updates); an
+event whose `event_id` the target org already has is skipped; an API key already present (same id
+and hash) is kept, except that a revocation in the file is applied. Each batch of `batch_size`
+records is one `store.transaction()` (all or nothing); `batch_size=0` makes the whole file one
+transaction, and then a file whose records do not match the header's counts changes nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import IO
+
+import msgspec
+import numpy as np
+
+from engine.errors import Conflict, InvalidInput
+from engine.models import ApiKey, Event, Memory, text_hash
+from engine.storage.base import EventQuery, ListQuery, Store, Vector
+from engine.timeutil import utcnow
+
+FORMAT = "loci-export"
+FORMAT_VERSION = 1
+PAGE = 1000
+
+
+class Counts(msgspec.Struct, kw_only=True):
+    memories: int = 0
+    embeddings: int = 0
+    events: int = 0
+    api_keys: int = 0
+
+
+class HeaderLine(msgspec.Struct, kw_only=True, tag="header", tag_field="kind"):
+    format: str = FORMAT
+    version: int = FORMAT_VERSION
+    org_id: str
+    exported_at: datetime
+    counts: Counts
+    models: list[str] = msgspec.field(default_factory=list)
+    with_vectors: bool = True
+    with_keys: bool = False
+
+
+class MemoryLine(msgspec.Struct, kw_only=True, tag="memory", tag_field="kind"):
+    memory: Memory
+
+
+class EmbeddingLine(msgspec.Struct, kw_only=True, tag="embedding", tag_field="kind"):
+    model: str
+    text_hash: str
+    dim: int
+    vector: str  # base64 of the float32 little-endian bytes
+
+
+class EventLine(msgspec.Struct, kw_only=True, tag="event", tag_field="kind"):
+    event: Event
+
+
+class ApiKeyLine(msgspec.Struct, kw_only=True, tag="api_key", tag_field="kind"):
+    api_key: ApiKey
+
+
+Line = HeaderLine | MemoryLine | EmbeddingLine | EventLine | ApiKeyLine
+Record = MemoryLine | EmbeddingLine | EventLine | ApiKeyLine
+
+_encoder = msgspec.json.Encoder()
+_decoder: msgspec.json.Decoder[Line] = msgspec.json.Decoder(Line)
+
+
+class ImportResult(msgspec.Struct, kw_only=True):
+    """What an import did. `read` counts the file's records; the rest count changes made."""
+
+    org_id: str
+    read: Counts
+    memories: int = 0  # upserted (new or replaced)
+    embeddings: int = 0  # upserted (new or changed)
+    embeddings_unchanged: int = 0  # already present with the same values
+    events: int = 0  # appended
+    events_skipped: int = 0  # already present (same event_id)
+    api_keys: int = 0  # created
+    api_keys_revoked: int = 0  # existing keys the file marks revoked
+    api_keys_skipped: int = 0  # already present
+    batches: int = 0
+
+
+# --- vectors ----------------------------------------------------------------------------------------
+def encode_vector(vec: Vector) -> str:
+    return base64.b64encode(np.asarray(vec, dtype="<f4").reshape(-1).tobytes()).decode("ascii")
+
+
+def decode_vector(text: str, dim: int) -> Vector:
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    if len(raw) != 4 * dim:
+        raise InvalidInput(f"vector has {len(raw) // 4} values, expected {dim}", field="vector")
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+
+
+# --- export -----------------------------------------------------------------------------------------
+def iter_org_memories(store: Store, org_id: str, page: int = PAGE) -> Iterator[list[Memory]]:
+    """Every memory of an org (any status, archived too) in (timestamp, memory_id) order, by pages."""
+    after: tuple[datetime, str] | None = None
+    while True:
+        rows = store.list_memories(org_id, ListQuery(sort="timestamp_asc", limit=page, after=after))
+        if not rows:
+            return
+        yield rows
+        after = (rows[-1].timestamp, rows[-1].memory_id)
+
+
+def iter_org_events(store: Store, org_id: str, page: int = PAGE) -> Iterator[tuple[int, Event]]:
+    after: int | None = None
+    while True:
+        rows = store.list_events(org_id, EventQuery(limit=page, after=after))
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1][0]
+
+
+def _write(out: IO[bytes], record: Line) -> None:
+    out.write(_encoder.encode(record))
+    out.write(b"\n")
+
+
+def export_org(store: Store, org_id: str, out: IO[bytes], *, models: Sequence[str] = (),
+               with_vectors: bool = True, with_keys: bool = False, page: int = PAGE,
+               now: datetime | None = None) -> HeaderLine:
+    """Write the org as JSONL to `out` (header first, with the counts); returns the header.
+
+    `models`: the embedding models whose cached vectors to include (the cache is keyed by model, and
+    the Store protocol cannot list them); vectors are skipped when `with_vectors` is False.
+    The body is spooled to a temporary file (in memory up to 64 MiB) so the header can lead."""
+    counts = Counts()
+    models = list(dict.fromkeys(models)) if with_vectors else []
+    with tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b") as body:
+        seen: set[str] = set()
+        for rows in iter_org_memories(store, org_id, page):
+            for m in rows:
+                _write(body, MemoryLine(memory=m))
+            counts.memories += len(rows)
+            fresh = list(dict.fromkeys(h for h in (text_hash(m.text) for m in rows) if h not in seen))
+            seen.update(fresh)
+            for model in models:
+                found = store.get_embeddings(model, fresh) if fresh else {}
+                for h in fresh:  # the order of the memories, not of the dict the store returned
+                    vec = found.get(h)
+                    if vec is not None:
+                        flat = np.asarray(vec, dtype=np.float32).reshape(-1)
+                        _write(body, EmbeddingLine(model=model, text_hash=h, dim=int(flat.shape[0]),
+                                                   vector=encode_vector(flat)))
+                        counts.embeddings += 1
+        for _, event in iter_org_events(store, org_id, page):
+            _write(body, EventLine(event=event))
+            counts.events += 1
+        if with_keys:
+            for key in store.list_api_keys(org_id):
+                _write(body, ApiKeyLine(api_key=key))
+                counts.api_keys += 1
+        header = HeaderLine(org_id=org_id, exported_at=now or utcnow(), counts=counts, models=models,
+                            with_vectors=with_vectors, with_keys=with_keys)
+        _write(out, header)
+        body.seek(0)
+        shutil.copyfileobj(body, out)
+    return header
+
+
+# --- import -----------------------------------------------------------------------------------------
+def read_lines(lines: Iterable[bytes | str]) -> Iterator[Line]:
+    """Decode a JSONL stream; blank lines are ignored; a bad line is InvalidInput naming its number."""
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield _decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise InvalidInput(f"line {number}: {exc}", field=f"line {number}") from exc
+        except msgspec.DecodeError as exc:
+            raise InvalidInput(f"line {number}: not valid JSON: {exc}", field=f"line {number}") from exc
+
+
+def _rehome(record: Record, org_id: str) -> Record:
+    if isinstance(record, MemoryLine) and record.memory.org_id != org_id:
+        return MemoryLine(memory=msgspec.structs.replace(record.memory, org_id=org_id))
+    if isinstance(record, EventLine) and record.event.org_id != org_id:
+        return EventLine(event=msgspec.structs.replace(record.event, org_id=org_id))
+    if isinstance(record, ApiKeyLine) and record.api_key.org_id != org_id:
+        return ApiKeyLine(api_key=msgspec.structs.replace(record.api_key, org_id=org_id))
+    return record
+
+
+class _Importer:
+    def __init__(self, store: Store, header: HeaderLine, org_id: str) -> None:
+        self.store = store
+        self.header = header
+        self.org_id = org_id
+        self.result = ImportResult(org_id=org_id, read=Counts())
+        self._event_ids: set[str] | None = None  # the target org's event ids, loaded on first need
+
+    def check_org(self, record: Record) -> None:
+        org = (record.memory.org_id if isinstance(record, MemoryLine) else
+               record.event.org_id if isinstance(record, EventLine) else
+               record.api_key.org_id if isinstance(record, ApiKeyLine) else self.header.org_id)
+        if org != self.header.org_id:
+            raise InvalidInput(f"record of org {org!r} in an export of org {self.header.org_id!r}")
+
+    def apply(self, batch: list[Record]) -> None:
+        store, result = self.store, self.result
+        memories = [r.memory for r in batch if isinstance(r, MemoryLine)]
+        if memories:
+            store.put_memories(memories)
+            result.memories += len(memories)
+        by_model: dict[str, dict[str, Vector]] = {}
+        for r in batch:
+            if isinstance(r, EmbeddingLine):
+                by_model.setdefault(r.model, {})[r.text_hash] = decode_vector(r.vector, r.dim)
+        for model, vectors in by_model.items():
+            # write only what differs: an unchanged vector costs no index update (HNSW on PostgreSQL)
+            have = store.get_embeddings(model, list(vectors))
+            changed = {h: v for h, v in vectors.items()
+                       if h not in have or np.asarray(have[h], dtype=np.float32).tobytes() != v.tobytes()}
+            if changed:
+                store.put_embeddings(model, changed)
+            result.embeddings += len(changed)
+            result.embeddings_unchanged += len(vectors) - len(changed)
+        events = [r.event for r in batch if isinstance(r, EventLine)]
+        if events:
+            known = self._known_events()
+            fresh = []
+            for e in events:
+                if e.event_id in known:
+                    result.events_skipped += 1
+                else:
+                    known.add(e.event_id)
+                    fresh.append(e)
+            if fresh:
+                store.append_events(fresh)
+                result.events += len(fresh)
+        for r in batch:
+            if isinstance(r, ApiKeyLine):
+                self._import_key(r.api_key)
+        result.batches += 1
+
+    def _known_events(self) -> set[str]:
+        if self._event_ids is None:
+            self._event_ids = {e.event_id for _, e in iter_org_events(self.store, self.org_id)}
+        return self._event_ids
+
+    def _import_key(self, key: ApiKey) -> None:
+        found = self.store.find_api_key(key.key_hash)
+        if found is None:
+            self.store.create_api_key(key)  # Conflict if the key_id is taken by another hash
+            self.result.api_keys += 1
+        elif found.key_id != key.key_id or found.org_id != key.org_id:
+            raise Conflict(f"api key {key.key_id!r}: its hash belongs to key {found.key_id!r} "
+                           f"of org {found.org_id!r}")
+        elif key.revoked_at is not None and found.revoked_at is None:
+            self.store.revoke_api_key(key.key_id, key.revoked_at)
+            self.result.api_keys_revoked += 1
+        else:
+            self.result.api_keys_skipped += 1
+
+    def count(self, record: Record) -> None:
+        read = self.result.read
+        if isinstance(record, MemoryLine):
+            read.memories += 1
+        elif isinstance(record, EmbeddingLine):
+            read.embeddings += 1
+        elif isinstance(record, EventLine):
+            read.events += 1
+        else:
+            read.api_keys += 1
+
+    def check_counts(self) -> None:
+        if self.result.read != self.header.counts:
+            raise InvalidInput(f"the file holds {msgspec.to_builtins(self.result.read)} but its header says "
+                               f"{msgspec.to_builtins(self.header.counts)} (truncated or edited?)")
+
+
+def _header(lines: Iterator[Line]) -> HeaderLine:
+    first = next(lines, None)
+    if not isinstance(first, HeaderLine):
+        raise InvalidInput("the first line of an import must be the export header")
+    if first.format != FORMAT or first.version != FORMAT_VERSION:
+        raise InvalidInput(f"unsupported export format {first.format!r} version {first.version} "
+                           f"(this code reads {FORMAT!r} version {FORMAT_VERSION})")
+    return first
+
+
+def import_org(store: Store, lines: Iterable[bytes | str], *, org_id: str | None = None,
+               batch_size: int = PAGE) -> ImportResult:
+    """Import an export into `store`, into `org_id` if given (re-homing every record), else into the
+    org the header names. See the module docstring for idempotency and atomicity."""
+    stream = read_lines(lines)
+    header = _header(stream)
+    importer = _Importer(store, header, org_id or header.org_id)
+
+    def run() -> None:
+        batch: list[Record] = []
+        for line in stream:
+            if isinstance(line, HeaderLine):
+                raise InvalidInput("a second header line (two exports concatenated?)")
+            importer.check_org(line)
+            importer.count(line)
+            batch.append(_rehome(line, importer.org_id))
+            if batch_size and len(batch) >= batch_size:
+                with store.transaction():
+                    importer.apply(batch)
+                batch = []
+        if batch:
+            with store.transaction():
+                importer.apply(batch)
+        importer.check_counts()
+
+    if batch_size <= 0:
+        with store.transaction():
+            run()
+    else:
+        run()
+    return importer.result
+
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "Counts", "HeaderLine", "ImportResult", "decode_vector",
+           "encode_vector", "export_org", "import_org", "iter_org_events", "iter_org_memories",
+           "read_lines"]

@@ -1,0 +1,114 @@
+"""`loci export`, `loci import` and `loci migrate` through the command line."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from engine.storage import open_store
+from engine.storage.transfer import HeaderLine
+from server.cli import build_parser, main
+from tests.engine.storage.transfer_data import MODEL, ORG, fill, snapshot
+from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server
+
+__all__ = ["pg_database", "pg_server"]  # fixtures used by name below
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_commands_are_registered_once() -> None:
+    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"export", "import", "migrate"} <= set(choices)
+
+
+def test_export_file_then_import_twice(capsys, tmp_path: Path) -> None:
+    src = open_store(str(tmp_path / "src"))
+    fill(src)
+    src.close()
+    out = tmp_path / "acme.jsonl"
+    code, _, err = run(capsys, "export", "--org", ORG, "--out", str(out), "--with-keys", "--model", MODEL,
+                       "--data-dir", str(tmp_path / "src"))
+    assert code == 0 and "10 memories, 8 vectors (hash:16), 3 events, 2 api keys" in err
+    header = msgspec.json.decode(out.read_bytes().splitlines()[0], type=HeaderLine)
+    assert header.counts.memories == 10 and header.with_keys
+    for _ in range(2):
+        code, text, _ = run(capsys, "import", "--in", str(out), "--data-dir", str(tmp_path / "dst"))
+        assert code == 0 and "imported into org 'acme'" in text
+    a, b = open_store(str(tmp_path / "src")), open_store(str(tmp_path / "dst"))
+    try:
+        assert snapshot(b) == snapshot(a) and b.count_memories() == 10
+    finally:
+        a.close()
+        b.close()
+    assert "events (3 already present)" in text
+
+
+def test_export_to_stdout_without_keys_or_vectors(capsys, tmp_path: Path, monkeypatch) -> None:
+    src = open_store(str(tmp_path))
+    fill(src)
+    src.close()
+    buffer = io.BytesIO()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(buffer))
+    assert main(["export", "--org", ORG, "--no-with-vectors", "--data-dir", str(tmp_path)]) == 0
+    sys.stdout.flush()
+    lines = buffer.getvalue().splitlines()
+    header = msgspec.json.decode(lines[0], type=HeaderLine)
+    assert (header.counts.embeddings, header.counts.api_keys, len(lines)) == (0, 0, 1 + 10 + 3)
+
+
+def test_import_of_a_bad_file_fails_cleanly(capsys, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind":"memory"}\n')
+    code, _, err = run(capsys, "import", "--in", str(bad), "--data-dir", str(tmp_path / "d"))
+    assert code == 2 and "error: line 1" in err
+
+
+def test_migrate_sqlite_is_repeatable(capsys, tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "migrate", "--data-dir", str(tmp_path))
+    assert code == 0 and "schema version 2 (before 0, latest 2); migrated 0 -> 2" in out
+    code, out, _ = run(capsys, "migrate", "--database-url", f"sqlite://{tmp_path / 'loci.db'}")
+    assert code == 0 and "schema version 2 (before 2, latest 2); up to date" in out
+
+
+def test_migrate_never_prints_a_password() -> None:
+    from server.commands.migrate import display_target
+
+    assert display_target("postgresql://loci:s3cret@db.example:5432/loci?sslmode=require&password=x") == \
+        "postgresql://db.example:5432/loci"
+    assert display_target("/var/lib/loci") == "/var/lib/loci"
+
+
+@pytest.mark.integration
+def test_migrate_postgres_is_repeatable(capsys, pg_server: PgServer) -> None:
+    name = f"{pg_server.prefix}_migrate_cli"
+    url = create_database(pg_server, name)  # empty: no schema yet
+    try:
+        code, out, _ = run(capsys, "migrate", "--database-url", url)
+        assert code == 0 and "schema version 1 (before 0, latest 1); migrated 0 -> 1" in out
+        code, out, _ = run(capsys, "migrate", "--database-url", url)
+        assert code == 0 and "(before 1, latest 1); up to date" in out
+    finally:
+        drop_database(pg_server, name)
+
+
+@pytest.mark.integration
+def test_export_sqlite_import_postgres_cli(capsys, tmp_path: Path, pg_database: str) -> None:
+    src = open_store(str(tmp_path))
+    fill(src)
+    src.close()
+    out = tmp_path / "acme.jsonl"
+    assert run(capsys, "export", "--org", ORG, "--out", str(out), "--model", MODEL, "--with-keys",
+               "--data-dir", str(tmp_path))[0] == 0
+    assert run(capsys, "import", "--in", str(out), "--database-url", pg_database)[0] == 0
+    back = tmp_path / "back.jsonl"
+    assert run(capsys, "export", "--org", ORG, "--out", str(back), "--model", MODEL, "--with-keys",
+               "--database-url", pg_database)[0] == 0
+    assert back.read_bytes().splitlines()[1:] == out.read_bytes().splitlines()[1:]  # all but exported_at
