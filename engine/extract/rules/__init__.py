@@ -1,8 +1,10 @@
 """The rule extractor: deterministic, no network, a few hundred microseconds per sentence.
 
 Pipeline per sentence: normalize (contractions, quotes) -> entity scan (gazetteers, dates,
-quantities) -> statement filter (questions, hypotheticals, reported speech, small talk yield no
-facts) -> clauses (subject + verb phrase + negation) -> every pattern family in `FAMILIES`.
+quantities) -> presupposed facts ("my sister Anna", in any sentence) -> rewrites (dropped subjects,
+reported diagnoses, see `rewrite`) -> statement filter (questions, hypotheticals, reported speech,
+small talk yield no facts) -> independent clauses ("..., I ...") -> clauses (subject + verb phrase
++ negation) -> every pattern family in `FAMILIES`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,12 @@ from collections.abc import Callable
 from datetime import datetime
 
 from engine.extract.base import ExtractResult
-from engine.extract.rules import contact, family, personal, plans, preferences, work
+from engine.extract.rules import contact, family, personal, plans, preferences, presupposed, work
 from engine.extract.rules.clauses import Clause, Collector, make_clauses
 from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import scan_named
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
+from engine.extract.rules.rewrite import rewrite, split_statement
 from engine.extract.rules.text import is_statement, normalize_text, slug, split_sentences
 from engine.models import Entity
 from engine.timeutil import to_utc, utcnow
@@ -73,13 +76,15 @@ class RuleExtractor:
         for raw in split_sentences(text):
             sentence = normalize_text(raw)
             _scan_entities(sentence, out)
-            if not is_statement(sentence):
-                continue
             out.source_text = raw
             known, n_facts = set(out.entities), len(out.facts)
-            for clause in make_clauses(sentence, subject, out):
-                for extract_family in FAMILIES:
-                    extract_family(clause, out)
+            presupposed.extract(sentence, subject, out)
+            sentence = rewrite(sentence)
+            if is_statement(sentence):
+                for part in split_statement(sentence):
+                    for clause in make_clauses(part, subject, out):
+                        for extract_family in FAMILIES:
+                            extract_family(clause, out)
             _drop_unused_people(out, known, n_facts)
         return ExtractResult(entities=list(out.entities.values()), facts=list(out.facts), extractor=self.name)
 

@@ -27,16 +27,21 @@ RELATIONS: dict[str, str] = {
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _NAME = r"(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?)"
 
-_LEAD = re.compile(
+LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
     r"for the record|update|quick update|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
+    r"(?:it |as it )?turns out(?: that)?|sadly|unfortunately|luckily|fortunately|finally|"
+    r"(?:big|great|bad|sad|some|exciting|happy) news|change of plans?|(?:just a )?heads up|long story short|"
+    r"(?:big|major|huge|life|small|little|personal|career|job|housing) update|"
     r"(?:last|next|this) (?:week|month|year|weekend|summer|spring|fall|winter)|yesterday|today|"
     r"recently|lately|now|these days|in \d{4}|since \d{4}|as of (?:today|now|\w+)|"
     r"(?:a|one|two|three|four|five|\d+) (?:days?|weeks?|months?|years?) ago)[,:!]?\s+)+",
     re.IGNORECASE,
 )
+_LEAD = LEAD
 _SELF = re.compile(r"^(?:I|we)\s+(?P<vp>.+)$", re.IGNORECASE)
 _MY_REL = re.compile(rf"^my\s+(?:(?:older|younger|little|big|baby|eldest|youngest|new)\s+)?(?P<rel>{_REL})(?:,)?\s+(?P<name>{_NAME})(?:,)?\s+(?P<vp>.+)$", re.IGNORECASE)
+_APPOS = re.compile(rf"^(?P<name>{_NAME}),\s+my\s+(?:(?:older|younger|little|big|new|current)\s+)?(?P<rel>{_REL}),\s+(?P<vp>.+)$", re.IGNORECASE)
 _OTHER = re.compile(rf"^(?P<name>{_NAME})\s+(?P<vp>(?:lives|works|is|moved|has|loves|likes|enjoys|hates|studies|speaks|plays|just|recently|got|was|joined|started|no longer|does not|did not|turned|owns|drives)\b.*)$")
 _ADVERBS = re.compile(
     r"^(?:just|currently|now|recently|also|really|actually|still|finally|officially|absolutely|"
@@ -50,7 +55,7 @@ _STRONG_NEG = (
     re.compile(r"^(?P<aux>am|is|are|was|were) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
     re.compile(r"^(?:do|does|did) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
     re.compile(r"^(?P<aux>am|is|are) no longer\s+(?P<vp>.+)$", re.IGNORECASE),
-    re.compile(r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>\w+ing\b.*)$", re.IGNORECASE),
+    re.compile(r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>(?-i:[a-z]+ing)\b.*)$", re.IGNORECASE),
     re.compile(r"^(?:do|does|will) not\s+(?P<vp>.+?)\s+again\b.*$", re.IGNORECASE),
 )
 _PLAIN_NEG = re.compile(r"^(?:(?P<aux>am|is|are)|do|does|did|have|has) not\s+(?P<vp>.+)$", re.IGNORECASE)
@@ -58,6 +63,7 @@ _SPLIT_VP = re.compile(
     r"\s*,?\s+(?:and|but)\s+I\s+|\s*,\s*(?:and\s+)?I\s+"
     r"|\s*(?:,\s*)?\band\s+(?=(?:am|work|live|have|like|love|enjoy|hate|speak|play|own|"
     r"study|moved|just|recently|currently|also|no longer|do not|will|allergic|married|based|from|vegan|"
+    r"joined|started|switched|left|now|still|"
     r"vegetarian|a |an )\b)",
 )
 _VERB_START = re.compile(
@@ -193,7 +199,7 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     if m:
         vp = m.group("vp")
     else:
-        m2 = _MY_REL.match(s)
+        m2 = _MY_REL.match(s) or _APPOS.match(s)
         m3 = _OTHER.match(s) if not m2 else None
         if m2 and is_person_name(m2.group("name")):
             rel, name = m2.group("rel").lower(), m2.group("name")

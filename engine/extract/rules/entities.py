@@ -19,6 +19,12 @@ New Orleans|New York|New York City|Oakland Osaka Oslo Ottawa Oxford Paris Perth 
 Portland Porto Prague Quebec Reykjavik Rome San Diego|San Francisco|San Jose|Santiago Sao Paulo|
 Seattle Seoul Seville Shanghai Singapore Stockholm Sydney Taipei Tokyo Toronto Valencia Vancouver
 Venice Vienna Warsaw Washington Zurich Cambridge Leeds Bristol Cologne Stuttgart Krakow Tallinn
+Auckland Wellington Christchurch Adelaide Hobart Accra Casablanca Marrakech Tel Aviv|Doha Abu Dhabi|
+Riyadh Karachi Lahore Dhaka Kolkata Chennai Bangalore Hyderabad Pune Hanoi Kuala Lumpur|Bergen
+Gothenburg Malmo Aarhus Antwerp Rotterdam Utrecht Bilbao Malaga Nantes Bordeaux Toulouse Turin
+Bologna Leipzig Dresden Dusseldorf Galway Cork Belfast Cardiff Liverpool Birmingham Nottingham
+Sheffield Riga Vilnius Bucharest Belgrade Zagreb Ljubljana Bratislava Minneapolis Pittsburgh
+Detroit Baltimore Sacramento Honolulu Anchorage Winnipeg Halifax Edmonton
 Argentina Australia Austria Belgium Brazil Canada Chile China Colombia Croatia Denmark Egypt
 England Finland France Germany Greece Iceland India Indonesia Ireland Israel Italy Japan Kenya
 Korea Mexico Morocco Netherlands New Zealand|Nigeria Norway Peru Poland Portugal Scotland Spain
@@ -45,6 +51,7 @@ _MULTI = {
     "Sao Paulo", "New Zealand", "the UK", "the US", "the USA", "Goldman Sachs", "Acme Corp",
     "Oxford University", "MacBook Pro", "MacBook Air", "Nintendo Switch", "Model 3", "Model Y",
     "Apple Watch", "Tesla Model 3", "Honda Civic", "Toyota Prius", "Toyota Corolla", "Steam Deck",
+    "Tel Aviv", "Abu Dhabi", "Kuala Lumpur",
 }  # fmt: skip
 
 
@@ -98,7 +105,9 @@ _STOP_CAPS = _words(
     Yesterday Tomorrow Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February
     March April May June July August September October November December Christmas Easter
     What Where When Who Why How Which If Maybe Just Mom Dad Mum Sir God Lol Sure Please Not
-    One Two Three Some Every Each All Since After Before During Now Then There Here"""
+    One Two Three Some Every Each All Since After Before During Now Then There Here Home Life Work
+    Things Turns Sadly Finally Officially Honestly Luckily Unfortunately Fortunately Lately Recently
+    Good Great Big Quick Budget Change First Got Everything Nothing Everyone Someone Nobody"""
 )
 
 

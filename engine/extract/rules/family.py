@@ -21,16 +21,35 @@ PETS = (
 _PET_SINGULAR = {"puppy": "puppy", "puppies": "puppy", "kittens": "kitten", "fish": "fish", "goldfish": "goldfish"}
 
 _MARRIED_TO = re.compile(rf"^(?:am|is|got|have been|has been) (?P<k>married|engaged) to {_NAME}", re.IGNORECASE)
-_DATING = re.compile(rf"^(?:am|is|have been|has been) (?:dating|seeing|in a relationship with) {_NAME}")
+_DATING = re.compile(
+    rf"^(?:(?:am|is|have been|has been) (?:dating|seeing|in a relationship with)"
+    rf"|(?:have |has )?(?:started|begun|began) (?:dating|seeing|going out with)) {_NAME}"
+)
+_TOGETHER = re.compile(
+    rf"^{_NAME} and I (?:are|have been|got|just got) (?:now |officially |back )?"
+    r"(?P<k>together|a couple|dating|an item|engaged|married)\b"
+)
+_BROKE_UP = re.compile(rf"^(?:have |has )?(?:(?:broke|broken|split) up with|dumped|divorced) {_NAME}")
+_SPLIT_WITH = re.compile(rf"^{_NAME} and I (?:have )?(?:broke up|split up|separated|split|got divorced|called it quits)\b")
+_PET_GONE = re.compile(
+    rf"^(?:had to |have had to |just |recently )?(?:rehome|rehomed|re-home|re-homed|give away|gave away|gave up|"
+    rf"give up|put down|had to put down) (?:our|my) (?:\w+ )?(?P<k>{PETS})(?: {_NAME})?\b",
+    re.IGNORECASE,
+)
 _STATUS = re.compile(r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)$", re.IGNORECASE)
 _KIDS = re.compile(rf"^(?:have|has) (?P<c>\d+|{NUMBER_WORDS}) (?:kids|children|sons|daughters|boys|girls)\b", re.IGNORECASE)
 _CHILD_NAMED = re.compile(rf"^(?:have|has|had) an? (?:\d+[- ]year[- ]old |baby |little |new |newborn )?(?P<r>son|daughter|kid|child|boy|girl) (?:named|called) {_NAME}", re.IGNORECASE)
 _SIB_NAMED = re.compile(rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother) (?:named|called) {_NAME}", re.IGNORECASE)
-_MY_REL_NAME = re.compile(rf"\b[Mm]y (?:older |younger |little |big )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}$", re.IGNORECASE)
+_MY_REL_NAME = re.compile(rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$))", re.IGNORECASE)
 _HAVE_PET = re.compile(
-    rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new )?"
+    rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
     rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?"
     rf"(?: (?:named|called) {_NAME})?\b",
+    re.IGNORECASE,
+)
+_PET_DIED = re.compile(
+    rf"\b(?:our|my) (?:old |beloved |sweet |little )?(?P<k>{PETS})(?:,? {_NAME},?)? (?:passed away|died|passed on|"
+    rf"was put down|had to be put down|crossed the rainbow bridge)\b",
     re.IGNORECASE,
 )
 _MY_PET = re.compile(rf"\bmy (?:\w+ )?(?P<k>{PETS})(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE)
@@ -61,6 +80,17 @@ def extract(clause: Clause, out: Collector) -> None:
         m = _MY_PET.search(s)
         if m:
             _pet(out, clause, m.group("k"), m.group("n"), negated=False)
+        m = _PET_DIED.search(s)
+        if m and not vp:
+            _pet(out, clause, m.group("k"), m.group("n"), negated=True)
+        m = _TOGETHER.match(s.rstrip(" .!"))
+        if m and not vp:
+            married = m.group("k") == "married"
+            _relation(out, clause, "wife" if married else "partner", m.group("n"), 0.8)
+        m = _SPLIT_WITH.match(s.rstrip(" .!"))
+        if m and not vp and is_person_name(m.group("n")):
+            out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
+                     object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
     if not vp or clause.plain_negation:
         return
     m = _MARRIED_TO.match(vp)
@@ -88,3 +118,10 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _HAVE_PET.match(vp)
     if m:
         _pet(out, clause, m.group("k"), m.group("n"))
+    m = _PET_GONE.match(vp)
+    if m and clause.is_self and not clause.negated:
+        _pet(out, clause, m.group("k"), m.group("n"), negated=True)
+    m = _BROKE_UP.match(vp)
+    if m and clause.is_self and not clause.negated and is_person_name(m.group("n") or ""):
+        out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
+                 object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip

@@ -16,7 +16,11 @@ _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
 _CALL_ME = re.compile(rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go by) {_NAME}", re.IGNORECASE)
 _AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")
 _AGE = re.compile(rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?:\s*(?:years?|yrs?)(?: old)?| y/?o)?(?P<rest>.*)$", re.IGNORECASE)
-_AGE_TURNED = re.compile(rf"^(?:have |has )?turned (?P<n>\d{{1,3}}|{NUMBER_WORDS})\b", re.IGNORECASE)
+_AGE_TURNED = re.compile(
+    rf"^(?:have |has )?(?:turned|celebrated turning|am celebrating turning) (?P<n>\d{{1,3}}|{NUMBER_WORDS})\b"
+    r"|^(?:have |has )?(?:celebrated|am celebrating) my (?P<n2>\d{1,3})(?:st|nd|rd|th) birthday\b",
+    re.IGNORECASE,
+)
 _AGE_ADJ = re.compile(r"^(?:am|is) an? (?P<n>\d{1,3})[- ]years?[- ]old\b", re.IGNORECASE)
 _MY_AGE = re.compile(r"\bmy age is (?P<n>\d{1,3})\b", re.IGNORECASE)
 _BIRTHDAY = re.compile(r"\bmy (?:birthday|date of birth|dob) is (?!not\b)(?:on )?(?P<o>.+)$", re.IGNORECASE)
@@ -29,10 +33,18 @@ _LIVES = re.compile(
 )
 _MOVED = re.compile(
     r"^(?:(?:have|has|had|am|is) )?(?:moved|relocated|moving|relocating|emigrated)(?: back| over| out)? "
-    r"(?:to|into) (?P<o>.+)$",
+    r"(?:from (?-i:[A-Z][A-Za-z\-]*(?: [A-Z][A-Za-z\-]*){0,2}) )?(?:to|into) "
+    r"(?:(?:a|an|our|my) (?:new |nice |small |bigger |smaller )?(?:place|flat|apartment|house|home|condo) (?:in|near) )?"
+    r"(?P<o>.+)$",
     re.IGNORECASE,
 )
-_MY_HOME = re.compile(r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$")
+_MY_HOME = re.compile(r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>[A-Z].+)$")
+_FLAT = re.compile(
+    r"^(?:have|has|have got|has got|got|rent|rents) (?:an? |my |our )?(?:own )?"
+    r"(?:(?:small|little|tiny|new|nice|cozy|cosy|big|lovely|one-bedroom|two-bedroom) )*"
+    r"(?:flat|apartment|condo|studio) (?:in|near) (?P<o>.+)$",
+    re.IGNORECASE,
+)
 _FROM = re.compile(r"^(?:am|is|are) (?:originally )?from (?P<o>.+)$|^grew up in (?P<o2>.+)$", re.IGNORECASE)
 _NATIONALITY = re.compile(r"^(?:am|is) (?:an? )?(?P<o>[A-Z][a-z]+)(?: citizen| national)?(?:$|\s*,|\s+(?:but|and|by)\b)")
 _SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
@@ -43,8 +55,11 @@ _LANG_ADJ = re.compile(r"^(?:fluent|some|a little|a bit of|basic|native|conversa
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
-    obj = clean_object(re.split(r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b", text)[0])
+    obj = clean_object(re.split(r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b|\s+(?:in|on|by|this|last|next) "
+                                r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+                                r"December|spring|summer|fall|autumn|winter)\b|\s+over the (?:summer|winter|holidays|weekend)\b", text)[0])
     obj = re.sub(r"^(?:the city of|downtown|central|a town called|a city called)\s+", "", obj, flags=re.I)
+    obj = re.sub(r"\s+(?:in|on|at|since|from|by|during)$", "", obj)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4:
         return False
     eid = out.entity(obj, "place", 0.85 if is_place(obj) else 0.7)
@@ -78,7 +93,7 @@ def extract(clause: Clause, out: Collector) -> None:
                 out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9, negated=False)
         m = _MY_HOME.search(s)
         if m:
-            _place(out, clause, "lives_in", m.group("o"), 0.75)
+            _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.75)
     m = _OTHER_BIRTHDAY.search(s)
     if m and is_person_name(m.group("name")):
         dm = find_absolute(m.group("o"))
@@ -98,7 +113,7 @@ def extract(clause: Clause, out: Collector) -> None:
             _age(out, clause, m.group("n"), 0.9)
         m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
         if m:
-            _age(out, clause, m.group("n"), 0.9)
+            _age(out, clause, m.group("n") or m.groupdict().get("n2") or "", 0.9)
     m = _BORN.match(vp)
     if m:
         raw = m.group("o")
@@ -114,6 +129,9 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _LIVES.match(vp)
     if m:
         _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.9)
+    m = _FLAT.match(vp)
+    if m:
+        _place(out, clause, "lives_in", m.group("o"), 0.7)
     m = _MOVED.match(vp)
     if m and not re.match(r"^(?:am|is) (?:moving|relocating)", vp, re.I):
         _place(out, clause, "lives_in", m.group("o"), 0.9)

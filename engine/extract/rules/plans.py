@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import find_relative
 from engine.extract.rules.quantities import (
     Quantity,
@@ -32,6 +32,17 @@ _BUDGET_VP = re.compile(
     r"|^(?:am|is) willing to spend (?P<q3>.+)$|^(?:want|need) to (?:keep it|stay) under (?P<q4>.+)$",
     re.IGNORECASE,
 )
+_BUDGET_SENTENCE = re.compile(
+    r"^(?:(?:please|so|ok|okay),? )?(?:keep it|keep things|stay) (?:under|below|within|at or under) (?P<q>.+)$"
+    r"|^(?:my |the |our )?(?:new |updated |monthly |max(?:imum)? )?budget(?: update)?\s*(?::|-+|\u2014)\s*(?P<q2>.+)$"
+    r"|\b(?:bump|bumping|bumped|raise|raising|raised|increase|increasing|increased|lower|lowering|lowered|"
+    r"drop|dropping|dropped|cut|cutting|reduce|reducing|reduced|set|setting|change|changing|changed|up|upping|upped)"
+    r" (?:up |down )?(?:the|my|our) budget (?:up |down )?to (?P<q3>.+)$"
+    r"|\blet(?:'s| us) (?:cap|limit|keep) (?:it|things|spending|the budget|my budget|our budget) (?:at|to|under|below) (?P<q4>.+)$",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+_THAT_IS_BUDGET = re.compile(r"\b(?:that|this) is (?:my|our) (?:\w+ )?budget\b", re.IGNORECASE)
 _MY_QTY = re.compile(r"\bmy (?:monthly |new |current |annual |yearly )?(?P<k>rent|salary|income|weight|height) is (?!not\b)(?P<q>.+)$", re.IGNORECASE)
 _EARN = re.compile(r"^(?:earn|earns|make|makes) (?P<q>.+?)(?: a year| per year| annually| a month| per month)?$", re.IGNORECASE)
 _PAY_RENT = re.compile(r"^(?:pay|pays) (?P<q>.+?) (?:in|for|a month in|per month in|monthly in|a month for) rent\b", re.IGNORECASE)
@@ -54,6 +65,17 @@ def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
     return clean_object(re.split(r"\s+(?:because|since|so that|but)\s", text)[0]), (dm.iso if dm else None)
 
 
+def _budget_sentence(out: Collector, clause: Clause, s: str) -> None:
+    m = _BUDGET_SENTENCE.search(LEAD.sub("", s).strip())
+    if m:
+        raw = m.group("q") or m.group("q2") or m.group("q3") or m.group("q4")
+        _qty(out, clause, "budget", parse_money(raw), 0.8)
+        return
+    cue = _THAT_IS_BUDGET.search(s)  # "$1,200 tops, that's my budget"
+    if cue:
+        _qty(out, clause, "budget", parse_money(s[: cue.start()]), 0.8)
+
+
 def extract(clause: Clause, out: Collector) -> None:
     s, vp = clause.sentence, clause.vp
     if clause.is_self:
@@ -66,6 +88,8 @@ def extract(clause: Clause, out: Collector) -> None:
         m = _BUDGET.search(s)
         if m:
             _qty(out, clause, "budget", parse_money(m.group("q")) or parse_quantity(m.group("q")), 0.9)
+        if _DIGIT.search(s):  # every budget pattern below needs an amount
+            _budget_sentence(out, clause, s)
         m = _MY_QTY.search(s)
         if m:
             kind = _QTY_KIND.get(m.group("k").lower(), m.group("k").lower())

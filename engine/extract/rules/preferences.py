@@ -25,7 +25,25 @@ _DISLIKES = re.compile(
 _FAV = re.compile(r"\bmy (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?) (?:is|are) (?!not\b)(?P<o>.+)$", re.IGNORECASE)
 _FAV_REV = re.compile(r"^(?P<o>[^,]+?) (?:is|are) my (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?)$", re.IGNORECASE)
 _ALLERGIC = re.compile(r"^(?:am|is) (?:severely |very |mildly |deathly |super |also )?(?:allergic|intolerant) to (?P<o>.+)$", re.IGNORECASE)
-_ALLERGY = re.compile(r"^(?:have|has) (?:an? )?(?:severe |mild |bad |serious )?(?P<o>[a-z][a-z ]*?) (?:allergy|allergies|intolerance)\b", re.IGNORECASE)
+_ALLERGY = re.compile(r"^(?:have|has) (?:an? )?(?:severe |mild |bad |serious )?(?!(?:an?|severe|mild|bad|serious) (?:allerg|intoler))(?P<o>[a-z][a-z ]*?) (?:allergy|allergies|intolerance)\b", re.IGNORECASE)
+_ALLERGY_TO = re.compile(
+    r"^(?:have|has|have developed|has developed|developed) (?:an? )?(?:severe |mild |bad |serious |new )?"
+    r"(?:allergy|allergies|intolerance|sensitivity) to (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_INTO = re.compile(
+    r"^(?:(?:have|has) (?:been )?(?:really |totally |seriously )?(?:gotten|getting)|(?:am|is) (?:really )?getting|"
+    r"got (?:really|seriously|totally|heavily|big) ) ?(?:really |totally |seriously |very )?into (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_NOT_INTERESTS = re.compile(
+    r"^(?:trouble|debt|an? |the |my |college|university|school|grad|med|law|it\b|that\b|this\b|a fight|"
+    r"an argument|character|shape|\d)",
+    re.IGNORECASE,
+)
+_OVER = re.compile(r"^(?:am|is) (?:so |totally |completely |kind of |kinda |officially )?over (?P<o>[a-z][^,;]*)(?:[,;].*)?$", re.IGNORECASE)
+_NOT_OVER = re.compile(r"^(?:the\b|it|that|this|him|her|them|there|here|budget|\d)", re.IGNORECASE)
+_LOST_INTEREST = re.compile(r"^(?:have |has )?lost (?:all |my |any )?interest in (?P<o>[^,;]+)$", re.IGNORECASE)
 _DIETS = (
     r"vegetarian|vegan|pescatarian|pescetarian|keto|ketogenic|paleo|gluten[- ]free|kosher|halal|"
     r"flexitarian|low[- ]carb|dairy[- ]free|plant[- ]based|carnivore|mediterranean|intermittent fasting"
@@ -78,7 +96,15 @@ def extract(clause: Clause, out: Collector) -> None:
     if m and not clause.plain_negation:
         for item in _items(m.group("o")):
             out.fact(clause, "dislikes", item, confidence=0.8)
-    m = _ALLERGIC.match(vp) or _ALLERGY.match(vp)
+    m = _INTO.match(vp)
+    if m and not clause.plain_negation and not _NOT_INTERESTS.match(m.group("o")) and not is_org(m.group("o").split()[0]):
+        for item in _items(m.group("o")):
+            out.fact(clause, "likes", item, confidence=0.75)
+    m = _OVER.match(vp) or _LOST_INTEREST.match(vp)
+    if m and not clause.plain_negation and not clause.negated and not _NOT_OVER.match(m.group("o")):
+        for item in _items(m.group("o")):
+            out.fact(clause, "likes", item, confidence=0.7, negated=True)
+    m = _ALLERGIC.match(vp) or _ALLERGY_TO.match(vp) or _ALLERGY.match(vp)
     if m and not clause.plain_negation:
         for item in _items(m.group("o")):
             out.fact(clause, "allergic_to", item, confidence=0.9)

@@ -51,7 +51,8 @@ _HYPOTHETICAL = re.compile(
     re.IGNORECASE,
 )
 _REPORTED = re.compile(
-    r"\b(?:thinks?|thought|says?|said|believes?|believed|claims?|claimed|told me|tells me|"
+    r"\b(?:thinks?|thought|says?(?! (?:hi|hello|hey)\b)|said(?! (?:hi|hello|hey)\b)|believes?|believed|"
+    r"claims?|claimed|told me|tells me|"
     r"reckons?|feels? that|heard|apparently|supposedly|according to|in the movie|in the book|"
     r"character|pretending)\b",
     re.IGNORECASE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
 from engine.extract.rules.text import clean_object, is_capitalized
@@ -22,6 +22,26 @@ _LEFT = re.compile(
     r"(?:from|by)|quit my job at|left my job at|left my position at) (?P<o>.+)$",
     re.IGNORECASE,
 )
+_OFFER = re.compile(
+    r"^(?:got|received|had) (?:an? |the )?(?:job )?offer (?:from|at|with) (?P<o>.+?),? and (?:took|accepted) it\b"
+    r"|^(?:accepted|took) (?:an? |the )?(?:job |position |role )?(?:offer )?(?:at|from|with) (?P<o2>.+)$",
+    re.IGNORECASE,
+)
+_SWITCHED = re.compile(
+    r"^(?:have |has )?(?:switched|changed) (?:jobs|companies|employers)\s*(?:[:\u2014]|-+|,)\s*(?:now (?:at |with )?)?(?P<o>.+)$"
+    r"|^(?:have |has )?(?:switched|changed|moved) (?:jobs |companies |employers )from (?-i:[A-Z]\S*(?: [A-Z]\S*){0,2}) "
+    r"to (?P<o2>.+)$",
+    re.IGNORECASE,
+)
+_AT_WORK = re.compile(r"^am (?:now )?at (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+_WORK_CUE = re.compile(
+    r"\b(?:team|job|role|position|department|office|colleagues?|coworkers?|boss|manager|onboarding|"
+    r"as an? [a-z]+|working|work)\b",
+    re.IGNORECASE,
+)
+_FIRST_CUE = re.compile(r" (?:day|week|month) (?:at|with) ")
+_FIRST_DAYS = re.compile(r"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+_MY_EMPLOYER = re.compile(r"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
 _AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
 _IS_TITLE = re.compile(
     r"^(?:am|is|became|become|got promoted to|have become|has become|was promoted to) (?:an? |the |now an? )?"
@@ -42,7 +62,8 @@ def _org(out: Collector, clause: Clause, raw: str, *, negated: bool | None = Non
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
     text = re.sub(r"^(?:my job at|my position at|my job with)\s+", "", text, flags=re.I)
-    obj = clean_object(re.split(r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with)\b", text)[0])
+    obj = clean_object(re.split(r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|"
+                                r"today|tonight|tomorrow)\b", text)[0])
     obj = re.sub(r"^the\s+", "", obj)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4 or is_place(obj):
         return False
@@ -69,6 +90,13 @@ def extract(clause: Clause, out: Collector) -> None:
         m = _MY_TITLE.search(s)
         if m:
             _title(out, clause, re.split(r"\s+(?:at|for|with|of)\s", m.group("t"))[0], 0.85)
+        m = _MY_EMPLOYER.search(s)
+        if m:
+            _org(out, clause, m.group("o"), negated=False, confidence=0.8)
+        m = _FIRST_DAYS.match(LEAD.sub("", s).strip()) if not vp and _FIRST_CUE.search(s) else None
+        if m and _WORK_CUE.search(s):  # "First week at Siemens done, the new job is intense"
+            raw = re.split(r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o"))[0]
+            _org(out, clause, raw, negated=False, confidence=0.7)
     if not vp:
         return
     m = _WORKS.match(vp)
@@ -83,6 +111,13 @@ def extract(clause: Clause, out: Collector) -> None:
         _org(out, clause, m.group("o"), negated=True, confidence=0.85)
     if clause.plain_negation:
         return
+    m = _OFFER.match(vp) or _SWITCHED.match(vp)
+    if m:
+        raw = m.group("o") or m.group("o2")
+        _org(out, clause, re.split(r"\s+(?:now|instead of|rather than|after)\b", raw)[0], confidence=0.8)
+    m = _AT_WORK.match(vp)
+    if m and _WORK_CUE.search(m.group("o")):
+        _org(out, clause, m.group("o"), confidence=0.7)
     m = _AS.match(vp)
     if m:
         parts = re.split(r"\s+(?:at|for|with)\s+", m.group("t"), maxsplit=1)

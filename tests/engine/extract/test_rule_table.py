@@ -7,14 +7,30 @@ from datetime import datetime
 
 from engine.extract.base import ExtractResult, FactDraft
 from engine.extract.rules import RuleExtractor
-from tests.engine.extract.sentences import BLIND, CASES, HELD_OUT, REFERENCE, Expected, U
+from tests.engine.extract.sentences import (
+    BLIND,
+    BLIND2,
+    BLIND3,
+    CASES,
+    HELD_OUT,
+    NATURAL,
+    REFERENCE,
+    Expected,
+    U,
+)
 
 # Measured (see the printout): development 1.000/1.000 (tuned on), held-out 0.972/0.897 before the
 # fixes it prompted and 1.000/1.000 after, blind 0.977/0.896 (never tuned on); all 0.996/0.981.
+# With the chat phrasings (dropped subjects, leads, reported diagnoses, "..., I ..." clauses):
+# development 1.000/1.000, natural 1.000/1.000 (first scored 1.000/0.950), held-out 1.000/1.000,
+# blind 0.978/0.917, blind2 1.000/1.000 (first scored 0.885/0.767), blind3 0.875/0.778 (never tuned
+# on); all 0.992/0.979 over 460 sentences.
 PRECISION_FLOOR = 0.97
 RECALL_FLOOR = 0.95
 BLIND_PRECISION_FLOOR = 0.93
 BLIND_RECALL_FLOOR = 0.85
+BLIND3_PRECISION_FLOOR = 0.85
+BLIND3_RECALL_FLOOR = 0.75
 
 Key = tuple[str, str, object, str | None]
 
@@ -53,7 +69,7 @@ def score(
 
 
 def test_table_is_big_enough_and_has_negatives() -> None:
-    table = CASES + HELD_OUT + BLIND
+    table = CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3
     assert len(table) >= 150
     assert sum(1 for _, expected in table if not expected) >= 30
     assert len({s for s, _ in table}) == len(table)  # no duplicate sentences
@@ -78,11 +94,16 @@ def test_precision_and_recall_floors() -> None:
     extractor = RuleExtractor()
     totals = [0, 0, 0]
     all_misses: list[str] = []
-    for name, table in (("development", CASES), ("held-out", HELD_OUT), ("blind", BLIND)):
+    groups = (("development", CASES), ("natural", NATURAL), ("held-out", HELD_OUT), ("blind", BLIND),
+              ("blind2", BLIND2), ("blind3", BLIND3))  # fmt: skip
+    for name, table in groups:
         tp, fp, fn, misses = score(extractor, table)
         if name == "blind":
             assert tp / (tp + fp) >= BLIND_PRECISION_FLOOR, misses
             assert tp / (tp + fn) >= BLIND_RECALL_FLOOR, misses
+        if name == "blind3":
+            assert tp / (tp + fp) >= BLIND3_PRECISION_FLOOR, misses
+            assert tp / (tp + fn) >= BLIND3_RECALL_FLOOR, misses
         totals = [totals[0] + tp, totals[1] + fp, totals[2] + fn]
         all_misses += misses
         print(f"\n{name}: {len(table)} sentences tp={tp} fp={fp} fn={fn} "
@@ -98,7 +119,7 @@ def test_precision_and_recall_floors() -> None:
 
 def test_sentences_that_state_nothing_yield_no_facts() -> None:
     extractor = RuleExtractor()
-    leaks = [s for s, expected in CASES + HELD_OUT + BLIND if not expected
+    leaks = [s for s, expected in CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3 if not expected
              if extractor.extract(s, reference_time=REFERENCE).facts]  # fmt: skip
     # a small allowance is inside the precision floor; here every question must be clean
     questions = [s for s in leaks if s.endswith("?")]
