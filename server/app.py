@@ -21,7 +21,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.errors import Unavailable
 from engine.memories import MemoryService
 from engine.storage.base import Store
-from server import openapi
+from server import observability, openapi
 from server.config import Settings
 from server.errors import exception_handler
 from server.gateway import Gateway
@@ -99,7 +99,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
             close_limiter(services.limiter)
 
     app = Litestar(
-        route_handlers=[*ROUTES, *openapi.ROUTES],
+        route_handlers=[*ROUTES, *observability.ROUTES, *openapi.ROUTES],
         exception_handlers={Exception: exception_handler},
         openapi_config=openapi.openapi_config(),
         on_shutdown=[close_store],
@@ -109,4 +109,8 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     app.state.loci = services
     gateway = Gateway(app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins)
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
+    observability.install(app, store)  # outermost, so 429s and preflights are counted too
+    if services.memories.embeddings is not None:
+        services.memories.embeddings.listener = lambda st: observability.count_embed_cache(
+            hits=st.cache_hits, misses=st.texts)
     return app

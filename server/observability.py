@@ -44,6 +44,7 @@ from prometheus_client.registry import Collector
 from engine.errors import Unauthorized
 from engine.storage.base import Store
 from server.auth import Principal
+from server.http import error_responses
 
 log = logging.getLogger("loci.server")
 access_log = logging.getLogger("loci.access")
@@ -239,7 +240,7 @@ def observability_of(request: Request[Any, Any, Any]) -> Observability:
 
 
 @get("/metrics", operation_id="getMetrics", summary="Prometheus metrics (text format)", tags=["operations"],
-     security=[], sync_to_thread=True, media_type="text/plain",
+     security=[], sync_to_thread=True, media_type="text/plain", responses=error_responses(401, 429, 500),
      description="No API key needed; with LOCI_METRICS_TOKEN set, send Authorization: Bearer <token>.")
 def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     obs = observability_of(request)

@@ -69,7 +69,7 @@ def add_request_bodies(doc: dict[str, Any], bodies: dict[str, tuple[type[msgspec
 
 
 #: operations that need no API key
-PUBLIC_OPERATIONS = {"getHealth"}
+PUBLIC_OPERATIONS = {"getHealth", "getMetrics"}
 
 COMMON_HEADERS: dict[str, Any] = {
     "X-Request-Id": {"description": "req_<ULID>, or the client's own X-Request-Id",
@@ -102,7 +102,9 @@ def add_common_headers_and_security(doc: dict[str, Any]) -> None:
 def complete(doc: dict[str, Any]) -> dict[str, Any]:
     """Complete Litestar's document in place (request bodies, headers, public operations). Idempotent,
     and run when the document is served, so building an app stays cheap."""
-    add_request_bodies(doc, REQUEST_BODIES)
+    from server.routes import REQUEST_BODIES as ROUTE_BODIES  # the routes import this module
+
+    add_request_bodies(doc, {**REQUEST_BODIES, **ROUTE_BODIES})
     add_common_headers_and_security(doc)
     return doc
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import msgspec
 
+from engine.extract import Extractor, create_extractor
 from engine.memories import MemoryService
 from engine.storage.base import Store
 from server.config import Settings
@@ -19,6 +21,12 @@ class Services(msgspec.Struct, kw_only=True):
     memories: MemoryService
     idempotency: Idempotency
     limiter: RateLimiter
+    #: facts from turns (assemble ingest, /v0/extract, /v1 infer): `llm` when LOCI_LLM_URL is set
+    extractor: Extractor = msgspec.field(default_factory=lambda: default_extractor())
+
+
+def default_extractor() -> Extractor:
+    return create_extractor("llm" if os.environ.get("LOCI_LLM_URL") else "rules")
 
 
 def services_of(request: Any) -> Services:

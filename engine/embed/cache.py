@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import numpy as np
@@ -33,6 +33,8 @@ class EmbeddingCache:
         self._lru: OrderedDict[str, Vector] = OrderedDict()
         self._lru_size = lru_size
         self._lock = threading.Lock()
+        #: called with each call's stats (e.g. the server's cache hit/miss counters)
+        self.listener: Callable[[EmbedStats], None] | None = None
 
     @property
     def model(self) -> str:
@@ -56,9 +58,21 @@ class EmbeddingCache:
               stats: EmbedStats | None = None) -> list[Vector]:
         """One vector per text. `persist` writes new vectors to the store (memory texts); query texts
         pass persist=False and stay in the LRU. Raises engine.errors.Unavailable if the embedder fails."""
-        stats = stats if stats is not None else EmbedStats()
-        hashes = [text_hash(t) for t in texts]
+        call = EmbedStats()
         found: dict[str, Vector] = {}
+        hashes = self._embed_into(texts, persist, call, found)
+        if stats is not None:
+            stats.calls += call.calls
+            stats.texts += call.texts
+            stats.cache_hits += call.cache_hits
+        if self.listener is not None:
+            self.listener(call)
+        return [found[h] for h in hashes]
+
+    def _embed_into(self, texts: Sequence[str], persist: bool, stats: EmbedStats,
+                    found: dict[str, Vector]) -> list[str]:
+        """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
+        hashes = [text_hash(t) for t in texts]
         for h in set(hashes):
             vec = self._lru_get(h)
             if vec is not None:
@@ -87,4 +101,4 @@ class EmbeddingCache:
         if new and persist and self.store is not None:
             self.store.put_embeddings(self.model, new)
         found.update(new)
-        return [found[h] for h in hashes]
+        return hashes

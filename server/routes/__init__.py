@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.routes import health, memories
+from server.routes import context, health, memories, ops, v1, write
 
-ROUTES: list[Any] = [*health.ROUTES, *memories.ROUTES]
+ROUTES: list[Any] = [*health.ROUTES, *memories.ROUTES, *context.ROUTES, *write.ROUTES, *v1.ROUTES,
+                     *ops.ROUTES]
+
+#: operationId -> request-body Structs of the routes above that read their bodies raw; documented by
+#: server.openapi.complete
+REQUEST_BODIES: dict[str, Any] = {**context.REQUEST_BODIES, **write.REQUEST_BODIES, **v1.REQUEST_BODIES,
+                                  **ops.REQUEST_BODIES}

@@ -26,7 +26,7 @@ def assert_envelope(r, status: int, code: str) -> None:
     assert r.headers["x-ratelimit-remaining"].isdigit() and r.headers["x-ratelimit-reset"].isdigit()
 
 
-@pytest.mark.parametrize("path", ["/nope", "/v0/nope", "/v0/memories/a/b", "/v1/memories"])
+@pytest.mark.parametrize("path", ["/nope", "/v0/nope", "/v0/memories/a/b", "/v1/nope"])
 def test_unknown_route_404(client, auth, path: str) -> None:
     assert_envelope(client.get(path, headers=auth), 404, "not_found")
     assert_envelope(client.get(path), 404, "not_found")

@@ -1,0 +1,385 @@
+"""POST /v0/context/assemble (with ingest) and POST /v0/recall over HTTP, on every store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from engine.errors import Unavailable
+from engine.extract import ExtractResult, FactDraft
+from engine.storage.base import EventQuery, ListQuery, Store
+from server.app import create_app
+from server.config import Settings
+
+ASSEMBLE = "/v0/context/assemble"
+READ_ONLY = {"extract": False, "store_turn": "none"}
+
+
+def assemble(client: TestClient[Litestar], headers: dict[str, str], turn: str, **fields: Any) -> dict[str, Any]:
+    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": turn, **fields}, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()  # type: ignore[no-any-return]
+
+
+def facts(store: Store, org: str = "acme") -> list[Any]:
+    return store.list_memories(org, ListQuery(types=("fact",), limit=200))
+
+
+# --- the "done means" exchange of issue 4 -----------------------------------------------------------
+def test_paris_then_berlin(client, auth, store: Store) -> None:
+    first = assemble(client, auth, "I live in Paris")
+    paris_id = first["extracted"]["upserts"][1]["memory_id"]
+    assert first["extracted"]["upserts"][1]["action"] == "UPSERTED"
+    second = assemble(client, auth, "I moved to Berlin")
+    berlin = second["extracted"]["upserts"][1]
+    assert berlin["action"] == "SUPERSEDED" and berlin["supersedes"] == [paris_id]
+
+    body = assemble(client, auth, "Where do I live these days?", ingest=READ_ONLY,
+                    **{"return": {"include_structured_facts": True}})
+    assert any("Berlin" in line for line in body["context"]["facts"])
+    assert not any("Paris" in line for line in body["context"]["facts"])
+    assert [f["object_text"] for f in body["context"]["facts_struct"]] == ["ent:berlin"]
+
+    listed = client.get("/v0/memories", params={"entity_id": "ent:user", "type": "fact"}, headers=auth).json()
+    by_text = {m["text"]: m for m in listed["items"]}
+    assert by_text["User lives in Paris"]["status"] == "superseded"
+    assert by_text["User lives in Paris"]["valid_to"] == by_text["User lives in Berlin"]["valid_from"]
+    assert by_text["User lives in Berlin"]["status"] == "active" and by_text["User lives in Berlin"]["valid_to"] is None
+
+
+def test_retrieval_sees_the_state_before_the_turn(client, auth) -> None:
+    body = assemble(client, auth, "I live in Paris")
+    assert body["context"]["facts"] == [] and body["context"]["recent_events"] == []
+    assert [f["text"] for f in body["extracted"]["facts"]] == ["User lives in Paris"]
+    again = assemble(client, auth, "Where do I live?", ingest=READ_ONLY)
+    assert again["context"]["facts"] and "Paris" in again["context"]["facts"][0]
+
+
+def test_extracted_shape_and_provenance(client, auth, store: Store) -> None:
+    body = assemble(client, auth, "I live in Paris")
+    turn_up, fact_up = body["extracted"]["upserts"]
+    turn = store.get_memory("acme", turn_up["memory_id"])
+    assert turn is not None and turn.type == "event" and turn.text == "I live in Paris"
+    assert turn.provenance["request_id"] == body["request_id"]
+    fact = body["extracted"]["facts"][0]
+    assert fact["memory_id"] == fact_up["memory_id"]
+    assert fact["provenance"]["source_turn"] == turn_up["memory_id"]
+    assert fact["subject"] == "ent:user" and fact["predicate"] == "lives_in" and fact["object"] == "ent:paris"
+    assert [e["entity_id"] for e in body["extracted"]["entities"]] == ["ent:paris"]
+    kinds = [e.type for _, e in store.list_events("acme", EventQuery(type="context.assembled"))]
+    assert kinds == ["context.assembled"]
+
+
+def test_request_id_is_the_gateways(client, auth) -> None:
+    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY},
+                    headers={**auth, "X-Request-Id": "trace-77"})
+    assert r.json()["request_id"] == r.headers["x-request-id"] == "trace-77"
+
+
+@pytest.mark.parametrize(("store_turn", "kind"), [("event", "event"), ("note", "note"), ("fact", "fact")])
+def test_store_turn_types(client, auth, store: Store, store_turn: str, kind: str) -> None:
+    body = assemble(client, auth, "I live in Paris", ingest={"store_turn": store_turn})
+    turn = store.get_memory("acme", body["extracted"]["upserts"][0]["memory_id"])
+    assert turn is not None and turn.type == kind and turn.text == "I live in Paris"
+
+
+def test_store_turn_none_and_extract_false(client, auth, store: Store) -> None:
+    body = assemble(client, auth, "I live in Paris", ingest={"store_turn": "none"})
+    assert len(body["extracted"]["upserts"]) == 1 and "source_turn" not in body["extracted"]["facts"][0]["provenance"]
+    assert store.count_memories("acme") == 1
+    body = assemble(client, auth, "I live in Rome", ingest={"extract": False})
+    assert body["extracted"]["facts"] == [] and len(body["extracted"]["upserts"]) == 1
+    assert store.count_memories("acme") == 2
+
+
+def test_upsert_conflicts_off_keeps_both(client, auth, store: Store) -> None:
+    assemble(client, auth, "I live in Paris", ingest={"upsert_conflicts": "off"})
+    body = assemble(client, auth, "I live in Berlin", ingest={"upsert_conflicts": "off"})
+    assert body["extracted"]["upserts"][1]["action"] == "UPSERTED"
+    assert sorted(m.status for m in facts(store)) == ["active", "active"]
+
+
+def test_same_turn_later_statement_wins(client, auth, store: Store) -> None:
+    assemble(client, auth, "I live in Paris. Actually, I moved to Berlin.")
+    active = [m.object for m in facts(store) if m.status == "active"]
+    assert active == ["ent:berlin"]
+
+
+def test_idempotent_assemble_writes_once(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "turn-1"}
+    body = {"entity_id": "ent:user", "turn": "I live in Paris"}
+    first = client.post(ASSEMBLE, json=body, headers=headers)
+    count = store.count_memories("acme")
+    events = len(store.list_events("acme", EventQuery(limit=1000)))
+    second = client.post(ASSEMBLE, json=body, headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert first.content == second.content and second.headers["idempotent-replayed"] == "true"
+    assert count == 2 and store.count_memories("acme") == count
+    assert len(store.list_events("acme", EventQuery(limit=1000))) == events
+    other = client.post(ASSEMBLE, json={**body, "turn": "I live in Rome"}, headers=headers)
+    assert other.status_code == 409 and other.json()["error"] == "conflict"
+    assert store.count_memories("acme") == count
+
+
+def test_trace_query_parameter(client, auth) -> None:
+    plain = assemble(client, auth, "hello", ingest=READ_ONLY)
+    assert "timings" not in plain["trace"] and "debug" not in plain["trace"]
+    r = client.post(ASSEMBLE + "?trace=true", json={"entity_id": "ent:user", "turn": "hello", "ingest": READ_ONLY},
+                    headers=auth)
+    traced = r.json()["trace"]
+    assert {"timings", "debug", "summary", "budget"} <= set(traced)
+    assert client.post(ASSEMBLE + "?trace=maybe", json={"entity_id": "e", "turn": "x"},
+                       headers=auth).json()["details"]["field"] == "trace"
+
+
+def test_service_agent_scopes_writes_and_retrieval(client, auth, store: Store) -> None:
+    assemble_a = {**auth, "X-Service-Agent": "agent-a"}
+    body = assemble(client, assemble_a, "I live in Paris")
+    fact = store.get_memory("acme", body["extracted"]["upserts"][1]["memory_id"])
+    assert fact is not None and fact.agent_id == "agent-a"
+    seen_by_a = assemble(client, assemble_a, "Where do I live?", ingest=READ_ONLY)
+    seen_by_b = assemble(client, {**auth, "X-Service-Agent": "agent-b"}, "Where do I live?", ingest=READ_ONLY)
+    assert seen_by_a["context"]["facts"] and seen_by_b["context"]["facts"] == []
+    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "x"},
+                    headers={**auth, "X-Service-Agent": "a" * 129})
+    assert r.status_code == 422 and r.json()["details"]["field"] == "X-Service-Agent"
+
+
+def test_as_of_dates_the_turn(client, auth, store: Store) -> None:
+    body = assemble(client, auth, "I live in Paris", as_of="2024-03-01T12:00:00Z")
+    fact = store.get_memory("acme", body["extracted"]["upserts"][1]["memory_id"])
+    assert fact is not None and fact.valid_from == datetime.fromisoformat("2024-03-01T12:00:00+00:00")
+
+
+def test_scopes(client, make_key, store: Store) -> None:
+    reader = make_key("acme", scopes=("read",))
+    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "I live in Paris"}, headers=reader)
+    assert r.status_code == 403 and r.json()["details"]["required_scope"] == "write"
+    assert store.count_memories("acme") == 0
+    ok = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY}, headers=reader)
+    assert ok.status_code == 200
+    writer = make_key("acme", scopes=("write",))
+    assert client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi"}, headers=writer).status_code == 403
+    assert client.post("/v0/recall", json={"query": "x"}, headers=reader).status_code == 200
+    assert client.post(ASSEMBLE, json={"entity_id": "e", "turn": "x"}).status_code == 401
+
+
+# --- every bound of the spec: 422 naming the field -----------------------------------------------
+BOUNDS = [
+    ("turn", {"turn": "t" * 20001}, "turn"),
+    ("goal", {"goal": "g" * 2001}, "goal"),
+    ("snippet", {"seed_context": {"snippets": ["ok", "s" * 4001]}}, "seed_context.snippets[1]"),
+    ("budget_low", {"budget": {"max_context_tokens": 255}}, "budget.max_context_tokens"),
+    ("budget_high", {"budget": {"max_context_tokens": 8193}}, "budget.max_context_tokens"),
+    ("top_level_budget", {"max_context_tokens": 100}, "max_context_tokens"),
+    ("top_k_low", {"retrieval": {"top_k": 0}}, "retrieval.top_k"),
+    ("top_k_high", {"retrieval": {"top_k": 101}}, "retrieval.top_k"),
+    ("depth_low", {"retrieval": {"depth": -1}}, "retrieval.depth"),
+    ("depth_high", {"retrieval": {"depth": 3}}, "retrieval.depth"),
+    ("weights_text", {"retrieval": {"weights": {"semantic": "high"}}}, "retrieval.weights.semantic"),
+    ("weights_unknown", {"retrieval": {"weights": {"magic": 1}}}, "retrieval.weights.magic"),
+    ("preset", {"retrieval": {"preset": "turbo"}}, "retrieval.preset"),
+    ("normalization", {"retrieval": {"normalization": "l2"}}, "retrieval.normalization"),
+    ("store_turn", {"ingest": {"store_turn": "diary"}}, "ingest.store_turn"),
+    ("upsert_conflicts", {"ingest": {"upsert_conflicts": "always"}}, "ingest.upsert_conflicts"),
+    ("include", {"return": {"include": ["facts", "gossip"]}}, "return.include[1]"),
+    ("missing_turn", {"turn": None}, "turn"),
+]
+
+
+@pytest.mark.parametrize(("case", "fields", "field"), BOUNDS, ids=[b[0] for b in BOUNDS])
+def test_bounds_are_422_naming_the_field(client, auth, store: Store, case: str, fields: dict, field: str) -> None:
+    body: dict[str, Any] = {"entity_id": "ent:user", "turn": "I live in Paris", **fields}
+    body = {k: v for k, v in body.items() if v is not None}
+    r = client.post(ASSEMBLE, json=body, headers=auth)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "validation_error" and r.json()["details"]["field"] == field
+    assert store.count_memories("acme") == 0
+
+
+@pytest.mark.parametrize("fields", [
+    {"turn": "t" * 20000, "goal": "g" * 2000, "seed_context": {"snippets": ["s" * 4000]}},
+    {"budget": {"max_context_tokens": 256}, "retrieval": {"top_k": 1, "depth": 0}},
+    {"budget": {"max_context_tokens": 8192}, "retrieval": {"top_k": 100, "depth": 2, "preset": "graphy",
+                                                             "normalization": "softmax"}},
+])
+def test_values_at_the_bounds_pass(client, auth, fields: dict) -> None:
+    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hello", **fields, "ingest": READ_ONLY},
+                    headers=auth)
+    assert r.status_code == 200, r.text
+
+
+def test_weights_renormalized_flag(client, auth) -> None:
+    body = assemble(client, auth, "hi", ingest=READ_ONLY,
+                    retrieval={"weights": {"semantic": 2, "bm25": 1, "graph_prior": 0, "recency_decay": 0,
+                                           "confidence": 1}})
+    assert body["flags"]["weights_renormalized"] is True
+    assert body["retrieval_summary"]["weights_used"]["semantic"] == pytest.approx(2 / 4)
+
+
+# --- degraded dependencies -------------------------------------------------------------------------
+class BrokenEmbedder:
+    model = "broken:1"
+    dim = 8
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise Unavailable("embedder down")
+
+
+class DegradedExtractor:
+    """Stands in for the LLM extractor after a bad reply: the rule fallback's facts, degraded."""
+
+    name = "llm"
+
+    def extract(self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:
+        draft = FactDraft(subject=subject, predicate="lives_in", object="ent:oslo", object_type="entity",
+                          object_name="Oslo", text="User lives in Oslo", confidence=0.9)
+        return ExtractResult(facts=[draft], degraded=True, llm_tokens=42, extractor="rules")
+
+
+def test_broken_embedder_degrades_but_writes(settings: Settings, store: Store, make_key) -> None:
+    app = create_app(settings, store=store, embedder=BrokenEmbedder())  # type: ignore[arg-type]
+    with TestClient(app) as client:
+        body = assemble(client, make_key("acme"), "I live in Paris")
+    assert body["flags"]["degraded"] is True
+    assert [m.object for m in facts(store)] == ["ent:paris"]
+
+
+def test_llm_extractor_degraded_and_tokens(app: Litestar, client, auth, store: Store) -> None:
+    app.state.loci.extractor = DegradedExtractor()
+    body = assemble(client, auth, "anything at all")
+    assert body["flags"]["degraded"] is True and body["cost"]["llm_tokens"] == 42
+    assert [m.object for m in facts(store)] == ["ent:oslo"]
+
+
+# --- recall ------------------------------------------------------------------------------------------
+def test_recall_matches(client, auth) -> None:
+    assemble(client, auth, "I live in Paris")
+    assemble(client, auth, "I work at Acme")
+    r = client.post("/v0/recall", json={"query": "where does the user live Paris", "entity_id": "ent:user",
+                                        "limit": 3}, headers=auth)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    matches = body["matches"]
+    assert 1 <= len(matches) <= 3
+    top = matches[0]
+    assert "Paris" in top["text"]
+    assert set(top) >= {"memory_id", "type", "text", "metadata", "score", "score_components", "reason", "timestamp"}
+    assert sum(c["contrib"] for c in top["score_components"].values()) == pytest.approx(top["score"])
+    assert [m["score"] for m in matches] == sorted((m["score"] for m in matches), reverse=True)
+    assert body["request_id"] == r.headers["x-request-id"]
+
+
+def test_recall_scoping_and_bounds(client, auth, make_key) -> None:
+    assemble(client, auth, "I live in Paris")
+    other = client.post("/v0/recall", json={"query": "Paris"}, headers=make_key("globex")).json()
+    assert other["matches"] == []
+    wrong_entity = client.post("/v0/recall", json={"query": "Paris", "entity_id": "ent:bob"}, headers=auth).json()
+    assert wrong_entity["matches"] == []
+    for body, field in [({"query": "x", "limit": 0}, "limit"), ({"query": "x", "limit": 101}, "limit"),
+                        ({}, "query"), ({"query": "q" * 20001}, "query"),
+                        ({"query": "x", "retrieval": {"preset": "nope"}}, "retrieval.preset")]:
+        r = client.post("/v0/recall", json=body, headers=auth)
+        assert r.status_code == 422 and r.json()["details"]["field"] == field, (body, r.text)
+
+
+# --- the OpenAPI document --------------------------------------------------------------------------
+NEW_OPERATIONS = {
+    ("/v0/context/assemble", "post"): ("assembleContext", "AssembleRequest"),
+    ("/v0/recall", "post"): ("recall", "RecallRequest"),
+    ("/v0/memories:batch_upsert", "post"): ("batchUpsertMemories", "UpsertRequest"),
+    ("/v0/extract", "post"): ("extract", "ExtractRequest"),
+    ("/v1/memories", "post"): ("createMemoriesV1", "V1CreateRequest"),
+    ("/v1/memories", "get"): ("listMemoriesV1", None),
+    ("/v1/memories/{id}", "get"): ("getMemoryV1", None),
+    ("/v1/memories/{memory_id}", "delete"): ("deleteMemoryV1", None),
+}
+
+
+def test_openapi_documents_the_operations(client) -> None:
+    doc = client.get("/schema/openapi.json").json()
+    for (path, method), (op_id, body) in NEW_OPERATIONS.items():
+        op = doc["paths"][path][method]
+        assert op["operationId"] == op_id
+        if body is not None:
+            schema = op["requestBody"]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": f"#/components/schemas/{body}"}, op_id
+        errors = [s for s in op["responses"] if s.startswith(("4", "5"))]
+        assert {"401", "403", "429", "500"} <= set(errors), op_id
+        assert "422" in errors or op_id == "getMemoryV1", op_id
+        for status in errors:
+            assert op["responses"][status]["content"]["application/json"]["schema"] == {
+                "$ref": "#/components/schemas/ErrorBody"}
+    schemas = doc["components"]["schemas"]
+    assert schemas["AssembleRequest"]["properties"]["turn"]["maxLength"] == 20000
+    assert schemas["Budget"]["properties"]["max_context_tokens"]["minimum"] == 256
+    assert schemas["UpsertRequest"]["properties"]["items"]["maxItems"] == 200
+    params = {p["name"] for p in doc["paths"]["/v0/context/assemble"]["post"]["parameters"]}
+    assert {"trace", "Idempotency-Key", "X-Service-Agent"} <= params
+    assert {p["name"] for p in doc["paths"]["/v1/memories"]["get"]["parameters"]} >= {"user_id", "agent_id",
+                                                                                       "query", "limit"}
+
+
+# --- concurrency -----------------------------------------------------------------------------------
+def _run_threads(n: int, fn: Any) -> None:
+    import threading
+
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        try:
+            fn(i)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_concurrent_retries_write_once(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "race-turn"}
+    bodies: list[bytes] = []
+
+    def call(i: int) -> None:
+        r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "I live in Paris"}, headers=headers)
+        assert r.status_code == 200, r.text
+        bodies.append(r.content)
+
+    _run_threads(6, call)
+    assert len(set(bodies)) == 1
+    assert store.count_memories("acme") == 2  # one turn, one fact
+
+
+def test_concurrent_turns_leave_one_current_city(client, auth, store: Store) -> None:
+    cities = ["Paris", "Berlin", "Rome", "Oslo", "Lisbon", "Vienna"]
+
+    def call(i: int) -> None:
+        r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": f"I live in {cities[i]}"}, headers=auth)
+        assert r.status_code == 200, r.text
+
+    _run_threads(len(cities), call)
+    current = [m for m in facts(store) if m.status in ("active", "disputed") and m.valid_to is None]
+    assert len(facts(store)) == len(cities)
+    assert len(current) == 1 and current[0].status == "active"
+
+
+def test_recall_redacts_pii_unless_off(client, auth) -> None:
+    client.post("/v0/memories", json={"type": "note", "text": "Reach Dana at dana@example.com", "entity_id": "ent:user"},
+                headers=auth)
+    redacted = client.post("/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user"}, headers=auth).json()
+    assert "dana@example.com" not in redacted["matches"][0]["text"] and redacted["redaction"]["applied"] is True
+    raw = client.post("/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user",
+                                          "policy": {"pii_redaction": "off"}}, headers=auth).json()
+    assert "dana@example.com" in raw["matches"][0]["text"]

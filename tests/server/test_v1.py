@@ -1,0 +1,168 @@
+"""The mem0-compatible /v1/memories surface, and that /v0 and /v1 see the same memories."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine.storage.base import Store
+
+
+def add(client, auth, *contents: str, path: str = "/v1/memories/", **fields: Any) -> list[dict[str, Any]]:
+    body = {"messages": [{"role": "user", "content": c} for c in contents], "user_id": "alice", **fields}
+    r = client.post(path, json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    return r.json()["results"]  # type: ignore[no-any-return]
+
+
+def test_infer_events_add_update_none_delete(client, auth, store: Store) -> None:
+    (paris,) = add(client, auth, "I live in Paris")
+    assert paris["event"] == "ADD" and paris["memory"] == "User lives in Paris"
+    (berlin,) = add(client, auth, "I moved to Berlin")
+    assert berlin["event"] == "UPDATE" and berlin["id"] != paris["id"]
+    (again,) = add(client, auth, "I live in Berlin")
+    assert again == {"id": berlin["id"], "memory": "User lives in Berlin", "event": "NONE"}
+    (job,) = add(client, auth, "I work at Acme")
+    (gone,) = add(client, auth, "I no longer work at Acme")
+    assert gone["event"] == "DELETE" and gone["id"] == job["id"]
+    old = store.get_memory("acme", paris["id"])
+    assert old is not None and old.status == "superseded" and old.entity_id == "alice" and old.subject == "ent:alice"
+
+
+def test_infer_false_stores_messages_as_events(client, auth, store: Store) -> None:
+    body = {"messages": [{"role": "user", "content": "I live in Paris"},
+                         {"role": "assistant", "content": "Noted, Paris it is."}],
+            "agent_id": "travel-bot", "run_id": "run-7", "metadata": {"channel": "web"}, "infer": False}
+    r = client.post("/v1/memories", json=body, headers=auth)  # no trailing slash works too
+    results = r.json()["results"]
+    assert [x["event"] for x in results] == ["ADD", "ADD"]
+    assert [x["memory"] for x in results] == ["I live in Paris", "Noted, Paris it is."]
+    m = store.get_memory("acme", results[1]["id"])
+    assert m is not None and m.type == "event" and m.agent_id == "travel-bot" and m.entity_id is None
+    assert m.metadata["role"] == "assistant" and m.metadata["run_id"] == "run-7" and m.metadata["channel"] == "web"
+    assert store.count_memories("acme") == 2
+
+
+def test_infer_with_nothing_to_extract_keeps_the_messages(client, auth, store: Store) -> None:
+    results = add(client, auth, "Hello there, how are you?")
+    assert [(x["event"], x["memory"]) for x in results] == [("ADD", "Hello there, how are you?")]
+    assert store.count_memories("acme") == 1
+
+
+def test_metadata_and_run_id_on_inferred_facts(client, auth, store: Store) -> None:
+    (x,) = add(client, auth, "I live in Paris", run_id="r1", metadata={"k": "v"})
+    m = store.get_memory("acme", x["id"])
+    assert m is not None and m.metadata["run_id"] == "r1" and m.metadata["k"] == "v"
+    got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
+    assert got["run_id"] == "r1" and got["user_id"] == "alice" and got["memory"] == "User lives in Paris"
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"messages": [{"role": "user", "content": "hi"}]}, "user_id"),
+    ({"messages": [], "user_id": "a"}, "messages"),
+    ({"user_id": "a"}, "messages"),
+    ({"messages": [{"role": "robot", "content": "hi"}], "user_id": "a"}, "messages[0].role"),
+    ({"messages": [{"role": "user", "content": "x" * 20001}], "user_id": "a"}, "messages[0].content"),
+    ({"messages": [{"role": "user", "content": "hi"}], "agent_id": "a" * 129}, "agent_id"),
+    ({"messages": [{"role": "user", "content": "  "}], "user_id": "a", "infer": False}, "messages"),
+])
+def test_create_validation(client, auth, store: Store, body: dict, field: str) -> None:
+    r = client.post("/v1/memories/", json=body, headers=auth)
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == "validation_error" and r.json()["details"]["field"] == field
+    assert set(r.json()) == {"error", "message", "request_id", "details"}
+    assert store.count_memories() == 0
+
+
+def test_list_newest_first_and_limit(client, auth) -> None:
+    add(client, auth, "first note here", infer=False)
+    add(client, auth, "second note here", infer=False)
+    add(client, auth, "third note here", infer=False)
+    add(client, auth, "bob's note", infer=False, user_id="bob")
+    r = client.get("/v1/memories", params={"user_id": "alice", "limit": 2}, headers=auth)
+    results = r.json()["results"]
+    assert [x["memory"] for x in results] == ["third note here", "second note here"]
+    assert all(x["user_id"] == "alice" and x["score"] is None for x in results)
+    assert set(results[0]) >= {"id", "memory", "user_id", "score", "created_at"}
+
+
+def test_list_hides_superseded(client, auth) -> None:
+    add(client, auth, "I live in Paris")
+    add(client, auth, "I moved to Berlin")
+    results = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert [x["memory"] for x in results] == ["User lives in Berlin"]
+
+
+def test_search_with_query(client, auth) -> None:
+    add(client, auth, "I live in Paris")
+    add(client, auth, "I work at Acme")
+    add(client, auth, "I love pizza")
+    results = client.get("/v1/memories", params={"user_id": "alice", "query": "pizza"}, headers=auth).json()["results"]
+    assert results and results[0]["memory"] == "User likes pizza"
+    assert all(isinstance(x["score"], float) for x in results)
+    assert [x["score"] for x in results] == sorted((x["score"] for x in results), reverse=True)
+
+
+def test_filter_by_agent(client, auth) -> None:
+    add(client, auth, "agent one note", infer=False, agent_id="one")
+    add(client, auth, "agent two note", infer=False, agent_id="two")
+    results = client.get("/v1/memories", params={"agent_id": "two"}, headers=auth).json()["results"]
+    assert [x["memory"] for x in results] == ["agent two note"]
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({}, "user_id"), ({"user_id": "a", "limit": 0}, "limit"), ({"user_id": "a", "limit": 201}, "limit"),
+    ({"user_id": "a", "query": "q" * 20001}, "query"),
+])
+def test_list_validation(client, auth, params: dict, field: str) -> None:
+    r = client.get("/v1/memories", params=params, headers=auth)
+    assert r.status_code == 422 and r.json()["details"]["field"] == field
+    assert client.get("/v1/memories", params={"user_id": "a", "limit": 200}, headers=auth).status_code == 200
+
+
+def test_get_and_delete(client, auth, make_key, store: Store) -> None:
+    (x,) = add(client, auth, "a note to delete", infer=False)
+    got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
+    assert got["id"] == x["id"] and got["memory"] == "a note to delete" and got["type"] == "event"
+    other = make_key("globex")
+    assert client.get(f"/v1/memories/{x['id']}", headers=other).status_code == 404
+    assert client.delete(f"/v1/memories/{x['id']}", headers=other).status_code == 404
+    r = client.delete(f"/v1/memories/{x['id']}", headers=auth)
+    assert r.status_code == 200 and r.json() == {"message": "Memory deleted successfully!"}
+    missing = client.get(f"/v1/memories/{x['id']}", headers=auth)
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+    assert store.count_memories() == 0
+
+
+def test_scopes_and_auth(client, make_key) -> None:
+    reader = make_key("acme", scopes=("read",))
+    body = {"messages": [{"role": "user", "content": "hi"}], "user_id": "a"}
+    assert client.post("/v1/memories/", json=body, headers=reader).status_code == 403
+    assert client.get("/v1/memories", params={"user_id": "a"}, headers=reader).status_code == 200
+    r = client.get("/v1/memories", params={"user_id": "a"})
+    assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+
+
+def test_both_families_see_the_same_memories(client, auth) -> None:
+    (x,) = add(client, auth, "I live in Paris")
+    v0 = client.get(f"/v0/memories/{x['id']}", headers=auth).json()
+    assert v0["text"] == "User lives in Paris" and v0["entity_id"] == "alice"
+    created = client.post("/v0/memories", json={"type": "note", "text": "prefers aisle seats", "entity_id": "alice"},
+                          headers=auth).json()
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert {m["id"] for m in listed} == {x["id"], created["memory_id"]}
+    ctx = client.post("/v0/context/assemble", json={"entity_id": "alice", "turn": "where do I live?",
+                                                     "ingest": {"extract": False, "store_turn": "none"}},
+                      headers=auth).json()
+    assert any("Paris" in line for line in ctx["context"]["facts"])
+    client.delete(f"/v0/memories/{x['id']}", headers=auth)
+    assert client.get(f"/v1/memories/{x['id']}", headers=auth).status_code == 404
+
+
+def test_create_idempotency(client, auth, store: Store) -> None:
+    headers = {**auth, "Idempotency-Key": "v1-1"}
+    body = {"messages": [{"role": "user", "content": "I live in Paris"}], "user_id": "alice"}
+    a = client.post("/v1/memories/", json=body, headers=headers)
+    b = client.post("/v1/memories/", json=body, headers=headers)
+    assert a.content == b.content and store.count_memories("acme") == 1
