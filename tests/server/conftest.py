@@ -17,14 +17,17 @@ from engine.storage.memory import InMemoryStore
 from server.app import create_app
 from server.auth import create_api_key
 from server.config import Settings
+from tests.pg_fixture import postgres_url_for
 
 STORE_FACTORIES: dict[str, Callable[[Path], Store]] = {
     "memory": lambda tmp: InMemoryStore(),
     "sqlite": lambda tmp: open_store(f"sqlite:///{tmp}/loci.db"),
+    "postgres": lambda tmp: open_store(postgres_url_for(tmp)),
 }
+STORE_MARKS: dict[str, list[pytest.MarkDecorator]] = {"postgres": [pytest.mark.integration]}
 
 
-@pytest.fixture(params=sorted(STORE_FACTORIES))
+@pytest.fixture(params=[pytest.param(n, marks=STORE_MARKS.get(n, [])) for n in sorted(STORE_FACTORIES)])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     s = STORE_FACTORIES[request.param](tmp_path)
     yield s
