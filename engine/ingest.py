@@ -140,7 +140,7 @@ def ingest_drafts(
         )  # fmt: skip
         for d in drafts
     ]
-    memories = _order_within_turn(memories)
+    memories = order_within_turn(memories)
     outcomes: list[Outcome] = []
     with store.transaction():
         for draft, memory in zip(drafts, memories, strict=True):
@@ -148,7 +148,7 @@ def ingest_drafts(
     return memories, outcomes
 
 
-def _order_within_turn(memories: list[Memory]) -> list[Memory]:
+def order_within_turn(memories: list[Memory]) -> list[Memory]:
     """A later statement of the same turn wins over an earlier one on the same key ("I live in Paris.
     Actually, I moved to Berlin."): its valid_from is moved 1 microsecond per earlier occurrence, so
     supersession sees an order instead of a tie (which would mark both disputed)."""
