@@ -31,6 +31,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/loci bench assemble
+	HF_HUB_OFFLINE=1 $(BIN)/loci bench ingest
 
 bench-scale: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/loci bench scale

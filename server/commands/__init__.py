@@ -16,6 +16,10 @@ from server.config import Settings
 COMMANDS: dict[str, str] = {
     "serve": "server.commands.serve",
     "keys": "server.commands.keys",
+    "bench": "server.commands.bench",
+    "export": "server.commands.transfer",
+    "import": "server.commands.transfer",
+    "migrate": "server.commands.migrate",
 }
 
 
