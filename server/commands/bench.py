@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from evals.bench.vectors import DEFAULT_CACHE_DIR
@@ -80,6 +81,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="also append the table to this file")
 
 
+def _needs_postgres(missing: str) -> int:
+    print(f"loci bench scale needs the postgres extra (pip install 'loci[postgres]'): {missing}", file=sys.stderr)
+    return 2
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("bench", help="latency and throughput benchmarks")
     sub = parser.add_subparsers(dest="bench", metavar="BENCH")
@@ -96,3 +102,11 @@ def register(subparsers: Any) -> None:
     q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
     _common(q)
     q.set_defaults(func=_ingest)
+    s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
+    try:
+        from evals.bench import scale
+    except ImportError as exc:  # psycopg is in the `postgres` extra
+        missing = str(exc)
+        s.set_defaults(func=lambda args: _needs_postgres(missing))
+    else:
+        scale.add_arguments(s)

@@ -1,17 +1,36 @@
 r"""The three retrieval channels and the scope filter, as SQL. Every query filters by the whole `Scope`
 inside the database (see `scope_filter`), so no eligible memory is lost to a fetch-then-filter.
 
-Semantic (`vector_search`): memories join `embeddings` on (model, text_hash); cosine distance `<=>`
-on the per-model HNSW expression index (see vectors.py), ordered by (distance, newer timestamp,
-memory_id): the planner walks the index and adds an incremental sort for the tie-breakers. With
-filters, a plain HNSW scan stops after `hnsw.ef_search` candidates and can return fewer than k rows;
-so each search sets, for its transaction only, `hnsw.iterative_scan = relaxed_order` (pgvector 0.8:
-keep scanning the index until k rows pass the filter, bounded by `hnsw.max_scan_tuples`, 20,000 by
-default) and `hnsw.ef_search = max(40, k)` (capped at 1,000). `relaxed_order` may emit rows slightly
-out of order, so the k rows are re-sorted. For a small scope the planner instead reads the scope's
-rows through the org/namespace/entity indexes and sorts them: exact by construction. HNSW is
-approximate: on a large scope a true neighbour can be missed (recall ~0.95+ at default settings).
+Semantic (`vector_search`): memories join `embeddings` on (model, text_hash); cosine distance `<=>`.
+Two plans, chosen per query by the size of the scope:
+- Exact (`exact_vector_statement`), when the scope has at most `EXACT_SCAN_MAX` (10,000) candidates
+  with vectors. With an entity in the scope (assemble always has one) a single statement scores at
+  most 10,001 rows and also counts them; 10,001 means "too big", and the HNSW plan runs instead.
+  Without an entity, a bounded count comes first (`SELECT count(*) FROM (SELECT 1 ... WHERE <scope>
+  LIMIT 10,001)`, through the (org, namespace, status, ts) index). The scope's rows are joined to their
+  vectors by the (model, text_hash) primary key and their distances materialized (a CTE without
+  ORDER BY, so the planner cannot walk the HNSW index, which stops after ef_search neighbours), then
+  sorted: exact, and its cost grows with the scope (a few ms per 1,000 candidates at 384 dims),
+  not with the table. Why: the HNSW index is shared by every org and entity; an
+  entity-scoped query (assemble always has one) keeps maybe 1 in 1,000 of the index's neighbours, so
+  an iterative scan walks tens of thousands of index entries (up to `hnsw.max_scan_tuples`) and can
+  still come back short. At 1M memories / 1,000 entities that was the slow path.
+- HNSW (`vector_statement`), for larger scopes: the per-model HNSW expression index (see vectors.py),
+  ordered by (distance, newer timestamp, memory_id): the planner walks the index and adds an
+  incremental sort for the tie-breakers. With filters, a plain HNSW scan stops after
+  `hnsw.ef_search` candidates and can return fewer than k rows; so each search sets, for its
+  transaction only, `hnsw.iterative_scan = relaxed_order` (pgvector 0.8: keep scanning the index
+  until k rows pass the filter, bounded by `hnsw.max_scan_tuples`, 20,000 by default) and
+  `hnsw.ef_search = max(40, k)` (capped at 1,000). `relaxed_order` may emit rows slightly out of
+  order, so the k rows are re-sorted. HNSW is approximate: on a large scope a true neighbour can be
+  missed (recall ~0.95+ at default settings).
 raw = 1 - cosine distance (0 for a zero vector).
+
+Plans are made per call: every query here runs with `prepare=False` (an unnamed statement, planned
+with its actual parameters). psycopg otherwise prepares a statement after 5 runs on a connection, and
+after 5 more PostgreSQL may switch to a generic plan made without the parameters: measured at 1M
+memories, the keyword query went from 5-30 ms to 130-240 ms per call that way (the generic plan
+cannot see how selective the entity is). Planning costs well under a millisecond here.
 
 Keyword (`keyword_search`): PostgreSQL full-text search over the generated column
 `tsv = to_tsvector('english', text)` (GIN index). The query goes through `plainto_tsquery('english')`
@@ -102,13 +121,73 @@ def vector_statement(scope: Scope, model: str, query: Vector, k: int) -> tuple[s
     return stmt, params
 
 
-def vector_search(conn: psycopg.Connection[Any], scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+#: Scopes with at most this many candidates get the exact plan (see the module docstring).
+EXACT_SCAN_MAX = 10_000
+
+
+def exact_vector_statement(
+    scope: Scope, model: str, query: Vector, k: int, *, cap: int | None = None
+) -> tuple[sql.Composed, Params]:
+    """The exact semantic plan: every scope row with its distance (a materialized CTE without ORDER BY,
+    so the planner cannot walk the HNSW index: ordering happens outside it), then the top k. Columns
+    as `vector_statement`; with `cap`, at most `cap` rows are scored and a 4th column counts them
+    (cap reached = the scope is too big for this plan)."""
+    dims = int(query.shape[-1])
+    where, params = scope_filter(scope)
+    params["q"] = query
+    params["k"] = k
+    params["cap"] = cap
+    vt = vector_type(dims)
+    stmt = sql.SQL(
+        """
+        WITH scored AS MATERIALIZED (
+            SELECT m.memory_id, m.ts, (e.embedding::{vt} <=> %(q)b::{vt}) AS distance
+            FROM memories m JOIN embeddings e ON e.model = {model} AND e.text_hash = m.text_hash
+            WHERE e.dims = {dims} AND {where}
+            LIMIT %(cap)s
+        )
+        SELECT memory_id, CASE WHEN distance = 'NaN' THEN 0.0 ELSE 1.0 - distance END, ts{counted} FROM scored
+        ORDER BY distance, ts DESC, memory_id
+        LIMIT %(k)s
+        """
+    ).format(vt=vt, model=sql.Literal(enc(model)), dims=sql.Literal(dims), where=sql.SQL(where),
+             counted=sql.SQL(", (SELECT count(*) FROM scored)" if cap is not None else ""))
+    return stmt, params
+
+
+def bounded_scope_size(conn: psycopg.Connection[Any], scope: Scope, limit: int) -> int:
+    """The scope's candidate count, reading at most `limit` + 1 rows (returns `limit` + 1 if larger)."""
+    where, params = scope_filter(scope)
+    params["lim"] = limit + 1
+    row = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %(lim)s) AS c", params,
+        prepare=False,
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def vector_search(
+    conn: psycopg.Connection[Any], scope: Scope, model: str, query: Vector, k: int,
+    *, exact_max: int = EXACT_SCAN_MAX,
+) -> list[Hit]:
+    """Exact for scopes of at most `exact_max` candidates, HNSW otherwise (module docstring)."""
     if k <= 0:
         return []
+    if exact_max > 0 and scope.entity_id is not None:
+        # Entity scopes are nearly always small: score up to exact_max + 1 rows in one statement.
+        stmt, params = exact_vector_statement(scope, model, query, k, cap=exact_max + 1)
+        rows = conn.execute(stmt, params, prepare=False).fetchall()
+        if not rows or int(rows[0][3]) <= exact_max:
+            return _sorted_hits([r[:3] for r in rows], k, descending=True)
+    elif exact_max > 0 and bounded_scope_size(conn, scope, exact_max) <= exact_max:
+        stmt, params = exact_vector_statement(scope, model, query, k)
+        rows = conn.execute(stmt, params, prepare=False).fetchall()
+        return _sorted_hits(rows, k, descending=True)
     stmt, params = vector_statement(scope, model, query, k)
-    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(max(40, k), 1000)),))
-    rows = conn.execute(stmt, params).fetchall()
+    with conn.transaction():  # the settings are transaction-local (the store may read in autocommit)
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(max(40, k), 1000)),))
+        rows = conn.execute(stmt, params, prepare=False).fetchall()
     return _sorted_hits(rows, k, descending=True)
 
 
@@ -129,7 +208,7 @@ def keyword_search(conn: psycopg.Connection[Any], scope: Scope, text: str, k: in
         ORDER BY rank DESC, m.ts DESC, m.memory_id
         LIMIT %(k)s
     """
-    rows = conn.execute(stmt, params).fetchall()
+    rows = conn.execute(stmt, params, prepare=False).fetchall()
     return _sorted_hits([r for r in rows if r[1] > 0], k, descending=True)
 
 
@@ -150,7 +229,7 @@ def graph_search(
     for hop in range(1, depth + 1):
         if not frontier:
             break
-        rows = conn.execute(hop_sql, {**params, "frontier": frontier}).fetchall()
+        rows = conn.execute(hop_sql, {**params, "frontier": frontier}, prepare=False).fetchall()
         nxt: list[str] = []
         for row in rows:
             for ent in row:
@@ -159,23 +238,29 @@ def graph_search(
                     nxt.append(ent)
         frontier = nxt
     ents = list(distance)
+    # One equality (hash) join per column, not one join ON a three-way OR (a nested loop of scope rows
+    # x entities: 40 ms for 1,000 rows x 73 entities at 1M memories); entities are distinct, so each
+    # memory appears once and LEAST (which skips NULLs) is its smallest distance.
     final_sql = f"""
-        SELECT m.memory_id, min(d.dist) AS dist, m.ts
+        WITH d AS MATERIALIZED (SELECT * FROM unnest(%(ents)s::text[], %(dists)s::int[]) AS d(ent, dist))
+        SELECT m.memory_id, LEAST(d1.dist, d2.dist, d3.dist) AS dist, m.ts
         FROM memories m
-        JOIN unnest(%(ents)s::text[], %(dists)s::int[]) AS d(ent, dist)
-          ON d.ent = m.entity_id OR d.ent = m.subject OR d.ent = m.object_entity
-        WHERE {where}
-        GROUP BY m.memory_id, m.ts
+        LEFT JOIN d d1 ON d1.ent = m.entity_id
+        LEFT JOIN d d2 ON d2.ent = m.subject
+        LEFT JOIN d d3 ON d3.ent = m.object_entity
+        WHERE (d1.ent IS NOT NULL OR d2.ent IS NOT NULL OR d3.ent IS NOT NULL)
+          AND (m.entity_id = ANY(%(ents)s) OR m.subject = ANY(%(ents)s) OR m.object_entity = ANY(%(ents)s))
+          AND {where}
         ORDER BY dist, m.ts DESC, m.memory_id
         LIMIT %(k)s
     """
     rows = conn.execute(
-        final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}
+        final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}, prepare=False
     ).fetchall()
     return _sorted_hits(rows, k, descending=False)
 
 
 def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
     where, params = scope_filter(scope)
-    row = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
+    row = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params, prepare=False).fetchone()
     return int(row[0]) if row else 0

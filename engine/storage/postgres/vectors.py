@@ -120,3 +120,26 @@ def ensure_hnsw_index(url: str, model: str, dims: int, *, lock_timeout_ms: int =
     except psycopg.errors.LockNotAvailable:
         _log.warning("could not lock embeddings to create %s; will retry on a later write", name)
         return False
+
+
+def build_hnsw_index(url: str, model: str, dims: int, *, maintenance_work_mem: str = "512MB",
+                     parallel_workers: int = 2) -> None:
+    """(Re-)create the HNSW index for (model, dims) after a bulk load, on its own autocommit connection,
+    with more build memory (a graph that fits in `maintenance_work_mem` builds several times faster)
+    and up to `parallel_workers` parallel maintenance workers. No lock timeout: it waits for writers."""
+    if dims > HNSW_MAX_DIMS:
+        return
+    name = hnsw_index_name(model, dims)
+    stmt = sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((embedding::{vt}) vector_cosine_ops)"
+        " WHERE model = {model} AND dims = {dims}"
+    ).format(name=sql.Identifier(name), vt=vector_type(dims), model=sql.Literal(enc(model)),
+             dims=sql.Literal(int(dims)))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
+        conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),))
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
+        try:
+            conn.execute(stmt)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
