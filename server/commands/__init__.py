@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "export": "server.commands.transfer",
     "import": "server.commands.transfer",
     "migrate": "server.commands.migrate",
+    "eval": "server.commands.eval",
 }
 
 

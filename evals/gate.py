@@ -1,0 +1,114 @@
+"""The eval gate: a small replay that CI runs on every change (`tests/evals/test_gate.py`).
+
+    measure(GateSpec()) -> {"locomo.recall_in_context": 0.41, ...}
+    check(measured, load_floors()) -> [] (or the list of failures)
+
+It replays the first `locomo_conversations` LoCoMo conversations (categories 1-4) and a seeded
+synthetic set through the engine in process, with the default preset and the `hash` embedder, and
+compares with `evals/floors.json`:
+- `floors`: a measured value below its floor fails (evidence recall in context, supersession accuracy)
+- `ceilings`: a value above its ceiling fails (budget overflow count: must stay 0; stale leakage)
+The file also keeps the values measured when the floors were set (`measured`), so a reviewer sees
+the margin. `loci eval gate` prints the comparison; `--write-measured` records new measurements
+(the floors themselves are edited by hand, a little under what was measured).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from evals.loaders import load_dataset
+from evals.metrics import metrics_frame, score, summarize
+from evals.replay import EngineBackend, ReplayConfig, evidence_questions
+from evals.replay_many import replay_many
+from evals.synthetic import SyntheticConfig, generate
+
+FLOORS_PATH = Path(__file__).resolve().parent / "floors.json"
+LOCOMO_CATEGORIES: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-hop")
+
+
+class GateSpec(msgspec.Struct, frozen=True, kw_only=True):
+    locomo_conversations: int = 2
+    synthetic_seed: int = 11
+    synthetic_entities: int = 12
+    preset: str | None = None  # the default (balanced)
+    embedder: str = "hash"
+    budget: int = 1200
+    rank_depth: int = 0  # the gate scores the assembled context; no second ranking call
+
+
+def _summary(dataset: Any, config: ReplayConfig, keep: Any) -> Any:
+    records = replay_many(dataset, EngineBackend(config), {"gate": config}, questions=keep)["gate"]
+    return summarize(metrics_frame(score(r) for r in records), by=None).loc["all"]
+
+
+def measure(spec: GateSpec | None = None) -> dict[str, float]:
+    s = spec or GateSpec()
+    config = ReplayConfig(preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth)
+    locomo = load_dataset("locomo").limit(s.locomo_conversations)
+    loc = _summary(locomo, config, lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES)
+    synthetic = generate(SyntheticConfig(seed=s.synthetic_seed, entities=s.synthetic_entities))
+    syn = _summary(synthetic, config, evidence_questions)
+    return {
+        "locomo.recall_in_context": round(float(loc["recall_in_context"]), 4),
+        "locomo.overflow_count": float(loc["overflow_count"]),
+        "locomo.questions": float(loc["n"]),
+        "synthetic.recall_in_context": round(float(syn["recall_in_context"]), 4),
+        "synthetic.supersession_accuracy": round(float(syn["supersession_correct"]), 4),
+        "synthetic.stale_leak": round(float(syn["stale_leak"]), 4),
+        "synthetic.overflow_count": float(syn["overflow_count"]),
+        "synthetic.questions": float(syn["n"]),
+    }
+
+
+class Floors(msgspec.Struct, kw_only=True):
+    spec: GateSpec = msgspec.field(default_factory=GateSpec)
+    floors: dict[str, float] = msgspec.field(default_factory=dict)
+    ceilings: dict[str, float] = msgspec.field(default_factory=dict)
+    measured: dict[str, float] = msgspec.field(default_factory=dict)
+    note: str = ""
+
+
+def load_floors(path: Path = FLOORS_PATH) -> Floors:
+    return msgspec.json.decode(path.read_bytes(), type=Floors)
+
+
+def check(measured: Mapping[str, float], floors: Floors) -> list[str]:
+    """Failures, one line each: a metric under its floor, over its ceiling, or not measured."""
+    failures = []
+    for name, floor in floors.floors.items():
+        value = measured.get(name)
+        if value is None or not value >= floor:
+            failures.append(f"{name} = {value} is below its floor {floor}")
+    for name, ceiling in floors.ceilings.items():
+        value = measured.get(name)
+        if value is None or not value <= ceiling:
+            failures.append(f"{name} = {value} is above its ceiling {ceiling}")
+    return failures
+
+
+def comparison(measured: Mapping[str, float], floors: Floors) -> str:
+    lines = [f"{'metric':<36} {'measured':>9} {'floor':>7} {'ceiling':>8} {'recorded':>9}"]
+    for name in sorted(set(measured) | set(floors.floors) | set(floors.ceilings)):
+        def fmt(v: float | None) -> str:
+            return "-" if v is None else f"{v:.4g}"
+
+        lines.append(f"{name:<36} {fmt(measured.get(name)):>9} {fmt(floors.floors.get(name)):>7} "
+                     f"{fmt(floors.ceilings.get(name)):>8} {fmt(floors.measured.get(name)):>9}")
+    return "\n".join(lines)
+
+
+def write_measured(measured: Mapping[str, float], path: Path = FLOORS_PATH) -> None:
+    """Record new measurements beside the (unchanged) floors."""
+    data = json.loads(path.read_text())
+    data["measured"] = dict(measured)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+__all__: Sequence[str] = ("FLOORS_PATH", "Floors", "GateSpec", "check", "comparison", "load_floors", "measure",
+                          "write_measured")

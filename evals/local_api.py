@@ -1,0 +1,62 @@
+"""The served API in process, for notebooks and docs: the real Litestar app (`server.app.create_app`)
+behind Litestar's TestClient (an httpx client over ASGI, no socket), a fresh in-memory store, and an
+API key created for one org.
+
+    with start_local_api(org="demo") as api:
+        api.post("/v0/memories", {"items": [...]})
+        api.post("/v0/context/assemble", {...})
+        backend = HttpBackend("http://testserver", api.secret, client=api.client)  # replay over HTTP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+
+class LocalApi:
+    def __init__(self, org: str = "demo", embedder: str = "hash", scopes: Sequence[str] = ("read", "write", "admin")):
+        from litestar.testing import TestClient
+
+        from engine.embed.registry import create_embedder
+        from engine.storage.memory import InMemoryStore
+        from server.app import create_app
+        from server.auth import create_api_key
+        from server.config import Settings
+
+        self.store = InMemoryStore()
+        settings = Settings(embedder=embedder, rate_limit="100000/minute")
+        self.app = create_app(settings, store=self.store, embedder=create_embedder(embedder))
+        self.key, self.secret = create_api_key(self.store, org, list(scopes))
+        self.org = org
+        self.client: Any = TestClient(self.app)
+        self.headers = {"Authorization": f"Bearer {self.secret}"}
+
+    def __enter__(self) -> LocalApi:
+        self.client.__enter__()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.client.__exit__(kind, exc, tb)
+        self.store.close()
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a JSON body with the key; raises on an error status; returns the JSON answer."""
+        response = self.client.post(path, json=body, headers=self.headers)
+        response.raise_for_status()
+        data: dict[str, Any] = response.json()
+        return data
+
+    def get(self, path: str) -> dict[str, Any]:
+        response = self.client.get(path, headers=self.headers)
+        response.raise_for_status()
+        data: dict[str, Any] = response.json()
+        return data
+
+
+def start_local_api(org: str = "demo", embedder: str = "hash") -> LocalApi:
+    return LocalApi(org=org, embedder=embedder)
+
+
+__all__: Sequence[str] = ("LocalApi", "start_local_api")

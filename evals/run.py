@@ -1,0 +1,347 @@
+"""`loci eval run`: replay a dataset under one configuration and the two baselines, score it, and
+write a run directory.
+
+    run_eval(RunConfig(dataset="locomo", preset="balanced"), progress=True) -> RunResult
+
+The chosen configuration is replayed next to `bm25-only` (weights {bm25: 1}, every other channel 0)
+and `semantic-only` ({semantic: 1}) on the same stores: each conversation is written once (turn by
+turn in time order, each turn's date as its timestamp) and each question is asked under every
+configuration with `as_of` = the question's time (see `evals.replay_many`).
+
+`evals/runs/<run-id>/` holds:
+    config.json      the RunConfig (never the API key), the resolved ReplayConfigs, git revision
+    questions.jsonl  one line per (configuration, question): its metrics, evidence and top ranks
+    summary.json     per configuration: the summary table by category, and latency per stage
+    report.md        markdown tables and the PNG plots below
+    recall_at_k.png, recall_in_context_by_category.png, utilization.png
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from evals import plots
+from evals.latest_evidence import latest_evidence_table
+from evals.loaders import load_dataset
+from evals.metrics import QuestionRecord, latency_table, metrics_frame, score, summarize
+from evals.model import Dataset, Question
+from evals.replay import Backend, EngineBackend, HttpBackend, ReplayConfig, evidence_questions
+from evals.replay_many import full_weights, replay_many
+from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
+
+CHOSEN = "chosen"
+BASELINES: Mapping[str, dict[str, float]] = {
+    "bm25-only": full_weights({"bm25": 1.0}),
+    "semantic-only": full_weights({"semantic": 1.0}),
+}
+#: the columns of the printed summary table
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "n",
+    "recall_at_5",
+    "recall_at_10",
+    "recall_at_50",
+    "mrr",
+    "ndcg_at_10",
+    "recall_in_context",
+    "supersession_correct",
+    "stale_leak",
+    "false_supersession",
+    "overflow_count",
+    "utilization",
+    "evidence_token_share",
+)
+
+
+class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
+    dataset: str = "synthetic"
+    preset: str | None = None
+    normalization: str = "minmax"
+    weights: dict[str, float] | None = None
+    recency_half_life_days: int | None = None
+    budget: int = 1200
+    rank_depth: int = 50
+    limit: int | None = None  # the first N conversations
+    limit_questions: int | None = None  # the first N questions of each conversation
+    conversations: tuple[str, ...] = ()  # only these conversation ids
+    categories: tuple[str, ...] = ()  # only these question categories
+    embedder: str = "hash"
+    store: str = "memory"
+    extract: bool = True
+    baselines: bool = True
+    #: more presets to compare on the same stores (each a configuration named `preset:<name>`)
+    compare_presets: tuple[str, ...] = ()
+    http_url: str | None = None
+
+    def replay_config(self, weights: dict[str, float] | None = None) -> ReplayConfig:
+        return ReplayConfig(
+            preset=self.preset,
+            normalization=self.normalization,
+            weights=weights if weights is not None else self.weights,
+            recency_half_life_days=self.recency_half_life_days,
+            budget=self.budget,
+            rank_depth=self.rank_depth,
+            extract=self.extract,
+            embedder=self.embedder,
+            store=self.store,
+        )
+
+    def label(self) -> str:
+        name = Path(self.dataset).stem if "/" in self.dataset or self.dataset.endswith(".json") else self.dataset
+        return f"{name}-{self.preset or 'balanced'}"
+
+
+class RunResult(msgspec.Struct, kw_only=True):
+    config: RunConfig
+    run_dir: Path | None
+    summaries: dict[str, Any]  # configuration name -> summary DataFrame (by category + `all`)
+    latency: dict[str, Any]  # configuration name -> latency DataFrame
+    frames: dict[str, Any]  # configuration name -> per-question metrics DataFrame
+    #: per configuration: newest-evidence-in-context rates (`evals.latest_evidence`); empty when
+    #: no question has evidence at two distinct times
+    latest: Any = None
+    seconds: float = 0.0
+
+
+def configurations(config: RunConfig) -> dict[str, ReplayConfig]:
+    """The chosen configuration first, then the compared presets, then the baselines (when asked for)."""
+    out = {CHOSEN: config.replay_config()}
+    for preset in config.compare_presets:
+        out[f"preset:{preset}"] = msgspec.structs.replace(config.replay_config(), preset=preset)
+    if config.baselines:
+        for name, weights in BASELINES.items():
+            out[name] = config.replay_config(weights)
+    return out
+
+
+def select(dataset: Dataset, config: RunConfig) -> Dataset:
+    """The conversations the run covers: `conversations` ids, then the first `limit`."""
+    if config.conversations:
+        missing = set(config.conversations) - {c.conversation_id for c in dataset.conversations}
+        if missing:
+            from engine.errors import InvalidInput
+
+            raise InvalidInput(f"unknown conversation id(s): {sorted(missing)}", field="conversations")
+        dataset = dataset.subset(list(config.conversations))
+    if config.limit is not None:
+        dataset = dataset.limit(config.limit)
+    return dataset
+
+
+def question_filter(config: RunConfig) -> Callable[[Question], bool]:
+    categories = set(config.categories)
+
+    def keep(q: Question) -> bool:
+        return evidence_questions(q) and (not categories or q.category in categories)
+
+    return keep
+
+
+def make_backend(config: RunConfig, api_key: str | None = None, client: Any = None) -> Backend:
+    if config.http_url or client is not None:
+        if not api_key:
+            from engine.errors import InvalidInput
+
+            raise InvalidInput("--http needs --api-key", field="api_key")
+        return HttpBackend(config.http_url or "http://testserver", api_key, client=client)
+    return EngineBackend(config.replay_config())
+
+
+def score_records(records: Mapping[str, Sequence[QuestionRecord]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(per-question frames, summaries by category, latency tables) per configuration name."""
+    frames = {name: metrics_frame(score(r) for r in recs) for name, recs in records.items()}
+    summaries = {name: summarize(frame, by="category") for name, frame in frames.items()}
+    latency = {name: latency_table(r.stage_ms for r in recs) for name, recs in records.items()}
+    return frames, summaries, latency
+
+
+def overview(summaries: Mapping[str, Any], columns: Sequence[str] = SUMMARY_COLUMNS) -> Any:
+    """One row per configuration: the `all` row of its summary, the chosen columns."""
+    import pandas as pd
+
+    rows = {name: table.loc["all"] for name, table in summaries.items()}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    for col in ("n", "overflow_count", "n_recall", "n_supersession"):
+        if col in frame.columns:
+            frame[col] = frame[col].astype("int64")
+    return frame[[c for c in columns if c in frame.columns]].dropna(axis=1, how="all")
+
+
+def run_eval(
+    config: RunConfig,
+    *,
+    api_key: str | None = None,
+    out_dir: str | Path | None = None,
+    write: bool = True,
+    progress: bool = False,
+    dataset: Dataset | None = None,
+    backend: Backend | None = None,
+) -> RunResult:
+    """Replay, score and (when `write`) write the run directory. `dataset` / `backend` override the
+    ones named by the config (tests and notebooks pass them)."""
+    started = time.perf_counter()
+    data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
+    configs = configurations(config)
+    engine = backend if backend is not None else make_backend(config, api_key)
+    records = replay_many(
+        data,
+        engine,
+        configs,
+        questions=question_filter(config),
+        progress=progress,
+        limit_questions=config.limit_questions,
+    )
+    frames, summaries, latency = score_records(records)
+    result = RunResult(
+        config=config,
+        run_dir=None,
+        summaries=summaries,
+        latency=latency,
+        frames=frames,
+        latest=latest_evidence_table(records, data),
+        seconds=time.perf_counter() - started,
+    )
+    if write:
+        result.run_dir = write_run(result, configs, records, data, out_dir)
+    return result
+
+
+def _question_rows(name: str, records: Sequence[QuestionRecord], frame: Any) -> list[dict[str, Any]]:
+    rows = []
+    for record, metrics in zip(records, frame.to_dict(orient="records"), strict=True):
+        row = {"config": name, **{k: (None if v != v else v) for k, v in metrics.items()}}
+        row["evidence"] = list(record.evidence)
+        row["ranked_top10"] = list(dict.fromkeys(record.ranked))[:10]
+        row["as_of"] = record.as_of.isoformat() if record.as_of else None
+        rows.append(row)
+    return rows
+
+
+def write_run(
+    result: RunResult,
+    configs: Mapping[str, ReplayConfig],
+    records: Mapping[str, Sequence[QuestionRecord]],
+    dataset: Dataset,
+    out_dir: str | Path | None,
+) -> Path:
+    run_dir = new_run_dir(out_dir, result.config.label())
+    revision = git_revision()
+    write_json(
+        run_dir / "config.json",
+        {
+            "run": result.config,
+            "configurations": dict(configs),
+            "dataset": {"name": dataset.name, "conversations": len(dataset.conversations),
+                        "source": dataset.source, "license": dataset.license},
+            "git": revision,
+            "seconds": round(result.seconds, 3),
+        },
+    )
+    with (run_dir / "questions.jsonl").open("wb") as fh:
+        for name, recs in records.items():
+            for row in _question_rows(name, recs, result.frames[name]):
+                fh.write(msgspec.json.encode(row) + b"\n")
+    summary = {
+        name: {
+            "by_category": _records_of(table),
+            "latency_ms": _records_of(result.latency[name]),
+        }
+        for name, table in result.summaries.items()
+    }
+    if result.latest is not None and len(result.latest):
+        for name, row in _records_of(result.latest).items():
+            summary[name]["latest_evidence"] = {"all": row}
+    write_json(run_dir / "summary.json", summary)
+    figures = {
+        "recall_at_k.png": plots.recall_at_k(result.summaries),
+        "recall_in_context_by_category.png": plots.metric_by_category(result.summaries),
+        "utilization.png": plots.histogram(list(result.frames[CHOSEN]["utilization"]), "utilization"),
+    }
+    for file_name, fig in figures.items():
+        plots.save(fig, run_dir / file_name)
+    (run_dir / "report.md").write_text(report_markdown(result, dataset, revision.commit, list(figures)))
+    return run_dir
+
+
+def _records_of(frame: Any) -> dict[str, dict[str, float | None]]:
+    return {
+        str(idx): {str(k): (None if v != v else float(v)) for k, v in row.items()}
+        for idx, row in frame.to_dict(orient="index").items()
+    }
+
+
+def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, figures: Sequence[str]) -> str:
+    c = result.config
+    lines = [
+        f"# Eval run: {c.label()}",
+        "",
+        f"- dataset: `{dataset.name}` ({len(dataset.conversations)} conversations)",
+        f"- preset `{c.preset or 'balanced'}`, normalization `{c.normalization}`, weights "
+        f"`{c.weights or 'preset'}`, half-life `{c.recency_half_life_days or 'preset'}`, budget {c.budget}",
+        f"- embedder `{c.embedder}`, store `{c.store}`, extract {c.extract}, "
+        f"{'HTTP ' + c.http_url if c.http_url else 'engine in process'}",
+        f"- git `{commit or 'unknown'}`; {result.seconds:.1f} s",
+        "",
+        "## Overview (all questions)",
+        "",
+        markdown_table(overview(result.summaries)),
+        "",
+        *_latest_section(result),
+        "## The chosen configuration by category",
+        "",
+        markdown_table(result.summaries[CHOSEN][[col for col in SUMMARY_COLUMNS
+                                                 if col in result.summaries[CHOSEN].columns]]
+                       .dropna(axis=1, how="all")),
+        "",
+        "## Latency per stage (ms), chosen configuration",
+        "",
+        markdown_table(result.latency[CHOSEN], floatfmt=".2f"),
+        "",
+        "## Plots",
+        "",
+        *[f"![{name}]({name})" for name in figures],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _latest_section(result: RunResult) -> list[str]:
+    if result.latest is None or not len(result.latest):
+        return []
+    return [
+        "## Newest evidence in context (questions whose evidence spans an old and a new value)",
+        "",
+        markdown_table(result.latest),
+        "",
+    ]
+
+
+def print_summary(result: RunResult, out: Any = None) -> str:
+    text = overview(result.summaries).to_string(float_format=lambda v: f"{v:.3f}")
+    if result.latest is not None and len(result.latest):
+        text += "\n\nnewest evidence in context (old and new value in the evidence):\n"
+        text += result.latest.to_string(float_format=lambda v: f"{v:.3f}")
+    if out is not None:
+        print(text, file=out)
+        if result.run_dir is not None:
+            print(f"\nwritten to {result.run_dir}", file=out)
+    return text
+
+
+__all__: Sequence[str] = (
+    "BASELINES",
+    "CHOSEN",
+    "RunConfig",
+    "RunResult",
+    "configurations",
+    "make_backend",
+    "overview",
+    "print_summary",
+    "run_eval",
+    "score_records",
+    "select",
+)

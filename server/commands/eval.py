@@ -1,0 +1,185 @@
+"""`loci eval run|sweep|fit`: the research harness from the command line (logic lives in `evals/`).
+
+    loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
+    loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
+    loci eval fit --dataset locomo --folds 5
+    loci eval gate [--write-measured]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from engine.errors import InvalidInput
+
+
+def _weights(text: str | None) -> dict[str, float] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--weights is not JSON: {exc}", field="weights") from exc
+    if not isinstance(value, dict) or not all(isinstance(v, int | float) for v in value.values()):
+        raise InvalidInput('--weights must be a JSON object of numbers, e.g. {"bm25": 1}', field="weights")
+    return {str(k): float(v) for k, v in value.items()}
+
+
+def _csv(text: str | None) -> tuple[str, ...]:
+    return tuple(s.strip() for s in (text or "").split(",") if s.strip())
+
+
+def _run(args: argparse.Namespace) -> int:
+    from evals.run import RunConfig, print_summary, run_eval
+
+    config = RunConfig(
+        dataset=args.dataset,
+        preset=args.preset,
+        normalization=args.normalization,
+        weights=_weights(args.weights),
+        recency_half_life_days=args.half_life,
+        budget=args.budget,
+        rank_depth=args.rank_depth,
+        limit=args.limit,
+        limit_questions=args.limit_questions,
+        conversations=_csv(args.conversations),
+        categories=_csv(args.categories),
+        embedder=args.embedder,
+        store=args.store,
+        extract=not args.no_extract,
+        baselines=not args.no_baselines,
+        compare_presets=_csv(args.compare_presets),
+        http_url=args.http,
+    )
+    result = run_eval(config, api_key=args.api_key, out_dir=args.out, progress=not args.quiet)
+    print_summary(result, sys.stdout)
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from evals.sweep import SweepConfig, print_sweep, run_sweep
+
+    config = SweepConfig(
+        dataset=args.dataset,
+        mode=args.mode,
+        samples=args.samples,
+        seed=args.seed,
+        presets=_csv(args.presets) or ("balanced",),
+        normalizations=_csv(args.normalizations) or ("minmax",),
+        half_lives=tuple(int(h) for h in _csv(args.half_lives)),
+        weights=tuple(_weights(w) or {} for w in args.weights or ()),
+        holdout=args.holdout,
+        metric=args.metric,
+        budget=args.budget,
+        limit=args.limit,
+        limit_questions=args.limit_questions,
+        categories=_csv(args.categories),
+        embedder=args.embedder,
+        store=args.store,
+    )
+    result = run_sweep(config, out_dir=args.out, progress=not args.quiet)
+    print_sweep(result, sys.stdout)
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from evals.fit import FitConfig, print_fit, run_fit
+
+    config = FitConfig(
+        dataset=args.dataset,
+        folds=args.folds,
+        normalization=args.normalization,
+        rank_depth=args.rank_depth,
+        limit=args.limit,
+        limit_questions=args.limit_questions,
+        categories=_csv(args.categories),
+        embedder=args.embedder,
+        store=args.store,
+        c=args.c,
+    )
+    result = run_fit(config, progress=not args.quiet)
+    print_fit(result, sys.stdout)
+    return 0
+
+
+def _gate(args: argparse.Namespace) -> int:
+    from evals.gate import check, comparison, load_floors, measure, write_measured
+
+    floors = load_floors()
+    measured = measure(floors.spec)
+    print(comparison(measured, floors))
+    if args.write_measured:
+        write_measured(measured)
+        print("recorded the measured values in evals/floors.json (floors unchanged)")
+    failures = check(measured, floors)
+    for line in failures:
+        print(f"FAIL {line}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", default="synthetic",
+                   help="locomo | longmemeval-oracle | longmemeval-ku | synthetic | PATH (common-format JSON)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    p.add_argument("--limit-questions", type=int, default=None, help="only the first N questions per conversation")
+    p.add_argument("--categories", default=None, help="comma list of question categories to keep")
+    p.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+                   help="minilm | openai | hash (default $LOCI_EMBEDDER or minilm; hash is for tests only)")
+    p.add_argument("--store", default="memory", help="store target per conversation (default memory)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("eval", help="replay datasets, sweep and fit retrieval settings")
+    sub = parser.add_subparsers(dest="eval_command", metavar="ACTION")
+    sub.required = True
+
+    run = sub.add_parser("run", help="replay a dataset under one configuration and the baselines")
+    _common(run)
+    run.add_argument("--preset", default=None, help="balanced | fast | factual | recent | graphy")
+    run.add_argument("--normalization", default="minmax")
+    run.add_argument("--weights", default=None, help='JSON, e.g. {"semantic": 0.6, "bm25": 0.4}')
+    run.add_argument("--half-life", type=int, default=None, help="recency half-life in days")
+    run.add_argument("--budget", type=int, default=1200)
+    run.add_argument("--rank-depth", type=int, default=50)
+    run.add_argument("--conversations", default=None, help="comma list of conversation ids")
+    run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
+    run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
+    run.add_argument("--compare-presets", default=None,
+                     help="comma list of more presets replayed on the same stores (e.g. fast,factual)")
+    run.add_argument("--http", default=None, metavar="URL", help="replay through a served API instead")
+    run.add_argument("--api-key", default=None, help="bearer key for --http (never written to disk)")
+    run.add_argument("--out", default=None, help="runs directory (default evals/runs)")
+    run.set_defaults(func=_run)
+
+    sweep = sub.add_parser("sweep", help="grid or random search, scored on held-out conversations")
+    _common(sweep)
+    sweep.add_argument("--mode", choices=("grid", "random"), default="random")
+    sweep.add_argument("--samples", type=int, default=20, help="random mode: weight vectors to draw")
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--presets", default=None, help="comma list (default balanced)")
+    sweep.add_argument("--normalizations", default=None, help="comma list (default minmax)")
+    sweep.add_argument("--half-lives", default=None, help="comma list of days (default: the preset's)")
+    sweep.add_argument("--weights", action="append", default=None,
+                       help="a weights JSON to include (repeatable); grid mode uses only these if given")
+    sweep.add_argument("--holdout", type=float, default=0.3, help="share of conversations held out")
+    sweep.add_argument("--metric", default="recall_in_context")
+    sweep.add_argument("--budget", type=int, default=1200)
+    sweep.add_argument("--out", default=None, help="runs directory (default evals/runs)")
+    sweep.set_defaults(func=_sweep)
+
+    fit = sub.add_parser("fit", help="learn channel weights from score components (logistic regression)")
+    _common(fit)
+    fit.add_argument("--folds", type=int, default=5, help="GroupKFold folds (groups = conversations)")
+    fit.add_argument("--normalization", default="minmax")
+    fit.add_argument("--rank-depth", type=int, default=50)
+    fit.add_argument("--c", type=float, default=1.0, help="inverse regularization strength")
+    fit.set_defaults(func=_fit)
+
+    gate = sub.add_parser("gate", help="run the CI eval gate and compare with evals/floors.json")
+    gate.add_argument("--write-measured", action="store_true", help="record the new measurements")
+    gate.set_defaults(func=_gate)

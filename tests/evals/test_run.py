@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InvalidInput
+from evals.model import encode_dataset
+from evals.run import BASELINES, CHOSEN, RunConfig, configurations, overview, run_eval, select
+from server.cli import main
+from tests.evals._tiny import CountingBackend, tiny_dataset
+
+
+def test_configurations_put_chosen_first_then_presets_then_baselines() -> None:
+    cfgs = configurations(RunConfig(preset="fast", budget=800, compare_presets=("factual",)))
+    assert list(cfgs) == [CHOSEN, "preset:factual", "bm25-only", "semantic-only"]
+    assert cfgs[CHOSEN].preset == "fast" and cfgs["preset:factual"].preset == "factual"
+    # a baseline zeroes every other channel (a weight left out would take the preset's value)
+    assert cfgs["bm25-only"].weights == {
+        "semantic": 0.0, "bm25": 1.0, "graph_prior": 0.0, "recency_decay": 0.0, "confidence": 0.0,
+    }
+    assert cfgs["semantic-only"].weights == BASELINES["semantic-only"]
+    assert all(c.budget == 800 for c in cfgs.values())
+    assert list(configurations(RunConfig(baselines=False))) == [CHOSEN]
+
+
+def test_select_by_ids_then_limit() -> None:
+    data = tiny_dataset(entities=4)
+    ids = [c.conversation_id for c in data.conversations]
+    chosen = select(data, RunConfig(conversations=(ids[2], ids[0]), limit=1))
+    assert [c.conversation_id for c in chosen.conversations] == [ids[0]]
+    assert {q.conversation_id for q in chosen.questions} == {ids[0]}
+    with pytest.raises(InvalidInput):
+        select(data, RunConfig(conversations=("nope",)))
+
+
+def test_run_writes_the_run_directory(tmp_path: Path) -> None:
+    data = tiny_dataset(entities=3)
+    config = RunConfig(dataset="synthetic", rank_depth=0)
+    backend = CountingBackend(config.replay_config())
+    result = run_eval(config, out_dir=tmp_path, dataset=data, backend=backend)
+    run_dir = result.run_dir
+    assert run_dir is not None and run_dir.parent == tmp_path
+    # written once per conversation, asked under three configurations
+    assert backend.loads == [c.conversation_id for c in data.conversations]
+    names = {p.name for p in run_dir.iterdir()}
+    assert {"config.json", "questions.jsonl", "summary.json", "report.md", "recall_at_k.png",
+            "recall_in_context_by_category.png", "utilization.png"} <= names
+    cfg = json.loads((run_dir / "config.json").read_text())
+    assert "commit" in cfg["git"] and cfg["run"]["dataset"] == "synthetic"
+    assert set(cfg["configurations"]) == {CHOSEN, "bm25-only", "semantic-only"}
+    lines = [json.loads(x) for x in (run_dir / "questions.jsonl").read_text().splitlines()]
+    per_config = len(result.frames[CHOSEN])
+    assert len(lines) == 3 * per_config
+    assert {row["config"] for row in lines} == {CHOSEN, "bm25-only", "semantic-only"}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary[CHOSEN]["by_category"]["all"]["n"] == per_config
+    assert summary[CHOSEN]["by_category"]["all"]["overflow_count"] == 0
+    report = (run_dir / "report.md").read_text()
+    assert "| bm25-only" in report and "![recall_at_k.png](recall_at_k.png)" in report
+    table = overview(result.summaries)
+    assert list(table.index) == [CHOSEN, "bm25-only", "semantic-only"]
+    assert table.loc[CHOSEN, "recall_in_context"] == pytest.approx(
+        result.frames[CHOSEN]["recall_in_context"].mean()
+    )
+
+
+def test_cli_runs_a_dataset_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "tiny.json"
+    path.write_bytes(encode_dataset(tiny_dataset(entities=2)))
+    code = main(["eval", "run", "--dataset", str(path), "--preset", "fast", "--weights", '{"bm25": 0.7, "semantic": 0.3}',
+                 "--budget", "600", "--rank-depth", "0", "--out", str(tmp_path / "runs"), "--quiet"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "bm25-only" in out and "semantic-only" in out and "written to" in out
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    cfg = json.loads((run_dir / "config.json").read_text())
+    assert cfg["configurations"][CHOSEN]["weights"] == {"bm25": 0.7, "semantic": 0.3}
+    assert cfg["configurations"][CHOSEN]["budget"] == 600
+
+
+def test_cli_rejects_bad_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "run", "--weights", "[1, 2]", "--quiet"]) == 2
+    assert "--weights" in capsys.readouterr().err
+
+
+def test_run_over_http_uses_the_served_api(tmp_path: Path) -> None:
+    from evals.local_api import start_local_api
+    from evals.run import make_backend
+
+    data = tiny_dataset(entities=1)
+    config = RunConfig(dataset="synthetic", rank_depth=0, http_url="http://testserver")
+    with pytest.raises(InvalidInput):
+        make_backend(config, None)
+    with start_local_api(org="evals") as api:
+        backend = make_backend(config, api.secret, client=api.client)
+        result = run_eval(config, dataset=data, backend=backend, write=False)
+        namespace = f"eval-{data.conversations[0].conversation_id.lower()}"
+        listed = api.get(f"/v0/memories?namespace={namespace}")
+    assert result.run_dir is None
+    n = len(result.frames[CHOSEN])
+    assert n > 0 and set(result.frames) == {CHOSEN, "bm25-only", "semantic-only"}
+    # the turns went through POST /v0/memories (one namespace per conversation)
+    assert listed["items"] and all(m["namespace"] == namespace for m in listed["items"])
+    assert all(m["type"] == "event" for m in listed["items"])
