@@ -37,8 +37,7 @@ from engine.extract.base import Extractor, ExtractResult
 from engine.extract.rules.text import slug
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
-from engine.ingest import order_within_turn
-from engine.ingest import draft_to_memory, upsert_memories
+from engine.ingest import draft_to_memory, order_within_turn, upsert_memories
 from engine.models import Event, Memory
 from engine.retrieval.responses import Extracted, Upsert
 from engine.storage.base import Store
