@@ -321,7 +321,7 @@ def _latest_section(result: RunResult) -> list[str]:
 
 
 def print_summary(result: RunResult, out: Any = None) -> str:
-    text = overview(result.summaries).to_string(float_format=lambda v: f"{v:.3f}")
+    text: str = overview(result.summaries).to_string(float_format=lambda v: f"{v:.3f}")
     if result.latest is not None and len(result.latest):
         text += "\n\nnewest evidence in context (old and new value in the evidence):\n"
         text += result.latest.to_string(float_format=lambda v: f"{v:.3f}")

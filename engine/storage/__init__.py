@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from engine.errors import UnknownName
 from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Store, Vector
@@ -36,9 +36,10 @@ SCHEMES: dict[str, str] = {
 }
 
 
-def _load(path: str) -> Any:
+def _load(path: str) -> Callable[..., Store]:
     module_name, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    factory: Callable[..., Store] = getattr(importlib.import_module(module_name), attr)
+    return factory
 
 
 def _looks_like_path(target: str) -> bool:

