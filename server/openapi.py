@@ -14,6 +14,7 @@ from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.static_files import create_static_files_router
 
 from server.errors import DOCUMENTED_ERRORS
 from server.schemas import MemoryBatch, MemoryCreate, MemoryPatch
@@ -36,7 +37,7 @@ def openapi_config() -> OpenAPIConfig:
         description="Memory and context assembly for LLM agents (/v0). Errors use one envelope: "
                     "{error, message, request_id, details}.",
         path="/docs",
-        render_plugins=[_Swagger(), _Json()],
+        render_plugins=[_swagger(), _Json()],
         security=[{BEARER: []}],
         components=Components(security_schemes={
             BEARER: SecurityScheme(type="http", scheme="bearer", bearer_format="APIKey",
@@ -119,9 +120,33 @@ class _Swagger(SwaggerRenderPlugin):
         return super().render(request, complete(openapi_schema))
 
 
+#: Swagger UI's JavaScript and CSS, served by Loci itself (from the swagger-ui-bundle package) so
+#: /docs works with no network access
+ASSETS_PATH = "/static/swagger-ui"
+
+
+def _assets_dir() -> str | None:
+    try:
+        import swagger_ui_bundle
+    except ImportError:  # fall back to Litestar's default CDN URLs
+        return None
+    return str(swagger_ui_bundle.swagger_ui_path)
+
+
+def _swagger() -> _Swagger:
+    if _assets_dir() is None:
+        return _Swagger()
+    return _Swagger(js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js", css_url=f"{ASSETS_PATH}/swagger-ui.css",
+                    standalone_preset_js_url=f"{ASSETS_PATH}/swagger-ui-standalone-preset.js",
+                    favicon=f"<link rel='icon' type='image/png' href='{ASSETS_PATH}/favicon-32x32.png'>")
+
+
 @get("/schema/openapi.json", include_in_schema=False, sync_to_thread=False, media_type="application/json")
 def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
     return complete(_document(request.app))
 
 
-ROUTES = [openapi_json]
+ROUTES: list[Any] = [openapi_json]
+if (_dir := _assets_dir()) is not None:
+    ROUTES.append(create_static_files_router(path=ASSETS_PATH, directories=[_dir], include_in_schema=False,
+                                             name="swagger-ui-assets"))

@@ -86,3 +86,12 @@ def test_list_parameters(doc) -> None:
     assert {"namespace", "entity_id", "agent_id", "type", "status", "tag", "archived", "since", "until",
             "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
     assert params["page_size"]["schema"]["maximum"] == 200
+
+
+def test_docs_page_works_offline(client) -> None:
+    """The interactive docs load Swagger UI from Loci itself, not from a CDN."""
+    page = client.get("/docs").text
+    assert "/static/swagger-ui/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-standalone-preset.js"):
+        r = client.get(f"/static/swagger-ui/{asset}")
+        assert r.status_code == 200 and len(r.content) > 1000, asset
