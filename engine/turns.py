@@ -109,12 +109,13 @@ def plan_turn(extractor: Extractor | None, text: str, *, org_id: str, entity_id:
               namespace: str = "default", agent_id: str | None = None, timestamp: datetime,
               now: datetime, store_turn: StoreTurn = "event", extract: bool = True,
               mode: Mode = "smart", provenance: dict[str, str] | None = None,
-              metadata: dict[str, Any] | None = None) -> TurnPlan:
-    """Extract (when asked and an extractor is given) and build the turn memory; store nothing."""
+              metadata: dict[str, Any] | None = None, subject: str | None = None) -> TurnPlan:
+    """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
+    `subject`: who first-person statements are about (default `subject_for(entity_id)`)."""
     check_mode(mode)
     ts = to_utc(timestamp)
     if extract and extractor is not None and text.strip():
-        extraction = extractor.extract(text, subject=subject_for(entity_id), reference_time=ts)
+        extraction = extractor.extract(text, subject=subject or subject_for(entity_id), reference_time=ts)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
     turn = turn_memory(text, kind=store_turn, org_id=org_id, entity_id=entity_id, namespace=namespace,

@@ -354,7 +354,8 @@ class EngineBackend:
 
 # --- a served API over HTTP --------------------------------------------------------------------------
 class HttpBackend:
-    """A served API: events through POST /v0/memories, questions through POST /v0/context/assemble.
+    """A served API: events through POST /v0/memories, facts of user turns (when `config.extract`)
+    through assemble's ingest dated by `as_of`, questions through POST /v0/context/assemble.
     Each conversation gets its own namespace (`<prefix>-<conversation slug>`, max 64 characters)."""
 
     def __init__(
@@ -394,8 +395,29 @@ class HttpBackend:
             created = self._post("/v0/memories", {"items": items})["items"]
             for turn, memory in zip(batch, created, strict=True):
                 loaded.memory_to_turn[memory["memory_id"]] = turn.turn_id
+        if config.extract:
+            for turn in turns:
+                if turn.speaker.casefold() != ASSISTANT:
+                    self._ingest_facts(loaded, turn)
         loaded.write_ms = (time.perf_counter() - start) * 1000.0
         return loaded
+
+    def _ingest_facts(self, loaded: Loaded, turn: Turn) -> None:
+        """Facts of one user turn through assemble's ingest, dated by `as_of` = the turn's time (the
+        turn itself is already stored as an event). A fact maps to its turn; an upsert naming a memory
+        already mapped (a negation ends an earlier fact) keeps that mapping."""
+        body = {
+            "entity_id": loaded.entity_id, "namespace": loaded.namespace, "turn": turn.text,
+            "as_of": turn.timestamp.isoformat(),
+            "ingest": {"extract": True, "store_turn": "none", "upsert_conflicts": "smart",
+                       "subject": f"ent:{slug(turn.speaker)}"},  # as EngineBackend: "I" is the speaker
+            "budget": {"max_context_tokens": 256}, "return": {"include": ["facts"], "max_facts": 1},
+        }
+        extracted = self._post("/v0/context/assemble", body).get("extracted") or {}
+        for upsert in extracted.get("upserts") or []:
+            memory_id = upsert.get("memory_id")
+            if memory_id and upsert.get("action") != "SKIPPED":
+                loaded.memory_to_turn.setdefault(memory_id, turn.turn_id)
 
     def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
         t = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from engine.models import EntityId, Namespace
+from engine.models import EntityId, Namespace, SubjectId
 from engine.normalize import NormalizationName
 from engine.presets import PresetName
 
@@ -101,6 +101,9 @@ class IngestOptions(msgspec.Struct, kw_only=True):
     extract: bool = True
     store_turn: Literal["none", "event", "note", "fact"] = "event"
     upsert_conflicts: Literal["off", "smart"] = "smart"
+    #: who first-person statements ("I live in ...") are about; default: the request's entity_id as an
+    #: `ent:` id. Facts stay in the request's entity scope either way.
+    subject: SubjectId | None = None
 
 
 class AssembleRequest(msgspec.Struct, kw_only=True):

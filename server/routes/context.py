@@ -82,7 +82,7 @@ async def assemble_context(
             svc.extractor, body.turn, org_id=org_id, entity_id=body.entity_id, namespace=body.namespace,
             agent_id=agent, timestamp=to_utc(body.as_of) if body.as_of is not None else now, now=now,
             store_turn=body.ingest.store_turn, extract=body.ingest.extract, mode=body.ingest.upsert_conflicts,
-            provenance={"request_id": rid})
+            provenance={"request_id": rid}, subject=body.ingest.subject)
         ready.update(now=now, response=outcome.response, plan=plan,
                      embedded=embed_texts(svc.memories.embeddings, plan.texts()))
 

@@ -383,3 +383,15 @@ def test_recall_redacts_pii_unless_off(client, auth) -> None:
     raw = client.post("/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user",
                                           "policy": {"pii_redaction": "off"}}, headers=auth).json()
     assert "dana@example.com" in raw["matches"][0]["text"]
+
+
+def test_ingest_subject_names_who_first_person_statements_are_about(client, auth) -> None:
+    body = {"entity_id": "ent:household", "turn": "I live in Paris",
+            "ingest": {"subject": "ent:alice", "store_turn": "none"}}
+    r = client.post("/v0/context/assemble", json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    facts = r.json()["extracted"]["facts"]
+    assert facts and {f["subject"] for f in facts} == {"ent:alice"}
+    assert {f["entity_id"] for f in facts} == {"ent:household"}  # still in the request's scope
+    bad = client.post("/v0/context/assemble", json={**body, "ingest": {"subject": "alice"}}, headers=auth)
+    assert bad.status_code == 422 and "ingest.subject" in bad.json()["details"]["field"]
