@@ -190,6 +190,11 @@ def test_assemble_body_is_a_valid_request() -> None:
     assert (wide.return_.max_events, wide.return_.max_facts) == (30, 20)
 
 
+def _is_ingest(body: dict[str, Any]) -> bool:
+    """An assemble that ingests a turn's facts (replay), not one that asks a question."""
+    return bool(body.get("ingest", {}).get("extract"))
+
+
 def test_http_backend_against_a_mock_server() -> None:
     seen: list[tuple[str, dict[str, Any], str | None]] = []
     created: list[str] = []
@@ -232,7 +237,12 @@ def test_http_backend_against_a_mock_server() -> None:
     first = writes[0]["items"][0]
     assert first["type"] == "event" and first["text"] == "Alice: I live in Berlin."
     assert first["metadata"]["turn_id"] == "t0" and first["timestamp"] == T0.isoformat()
-    asks = [b for path, b, _ in seen if path == "/v0/context/assemble"]
+    assembles = [b for path, b, _ in seen if path == "/v0/context/assemble"]
+    ingests = [b for b in assembles if _is_ingest(b)]
+    asks = [b for b in assembles if not _is_ingest(b)]
+    # facts of user turns go through assemble's ingest, dated by the turn and about the speaker
+    assert ingests and all(b["ingest"]["store_turn"] == "none" for b in ingests)
+    assert ingests[0]["as_of"] == T0.isoformat() and ingests[0]["ingest"]["subject"] == "ent:alice"
     assert len(asks) == 3  # top_k 100 >= rank_depth: no second call
     assert all(auth == "Bearer sk_test" for _, _, auth in seen)
     assert asks[0]["as_of"] == (T0 + timedelta(days=41)).isoformat()
@@ -252,7 +262,8 @@ def test_http_backend_asks_for_a_deeper_ranking(depth: int, calls: int) -> None:
             return httpx.Response(
                 200, json={"items": [{"memory_id": f"m{i}"} for i, _ in enumerate(body["items"])]}
             )
-        paths.append(body)
+        if not _is_ingest(body):
+            paths.append(body)
         return httpx.Response(200, json={"context": {}, "matches": [], "retrieval_summary": {"top_k": 24}})
 
     client = httpx.Client(transport=httpx.MockTransport(handler), base_url="http://loci.test")

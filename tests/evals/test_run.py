@@ -103,4 +103,4 @@ def test_run_over_http_uses_the_served_api(tmp_path: Path) -> None:
     assert n > 0 and set(result.frames) == {CHOSEN, "bm25-only", "semantic-only"}
     # the turns went through POST /v0/memories (one namespace per conversation)
     assert listed["items"] and all(m["namespace"] == namespace for m in listed["items"])
-    assert all(m["type"] == "event" for m in listed["items"])
+    assert {m["type"] for m in listed["items"]} <= {"event", "fact"}  # turns, and facts of user turns
