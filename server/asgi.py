@@ -74,7 +74,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def _warm_embedder(app: Litestar) -> None:
+def warm_embedder(app: Litestar) -> None:
     """Load the embedder's weights in the background, so a worker's first write does not wait."""
     cache = app.state.loci.memories.embeddings
     if cache is None:
@@ -101,7 +101,7 @@ def create(env: Mapping[str, str] | None = None) -> Litestar:
     app = create_app(settings, limiter=limiter)
     app.on_shutdown.append(lambda: close_limiter(limiter))
     if env.get("LOCI_WARM_EMBEDDER", "1") != "0":
-        _warm_embedder(app)
+        warm_embedder(app)
     return app
 
 

@@ -4,9 +4,7 @@ org `dev` with scopes read,write,admin and prints its key."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-import threading
 from typing import Any, TextIO
 
 from engine.storage.base import Store
@@ -30,27 +28,11 @@ def ensure_dev_key(store: Store, out: TextIO) -> str | None:
     return secret
 
 
-def _warm_embedder(app: Any) -> None:
-    """Load the embedder (model weights) in the background so the first write does not wait."""
-    cache = app.state.loci.memories.embeddings
-    if cache is None:
-        return
-    embedder = cache.embedder
-
-    def warm() -> None:
-        try:
-            embedder.embed(["warm up"])
-        except Exception as exc:  # writes still work without vectors; the service logs it
-            logging.getLogger("loci.server").warning("embedder unavailable: %s", exc)
-
-    threading.Thread(target=warm, name="loci-embedder-warmup", daemon=True).start()
-
-
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.app import create_app, open_default_store
-    from server.asgi import check_workers, run_workers
+    from server.asgi import check_workers, run_workers, warm_embedder
 
     settings = settings_from_args(args)
     check_workers(settings, args.workers)  # SQLite: one worker only (InvalidInput -> "error: ...", exit 2)
@@ -64,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
             run_workers(settings, host=args.host, port=args.port, workers=args.workers, log_level="info")
             return 0
         app = create_app(settings, store=store)
-        _warm_embedder(app)
+        warm_embedder(app)
         print(f"Loci listening on http://{args.host}:{args.port}  (docs: /docs)", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     finally:
