@@ -30,7 +30,6 @@ the rules) in that same transaction. Reading pages through `store.list_memories`
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -40,7 +39,7 @@ from msgspec import Meta
 from engine.errors import InvalidInput
 from engine.ids import event_id
 from engine.models import Confidence, EntityId, Event, Memory, MemoryType, Namespace, Tag
-from engine.storage.base import ListQuery, Store
+from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
 PAGE_SIZE = 500
@@ -144,16 +143,6 @@ def _query(request: PruneRequest) -> ListQuery:
     )
 
 
-def _candidates(store: Store, org_id: str, query: ListQuery) -> Iterator[Memory]:
-    while True:
-        page = store.list_memories(org_id, query)
-        yield from page
-        if len(page) < query.limit:
-            return
-        last = page[-1]
-        query = msgspec.structs.replace(query, after=(last.timestamp, last.memory_id))
-
-
 def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) -> PruneResult:
     now = to_utc(now)
     rules = active_rules(request)
@@ -163,7 +152,7 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
             field="body",
             details={"rules": list(RULE_FIELDS)},
         )
-    selected = [m.memory_id for m in _candidates(store, org_id, _query(request)) if selects(request, m, now)]
+    selected = [m.memory_id for m in page_through(store, org_id, _query(request)) if selects(request, m, now)]
     if request.dry_run or not selected:
         return PruneResult(dry_run=request.dry_run, count=len(selected), memory_ids=selected)
     with store.transaction():

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -42,7 +42,7 @@ from engine.errors import Unavailable
 from engine.models import Memory
 from engine.redact import Redactor
 from engine.retrieval import tokens
-from engine.storage.base import ListQuery, Store
+from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
 log = logging.getLogger(__name__)
@@ -78,15 +78,6 @@ class SummaryLine(msgspec.Struct, frozen=True):
 
 
 # --- reading ---------------------------------------------------------------------------------------
-def _pages(store: Store, org_id: str, query: ListQuery) -> Iterator[Memory]:
-    """Every memory matching `query`, page by page (keyset on (timestamp, memory_id))."""
-    while True:
-        page = store.list_memories(org_id, query)
-        yield from page
-        if len(page) < query.limit:
-            return
-        last = page[-1]
-        query = msgspec.structs.replace(query, after=(last.timestamp, last.memory_id))
 
 
 def current_facts(
@@ -102,7 +93,7 @@ def current_facts(
         limit=PAGE_SIZE,
     )
     found: list[Memory] = []
-    for m in _pages(store, org_id, query):
+    for m in page_through(store, org_id, query):
         if _valid_at(m, now):
             found.append(m)
             if len(found) >= limit:
@@ -118,7 +109,7 @@ def recent_events(
         namespace=namespace, entity_id=entity_id, types=("event",), archived=False, limit=PAGE_SIZE
     )
     found: list[Memory] = []
-    for m in _pages(store, org_id, query):
+    for m in page_through(store, org_id, query):
         if to_utc(m.timestamp) <= now:
             found.append(m)
             if len(found) >= limit:

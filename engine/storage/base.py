@@ -167,3 +167,15 @@ class Store(Protocol):
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         """Events in append order as (seq, event); `seq` increases strictly and is the cursor."""
         ...
+
+
+def page_through(store: Store, org_id: str, query: ListQuery) -> Iterator[Memory]:
+    """Every memory matching `query`, read page by page (`query.limit` at a time) with keyset paging
+    on (timestamp, memory_id), so nothing is loaded all at once and nothing is repeated or skipped."""
+    while True:
+        page = store.list_memories(org_id, query)
+        yield from page
+        if len(page) < query.limit:
+            return
+        last = page[-1]
+        query = msgspec.structs.replace(query, after=(last.timestamp, last.memory_id))
