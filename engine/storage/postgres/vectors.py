@@ -92,6 +92,15 @@ def vector_type(dims: int) -> sql.Composable:
     return sql.SQL("vector({})").format(sql.Literal(int(dims)))
 
 
+def _create_hnsw_statement(name: str, model: str, dims: int) -> sql.Composed:
+    """CREATE INDEX IF NOT EXISTS: the partial HNSW (cosine) index over one (model, dims) space."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((embedding::{vt}) vector_cosine_ops)"
+        " WHERE model = {model} AND dims = {dims}"
+    ).format(name=sql.Identifier(name), vt=vector_type(dims), model=sql.Literal(enc(model)),
+             dims=sql.Literal(int(dims)))
+
+
 def ensure_hnsw_index(url: str, model: str, dims: int, *, lock_timeout_ms: int = 2000) -> bool:
     """Create the HNSW index for (model, dims) if missing, on a connection of its own (autocommit) so
     it never joins a caller's transaction. Returns False when it could not get the table lock in time
@@ -99,11 +108,7 @@ def ensure_hnsw_index(url: str, model: str, dims: int, *, lock_timeout_ms: int =
     if dims > HNSW_MAX_DIMS:
         return True
     name = hnsw_index_name(model, dims)
-    stmt = sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((embedding::{vt}) vector_cosine_ops)"
-        " WHERE model = {model} AND dims = {dims}"
-    ).format(name=sql.Identifier(name), vt=vector_type(dims), model=sql.Literal(enc(model)),
-             dims=sql.Literal(int(dims)))
+    stmt = _create_hnsw_statement(name, model, dims)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
             exists = conn.execute("SELECT 1 FROM pg_class WHERE relname = %s", (name,)).fetchone()
@@ -130,11 +135,7 @@ def build_hnsw_index(url: str, model: str, dims: int, *, maintenance_work_mem: s
     if dims > HNSW_MAX_DIMS:
         return
     name = hnsw_index_name(model, dims)
-    stmt = sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((embedding::{vt}) vector_cosine_ops)"
-        " WHERE model = {model} AND dims = {dims}"
-    ).format(name=sql.Identifier(name), vt=vector_type(dims), model=sql.Literal(enc(model)),
-             dims=sql.Literal(int(dims)))
+    stmt = _create_hnsw_statement(name, model, dims)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
         conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),))
