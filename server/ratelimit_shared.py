@@ -22,8 +22,12 @@ clock: keep the servers' clocks in sync (NTP); skew only shifts where a window s
 past windows are deleted by the first hit of each new window a process sees.
 
 The limiter has its own small psycopg pool on the same URL (autocommit: each hit is one round
-trip), so a busy store pool never delays admission. If PostgreSQL cannot be reached the request is
-let through (fail open, logged): a rate limiter must not take the API down with it.
+trip; no ping before each checkout), so a busy store pool never delays admission. Its connections
+commit with `synchronous_commit = off`: a hit does not wait for the WAL to reach the disk (a crash
+can forget the last few counts of a window, which only lets a few more requests through). If
+PostgreSQL cannot be reached, or a pooled connection turns out broken, the request is let through
+(fail open, logged; the pool replaces the broken connection): a rate limiter must not take the API
+down with it.
 
 Redis (`LOCI_REDIS_URL`): not available in this build (the `redis` package is not installed);
 `limiter_for` refuses the setting with a clear error rather than silently ignoring it.
@@ -68,6 +72,10 @@ PRUNE = "DELETE FROM rate_limits WHERE window_start < %s"
 _DDL_LOCK = 0x6C6F6369_00000052
 
 
+def _no_commit_wait(conn: Any) -> None:
+    conn.execute("SET synchronous_commit = off")  # for this session (the pool's connections are autocommit)
+
+
 def is_postgres_url(url: str | None) -> bool:
     return url is not None and url.partition("://")[0].lower() in ("postgresql", "postgres") and "://" in url
 
@@ -98,8 +106,8 @@ class PostgresWindowLimiter:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"rate limiter cannot reach PostgreSQL: {exc}") from exc
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url, min_size=1, max_size=max_size, timeout=timeout, kwargs={"autocommit": True},
-            open=True, name="loci-ratelimit", check=ConnectionPool.check_connection,
+            url, min_size=1, max_size=max_size, timeout=timeout,
+            kwargs={"autocommit": True}, configure=_no_commit_wait, open=True, name="loci-ratelimit",
         )
 
     def close(self) -> None:

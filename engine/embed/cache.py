@@ -56,8 +56,10 @@ class EmbeddingCache:
 
     def embed(self, texts: Sequence[str], *, persist: bool = True,
               stats: EmbedStats | None = None) -> list[Vector]:
-        """One vector per text. `persist` writes new vectors to the store (memory texts); query texts
-        pass persist=False and stay in the LRU. Raises engine.errors.Unavailable if the embedder fails."""
+        """One vector per text. `persist` reads and writes the store's vectors (memory texts); query texts
+        pass persist=False: looked up and kept in the LRU only (a query is rarely a stored text, and the
+        store lookup would cost a database round trip on every request). Raises
+        engine.errors.Unavailable if the embedder fails."""
         call = EmbedStats()
         found: dict[str, Vector] = {}
         hashes = self._embed_into(texts, persist, call, found)
@@ -78,7 +80,7 @@ class EmbeddingCache:
             if vec is not None:
                 found[h] = vec
         missing = [h for h in dict.fromkeys(hashes) if h not in found]
-        if missing and self.store is not None:
+        if missing and persist and self.store is not None:
             for h, vec in self.store.get_embeddings(self.model, missing).items():
                 found[h] = vec
                 self._lru_put(h, vec)

@@ -8,8 +8,9 @@ parallel forward passes do not go faster anyway.
 Queries (batches of at most `SMALL_BATCH` texts) skip `SentenceTransformer.encode` and run the module
 stack directly (a few ms less per call, identical vectors). They run on one torch thread: the matrices are
 tiny, and on a busy 2-core machine two OpenMP threads spin-wait on each other (measured under load:
-p50 50 ms with 1 thread against 300 ms with 2). Larger batches (memory writes) use
-`LOCI_TORCH_THREADS` threads (default: min(2, cpu count)).
+p50 50 ms with 1 thread against 300 ms with 2). Concurrent query calls are merged into one forward pass
+(`engine.embed.coalesce`): four texts cost about twice one, not four times. Larger batches (memory
+writes) use `LOCI_TORCH_THREADS` threads (default: min(2, cpu count)).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.embed.coalesce import Coalescer
 from engine.errors import Unavailable
 
 MODEL_NAME = "minilm:all-MiniLM-L6-v2"
@@ -47,6 +49,7 @@ class MiniLMEmbedder:
         self._model: Any = None
         self._lock = threading.Lock()
         self._current_threads = 0
+        self._queries = Coalescer(self._embed_small, max_texts=SMALL_BATCH)
 
     def _load(self) -> Any:
         if self._model is None:
@@ -82,21 +85,30 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if len(texts) <= SMALL_BATCH:
+            return self._queries.embed(texts)
         with self._lock:
             model = self._load()
-            small = len(texts) <= SMALL_BATCH
-            self._set_threads(1 if small else self.threads)
+            self._set_threads(self.threads)
             try:
-                if small:
-                    rows = self._forward(model, list(texts))
-                else:
-                    rows = model.encode(
-                        list(texts),
-                        batch_size=self.batch_size,
-                        normalize_embeddings=True,
-                        convert_to_numpy=True,
-                        show_progress_bar=False,
-                    )
+                rows = model.encode(
+                    list(texts),
+                    batch_size=self.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+            except Exception as exc:
+                raise Unavailable(f"minilm embedder failed: {exc}") from exc
+        return np.ascontiguousarray(rows, dtype=np.float32)
+
+    def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """A batch of at most SMALL_BATCH texts (one or several merged query calls), one thread."""
+        with self._lock:
+            model = self._load()
+            self._set_threads(1)
+            try:
+                rows = self._forward(model, texts)
             except Exception as exc:
                 raise Unavailable(f"minilm embedder failed: {exc}") from exc
         return np.ascontiguousarray(rows, dtype=np.float32)

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 
 from engine.storage import open_store
+from engine.storage.postgres.schema import LATEST_VERSION
 from engine.storage.transfer import HeaderLine
 from server.cli import build_parser, main
 from tests.engine.storage.transfer_data import MODEL, ORG, fill, snapshot
@@ -92,9 +93,10 @@ def test_migrate_postgres_is_repeatable(capsys, pg_server: PgServer) -> None:
     url = create_database(pg_server, name)  # empty: no schema yet
     try:
         code, out, _ = run(capsys, "migrate", "--database-url", url)
-        assert code == 0 and "schema version 1 (before 0, latest 1); migrated 0 -> 1" in out
+        v = LATEST_VERSION
+        assert code == 0 and f"schema version {v} (before 0, latest {v}); migrated 0 -> {v}" in out
         code, out, _ = run(capsys, "migrate", "--database-url", url)
-        assert code == 0 and "(before 1, latest 1); up to date" in out
+        assert code == 0 and f"(before {v}, latest {v}); up to date" in out
     finally:
         drop_database(pg_server, name)
 

@@ -120,6 +120,22 @@ def test_fails_open_when_the_database_is_gone(pair) -> None:
 
 
 @pytest.mark.integration
+def test_a_connection_dropped_by_the_server_fails_open_once_then_counts_again(pair, pg_database: str) -> None:
+    a, b, _ = pair
+    assert a.hit("key:k2").remaining == 2
+    with a._pool.connection() as conn:  # hits do not wait for the WAL flush
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+    with psycopg.connect(pg_database, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                      " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    # Each limiter's broken pooled connection: the hit is let through (not an error, not counted).
+    assert a.hit("key:k2") == a._decision(0, a._window(a.clock()), a.clock(), allowed=True)
+    assert b.hit("key:k2").allowed
+    assert [a.hit("key:k2").remaining for _ in range(2)] == [1, 0]  # counting again, new connection
+    assert not a.hit("key:k2").allowed and not b.hit("key:k2").allowed
+
+
+@pytest.mark.integration
 def test_limiter_for_postgres_is_shared(pg_database: str) -> None:
     limiter = limiter_for(Settings(database_url=pg_database, rate_limit="7/hour"), env={})
     try:

@@ -105,6 +105,21 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX events_by_org_type ON events (org_id, type, seq);
         """,
     ),
+    (
+        2,
+        # The entity scope every assemble reads: equality on (org, namespace, entity), newest first for
+        # the recent events, and INCLUDE the columns the candidate filter and the exact semantic scan
+        # read, so that scan reads index pages only instead of one heap page per candidate. At 1M
+        # memories / 1,000 entities: recent events 3.5 -> 0.7 ms, semantic 11.6 -> 6.4 ms (p50).
+        # agent_id stays out (an agent-scoped read fetches the heap rows, as before): ids of up to 256
+        # characters must keep a worst-case entry under btree's 2,704-byte limit. Building it takes
+        # a write lock on `memories` for the build (~5 s per million rows on the bench machine).
+        """
+        CREATE INDEX memories_by_entity_ts ON memories (org_id, namespace, entity_id, ts, memory_id)
+            INCLUDE (text_hash, type, status, archived, valid_from, valid_to);
+        DROP INDEX memories_by_entity;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

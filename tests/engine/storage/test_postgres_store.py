@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
@@ -250,3 +251,58 @@ def test_unreachable_database_is_unavailable(pg_server: PgServer) -> None:
 
     with pytest.raises(Unavailable):
         PostgresStore(pg_server.url(f"{pg_server.prefix}_does_not_exist"))
+
+
+def test_entity_scope_scan_reads_the_index_only(postgres_store: PostgresStore) -> None:
+    """The entity scope's rows with what the exact semantic plan reads of them (memory_id, ts,
+    text_hash) come from `memories_by_entity_ts` alone (migration 2 INCLUDEs every column the scope
+    filter uses); a column missing from it would make an index-only scan impossible and the plan
+    would fetch a heap page per candidate."""
+    mems = [_mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
+            for i in range(500)]
+    postgres_store.put_memories(mems)
+    for scope in (Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
+                  Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0)):
+        where, params = search.scope_filter(scope)
+        with psycopg.connect(postgres_store.url, autocommit=True) as conn:
+            conn.execute("VACUUM (ANALYZE) memories")  # the visibility map an index-only scan relies on
+            conn.execute("SET enable_seqscan = off")  # a 500-row table would be read whole otherwise
+            conn.execute("SET enable_bitmapscan = off")
+            plan = "\n".join(r[0] for r in conn.execute(
+                f"EXPLAIN SELECT m.memory_id, m.ts, m.text_hash FROM memories m WHERE {where}", params).fetchall())
+            count = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
+        assert "Index Only Scan using memories_by_entity_ts on memories" in plan, plan
+        assert count is not None and count[0] == (100 if scope.as_of is None else 50)
+    with psycopg.connect(postgres_store.url) as conn:
+        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+    assert "memories_by_entity_ts" in names and "memories_by_entity" not in names
+
+
+def test_a_connection_used_moments_ago_is_not_pinged(postgres_store: PostgresStore,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from psycopg_pool import ConnectionPool
+
+    pings: list[object] = []
+    original = ConnectionPool.check_connection
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(lambda c: (pings.append(c), original(c))[1]))
+    postgres_store.count_memories()
+    before = len(pings)
+    for _ in range(5):
+        postgres_store.count_memories()
+    assert len(pings) == before  # back-to-back reads: no round trip before each
+    monkeypatch.setattr("engine.storage.postgres.store.CHECK_IDLE_S", 0.0)
+    postgres_store.count_memories()
+    assert len(pings) == before + 1  # idle past the threshold: checked
+
+
+def test_an_idle_connection_dropped_by_the_server_is_replaced(postgres_store: PostgresStore,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("engine.storage.postgres.store.CHECK_IDLE_S", 0.01)
+    postgres_store.put_memories([_mem("mem_1", "still here")])
+    with psycopg.connect(postgres_store.url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()) t").fetchone()
+    assert killed is not None and killed[0] >= 1
+    time.sleep(0.05)
+    assert postgres_store.get_memory("org_a", "mem_1") is not None  # a reconnect, not an error
