@@ -75,17 +75,18 @@ class ChannelHits(msgspec.Struct, kw_only=True):
 
 def run_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
                  query_vector: Vector | None, model: str | None, seeds: Sequence[str]) -> ChannelHits:
+    """Every channel with a positive weight; `query_vector` None skips the semantic one."""
+    out = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
+    add_semantic(out, store, scope, cfg, query_vector=query_vector, model=model)
+    return out
+
+
+def run_other_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
+                       seeds: Sequence[str]) -> ChannelHits:
+    """bm25, graph_prior and the recent events: the channels that do not need the query vector (so
+    they can run while it is being computed)."""
     out = ChannelHits()
     w = cfg.weights
-    if w.semantic > 0 and query_vector is not None and model is not None:
-        try:
-            out.semantic = store.vector_search(scope, model, np.asarray(query_vector, np.float32), cfg.top_k)
-        except Unavailable as exc:
-            out.errors.append(f"semantic: {exc.message}")
-            out.degraded = True
-        out.ops += 1
-    else:
-        out.skipped.append("semantic")
     if w.bm25 > 0 and query.strip():
         try:
             out.bm25 = store.keyword_search(scope, query, cfg.top_k)
@@ -109,6 +110,20 @@ def run_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: s
         out.recent = recent_events(store, scope)
         out.ops += 1
     return out
+
+
+def add_semantic(out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *,
+                 query_vector: Vector | None, model: str | None) -> None:
+    """The semantic channel into `out` (skipped without a vector or weight)."""
+    if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
+        try:
+            out.semantic = store.vector_search(scope, model, np.asarray(query_vector, np.float32), cfg.top_k)
+        except Unavailable as exc:
+            out.errors.append(f"semantic: {exc.message}")
+            out.degraded = True
+        out.ops += 1
+    else:
+        out.skipped.insert(0, "semantic")
 
 
 def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) -> list[Memory]:

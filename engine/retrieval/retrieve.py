@@ -10,8 +10,10 @@ renormalized and the result is marked degraded.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import msgspec
 import numpy as np
@@ -20,7 +22,7 @@ from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
 from engine.retrieval import rerank
-from engine.retrieval.channels import ChannelHits, run_channels
+from engine.retrieval.channels import ChannelHits, add_semantic, run_other_channels
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.fuse import Fused, fuse
@@ -54,6 +56,20 @@ class Retrieved(msgspec.Struct, kw_only=True):
     errors: list[str]
 
 
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _embed_pool() -> ThreadPoolExecutor:
+    """Threads for query embeddings (they wait on the embedder, which runs one batch at a time)."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="loci-query-embed")
+    return _POOL
+
+
 def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
@@ -65,30 +81,35 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
     errors: list[str] = []
     degraded = False
 
-    # --- embed the query -------------------------------------------------------------------------
+    # --- embed the query, meanwhile run the channels that do not need it -------------------------
+    # The embedding runs in a background thread while this one runs bm25 / graph / recent in the
+    # database: on a busy server a request waiting for the (one-batch-at-a-time) embedder keeps the
+    # database busy instead of idle. `timings.embed` is the wait for the vector; `timings.channels`
+    # runs from the start of the other channels to the end of the candidate union (they overlap).
     t = time.perf_counter()
-    qvec: Vector | None = None
+    t_embed = t
+    stats = EmbedStats()
+    pending: Future[list[Vector]] | None = None
     if cfg.weights.semantic > 0 and query:
         if embeddings is None:
             degraded = True
             errors.append("semantic: no embedder configured")
-        else:
-            stats = EmbedStats()
-            try:
-                qvec = embeddings.embed([query], persist=False, stats=stats)[0]
-            except Unavailable as exc:
-                degraded = True
-                errors.append(f"semantic: {exc.message}")
-            cost.embedding += stats.calls
-        if degraded:
             cfg = without_semantic(cfg)
-    timings.embed = _ms(t)
-
-    # --- channels and the candidate union ---------------------------------------------------------
-    t = time.perf_counter()
+        else:
+            pending = _embed_pool().submit(embeddings.embed, [query], persist=False, stats=stats)
+    hits: ChannelHits = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
+    qvec: Vector | None = None
+    if pending is not None:
+        try:
+            qvec = pending.result()[0]
+        except Unavailable as exc:
+            degraded = True
+            errors.append(f"semantic: {exc.message}")
+            cfg = without_semantic(cfg)
+        cost.embedding += stats.calls
+    timings.embed = _ms(t_embed)
     model = embeddings.model if embeddings is not None else None
-    hits: ChannelHits = run_channels(store, scope, cfg, query=query, query_vector=qvec, model=model,
-                                     seeds=seeds)
+    add_semantic(hits, store, scope, cfg, query_vector=qvec, model=model)
     if hits.degraded and not degraded:
         degraded = True
     errors.extend(hits.errors)

@@ -262,3 +262,31 @@ def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: Embeddin
     assert all("Paris" not in f.text and f.object_text != "Paris" for f in resp.context.facts_struct or [])
     c = resp.context
     assert context_tokens(c.facts, c.recent_events, c.summary, c.sources) <= 256
+
+
+def test_the_query_embeds_while_the_other_channels_run(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    """The embedder waits until the keyword channel has started: run one after the other, this
+    would time out (the embedder's wait fails) and the answer would be degraded."""
+    import threading
+
+    started = threading.Event()
+    inner = cache.embedder
+
+    class WaitsForKeywords:
+        model, dim = inner.model, inner.dim
+
+        def embed(self, texts: list[str]) -> Any:
+            if not started.wait(5.0):
+                raise AssertionError("the keyword channel did not run while the query was embedding")
+            return inner.embed(texts)
+
+    original = store.keyword_search
+
+    def keyword_search(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        return original(*args, **kwargs)
+
+    store.keyword_search = keyword_search  # type: ignore[method-assign]
+    resp = run(store, EmbeddingCache(WaitsForKeywords(), store), turn="What tea does Alice like, exactly?")
+    assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
+    assert "Alice likes green tea" in resp.context.facts
