@@ -50,6 +50,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._current_threads = 0
         self._queries = Coalescer(self._embed_small, max_texts=SMALL_BATCH)
+        self._lean: Any = None  # LeanBert, False when it does not apply, None before the first query
 
     def _load(self) -> Any:
         if self._model is None:
@@ -70,10 +71,20 @@ class MiniLMEmbedder:
             torch.set_num_threads(n)
             self._current_threads = n
 
+    def _forward(self, model: Any, texts: list[str]) -> npt.NDArray[np.float32]:
+        """The query fast path: the lean BERT pass (engine.embed.bert_fast) when it applies to the
+        model, else tokenize + the module stack (Transformer, mean Pooling, Normalize); both without
+        `encode`'s batching machinery and with the same vectors (tested)."""
+        if self._lean is None:
+            from engine.embed.bert_fast import LeanBert
+
+            self._lean = LeanBert.from_model(model) or False
+        if self._lean:
+            return self._lean(texts)
+        return self._module_forward(model, texts)
+
     @staticmethod
-    def _forward(model: Any, texts: list[str]) -> npt.NDArray[np.float32]:
-        """The query fast path: tokenize + the module stack (Transformer, mean Pooling, Normalize)
-        without `encode`'s batching machinery; same vectors (tested)."""
+    def _module_forward(model: Any, texts: list[str]) -> npt.NDArray[np.float32]:
         import torch
 
         with torch.inference_mode():

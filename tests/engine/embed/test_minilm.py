@@ -46,3 +46,39 @@ def test_query_fast_path_equals_encode(embedder: MiniLMEmbedder) -> None:
     assert np.allclose(big, small, atol=1e-5)
     padded = embedder.embed(texts[:3])  # a small batch of unequal lengths: padding must not leak
     assert np.allclose(big[:3], padded, atol=1e-5)
+
+
+def test_lean_pass_applies_and_equals_the_module_stack(embedder: MiniLMEmbedder) -> None:
+    from engine.embed.bert_fast import LeanBert
+
+    model = embedder._load()
+    lean = LeanBert.from_model(model)
+    assert lean is not None  # all-MiniLM-L6-v2 is the case it is written for
+    texts = ["Where does Alice live?", "a", "The stock market fell sharply today, again and again",
+             "Ünïcödé text 東京", "x " * 400]  # the last is truncated at max_seq_length
+    for batch in ([texts[0]], texts[:2], texts[:3], texts):
+        np.testing.assert_allclose(lean(batch), MiniLMEmbedder._module_forward(model, batch), atol=1e-5)
+    embedder.embed(["warm"])
+    assert isinstance(embedder._lean, LeanBert)  # the query path uses it
+
+
+def test_lean_pass_refuses_what_it_does_not_reproduce(embedder: MiniLMEmbedder) -> None:
+    from engine.embed.bert_fast import LeanBert
+
+    model = embedder._load()
+    pooling = model[1]
+    saved = pooling.pooling_mode
+    try:
+        pooling.pooling_mode = "cls"
+        assert LeanBert.from_model(model) is None
+    finally:
+        pooling.pooling_mode = saved
+    cfg = model[0].auto_model.config
+    act = cfg.hidden_act
+    try:
+        cfg.hidden_act = "relu"
+        assert LeanBert.from_model(model) is None
+    finally:
+        cfg.hidden_act = act
+    assert LeanBert.from_model(model) is not None
+    assert LeanBert.from_model(object()) is None
