@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.embed.bert_fast import LeanBert
 from engine.embed.coalesce import Coalescer
 from engine.errors import Unavailable
 
@@ -50,7 +51,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
         self._current_threads = 0
         self._queries = Coalescer(self._embed_small, max_texts=SMALL_BATCH)
-        self._lean: Any = None  # LeanBert, False when it does not apply, None before the first query
+        self._lean: LeanBert | bool | None = None  # False: does not apply; None: before the first query
 
     def _load(self) -> Any:
         if self._model is None:
@@ -76,10 +77,8 @@ class MiniLMEmbedder:
         model, else tokenize + the module stack (Transformer, mean Pooling, Normalize); both without
         `encode`'s batching machinery and with the same vectors (tested)."""
         if self._lean is None:
-            from engine.embed.bert_fast import LeanBert
-
             self._lean = LeanBert.from_model(model) or False
-        if self._lean:
+        if isinstance(self._lean, LeanBert):
             return self._lean(texts)
         return self._module_forward(model, texts)
 

@@ -33,14 +33,15 @@ def test_bench_scale_tiny_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     parser = argparse.ArgumentParser()
     scale.add_arguments(parser)
     args = parser.parse_args(["--memories", "2000", "--entities", "10", "--orgs", "2", "--workers", "1",
-                              "--calls", "8", "--concurrency", "2,1", "--distinct-texts", "300",
+                              "--calls", "8", "--concurrency", "4,1", "--distinct-texts", "300", "--repeat", "2",
                               "--embedder", "hash", "--batch", "700", "--cache-dir", str(tmp_path),
                               "--out", str(tmp_path / "out.txt")])
     assert scale.run_args(args, progress=io.StringIO()) == 0
     out = capsys.readouterr().out
     assert "load: 2000 memories, 10 entities, 2 orgs, 300 distinct texts (hash:256)" in out
     assert "memories/s per batch" in out
-    # one server (1 worker), a row per concurrency: 2 then 1, 8 calls each, 0 errors
+    # one server (1 worker), a row per concurrency (4 then 1, 8 calls each, 0 errors), twice
     rows = [line for line in out.splitlines() if line.startswith("1 | ")]
-    assert [r[:13] for r in rows] == ["1 | 2 | 8 | 0", "1 | 1 | 8 | 0"], out
+    assert [r[:13] for r in rows] == ["1 | 4 | 8 | 0", "1 | 1 | 8 | 0"] * 2, out
+    assert "1 worker, concurrency 4, p95 over 2 runs: min " in out
     assert (tmp_path / "out.txt").read_text().strip() == out.strip()
