@@ -66,19 +66,10 @@ def test_lean_pass_refuses_what_it_does_not_reproduce(embedder: MiniLMEmbedder) 
     from engine.embed.bert_fast import LeanBert
 
     model = embedder._load()
-    pooling = model[1]
-    saved = pooling.pooling_mode
-    try:
-        pooling.pooling_mode = "cls"
-        assert LeanBert.from_model(model) is None
-    finally:
-        pooling.pooling_mode = saved
-    cfg = model[0].auto_model.config
-    act = cfg.hidden_act
-    try:
-        cfg.hidden_act = "relu"
-        assert LeanBert.from_model(model) is None
-    finally:
-        cfg.hidden_act = act
+    for target, attr, value in ((model[1], "pooling_mode", "cls"),
+                                (model[0].auto_model.config, "hidden_act", "relu")):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(target, attr, value)
+            assert LeanBert.from_model(model) is None, attr
     assert LeanBert.from_model(model) is not None
     assert LeanBert.from_model(object()) is None
