@@ -306,3 +306,15 @@ def test_an_idle_connection_dropped_by_the_server_is_replaced(postgres_store: Po
     assert killed is not None and killed[0] >= 1
     time.sleep(0.05)
     assert postgres_store.get_memory("org_a", "mem_1") is not None  # a reconnect, not an error
+
+
+def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -> None:
+    """btree entries are limited to 2,704 bytes: the covering index must take the longest namespace and
+    entity id the API accepts, in 4-byte characters, with the agent id beside them."""
+    wide = "\U0001d518"  # 4 bytes in UTF-8
+    m = _mem("mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA", "a fact with the widest ids", org_id="org_" + "o" * 60,
+             namespace=wide * 64, entity_id="ent:" + wide * 252, agent_id=wide * 128,
+             valid_from=T0, valid_to=T0 + timedelta(days=1))
+    postgres_store.put_memories([m])
+    scope = Scope(org_id=m.org_id, namespace=m.namespace, entity_id=m.entity_id, agent_id=m.agent_id, now=T0)
+    assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
