@@ -73,3 +73,35 @@ def test_lean_pass_refuses_what_it_does_not_reproduce(embedder: MiniLMEmbedder) 
             assert LeanBert.from_model(model) is None, attr
     assert LeanBert.from_model(model) is not None
     assert LeanBert.from_model(object()) is None
+
+
+def test_every_thread_runs_queries_on_one_torch_thread(embedder: MiniLMEmbedder) -> None:
+    """torch's thread count is per OS thread: a query embedded on a thread that never set it must still
+    run single-threaded (a process-wide memo let such threads run 2 spinning OpenMP threads)."""
+    import threading
+
+    import torch
+
+    seen: list[int] = []
+    lean = embedder._forward
+
+    def spy(model: object, texts: list[str]) -> np.ndarray:
+        seen.append(torch.get_num_threads())
+        return lean(model, texts)
+
+    embedder.embed(["set on this thread"])
+    embedder.embed([f"a batch text {i}" for i in range(8)])  # the encode path: LOCI_TORCH_THREADS
+
+    def other() -> None:
+        torch.set_num_threads(2)  # as a thread would be after running the encode path
+        embedder.embed(["a query on another thread"])
+
+    embedder._forward = spy  # type: ignore[method-assign]
+    try:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(60)
+        embedder.embed(["and back on this one"])
+    finally:
+        del embedder._forward
+    assert seen == [1, 1]
