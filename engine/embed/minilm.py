@@ -5,8 +5,9 @@ The model loads lazily on the first `embed` call, so constructing the embedder i
 serializes calls into torch: the model is not documented as re-entrant, and on a 2-core machine
 parallel forward passes do not go faster anyway.
 
-Queries (batches of at most `SMALL_BATCH` texts) skip `SentenceTransformer.encode` and run the module
-stack directly (a few ms less per call, identical vectors). They run on one torch thread: the matrices are
+Queries (batches of at most `SMALL_BATCH` texts) skip `SentenceTransformer.encode` and run a lean
+forward pass (`engine.embed.bert_fast`; the module stack for models it does not reproduce), a few ms
+less per call with the same vectors. They run on one torch thread: the matrices are
 tiny, and on a busy 2-core machine two OpenMP threads spin-wait on each other (measured under load:
 p50 50 ms with 1 thread against 300 ms with 2). Concurrent query calls are merged into one forward pass
 (`engine.embed.coalesce`): four texts cost about twice one, not four times. Larger batches (memory
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -102,28 +103,21 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) <= SMALL_BATCH:
             return self._queries.embed(texts)
-        with self._lock:
-            model = self._load()
-            self._set_threads(self.threads)
-            try:
-                rows = model.encode(
-                    list(texts),
-                    batch_size=self.batch_size,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
-            except Exception as exc:
-                raise Unavailable(f"minilm embedder failed: {exc}") from exc
-        return np.ascontiguousarray(rows, dtype=np.float32)
+        return self._run(self.threads, lambda model: model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False))
 
     def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """A batch of at most SMALL_BATCH texts (one or several merged query calls), one thread."""
+        return self._run(1, lambda model: self._forward(model, texts))
+
+    def _run(self, threads: int, forward: Callable[[Any], Any]) -> npt.NDArray[np.float32]:
+        """`forward(model)` under the model lock on `threads` torch threads; failures are Unavailable."""
         with self._lock:
             model = self._load()
-            self._set_threads(1)
+            self._set_threads(threads)
             try:
-                rows = self._forward(model, texts)
+                rows = forward(model)
             except Exception as exc:
                 raise Unavailable(f"minilm embedder failed: {exc}") from exc
         return np.ascontiguousarray(rows, dtype=np.float32)

@@ -73,14 +73,6 @@ class ChannelHits(msgspec.Struct, kw_only=True):
     degraded: bool = False
 
 
-def run_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
-                 query_vector: Vector | None, model: str | None, seeds: Sequence[str]) -> ChannelHits:
-    """Every channel with a positive weight; `query_vector` None skips the semantic one."""
-    out = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
-    add_semantic(out, store, scope, cfg, query_vector=query_vector, model=model)
-    return out
-
-
 def run_other_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
                        seeds: Sequence[str]) -> ChannelHits:
     """bm25, graph_prior and the recent events: the channels that do not need the query vector (so

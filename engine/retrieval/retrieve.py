@@ -87,7 +87,6 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
     # database busy instead of idle. `timings.embed` is the wait for the vector; `timings.channels`
     # runs from the start of the other channels to the end of the candidate union (they overlap).
     t = time.perf_counter()
-    t_embed = t
     stats = EmbedStats()
     pending: Future[list[Vector]] | None = None
     if cfg.weights.semantic > 0 and query:
@@ -107,7 +106,7 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
             errors.append(f"semantic: {exc.message}")
             cfg = without_semantic(cfg)
         cost.embedding += stats.calls
-    timings.embed = _ms(t_embed)
+    timings.embed = _ms(t)
     model = embeddings.model if embeddings is not None else None
     add_semantic(hits, store, scope, cfg, query_vector=qvec, model=model)
     if hits.degraded and not degraded:
