@@ -22,6 +22,7 @@ from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord
 from engine.storage.base import EventQuery
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
+from engine.storage.postgres.where import Where
 from engine.timeutil import to_utc
 
 _encoder = msgspec.json.Encoder()
@@ -122,20 +123,16 @@ def append_events(conn: psycopg.Connection[Any], events: Sequence[Event]) -> Non
 
 
 def list_events(conn: psycopg.Connection[Any], org_id: str, q: EventQuery) -> list[tuple[int, Event]]:
-    parts = ["org_id = %(org)s"]
-    params: dict[str, Any] = {"org": enc(org_id), "limit": max(q.limit, 0)}
+    w = Where().add("org_id = %(org)s", org=enc(org_id))
     if q.type is not None:
-        parts.append("type = %(type)s")
-        params["type"] = enc(q.type)
+        w.add("type = %(type)s", type=enc(q.type))
     if q.entity_id is not None:
-        parts.append("entity_id = %(entity)s")
-        params["entity"] = enc(q.entity_id)
+        w.add("entity_id = %(entity)s", entity=enc(q.entity_id))
     if q.since is not None:
-        parts.append("at >= %(since)s")
-        params["since"] = to_utc(q.since)
+        w.add("at >= %(since)s", since=to_utc(q.since))
     if q.after is not None:
-        parts.append("seq > %(after)s")
-        params["after"] = q.after
-    stmt = f"SELECT seq, doc FROM events WHERE {' AND '.join(parts)} ORDER BY seq LIMIT %(limit)s"
+        w.add("seq > %(after)s", after=q.after)
+    stmt = f"SELECT seq, doc FROM events WHERE {w.sql} ORDER BY seq LIMIT %(limit)s"
+    params = {**w.params, "limit": max(q.limit, 0)}
     rows = conn.execute(stmt, params).fetchall()
     return [(int(seq), _event_decoder.decode(doc)) for seq, doc in rows]

@@ -17,6 +17,7 @@ import psycopg
 from engine.models import Memory, text_hash
 from engine.storage.base import ListQuery
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
+from engine.storage.postgres.where import Where
 from engine.timeutil import to_utc
 
 _encoder = msgspec.json.Encoder()
@@ -144,41 +145,32 @@ def delete(conn: psycopg.Connection[Any], org_id: str, memory_id: str) -> bool:
 
 
 def list_query(conn: psycopg.Connection[Any], org_id: str, q: ListQuery) -> list[Memory]:
-    parts = ["org_id = %(org)s"]
-    params: dict[str, Any] = {"org": enc(org_id), "limit": max(q.limit, 0)}
+    w = Where().add("org_id = %(org)s", org=enc(org_id))
     if q.namespace is not None:
-        parts.append("namespace = %(ns)s")
-        params["ns"] = enc(q.namespace)
+        w.add("namespace = %(ns)s", ns=enc(q.namespace))
     if q.entity_id is not None:
-        parts.append("entity_id = %(entity)s")
-        params["entity"] = enc(q.entity_id)
+        w.add("entity_id = %(entity)s", entity=enc(q.entity_id))
     if q.agent_id is not None:
-        parts.append("agent_id = %(agent)s")
-        params["agent"] = enc(q.agent_id)
+        w.add("agent_id = %(agent)s", agent=enc(q.agent_id))
     if q.types is not None:
-        parts.append("type = ANY(%(types)s)")
-        params["types"] = enc_all(q.types)
+        w.add("type = ANY(%(types)s)", types=enc_all(q.types))
     if q.statuses is not None:
-        parts.append("status = ANY(%(statuses)s)")
-        params["statuses"] = enc_all(q.statuses)
+        w.add("status = ANY(%(statuses)s)", statuses=enc_all(q.statuses))
     if q.tag is not None:
-        parts.append("tags @> ARRAY[%(tag)s]::text[]")
-        params["tag"] = enc(q.tag)
+        w.add("tags @> ARRAY[%(tag)s]::text[]", tag=enc(q.tag))
     if q.archived is not None:
-        parts.append("archived = %(archived)s")
-        params["archived"] = q.archived
+        w.add("archived = %(archived)s", archived=q.archived)
     if q.since is not None:
-        parts.append("ts >= %(since)s")
-        params["since"] = to_utc(q.since)
+        w.add("ts >= %(since)s", since=to_utc(q.since))
     if q.until is not None:
-        parts.append("ts < %(until)s")
-        params["until"] = to_utc(q.until)
+        w.add("ts < %(until)s", until=to_utc(q.until))
     desc = q.sort == "timestamp_desc"
     if q.after is not None:
-        parts.append(f"(ts, memory_id) {'<' if desc else '>'} (%(after_ts)s, %(after_id)s)")
-        params["after_ts"], params["after_id"] = to_utc(q.after[0]), enc(q.after[1])
+        w.add(f"(ts, memory_id) {'<' if desc else '>'} (%(after_ts)s, %(after_id)s)",
+              after_ts=to_utc(q.after[0]), after_id=enc(q.after[1]))
     order = "ts DESC, memory_id DESC" if desc else "ts ASC, memory_id ASC"
-    stmt = f"SELECT doc FROM memories WHERE {' AND '.join(parts)} ORDER BY {order} LIMIT %(limit)s"
+    stmt = f"SELECT doc FROM memories WHERE {w.sql} ORDER BY {order} LIMIT %(limit)s"
+    params = {**w.params, "limit": max(q.limit, 0)}
     return [decode(doc) for (doc,) in conn.execute(stmt, params).fetchall()]
 
 

@@ -63,6 +63,7 @@ from psycopg import sql
 from engine.storage.base import Hit, Scope, Vector
 from engine.storage.postgres.pgtext import dec, enc
 from engine.storage.postgres.vectors import vector_type
+from engine.storage.postgres.where import Where
 from engine.timeutil import to_micros, to_utc
 
 Params = dict[str, Any]
@@ -71,23 +72,19 @@ Params = dict[str, Any]
 def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
     """A WHERE fragment (placeholders named s_*) selecting the retrieval candidates of `scope`."""
     a = alias
-    parts = [f"{a}.org_id = %(s_org)s", f"{a}.namespace = %(s_ns)s", f"NOT {a}.archived"]
-    params: Params = {"s_org": enc(scope.org_id), "s_ns": enc(scope.namespace)}
+    w = Where().add(f"{a}.org_id = %(s_org)s", s_org=enc(scope.org_id))
+    w.add(f"{a}.namespace = %(s_ns)s", s_ns=enc(scope.namespace)).add(f"NOT {a}.archived")
     if scope.entity_id is not None:
-        parts.append(f"{a}.entity_id = %(s_entity)s")
-        params["s_entity"] = enc(scope.entity_id)
+        w.add(f"{a}.entity_id = %(s_entity)s", s_entity=enc(scope.entity_id))
     if scope.agent_id is not None:
-        parts.append(f"{a}.agent_id = %(s_agent)s")
-        params["s_agent"] = enc(scope.agent_id)
+        w.add(f"{a}.agent_id = %(s_agent)s", s_agent=enc(scope.agent_id))
     if scope.as_of is None:
-        parts.append(f"{a}.status = 'active'")
-        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)")
-        params["s_now"] = to_utc(scope.now)
+        w.add(f"{a}.status = 'active'")
+        w.add(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)", s_now=to_utc(scope.now))
     else:
-        parts.append(f"coalesce({a}.valid_from, {a}.ts) <= %(s_asof)s")
-        parts.append(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_asof)s)")
-        params["s_asof"] = to_utc(scope.as_of)
-    return " AND ".join(parts), params
+        w.add(f"coalesce({a}.valid_from, {a}.ts) <= %(s_asof)s", s_asof=to_utc(scope.as_of))
+        w.add(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_asof)s)")
+    return w.sql, w.params
 
 
 def _sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
