@@ -75,6 +75,18 @@ def open_default_store(settings: Settings) -> Store:
     return store
 
 
+def keep_inline_vectors(store: Store, embedder: Embedder) -> None:
+    """Have a store that keeps inline vector copies (PostgreSQL: `PostgresStore.inline_model`) keep
+    them for this server's embedder, unless it was given a model already. An embedder that cannot
+    load leaves it unset (everything still works, through the slower join)."""
+    if not hasattr(store, "inline_model") or store.inline_model is not None:
+        return
+    try:
+        store.inline_model = embedder.model
+    except Unavailable as exc:
+        log.warning("no inline vectors: the embedder did not load (%s)", exc.message)
+
+
 def create_app(settings: Settings | None = None, *, store: Store | None = None,
                embedder: Embedder | None = None, limiter: RateLimiter | None = None) -> Litestar:
     settings = settings or Settings.from_env()
@@ -84,6 +96,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder))
     owns_limiter = limiter is None
     limiter = limiter if limiter is not None else limiter_for(settings)
+    keep_inline_vectors(store, chosen)
     services = Services(
         settings=settings,
         store=store,

@@ -240,7 +240,7 @@ def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: i
         model, standins = cache.model, cache.standins
     finally:
         cache.close()
-    store = PostgresStore(url, max_size=2)
+    store = PostgresStore(url, max_size=2, inline_model=model)  # as the server does (create_app)
     try:
         if store.count_memories() > 0:
             raise SystemExit(f"error: {url} already holds memories; the bench needs an empty database")
@@ -487,7 +487,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-embed", type=int, default=None,
                         help="embed at most N uncached texts; the rest get stand-in vectors (reported)")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="vector cache (shared with bench assemble)")
-    parser.add_argument("--shared-buffers", default="2GB",
+    parser.add_argument("--shared-buffers", default="6GB",
                         help="embedded server only: shared_buffers (restart after start); '' keeps 128MB")
     parser.add_argument("--prewarm", action=argparse.BooleanOptionalAction, default=True,
                         help="read the tables and indexes into shared buffers before serving (pg_prewarm)")

@@ -5,7 +5,8 @@ For initial loads, migrations and benchmarks (hundreds of thousands of rows), wh
 graph, a few hundred per second) are far too slow.
 
 - Memories: binary `COPY memories (...) FROM STDIN`, the same column values as `put_memories`
-  (`memories.row_of`), then their conflict keys by `COPY memory_keys`. Memories must be NEW: an
+  (`memories.row_of`, and the inline vector copy of the store's `inline_model`, from the load's
+  vectors or else from `embeddings`), then their conflict keys by `COPY memory_keys`. Memories must be NEW: an
   existing (org_id, memory_id) aborts the whole load with a unique violation (nothing is written).
   The generated `tsv` column and the B-tree/GIN indexes are maintained as rows arrive.
 - Vectors: binary COPY into a temporary staging table, then one
@@ -31,9 +32,9 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from engine.models import Memory
+from engine.models import Memory, text_hash
 from engine.storage.base import Vector
-from engine.storage.postgres.memories import COLUMNS, row_of
+from engine.storage.postgres.memories import COLUMNS, INLINE_COLUMNS, inline_dims_max, row_of
 from engine.storage.postgres.pgtext import enc
 from engine.storage.postgres.vectors import hnsw_index_name
 
@@ -47,15 +48,29 @@ _MEMORY_TYPES = (
 assert len(_MEMORY_TYPES) == len(COLUMNS)
 
 
-def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory]) -> int:
-    """COPY new memories and their conflict keys; returns the number of memories written."""
+def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
+                  inline: tuple[str, Mapping[str, Vector]] | None = None, vector_oid: int = 0) -> int:
+    """COPY new memories and their conflict keys; returns the number of memories written.
+    `inline` = (model, text hash -> vector): the inline copies (memories.py), where they fit."""
     if not memories:
         return 0
+    columns: tuple[str, ...] = COLUMNS
+    types: list[str | int] = list(_MEMORY_TYPES)
+    if inline is not None:
+        columns, types = COLUMNS + INLINE_COLUMNS, [*types, "text", vector_oid]
     with conn.cursor() as cur:
-        with cur.copy(f"COPY memories ({', '.join(COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(list(_MEMORY_TYPES))
+        with cur.copy(f"COPY memories ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(types)
             for m in memories:
-                copy.write_row(row_of(m))
+                if inline is None:
+                    copy.write_row(row_of(m))
+                    continue
+                model, vectors = inline
+                vec = vectors.get(text_hash(m.text))
+                arr = None if vec is None else np.asarray(vec, dtype=np.float32).reshape(-1)
+                if arr is not None and arr.shape[0] > inline_dims_max(m, model):
+                    arr = None
+                copy.write_row((*row_of(m), enc(model), arr))
         keys = [(enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
                 for m in memories for key in dict.fromkeys(m.keys or ())]
         if keys:

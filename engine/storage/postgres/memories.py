@@ -60,11 +60,64 @@ COLUMNS = (
     "org_id", "memory_id", "namespace", "agent_id", "entity_id", "type", "text", "text_hash", "tags",
     "ts", "archived", "subject", "object_entity", "valid_from", "valid_to", "status", "doc",
 )
+#: the inline vector columns (migration 3), after COLUMNS
+INLINE_COLUMNS = ("embedding_model", "embedding")
+# The inline copy comes from `embeddings` in the same statement (NULL when that vector is not stored
+# yet, or too wide for this row's index entry); an update re-reads it, so a new text gets its vector.
 _UPSERT = (
-    f"INSERT INTO memories ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
+    f"INSERT INTO memories ({', '.join(COLUMNS + INLINE_COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)},"
+    " %s, (SELECT e.embedding FROM embeddings e WHERE e.model = %s AND e.text_hash = %s AND e.dims <= %s))"
     " ON CONFLICT (org_id, memory_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS[2:])
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS[2:] + INLINE_COLUMNS)
 )
+
+# A btree entry (the entity index INCLUDEs the inline vector) holds at most 2,704 bytes on 8 KB pages.
+BTREE_ENTRY_MAX = 2704
+# Tuple header, null bitmap, varlena headers and alignment padding of the index entry, bounded high
+# (the 13 columns need ~120 bytes of it), plus the longest status ('superseded') and type ('document')
+# so a later status change can never make the entry too big.
+_ENTRY_FIXED = 256 + len("superseded") + len("document")
+
+
+def inline_dims_max(m: Memory, model: str) -> int:
+    """The most dimensions an inline vector of `m` may have for its entity-index entry to fit
+    (4 bytes per dimension plus an 8-byte header); 0 or less means no inline copy."""
+    used = _ENTRY_FIXED + 64 + sum(  # 64: the text hash (32 hex digits) with room to spare
+        len(enc(s).encode("utf-8", "surrogatepass"))
+        for s in (m.org_id, m.memory_id, m.namespace, m.entity_id or "", model))
+    return (BTREE_ENTRY_MAX - used - 8) // 4
+
+
+def inline_fits_sql(m: str, model_param: str, dims: str) -> str:
+    """`inline_dims_max(...) >= dims` in SQL, for row alias `m` (columns hold `enc`-ed strings)."""
+    return (f"({BTREE_ENTRY_MAX} - {_ENTRY_FIXED} - 64 - 8 - octet_length({m}.org_id) - octet_length({m}.memory_id)"
+            f" - octet_length({m}.namespace) - coalesce(octet_length({m}.entity_id), 0)"
+            f" - octet_length({model_param})) / 4 >= {dims}")
+
+
+def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[str]) -> None:
+    """After vectors of the inline `model` were stored: copy them into the rows of those texts that
+    have no copy yet (written before the vector) and replace copies that differ (a replaced vector).
+    Touches no row whose copy is already right."""
+    conn.execute(
+        f"""
+        UPDATE memories m SET embedding = e.embedding, embedding_model = e.model
+        FROM embeddings e
+        WHERE e.model = %(model)s AND e.text_hash = ANY(%(hashes)s) AND m.text_hash = e.text_hash
+          AND (m.embedding_model IS NULL OR m.embedding_model = e.model)
+          AND m.embedding IS DISTINCT FROM e.embedding
+          AND {inline_fits_sql("m", "e.model", "e.dims")}
+        """,
+        {"model": enc(model), "hashes": list(hashes)},
+        prepare=False,
+    )
+
+
+def inline_params(m: Memory, inline_model: str | None) -> tuple[Any, ...]:
+    """The four parameters `_UPSERT` adds to `row_of(m)` (no inline copy without an inline model)."""
+    if inline_model is None:
+        return (None, None, "", 0)
+    return (enc(inline_model), enc(inline_model), text_hash(m.text), inline_dims_max(m, inline_model))
 
 
 def normalized(m: Memory) -> Memory:
@@ -104,11 +157,11 @@ def decode(doc: str) -> Memory:
 _FIELDS = Memory.__struct_fields__
 
 
-def put(conn: psycopg.Connection[Any], memories: Sequence[Memory]) -> None:
+def put(conn: psycopg.Connection[Any], memories: Sequence[Memory], inline_model: str | None = None) -> None:
     if not memories:
         return
     with conn.cursor() as cur:
-        cur.executemany(_UPSERT, [row_of(m) for m in memories])
+        cur.executemany(_UPSERT, [row_of(m) + inline_params(m, inline_model) for m in memories])
         by_org: dict[str, list[str]] = {}
         for m in memories:
             by_org.setdefault(enc(m.org_id), []).append(enc(m.memory_id))

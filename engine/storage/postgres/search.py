@@ -3,14 +3,17 @@ inside the database (see `scope_filter`), so no eligible memory is lost to a fet
 
 Semantic (`vector_search`): memories join `embeddings` on (model, text_hash); cosine distance `<=>`.
 Two plans, chosen per query by the size of the scope:
-- Exact (`exact_vector_statement`), when the scope has at most `EXACT_SCAN_MAX` (10,000) candidates
-  with vectors. With an entity in the scope (assemble always has one) a single statement scores at
-  most 10,001 rows and also counts them; 10,001 means "too big", and the HNSW plan runs instead.
+- Exact (`exact_vector_statement`), when the scope has at most `EXACT_SCAN_MAX` (10,000) candidates.
+  With an entity in the scope (assemble always has one) a single statement scores at most 10,001
+  rows and also counts them; 10,001 means "too big", and the HNSW plan runs instead.
   Without an entity, a bounded count comes first (`SELECT count(*) FROM (SELECT 1 ... WHERE <scope>
-  LIMIT 10,001)`, through the (org, namespace, status, ts) index). The scope's rows are joined to their
-  vectors by the (model, text_hash) primary key and their distances materialized (a CTE without
+  LIMIT 10,001)`, through the (org, namespace, status, ts) index). Each scope row's vector is its
+  inline copy when it carries one for the model (schema migration 3, `PostgresStore.inline_model`:
+  then an entity scope is scored from the entity index's pages alone), else its text's row in
+  `embeddings` by the (model, text_hash) primary key; the distances are materialized (a CTE without
   ORDER BY, so the planner cannot walk the HNSW index, which stops after ef_search neighbours), then
-  sorted: exact, and its cost grows with the scope (a few ms per 1,000 candidates at 384 dims),
+  sorted: exact, and its cost grows with the scope (at 384 dims per 1,000 candidates: ~2.5 ms
+  inline, ~10 ms through the join, on the bench machine),
   not with the table. Why: the HNSW index is shared by every org and entity; an
   entity-scoped query (assemble always has one) keeps maybe 1 in 1,000 of the index's neighbours, so
   an iterative scan walks tens of thousands of index entries (up to `hnsw.max_scan_tuples`) and can
@@ -135,12 +138,20 @@ def exact_vector_statement(
     params["k"] = k
     params["cap"] = cap
     vt = vector_type(dims)
+    # A row's inline vector copy (migration 3) when it has one for this model, else its text's vector
+    # through the (model, text_hash) key; NULL without a vector (such rows sort last and are dropped
+    # by the caller, but still count toward `cap`).
     stmt = sql.SQL(
         """
         WITH scored AS MATERIALIZED (
-            SELECT m.memory_id, m.ts, (e.embedding::{vt} <=> %(q)b::{vt}) AS distance
-            FROM memories m JOIN embeddings e ON e.model = {model} AND e.text_hash = m.text_hash
-            WHERE e.dims = {dims} AND {where}
+            SELECT m.memory_id, m.ts,
+                   CASE WHEN m.embedding_model = {model} AND vector_dims(m.embedding) = {dims}
+                        THEN m.embedding::{vt} <=> %(q)b::{vt}
+                        ELSE (SELECT e.embedding::{vt} <=> %(q)b::{vt} FROM embeddings e
+                              WHERE e.model = {model} AND e.text_hash = m.text_hash AND e.dims = {dims})
+                   END AS distance
+            FROM memories m
+            WHERE {where}
             LIMIT %(cap)s
         )
         SELECT memory_id, CASE WHEN distance = 'NaN' THEN 0.0 ELSE 1.0 - distance END, ts{counted} FROM scored
@@ -150,6 +161,11 @@ def exact_vector_statement(
     ).format(vt=vt, model=sql.Literal(enc(model)), dims=sql.Literal(dims), where=sql.SQL(where),
              counted=sql.SQL(", (SELECT count(*) FROM scored)" if cap is not None else ""))
     return stmt, params
+
+
+def _scored(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, float, datetime]]:
+    """The exact plan's rows that have a vector (see `exact_vector_statement`)."""
+    return [(r[0], r[1], r[2]) for r in rows if r[1] is not None]
 
 
 def bounded_scope_size(conn: psycopg.Connection[Any], scope: Scope, limit: int) -> int:
@@ -175,11 +191,11 @@ def vector_search(
         stmt, params = exact_vector_statement(scope, model, query, k, cap=exact_max + 1)
         rows = conn.execute(stmt, params, prepare=False).fetchall()
         if not rows or int(rows[0][3]) <= exact_max:
-            return _sorted_hits([r[:3] for r in rows], k, descending=True)
+            return _sorted_hits(_scored(rows), k, descending=True)
     elif exact_max > 0 and bounded_scope_size(conn, scope, exact_max) <= exact_max:
         stmt, params = exact_vector_statement(scope, model, query, k)
         rows = conn.execute(stmt, params, prepare=False).fetchall()
-        return _sorted_hits(rows, k, descending=True)
+        return _sorted_hits(_scored(rows), k, descending=True)
     stmt, params = vector_statement(scope, model, query, k)
     with conn.transaction():  # the settings are transaction-local (the store may read in autocommit)
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")

@@ -18,7 +18,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engine.errors import Conflict, Unavailable
-from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.postgres import bookkeeping, bulk, memories, search
 from engine.storage.postgres.pgtext import dec, enc, enc_all
@@ -54,6 +54,14 @@ class PostgresStore:
     each of the ~8 reads of an assemble cost ~2 ms of CPU per call at 1M memories). `timeout` is how long a
     call waits for a free pooled connection before raising engine.errors.Unavailable.
 
+    `inline_model`: the embedding model whose vectors memory rows carry a copy of (schema migration 3;
+    the server sets its embedder's model). An entity-scoped exact semantic search for that model then
+    reads the scope's vectors from the entity index instead of joining `embeddings` row by row (~4x
+    less work at 1,000 candidates). A copy is taken when a memory is written and its text's vector for
+    that model is already stored (the service embeds before it writes; `bulk_load` copies too), and
+    only if it fits the row's btree entry (`memories.inline_dims_max`: 384 dims with ids of up to
+    ~400 bytes). Rows without a copy are scored through the join: results are the same either way.
+
     Each worker process holds up to `max_size` connections: size PostgreSQL's max_connections (or a
     pgbouncer in front) for workers x max_size. psycopg prepares statements run 5+ times on a
     connection; behind pgbouncer in transaction mode use pgbouncer >= 1.21 with
@@ -70,8 +78,10 @@ class PostgresStore:
         lock_conflict_keys: bool = True,
         check_connections: bool = True,
         timeout: float = 30.0,
+        inline_model: str | None = None,
     ) -> None:
         self.url = url
+        self.inline_model = inline_model
         self.lock_conflict_keys = lock_conflict_keys
         try:
             if migrate_on_start:
@@ -176,7 +186,7 @@ class PostgresStore:
     # --- memories ---------------------------------------------------------------------------------
     def put_memories(self, memories_: Sequence[Memory]) -> None:
         with self._conn() as conn:
-            memories.put(conn, memories_)
+            memories.put(conn, memories_, self.inline_model)
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         found = self.get_memories(org_id, [memory_id])
@@ -247,6 +257,8 @@ class PostgresStore:
                 " embedding = EXCLUDED.embedding",
                 rows,
             )
+            if model == self.inline_model:
+                memories.refresh_inline(conn, model, [r[1] for r in rows])
 
     def bulk_load(
         self,
@@ -287,11 +299,30 @@ class PostgresStore:
                 bulk.drop_hnsw_index(conn, model or "", dims)
             if model is not None:
                 bulk.copy_vectors(conn, model, vectors, self._vector_oid)
-            written = bulk.copy_memories(conn, memories_)
+            inline = self._inline_vectors(conn, memories_, model, vectors)
+            written = bulk.copy_memories(conn, memories_, inline, self._vector_oid)
         for dims in rebuild:
             build_hnsw_index(self.url, model or "", dims, maintenance_work_mem=maintenance_work_mem)
             self._indexed.add((model or "", dims))
         return written
+
+    def _inline_vectors(self, conn: Conn, memories_: Sequence[Memory], model: str | None,
+                        vectors: Mapping[str, Vector]) -> tuple[str, dict[str, Vector]] | None:
+        """(inline model, text hash -> vector) for the memories of a bulk load: the load's own vectors
+        when it brings them for the inline model, the rest from `embeddings`; None without a model."""
+        if self.inline_model is None:
+            return None
+        wanted = {text_hash(m.text) for m in memories_}
+        found: dict[str, Vector] = {}
+        if model == self.inline_model:
+            found = {h: vectors[h] for h in wanted if h in vectors}
+        missing = [h for h in wanted if h not in found]
+        if missing:
+            with conn.cursor(binary=True) as cur:
+                cur.execute("SELECT text_hash, embedding FROM embeddings WHERE model = %s AND text_hash = ANY(%s)",
+                            (enc(self.inline_model), enc_all(missing)))
+                found.update((dec(h), vec) for h, vec in cur.fetchall())
+        return self.inline_model, found
 
     # --- retrieval channels -----------------------------------------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:

@@ -20,13 +20,23 @@ from tests.pg_fixture import postgres_url_for
 
 StoreFactory = Callable[[Path], Store]
 
+
+def _postgres_inline(tmp: Path) -> Store:
+    from engine.storage.postgres import PostgresStore
+
+    return PostgresStore(postgres_url_for(tmp), inline_model="m1")
+
+
 STORE_FACTORIES: dict[str, StoreFactory] = {
     "memory": lambda tmp: open_store("memory"),
     "sqlite": lambda tmp: open_store(f"sqlite://{tmp / 'loci.db'}"),
     "postgres": lambda tmp: open_store(postgres_url_for(tmp)),
+    # rows carry inline copies of model "m1"'s vectors (the model the vector tests use)
+    "postgres-inline": lambda tmp: _postgres_inline(tmp),
 }
 # pytest marks per backend
-STORE_MARKS: dict[str, list[pytest.MarkDecorator]] = {"postgres": [pytest.mark.integration]}
+STORE_MARKS: dict[str, list[pytest.MarkDecorator]] = {
+    "postgres": [pytest.mark.integration], "postgres-inline": [pytest.mark.integration]}
 STORE_PARAMS: list[Any] = [pytest.param(name, marks=STORE_MARKS.get(name, [])) for name in STORE_FACTORIES]
 
 

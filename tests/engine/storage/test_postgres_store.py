@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -15,7 +16,7 @@ from psycopg import sql
 from engine.models import Memory, text_hash
 from engine.storage import open_store
 from engine.storage.base import Scope
-from engine.storage.postgres import PostgresStore, search
+from engine.storage.postgres import PostgresStore, memories, search
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
 from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server, postgres_store
@@ -253,29 +254,151 @@ def test_unreachable_database_is_unavailable(pg_server: PgServer) -> None:
         PostgresStore(pg_server.url(f"{pg_server.prefix}_does_not_exist"))
 
 
-def test_entity_scope_scan_reads_the_index_only(postgres_store: PostgresStore) -> None:
-    """The entity scope's rows with what the exact semantic plan reads of them (memory_id, ts,
-    text_hash) come from `memories_by_entity_ts` alone (migration 2 INCLUDEs every column the scope
-    filter uses); a column missing from it would make an index-only scan impossible and the plan
-    would fetch a heap page per candidate."""
-    mems = [_mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
-            for i in range(500)]
-    postgres_store.put_memories(mems)
-    for scope in (Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
-                  Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0)):
-        where, params = search.scope_filter(scope)
-        with psycopg.connect(postgres_store.url, autocommit=True) as conn:
+def _plan(conn: psycopg.Connection[Any], stmt: sql.Composable, params: dict[str, Any], *,
+          analyze: bool = False) -> str:
+    head = "EXPLAIN (ANALYZE, BUFFERS OFF, TIMING OFF) " if analyze else "EXPLAIN "
+    return "\n".join(r[0] for r in conn.execute(sql.SQL(head) + stmt, params).fetchall())
+
+
+def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> None:
+    """The exact semantic scan of an entity scope reads `memories_by_entity_vec` alone: it INCLUDEs every
+    column the scope filter uses and the inline vector copies, so no heap page and no `embeddings` row
+    is read per candidate (the join subplan never runs). A column missing from the index, or a copy
+    not made, fails this."""
+    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
+    try:
+        rng = np.random.default_rng(3)
+        mems = [_mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
+                for i in range(500)]
+        vecs = _unit(rng, len(mems), 8)
+        store.put_embeddings("hash:8", {text_hash(m.text): vecs[i] for i, m in enumerate(mems)})
+        store.put_memories(mems)  # vectors first, as the service writes: each row takes its copy
+        query = _unit(rng, 1, 8)[0]
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            register_vector(conn, store._vector_oid)
             conn.execute("VACUUM (ANALYZE) memories")  # the visibility map an index-only scan relies on
             conn.execute("SET enable_seqscan = off")  # a 500-row table would be read whole otherwise
             conn.execute("SET enable_bitmapscan = off")
-            plan = "\n".join(r[0] for r in conn.execute(
-                f"EXPLAIN SELECT m.memory_id, m.ts, m.text_hash FROM memories m WHERE {where}", params).fetchall())
-            count = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params).fetchone()
-        assert "Index Only Scan using memories_by_entity_ts on memories" in plan, plan
-        assert count is not None and count[0] == (100 if scope.as_of is None else 50)
-    with psycopg.connect(postgres_store.url) as conn:
-        names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
-    assert "memories_by_entity_ts" in names and "memories_by_entity" not in names
+            for scope in (Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
+                          Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0)):
+                stmt, params = search.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
+                plan = _plan(conn, stmt, params, analyze=True)
+                assert "Index Only Scan using memories_by_entity_vec on memories" in plan, plan
+                subplan = plan[plan.index("embeddings_pkey"):]
+                assert "never executed" in subplan.splitlines()[0], plan
+                rows = conn.execute(stmt, params).fetchall()
+                assert rows[0][3] == (100 if scope.as_of is None else 50)
+            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+        assert "memories_by_entity_vec" in names and not names & {"memories_by_entity", "memories_by_entity_ts"}
+    finally:
+        store.close()
+
+
+def _ranked(store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    return [(h.memory_id, round(h.raw, 5)) for h in store.vector_search(scope, model, query, k)]
+
+
+def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
+    """Rows with a copy, without one (written before their vector), with a copy of another model, and
+    with a replaced vector: the exact scan ranks them as the join over `embeddings` alone does."""
+    rng = np.random.default_rng(11)
+    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
+    try:
+        texts = [f"memory text {i}" for i in range(60)]
+        vecs = _unit(rng, len(texts), 8)
+        first = {text_hash(t): vecs[i] for i, t in enumerate(texts[:40])}
+        store.put_embeddings("hash:8", first)
+        store.put_embeddings("other:8", {text_hash(t): vecs[-1 - i] for i, t in enumerate(texts)})
+        mems = [_mem(f"mem_{i:03d}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+                for i, t in enumerate(texts)]
+        store.put_memories(mems)  # texts 40.. have no hash:8 vector yet
+        with psycopg.connect(store.url) as conn:
+            copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
+        assert sum(copies.values()) == 40
+        store.put_embeddings("hash:8", {text_hash(t): vecs[40 + i] for i, t in enumerate(texts[40:50])})
+        replaced = _unit(rng, 1, 8)[0]
+        store.put_embeddings("hash:8", {text_hash(texts[0]): replaced})  # a replaced vector
+        with psycopg.connect(store.url) as conn:
+            copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
+        assert sum(copies.values()) == 50  # filled on arrival; texts 50.. still have none
+        scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+        expected = {text_hash(t): v for t, v in zip(texts[:50], vecs[:50], strict=True)}
+        expected[text_hash(texts[0])] = replaced
+        for _ in range(5):
+            q = _unit(rng, 1, 8)[0]
+            got = _ranked(store, scope, "hash:8", q, 20)
+            sims = sorted((-float(expected[text_hash(m.text)] @ q), m.memory_id) for m in mems
+                           if text_hash(m.text) in expected)
+            assert [mid for mid, _ in got] == [mid for _, mid in sims[:20]]
+            assert [raw for _, raw in got] == pytest.approx([-s for s, _ in sims[:20]], abs=1e-5)
+            other = _ranked(store, scope, "other:8", q, 60)  # never inline: through the join
+            assert len(other) == 60
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            conn.execute("UPDATE memories SET embedding = NULL")  # the join alone
+        q = _unit(rng, 1, 8)[0]
+        without = _ranked(store, scope, "hash:8", q, 50)
+        with psycopg.connect(store.url, autocommit=True) as conn:
+            conn.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL")
+        store.put_embeddings("hash:8", {text_hash(t): expected[text_hash(t)] for t in texts[:50]})
+        assert _ranked(store, scope, "hash:8", q, 50) == without  # refilled copies: the same ranking
+    finally:
+        store.close()
+
+
+def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) -> None:
+    store = PostgresStore(pg_database, max_size=2, inline_model="hash:384")
+    try:
+        rng = np.random.default_rng(5)
+        a, b = _unit(rng, 2, 384)
+        store.put_embeddings("hash:384", {text_hash("first text"): a, text_hash("second text"): b})
+        m = _mem("mem_1", "first text", entity_id="ent:x")
+        store.put_memories([m])
+        store.put_memories([msgspec.structs.replace(m, text="second text", status="superseded")])
+        with psycopg.connect(store.url) as conn:
+            register_vector(conn, store._vector_oid)
+            row = conn.execute("SELECT embedding, embedding_model FROM memories").fetchone()
+        assert row is not None and row[1] == "hash:384"
+        assert np.allclose(row[0], b)
+        # The widest ids the API accepts, in 4-byte characters: no 384-dim copy fits their btree entry, and
+        # the write still succeeds (a copy that did not fit would fail the insert).
+        wide = "\U0001d518"
+        w = _mem("mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA", "first text", org_id="org_" + "o" * 60,
+                 namespace=wide * 64, entity_id="ent:" + wide * 252)
+        assert memories.inline_dims_max(w, "hash:384") < 384
+        store.put_memories([w, msgspec.structs.replace(w, status="superseded")])
+        # The longest entity id that still takes a 384-dim copy: written, then its status changed.
+        for n in range(252, 0, -1):
+            fit = msgspec.structs.replace(w, memory_id=f"mem_fit_{n}", namespace="default",
+                                          entity_id="ent:" + wide * n)
+            if memories.inline_dims_max(fit, "hash:384") >= 384:
+                break
+        store.put_memories([fit])
+        store.put_memories([msgspec.structs.replace(fit, status="superseded", type="document")])
+        with psycopg.connect(store.url) as conn:
+            copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
+        assert copies == {"mem_1": True, w.memory_id: False, fit.memory_id: True}
+        scope = Scope(org_id=fit.org_id, entity_id=fit.entity_id, now=T0, as_of=T0)
+        assert [h.memory_id for h in store.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
+    finally:
+        store.close()
+
+
+def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
+    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
+    try:
+        rng = np.random.default_rng(9)
+        vecs = _unit(rng, 3, 8)
+        store.bulk_load([], model="hash:8", vectors={text_hash("t0"): vecs[0]})
+        mems = [_mem(f"mem_{i}", f"t{i}", entity_id="ent:x") for i in range(3)]
+        store.bulk_load(mems[:2], model="hash:8", vectors={text_hash("t1"): vecs[1]})  # t0 from the table
+        store.bulk_load(mems[2:])  # no vector for t2 anywhere
+        with psycopg.connect(store.url) as conn:
+            register_vector(conn, store._vector_oid)
+            rows = dict(conn.execute("SELECT memory_id, embedding FROM memories").fetchall())
+        assert np.allclose(rows["mem_0"], vecs[0]) and np.allclose(rows["mem_1"], vecs[1])
+        assert rows["mem_2"] is None
+    finally:
+        store.close()
 
 
 def test_a_connection_used_moments_ago_is_not_pinged(postgres_store: PostgresStore,
