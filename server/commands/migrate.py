@@ -3,6 +3,10 @@
 Opening a store runs its pending migrations (SQLite: PRAGMA user_version, one transaction per step;
 PostgreSQL: under an advisory lock, so several workers or a deploy job may run it at once). Running
 it again is a no-op.
+
+On PostgreSQL it then gives rows written before schema migration 3 their inline vector copy for the
+configured embedder's model (`PostgresStore.backfill_inline_vectors`; `--no-inline-vectors` skips it):
+5,000 rows per transaction, safe while servers run, and a scan that finds nothing to do afterwards.
 """
 
 from __future__ import annotations
@@ -21,13 +25,32 @@ def display_target(target: str) -> str:
     return re.sub(r"//[^@/]*@", "//", target).split("?")[0]
 
 
+def _backfill_inline(store: Any, embedder: str) -> tuple[str, int] | None:
+    """(model, copies made) on a store that keeps inline vectors (PostgreSQL), else None."""
+    if not hasattr(store, "backfill_inline_vectors"):
+        return None
+    from engine.embed.registry import create_embedder
+
+    try:
+        model = create_embedder(embedder).model
+    except Exception as exc:  # e.g. an API embedder without its key: the schema part still counts
+        print(f"warning: no inline vector backfill, embedder {embedder!r} unavailable: {exc}", file=sys.stderr)
+        return None
+    store.inline_model = model
+    return model, int(store.backfill_inline_vectors())
+
+
 def _run(args: argparse.Namespace) -> int:
     from server.app import open_default_store
 
     settings = settings_from_args(args)
     target = settings.store_target
     before = schema_version(target)
-    open_default_store(settings).close()
+    store = open_default_store(settings)
+    try:
+        backfill = _backfill_inline(store, settings.embedder) if args.inline_vectors else None
+    finally:
+        store.close()
     after = schema_version(target)
     shown = display_target(target)
     if before is None:
@@ -36,6 +59,8 @@ def _run(args: argparse.Namespace) -> int:
     latest = latest_version(target)
     change = "up to date" if before == after else f"migrated {before} -> {after}"
     print(f"{shown}: schema version {after} (before {before}, latest {latest}); {change}")
+    if backfill is not None:
+        print(f"inline vectors ({backfill[0]}): {backfill[1]} rows given a copy")
     if after != latest:
         print(f"error: schema version {after} after migrating, expected {latest}", file=sys.stderr)
         return 1
@@ -45,4 +70,6 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("migrate", help="apply pending database migrations (safe to repeat)")
     add_store_arguments(parser)
+    parser.add_argument("--inline-vectors", action=argparse.BooleanOptionalAction, default=True,
+                        help="PostgreSQL: give rows without one their inline vector copy (default on)")
     parser.set_defaults(func=_run)

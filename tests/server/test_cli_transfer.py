@@ -114,3 +114,37 @@ def test_export_sqlite_import_postgres_cli(capsys, tmp_path: Path, pg_database: 
     assert run(capsys, "export", "--org", ORG, "--out", str(back), "--model", MODEL, "--with-keys",
                "--database-url", pg_database)[0] == 0
     assert back.read_bytes().splitlines()[1:] == out.read_bytes().splitlines()[1:]  # all but exported_at
+
+
+@pytest.mark.integration
+def test_migrate_postgres_backfills_inline_vectors(capsys, monkeypatch: pytest.MonkeyPatch,
+                                                   pg_database: str) -> None:
+    """Rows written without inline copies (as before schema migration 3) get them from `loci migrate`,
+    in batches, for the configured embedder's model; a second run finds nothing to do."""
+    import numpy as np
+
+    from engine.embed.registry import create_embedder
+    from engine.models import Memory, text_hash
+    from engine.storage.postgres import PostgresStore
+    from tests.engine.storage.conftest import T0
+
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    model = create_embedder("hash").model
+    plain = PostgresStore(pg_database, max_size=1)  # no inline model: rows without copies
+    mems = [Memory(memory_id=f"mem_{i}", org_id=f"org_{i % 2}", type="note", text=f"text {i}", timestamp=T0,
+                   created_at=T0, updated_at=T0, entity_id="ent:x") for i in range(5)]
+    plain.put_embeddings(model, {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems[:4]})
+    plain.put_embeddings("other", {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems})
+    plain.put_memories(mems)
+    monkeypatch.setattr(PostgresStore.backfill_inline_vectors, "__defaults__", (2,))  # several batches
+    try:
+        code, out, _ = run(capsys, "migrate", "--database-url", pg_database)
+        assert code == 0 and f"inline vectors ({model}): 4 rows given a copy" in out
+        code, out, _ = run(capsys, "migrate", "--database-url", pg_database)
+        assert code == 0 and f"inline vectors ({model}): 0 rows given a copy" in out
+        with plain._conn() as conn:
+            rows = dict(conn.execute("SELECT memory_id, embedding_model FROM memories"
+                                     " WHERE embedding IS NOT NULL").fetchall())
+        assert rows == {f"mem_{i}": model for i in range(4)}
+    finally:
+        plain.close()

@@ -113,6 +113,36 @@ def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[s
     )
 
 
+def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None,
+                         limit: int) -> tuple[int, tuple[str, str] | None]:
+    """Give the next `limit` rows in primary-key order after `after` their inline copy of `model`'s
+    vector where they have none (and their vector is stored and fits); (copies made, last key read,
+    None when no rows are left). Rows another transaction holds locked are skipped."""
+    where, params = ("", {}) if after is None else ("WHERE (org_id, memory_id) > (%(ao)s, %(am)s)",
+                                                   {"ao": after[0], "am": after[1]})
+    keys = conn.execute(f"SELECT org_id, memory_id FROM memories {where} ORDER BY org_id, memory_id"
+                        " LIMIT %(n)s", {**params, "n": limit}).fetchall()
+    if not keys:
+        return 0, None
+    first, last = (keys[0][0], keys[0][1]), (keys[-1][0], keys[-1][1])
+    cur = conn.execute(
+        f"""
+        UPDATE memories m SET embedding = e.embedding, embedding_model = e.model
+        FROM embeddings e
+        WHERE (m.org_id, m.memory_id) >= (%(fo)s, %(fm)s) AND (m.org_id, m.memory_id) <= (%(lo)s, %(lm)s)
+          AND m.ctid IN (SELECT ctid FROM memories
+                         WHERE (org_id, memory_id) >= (%(fo)s, %(fm)s) AND (org_id, memory_id) <= (%(lo)s, %(lm)s)
+                           AND embedding IS NULL FOR UPDATE SKIP LOCKED)
+          AND e.model = %(model)s AND e.text_hash = m.text_hash
+          AND (m.embedding_model IS NULL OR m.embedding_model = e.model)
+          AND {inline_fits_sql("m", "e.model", "e.dims")}
+        """,
+        {"fo": first[0], "fm": first[1], "lo": last[0], "lm": last[1], "model": enc(model)},
+        prepare=False,
+    )
+    return cur.rowcount, last
+
+
 def inline_params(m: Memory, inline_model: str | None) -> tuple[Any, ...]:
     """The four parameters `_UPSERT` adds to `row_of(m)` (no inline copy without an inline model)."""
     if inline_model is None:

@@ -306,6 +306,21 @@ class PostgresStore:
             self._indexed.add((model or "", dims))
         return written
 
+    def backfill_inline_vectors(self, batch: int = 5_000) -> int:
+        """Give every row without an inline copy of `inline_model`'s vector one (where its vector is
+        stored and fits), `batch` rows per transaction, so rows written before schema migration 3 are
+        scored from the index too; returns the copies made. Safe while the service runs (rows a
+        writer holds are skipped; they stay correct through the join). A no-op without a model."""
+        if self.inline_model is None:
+            return 0
+        made, after = 0, None
+        while True:
+            with self._conn() as conn:
+                n, after = memories.backfill_inline_page(conn, self.inline_model, after, batch)
+            made += n
+            if after is None:
+                return made
+
     def _inline_vectors(self, conn: Conn, memories_: Sequence[Memory], model: str | None,
                         vectors: Mapping[str, Vector]) -> tuple[str, dict[str, Vector]] | None:
         """(inline model, text hash -> vector) for the memories of a bulk load: the load's own vectors
