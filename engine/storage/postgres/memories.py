@@ -17,6 +17,7 @@ import psycopg
 from engine.models import Memory, text_hash
 from engine.storage.base import ListQuery
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
+from engine.storage.postgres.schema import TSV_INLINE_BUDGET
 from engine.storage.postgres.where import Where
 from engine.timeutil import to_utc
 
@@ -116,8 +117,9 @@ def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[s
 def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None,
                          limit: int) -> tuple[int, tuple[str, str] | None]:
     """Give the next `limit` rows in primary-key order after `after` their inline copy of `model`'s
-    vector where they have none (and their vector is stored and fits); (copies made, last key read,
-    None when no rows are left). Rows another transaction holds locked are skipped."""
+    vector where they have none (and their vector is stored and fits), and their inline tsvector;
+    (vector copies made, last key read, None when no rows are left). Rows another transaction holds
+    locked are skipped."""
     where, params = ("", {}) if after is None else ("WHERE (org_id, memory_id) > (%(ao)s, %(am)s)",
                                                    {"ao": after[0], "am": after[1]})
     keys = conn.execute(f"SELECT org_id, memory_id FROM memories {where} ORDER BY org_id, memory_id"
@@ -140,7 +142,21 @@ def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple
         {"fo": first[0], "fm": first[1], "lo": last[0], "lm": last[1], "model": enc(model)},
         prepare=False,
     )
-    return cur.rowcount, last
+    made = cur.rowcount
+    conn.execute(  # and the inline tsvector (the trigger's rule, see schema.py) where it is missing
+        f"""
+        UPDATE memories m SET tsv_small = m.tsv
+        WHERE (m.org_id, m.memory_id) >= (%(fo)s, %(fm)s) AND (m.org_id, m.memory_id) <= (%(lo)s, %(lm)s)
+          AND m.ctid IN (SELECT ctid FROM memories
+                         WHERE (org_id, memory_id) >= (%(fo)s, %(fm)s) AND (org_id, memory_id) <= (%(lo)s, %(lm)s)
+                           AND tsv_small IS NULL FOR UPDATE SKIP LOCKED)
+          AND pg_column_size(m.tsv) + octet_length(m.org_id) + octet_length(m.memory_id)
+              + octet_length(m.namespace) + coalesce(octet_length(m.entity_id), 0) <= {TSV_INLINE_BUDGET}
+        """,
+        {"fo": first[0], "fm": first[1], "lo": last[0], "lm": last[1]},
+        prepare=False,
+    )
+    return made, last
 
 
 def inline_params(m: Memory, inline_model: str | None) -> tuple[Any, ...]:

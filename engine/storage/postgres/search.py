@@ -35,8 +35,10 @@ after 5 more PostgreSQL may switch to a generic plan made without the parameters
 memories, the keyword query went from 5-30 ms to 130-240 ms per call that way (the generic plan
 cannot see how selective the entity is). Planning costs well under a millisecond here.
 
-Keyword (`keyword_search`): PostgreSQL full-text search over the generated column
-`tsv = to_tsvector('english', text)` (GIN index). The query goes through `plainto_tsquery('english')`
+Keyword (`keyword_search`): PostgreSQL full-text search over the column
+`tsv = to_tsvector('english', text)` (GIN index; kept by a trigger, schema migration 3). In an entity
+scope, rows whose tsvector is also inline in the entity index (`tsv_small`) are matched there without
+reading their heap rows (4.7 -> 1.8 ms per query at 1M memories). The query goes through `plainto_tsquery('english')`
 and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
 growing with its frequency in the document, summed and divided by 1 + log(document length).
 How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
@@ -213,14 +215,31 @@ def keyword_search(conn: psycopg.Connection[Any], scope: Scope, text: str, k: in
         return []
     where, params = scope_filter(scope)
     params.update(text=enc(text), k=k)
-    stmt = f"""
-        WITH q AS (SELECT {_OR_QUERY} AS q)
-        SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
-        FROM memories m, q
-        WHERE m.tsv @@ q.q AND {where}
-        ORDER BY rank DESC, m.ts DESC, m.memory_id
-        LIMIT %(k)s
-    """
+    if scope.entity_id is not None:
+        # Rows whose tsvector is inline (`tsv_small`, schema migration 3) are matched from the entity
+        # index alone; the others (long texts, or rows not backfilled yet) through the partial index
+        # of rows without it. The same tsvector either way, so the same ranks as the plain query.
+        stmt = f"""
+            WITH q AS (SELECT {_OR_QUERY} AS q)
+            SELECT memory_id, rank, ts FROM (
+                SELECT m.memory_id, ts_rank(m.tsv_small, q.q, 1) AS rank, m.ts
+                FROM memories m, q WHERE m.tsv_small @@ q.q AND {where}
+                UNION ALL
+                SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
+                FROM memories m, q WHERE m.tsv_small IS NULL AND m.tsv @@ q.q AND {where}
+            ) r
+            ORDER BY rank DESC, ts DESC, memory_id
+            LIMIT %(k)s
+        """
+    else:
+        stmt = f"""
+            WITH q AS (SELECT {_OR_QUERY} AS q)
+            SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
+            FROM memories m, q
+            WHERE m.tsv @@ q.q AND {where}
+            ORDER BY rank DESC, m.ts DESC, m.memory_id
+            LIMIT %(k)s
+        """
     rows = conn.execute(stmt, params, prepare=False).fetchall()
     return _sorted_hits([r for r in rows if r[1] > 0], k, descending=True)
 

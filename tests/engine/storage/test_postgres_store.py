@@ -286,7 +286,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 # also depends on the visibility map, which this fixture's VACUUM leaves empty (at 1M
                 # memories after VACUUM it does prefer it: see the bench); this checks it is possible.
                 with conn.transaction():
-                    conn.execute("DROP INDEX memories_by_entity_ts")
+                    conn.execute("DROP INDEX memories_by_entity_kw")
                     plan = _plan(conn, stmt, params, analyze=True)
                     raise psycopg.Rollback()
                 assert "Index Only Scan using memories_by_entity_vec on memories" in plan, plan
@@ -294,12 +294,13 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 assert "never executed" in subplan.splitlines()[0], plan
                 rows = conn.execute(stmt, params).fetchall()
                 assert rows[0][3] == (100 if scope.as_of is None else 50)
-                # What needs no vector (scope counts, recent events) reads the slim index instead.
+                # What needs no vector (scope counts, recent events, keywords) reads the slim index.
                 where, wparams = search.scope_filter(scope)
                 plan = _plan(conn, sql.SQL(f"SELECT count(*) FROM memories m WHERE {where}"), wparams)  # noqa: S608
-                assert "Index Only Scan using memories_by_entity_ts on memories" in plan, plan
+                assert "Index Only Scan using memories_by_entity_kw on memories" in plan, plan
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
-        assert {"memories_by_entity_vec", "memories_by_entity_ts"} <= names and "memories_by_entity" not in names
+        assert {"memories_by_entity_vec", "memories_by_entity_kw", "memories_by_entity_long"} <= names
+        assert not names & {"memories_by_entity", "memories_by_entity_ts"}
     finally:
         store.close()
 
@@ -451,3 +452,30 @@ def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -
     postgres_store.put_memories([m])
     scope = Scope(org_id=m.org_id, namespace=m.namespace, entity_id=m.entity_id, agent_id=m.agent_id, now=T0)
     assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
+
+
+def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store: PostgresStore) -> None:
+    """In an entity scope, rows with the inline tsvector (short texts) and without it (a text too long
+    for the index entry, and a row whose copy is cleared as before a backfill) are ranked exactly as
+    the single query over `tsv` ranks them; the copy equals `tsv` and follows text updates."""
+    long_text = "garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
+    mems = [_mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i)) for i, t in enumerate([
+        "my garden has tomatoes", "tomatoes again and tomatoes", "the garden", "nothing here", long_text,
+        "garden tomatoes garden"])]
+    postgres_store.put_memories(mems)
+    postgres_store.put_memories([msgspec.structs.replace(mems[3], text="now the garden too")])
+    with psycopg.connect(postgres_store.url, autocommit=True) as conn:
+        conn.execute("UPDATE memories SET tsv_small = NULL WHERE memory_id = 'mem_5'")
+        small = dict(conn.execute("SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories").fetchall())
+        scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+        where, params = search.scope_filter(scope)
+        plain = conn.execute(
+            f"SELECT m.memory_id, ts_rank(m.tsv, w.q, 1) FROM memories m,"  # noqa: S608
+            f" (SELECT replace(plainto_tsquery('english', %(t)s)::text, ' & ', ' | ')::tsquery AS q) w"
+            f" WHERE m.tsv @@ w.q AND {where} ORDER BY 2 DESC, m.ts DESC, m.memory_id", {**params, "t": "garden tomatoes"},
+        ).fetchall()
+    assert small == {"mem_0": True, "mem_1": True, "mem_2": True, "mem_3": True, "mem_4": False, "mem_5": False}
+    hits = postgres_store.keyword_search(scope, "garden tomatoes", 10)
+    assert [h.memory_id for h in hits] == [r[0] for r in plain]
+    assert [h.raw for h in hits] == pytest.approx([r[1] for r in plain])
+    assert {"mem_3", "mem_4", "mem_5"} <= {h.memory_id for h in hits}
