@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -69,21 +68,10 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "LOCI_CORS_ORIGINS": ",".join(settings.cors_origins),
         "LOCI_EMBEDDER": settings.embedder,
         "LOCI_IDEMPOTENCY_TTL_HOURS": repr(settings.idempotency_ttl_hours),
-        "LOCI_GIL_SWITCH_MS": repr(settings.gil_switch_ms),
     }
     if settings.database_url:
         env["LOCI_DATABASE_URL"] = settings.database_url
     return env
-
-
-def tune_interpreter(settings: Settings) -> None:
-    """Set the interpreter's thread switch interval (LOCI_GIL_SWITCH_MS, default 0.5 ms; 0 keeps
-    Python's 5 ms). A server process runs request threads in Python while query embeddings run in
-    torch; a thread that gave the GIL back for a native call waits up to one interval to get it
-    again while another thread runs Python, so at 5 ms the embedding's wall time grew several times
-    over under concurrency (measured: engine/embed/bert_fast.py). Process-wide: call it in servers."""
-    if settings.gil_switch_ms > 0:
-        sys.setswitchinterval(settings.gil_switch_ms / 1000.0)
 
 
 def warm_embedder(app: Litestar) -> None:
@@ -109,7 +97,6 @@ def create(env: Mapping[str, str] | None = None) -> Litestar:
     env = os.environ if env is None else env
     settings = Settings.from_env(env)
     check_workers(settings, requested_workers(env))
-    tune_interpreter(settings)
     limiter = limiter_for(settings, env)
     app = create_app(settings, limiter=limiter)
     app.on_shutdown.append(lambda: close_limiter(limiter))

@@ -16,7 +16,6 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
     cors_origins: tuple[str, ...] = ()
     embedder: str = "minilm"
     idempotency_ttl_hours: float = 24.0
-    gil_switch_ms: float = 0.5  # the interpreter's thread switch interval in a server (see server.asgi)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -29,7 +28,6 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
             cors_origins=origins,
             embedder=env.get("LOCI_EMBEDDER") or "minilm",
             idempotency_ttl_hours=float(env.get("LOCI_IDEMPOTENCY_TTL_HOURS") or 24),
-            gil_switch_ms=float(env.get("LOCI_GIL_SWITCH_MS") or 0.5),
         )
 
     @property

@@ -13,8 +13,9 @@ The pass is compiled with TorchScript, so it runs start to end in C++ without ta
 between operations. In eager mode each of its ~90 operations gives the GIL back and must win it again;
 in a server whose other threads run Python (HTTP, psycopg, fusion), each re-acquisition can wait up to
 the interpreter's switch interval (5 ms by default). Measured with one pure-Python thread beside it:
-eager 12 ms alone, 61-507 ms contended; scripted 11 ms alone, 34 ms contended (16 ms with a 0.5 ms
-switch interval, which `loci serve` sets). Same vectors (max difference 0.0).
+eager 12 ms alone, 507 ms contended; scripted 11 ms alone, 34 ms contended. Same vectors (max
+difference 0.0). (A shorter switch interval, 0.5 ms, helped that test further but made no measurable
+difference to a server at 1M memories, where the two cores are simply busy, so servers keep Python's.)
 
 `LeanBert.from_model(st)` returns None for anything it does not reproduce exactly (another
 architecture or activation, relative position embeddings, other pooling); the caller then keeps the

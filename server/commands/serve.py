@@ -32,7 +32,7 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from server.app import create_app, open_default_store
-    from server.asgi import check_workers, run_workers, tune_interpreter, warm_embedder
+    from server.asgi import check_workers, run_workers, warm_embedder
 
     settings = settings_from_args(args)
     check_workers(settings, args.workers)  # SQLite: one worker only (InvalidInput -> "error: ...", exit 2)
@@ -46,7 +46,6 @@ def _run(args: argparse.Namespace) -> int:
             run_workers(settings, host=args.host, port=args.port, workers=args.workers, log_level="info")
             return 0
         app = create_app(settings, store=store)
-        tune_interpreter(settings)
         warm_embedder(app)
         print(f"Loci listening on http://{args.host}:{args.port}  (docs: /docs)", flush=True)
         uvicorn.run(app, host=args.host, port=args.port, log_level="info")

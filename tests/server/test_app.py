@@ -55,18 +55,3 @@ def test_unknown_embedder_does_not_fail_writes(tmp_path: Path) -> None:
                         headers={"Authorization": f"Bearer {secret}"})
     assert r.status_code == 200
 
-
-def test_a_server_shortens_the_thread_switch_interval(monkeypatch) -> None:
-    import sys
-
-    from server.asgi import settings_env, tune_interpreter
-
-    monkeypatch.setattr(sys, "setswitchinterval", lambda s: calls.append(s))
-    calls: list[float] = []
-    assert Settings.from_env({}).gil_switch_ms == 0.5
-    tune_interpreter(Settings.from_env({}))
-    tune_interpreter(Settings.from_env({"LOCI_GIL_SWITCH_MS": "2"}))
-    tune_interpreter(Settings.from_env({"LOCI_GIL_SWITCH_MS": "0"}))  # 0: Python's own default stays
-    assert calls == [0.0005, 0.002]
-    two = Settings.from_env({"LOCI_GIL_SWITCH_MS": "2"})
-    assert Settings.from_env(settings_env(two)).gil_switch_ms == 2.0  # workers get the same setting
