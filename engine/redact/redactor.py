@@ -20,7 +20,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +34,50 @@ from engine.redact.policy import RedactionPolicy, RedactionReport
 from engine.redact.registry import PII_LABEL, PII_RULE, create_rules
 from engine.redact.rules.phone import DEFAULT_REGIONS
 
+#: texts up to this long have their detections remembered (see `_Detector`)
+DETECT_CACHE_MAX_CHARS = 4000
+DETECT_CACHE_SIZE = 16384
+
+
+class _Detector:
+    """The rules of one configuration and their detections per text, shared by every Redactor with
+    that configuration. Detection is a pure function of (rules, text), and assemble redacts the same
+    memory texts turn after turn: the regex rules cost ~1.3 ms of a 1M-memory assemble, a lookup
+    nearly nothing. Remembers up to `DETECT_CACHE_SIZE` texts of up to `DETECT_CACHE_MAX_CHARS`."""
+
+    def __init__(self, rules: Sequence[str] | None, phone_regions: Sequence[str]) -> None:
+        self.rules = create_rules(rules, phone_regions=phone_regions)
+        self.priority = {rule.name: i for i, rule in enumerate(self.rules)}
+        self.cached = functools.lru_cache(maxsize=DETECT_CACHE_SIZE)(self.compute)
+
+    def compute(self, text: str) -> tuple[Detection, ...]:
+        candidates = [d for rule in self.rules for d in rule.detect(text)]
+        candidates.sort(key=lambda d: (d.start - d.end, self.priority[d.rule], d.start))
+        chosen: list[Detection] = []
+        for d in candidates:
+            if all(d.end <= c.start or d.start >= c.end for c in chosen):
+                chosen.append(d)
+        return tuple(sorted(chosen, key=lambda d: d.start))
+
+    def detect(self, text: str) -> list[Detection]:
+        found = self.cached(text) if len(text) <= DETECT_CACHE_MAX_CHARS else self.compute(text)
+        return list(found)
+
+
+_DETECTORS: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], _Detector] = {}
+_DETECTORS_LOCK = threading.Lock()
+
+
+def _detector(rules: Sequence[str] | None, phone_regions: Sequence[str]) -> _Detector:
+    key = (None if rules is None else tuple(rules), tuple(phone_regions))
+    found = _DETECTORS.get(key)
+    if found is None:
+        with _DETECTORS_LOCK:
+            found = _DETECTORS.get(key)
+            if found is None:
+                found = _DETECTORS[key] = _Detector(rules, phone_regions)
+    return found
+
 
 class Redactor:
     def __init__(
@@ -42,9 +88,8 @@ class Redactor:
         phone_regions: Sequence[str] = DEFAULT_REGIONS,
     ) -> None:
         self.policy = policy if policy is not None else RedactionPolicy()
-        self._rules = create_rules(rules, phone_regions=phone_regions)
-        self._priority = {rule.name: i for i, rule in enumerate(self._rules)}
-        self._labels = {rule.name: rule.label for rule in self._rules}
+        self._detector = _detector(rules, phone_regions)
+        self._labels = {rule.name: rule.label for rule in self._detector.rules}
         self._labels[PII_RULE] = PII_LABEL
         self._by_key: dict[tuple[str, str], str] = {}
         self._originals: dict[str, str] = {}
@@ -60,13 +105,7 @@ class Redactor:
     # --- detection (pure: assigns no placeholders) ----------------------------------------------
     def detect(self, text: str) -> list[Detection]:
         """Non-overlapping detections of all rules in `text`, in text order."""
-        candidates = [d for rule in self._rules for d in rule.detect(text)]
-        candidates.sort(key=lambda d: (d.start - d.end, self._priority[d.rule], d.start))
-        chosen: list[Detection] = []
-        for d in candidates:
-            if all(d.end <= c.start or d.start >= c.end for c in chosen):
-                chosen.append(d)
-        return sorted(chosen, key=lambda d: d.start)
+        return self._detector.detect(text)
 
     # --- redaction ----------------------------------------------------------------------------------
     def redact_text(self, text: str, sensitivity: Sensitivity = "auto", *, whole: Sequence[str] = ()) -> str:
