@@ -16,6 +16,10 @@ the interpreter's switch interval (5 ms by default). Measured with one pure-Pyth
 eager 12 ms alone, 507 ms contended; scripted 11 ms alone, 34 ms contended. Same vectors (max
 difference 0.0). (A shorter switch interval, 0.5 ms, helped that test further but made no measurable
 difference to a server at 1M memories, where the two cores are simply busy, so servers keep Python's.)
+The scripted module is then frozen and optimized for inference (weights become constants and the
+linear layers run on prepacked oneDNN weights): one text 12.6 -> 9.7 ms, four 19.6 -> 18.5 ms, vectors
+within 2e-7 of the eager pass. Each layer's matrices are read whole for every pass, so a query's cost
+is mostly reading the weights: four texts cost twice one.
 
 `LeanBert.from_model(st)` returns None for anything it does not reproduce exactly (another
 architecture or activation, relative position embeddings, other pooling); the caller then keeps the
@@ -24,6 +28,7 @@ module stack.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -41,7 +46,7 @@ def _scripted_forward(word: Any, pos: Any, type0: Any, ln: tuple[Any, Any], laye
             super().__init__()
             self.word, self.pos, self.type0 = word.detach(), pos.detach(), type0.detach()
             self.ln_w, self.ln_b = ln[0].detach(), ln[1].detach()
-            self.layers: list[list[torch.Tensor]] = [[t.detach() for t in layer] for layer in layers]
+            self.layers = [[t.detach() for t in layer] for layer in layers]  # TorchScript infers the type
             self.heads, self.hidden, self.eps = heads, hidden, eps
 
         def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -60,7 +65,17 @@ def _scripted_forward(word: Any, pos: Any, type0: Any, ln: tuple[Any, Any], laye
             pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
             return F.normalize(pooled, p=2.0, dim=1)
 
-    return torch.jit.script(_Forward().eval())
+    eager = _Forward().eval()
+    with warnings.catch_warnings():  # torch 2.13 marks TorchScript deprecated (it still works)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            scripted = torch.jit.script(eager)
+        except Exception:  # a torch without TorchScript: the same pass, eager
+            return eager
+        try:  # weights as constants, linear layers on prepacked oneDNN weights: one text 12.6 -> 9.7 ms
+            return torch.jit.optimize_for_inference(torch.jit.freeze(scripted))
+        except Exception:  # e.g. a torch build without oneDNN: the scripted pass as it is
+            return scripted
 
 
 class LeanBert:

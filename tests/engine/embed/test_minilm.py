@@ -62,6 +62,33 @@ def test_lean_pass_applies_and_equals_the_module_stack(embedder: MiniLMEmbedder)
     assert isinstance(embedder._lean, LeanBert)  # the query path uses it
 
 
+def test_lean_pass_is_compiled_and_falls_back_to_eager(embedder: MiniLMEmbedder,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pass runs as a frozen TorchScript module (no GIL between its operations); where TorchScript
+    or the inference optimizations are unavailable, the same pass runs as they allow, same vectors."""
+    import torch
+
+    from engine.embed.bert_fast import LeanBert
+
+    model = embedder._load()
+    texts = ["Where does Alice live?", "a longer question about the weather in Berlin"]
+    want = MiniLMEmbedder._module_forward(model, texts)
+    compiled = LeanBert.from_model(model)
+    assert compiled is not None and isinstance(compiled.forward, torch.jit.ScriptModule)
+
+    def refuse(*_: object, **__: object) -> None:
+        raise RuntimeError("not in this build")
+
+    monkeypatch.setattr(torch.jit, "optimize_for_inference", refuse)
+    scripted = LeanBert.from_model(model)
+    assert scripted is not None and isinstance(scripted.forward, torch.jit.ScriptModule)
+    monkeypatch.setattr(torch.jit, "script", refuse)
+    eager = LeanBert.from_model(model)
+    assert eager is not None and not isinstance(eager.forward, torch.jit.ScriptModule)
+    for lean in (compiled, scripted, eager):
+        np.testing.assert_allclose(lean(texts), want, atol=1e-5)
+
+
 def test_lean_pass_refuses_what_it_does_not_reproduce(embedder: MiniLMEmbedder) -> None:
     from engine.embed.bert_fast import LeanBert
 
