@@ -299,6 +299,9 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 plan = _plan(conn, sql.SQL(f"SELECT count(*) FROM memories m WHERE {where}"), wparams)  # noqa: S608
                 assert "Index Only Scan using memories_by_entity_kw on memories" in plan, plan
             names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
+            storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass"
+                                   " AND attname = 'embedding'").fetchone()
+        assert storage == ("p",)  # the copy stays in the heap row (no TOAST write per memory)
         assert {"memories_by_entity_vec", "memories_by_entity_kw", "memories_by_entity_long"} <= names
         assert not names & {"memories_by_entity", "memories_by_entity_ts"}
     finally:
