@@ -20,7 +20,9 @@ was quieter; 50k 384-dim vectors + HNSW build in 17-25 s).
 
 Reads at scale: entity-scoped semantic search (what assemble does) is exact over the scope's rows when
 the scope holds at most `search.EXACT_SCAN_MAX` memories, instead of filtering the shared HNSW index
-(see `search`). `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
+(see `search`). Memory rows carry copies of their vector (for the store's `inline_model`) and of their
+tsvector, INCLUDEd in the entity indexes, so that scan and the entity keyword query read index pages
+only (schema migration 3; `PostgresStore.backfill_inline_vectors` fills rows written before it). `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
 
 Transactions. `with store.transaction():` checks a connection out of the psycopg pool and binds it to
 a ContextVar; every store call made in that thread/task inside the block uses that connection, and

@@ -102,6 +102,58 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
         drop_database(pg_server, name)
 
 
+def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema-2 database with memories migrates in place: `tsv` keeps its values and is kept by the
+    trigger from then on, keyword and semantic search find the old rows before any backfill (through
+    the heap and the join), and the backfill gives them their copies with the same results."""
+    from engine.storage.postgres import schema
+
+    name = f"{pg_server.prefix}_migrate_v2"
+    url = create_database(pg_server, name)
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+        assert migrate(url) == [1, 2]
+        rows = [_mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+                for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])]
+        with psycopg.connect(url) as conn, conn.cursor() as cur:  # rows as schema 2 stored them
+            cur.executemany(f"INSERT INTO memories ({', '.join(memories.COLUMNS)})"  # noqa: S608
+                             f" VALUES ({', '.join('%s' for _ in memories.COLUMNS)})",
+                             [memories.row_of(m) for m in rows])
+        monkeypatch.undo()
+        assert migrate(url) == [3]
+        store = PostgresStore(url, max_size=2, inline_model="hash:4")
+        try:
+            vecs = {text_hash(m.text): np.eye(4, dtype=np.float32)[i] for i, m in enumerate(rows)}
+            with store._conn() as conn, conn.cursor() as cur:  # vectors stored without touching the rows
+                cur.executemany("INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES"
+                                 " ('hash:4', %s, 4, %b)", list(vecs.items()))
+            scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+            q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
+
+            def results() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+                return ([(h.memory_id, round(h.raw, 6)) for h in store.keyword_search(scope, "tomatoes garden", 5)],
+                        _ranked(store, scope, "hash:4", q, 3))
+
+            before = results()
+            assert [mid for mid, _ in before[0]] == ["mem_0", "mem_2"]
+            assert [mid for mid, _ in before[1]] == ["mem_2", "mem_1", "mem_0"]
+            assert store.backfill_inline_vectors(batch=2) == 3
+            with store._conn() as conn:
+                filled = conn.execute("SELECT count(*) FROM memories WHERE tsv_small = tsv"
+                                      " AND embedding_model = 'hash:4' AND embedding IS NOT NULL").fetchone()
+            assert filled == (3,)
+            assert results() == before
+            store.put_memories([msgspec.structs.replace(rows[1], text="the sea has tomatoes")])
+            assert {h.memory_id for h in store.keyword_search(scope, "sea tomatoes", 5)} == {"mem_0", "mem_1", "mem_2"}
+            with store._conn() as conn:  # the trigger recomputed both tsvectors for the new text
+                row = conn.execute("SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'").fetchone()
+            assert row == ("'sea':2 'tomato':4", True)
+        finally:
+            store.close()
+    finally:
+        drop_database(pg_server, name)
+
+
 def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
     x = rng.normal(size=(n, dims)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
