@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -121,8 +123,7 @@ def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatc
                              [memories.row_of(m) for m in rows])
         monkeypatch.undo()
         assert migrate(url) == [3]
-        store = PostgresStore(url, max_size=2, inline_model="hash:4")
-        try:
+        with _store_keeping(url, "hash:4") as store:
             vecs = {text_hash(m.text): np.eye(4, dtype=np.float32)[i] for i, m in enumerate(rows)}
             with store._conn() as conn, conn.cursor() as cur:  # vectors stored without touching the rows
                 cur.executemany("INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES"
@@ -148,8 +149,6 @@ def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatc
             with store._conn() as conn:  # the trigger recomputed both tsvectors for the new text
                 row = conn.execute("SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'").fetchone()
             assert row == ("'sea':2 'tomato':4", True)
-        finally:
-            store.close()
     finally:
         drop_database(pg_server, name)
 
@@ -306,6 +305,16 @@ def test_unreachable_database_is_unavailable(pg_server: PgServer) -> None:
         PostgresStore(pg_server.url(f"{pg_server.prefix}_does_not_exist"))
 
 
+@contextmanager
+def _store_keeping(url: str, model: str) -> Iterator[PostgresStore]:
+    """A store that keeps inline vector copies of `model`, closed afterwards."""
+    store = PostgresStore(url, max_size=2, inline_model=model)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def _plan(conn: psycopg.Connection[Any], stmt: sql.Composable, params: dict[str, Any], *,
           analyze: bool = False) -> str:
     head = "EXPLAIN (ANALYZE, BUFFERS OFF, TIMING OFF) " if analyze else "EXPLAIN "
@@ -317,8 +326,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
     column the scope filter uses and the inline vector copies, so no heap page and no `embeddings` row
     is read per candidate (the join subplan never runs). A column missing from the index, or a copy
     not made, fails this."""
-    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
-    try:
+    with _store_keeping(pg_database, "hash:8") as store:
         rng = np.random.default_rng(3)
         mems = [_mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
                 for i in range(500)]
@@ -356,8 +364,6 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
         assert storage == ("p",)  # the copy stays in the heap row (no TOAST write per memory)
         assert {"memories_by_entity_vec", "memories_by_entity_kw", "memories_by_entity_long"} <= names
         assert not names & {"memories_by_entity", "memories_by_entity_ts"}
-    finally:
-        store.close()
 
 
 def _ranked(store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -368,8 +374,7 @@ def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
     """Rows with a copy, without one (written before their vector), with a copy of another model, and
     with a replaced vector: the exact scan ranks them as the join over `embeddings` alone does."""
     rng = np.random.default_rng(11)
-    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
-    try:
+    with _store_keeping(pg_database, "hash:8") as store:
         texts = [f"memory text {i}" for i in range(60)]
         vecs = _unit(rng, len(texts), 8)
         first = {text_hash(t): vecs[i] for i, t in enumerate(texts[:40])}
@@ -407,13 +412,10 @@ def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
             conn.execute("UPDATE memories SET embedding = NULL, embedding_model = NULL")
         store.put_embeddings("hash:8", {text_hash(t): expected[text_hash(t)] for t in texts[:50]})
         assert _ranked(store, scope, "hash:8", q, 50) == without  # refilled copies: the same ranking
-    finally:
-        store.close()
 
 
 def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) -> None:
-    store = PostgresStore(pg_database, max_size=2, inline_model="hash:384")
-    try:
+    with _store_keeping(pg_database, "hash:384") as store:
         rng = np.random.default_rng(5)
         a, b = _unit(rng, 2, 384)
         store.put_embeddings("hash:384", {text_hash("first text"): a, text_hash("second text"): b})
@@ -445,13 +447,10 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
         assert copies == {"mem_1": True, w.memory_id: False, fit.memory_id: True}
         scope = Scope(org_id=fit.org_id, entity_id=fit.entity_id, now=T0, as_of=T0)
         assert [h.memory_id for h in store.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
-    finally:
-        store.close()
 
 
 def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
-    store = PostgresStore(pg_database, max_size=2, inline_model="hash:8")
-    try:
+    with _store_keeping(pg_database, "hash:8") as store:
         rng = np.random.default_rng(9)
         vecs = _unit(rng, 3, 8)
         store.bulk_load([], model="hash:8", vectors={text_hash("t0"): vecs[0]})
@@ -463,8 +462,6 @@ def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
             rows = dict(conn.execute("SELECT memory_id, embedding FROM memories").fetchall())
         assert np.allclose(rows["mem_0"], vecs[0]) and np.allclose(rows["mem_1"], vecs[1])
         assert rows["mem_2"] is None
-    finally:
-        store.close()
 
 
 def test_a_connection_used_moments_ago_is_not_pinged(postgres_store: PostgresStore,
