@@ -22,7 +22,8 @@ Reads at scale: entity-scoped semantic search (what assemble does) is exact over
 the scope holds at most `search.EXACT_SCAN_MAX` memories, instead of filtering the shared HNSW index
 (see `search`). Memory rows carry copies of their vector (for the store's `inline_model`) and of their
 tsvector, INCLUDEd in the entity indexes, so that scan and the entity keyword query read index pages
-only (schema migration 3; `PostgresStore.backfill_inline_vectors` fills rows written before it). `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
+only (schema migration 3; `PostgresStore.backfill_inline_vectors` fills rows written before it).
+`loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
 
 Transactions. `with store.transaction():` checks a connection out of the psycopg pool and binds it to
 a ContextVar; every store call made in that thread/task inside the block uses that connection, and

@@ -8,7 +8,8 @@ graph, a few hundred per second) are far too slow.
   (`memories.row_of`, and the inline vector copy of the store's `inline_model`, from the load's
   vectors or else from `embeddings`), then their conflict keys by `COPY memory_keys`. Memories must be NEW: an
   existing (org_id, memory_id) aborts the whole load with a unique violation (nothing is written).
-  The generated `tsv` column and the B-tree/GIN indexes are maintained as rows arrive.
+  The `tsv` columns (by the trigger of schema migration 3) and the B-tree/GIN indexes are maintained
+  as rows arrive.
 - Vectors: binary COPY into a temporary staging table, then one
   `INSERT INTO embeddings SELECT ... ON CONFLICT (model, text_hash) DO NOTHING` (a vector is a
   function of (model, text), so an existing row is already right).
@@ -61,16 +62,17 @@ def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
     with conn.cursor() as cur:
         with cur.copy(f"COPY memories ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(types)
-            for m in memories:
-                if inline is None:
+            if inline is None:
+                for m in memories:
                     copy.write_row(row_of(m))
-                    continue
+            else:
                 model, vectors = inline
-                vec = vectors.get(text_hash(m.text))
-                arr = None if vec is None else np.asarray(vec, dtype=np.float32).reshape(-1)
-                if arr is not None and arr.shape[0] > inline_dims_max(m, model):
-                    arr = None
-                copy.write_row((*row_of(m), enc(model), arr))
+                for m in memories:
+                    vec = vectors.get(text_hash(m.text))
+                    arr = None if vec is None else np.asarray(vec, dtype=np.float32).reshape(-1)
+                    if arr is not None and arr.shape[0] > inline_dims_max(m, model):
+                        arr = None
+                    copy.write_row((*row_of(m), enc(model), arr))
         keys = [(enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
                 for m in memories for key in dict.fromkeys(m.keys or ())]
         if keys:

@@ -17,7 +17,7 @@ import psycopg
 from engine.models import Memory, text_hash
 from engine.storage.base import ListQuery
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
-from engine.storage.postgres.schema import TSV_INLINE_BUDGET
+from engine.storage.postgres.schema import tsv_inline_fits
 from engine.storage.postgres.where import Where
 from engine.timeutil import to_utc
 
@@ -96,22 +96,35 @@ def inline_fits_sql(m: str, model_param: str, dims: str) -> str:
             f" - octet_length({model_param})) / 4 >= {dims}")
 
 
+# Copy `embeddings` rows of the inline model into the memory rows of their text (`{rows}` narrows
+# which), where the copy fits (`inline_fits_sql`) and the row has no copy of another model.
+_COPY_INLINE = f"""
+    UPDATE memories m SET embedding = e.embedding, embedding_model = e.model
+    FROM embeddings e
+    WHERE e.model = %(model)s AND e.text_hash = m.text_hash
+      AND (m.embedding_model IS NULL OR m.embedding_model = e.model)
+      AND {inline_fits_sql("m", "e.model", "e.dims")}
+      AND {{rows}}
+"""
+
+
 def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[str]) -> None:
     """After vectors of the inline `model` were stored: copy them into the rows of those texts that
     have no copy yet (written before the vector) and replace copies that differ (a replaced vector).
     Touches no row whose copy is already right."""
     conn.execute(
-        f"""
-        UPDATE memories m SET embedding = e.embedding, embedding_model = e.model
-        FROM embeddings e
-        WHERE e.model = %(model)s AND e.text_hash = ANY(%(hashes)s) AND m.text_hash = e.text_hash
-          AND (m.embedding_model IS NULL OR m.embedding_model = e.model)
-          AND m.embedding IS DISTINCT FROM e.embedding
-          AND {inline_fits_sql("m", "e.model", "e.dims")}
-        """,
+        _COPY_INLINE.format(rows="e.text_hash = ANY(%(hashes)s) AND m.embedding IS DISTINCT FROM e.embedding"),
         {"model": enc(model), "hashes": list(hashes)},
         prepare=False,
     )
+
+
+def _page_rows(missing: str) -> str:
+    """Rows of `m` in the page's key range whose column `missing` is NULL, not locked by a writer."""
+    def within(a: str) -> str:
+        return f"({a}org_id, {a}memory_id) >= (%(fo)s, %(fm)s) AND ({a}org_id, {a}memory_id) <= (%(lo)s, %(lm)s)"
+    return (f"{within('m.')} AND m.ctid IN (SELECT ctid FROM memories WHERE {within('')}"
+            f" AND {missing} IS NULL FOR UPDATE SKIP LOCKED)")
 
 
 def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None,
@@ -126,37 +139,16 @@ def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple
                         " LIMIT %(n)s", {**params, "n": limit}).fetchall()
     if not keys:
         return 0, None
-    first, last = (keys[0][0], keys[0][1]), (keys[-1][0], keys[-1][1])
-    cur = conn.execute(
-        f"""
-        UPDATE memories m SET embedding = e.embedding, embedding_model = e.model
-        FROM embeddings e
-        WHERE (m.org_id, m.memory_id) >= (%(fo)s, %(fm)s) AND (m.org_id, m.memory_id) <= (%(lo)s, %(lm)s)
-          AND m.ctid IN (SELECT ctid FROM memories
-                         WHERE (org_id, memory_id) >= (%(fo)s, %(fm)s) AND (org_id, memory_id) <= (%(lo)s, %(lm)s)
-                           AND embedding IS NULL FOR UPDATE SKIP LOCKED)
-          AND e.model = %(model)s AND e.text_hash = m.text_hash
-          AND (m.embedding_model IS NULL OR m.embedding_model = e.model)
-          AND {inline_fits_sql("m", "e.model", "e.dims")}
-        """,
-        {"fo": first[0], "fm": first[1], "lo": last[0], "lm": last[1], "model": enc(model)},
+    page = {"fo": keys[0][0], "fm": keys[0][1], "lo": keys[-1][0], "lm": keys[-1][1]}
+    made = conn.execute(_COPY_INLINE.format(rows=_page_rows("embedding")), {**page, "model": enc(model)},
+                        prepare=False).rowcount
+    conn.execute(  # and the inline tsvector, by the trigger's rule, where it is missing
+        f"UPDATE memories m SET tsv_small = m.tsv WHERE {_page_rows('tsv_small')}"
+        f" AND {tsv_inline_fits('m', 'm.tsv')}",
+        page,
         prepare=False,
     )
-    made = cur.rowcount
-    conn.execute(  # and the inline tsvector (the trigger's rule, see schema.py) where it is missing
-        f"""
-        UPDATE memories m SET tsv_small = m.tsv
-        WHERE (m.org_id, m.memory_id) >= (%(fo)s, %(fm)s) AND (m.org_id, m.memory_id) <= (%(lo)s, %(lm)s)
-          AND m.ctid IN (SELECT ctid FROM memories
-                         WHERE (org_id, memory_id) >= (%(fo)s, %(fm)s) AND (org_id, memory_id) <= (%(lo)s, %(lm)s)
-                           AND tsv_small IS NULL FOR UPDATE SKIP LOCKED)
-          AND pg_column_size(m.tsv) + octet_length(m.org_id) + octet_length(m.memory_id)
-              + octet_length(m.namespace) + coalesce(octet_length(m.entity_id), 0) <= {TSV_INLINE_BUDGET}
-        """,
-        {"fo": first[0], "fm": first[1], "lo": last[0], "lm": last[1]},
-        prepare=False,
-    )
-    return made, last
+    return made, (keys[-1][0], keys[-1][1])
 
 
 def inline_params(m: Memory, inline_model: str | None) -> tuple[Any, ...]:

@@ -21,6 +21,15 @@ import psycopg
 #: 2,704-byte limit for any ids the API accepts.
 TSV_INLINE_BUDGET = 2200
 
+
+def tsv_inline_fits(row: str, tsv: str) -> str:
+    """The rule for keeping `tsv_small`, in SQL: tsvector `tsv` of row `row` (an alias, or NEW) fits
+    beside the row's ids. One rule for the trigger and the backfill (memories.backfill_inline_page)."""
+    return (f"pg_column_size({tsv}) + octet_length({row}.org_id) + octet_length({row}.memory_id)"
+            f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
+            f" <= {TSV_INLINE_BUDGET}")
+
+
 # Any 64-bit constant unique to Loci's migrations ("loci" in ASCII, then 1).
 MIGRATION_LOCK = 0x6C6F6369_00000001
 
@@ -161,10 +170,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
             v tsvector := to_tsvector('english'::regconfig, NEW.text);
         BEGIN
             NEW.tsv := v;
-            NEW.tsv_small := CASE WHEN pg_column_size(v) + octet_length(NEW.org_id) + octet_length(NEW.memory_id)
-                                       + octet_length(NEW.namespace) + coalesce(octet_length(NEW.entity_id), 0)
-                                       <= {TSV_INLINE_BUDGET}
-                                  THEN v END;
+            NEW.tsv_small := CASE WHEN {TSV_INLINE_FITS} THEN v END;
             RETURN NEW;
         END
         $fn$;
@@ -177,7 +183,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         CREATE INDEX memories_by_entity_long ON memories (org_id, namespace, entity_id)
             WHERE tsv_small IS NULL;
         DROP INDEX memories_by_entity_ts;
-        """.replace("{TSV_INLINE_BUDGET}", str(TSV_INLINE_BUDGET)),
+        """.replace("{TSV_INLINE_FITS}", tsv_inline_fits("NEW", "v")),
     ),
 )
 

@@ -38,8 +38,8 @@ cannot see how selective the entity is). Planning costs well under a millisecond
 Keyword (`keyword_search`): PostgreSQL full-text search over the column
 `tsv = to_tsvector('english', text)` (GIN index; kept by a trigger, schema migration 3). In an entity
 scope, rows whose tsvector is also inline in the entity index (`tsv_small`) are matched there without
-reading their heap rows (4.7 -> 1.8 ms per query at 1M memories). The query goes through `plainto_tsquery('english')`
-and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
+reading their heap rows (4.7 -> 1.8 ms per query at 1M memories). The query goes through
+`plainto_tsquery('english')` and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
 growing with its frequency in the document, summed and divided by 1 + log(document length).
 How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
 (k1=1.5, b=0.75) over the scope's candidates with a `\w+` tokenizer, no stemming and a 29-word stop

@@ -294,12 +294,12 @@ class PostgresStore:
                 if dims not in rebuild and (model, dims) not in self._indexed \
                         and ensure_hnsw_index(self.url, model, dims):
                     self._indexed.add((model, dims))
+        inline = self._inline_vectors(memories_, model, vectors)
         with self._conn() as conn:
             for dims in rebuild:
                 bulk.drop_hnsw_index(conn, model or "", dims)
             if model is not None:
                 bulk.copy_vectors(conn, model, vectors, self._vector_oid)
-            inline = self._inline_vectors(conn, memories_, model, vectors)
             written = bulk.copy_memories(conn, memories_, inline, self._vector_oid)
         for dims in rebuild:
             build_hnsw_index(self.url, model or "", dims, maintenance_work_mem=maintenance_work_mem)
@@ -321,7 +321,7 @@ class PostgresStore:
             if after is None:
                 return made
 
-    def _inline_vectors(self, conn: Conn, memories_: Sequence[Memory], model: str | None,
+    def _inline_vectors(self, memories_: Sequence[Memory], model: str | None,
                         vectors: Mapping[str, Vector]) -> tuple[str, dict[str, Vector]] | None:
         """(inline model, text hash -> vector) for the memories of a bulk load: the load's own vectors
         when it brings them for the inline model, the rest from `embeddings`; None without a model."""
@@ -331,12 +331,7 @@ class PostgresStore:
         found: dict[str, Vector] = {}
         if model == self.inline_model:
             found = {h: vectors[h] for h in wanted if h in vectors}
-        missing = [h for h in wanted if h not in found]
-        if missing:
-            with conn.cursor(binary=True) as cur:
-                cur.execute("SELECT text_hash, embedding FROM embeddings WHERE model = %s AND text_hash = ANY(%s)",
-                            (enc(self.inline_model), enc_all(missing)))
-                found.update((dec(h), vec) for h, vec in cur.fetchall())
+        found.update(self.get_embeddings(self.inline_model, [h for h in wanted if h not in found]))
         return self.inline_model, found
 
     # --- retrieval channels -----------------------------------------------------------------------
