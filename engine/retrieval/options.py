@@ -17,6 +17,7 @@ from msgspec import Meta
 from engine.models import EntityId, Namespace, SubjectId
 from engine.retrieval.normalize import NormalizationName
 from engine.retrieval.presets import PresetName
+from engine.retrieval.tokens import DEFAULT_TOKENIZER, TokenizerName
 
 TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
@@ -35,6 +36,10 @@ DEFAULT_BUDGET = 1200
 
 class Budget(msgspec.Struct, kw_only=True):
     max_context_tokens: BudgetTokens = DEFAULT_BUDGET
+    tokenizer: Annotated[TokenizerName, Meta(description=(
+        "how the budget is counted: o200k_base (default; GPT-4o, GPT-4.1, o-series) or cl100k_base "
+        "(GPT-4, GPT-3.5) count exact BPE tokens of each rendered line plus one per line for its newline; "
+        "estimate counts ceil(ascii_chars/3) + non-ASCII characters per line, plus one"))] = DEFAULT_TOKENIZER
 
 
 class Policy(msgspec.Struct, kw_only=True):
@@ -122,6 +127,9 @@ class AssembleRequest(msgspec.Struct, kw_only=True):
     ingest: IngestOptions = msgspec.field(default_factory=IngestOptions)
     #: reference time: recency is measured from it and only memories valid then are candidates
     as_of: datetime | None = None
+
+    def tokenizer_name(self) -> TokenizerName:
+        return self.budget.tokenizer if self.budget is not None else DEFAULT_TOKENIZER
 
     def budget_tokens(self) -> tuple[int, str]:
         """(budget, where it came from)."""

@@ -1,6 +1,7 @@
 """`loci eval run|sweep|fit`: the research harness from the command line (logic lives in `evals/`).
 
     loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
+    loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local]
     loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
     loci eval fit --dataset locomo --folds 5
     loci eval gate [--write-measured]
@@ -29,6 +30,18 @@ def _weights(text: str | None) -> dict[str, float] | None:
     return {str(k): float(v) for k, v in value.items()}
 
 
+def _json_object(text: str | None, name: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--{name} is not JSON: {exc}", field=name) from exc
+    if not isinstance(value, dict):
+        raise InvalidInput(f'--{name} must be a JSON object, e.g. {{"top_k": 48}}', field=name)
+    return value
+
+
 def _csv(text: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in (text or "").split(",") if s.strip())
 
@@ -42,7 +55,13 @@ def _run(args: argparse.Namespace) -> int:
         normalization=args.normalization,
         weights=_weights(args.weights),
         recency_half_life_days=args.half_life,
+        retrieval=_json_object(args.retrieval, "retrieval"),
         budget=args.budget,
+        budgets=tuple(int(b) for b in _csv(args.budgets)),
+        tokenizer=args.tokenizer,
+        ingest=args.ingest,
+        max_events=args.max_events,
+        max_facts=args.max_facts,
         rank_depth=args.rank_depth,
         limit=args.limit,
         limit_questions=args.limit_questions,
@@ -144,14 +163,24 @@ def register(subparsers: Any) -> None:
     run.add_argument("--normalization", default="minmax")
     run.add_argument("--weights", default=None, help='JSON, e.g. {"semantic": 0.6, "bm25": 0.4}')
     run.add_argument("--half-life", type=int, default=None, help="recency half-life in days")
+    run.add_argument("--retrieval", default=None, help='more retrieval options, JSON, e.g. {"top_k": 48}')
     run.add_argument("--budget", type=int, default=1200)
+    run.add_argument("--budgets", default=None,
+                     help="comma list of more budgets to replay the configuration at (e.g. 600,2400)")
+    run.add_argument("--tokenizer", default=None, help="budget.tokenizer: o200k_base | cl100k_base | estimate")
+    run.add_argument("--ingest", choices=("facts", "events"), default="facts",
+                     help="facts: turns as events plus extracted facts; events: turns as events only, "
+                          "questions one day after the last session, max_events 200")
+    run.add_argument("--max-events", type=int, default=None, help="return.max_events")
+    run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")
     run.add_argument("--rank-depth", type=int, default=50)
     run.add_argument("--conversations", default=None, help="comma list of conversation ids")
     run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
     run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
     run.add_argument("--compare-presets", default=None,
                      help="comma list of more presets replayed on the same stores (e.g. fast,factual)")
-    run.add_argument("--http", default=None, metavar="URL", help="replay through a served API instead")
+    run.add_argument("--http", default=None, metavar="URL",
+                     help="replay through a served API instead; 'local' serves the app in process")
     run.add_argument("--api-key", default=None, help="bearer key for --http (never written to disk)")
     run.add_argument("--out", default=None, help="runs directory (default evals/runs)")
     run.set_defaults(func=_run)
