@@ -78,9 +78,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: more budgets the chosen configuration is also replayed at (configurations `chosen@<budget>`)
     budgets: tuple[int, ...] = ()
     tokenizer: str | None = None  # budget.tokenizer; None: the API default
-    #: `facts`: turns as events plus the facts the extractor finds in them (questions at the dataset's
-    #: time); `events`: turns as events only, no extraction, questions one day after the last session,
-    #: `return.max_events` 200 unless `max_events` is given
+    #: `facts`: turns as events plus the facts the extractor finds in them; `events`: turns as events
+    #: only, no extraction, `return.max_events` 200 unless `max_events` is given, and LoCoMo's questions
+    #: (the dataset gives them no time) asked one day after the conversation's last session
     ingest: Literal["facts", "events"] = "facts"
     max_events: int | None = None
     max_facts: int | None = None
@@ -158,7 +158,7 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
         dataset = dataset.subset(list(config.conversations))
     if config.limit is not None:
         dataset = dataset.limit(config.limit)
-    if config.ingest == "events":
+    if config.ingest == "events" and dataset.name == "locomo":  # LoCoMo gives no question time
         dataset = dataset.asked_after_last_session(EVENTS_QUESTION_DELAY)
     return dataset
 

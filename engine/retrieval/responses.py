@@ -133,6 +133,7 @@ class StageTimings(msgspec.Struct, kw_only=True):
     embed: float = 0.0
     channels: float = 0.0
     fuse: float = 0.0
+    expand: float = 0.0  # conversation context: neighbours fetched, boosts, the second fusion
     budget: float = 0.0
     render: float = 0.0
     total: float = 0.0

@@ -59,10 +59,11 @@ def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert s.candidate_counts.semantic > 0 and s.candidate_counts.bm25 > 0
     # "Alice" is the scope's own entity: no graph seed, the graph channel is skipped
     assert s.candidate_counts.graph == 0
-    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 4  # 2 channels + recent + get_memories
+    # 2 channels + recent + get_memories + the events next to the best ones (conversation context)
+    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 5
     assert resp.cost.input_tokens == get_tokenizer("o200k_base").count(req().turn)
     acme = run(store, cache, turn="Where is Acme?")
-    assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 5
+    assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 6
 
 
 def test_scope_rules(store: InMemoryStore, cache: EmbeddingCache) -> None:
@@ -174,7 +175,7 @@ def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) 
 def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
     fast = run(store, cache, retrieval={"preset": "fast"})
     assert fast.retrieval_summary.depth == 0 and fast.retrieval_summary.candidate_counts.graph == 0
-    assert fast.cost.retrieval_ops == 4  # no graph channel
+    assert fast.cost.retrieval_ops == 5  # no graph channel
     graphy = run(store, cache, retrieval={"preset": "graphy", "weights": {"semantic": 0.5}})
     assert graphy.retrieval_summary.preset == "graphy" and graphy.flags.weights_renormalized
 
