@@ -5,17 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from litestar import Request, get
 
 from server.auth import principal_of, require_key
 from server.http import error_responses
-
-
-class KeyInfo(msgspec.Struct, kw_only=True):
-    key_id: str
-    org_id: str
-    scopes: list[str]
+from server.schemas.keys import KeyInfo
 
 
 @get(
