@@ -18,6 +18,7 @@ NOW = at(1000)
 
 def fact(subject: str, predicate: str, obj: Any, **fields: Any) -> Any:
     is_entity = isinstance(obj, str) and obj.startswith("ent:")
+    fields.setdefault("valid_from", at(1))  # mem()'s default timestamps grow with every call
     return mem(
         type="fact",
         entity_id=fields.pop("entity_id", subject),
