@@ -222,8 +222,10 @@ def loci(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loci]:
 
 
 # --- the browser -----------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
+@pytest.fixture
 def playwright() -> Iterator[Any]:
+    """Per test: the sync API keeps an event loop running in this thread while it is open, which would
+    break later tests of the same worker that call asyncio.run()."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

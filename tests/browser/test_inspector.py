@@ -270,3 +270,38 @@ def test_no_request_leaves_the_server(page: Any, loci: Loci, traffic: Traffic) -
         "/v0/context/assemble",
     } <= set(traffic.paths)
     assert traffic.external == []  # and the page fixture fails the test on any other origin
+
+
+def _tab_to(page: Any, predicate: str, limit: int = 40, key: str = "Tab") -> None:
+    """Press Tab (or `key`) until the focused element satisfies the JS predicate `(el) => bool`."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if page.evaluate(f"() => ({predicate})(document.activeElement)"):
+            return
+    raise AssertionError(f"Tab never reached an element with {predicate}")
+
+
+def test_keyboard_only(page: Any, loci: Loci, shot: Shot) -> None:
+    page.goto(f"{loci.base}/ui/")
+    page.keyboard.type(loci.key)  # the key field has focus
+    page.keyboard.press("Enter")
+    page.locator("#memories-count").wait_for()
+    _tab_to(page, "(el) => el.textContent === 'Fact timelines'", key="Shift+Tab")  # back from the heading
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")  # a visible focus state
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Fact timelines").wait_for()
+    _tab_to(page, "(el) => el.name === 'entity'")
+    page.keyboard.type("ent:alice")
+    page.keyboard.press("Enter")
+    row = page.locator("#true-then tr", has_text="ent:alice|lives_in").locator("td.value")
+    row.wait_for()
+    _tab_to(page, "(el) => el.id === 'asof'")
+    page.keyboard.press("Home")
+    assert row.inner_text() == "—"  # before any fact
+    for _ in range(12):
+        page.keyboard.press("PageUp")  # a tenth of the range each
+        if row.inner_text() != "—":
+            break
+    assert row.inner_text() == "Paris"
+    shot(page, "keyboard")
