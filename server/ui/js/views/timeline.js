@@ -56,12 +56,16 @@ function renderTimelines(box, facts, params, routeHref) {
   const now = Date.now();
   const model = buildTimelines(facts, now);
   const marks = [];
+  const bars = []; // [link, segment]
   const rows = model.rows.map((row) => {
     const mark = h("div.asof-mark", { "aria-hidden": "true" });
     marks.push(mark);
-    return h("li.tl-row", {},
-      h("div.tl-key", {}, h("code", {}, row.key)),
-      h("div.tl-track", {}, row.segments.map((sg) => segmentLink(sg, model, routeHref)), mark));
+    const links = row.segments.map((sg) => {
+      const link = segmentLink(sg, model, routeHref);
+      bars.push([link, sg]);
+      return link;
+    });
+    return h("li.tl-row", {}, h("div.tl-key", {}, h("code", {}, row.key)), h("div.tl-track", {}, links, mark));
   });
   const output = h("output#asof-value", { for: "asof" });
   const slider = h("input#asof", {
@@ -77,10 +81,7 @@ function renderTimelines(box, facts, params, routeHref) {
     output.value = fmtDateTime(iso);
     slider.setAttribute("aria-valuetext", fmtDateTime(iso));
     marks.forEach((m) => { m.style.left = `${percent(t, model.min, model.max)}%`; });
-    box.querySelectorAll("a.seg").forEach((a) => {
-      const sg = model.rows.flatMap((r) => r.segments).find((x) => x.memory.memory_id === a.dataset.memoryId);
-      a.classList.toggle("seg-then", Boolean(sg && validAt(sg, t)));
-    });
+    bars.forEach(([a, sg]) => a.classList.toggle("seg-then", validAt(sg, t)));
     const then = trueAt(model.rows, t);
     replace(thenTable, h("table.grid#true-then", {},
       h("caption", {}, `What was true at ${fmtDateTime(iso)}`),
