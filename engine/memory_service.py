@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 200
 MAX_PAGE_SIZE = 200
+MAX_QUERY_LENGTH = 256
 DEFAULT_PAGE_SIZE = 50
 _CURSOR_VERSION = 1
 
@@ -105,6 +106,7 @@ class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
     archived: bool | None = None
     since: datetime | None = None
     until: datetime | None = None
+    q: str | None = None  # text search: the text contains it (ASCII letters case-insensitive)
     sort: SortOrder = "timestamp_desc"
 
 
@@ -272,13 +274,14 @@ class MemoryService:
             if bad:
                 raise InvalidInput(f"unknown {name} {bad[0]!r}; valid: {', '.join(valid)}", field=name,
                                    details={"valid": list(valid)})
+        _check_query(filters.q)
         fhash = filters_hash(org_id, filters)
         after = decode_cursor(cursor, filters.sort, fhash) if cursor else None
         query = ListQuery(
             namespace=filters.namespace, entity_id=filters.entity_id, agent_id=filters.agent_id,
             types=filters.types, statuses=filters.statuses, tag=filters.tag, archived=filters.archived,
-            since=_opt_utc(filters.since), until=_opt_utc(filters.until), sort=filters.sort,
-            limit=page_size + 1, after=after,
+            since=_opt_utc(filters.since), until=_opt_utc(filters.until), text=filters.q or None,
+            sort=filters.sort, limit=page_size + 1, after=after,
         )
         rows = self.store.list_memories(org_id, query)
         items = rows[:page_size]
@@ -287,6 +290,15 @@ class MemoryService:
             last = items[-1]
             next_cursor = encode_cursor(filters.sort, fhash, last.timestamp, last.memory_id)
         return MemoryPage(items=items, next_cursor=next_cursor)
+
+
+def _check_query(q: str | None) -> None:
+    if q is None:
+        return
+    if len(q) > MAX_QUERY_LENGTH:
+        raise InvalidInput(f"q must be at most {MAX_QUERY_LENGTH} characters", field="q")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in q):
+        raise InvalidInput("q must not contain control characters", field="q")
 
 
 def filters_hash(org_id: str, filters: ListFilters) -> str:

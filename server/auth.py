@@ -64,6 +64,11 @@ def required_scope(method: str) -> str:
     return "read" if method.upper() in ("GET", "HEAD") else "write"
 
 
+def require_key(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """Litestar guard: any valid key, whatever its scopes."""
+    principal_of(connection)
+
+
 def require_auth(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """Litestar guard: a valid key with the scope the route needs (`opt['scope']`, else by method)."""
     principal = principal_of(connection)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.routes import context, health, memories, ops, v1, write
+from server.routes import context, entities, health, keys, memories, ops, ui, v1, write
 
 ROUTES: list[Any] = [*health.ROUTES, *memories.ROUTES, *context.ROUTES, *write.ROUTES, *v1.ROUTES,
-                     *ops.ROUTES]
+                     *ops.ROUTES, *entities.ROUTES, *keys.ROUTES, *ui.ROUTES]
 
 #: operationId -> request-body Structs of the routes above that read their bodies raw; documented by
 #: server.openapi.complete

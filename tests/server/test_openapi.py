@@ -18,6 +18,8 @@ EXPECTED = {
     ("/v0/summarize", "post"): "summarize",
     ("/v0/prune", "post"): "pruneMemories",
     ("/v0/observability/events", "get"): "listEvents",
+    ("/v0/entities/{entity_id}/graph", "get"): "getEntityGraph",
+    ("/v0/keys/self", "get"): "getOwnKey",
     ("/metrics", "get"): "getMetrics",
     ("/v1/memories", "post"): "createMemoriesV1",
     ("/v1/memories", "get"): "listMemoriesV1",
@@ -64,7 +66,8 @@ def test_error_envelope_documented_per_status(doc) -> None:
             assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (op_id, status)
             assert "X-Request-Id" in responses[status]["headers"]
         if op_id not in {"getHealth", "getMetrics"}:  # public operations
-            assert {"401", "403", "429", "500"} <= set(errors), op_id
+            assert {"401", "429", "500"} <= set(errors), op_id
+            assert "403" in errors or op_id == "getOwnKey", op_id  # any valid key may ask who it is
     assert {"400", "409", "422"} <= set(doc["paths"]["/v0/memories"]["post"]["responses"])
 
 
@@ -84,7 +87,7 @@ def test_request_bodies(doc) -> None:
 def test_list_parameters(doc) -> None:
     params = {p["name"]: p for p in doc["paths"]["/v0/memories"]["get"]["parameters"]}
     assert {"namespace", "entity_id", "agent_id", "type", "status", "tag", "archived", "since", "until",
-            "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
+            "q", "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
     assert params["page_size"]["schema"]["maximum"] == 200
 
 
