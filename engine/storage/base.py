@@ -83,6 +83,7 @@ class Hit(msgspec.Struct, frozen=True, array_like=True):
 class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
     type: str | None = None
     entity_id: str | None = None
+    memory_id: str | None = None
     since: datetime | None = None
     limit: int = 100
     after: int | None = None  # the `seq` of the last event already seen

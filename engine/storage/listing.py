@@ -57,4 +57,6 @@ def event_matches(seq: int, event: Event, q: EventQuery) -> bool:
         return False
     if q.entity_id is not None and event.entity_id != q.entity_id:
         return False
+    if q.memory_id is not None and event.memory_id != q.memory_id:
+        return False
     return not (q.since is not None and to_micros(event.at) < to_micros(q.since))

@@ -128,6 +128,8 @@ def list_events(conn: psycopg.Connection[Any], org_id: str, q: EventQuery) -> li
         w.add("type = %(type)s", type=enc(q.type))
     if q.entity_id is not None:
         w.add("entity_id = %(entity)s", entity=enc(q.entity_id))
+    if q.memory_id is not None:  # no column of its own: read from the stored document
+        w.add("(doc::jsonb ->> 'memory_id') = %(memory)s", memory=q.memory_id)
     if q.since is not None:
         w.add("at >= %(since)s", since=to_utc(q.since))
     if q.after is not None:

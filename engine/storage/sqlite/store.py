@@ -330,6 +330,9 @@ class SQLiteStore:
         if query.entity_id is not None:
             where.append("entity_id = ?")
             params.append(query.entity_id)
+        if query.memory_id is not None:
+            where.append("memory_id = ?")
+            params.append(query.memory_id)
         if query.since is not None:
             where.append("at >= ?")
             params.append(to_micros(query.since))
