@@ -53,9 +53,14 @@ def field_value(m: Memory, key: str) -> Any:
 
 
 def _bad(message: str) -> InvalidInput:
-    return InvalidInput(message, field=FIELD, details={
-        "supported_keys": [*ENTITY_KEYS, "memory_id", "categories", "metadata", *TIME_KEYS],
-        "supported_operators": [*OPERATORS, "AND", "OR", "NOT", "*"]})
+    return InvalidInput(
+        message,
+        field=FIELD,
+        details={
+            "supported_keys": [*ENTITY_KEYS, "memory_id", "categories", "metadata", *TIME_KEYS],
+            "supported_operators": [*OPERATORS, "AND", "OR", "NOT", "*"],
+        },
+    )
 
 
 def _as_time(value: Any) -> datetime:
@@ -88,8 +93,9 @@ def _compare(op: str, actual: Any, expected: Any, timed: bool) -> bool:
         return False
     bound = _as_time(expected) if timed else expected
     try:
-        return bool({"gt": actual > bound, "gte": actual >= bound, "lt": actual < bound,
-                     "lte": actual <= bound}[op])
+        return bool(
+            {"gt": actual > bound, "gte": actual >= bound, "lt": actual < bound, "lte": actual <= bound}[op]
+        )
     except TypeError as exc:
         raise _bad(f"`{op}` cannot compare {expected!r}") from exc
 
@@ -106,7 +112,9 @@ def _condition(key: str, value: Any) -> Predicate:
         for op, expected in ops.items():  # check the operands once, before any memory is read
             if timed and op in ("gt", "gte", "lt", "lte"):
                 _as_time(expected)
-        return lambda m: all(_compare(op, field_value(m, key), expected, timed) for op, expected in ops.items())
+        return lambda m: all(
+            _compare(op, field_value(m, key), expected, timed) for op, expected in ops.items()
+        )
     if isinstance(value, list | dict):
         raise _bad(f"filter {key!r} takes a value or an operator object")
     expected = _as_time(value) if timed else value
@@ -121,9 +129,11 @@ def _categories(value: Any) -> Predicate:
         part = value.get("contains")
         if not isinstance(wanted, list) or len(wanted) > MAX_LIST:
             raise _bad(f"categories `in` takes a list of at most {MAX_LIST} values")
-        return lambda m: (not wanted or any(t in wanted for t in m.tags)) and (
-            part is None or any(str(part).casefold() in t.casefold() for t in m.tags))
-    raise _bad("categories takes a category, {\"in\": [...]} or {\"contains\": ...}")
+        return lambda m: (
+            (not wanted or any(t in wanted for t in m.tags))
+            and (part is None or any(str(part).casefold() in t.casefold() for t in m.tags))
+        )
+    raise _bad('categories takes a category, {"in": [...]} or {"contains": ...}')
 
 
 def _metadata(value: Any) -> Predicate:
@@ -134,7 +144,9 @@ def _metadata(value: Any) -> Predicate:
 
 
 def _combine(key: str, value: Any, depth: int) -> Predicate:
-    parts = value if isinstance(value, list) else [value] if key == "NOT" and isinstance(value, Mapping) else None
+    parts = (
+        value if isinstance(value, list) else [value] if key == "NOT" and isinstance(value, Mapping) else None
+    )
     if parts is None or len(parts) > MAX_LIST:
         raise _bad(f"{key} takes a list of at most {MAX_LIST} conditions")
     preds = [_node(p, depth + 1) for p in parts]
@@ -167,7 +179,9 @@ def _node(node: Any, depth: int) -> Predicate:
 
 def _names_entity(node: Any) -> bool:
     if isinstance(node, Mapping):
-        return any(k in ENTITY_KEYS or (k in ("AND", "OR", "NOT") and _names_entity(v)) for k, v in node.items())
+        return any(
+            k in ENTITY_KEYS or (k in ("AND", "OR", "NOT") and _names_entity(v)) for k, v in node.items()
+        )
     if isinstance(node, list):
         return any(_names_entity(n) for n in node)
     return False
@@ -192,8 +206,12 @@ def select(filters: Mapping[str, Any] | None) -> Selection:
         return Selection()
     predicate = _node(filters, 0)
     eq = _equalities(filters)
-    return Selection(entity_id=eq.get("user_id"), agent_id=eq.get("agent_id"),
-                     names_entity=_names_entity(filters), predicate=predicate)
+    return Selection(
+        entity_id=eq.get("user_id"),
+        agent_id=eq.get("agent_id"),
+        names_entity=_names_entity(filters),
+        predicate=predicate,
+    )
 
 
 def merge_ids(filters: Mapping[str, Any] | None, **ids: str | None) -> dict[str, Any] | None:

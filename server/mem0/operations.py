@@ -50,7 +50,9 @@ def scopes_of(body: V1CreateRequest) -> Scopes:
     for key, value in (body.filters or {}).items():
         if key in ID_KEYS and given[key] is None:
             if not isinstance(value, str) or not value or len(value) > 128 or value == "*":
-                raise InvalidInput(f"filters.{key} must be an id (1 to 128 characters)", field=f"filters.{key}")
+                raise InvalidInput(
+                    f"filters.{key} must be an id (1 to 128 characters)", field=f"filters.{key}"
+                )
             given[key] = value
     if not any(given.values()):
         raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id")
@@ -76,13 +78,22 @@ def _extraction_text(body: V1CreateRequest) -> str:
     return "\n".join(users or [m.content for m in body.messages])
 
 
-def _raw_memories(body: V1CreateRequest, scopes: Scopes, org_id: str, ts: datetime, now: datetime,
-                  valid_to: datetime | None) -> list[Memory]:
+def _raw_memories(
+    body: V1CreateRequest, scopes: Scopes, org_id: str, ts: datetime, now: datetime, valid_to: datetime | None
+) -> list[Memory]:
     out: list[Memory] = []
     for message in body.messages:
-        m = turn_memory(message.content, kind="event", org_id=org_id, entity_id=scopes.user_id,
-                        namespace=NAMESPACE, agent_id=scopes.agent_id, timestamp=ts, now=now,
-                        metadata={**_metadata(body, scopes), "role": message.role, "origin": "v1"})
+        m = turn_memory(
+            message.content,
+            kind="event",
+            org_id=org_id,
+            entity_id=scopes.user_id,
+            namespace=NAMESPACE,
+            agent_id=scopes.agent_id,
+            timestamp=ts,
+            now=now,
+            metadata={**_metadata(body, scopes), "role": message.role, "origin": "v1"},
+        )
         if m is not None:
             out.append(m if valid_to is None else msgspec.structs.replace(m, valid_to=valid_to))
     return out
@@ -94,9 +105,19 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
     ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else now
     ready = AddPlan(scopes=scopes, now=now, valid_to=valid_to_for(body.expiration_date))
     if body.infer:
-        plan = plan_turn(svc.extractor, _extraction_text(body), org_id=org_id, entity_id=scopes.user_id,
-                         namespace=NAMESPACE, agent_id=scopes.agent_id, timestamp=ts, now=now,
-                         store_turn="none", extract=True, metadata=_metadata(body, scopes))
+        plan = plan_turn(
+            svc.extractor,
+            _extraction_text(body),
+            org_id=org_id,
+            entity_id=scopes.user_id,
+            namespace=NAMESPACE,
+            agent_id=scopes.agent_id,
+            timestamp=ts,
+            now=now,
+            store_turn="none",
+            extract=True,
+            metadata=_metadata(body, scopes),
+        )
         if plan.extraction.facts:
             embed_texts(svc.memories.embeddings, plan.texts())
             ready.plan = plan
@@ -130,14 +151,30 @@ def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]
 
 
 # --- read --------------------------------------------------------------------------------------------
-def scan(svc: Services, org_id: str, sel: Selection, *, now: datetime, live: bool = True,
-         show_expired: bool = False, since: datetime | None = None,
-         until: datetime | None = None) -> Iterator[Memory]:
+def scan(
+    svc: Services,
+    org_id: str,
+    sel: Selection,
+    *,
+    now: datetime,
+    live: bool = True,
+    show_expired: bool = False,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Iterator[Memory]:
     """The memories a selection picks, newest first, read page by page. `live`: current ones only
     (active or disputed, not archived, not expired unless `show_expired`)."""
-    query = ListQuery(namespace=NAMESPACE, entity_id=sel.entity_id, agent_id=sel.agent_id,
-                      statuses=LIVE if live else None, archived=False if live else None, since=since,
-                      until=until, sort="timestamp_desc", limit=SCAN_PAGE)
+    query = ListQuery(
+        namespace=NAMESPACE,
+        entity_id=sel.entity_id,
+        agent_id=sel.agent_id,
+        statuses=LIVE if live else None,
+        archived=False if live else None,
+        since=since,
+        until=until,
+        sort="timestamp_desc",
+        limit=SCAN_PAGE,
+    )
     for m in page_through(svc.store, org_id, query):
         if live and not show_expired and m.valid_to is not None and m.valid_to <= now:
             continue
@@ -164,13 +201,34 @@ def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, li
     return count, items
 
 
-def search(svc: Services, org_id: str, *, request_id: str, query: str, sel: Selection, top_k: int,
-           threshold: float | None, rerank: bool, now: datetime) -> list[Mem0Memory]:
+def search(
+    svc: Services,
+    org_id: str,
+    *,
+    request_id: str,
+    query: str,
+    sel: Selection,
+    top_k: int,
+    threshold: float | None,
+    rerank: bool,
+    now: datetime,
+) -> list[Mem0Memory]:
     """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`."""
     found = pipeline.recall(
-        svc.store, svc.memories.embeddings, org_id=org_id, agent_id=sel.agent_id, request_id=request_id,
-        now=now, request=RecallRequest(query=query, entity_id=sel.entity_id, namespace=NAMESPACE, limit=MAX_TOP_K,
-                                       retrieval=RetrievalOptions(rerank=Rerank(enable=rerank or None))))
+        svc.store,
+        svc.memories.embeddings,
+        org_id=org_id,
+        agent_id=sel.agent_id,
+        request_id=request_id,
+        now=now,
+        request=RecallRequest(
+            query=query,
+            entity_id=sel.entity_id,
+            namespace=NAMESPACE,
+            limit=MAX_TOP_K,
+            retrieval=RetrievalOptions(rerank=Rerank(enable=rerank or None)),
+        ),
+    )
     by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
     out: list[Mem0Memory] = []
     for match in found.matches:
@@ -186,8 +244,9 @@ def search(svc: Services, org_id: str, *, request_id: str, query: str, sel: Sele
 def history(svc: Services, org_id: str, memory_id: str) -> list[Mem0HistoryItem]:
     """The memory's changes, oldest first (also after it was deleted, while its events are kept)."""
     current = svc.store.get_memory(org_id, memory_id)
-    events: list[Event] = [e for _, e in svc.store.list_events(
-        org_id, EventQuery(memory_id=memory_id, limit=MAX_HISTORY))]
+    events: list[Event] = [
+        e for _, e in svc.store.list_events(org_id, EventQuery(memory_id=memory_id, limit=MAX_HISTORY))
+    ]
     if current is None and not events:
         raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
     return history_records(current, events)
@@ -201,8 +260,10 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
     text = body.text if not isinstance(body.text, UnsetType) else body.data
     metadata: dict[str, Any] | UnsetType = UNSET
     if not isinstance(body.metadata, UnsetType):
-        metadata = {**{k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS},
-                    **{k: current.metadata[k] for k in SCOPE_KEYS if k in current.metadata}}
+        metadata = {
+            **{k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS},
+            **{k: current.metadata[k] for k in SCOPE_KEYS if k in current.metadata},
+        }
     valid_to = UNSET if isinstance(body.expiration_date, UnsetType) else valid_to_for(body.expiration_date)
     if isinstance(text, UnsetType) and isinstance(metadata, UnsetType) and isinstance(valid_to, UnsetType):
         raise InvalidInput("nothing to update: give text, metadata or expiration_date", field="text")

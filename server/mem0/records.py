@@ -33,20 +33,42 @@ def valid_to_for(day: date | None) -> datetime | None:
 def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
     run_id = _meta_str(m, "run_id")
     return Mem0Memory(
-        id=m.memory_id, memory=m.text, user_id=m.entity_id, agent_id=m.agent_id, app_id=_meta_str(m, "app_id"),
-        run_id=run_id, session_id=run_id,
-        metadata={k: v for k, v in m.metadata.items() if k not in SCOPE_KEYS}, categories=list(m.tags),
-        type=m.type, status=m.status, created_at=m.created_at, updated_at=m.updated_at,
-        expiration_date=expiration_date(m.valid_to), score=score)
+        id=m.memory_id,
+        memory=m.text,
+        user_id=m.entity_id,
+        agent_id=m.agent_id,
+        app_id=_meta_str(m, "app_id"),
+        run_id=run_id,
+        session_id=run_id,
+        metadata={k: v for k, v in m.metadata.items() if k not in SCOPE_KEYS},
+        categories=list(m.tags),
+        type=m.type,
+        status=m.status,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+        expiration_date=expiration_date(m.valid_to),
+        score=score,
+    )
 
 
 def _entry(m: Memory | None, event: Event, kind: str, old: str | None, new: str | None) -> Mem0HistoryItem:
-    data: dict[str, Any] = {"loci_event": event.type, **{k: v for k, v in event.data.items()
-                                                         if k not in ("old_text", "text")}}
+    data: dict[str, Any] = {
+        "loci_event": event.type,
+        **{k: v for k, v in event.data.items() if k not in ("old_text", "text")},
+    }
     return Mem0HistoryItem(
-        id=event.event_id, memory_id=event.memory_id or "", event=kind,  # type: ignore[arg-type]
-        old_memory=old, new_memory=new, metadata=data, user_id=m.entity_id if m else event.entity_id,
-        agent_id=m.agent_id if m else None, is_deleted=kind == "DELETE", created_at=event.at, updated_at=event.at)
+        id=event.event_id,
+        memory_id=event.memory_id or "",
+        event=kind,  # type: ignore[arg-type]
+        old_memory=old,
+        new_memory=new,
+        metadata=data,
+        user_id=m.entity_id if m else event.entity_id,
+        agent_id=m.agent_id if m else None,
+        is_deleted=kind == "DELETE",
+        created_at=event.at,
+        updated_at=event.at,
+    )
 
 
 def history(current: Memory | None, events: Sequence[Event]) -> list[Mem0HistoryItem]:
@@ -73,17 +95,36 @@ def entities(memories: Iterable[Memory], owner: str) -> Mem0EntityList:
     """Every user, agent, app and run that has memories, with counts and first/last write times."""
     seen: dict[tuple[str, str], list[Any]] = {}
     for m in memories:
-        for kind, name in (("user", m.entity_id), ("agent", m.agent_id), ("app", _meta_str(m, "app_id")),
-                           ("run", _meta_str(m, "run_id"))):
+        for kind, name in (
+            ("user", m.entity_id),
+            ("agent", m.agent_id),
+            ("app", _meta_str(m, "app_id")),
+            ("run", _meta_str(m, "run_id")),
+        ):
             if not name:
                 continue
             slot = seen.setdefault((kind, name), [0, m.created_at, m.updated_at])
             slot[0] += 1
             slot[1] = min(slot[1], m.created_at)
             slot[2] = max(slot[2], m.updated_at)
-    results = [Mem0Entity(id=name, name=name, type=kind, total_memories=n, created_at=first,  # type: ignore[arg-type]
-                          updated_at=last, owner=owner)
-               for (kind, name), (n, first, last) in sorted(seen.items())]
+    results = [
+        Mem0Entity(
+            id=name,
+            name=name,
+            type=kind,
+            total_memories=n,
+            created_at=first,  # type: ignore[arg-type]
+            updated_at=last,
+            owner=owner,
+        )
+        for (kind, name), (n, first, last) in sorted(seen.items())
+    ]
     totals = {k: sum(1 for e in results if e.type == k) for k in ("user", "agent", "app", "run")}
-    return Mem0EntityList(count=len(results), results=results, total_users=totals["user"],
-                          total_agents=totals["agent"], total_apps=totals["app"], total_runs=totals["run"])
+    return Mem0EntityList(
+        count=len(results),
+        results=results,
+        total_users=totals["user"],
+        total_agents=totals["agent"],
+        total_apps=totals["app"],
+        total_runs=totals["run"],
+    )

@@ -44,23 +44,34 @@ from server.schemas.v1 import V1CreateRequest
 from server.services import services_of
 
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {
-    "mem0AddV3": (V1CreateRequest,), "mem0ListV3": (Mem0ListRequest,), "mem0ListV2": (Mem0ListRequest,),
-    "mem0SearchV3": (Mem0SearchRequest,), "mem0SearchV2": (Mem0SearchRequest,),
-    "mem0SearchV1": (Mem0SearchRequest,), "mem0UpdateMemory": (Mem0UpdateRequest,),
+    "mem0AddV3": (V1CreateRequest,),
+    "mem0ListV3": (Mem0ListRequest,),
+    "mem0ListV2": (Mem0ListRequest,),
+    "mem0SearchV3": (Mem0SearchRequest,),
+    "mem0SearchV2": (Mem0SearchRequest,),
+    "mem0SearchV1": (Mem0SearchRequest,),
+    "mem0UpdateMemory": (Mem0UpdateRequest,),
 }
 NOT_SUPPORTED = 501
 
 
 def mem0_exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Mem0ErrorBody]:
     failure = failure_for(exc, request_id_of(request.scope))
-    body = Mem0ErrorBody(error=failure.body.error, message=failure.body.message,
-                         request_id=failure.body.request_id, details=failure.body.details,
-                         detail=failure.body.message)
+    body = Mem0ErrorBody(
+        error=failure.body.error,
+        message=failure.body.message,
+        request_id=failure.body.request_id,
+        details=failure.body.details,
+        detail=failure.body.message,
+    )
     return Response(content=body, status_code=failure.status, headers=failure.headers)
 
 
-MEM0_COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["mem0"],
-                               "exception_handlers": {Exception: mem0_exception_handler}}
+MEM0_COMMON: dict[str, Any] = {
+    "guards": [require_auth],
+    "tags": ["mem0"],
+    "exception_handlers": {Exception: mem0_exception_handler},
+}
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
 IdQuery = Annotated[str | None, QueryParameter(max_length=256, description="an id, or * for any")]
 
@@ -74,8 +85,13 @@ async def _in_thread(fn: Any) -> Any:
 
 
 # --- key check ------------------------------------------------------------------------------------------
-@get("/v1/ping/", operation_id="mem0Ping", summary="Check the API key (mem0 clients call it on construction)",
-     responses=error_responses(401, 403, 429, 500), **MEM0_COMMON)
+@get(
+    "/v1/ping/",
+    operation_id="mem0Ping",
+    summary="Check the API key (mem0 clients call it on construction)",
+    responses=error_responses(401, 403, 429, 500),
+    **MEM0_COMMON,
+)
 async def ping(request: Request[Any, Any, Any]) -> Mem0Ping:
     return Mem0Ping(org_id=_org(request), project_id=ops.NAMESPACE)
 
@@ -98,11 +114,17 @@ async def add_response(request: Request[Any, Any, Any], render: Any) -> Response
     return await run_write(request, raw, work, prepare=prepare)
 
 
-@post("/v3/memories/add/", operation_id="mem0AddV3", status_code=200,
-      summary="Add memories from messages (mem0 v3; synchronous: results are in the answer)",
-      responses=error_responses(), **MEM0_COMMON)
-async def add_v3(request: Request[Any, Any, Any],
-                 idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None) -> Response[Mem0AddResponse]:
+@post(
+    "/v3/memories/add/",
+    operation_id="mem0AddV3",
+    status_code=200,
+    summary="Add memories from messages (mem0 v3; synchronous: results are in the answer)",
+    responses=error_responses(),
+    **MEM0_COMMON,
+)
+async def add_v3(
+    request: Request[Any, Any, Any], idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None
+) -> Response[Mem0AddResponse]:
     rid = request_id_of(request.scope)
     return await add_response(request, lambda items: Mem0AddResponse(results=items, event_id=rid))
 
@@ -126,34 +148,54 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
     wanted = set(body.categories or ())
 
     def run() -> tuple[int, list[Any]]:
-        found = ops.scan(svc, org_id, sel, now=utcnow(), show_expired=body.show_expired, since=since, until=until)
+        found = ops.scan(
+            svc, org_id, sel, now=utcnow(), show_expired=body.show_expired, since=since, until=until
+        )
         if wanted:
             found = (m for m in found if wanted.intersection(m.tags))
         return ops.page(found, number=number, size=size)
 
     count, items = await _in_thread(run)
     last = (count + size - 1) // size
-    return Mem0Page(count=count, results=[record(m) for m in items],
-                    next=_page_url(request, number + 1, size) if number < last else None,
-                    previous=_page_url(request, number - 1, size) if number > 1 else None)
+    return Mem0Page(
+        count=count,
+        results=[record(m) for m in items],
+        next=_page_url(request, number + 1, size) if number < last else None,
+        previous=_page_url(request, number - 1, size) if number > 1 else None,
+    )
 
 
 PageQuery = Annotated[int | None, QueryParameter(ge=1, le=1_000_000, description="1-based page")]
 PageSizeQuery = Annotated[int | None, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="1 to 200")]
 
 
-@post("/v3/memories/", operation_id="mem0ListV3", status_code=200, opt={"scope": "read"},
-      summary="List memories by mem0 filters, newest first, in numbered pages (mem0 v3 get_all)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **MEM0_COMMON)
-async def list_v3(request: Request[Any, Any, Any], page: PageQuery = None, page_size: PageSizeQuery = None) -> Mem0Page:
+@post(
+    "/v3/memories/",
+    operation_id="mem0ListV3",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="List memories by mem0 filters, newest first, in numbered pages (mem0 v3 get_all)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def list_v3(
+    request: Request[Any, Any, Any], page: PageQuery = None, page_size: PageSizeQuery = None
+) -> Mem0Page:
     return await _list(request, page, page_size)
 
 
-@post("/v2/memories/", operation_id="mem0ListV2", status_code=200, opt={"scope": "read"},
-      summary="List memories by mem0 filters (older clients; answers the page's memories as a list)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **MEM0_COMMON)
-async def list_v2(request: Request[Any, Any, Any], page: PageQuery = None,
-                  page_size: PageSizeQuery = None) -> list[Mem0Memory]:
+@post(
+    "/v2/memories/",
+    operation_id="mem0ListV2",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="List memories by mem0 filters (older clients; answers the page's memories as a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def list_v2(
+    request: Request[Any, Any, Any], page: PageQuery = None, page_size: PageSizeQuery = None
+) -> list[Mem0Memory]:
     return (await _list(request, page, page_size)).results
 
 
@@ -161,8 +203,9 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
     """Shared by every search route: mem0 filters (top-level ids merged in) and the recall ranking."""
     _, data = await read_json(request)
     body = parse_body(data, Mem0SearchRequest)
-    filters = merge_ids(body.filters, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id,
-                        app_id=body.app_id)
+    filters = merge_ids(
+        body.filters, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id, app_id=body.app_id
+    )
     if body.metadata:
         filters = {"AND": [filters or {}, {"metadata": body.metadata}]}
     if body.categories:
@@ -171,29 +214,57 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
     if not sel.names_entity:
         raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters")
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
-    found: list[Mem0Memory] = await _in_thread(lambda: ops.search(
-        svc, org_id, request_id=rid, query=body.query, sel=sel, top_k=body.limit or body.top_k,
-        threshold=body.threshold, rerank=body.rerank, now=utcnow()))
+    found: list[Mem0Memory] = await _in_thread(
+        lambda: ops.search(
+            svc,
+            org_id,
+            request_id=rid,
+            query=body.query,
+            sel=sel,
+            top_k=body.limit or body.top_k,
+            threshold=body.threshold,
+            rerank=body.rerank,
+            now=utcnow(),
+        )
+    )
     return found
 
 
-@post("/v3/memories/search/", operation_id="mem0SearchV3", status_code=200, opt={"scope": "read"},
-      summary="Search memories by a query within mem0 filters (mem0 v3)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **MEM0_COMMON)
+@post(
+    "/v3/memories/search/",
+    operation_id="mem0SearchV3",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories by a query within mem0 filters (mem0 v3)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
 async def search_v3(request: Request[Any, Any, Any]) -> Mem0Results:
     return Mem0Results(results=await search_results(request))
 
 
-@post("/v2/memories/search/", operation_id="mem0SearchV2", status_code=200, opt={"scope": "read"},
-      summary="Search memories (older clients; answers a list)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **MEM0_COMMON)
+@post(
+    "/v2/memories/search/",
+    operation_id="mem0SearchV2",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories (older clients; answers a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
 async def search_v2(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
     return await search_results(request)
 
 
-@post("/v1/memories/search/", operation_id="mem0SearchV1", status_code=200, opt={"scope": "read"},
-      summary="Search memories with top-level user_id/agent_id/run_id (older clients; answers a list)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **MEM0_COMMON)
+@post(
+    "/v1/memories/search/",
+    operation_id="mem0SearchV1",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories with top-level user_id/agent_id/run_id (older clients; answers a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
 async def search_v1(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
     return await search_results(request)
 
@@ -212,21 +283,37 @@ async def update_record(request: Request[Any, Any, Any], memory_id: str) -> Resp
             embed_texts(svc.memories.embeddings, [edit.text])
         edits.append(edit)
 
-    return await run_write(request, raw, lambda org_id: ok_json(record(
-        svc.memories.update(org_id, memory_id, edits[0]))), prepare=prepare)
+    return await run_write(
+        request,
+        raw,
+        lambda org_id: ok_json(record(svc.memories.update(org_id, memory_id, edits[0]))),
+        prepare=prepare,
+    )
 
 
-@put("/v1/memories/{memory_id:str}/", operation_id="mem0UpdateMemory", status_code=200,
-     summary="Update a memory's text, metadata or expiration date (mem0)", responses=error_responses(),
-     **MEM0_COMMON)
-async def update_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath,
-                        idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None) -> Response[Mem0Memory]:
+@put(
+    "/v1/memories/{memory_id:str}/",
+    operation_id="mem0UpdateMemory",
+    status_code=200,
+    summary="Update a memory's text, metadata or expiration date (mem0)",
+    responses=error_responses(),
+    **MEM0_COMMON,
+)
+async def update_memory(
+    request: Request[Any, Any, Any],
+    memory_id: MemoryIdPath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Memory]:
     return await update_record(request, memory_id)
 
 
-@get("/v1/memories/{memory_id:str}/history/", operation_id="mem0MemoryHistory",
-     summary="A memory's changes, oldest first (mem0)", responses=error_responses(401, 403, 404, 429, 500),
-     **MEM0_COMMON)
+@get(
+    "/v1/memories/{memory_id:str}/history/",
+    operation_id="mem0MemoryHistory",
+    summary="A memory's changes, oldest first (mem0)",
+    responses=error_responses(401, 403, 404, 429, 500),
+    **MEM0_COMMON,
+)
 async def memory_history(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> list[Mem0HistoryItem]:
     return await history_of(request, memory_id)
 
@@ -240,27 +327,47 @@ async def history_of(request: Request[Any, Any, Any], memory_id: str) -> list[Me
 # --- bulk delete and entities ---------------------------------------------------------------------------
 async def delete_selected(request: Request[Any, Any, Any], sel: Any, message: str) -> Response[Any]:
     svc = services_of(request)
-    return await run_write(request, b"", lambda org_id: ok_json(Mem0Deleted(
-        message=message, deleted=ops.delete_matching(svc, org_id, sel, utcnow()))))
+    return await run_write(
+        request,
+        b"",
+        lambda org_id: ok_json(
+            Mem0Deleted(message=message, deleted=ops.delete_matching(svc, org_id, sel, utcnow()))
+        ),
+    )
 
 
-@delete("/v1/memories/", operation_id="mem0DeleteAll", status_code=200,
-        summary="Delete every memory of a user, agent, run or app (* for any) (mem0 delete_all)",
-        responses=error_responses(401, 403, 409, 422, 429, 500), **MEM0_COMMON)
-async def delete_all(request: Request[Any, Any, Any], user_id: IdQuery = None, agent_id: IdQuery = None,
-                     run_id: IdQuery = None, app_id: IdQuery = None,
-                     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None) -> Response[Mem0Deleted]:
+@delete(
+    "/v1/memories/",
+    operation_id="mem0DeleteAll",
+    status_code=200,
+    summary="Delete every memory of a user, agent, run or app (* for any) (mem0 delete_all)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_all(
+    request: Request[Any, Any, Any],
+    user_id: IdQuery = None,
+    agent_id: IdQuery = None,
+    run_id: IdQuery = None,
+    app_id: IdQuery = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
     sel = ops.ids_selection(user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id)
     return await delete_selected(request, sel, "Memories deleted successfully!")
 
 
-@get("/v1/entities/", operation_id="mem0ListEntities",
-     summary="Users, agents, apps and runs that have memories (mem0 users)",
-     responses=error_responses(401, 403, 429, 500), **MEM0_COMMON)
+@get(
+    "/v1/entities/",
+    operation_id="mem0ListEntities",
+    summary="Users, agents, apps and runs that have memories (mem0 users)",
+    responses=error_responses(401, 403, 429, 500),
+    **MEM0_COMMON,
+)
 async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     org_id, svc = _org(request), services_of(request)
-    result: Mem0EntityList = await _in_thread(lambda: entities(
-        ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id))
+    result: Mem0EntityList = await _in_thread(
+        lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id)
+    )
     return result
 
 
@@ -268,21 +375,38 @@ EntityTypePath = Annotated[str, PathParameter(description="user, agent, app or r
 EntityNamePath = Annotated[str, PathParameter(description="the entity's id", max_length=256)]
 
 
-@delete("/v2/entities/{entity_type:str}/{entity_id:str}/", operation_id="mem0DeleteEntity", status_code=200,
-        summary="Delete every memory of one user, agent, app or run (mem0 delete_users)",
-        responses=error_responses(401, 403, 409, 422, 429, 500), **MEM0_COMMON)
-async def delete_entity(request: Request[Any, Any, Any], entity_type: EntityTypePath, entity_id: EntityNamePath,
-                        idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None) -> Response[Mem0Deleted]:
+@delete(
+    "/v2/entities/{entity_type:str}/{entity_id:str}/",
+    operation_id="mem0DeleteEntity",
+    status_code=200,
+    summary="Delete every memory of one user, agent, app or run (mem0 delete_users)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_entity(
+    request: Request[Any, Any, Any],
+    entity_type: EntityTypePath,
+    entity_id: EntityNamePath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
     sel = ops.entity_selection(entity_type, entity_id)
     return await delete_selected(request, sel, "Entity deleted successfully!")
 
 
-@delete("/v1/entities/{entity_type:str}/{entity_id:str}/", operation_id="mem0DeleteEntityV1", status_code=200,
-        summary="Delete every memory of one user, agent, app or run (older clients)",
-        responses=error_responses(401, 403, 409, 422, 429, 500), **MEM0_COMMON)
-async def delete_entity_v1(request: Request[Any, Any, Any], entity_type: EntityTypePath,
-                           entity_id: EntityNamePath,
-                           idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None) -> Response[Mem0Deleted]:
+@delete(
+    "/v1/entities/{entity_type:str}/{entity_id:str}/",
+    operation_id="mem0DeleteEntityV1",
+    status_code=200,
+    summary="Delete every memory of one user, agent, app or run (older clients)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_entity_v1(
+    request: Request[Any, Any, Any],
+    entity_type: EntityTypePath,
+    entity_id: EntityNamePath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
     sel = ops.entity_selection(entity_type, entity_id)
     return await delete_selected(request, sel, "Entity deleted successfully!")
 
@@ -308,8 +432,13 @@ UNSUPPORTED: dict[str, str] = {
 def _unsupported(path: str, feature: str) -> Any:
     """A route answering 501 for every method (not in the OpenAPI document)."""
 
-    @route(path, http_method=["GET", "POST", "PUT", "PATCH", "DELETE"], include_in_schema=False,
-           name=f"mem0-unsupported-{path}", **MEM0_COMMON)
+    @route(
+        path,
+        http_method=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+        name=f"mem0-unsupported-{path}",
+        **MEM0_COMMON,
+    )
     async def handler(request: Request[Any, Any, Any]) -> None:
         raise NotSupported(f"mem0 {feature} is not supported by Loci (see docs/integrations.md)")
 
@@ -317,7 +446,18 @@ def _unsupported(path: str, feature: str) -> Any:
 
 
 ROUTES: list[Any] = [
-    ping, add_v3, list_v3, list_v2, search_v3, search_v2, search_v1, update_memory, memory_history, delete_all,
-    list_entities, delete_entity, delete_entity_v1,
+    ping,
+    add_v3,
+    list_v3,
+    list_v2,
+    search_v3,
+    search_v2,
+    search_v1,
+    update_memory,
+    memory_history,
+    delete_all,
+    list_entities,
+    delete_entity,
+    delete_entity_v1,
     *(_unsupported(path, feature) for path, feature in UNSUPPORTED.items()),
 ]

@@ -18,9 +18,20 @@ from server.schemas.errors import Mem0ErrorBody
 from server.schemas.v1 import AppId, Filters, RunId, UnixSeconds, V1CreateItem, V1CreateRequest
 
 __all__ = [
-    "Mem0AddResponse", "Mem0Deleted", "Mem0Entity", "Mem0EntityList", "Mem0ErrorBody", "Mem0HistoryItem",
-    "Mem0ListRequest", "Mem0Memory", "Mem0Page", "Mem0Ping", "Mem0Results", "Mem0SearchRequest",
-    "Mem0UpdateRequest", "V1CreateRequest",
+    "Mem0AddResponse",
+    "Mem0Deleted",
+    "Mem0Entity",
+    "Mem0EntityList",
+    "Mem0ErrorBody",
+    "Mem0HistoryItem",
+    "Mem0ListRequest",
+    "Mem0Memory",
+    "Mem0Page",
+    "Mem0Ping",
+    "Mem0Results",
+    "Mem0SearchRequest",
+    "Mem0UpdateRequest",
+    "V1CreateRequest",
 ]
 
 MAX_TOP_K = 100

@@ -51,8 +51,13 @@ def serve_env() -> dict[str, str]:
 def start_server(data_dir: Path) -> tuple[subprocess.Popen[str], str, str]:
     port = free_port()
     loci = str(Path(sys.executable).with_name("loci"))
-    proc = subprocess.Popen([loci, "serve", "--port", str(port), "--data-dir", str(data_dir)], env=serve_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [loci, "serve", "--port", str(port), "--data-dir", str(data_dir)],
+        env=serve_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert proc.stdout is not None
     out = ""
     deadline = time.monotonic() + START_SECONDS

@@ -53,8 +53,10 @@ def test_add_infer_extracts_and_supersedes(live: LiveServer) -> None:
     client, user = _client(live), _user()
     first = client.add("I live in Paris and I like tea", user_id=user)
     assert first["status"] == "SUCCEEDED"
-    assert [(r["memory"], r["event"]) for r in first["results"]] == [("User lives in Paris", "ADD"),
-                                                                     ("User likes tea", "ADD")]
+    assert [(r["memory"], r["event"]) for r in first["results"]] == [
+        ("User lives in Paris", "ADD"),
+        ("User likes tea", "ADD"),
+    ]
     paris = first["results"][0]["id"]
     moved = client.add([{"role": "user", "content": "I moved to Berlin"}], user_id=user)
     assert [(r["memory"], r["event"]) for r in moved["results"]] == [("User lives in Berlin", "UPDATE")]
@@ -67,8 +69,14 @@ def test_add_infer_extracts_and_supersedes(live: LiveServer) -> None:
 
 def test_add_without_infer_stores_messages_verbatim(live: LiveServer) -> None:
     client, user = _client(live), _user()
-    out = client.add([{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi!"}],
-                     user_id=user, agent_id="helper", run_id="run-1", metadata={"source": "test"}, infer=False)
+    out = client.add(
+        [{"role": "user", "content": "hello there"}, {"role": "assistant", "content": "hi!"}],
+        user_id=user,
+        agent_id="helper",
+        run_id="run-1",
+        metadata={"source": "test"},
+        infer=False,
+    )
     assert [(r["memory"], r["event"]) for r in out["results"]] == [("hello there", "ADD"), ("hi!", "ADD")]
     got = client.get(out["results"][0]["id"])
     assert got["memory"] == "hello there" and got["user_id"] == user and got["agent_id"] == "helper"
@@ -91,7 +99,11 @@ def test_get_all_filters_and_pages(live: LiveServer) -> None:
     assert "page=2" in first["next"]
     last = client.get_all(filters={"user_id": a}, page=3, page_size=2)
     assert len(last["results"]) == 1 and last["next"] is None and "page=2" in last["previous"]
-    seen = [m["id"] for p in (1, 2, 3) for m in client.get_all(filters={"user_id": a}, page=p, page_size=2)["results"]]
+    seen = [
+        m["id"]
+        for p in (1, 2, 3)
+        for m in client.get_all(filters={"user_id": a}, page=p, page_size=2)["results"]
+    ]
     assert len(set(seen)) == 5
     later = client.get_all(filters={"AND": [{"user_id": a}, {"created_at": {"gte": "2999-01-01"}}]})
     assert later["count"] == 0
@@ -123,7 +135,9 @@ def test_update_history_and_expiration(live: LiveServer) -> None:
     assert client.search("oat milk", filters={"user_id": user})["results"][0]["id"] == mid
     history = client.history(mid)
     assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [
-        ("ADD", None, "buy milk"), ("UPDATE", "buy milk", "buy oat milk")]
+        ("ADD", None, "buy milk"),
+        ("UPDATE", "buy milk", "buy oat milk"),
+    ]
     client.update(mid, expiration_date="2001-01-01")
     assert client.get(mid)["expiration_date"] == "2001-01-01"
     assert client.get_all(filters={"user_id": user})["count"] == 0  # expired: hidden
@@ -187,8 +201,15 @@ def test_async_client(live: LiveServer) -> None:
 def test_older_client_paths(live: LiveServer) -> None:
     user = _user()
     with httpx.Client(base_url=live.url, headers={"Authorization": f"Token {live.key}"}) as http:
-        added = http.post("/v1/memories/", json={"messages": [{"role": "user", "content": "I like chess"}],
-                                                 "user_id": user, "version": "v2", "output_format": "v1.1"})
+        added = http.post(
+            "/v1/memories/",
+            json={
+                "messages": [{"role": "user", "content": "I like chess"}],
+                "user_id": user,
+                "version": "v2",
+                "output_format": "v1.1",
+            },
+        )
         assert added.status_code == 200 and added.json()["results"][0]["event"] == "ADD"
         listed = http.post("/v2/memories/", json={"filters": {"user_id": user}})
         assert [m["memory"] for m in listed.json()] == ["User likes chess"]
@@ -202,17 +223,24 @@ def test_older_client_paths(live: LiveServer) -> None:
 def test_open_source_server_routes(live: LiveServer) -> None:
     user = _user()
     with httpx.Client(base_url=live.url, headers={"X-API-Key": live.key}) as http:
-        added = http.post("/memories", json={"messages": [{"role": "user", "content": "I live in Kyoto"}],
-                                             "user_id": user})
+        added = http.post(
+            "/memories", json={"messages": [{"role": "user", "content": "I live in Kyoto"}], "user_id": user}
+        )
         assert added.status_code == 200, added.text
         mid = added.json()["results"][0]["id"]
         assert http.get("/memories", params={"user_id": user}).json()["results"][0]["id"] == mid
         assert http.get(f"/memories/{mid}").json()["memory"] == "User lives in Kyoto"
         hits = http.post("/search", json={"query": "where", "filters": {"user_id": user}}).json()["results"]
         assert hits[0]["id"] == mid
-        assert http.put(f"/memories/{mid}", json={"text": "User lives in Osaka"}).json()["memory"] == "User lives in Osaka"
+        assert (
+            http.put(f"/memories/{mid}", json={"text": "User lives in Osaka"}).json()["memory"]
+            == "User lives in Osaka"
+        )
         assert [h["event"] for h in http.get(f"/memories/{mid}/history").json()] == ["ADD", "UPDATE"]
-        assert http.delete("/memories", params={"user_id": user}).json()["message"] == "All relevant memories deleted"
+        assert (
+            http.delete("/memories", params={"user_id": user}).json()["message"]
+            == "All relevant memories deleted"
+        )
         missing = http.get(f"/memories/{mid}")
         assert missing.status_code == 404 and "not found" in missing.json()["detail"]
         assert http.delete("/memories").status_code == 422
@@ -223,5 +251,3 @@ def test_trailing_slashes_both_ways(live: LiveServer) -> None:
         assert http.get("/v1/ping").json()["org_id"] == "dev"
         assert http.get("/v1/ping/").json()["org_id"] == "dev"
         assert http.get("/v1/entities").status_code == 200
-
-
