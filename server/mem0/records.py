@@ -111,9 +111,9 @@ def entities(memories: Iterable[Memory], owner: str) -> Mem0EntityList:
         Mem0Entity(
             id=name,
             name=name,
-            type=kind,
+            type=kind,  # type: ignore[arg-type]  # one of the four literals above
             total_memories=n,
-            created_at=first,  # type: ignore[arg-type]
+            created_at=first,
             updated_at=last,
             owner=owner,
         )

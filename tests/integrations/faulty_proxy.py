@@ -69,8 +69,10 @@ class FaultyProxy:
                     self.requests.append(request)
                     fault = self.faults.popleft() if self.faults else None
                 if fault in ("429", "503"):
-                    client.sendall(f"HTTP/1.1 {fault} Busy\r\nRetry-After: 0\r\nContent-Type: application/json\r\n"
-                                   f"Content-Length: 2\r\n\r\n{{}}".encode())
+                    client.sendall(
+                        f"HTTP/1.1 {fault} Busy\r\nRetry-After: 0\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: 2\r\n\r\n{{}}".encode()
+                    )
                     continue
                 upstream.sendall(request)
                 answer = _read_message(upstream, from_upstream)

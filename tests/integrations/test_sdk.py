@@ -45,25 +45,32 @@ def client(live: LiveServer) -> Iterator[LociClient]:
 
 
 def test_importing_the_client_loads_no_model_or_web_framework() -> None:
-    code = ("import sys, loci.client\n"
-            "heavy = ('torch', 'faiss', 'sentence_transformers', 'transformers', 'litestar', 'uvicorn', 'sqlite3')\n"
-            "print(','.join(m for m in heavy if m in sys.modules))")
+    code = (
+        "import sys, loci.client\n"
+        "heavy = ('torch', 'faiss', 'sentence_transformers', 'transformers', 'litestar', 'uvicorn', 'sqlite3')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
 def test_memories_round_trip_typed(client: LociClient) -> None:
     entity = _entity()
-    made = client.create_memory(MemoryCreate(type="note", text="Alice likes tea", entity_id=entity, tags=["a"]))
+    made = client.create_memory(
+        MemoryCreate(type="note", text="Alice likes tea", entity_id=entity, tags=["a"])
+    )
     assert isinstance(made, Memory) and made.memory_id.startswith("mem_")
     assert client.get_memory(made.memory_id) == made
     changed = client.update_memory(made.memory_id, MemoryPatch(tags=["b"], archived=True))
     assert changed.tags == ["b"] and changed.archived
-    batch = client.create_memories([MemoryCreate(type="event", text=f"e{i}", entity_id=entity) for i in range(5)])
+    batch = client.create_memories(
+        [MemoryCreate(type="event", text=f"e{i}", entity_id=entity) for i in range(5)]
+    )
     assert len(batch) == 5
     assert client.delete_memory(made.memory_id).deleted
     assert [m.text for m in client.iter_memories(entity_id=entity, page_size=2, sort="timestamp_asc")] == [
-        f"e{i}" for i in range(5)]
+        f"e{i}" for i in range(5)
+    ]
     page = client.list_memories(entity_id=entity, page_size=2)
     assert len(page.items) == 2 and page.next_cursor
 
@@ -87,8 +94,10 @@ def test_errors_are_typed_and_carry_the_envelope(client: LociClient, live: LiveS
     with pytest.raises(ValidationError) as bad:
         client.create_memory(MemoryCreate(type="note", text="x", tags=["t" * 65]))
     assert bad.value.envelope.details["field"] == "tags[0]"
-    with LociClient(live.url, live.make_key(scopes=("read",)), retry=FAST) as reader, \
-            pytest.raises(PermissionDeniedError, match="write"):
+    with (
+        LociClient(live.url, live.make_key(scopes=("read",)), retry=FAST) as reader,
+        pytest.raises(PermissionDeniedError, match="write"),
+    ):
         reader.create_memory(MemoryCreate(type="note", text="x"))
 
 
@@ -101,7 +110,12 @@ def test_a_dropped_answer_is_retried_without_a_second_write(live: LiveServer) ->
     finally:
         proxy.close()
     assert len(proxy.requests) == 2  # the first answer was lost; the retry carried the same key
-    keys = {line for r in proxy.requests for line in r.split(b"\r\n") if line.lower().startswith(b"idempotency-key")}
+    keys = {
+        line
+        for r in proxy.requests
+        for line in r.split(b"\r\n")
+        if line.lower().startswith(b"idempotency-key")
+    }
     assert len(keys) == 1
     with LociClient(live.url, live.key) as c:
         stored = list(c.iter_memories(entity_id=entity))
@@ -119,7 +133,10 @@ def test_429_and_503_are_retried(live: LiveServer) -> None:
 
 
 def test_connection_refused_after_retries() -> None:
-    with LociClient(f"http://127.0.0.1:{free_port()}", "loci_x", retry=FAST) as c, pytest.raises(ConnectionFailed):
+    with (
+        LociClient(f"http://127.0.0.1:{free_port()}", "loci_x", retry=FAST) as c,
+        pytest.raises(ConnectionFailed),
+    ):
         c.health()
 
 
