@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 from collections.abc import Iterator
 from urllib.parse import urlparse
 
@@ -165,3 +166,11 @@ def test_async_client(live: LiveServer) -> None:
                 await c.get_memory("mem_nope")
 
     asyncio.run(run())
+
+
+def test_readme_example_runs(live: LiveServer) -> None:
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sdk_quickstart.py"
+    code = example.read_text().replace('"http://127.0.0.1:8080", "loci_..."', f'"{live.url}", "{live.key}"')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Alice prefers tea" in done.stdout and "Berlin" in done.stdout
