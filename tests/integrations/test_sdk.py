@@ -7,8 +7,8 @@ import asyncio
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
