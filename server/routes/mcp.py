@@ -14,7 +14,14 @@ from server.gateway import MCP_PATH
 from server.mcp import session_manager
 
 
-@asgi(MCP_PATH, is_mount=True, copy_scope=True, guards=[require_auth], opt={"scope": "read"}, include_in_schema=False)
+@asgi(
+    MCP_PATH,
+    is_mount=True,
+    copy_scope=True,
+    guards=[require_auth],
+    opt={"scope": "read"},
+    include_in_schema=False,
+)
 async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:
     await scope["app"].state.mcp.handle_request(scope, receive, send)
 
