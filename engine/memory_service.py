@@ -96,6 +96,14 @@ class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     valid_to: datetime | None | UnsetType = UNSET
 
 
+class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):
+    """A patch that may also replace the text (the mem0 adapter's update). The `memory.updated` event
+    then carries `old_text` and `text`, so the memory's history can be told; embed the new text before
+    the write (`engine.write.turns.embed_texts`)."""
+
+    text: MemoryText | UnsetType = UNSET
+
+
 class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str | None = None
     entity_id: str | None = None
@@ -232,6 +240,8 @@ class MemoryService:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
             changes: dict[str, Any] = {}
+            if isinstance(patch, MemoryEdit) and not isinstance(patch.text, UnsetType):
+                changes["text"] = patch.text
             if not isinstance(patch.tags, UnsetType):
                 changes["tags"] = list(patch.tags)
             if not isinstance(patch.metadata, UnsetType):
@@ -247,8 +257,11 @@ class MemoryService:
             now = self.clock()
             new = msgspec.structs.replace(old, **changes, updated_at=now)
             kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
+            data: dict[str, Any] = {"fields": changed}
+            if "text" in changed:
+                data.update(old_text=old.text, text=new.text)
             event = Event(event_id=ids.event_id(), org_id=org_id, type=kind, at=now,
-                          memory_id=memory_id, entity_id=new.entity_id, data={"fields": changed})
+                          memory_id=memory_id, entity_id=new.entity_id, data=data)
             self.store.put_memories([new])
             self.store.append_events([event])
         return new
