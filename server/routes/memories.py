@@ -10,7 +10,7 @@ import msgspec
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
-from engine.memory_service import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
+from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
 from server.auth import principal_of, require_auth
 from server.errors import invalid_input
 from server.http import (
@@ -120,6 +120,9 @@ async def list_memories(
     archived: Annotated[bool | None, QueryParameter()] = None,
     since: Annotated[datetime | None, QueryParameter(description="timestamp >= since")] = None,
     until: Annotated[datetime | None, QueryParameter(description="timestamp < until")] = None,
+    q: Annotated[str | None, QueryParameter(
+        max_length=MAX_QUERY_LENGTH, description="text search: the text contains q (ASCII case-insensitive)")
+    ] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
     cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
@@ -129,7 +132,7 @@ async def list_memories(
     filters = ListFilters(
         namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
         types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=since, until=until, sort=sort,
+        since=since, until=until, q=q or None, sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)
