@@ -88,11 +88,11 @@ def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Se
     day_best: dict[str, float] = {}
     if cfg.day_weight > 0:
         for mid in events:
-            day = _day(memories[mid])
-            day_best[day] = max(day_best.get(day, 0.0), score[mid])
+            key = _day(memories[mid])
+            day_best[key] = max(day_best.get(key, 0.0), score[mid])
     for mid in (*events, *out.added):
         nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
-        day = cfg.day_weight * day_best.get(_day(memories[mid]), 0.0)
-        if nb or day:
-            out.boosts[mid] = (nb, day)
+        same_day = cfg.day_weight * day_best.get(_day(memories[mid]), 0.0)
+        if nb or same_day:
+            out.boosts[mid] = (nb, same_day)
     return out

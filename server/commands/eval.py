@@ -4,6 +4,7 @@
     loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local]
     loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
     loci eval fit --dataset locomo --folds 5
+    loci eval heldout --dataset locomo --candidates evals/candidates/locomo-events.json
     loci eval gate [--write-measured]
 """
 
@@ -125,6 +126,34 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _heldout(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from evals.heldout import HeldoutConfig, print_heldout, run_heldout
+
+    text = args.candidates
+    if text and Path(text).is_file():
+        text = Path(text).read_text()
+    candidates = _json_object(text, "candidates") or {"default": {}}
+    if not all(isinstance(v, dict) for v in candidates.values()):
+        raise InvalidInput("--candidates maps names to retrieval objects", field="candidates")
+    config = HeldoutConfig(
+        dataset=args.dataset,
+        ingest=args.ingest,
+        candidates=candidates,
+        split=_csv(args.split),
+        budget=args.budget,
+        budgets=tuple(int(b) for b in _csv(args.budgets)) or (args.budget,),
+        metric=args.metric,
+        categories=_csv(args.categories) or ("multi-hop", "temporal", "open-domain", "single-hop"),
+        embedder=args.embedder,
+        store=args.store,
+        limit=args.limit,
+    )
+    print_heldout(run_heldout(config, out_dir=args.out), sys.stdout)
+    return 0
+
+
 def _gate(args: argparse.Namespace) -> int:
     from evals.gate import check, comparison, load_floors, measure, write_measured
 
@@ -208,6 +237,18 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--rank-depth", type=int, default=50)
     fit.add_argument("--c", type=float, default=1.0, help="inverse regularization strength")
     fit.set_defaults(func=_fit)
+
+    heldout = sub.add_parser("heldout", help="choose settings on half the conversations, report on the other half")
+    _common(heldout)
+    heldout.add_argument("--ingest", choices=("facts", "events"), default="events")
+    heldout.add_argument("--candidates", default=None,
+                         help='JSON (or a file of it): name -> retrieval object, e.g. {"default": {}}')
+    heldout.add_argument("--split", default=None, help="comma list of half A's conversation ids (default: first half)")
+    heldout.add_argument("--budget", type=int, default=1200, help="the budget the choice is made at")
+    heldout.add_argument("--budgets", default="600,1200,2400", help="budgets of the held-out table")
+    heldout.add_argument("--metric", default="recall_in_context_whole")
+    heldout.add_argument("--out", default=None, help="runs directory (default evals/runs)")
+    heldout.set_defaults(func=_heldout)
 
     gate = sub.add_parser("gate", help="run the CI eval gate and compare with evals/floors.json")
     gate.add_argument("--write-measured", action="store_true", help="record the new measurements")

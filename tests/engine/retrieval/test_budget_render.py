@@ -3,7 +3,14 @@ from datetime import timedelta
 from engine.retrieval import tokens
 from engine.retrieval.budget import MIN_TRUNCATE_TOKENS, context_tokens, fit, summary_allowance
 from engine.retrieval.redaction_hook import NoRedaction
-from engine.retrieval.render import MAX_LINE_TOKENS, RenderItem, build_items, day_header, format_line, sections
+from engine.retrieval.render import (
+    MAX_LINE_TOKENS,
+    RenderItem,
+    build_items,
+    day_header,
+    format_line,
+    sections,
+)
 from engine.retrieval.summary import beyond, extractive, first_sentence
 from engine.retrieval.tokens import get_tokenizer
 
