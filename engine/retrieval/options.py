@@ -23,7 +23,7 @@ TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characte
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
 SnippetText = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 BudgetTokens = Annotated[int, Meta(ge=256, le=8192, description="256 to 8192")]
-TopK = Annotated[int, Meta(ge=1, le=100, description="1 to 100, candidates per channel; default 48 (preset)")]
+TopK = Annotated[int, Meta(ge=1, le=100, description="1 to 100, candidates per channel; default 100 (preset)")]
 Depth = Annotated[int, Meta(ge=0, le=2, description="0 to 2; default 2 (preset)")]
 WeightValue = Annotated[float, Meta(ge=0.0, le=1000.0)]
 Count = Annotated[int, Meta(ge=0, le=1000)]
@@ -76,7 +76,7 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     neighbor_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
         "a neighbour's boost as a share of its strong candidate's score; default 0.35 (preset)"))] | None = None
     day_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
-        "an event's boost as a share of the best candidate score of its day; default 0.2 (preset)"))] | None = None
+        "an event's boost as a share of the best candidate score of its day; default 0.3 (preset)"))] | None = None
 
 
 class RetrievalOptions(msgspec.Struct, kw_only=True):

@@ -4,14 +4,14 @@ wins over the preset. `balanced` is the spec's defaults.
 
 | preset   | semantic | bm25 | graph_prior | recency_decay | confidence | top_k | depth | half-life | extra |
 |----------|---------:|-----:|------------:|--------------:|-----------:|------:|------:|----------:|-------|
-| balanced |     0.30 | 0.45 |        0.15 |          0.05 |       0.05 |    48 |     2 |   45 days | chosen on held-out LoCoMo conversations |
+| balanced |     0.32 | 0.47 |        0.16 |          0.00 |       0.05 |   100 |     2 |   45 days | chosen on held-out LoCoMo conversations |
 | fast     |     0.55 | 0.30 |        0.00 |          0.10 |       0.05 |    12 |     0 |   45 days | no graph channel, no rerank |
-| factual  |     0.25 | 0.50 |        0.10 |          0.00 |       0.15 |    48 |     1 |   90 days | fact/profile +0.05 boost (facts first) |
-| recent   |     0.25 | 0.30 |        0.10 |          0.30 |       0.05 |    48 |     1 |    7 days | event +0.05 boost |
-| graphy   |     0.25 | 0.30 |        0.35 |          0.05 |       0.05 |    64 |     2 |   45 days | more graph prior, full depth |
+| factual  |     0.25 | 0.50 |        0.10 |          0.00 |       0.15 |   100 |     1 |   90 days | fact/profile +0.05 boost (facts first) |
+| recent   |     0.25 | 0.30 |        0.10 |          0.30 |       0.05 |   100 |     1 |    7 days | event +0.05 boost |
+| graphy   |     0.25 | 0.30 |        0.35 |          0.05 |       0.05 |   100 |     2 |   45 days | more graph prior, full depth |
 
 Every preset's weights sum to 1. Every preset expands candidates with their conversation context:
-2 neighbouring events each side (weight 0.35) and a same-day boost (0.2); `fast` keeps 1 neighbour.
+2 neighbouring events each side (weight 0.35) and a same-day boost (0.3); `fast` keeps 1 neighbour.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ CHANNELS: tuple[str, ...] = ("semantic", "bm25", "graph_prior", "recency_decay",
 class Weights(msgspec.Struct, frozen=True, kw_only=True):
     """Channel weights (`balanced`: chosen on held-out LoCoMo conversations, docs/evaluation.md)."""
 
-    semantic: float = 0.3
-    bm25: float = 0.45
-    graph_prior: float = 0.15
-    recency_decay: float = 0.05
+    semantic: float = 0.32
+    bm25: float = 0.47
+    graph_prior: float = 0.16
+    recency_decay: float = 0.0
     confidence: float = 0.05
 
     def as_tuple(self) -> tuple[float, float, float, float, float]:
@@ -47,7 +47,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     name: str
     description: str
     weights: Weights = Weights()
-    top_k: int = 48
+    top_k: int = 100
     depth: int = 2
     recency_half_life_days: int = 45
     rerank: bool = False
@@ -58,7 +58,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: events get `day_weight` x the best candidate score of their day
     neighbors: int = 2
     neighbor_weight: float = 0.35
-    day_weight: float = 0.2
+    day_weight: float = 0.3
 
 
 PRESETS: Mapping[str, Preset] = {
@@ -89,9 +89,8 @@ PRESETS: Mapping[str, Preset] = {
     ),
     "graphy": Preset(
         name="graphy",
-        description="more graph prior at full depth 2, more candidates",
+        description="more graph prior at full depth 2",
         weights=Weights(semantic=0.25, bm25=0.30, graph_prior=0.35, recency_decay=0.05, confidence=0.05),
-        top_k=64,
         depth=2,
     ),
 }

@@ -9,8 +9,8 @@ from engine.retrieval.presets import Weights
 def test_balanced_defaults() -> None:
     cfg = resolve(RetrievalOptions())
     assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
-    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (48, 2, 45, False)
-    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
+    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (100, 2, 45, False)
+    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.3)
 
 
 def test_expand_options_override_preset() -> None:

@@ -14,10 +14,10 @@ def test_preset_weights_sum_to_one(name: str) -> None:
 
 def test_balanced_is_the_held_out_choice() -> None:
     p = get_preset("balanced")
-    assert p.weights == Weights() == Weights(semantic=0.3, bm25=0.45, graph_prior=0.15, recency_decay=0.05,
+    assert p.weights == Weights() == Weights(semantic=0.32, bm25=0.47, graph_prior=0.16, recency_decay=0.0,
                                              confidence=0.05)
-    assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (48, 2, 45, False)
-    assert (p.neighbors, p.neighbor_weight, p.day_weight) == (2, 0.35, 0.2)
+    assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (100, 2, 45, False)
+    assert (p.neighbors, p.neighbor_weight, p.day_weight) == (2, 0.35, 0.3)
 
 
 def test_documented_differences() -> None:
