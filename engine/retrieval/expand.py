@@ -10,7 +10,8 @@ that day.
   `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
   `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
-  `day_boost = day_weight x (the best first-fusion score among candidates of its day)`.
+  `day_boost = day_weight x (the best first-fusion score among the OTHER event candidates of its
+  day)`, so an event alone on its day is not lifted over facts and notes.
 The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
 """
 
@@ -65,6 +66,15 @@ def _day(m: Memory) -> str:
     return (m.valid_from or m.timestamp).date().isoformat()
 
 
+def _day_best(events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
+              ) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Per day, its two best event candidates (id, first-fusion score), best first."""
+    days: dict[str, list[tuple[str, float]]] = {}
+    for mid in events:
+        days.setdefault(_day(memories[mid]), []).append((mid, score[mid]))
+    return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
+
+
 def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Sequence[str], fused: Fused,
                    memories: dict[str, Memory]) -> Context:
     """Neighbour and day boosts from a first fusion (see the module docstring); fetches new neighbours
@@ -85,14 +95,13 @@ def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Se
                 memories[m.memory_id] = m
             out.ops += 1
         out.added = [mid for mid in neighbor if mid in memories and mid not in score]
-    day_best: dict[str, float] = {}
-    if cfg.day_weight > 0:
-        for mid in events:
-            key = _day(memories[mid])
-            day_best[key] = max(day_best.get(key, 0.0), score[mid])
+    best = _day_best(events, memories, score) if cfg.day_weight > 0 else {}
     for mid in (*events, *out.added):
         nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
-        same_day = cfg.day_weight * day_best.get(_day(memories[mid]), 0.0)
+        top = best.get(_day(memories[mid]), ())
+        # the best score of the day among the OTHER candidates: a lone event does not lift itself
+        other = next((v for m, v in top if m != mid), 0.0)
+        same_day = cfg.day_weight * other
         if nb or same_day:
             out.boosts[mid] = (nb, same_day)
     return out

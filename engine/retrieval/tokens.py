@@ -10,9 +10,10 @@
 What the budget counts (`Tokenizer.line_tokens`): each rendered string of the context (a fact, an
 event, a day header, a source, the summary) costs its own token count plus `LINE_OVERHEAD` (1) for
 the newline that joins it to the next, i.e. the context as an LLM reads it, one string per line.
-Counting lines separately never under-counts the joined text (a BPE merge across a newline can only
-save tokens; the property test checks the joined count too), and it keeps the count additive so the
-budget can be filled line by line. Counts are cached per text (memories repeat across requests).
+Counted line by line, the count is additive, so the budget can be filled line by line; the joined
+text never counted more in our checks (a merge across a newline saves tokens; the property tests
+check the joined count against the budget too). Counts are cached per text (memories repeat across
+requests).
 """
 
 from __future__ import annotations

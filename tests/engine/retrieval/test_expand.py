@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.retrieval.expand import speaker_hits, speaker_of
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
+from engine.retrieval.responses import ScoreComponent
 from engine.storage.base import Hit
 from engine.storage.in_memory import InMemoryStore
 
@@ -54,8 +56,12 @@ def _store() -> tuple[InMemoryStore, EmbeddingCache]:
     return store, cache
 
 
-def _ask(store: InMemoryStore, cache: EmbeddingCache, **retrieval: Any) -> Any:
-    body = {"entity_id": "ent:alice", "turn": "Where did Caroline go hiking?", "retrieval": retrieval,
+_ZERO = ScoreComponent(raw=0.0, norm=0.0, weight=0.0, contrib=0.0)
+
+
+def _ask(store: InMemoryStore, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?",
+         **retrieval: Any) -> Any:
+    body = {"entity_id": "ent:alice", "turn": turn, "retrieval": retrieval,
             "return": {"max_events": 10, "include_raw_matches": True, "trace": True}}
     request = msgspec.convert(body, AssembleRequest)
     return run_assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
@@ -81,10 +87,14 @@ def test_expansion_off_and_day_boost() -> None:
     off = _ask(store, cache, top_k=1, expand={"neighbors": 0, "day_weight": 0},
                weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0})
     assert [m.memory_id for m in off.response.matches or []] == ["d1_1"]
-    day = _ask(store, cache, expand={"neighbors": 0, "day_weight": 0.5},
-               weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0})
-    boosted = {m.memory_id: m.score_components.get("day_boost") for m in day.response.matches or []}
-    assert boosted["d1_1"] is not None and boosted["d1_1"].contrib == 0.5  # best of its day: norm 1 x 0.5
+    bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+    day = _ask(store, cache, turn="Caroline hiking bobcat", expand={"neighbors": 0, "day_weight": 0.5}, weights=bm25)
+    matches = {m.memory_id: m for m in day.response.matches or []}
+    first = {mid: m.score - m.score_components.get("day_boost", _ZERO).contrib for mid, m in matches.items()}
+    # each of the two day-1 hits is lifted by half the other's score; Caroline's lone day-2 turn is not
+    assert matches["d1_1"].score_components["day_boost"].contrib == pytest.approx(0.5 * first["d1_3"])
+    assert matches["d1_3"].score_components["day_boost"].contrib == pytest.approx(0.5 * first["d1_1"])
+    assert "day_boost" not in matches["d2_1"].score_components
 
 
 def test_speaker_named_in_the_question_is_a_graph_hit() -> None:
