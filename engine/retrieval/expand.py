@@ -10,8 +10,9 @@ that day.
   `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
   `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
-  `day_boost = day_weight x (the best first-fusion score among the OTHER event candidates of its
-  day)`, so an event alone on its day is not lifted over facts and notes.
+  `day_boost = day_weight x (the best first-fusion score among the event candidates of its day)` when
+  that day has at least two event candidates, so an event alone on its day is not lifted over facts
+  and notes.
 The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
 """
 
@@ -99,9 +100,8 @@ def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Se
     for mid in (*events, *out.added):
         nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
         top = best.get(_day(memories[mid]), ())
-        # the best score of the day among the OTHER candidates: a lone event does not lift itself
-        other = next((v for m, v in top if m != mid), 0.0)
-        same_day = cfg.day_weight * other
+        # the day's best score, when the day has other candidates: a lone event does not lift itself
+        same_day = cfg.day_weight * top[0][1] if len(top) > 1 else 0.0
         if nb or same_day:
             out.boosts[mid] = (nb, same_day)
     return out

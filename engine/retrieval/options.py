@@ -76,7 +76,7 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     neighbor_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
         "a neighbour's boost as a share of its strong candidate's score; default 0.35 (preset)"))] | None = None
     day_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
-        "an event's boost as a share of the best candidate score of its day; default 0.3 (preset)"))] | None = None
+        "an event's boost as a share of the best candidate score of its day; default 0.2 (preset)"))] | None = None
 
 
 class RetrievalOptions(msgspec.Struct, kw_only=True):

@@ -11,7 +11,7 @@ wins over the preset. `balanced` is the spec's defaults.
 | graphy   |     0.25 | 0.30 |        0.35 |          0.05 |       0.05 |   100 |     2 |   45 days | more graph prior, full depth |
 
 Every preset's weights sum to 1. Every preset expands candidates with their conversation context:
-2 neighbouring events each side (weight 0.35) and a same-day boost (0.3); `fast` keeps 1 neighbour.
+2 neighbouring events each side (weight 0.35) and a same-day boost (0.2); `fast` keeps 1 neighbour.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: events get `day_weight` x the best candidate score of their day
     neighbors: int = 2
     neighbor_weight: float = 0.35
-    day_weight: float = 0.3
+    day_weight: float = 0.2
 
 
 PRESETS: Mapping[str, Preset] = {

@@ -10,7 +10,7 @@ def test_balanced_defaults() -> None:
     cfg = resolve(RetrievalOptions())
     assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
     assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (100, 2, 45, False)
-    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.3)
+    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
 
 
 def test_expand_options_override_preset() -> None:
