@@ -3,6 +3,7 @@
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
     loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--out FILE]   (needs loci[peers])
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
 --cache-dir (keyed by model and text hash), so only the first run embeds the corpus. The work lives in
@@ -71,6 +72,24 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _peers(args: argparse.Namespace) -> int:
+    from evals.bench import peers
+
+    if peers.mem0_version() is None:
+        print("loci bench peers needs mem0: pip install 'loci[peers]'", file=sys.stderr)
+        return 2
+    from engine.embed.registry import create_embedder
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    header = (f"$ loci bench peers --turns {args.turns} --reads {args.reads} --singles {args.singles}\n"
+              f"(load average at start: {load}; {os.cpu_count()} CPUs)")
+    table = peers.run(create_embedder("minilm"), turns=args.turns, reads=args.reads, singles=args.singles,
+                      cache_dir=args.cache_dir)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
                         help="minilm (default, $LOCI_EMBEDDER) or hash")
@@ -102,6 +121,13 @@ def register(subparsers: Any) -> None:
     q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
     _common(q)
     q.set_defaults(func=_ingest)
+    r = sub.add_parser("peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])")
+    r.add_argument("--turns", type=int, default=5882, help="LoCoMo turns bulk-written for one user")
+    r.add_argument("--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two")
+    r.add_argument("--singles", type=int, default=50, help="single writes per side (alternated)")
+    r.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="scratch data dirs (default: ./data/bench-cache)")
+    r.add_argument("--out", default=None, help="also append the table to this file")
+    r.set_defaults(func=_peers)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
     try:
         from evals.bench import scale
