@@ -3,6 +3,7 @@
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
     loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
+    loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
     loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--out FILE]   (needs loci[peers])
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
@@ -90,6 +91,19 @@ def _peers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _encoder(args: argparse.Namespace) -> int:
+    from evals.bench import encoder
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    header = (f"$ loci bench encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}\n"
+              f"(load average at start: {load}; {os.cpu_count()} CPUs)")
+    table = encoder.run(variants=args.variants.split(","), sample=args.sample, queries=args.queries,
+                        batches=args.batches)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
                         help="minilm (default, $LOCI_EMBEDDER) or hash")
@@ -121,6 +135,14 @@ def register(subparsers: Any) -> None:
     q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
     _common(q)
     q.set_defaults(func=_ingest)
+    e = sub.add_parser("encoder", help="MiniLM runtimes side by side: cosine to float32, query latency, batch rate")
+    e.add_argument("--variants", default=",".join(("torch", "onnx-fp32", "onnx", "onnx-int8-all")),
+                   help="comma-separated: torch, onnx-fp32, onnx, onnx-int8-all")
+    e.add_argument("--sample", type=int, default=1000, help="LoCoMo texts for the cosine check (3/4 turns)")
+    e.add_argument("--queries", type=int, default=200, help="one-text queries per variant")
+    e.add_argument("--batches", type=int, default=3, help="batches of 200 LoCoMo turns per variant")
+    e.add_argument("--out", default=None, help="also append the table to this file")
+    e.set_defaults(func=_encoder)
     r = sub.add_parser("peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])")
     r.add_argument("--turns", type=int, default=5882, help="LoCoMo turns bulk-written for one user")
     r.add_argument("--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two")
