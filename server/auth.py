@@ -1,4 +1,6 @@
-"""API keys: `Authorization: Bearer loci_<random>`. Only the sha256 of a key is stored.
+"""API keys: `Authorization: Bearer loci_<random>`. Only the sha256 of a key is stored. `Token <key>` (the
+mem0 client's scheme) is accepted as well as `Bearer <key>`, and so is an `X-API-Key: <key>` header when
+there is no Authorization header (mem0's open-source server).
 
 A key belongs to one org and carries scopes: `read` (GET routes), `write` (POST/PATCH/DELETE) and
 `admin` (private endpoints and key management). Scopes do not imply each other. A revoked or
@@ -7,23 +9,15 @@ unknown key is 401; a key without the needed scope is 403.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from engine.errors import Forbidden, InvalidInput, Unauthorized
-from engine.ids import new_id
-from engine.models import ApiKey
+from engine.errors import Forbidden, Unauthorized
+from engine.keys import KEY_PREFIX, hash_key
 from engine.storage.base import Store
-from engine.timeutil import utcnow
-
-SCOPES: tuple[str, ...] = ("read", "write", "admin")
-KEY_PREFIX = "loci_"
 
 
 class Principal(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,33 +34,7 @@ class AuthProblem(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-def generate_secret() -> str:
-    return KEY_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_key(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def parse_scopes(text: str | Sequence[str]) -> list[str]:
-    items = text.split(",") if isinstance(text, str) else list(text)
-    scopes = [s.strip() for s in items if s.strip()]
-    bad = [s for s in scopes if s not in SCOPES]
-    if bad or not scopes:
-        raise InvalidInput(f"scopes must be a non-empty subset of {', '.join(SCOPES)}", field="scopes")
-    return list(dict.fromkeys(scopes))
-
-
-def create_api_key(store: Store, org_id: str, scopes: Sequence[str] = SCOPES,
-                   name: str | None = None) -> tuple[ApiKey, str]:
-    """Create and store a key; returns the stored record and the secret (shown once, never stored)."""
-    if not org_id.strip():
-        raise InvalidInput("org must not be empty", field="org")
-    secret = generate_secret()
-    key = ApiKey(key_id=new_id("key"), org_id=org_id, key_hash=hash_key(secret),
-                 scopes=parse_scopes(scopes), name=name, created_at=utcnow())
-    store.create_api_key(key)
-    return key, secret
+SCHEMES = ("bearer", "token")
 
 
 def resolve(store: Store, authorization: str | None) -> Principal | AuthProblem:
@@ -75,7 +43,7 @@ def resolve(store: Store, authorization: str | None) -> Principal | AuthProblem:
         return AuthProblem(message="missing Authorization header (expected: Bearer <API key>)")
     scheme, _, token = authorization.strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
+    if scheme.lower() not in SCHEMES or not token or " " in token:
         return AuthProblem(message="malformed Authorization header (expected: Bearer <API key>)")
     if not token.startswith(KEY_PREFIX) or len(token) > 256:
         return AuthProblem(message="invalid API key")
@@ -99,6 +67,11 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
 
 def required_scope(method: str) -> str:
     return "read" if method.upper() in ("GET", "HEAD") else "write"
+
+
+def require_key(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """Litestar guard: any valid key, whatever its scopes."""
+    principal_of(connection)
 
 
 def require_auth(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:

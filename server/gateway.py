@@ -22,16 +22,19 @@ import msgspec
 from engine.ids import request_id as new_request_id
 from engine.storage.base import Store
 from server.auth import AuthProblem, Principal, resolve
-from server.errors import ErrorBody, failure_for
+from server.errors import failure_for
 from server.ratelimit import RateDecision, RateLimiter
+from server.schemas.errors import ErrorBody
 
 log = logging.getLogger("loci.server")
 
 ASGIApp = Callable[..., Any]
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 EXPOSED = "X-Request-Id, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After"
+#: where the MCP transport is mounted (server.routes.mcp)
+MCP_PATH = "/mcp"
 ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
-ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
+ALLOWED_HEADERS = "Authorization, X-API-Key, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -67,11 +70,14 @@ class Gateway:
             out.append((b"vary", b"Origin"))
         return out
 
-    def _admit(self, authorization: str | None, client: str, count: bool) -> tuple[
+    def _admit(self, authorization: str | None, client: str, count: bool, carrier: bool = False) -> tuple[
             Principal | AuthProblem, RateDecision]:
-        """Resolve the key and count the request (runs in a worker thread: the store is sync)."""
+        """Resolve the key and count the request (runs in a worker thread: the store is sync). A
+        `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted
+        only without a valid key."""
         who = resolve(self.store, authorization)
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
+        count = count and not (carrier and isinstance(who, Principal))
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
 
@@ -101,8 +107,12 @@ class Gateway:
         client = (scope.get("client") or ("unknown", 0))[0]
         preflight = (scope["method"] == "OPTIONS" and origin is not None
                      and _header(scope, b"access-control-request-method") is not None)
-        who, decision = await anyio.to_thread.run_sync(
-            self._admit, _header(scope, b"authorization"), client, not preflight)
+        authorization = _header(scope, b"authorization")
+        if authorization is None and (api_key := _header(scope, b"x-api-key")) is not None:
+            authorization = f"Bearer {api_key}"
+        path = scope.get("path", "")
+        carrier = path == MCP_PATH or path.startswith(MCP_PATH + "/")
+        who, decision = await anyio.to_thread.run_sync(self._admit, authorization, client, not preflight, carrier)
         state["principal" if isinstance(who, Principal) else "auth_problem"] = who
         extra = [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *self._cors_headers(origin)]
 

@@ -1,25 +1,34 @@
-"""Request helpers shared by routes: JSON bodies, bounded headers, idempotent execution, and the
-documented error responses."""
+"""Request helpers shared by the routes: JSON bodies and their decoding into Structs, bounded headers,
+scope checks, idempotent execution, and the documented headers and error responses."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import HeaderParameter
 
-from engine.errors import InvalidInput
+from engine.errors import Forbidden, InvalidInput
 from server.auth import principal_of
-from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody
+from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import StoredResponse
+from server.schemas.errors import ErrorBody
 from server.services import services_of
 
+T = TypeVar("T")
 MAX_HEADER_LENGTH = 128
 AGENT_HEADER = "X-Service-Agent"
+ORG_FIELDS = ("org_id", "organization_id", "org")
+
+IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=MAX_HEADER_LENGTH,
+                                  description="Replays the first response for the same key and body")
+AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, max_length=MAX_HEADER_LENGTH,
+                            description="Agent id within the organization")
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
@@ -59,7 +68,7 @@ def to_response(result: StoredResponse) -> Response[bytes]:
 
 
 async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable[[str], StoredResponse],
-                    *, prepare: Callable[[str], None] | None = None) -> Response[bytes]:
+                    *, prepare: Callable[[str], None] | None = None) -> Response[Any]:
     """Run `work(org_id)` in a worker thread under the request's Idempotency-Key (if any).
 
     `prepare(org_id)`, when given, runs first and outside the write transaction (embedding); a request
@@ -85,3 +94,19 @@ async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable
 
 def ok_json(payload: Any) -> StoredResponse:
     return StoredResponse(status_code=200, body=msgspec.json.encode(payload))
+
+
+def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
+    """Decode a JSON document into `kind`, ignoring organization fields; 422 naming the field."""
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in ORG_FIELDS}
+    try:
+        return msgspec.convert(data, kind)
+    except msgspec.ValidationError as exc:
+        raise invalid_input(exc, prefix=prefix) from exc
+
+
+def require_scope(request: Request[Any, Any, Any], scope: str) -> None:
+    """For routes whose scope depends on the body (the guard checked the weaker one)."""
+    if scope not in principal_of(request).scopes:
+        raise Forbidden(f"API key lacks the {scope!r} scope", details={"required_scope": scope})

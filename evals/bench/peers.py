@@ -27,7 +27,7 @@ import msgspec
 
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
-from engine.memories import MAX_BATCH, MemoryCreate, MemoryService
+from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions
 from engine.retrieval.pipeline import run_assemble
 from evals.bench.harness import Pct, bench_dir, open_bench_store, pct

@@ -8,21 +8,26 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response, delete, get, patch, post
-from litestar.params import HeaderParameter, PathParameter, QueryParameter
+from litestar.params import PathParameter, QueryParameter
 
-from engine.memories import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
+from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
 from server.auth import principal_of, require_auth
 from server.errors import invalid_input
-from server.http import AGENT_HEADER, bounded_header, error_responses, ok_json, read_json, run_write
-from server.schemas import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
+from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
+    IDEMPOTENCY_DOC,
+    bounded_header,
+    error_responses,
+    ok_json,
+    parse_body,
+    read_json,
+    run_write,
+)
+from server.schemas.memories import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
 
-_ORG_FIELDS = ("org_id", "organization_id", "org")
 _COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["memories"]}
-_IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=128,
-                                   description="Replays the first response for the same key and body")
-_AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, max_length=128,
-                             description="Agent id within the organization")
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>")]
 
 
@@ -36,21 +41,12 @@ def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
         raise invalid_input(exc) from exc
 
 
-def parse_patch(data: Any) -> MemoryPatch:
-    if isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in _ORG_FIELDS}  # org fields are ignored
-    try:
-        return msgspec.convert(data, MemoryPatch)
-    except msgspec.ValidationError as exc:
-        raise invalid_input(exc) from exc
-
-
 @post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
       status_code=200, responses=error_responses(), **_COMMON)
 async def create_memory(
     request: Request[Any, Any, Any],
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
-    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> Response[Memory | MemoryItems]:
     raw, data = await read_json(request)
     agent = bounded_header(request, AGENT_HEADER)
@@ -65,7 +61,7 @@ async def create_memory(
         created = svc.memories.insert(org_id, prepared)
         return ok_json(MemoryItems(items=created) if batch else created[0])
 
-    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+    return await run_write(request, raw, work, prepare=prepare)
 
 
 @get("/v0/memories/{memory_id:str}", operation_id="getMemory", summary="Get one memory",
@@ -81,12 +77,12 @@ async def get_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -
        responses=error_responses(), **_COMMON)
 async def update_memory(
     request: Request[Any, Any, Any], memory_id: MemoryIdPath,
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Memory]:
     raw, data = await read_json(request)
-    changes = parse_patch(data)
+    changes = parse_body(data, MemoryPatch)
     svc = services_of(request)
-    return await run_write(  # type: ignore[return-value]
+    return await run_write(
         request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes)))
 
 
@@ -94,7 +90,7 @@ async def update_memory(
         status_code=200, responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
 async def delete_memory(
     request: Request[Any, Any, Any], memory_id: MemoryIdPath,
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Deleted]:
     svc = services_of(request)
 
@@ -102,7 +98,7 @@ async def delete_memory(
         svc.memories.delete(org_id, memory_id)
         return ok_json(Deleted(deleted=True, memory_id=memory_id))
 
-    return await run_write(request, b"", work)  # type: ignore[return-value]
+    return await run_write(request, b"", work)
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:
@@ -124,16 +120,19 @@ async def list_memories(
     archived: Annotated[bool | None, QueryParameter()] = None,
     since: Annotated[datetime | None, QueryParameter(description="timestamp >= since")] = None,
     until: Annotated[datetime | None, QueryParameter(description="timestamp < until")] = None,
+    q: Annotated[str | None, QueryParameter(
+        max_length=MAX_QUERY_LENGTH, description="text search: the text contains q (ASCII case-insensitive)")
+    ] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
     cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
-    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
     filters = ListFilters(
         namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
         types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=since, until=until, sort=sort,
+        since=since, until=until, q=q or None, sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)

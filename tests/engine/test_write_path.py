@@ -15,7 +15,7 @@ from ulid import ULID
 from engine import ids
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
-from engine.memories import MemoryCreate, MemoryService
+from engine.memory_service import MemoryCreate, MemoryService
 from engine.models import text_hash
 from engine.storage.base import Scope, Vector
 from engine.storage.local_index import IndexRegistry

@@ -1,0 +1,340 @@
+"""The memory service: create (one or many), get, patch, delete and list memories of one org.
+
+Every write and its events (`memory.created`, `memory.updated`, `memory.archived`, `memory.deleted`)
+go through one `store.transaction()`, so both commit or neither does. Callers may open an outer
+transaction (the server's idempotency helper does) and the service's block joins it.
+
+Memory texts are embedded on write through the `EmbeddingCache` when one is configured (in `prepare`,
+outside the transaction) and their vectors stored in the write's own transaction (one commit); an
+embedder failure never fails the write: the memory is stored without a vector and the failure is logged.
+
+List cursors are opaque: base64url of a msgpack array (version, sort, filters hash, last timestamp in
+microseconds, last memory id). A cursor presented with other filters or another sort is rejected.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from engine import ids
+from engine.embed.cache import EmbeddingCache
+from engine.errors import InvalidInput, NotFound
+from engine.models import (
+    MEMORY_TYPES,
+    STATUSES,
+    AgentId,
+    Confidence,
+    ConflictKey,
+    EntityId,
+    Event,
+    Memory,
+    MemoryText,
+    MemoryType,
+    Namespace,
+    ObjectType,
+    ObjectValue,
+    Predicate,
+    Sensitivity,
+    Status,
+    SubjectId,
+    Tag,
+    Unit,
+)
+from engine.storage.base import ListQuery, SortOrder, Store
+from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 200
+MAX_PAGE_SIZE = 200
+MAX_QUERY_LENGTH = 256
+DEFAULT_PAGE_SIZE = 50
+_CURSOR_VERSION = 1
+
+
+class MemoryCreate(msgspec.Struct, kw_only=True):
+    """A memory as a client writes it. Server-set fields (memory_id, org_id, created_at, updated_at)
+    are not part of it; unknown fields, organization fields included, are ignored."""
+
+    namespace: Namespace = "default"
+    agent_id: AgentId | None = None
+    entity_id: EntityId | None = None
+    type: MemoryType
+    text: MemoryText
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    tags: list[Tag] = msgspec.field(default_factory=list)
+    timestamp: datetime | None = None  # default: the time of the write (UTC)
+    archived: bool = False
+    sensitivity: Sensitivity = "auto"
+    subject: SubjectId | None = None
+    predicate: Predicate | None = None
+    object: ObjectValue = None
+    object_type: ObjectType | None = None
+    unit: Unit | None = None
+    keys: list[ConflictKey] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: Confidence | None = None
+    status: Status = "active"
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The fields a partial update may change; each optional. Any other field is an error."""
+
+    tags: list[Tag] | UnsetType = UNSET
+    metadata: dict[str, Any] | UnsetType = UNSET
+    archived: bool | UnsetType = UNSET
+    valid_to: datetime | None | UnsetType = UNSET
+
+
+class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):
+    """A patch that may also replace the text (the mem0 adapter's update). The `memory.updated` event
+    then carries `old_text` and `text`, so the memory's history can be told; embed the new text before
+    the write (`engine.write.turns.embed_texts`)."""
+
+    text: MemoryText | UnsetType = UNSET
+
+
+class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
+    namespace: str | None = None
+    entity_id: str | None = None
+    agent_id: str | None = None
+    types: tuple[str, ...] | None = None
+    statuses: tuple[str, ...] | None = None
+    tag: str | None = None
+    archived: bool | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    q: str | None = None  # text search: the text contains it (ASCII letters case-insensitive)
+    sort: SortOrder = "timestamp_desc"
+
+
+class MemoryPage(msgspec.Struct, kw_only=True):
+    items: list[Memory]
+    next_cursor: str | None = None
+
+
+class _Cursor(msgspec.Struct, array_like=True):
+    version: int
+    sort: str
+    filters: str
+    ts: int
+    memory_id: str
+
+
+def _check_validity(valid_from: datetime | None, valid_to: datetime | None, field: str) -> None:
+    if valid_from is not None and valid_to is not None and to_utc(valid_to) < to_utc(valid_from):
+        raise InvalidInput("valid_to is before valid_from", field=field)
+
+
+def _opt_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else to_utc(value)
+
+
+class MemoryService:
+    def __init__(self, store: Store, *, embeddings: EmbeddingCache | None = None,
+                 clock: Clock = utcnow) -> None:
+        self.store = store
+        self.embeddings = embeddings
+        self.clock = clock
+
+    # --- create ----------------------------------------------------------------------------------
+    def create(self, org_id: str, drafts: Sequence[MemoryCreate], *,
+               agent_id: str | None = None) -> list[Memory]:
+        """Store 1..200 new memories, all or nothing. `agent_id` (e.g. the X-Service-Agent header)
+        fills drafts that name no agent."""
+        return self.insert(org_id, self.prepare(org_id, drafts, agent_id=agent_id))
+
+    def prepare(self, org_id: str, drafts: Sequence[MemoryCreate], *,
+                agent_id: str | None = None) -> list[Memory]:
+        """Validate and build the memories and embed their texts, without storing them. Split from
+        `insert` so that slow embedding happens outside any open store transaction."""
+        if not drafts:
+            raise InvalidInput("at least one memory is required", field="items")
+        if len(drafts) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} memories per request", field="items",
+                               details={"max": MAX_BATCH, "got": len(drafts)})
+        for index, draft in enumerate(drafts):
+            try:
+                _check_validity(draft.valid_from, draft.valid_to, "valid_to")
+            except InvalidInput as exc:
+                if len(drafts) > 1:
+                    exc.details.update(index=index, field=f"items[{index}].valid_to")
+                raise
+        now = self.clock()
+        memories = [self._build(org_id, draft, now, agent_id) for draft in drafts]
+        self._embed([m.text for m in memories])
+        return memories
+
+    def insert(self, org_id: str, memories: Sequence[Memory]) -> list[Memory]:
+        """Store prepared memories and their `memory.created` events in one transaction."""
+        if any(m.org_id != org_id for m in memories):
+            raise InvalidInput("memory of another org", field="org_id")
+        events = [
+            Event(event_id=ids.event_id(), org_id=org_id, type="memory.created", at=m.created_at,
+                  memory_id=m.memory_id, entity_id=m.entity_id,
+                  data={"namespace": m.namespace, "type": m.type})
+            for m in memories
+        ]
+        with self.store.transaction():
+            if self.embeddings is not None:
+                self.embeddings.save([m.text for m in memories])
+            self.store.put_memories(memories)
+            self.store.append_events(events)
+        return list(memories)
+
+    def _build(self, org_id: str, draft: MemoryCreate, now: datetime, agent_id: str | None) -> Memory:
+        return Memory(
+            memory_id=ids.memory_id(),
+            org_id=org_id,
+            namespace=draft.namespace,
+            agent_id=draft.agent_id if draft.agent_id is not None else agent_id,
+            entity_id=draft.entity_id,
+            type=draft.type,
+            text=draft.text,
+            metadata=dict(draft.metadata),
+            tags=list(draft.tags),
+            timestamp=to_utc(draft.timestamp) if draft.timestamp is not None else now,
+            archived=draft.archived,
+            sensitivity=draft.sensitivity,
+            subject=draft.subject,
+            predicate=draft.predicate,
+            object=draft.object,
+            object_type=draft.object_type,
+            unit=draft.unit,
+            keys=list(draft.keys) if draft.keys is not None else None,
+            valid_from=_opt_utc(draft.valid_from),
+            valid_to=_opt_utc(draft.valid_to),
+            confidence=draft.confidence,
+            status=draft.status,
+            provenance=dict(draft.provenance),
+            created_at=now,
+            updated_at=now,
+        )
+
+    def _embed(self, texts: list[str]) -> None:
+        if self.embeddings is None or not texts:
+            return
+        try:
+            self.embeddings.embed(texts, persist=True, defer=True)
+        except Exception:  # an embedder failure must not fail the write
+            log.warning("embedding %d memory texts failed; stored without vectors", len(texts),
+                        exc_info=True)
+
+    # --- read ------------------------------------------------------------------------------------
+    def get(self, org_id: str, memory_id: str) -> Memory:
+        memory = self.store.get_memory(org_id, memory_id)
+        if memory is None:
+            raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
+        return memory
+
+    # --- update ----------------------------------------------------------------------------------
+    def update(self, org_id: str, memory_id: str, patch: MemoryPatch) -> Memory:
+        with self.store.transaction():
+            old = self.get(org_id, memory_id)
+            changes: dict[str, Any] = {}
+            if isinstance(patch, MemoryEdit) and not isinstance(patch.text, UnsetType):
+                changes["text"] = patch.text
+            if not isinstance(patch.tags, UnsetType):
+                changes["tags"] = list(patch.tags)
+            if not isinstance(patch.metadata, UnsetType):
+                changes["metadata"] = dict(patch.metadata)
+            if not isinstance(patch.archived, UnsetType):
+                changes["archived"] = patch.archived
+            if not isinstance(patch.valid_to, UnsetType):
+                changes["valid_to"] = _opt_utc(patch.valid_to)
+                _check_validity(old.valid_from, changes["valid_to"], "valid_to")
+            changed = sorted(k for k, v in changes.items() if getattr(old, k) != v)
+            if not changed:
+                return old
+            now = self.clock()
+            new = msgspec.structs.replace(old, **changes, updated_at=now)
+            kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
+            data: dict[str, Any] = {"fields": changed}
+            if "text" in changed:
+                data.update(old_text=old.text, text=new.text)
+            event = Event(event_id=ids.event_id(), org_id=org_id, type=kind, at=now,
+                          memory_id=memory_id, entity_id=new.entity_id, data=data)
+            self.store.put_memories([new])
+            self.store.append_events([event])
+        return new
+
+    # --- delete ----------------------------------------------------------------------------------
+    def delete(self, org_id: str, memory_id: str) -> None:
+        with self.store.transaction():
+            old = self.get(org_id, memory_id)
+            self.store.delete_memory(org_id, memory_id)
+            self.store.append_events([
+                Event(event_id=ids.event_id(), org_id=org_id, type="memory.deleted", at=self.clock(),
+                      memory_id=memory_id, entity_id=old.entity_id,
+                      data={"namespace": old.namespace, "type": old.type})
+            ])
+
+    # --- list ------------------------------------------------------------------------------------
+    def list_page(self, org_id: str, filters: ListFilters, *, page_size: int = DEFAULT_PAGE_SIZE,
+             cursor: str | None = None) -> MemoryPage:
+        if not 1 <= page_size <= MAX_PAGE_SIZE:
+            raise InvalidInput(f"page_size must be 1..{MAX_PAGE_SIZE}", field="page_size")
+        for name, values, valid in (("type", filters.types, MEMORY_TYPES), ("status", filters.statuses, STATUSES)):
+            bad = [v for v in values or () if v not in valid]
+            if bad:
+                raise InvalidInput(f"unknown {name} {bad[0]!r}; valid: {', '.join(valid)}", field=name,
+                                   details={"valid": list(valid)})
+        _check_query(filters.q)
+        fhash = filters_hash(org_id, filters)
+        after = decode_cursor(cursor, filters.sort, fhash) if cursor else None
+        query = ListQuery(
+            namespace=filters.namespace, entity_id=filters.entity_id, agent_id=filters.agent_id,
+            types=filters.types, statuses=filters.statuses, tag=filters.tag, archived=filters.archived,
+            since=_opt_utc(filters.since), until=_opt_utc(filters.until), text=filters.q or None,
+            sort=filters.sort, limit=page_size + 1, after=after,
+        )
+        rows = self.store.list_memories(org_id, query)
+        items = rows[:page_size]
+        next_cursor = None
+        if len(rows) > page_size:
+            last = items[-1]
+            next_cursor = encode_cursor(filters.sort, fhash, last.timestamp, last.memory_id)
+        return MemoryPage(items=items, next_cursor=next_cursor)
+
+
+def _check_query(q: str | None) -> None:
+    if q is None:
+        return
+    if len(q) > MAX_QUERY_LENGTH:
+        raise InvalidInput(f"q must be at most {MAX_QUERY_LENGTH} characters", field="q")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in q):
+        raise InvalidInput("q must not contain control characters", field="q")
+
+
+def filters_hash(org_id: str, filters: ListFilters) -> str:
+    raw = msgspec.msgpack.encode([org_id, filters])
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def encode_cursor(sort: str, fhash: str, timestamp: datetime, memory_id: str) -> str:
+    raw = msgspec.msgpack.encode(_Cursor(_CURSOR_VERSION, sort, fhash, to_micros(timestamp), memory_id))
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def decode_cursor(cursor: str, sort: str, fhash: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        decoded = msgspec.msgpack.decode(raw, type=_Cursor)
+    except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
+        raise InvalidInput("malformed cursor", field="cursor") from exc
+    if decoded.version != _CURSOR_VERSION:
+        raise InvalidInput("cursor from an incompatible version", field="cursor")
+    if decoded.sort != sort or decoded.filters != fhash:
+        raise InvalidInput("cursor was issued for other filters or another sort", field="cursor")
+    return from_micros(decoded.ts), decoded.memory_id

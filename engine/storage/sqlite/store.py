@@ -1,0 +1,347 @@
+"""SQLiteStore: the embedded default backend (stdlib sqlite3).
+
+- One connection (check_same_thread=False) guarded by an RLock, so many server threads may share one
+  store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
+  transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
+  before the call returns.
+- Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
+- Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
+  first search of a namespace and patched after each commit (never on rollback). Commits made by other
+  connections to the same file (other processes) are detected with PRAGMA data_version and make the
+  index rebuild on the next search; run one writer process per database for a warm index.
+  Searches see committed data: inside an open transaction they may miss that block's own writes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import Conflict
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.listing import ascii_lower
+from engine.storage.local_index import IndexRegistry
+from engine.storage.sqlite import codec
+from engine.storage.sqlite.schema import migrate
+from engine.timeutil import to_micros
+
+_CHUNK = 500  # host parameters per IN (...) list
+
+
+class SQLiteStore:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        if path != ":memory:" and not path.startswith("file:"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._after_commit: list[Callable[[], None]] = []
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        if path != ":memory:":
+            self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute("PRAGMA busy_timeout=10000")
+        migrate(self._conn)
+        self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
+        self._data_version = self._read_data_version()
+
+    # --- lifecycle and transactions -------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            outer = self._depth == 0
+            if outer:
+                self._conn.execute("BEGIN IMMEDIATE")
+                mark = self._index.mark()
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                if outer:
+                    self._after_commit.clear()
+                    self._conn.execute("ROLLBACK")
+                    self._index.forget_since(mark)
+                raise
+            else:
+                if outer:
+                    try:
+                        self._conn.execute("COMMIT")
+                    except BaseException:
+                        self._after_commit.clear()
+                        if self._conn.in_transaction:
+                            self._conn.execute("ROLLBACK")
+                        self._index.forget_since(mark)
+                        raise
+                    patches, self._after_commit = self._after_commit, []
+                    try:
+                        for patch in patches:
+                            patch()
+                    finally:
+                        self._index.end_commit()
+            finally:
+                self._depth -= 1
+
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _sync_index(self) -> None:
+        """Another connection (another process, or another store on this file) committed: the
+        in-process index may be stale, so drop it (rebuilt on demand). PRAGMA data_version changes
+        only for other connections' commits. Skipped when the lock is busy, to keep searches off the
+        write path; the next search checks again."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._depth == 0:
+                version = self._read_data_version()
+                if version != self._data_version:
+                    self._data_version = version
+                    self._index.clear()
+        finally:
+            self._lock.release()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # --- memories -------------------------------------------------------------------------------
+    def _load_namespace(self, org_id: str, namespace: str) -> list[Memory]:
+        rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND namespace = ?",
+                       (org_id, namespace))
+        return [codec.row_memory(r) for r in rows]
+
+    def put_memories(self, memories: Sequence[Memory]) -> None:
+        if not memories:
+            return
+        with self.transaction():
+            c = self._conn
+            ids = [(m.org_id, m.memory_id) for m in memories]
+            c.executemany(codec.MEMORY_INSERT, [codec.memory_row(m) for m in memories])
+            c.executemany("DELETE FROM memory_keys WHERE org_id = ? AND memory_id = ?", ids)
+            c.executemany("DELETE FROM memory_tags WHERE org_id = ? AND memory_id = ?", ids)
+            latest = {(m.org_id, m.memory_id): m for m in memories}.values()  # a repeated id: the last wins
+            keys = [(m.org_id, m.namespace, k, m.memory_id) for m in latest for k in m.keys or ()]
+            if keys:
+                c.executemany("INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
+                              keys)
+            tags = [(m.org_id, t, m.memory_id) for m in latest for t in m.tags]
+            if tags:
+                c.executemany("INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags)
+            batch = list(memories)
+            self._after_commit.append(lambda: self._index.apply_put(batch))
+
+    def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
+        rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id = ?",
+                       (org_id, memory_id))
+        return codec.row_memory(rows[0]) if rows else None
+
+    def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        found: dict[str, Memory] = {}
+        unique = list(dict.fromkeys(memory_ids))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for r in self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
+                             f"AND memory_id IN ({marks})", (org_id, *chunk)):
+                found[r[1]] = codec.row_memory(r)
+        return [found[i] for i in memory_ids if i in found]
+
+    def delete_memory(self, org_id: str, memory_id: str) -> bool:
+        with self.transaction():
+            cur = self._conn.execute("DELETE FROM memories WHERE org_id = ? AND memory_id = ?", (org_id, memory_id))
+            if cur.rowcount == 0:
+                return False
+            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            return True
+
+    def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
+        where = ["org_id = ?"]
+        params: list[Any] = [org_id]
+        for column, value in (("namespace", query.namespace), ("entity_id", query.entity_id),
+                              ("agent_id", query.agent_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        for column, values in (("type", query.types), ("status", query.statuses)):
+            if values is not None:
+                where.append(f"{column} IN ({', '.join('?' * len(values))})" if values else "0")
+                params.extend(values)
+        if query.tag is not None:
+            where.append("memory_id IN (SELECT memory_id FROM memory_tags WHERE org_id = ? AND tag = ?)")
+            params += [org_id, query.tag]
+        if query.archived is not None:
+            where.append("archived = ?")
+            params.append(int(query.archived))
+        if query.text is not None:
+            where.append("instr(lower(text), ?) > 0")  # SQLite's lower() folds ASCII letters only
+            params.append(ascii_lower(query.text))
+        if query.since is not None:
+            where.append("ts >= ?")
+            params.append(to_micros(query.since))
+        if query.until is not None:
+            where.append("ts < ?")
+            params.append(to_micros(query.until))
+        desc = query.sort == "timestamp_desc"
+        if query.after is not None:
+            where.append(f"(ts, memory_id) {'<' if desc else '>'} (?, ?)")
+            params += [to_micros(query.after[0]), query.after[1]]
+        order = "DESC" if desc else "ASC"
+        sql = (f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE {' AND '.join(where)} "
+               f"ORDER BY ts {order}, memory_id {order} LIMIT ?")
+        params.append(max(query.limit, 0))
+        return [codec.row_memory(r) for r in self._q(sql, params)]
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        cols = ", ".join(f"m.{c}" for c in codec.MEMORY_COLUMNS)
+        rows = self._q(
+            f"SELECT {cols} FROM memory_keys k JOIN memories m ON m.org_id = k.org_id AND m.memory_id = k.memory_id "
+            "WHERE k.org_id = ? AND k.namespace = ? AND k.key = ? AND m.archived = 0 ORDER BY m.ts, m.memory_id",
+            (org_id, namespace, key),
+        )
+        return [codec.row_memory(r) for r in rows]
+
+    def count_memories(self, org_id: str | None = None) -> int:
+        if org_id is None:
+            return int(self._q("SELECT count(*) FROM memories")[0][0])
+        return int(self._q("SELECT count(*) FROM memories WHERE org_id = ?", (org_id,))[0][0])
+
+    def iter_memories(self, org_id: str) -> Iterator[Memory]:
+        """Pages through the org by keyset (1000 rows a query), so the lock is not held between pages."""
+        after: tuple[int, str] | None = None
+        while True:
+            if after is None:
+                rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
+                               "ORDER BY ts, memory_id LIMIT 1000", (org_id,))
+            else:
+                rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
+                               "AND (ts, memory_id) > (?, ?) ORDER BY ts, memory_id LIMIT 1000", (org_id, *after))
+            if not rows:
+                return
+            for r in rows:
+                yield codec.row_memory(r)
+            after = (rows[-1][9], rows[-1][1])
+
+    # --- embeddings ------------------------------------------------------------------------------
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        out: dict[str, Vector] = {}
+        unique = list(dict.fromkeys(text_hashes))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for h, blob in self._q(f"SELECT text_hash, vector FROM embeddings WHERE model = ? "
+                                   f"AND text_hash IN ({marks})", (model, *chunk)):
+                out[h] = np.frombuffer(blob, dtype=np.float32).copy()
+        return out
+
+    def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None:
+        if not vectors:
+            return
+        clean = {h: np.ascontiguousarray(v, dtype=np.float32).reshape(-1) for h, v in vectors.items()}
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+                [(model, h, int(v.shape[0]), v.tobytes()) for h, v in clean.items()],
+            )
+            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+
+    # --- retrieval -------------------------------------------------------------------------------
+    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
+        self._sync_index()
+        return self._index.vector_search(scope, model, query, k)
+
+    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        self._sync_index()
+        return self._index.keyword_search(scope, text, k)
+
+    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
+        self._sync_index()
+        return self._index.graph_search(scope, seeds, depth, k)
+
+    def scope_size(self, scope: Scope) -> int:
+        self._sync_index()
+        return self._index.scope_size(scope)
+
+    # --- API keys --------------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKey) -> None:
+        try:
+            with self.transaction():
+                self._conn.execute(f"INSERT INTO api_keys ({codec.API_KEY_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                   codec.api_key_row(key))
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"api key {key.key_id!r} or its hash already exists") from exc
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None:
+        rows = self._q(f"SELECT {codec.API_KEY_SELECT} FROM api_keys WHERE key_hash = ?", (key_hash,))
+        return codec.row_api_key(rows[0]) if rows else None
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
+        if org_id is None:
+            rows = self._q(f"SELECT {codec.API_KEY_SELECT} FROM api_keys ORDER BY created_at, key_id")
+        else:
+            rows = self._q(f"SELECT {codec.API_KEY_SELECT} FROM api_keys WHERE org_id = ? "
+                           "ORDER BY created_at, key_id", (org_id,))
+        return [codec.row_api_key(r) for r in rows]
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool:
+        with self.transaction():
+            cur = self._conn.execute("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?",
+                                     (to_micros(at), key_id))
+            return cur.rowcount > 0
+
+    # --- idempotency -----------------------------------------------------------------------------
+    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
+        rows = self._q(f"SELECT {codec.IDEMPOTENCY_SELECT} FROM idempotency WHERE org_id = ? AND key = ? "
+                       "AND expires_at > ?", (org_id, key, to_micros(now)))
+        return codec.row_idempotency(rows[0]) if rows else None
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None:
+        with self.transaction():
+            self._conn.execute(f"INSERT OR REPLACE INTO idempotency ({codec.IDEMPOTENCY_SELECT}) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", codec.idempotency_row(record))
+
+    # --- events ----------------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        with self.transaction():
+            self._conn.executemany(
+                "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [codec.event_row(e) for e in events],
+            )
+
+    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
+        where = ["org_id = ?"]
+        params: list[Any] = [org_id]
+        if query.after is not None:
+            where.append("seq > ?")
+            params.append(query.after)
+        if query.type is not None:
+            where.append("type = ?")
+            params.append(query.type)
+        if query.entity_id is not None:
+            where.append("entity_id = ?")
+            params.append(query.entity_id)
+        if query.memory_id is not None:
+            where.append("memory_id = ?")
+            params.append(query.memory_id)
+        if query.since is not None:
+            where.append("at >= ?")
+            params.append(to_micros(query.since))
+        params.append(max(query.limit, 0))
+        rows = self._q(f"SELECT {codec.EVENT_SELECT} FROM events WHERE {' AND '.join(where)} "
+                       "ORDER BY seq LIMIT ?", params)
+        return [codec.row_event(r) for r in rows]

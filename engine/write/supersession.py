@@ -1,0 +1,261 @@
+"""Supersession: keep one current value per single-valued fact, keep the history, never overwrite.
+
+A fact's conflict key is `<subject>|<predicate>` (in `Memory.keys`); `engine.write.predicates` says whether
+the predicate is single-valued. `resolve` is the pure decision (new memory + the memories already
+holding its keys -> what to write); `apply` runs it against a Store inside `store.transaction()`,
+reading with `find_by_key` inside the same transaction so concurrent writers serialize.
+
+Rules (mode "smart"; t = valid_from, else timestamp; "current" = status active or disputed with no
+valid_to):
+- Same value as a current fact (case/space-insensitive strings, `ent:` ids by slug, numbers with the
+  same unit): SKIPPED, no new row; the existing fact's confidence rises to the max of both (re-put,
+  event memory.updated). A replay of a stored historical value (same value, same t) is SKIPPED too.
+- Single-valued, different value:
+  - every current fact with an earlier t is superseded: status "superseded", valid_to = new t;
+    outcome SUPERSEDED with `supersedes` = their ids (event memory.superseded for each);
+  - a current fact with a later t wins: the new fact is stored as history (status "superseded",
+    valid_to = the earliest later t); outcome UPSERTED with `history` true;
+  - a current fact with the same t: equal confidence -> both "disputed" (outcome UPSERTED with
+    `disputed`); higher new confidence supersedes it; lower is stored as history.
+- Multi-valued, different value: accumulates (UPSERTED).
+- Negation ("I no longer work at Acme"): ends the current facts with the same value (all current
+  facts of the key when the negation carries no value) whose t is not after the negation's: status
+  "superseded", valid_to = negation t. Nothing new is stored. Outcome SUPERSEDED with `negation`
+  true and `memory_id` = the first ended fact, or SKIPPED with memory_id None when nothing matched.
+- Mode "off": the memory is stored as given, others untouched (UPSERTED).
+- A memory without keys is simply stored (UPSERTED).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from engine.errors import UnknownName
+from engine.ids import event_id
+from engine.models import Event, Memory
+from engine.storage.base import Store
+from engine.write.predicates import is_single_valued
+
+Mode = Literal["smart", "off"]
+MODES: tuple[str, ...] = ("smart", "off")
+Action = Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """Per-item result; `memory_id`, `action`, `supersedes` are the spec's upsert outcome."""
+
+    memory_id: str | None
+    action: Action
+    supersedes: list[str] = msgspec.field(default_factory=list)
+    #: ids of existing facts marked disputed together with this one
+    disputed: list[str] = msgspec.field(default_factory=list)
+    #: the item was a negation (ends facts, stores nothing); /v1 reports it as DELETE
+    negation: bool = False
+    #: the item was older than the current fact and was stored as history (status superseded)
+    history: bool = False
+
+
+class Resolution(msgspec.Struct, kw_only=True):
+    outcome: Outcome
+    writes: list[Memory] = msgspec.field(default_factory=list)
+    events: list[Event] = msgspec.field(default_factory=list)
+
+
+def check_mode(mode: str) -> Mode:
+    if mode not in MODES:
+        raise UnknownName("upsert_conflicts mode", mode, MODES, field="upsert_conflicts")
+    return mode  # type: ignore[return-value]
+
+
+# --- value equality ------------------------------------------------------------------------------
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
+
+
+def _norm_unit(unit: str | None) -> str:
+    return (unit or "").strip().casefold()
+
+
+def same_value(a: Memory, b: Memory) -> bool:
+    """Normalized equality of two facts' objects (and units for numbers)."""
+    x, y = a.object, b.object
+    if isinstance(x, bool) or isinstance(y, bool):
+        return x is y
+    if isinstance(x, int | float) and isinstance(y, int | float):
+        return math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-12) and _norm_unit(a.unit) == _norm_unit(
+            b.unit
+        )
+    if isinstance(x, str) and isinstance(y, str):
+        if x.startswith("ent:") or y.startswith("ent:"):
+            return _slug(x.removeprefix("ent:")) == _slug(y.removeprefix("ent:"))
+        return " ".join(x.casefold().split()) == " ".join(y.casefold().split())
+    if x is None and y is None:
+        return " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split())
+    return bool(x == y)
+
+
+def effective_time(m: Memory) -> datetime:
+    return m.valid_from or m.timestamp
+
+
+def _is_current(m: Memory) -> bool:
+    return m.status in ("active", "disputed") and m.valid_to is None
+
+
+# --- the pure decision ---------------------------------------------------------------------------
+def _event(kind: str, m: Memory, now: datetime, **data: Any) -> Event:
+    return Event(
+        event_id=event_id(), org_id=m.org_id, type=kind, at=now, memory_id=m.memory_id, entity_id=m.entity_id,
+        data={k: v for k, v in data.items() if v is not None},
+    )  # fmt: skip
+
+
+def _created(new: Memory, now: datetime, action: Action, **data: Any) -> Event:
+    return _event("memory.created", new, now, action=action, predicate=new.predicate, keys=new.keys,
+                  status=new.status, **data)  # fmt: skip
+
+
+def _end(old: Memory, at: datetime, now: datetime, by: str | None, reason: str) -> tuple[Memory, Event]:
+    ended = msgspec.structs.replace(old, status="superseded", valid_to=at, updated_at=now)
+    return ended, _event("memory.superseded", ended, now, superseded_by=by, valid_to=at.isoformat(), reason=reason)
+
+
+def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
+    writes: list[Memory] = []
+    events: list[Event] = []
+    if new.confidence is not None and (same.confidence is None or new.confidence > same.confidence):
+        raised = msgspec.structs.replace(same, confidence=new.confidence, updated_at=now)
+        writes.append(raised)
+        events.append(_event("memory.updated", raised, now, reason="confirmed", confidence=new.confidence))
+    return Resolution(outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"), writes=writes, events=events)
+
+
+def resolve(
+    new: Memory, existing: Sequence[Memory], *, negated: bool = False, mode: Mode = "smart", now: datetime
+) -> Resolution:
+    """Decide what storing `new` does to `existing` (the memories sharing one of its keys)."""
+    check_mode(mode)
+    others = [m for m in existing if m.memory_id != new.memory_id]
+    if mode == "off" or not new.keys:
+        if negated:
+            return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
+        return Resolution(
+            outcome=Outcome(memory_id=new.memory_id, action="UPSERTED"),
+            writes=[new],
+            events=[_created(new, now, "UPSERTED")],
+        )
+    t_new = effective_time(new)
+    current = [m for m in others if _is_current(m)]
+    if negated:
+        return _negate(new, current, t_new, now)
+    same = [m for m in current if same_value(m, new)]
+    if same:
+        return _skip(new, same[0], now)
+    replay = [m for m in others if same_value(m, new) and effective_time(m) == t_new]
+    if replay:
+        return Resolution(outcome=Outcome(memory_id=replay[0].memory_id, action="SKIPPED"))
+    if not is_single_valued(new.predicate or ""):
+        return Resolution(
+            outcome=Outcome(memory_id=new.memory_id, action="UPSERTED"),
+            writes=[new],
+            events=[_created(new, now, "UPSERTED")],
+        )
+    return _single(new, current, t_new, now)
+
+
+def _negate(new: Memory, current: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    if new.object is None:
+        targets = [m for m in current if effective_time(m) <= t_new]
+    else:
+        targets = [m for m in current if same_value(m, new) and effective_time(m) <= t_new]
+    if not targets:
+        return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
+    writes: list[Memory] = []
+    events: list[Event] = []
+    for old in targets:
+        ended, event = _end(old, t_new, now, None, "negation")
+        writes.append(ended)
+        events.append(event)
+    ids = [m.memory_id for m in targets]
+    return Resolution(
+        outcome=Outcome(memory_id=ids[0], action="SUPERSEDED", supersedes=ids, negation=True),
+        writes=writes,
+        events=events,
+    )
+
+
+def _single(new: Memory, current: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    later = [m for m in current if effective_time(m) > t_new]
+    ties = [m for m in current if effective_time(m) == t_new]
+    older = [m for m in current if effective_time(m) < t_new]
+    conf_new = new.confidence if new.confidence is not None else 1.0
+
+    def conf(m: Memory) -> float:
+        return m.confidence if m.confidence is not None else 1.0
+
+    stronger_tie = [m for m in ties if conf(m) > conf_new]
+    if later or stronger_tie:
+        # the new fact is history: it ended when the current one began
+        ends = [effective_time(m) for m in later] or [t_new]
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(ends))
+        return Resolution(
+            outcome=Outcome(memory_id=new.memory_id, action="UPSERTED", history=True),
+            writes=[stored],
+            events=[_created(stored, now, "UPSERTED", history=True)],
+        )
+    writes: list[Memory] = []
+    events: list[Event] = []
+    equal_tie = [m for m in ties if conf(m) == conf_new]
+    weaker_tie = [m for m in ties if conf(m) < conf_new]
+    superseded: list[str] = []
+    for old in older + weaker_tie:
+        ended, event = _end(old, t_new, now, new.memory_id, "superseded")
+        writes.append(ended)
+        events.append(event)
+        superseded.append(old.memory_id)
+    stored = new
+    disputed: list[str] = []
+    if equal_tie:
+        stored = msgspec.structs.replace(new, status="disputed")
+        for old in equal_tie:
+            if old.status != "disputed":
+                marked = msgspec.structs.replace(old, status="disputed", updated_at=now)
+                writes.append(marked)
+                events.append(_event("memory.updated", marked, now, reason="disputed", disputed_with=new.memory_id))
+            disputed.append(old.memory_id)
+    action: Action = "SUPERSEDED" if superseded else "UPSERTED"
+    writes.insert(0, stored)
+    events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None))
+    return Resolution(
+        outcome=Outcome(memory_id=new.memory_id, action=action, supersedes=superseded, disputed=disputed),
+        writes=writes,
+        events=events,
+    )
+
+
+# --- against a store -----------------------------------------------------------------------------
+def existing_for(store: Store, memory: Memory) -> list[Memory]:
+    """The memories sharing any of `memory`'s keys (deduplicated, in find_by_key order)."""
+    seen: dict[str, Memory] = {}
+    for key in memory.keys or []:
+        for m in store.find_by_key(memory.org_id, memory.namespace, key):
+            seen.setdefault(m.memory_id, m)
+    return list(seen.values())
+
+
+def apply(store: Store, memory: Memory, *, negated: bool = False, mode: Mode = "smart", now: datetime) -> Outcome:
+    """Store `memory` with supersession; one transaction (joins the caller's when nested)."""
+    with store.transaction():
+        existing = existing_for(store, memory) if mode == "smart" else []
+        resolution = resolve(memory, existing, negated=negated, mode=mode, now=now)
+        if resolution.writes:
+            store.put_memories(resolution.writes)
+        if resolution.events:
+            store.append_events(resolution.events)
+        return resolution.outcome

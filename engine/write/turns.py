@@ -1,0 +1,195 @@
+"""Ingest on assemble: store the turn, extract its facts, supersede — in two steps.
+
+`plan_turn` runs everything that may be slow or may call out (the extractor, possibly an LLM) and
+builds the records, touching no store; `commit_turn` writes them in ONE `store.transaction()` (it joins
+the caller's, e.g. the server's idempotency unit). The server runs retrieval before `commit_turn`, so
+the retrieval of a call sees the state before the call's own writes.
+
+Decisions:
+- `store_turn`: `none` stores nothing; `event` | `note` | `fact` store the turn text as one memory of
+  that type (a `fact` turn has the entity as subject but no predicate, hence no conflict key: it never
+  supersedes). An empty (blank) turn is never stored.
+- The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
+  so replays of dated conversations keep their dates; else now). Facts carry
+  `provenance.source_turn` = the stored turn's id (absent when the turn is not stored).
+- First-person statements are about `subject_for(entity_id)`: the entity id itself when it has the
+  form `ent:<id>`, else `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in
+  its scope.
+- `Extracted.upserts`: the stored turn first (UPSERTED), then one outcome per extracted fact, in the
+  order of `Extracted.facts`. A negation that ended nothing reports SKIPPED with the id of the
+  (unstored) negation record. `facts` are the records as the store holds them after the write (a
+  SKIPPED fact: the existing fact it repeated, so ids match the upserts); a negation appears as built
+  ("No longer true: ...", `metadata.negated`), never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+import msgspec
+
+from engine.embed.cache import EmbeddingCache
+from engine.extract.base import Extractor, ExtractResult
+from engine.extract.rules.text import slug
+from engine.ids import event_id
+from engine.ids import memory_id as new_memory_id
+from engine.models import Event, Memory
+from engine.retrieval.responses import Extracted, Upsert
+from engine.storage.base import Store
+from engine.timeutil import to_utc
+from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
+from engine.write.supersession import Mode, Outcome, check_mode
+
+log = logging.getLogger(__name__)
+
+StoreTurn = Literal["none", "event", "note", "fact"]
+STORE_TURN_VALUES: tuple[str, ...] = ("none", "event", "note", "fact")
+_ENT = re.compile(r"^ent:\S+$")
+
+
+def subject_for(entity_id: str | None) -> str:
+    """The subject of first-person statements for an entity: `ent:<id>` as is, else `ent:<slug>`."""
+    if not entity_id:
+        return "ent:user"
+    if _ENT.match(entity_id) and len(entity_id) <= 256:
+        return entity_id
+    return f"ent:{slug(entity_id)}"
+
+
+class TurnPlan(msgspec.Struct, kw_only=True):
+    """What `commit_turn` will write; built without touching a store."""
+
+    org_id: str
+    turn: Memory | None
+    extraction: ExtractResult
+    mode: Mode
+    timestamp: datetime
+    namespace: str
+    agent_id: str | None
+    entity_id: str | None
+    #: merged into the metadata of every memory written (the turn's and the facts')
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def texts(self) -> list[str]:
+        """Texts the write will store (turn and facts): embed them before the write."""
+        out = [self.turn.text] if self.turn is not None else []
+        out.extend(d.text for d in self.extraction.facts if not d.negated)
+        return list(dict.fromkeys(out))
+
+    @property
+    def writes_anything(self) -> bool:
+        return self.turn is not None or bool(self.extraction.facts)
+
+
+def turn_memory(text: str, *, kind: StoreTurn, org_id: str, entity_id: str | None, namespace: str,
+                agent_id: str | None, timestamp: datetime, now: datetime,
+                provenance: dict[str, str] | None = None,
+                metadata: dict[str, Any] | None = None) -> Memory | None:
+    """The memory that stores a turn, or None for `none` or a blank turn."""
+    if kind == "none" or not text.strip():
+        return None
+    if kind not in STORE_TURN_VALUES:
+        raise ValueError(f"store_turn must be one of {STORE_TURN_VALUES}")
+    ts = to_utc(timestamp)
+    created = to_utc(now)
+    return Memory(
+        memory_id=new_memory_id(), org_id=org_id, namespace=namespace, agent_id=agent_id,
+        entity_id=entity_id, type=kind, text=text, metadata={"origin": "turn", **(metadata or {})}, timestamp=ts,
+        subject=subject_for(entity_id) if kind == "fact" else None,
+        valid_from=ts if kind == "fact" else None,
+        provenance=dict(provenance or {}), created_at=created, updated_at=created,
+    )
+
+
+def plan_turn(extractor: Extractor | None, text: str, *, org_id: str, entity_id: str | None,
+              namespace: str = "default", agent_id: str | None = None, timestamp: datetime,
+              now: datetime, store_turn: StoreTurn = "event", extract: bool = True,
+              mode: Mode = "smart", provenance: dict[str, str] | None = None,
+              metadata: dict[str, Any] | None = None, subject: str | None = None) -> TurnPlan:
+    """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
+    `subject`: who first-person statements are about (default `subject_for(entity_id)`)."""
+    check_mode(mode)
+    ts = to_utc(timestamp)
+    if extract and extractor is not None and text.strip():
+        extraction = extractor.extract(text, subject=subject or subject_for(entity_id), reference_time=ts)
+    else:
+        extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
+    turn = turn_memory(text, kind=store_turn, org_id=org_id, entity_id=entity_id, namespace=namespace,
+                       agent_id=agent_id, timestamp=ts, now=now, provenance=provenance, metadata=metadata)
+    return TurnPlan(org_id=org_id, turn=turn, extraction=extraction, mode=mode, timestamp=ts,
+                    namespace=namespace, agent_id=agent_id, entity_id=entity_id, metadata=dict(metadata or {}))
+
+
+class TurnCommit(msgspec.Struct, kw_only=True):
+    extracted: Extracted
+    #: one per extracted fact, aligned with `extracted.facts` (the turn's outcome is not here)
+    outcomes: list[Outcome]
+    #: the records built from the drafts (before supersession), aligned with `outcomes`
+    built: list[Memory]
+
+
+def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
+    """Write the plan in one transaction (joining the caller's) and report what happened."""
+    at = to_utc(now)
+    upserts: list[Upsert] = []
+    with store.transaction():
+        source_turn: str | None = None
+        if plan.turn is not None:
+            store.put_memories([plan.turn])
+            store.append_events([Event(
+                event_id=event_id(), org_id=plan.org_id, type="memory.created", at=at,
+                memory_id=plan.turn.memory_id, entity_id=plan.turn.entity_id,
+                data={"namespace": plan.namespace, "type": plan.turn.type, "origin": "turn"})])
+            source_turn = plan.turn.memory_id
+            upserts.append(Upsert(memory_id=plan.turn.memory_id, action="UPSERTED"))
+        built: list[Memory] = []
+        outcomes: list[Outcome] = []
+        if plan.extraction.facts:
+            built = fact_memories(plan, source_turn=source_turn, now=at)
+            outcomes = upsert_memories(store, built, mode=plan.mode,
+                                       negated=[d.negated for d in plan.extraction.facts], now=at)
+        facts = _as_stored(store, plan.org_id, built, outcomes)
+    upserts.extend(Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
+                   for m, o in zip(built, outcomes, strict=True))
+    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts)
+    return TurnCommit(extracted=extracted, outcomes=outcomes, built=built)
+
+
+def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> list[Memory]:
+    """The plan's drafts as fact memories (engine.write.ingest.draft_to_memory), the plan's metadata merged
+    in, a later statement of the same key ordered after an earlier one (engine.write.ingest)."""
+    built = []
+    for d in plan.extraction.facts:
+        m = draft_to_memory(d, org_id=plan.org_id, timestamp=plan.timestamp, namespace=plan.namespace,
+                            agent_id=plan.agent_id, entity_id=plan.entity_id, source_turn=source_turn,
+                            extractor=plan.extraction.extractor, now=now)
+        if plan.metadata:
+            m = msgspec.structs.replace(m, metadata={**m.metadata, **plan.metadata})
+        built.append(m)
+    return order_within_turn(built)
+
+
+def _as_stored(store: Store, org_id: str, built: Sequence[Memory], outcomes: Sequence[Outcome]) -> list[Memory]:
+    """Each fact as the store now holds it (a SKIPPED one: the existing fact it repeated); a negation
+    as built (it is never stored)."""
+    wanted = [o.memory_id if o.memory_id is not None and not o.negation else m.memory_id
+              for m, o in zip(built, outcomes, strict=True)]
+    found = {m.memory_id: m for m in store.get_memories(org_id, wanted)}
+    return [found.get(w, m) for w, m in zip(wanted, built, strict=True)]
+
+
+def embed_texts(cache: EmbeddingCache | None, texts: Sequence[str]) -> bool:
+    """Embed (and persist) the texts of memories about to be stored. Never raises: an embedder failure
+    leaves the memories without vectors and returns False (the caller reports `flags.degraded`)."""
+    if cache is None or not texts:
+        return True
+    try:
+        cache.embed(list(texts), persist=True)
+    except Exception:
+        log.warning("embedding %d memory texts failed; stored without vectors", len(texts), exc_info=True)
+        return False
+    return True

@@ -1,0 +1,189 @@
+"""The write side of a turn: drafts -> Memory records -> supersession, in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.extract.rules import RuleExtractor
+from engine.models import Event, Memory
+from engine.storage import open_store
+from engine.storage.base import EventQuery, ListQuery, Store
+from engine.write.ingest import (
+    draft_to_memory,
+    extract_and_ingest,
+    ingest_drafts,
+    preview_memories,
+    upsert_memories,
+    v1_event,
+)
+from engine.write.supersession import Outcome
+
+ORG = "org_a"
+T1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+T2 = T1 + timedelta(days=40)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s = open_store("memory") if request.param == "memory" else open_store(f"sqlite://{tmp_path / 'loci.db'}")
+    yield s
+    s.close()
+
+
+def turn(store: Any, text: str, at: datetime, **kwargs: Any) -> tuple[list[Memory], list[Outcome]]:
+    result = RuleExtractor().extract(text, reference_time=at)
+    return ingest_drafts(store, result.facts, org_id=ORG, timestamp=at, now=NOW, **kwargs)
+
+
+def test_draft_to_memory_fields() -> None:
+    (draft,) = RuleExtractor().extract("I moved to Lisbon last month.", reference_time=T1).facts
+    m = draft_to_memory(draft, org_id=ORG, timestamp=T1, namespace="ns", agent_id="agent-1",
+                        source_turn="mem_turn1", now=NOW)  # fmt: skip
+    assert m.memory_id.startswith("mem_") and m.type == "fact"
+    assert (m.subject, m.predicate, m.object, m.object_type) == ("ent:user", "lives_in", "ent:lisbon", "entity")
+    assert m.keys == ["ent:user|lives_in"]
+    assert m.valid_from == T1 and m.timestamp == T1 and m.valid_to is None
+    assert m.text == "User lives in Lisbon"
+    assert m.provenance["source_turn"] == "mem_turn1" and m.provenance["extractor"] == "rules"
+    assert m.metadata == {"object_name": "Lisbon", "event_date": "2026-02"}
+    assert (m.namespace, m.agent_id, m.entity_id, m.status) == ("ns", "agent-1", "ent:user", "active")
+    assert m.created_at == NOW and m.sensitivity == "auto"
+
+
+def test_contact_details_are_stored_as_pii() -> None:
+    (draft,) = RuleExtractor().extract("My email is a@example.com.", reference_time=T1).facts
+    assert draft_to_memory(draft, org_id=ORG, timestamp=T1).sensitivity == "pii"
+
+
+def test_paris_then_berlin(store: Store) -> None:
+    (paris,), out1 = turn(store, "I live in Paris.", T1, source_turn="mem_t1")
+    assert [(o.action, o.memory_id) for o in out1] == [("UPSERTED", paris.memory_id)]
+    (berlin,), out2 = turn(store, "I moved to Berlin.", T2, source_turn="mem_t2")
+    assert [(o.action, o.supersedes) for o in out2] == [("SUPERSEDED", [paris.memory_id])]
+    rows = {m.memory_id: m for m in store.list_memories(ORG, ListQuery())}
+    assert rows[berlin.memory_id].status == "active" and rows[berlin.memory_id].provenance["source_turn"] == "mem_t2"
+    assert rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == T2
+    types = [e.type for _, e in store.list_events(ORG, EventQuery())]
+    assert types == ["memory.created", "memory.created", "memory.superseded"]
+
+
+def test_same_fact_again_is_skipped(store: Store) -> None:
+    turn(store, "I live in Paris.", T1)
+    _, outcomes = turn(store, "I still live in Paris.", T2)
+    assert [o.action for o in outcomes] == ["SKIPPED"] and v1_event(outcomes[0]) == "NONE"
+    assert store.count_memories(ORG) == 1
+
+
+def test_negation_ends_the_fact_and_stores_nothing(store: Store) -> None:
+    (acme,), _ = turn(store, "I work at Acme.", T1)
+    _, outcomes = turn(store, "I no longer work at Acme.", T2)
+    (outcome,) = outcomes
+    assert outcome.action == "SUPERSEDED" and outcome.negation and outcome.memory_id == acme.memory_id
+    assert v1_event(outcome) == "DELETE"
+    assert store.count_memories(ORG) == 1
+    ended = store.get_memory(ORG, acme.memory_id)
+    assert ended is not None and ended.status == "superseded" and ended.valid_to == T2
+
+
+def test_a_turn_with_several_facts_and_multi_valued_predicates(store: Store) -> None:
+    _, out1 = turn(store, "I love jazz and hiking. My budget is $800.", T1)
+    assert [o.action for o in out1] == ["UPSERTED", "UPSERTED", "UPSERTED"]
+    _, out2 = turn(store, "I love cooking. My budget is now $1,200.", T2)
+    assert [o.action for o in out2] == ["UPSERTED", "SUPERSEDED"]
+    assert [v1_event(o) for o in out2] == ["ADD", "UPDATE"]
+    active = store.list_memories(ORG, ListQuery(statuses=("active",)))
+    assert sorted(str(m.object) for m in active) == ["1200", "cooking", "hiking", "jazz"]
+
+
+def test_third_person_facts_stay_in_the_turns_entity(store: Store) -> None:
+    result = extract_and_ingest(store, RuleExtractor(), "My sister Anna lives in Rome.", org_id=ORG,
+                                timestamp=T1, subject="ent:dana", now=NOW)  # fmt: skip
+    assert [(m.subject, m.predicate, m.entity_id) for m in result.memories] == [
+        ("ent:dana", "has_sibling", "ent:dana"),
+        ("ent:anna", "lives_in", "ent:dana"),
+    ]
+    assert [o.action for o in result.outcomes] == ["UPSERTED", "UPSERTED"]
+    assert {e.entity_id for e in result.extracted.entities} >= {"ent:anna", "ent:rome"}
+
+
+def test_mode_off_keeps_both(store: Store) -> None:
+    turn(store, "I live in Paris.", T1)
+    _, outcomes = turn(store, "I live in Berlin.", T2, mode="off")
+    assert [o.action for o in outcomes] == ["UPSERTED"]
+    assert len(store.list_memories(ORG, ListQuery(statuses=("active",)))) == 2
+
+
+class FailingEvents:
+    """A store whose second append_events call fails: the whole turn must roll back."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def append_events(self, events: Sequence[Event]) -> None:
+        self.calls += 1
+        if self.calls == 2:
+            raise RuntimeError("disk full")
+        self.inner.append_events(events)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_turn_is_all_or_nothing(store: Store) -> None:
+    failing = FailingEvents(store)
+    with pytest.raises(RuntimeError):
+        turn(failing, "I live in Paris and I work at Acme.", T1)
+    assert store.count_memories(ORG) == 0
+    assert store.list_events(ORG, EventQuery()) == []
+
+
+def test_upsert_memories_adds_conflict_keys(store: Store) -> None:
+    def item(obj: str, at: datetime) -> Memory:
+        return Memory(memory_id=f"mem_{obj}", org_id=ORG, type="fact", text=f"User lives in {obj}", timestamp=at,
+                      subject="ent:user", predicate="moved_to", object=obj, object_type="string",
+                      valid_from=at, created_at=at, updated_at=at)  # fmt: skip
+
+    outcomes = upsert_memories(store, [item("Paris", T1), item("Berlin", T2)], now=NOW)
+    assert [(o.action, o.supersedes) for o in outcomes] == [("UPSERTED", []), ("SUPERSEDED", ["mem_Paris"])]
+    stored = store.get_memory(ORG, "mem_Berlin")
+    assert stored is not None and stored.keys == ["ent:user|lives_in"]
+
+
+def test_upsert_memories_checks_its_arguments(store: Store) -> None:
+    with pytest.raises(ValueError):
+        upsert_memories(store, [], negated=[True])
+
+
+def test_v1_events() -> None:
+    assert v1_event(Outcome(memory_id="m", action="UPSERTED")) == "ADD"
+    assert v1_event(Outcome(memory_id="m", action="SUPERSEDED", supersedes=["o"])) == "UPDATE"
+    assert v1_event(Outcome(memory_id="o", action="SUPERSEDED", supersedes=["o"], negation=True)) == "DELETE"
+    assert v1_event(Outcome(memory_id=None, action="SKIPPED", negation=True)) == "NONE"
+    assert v1_event(Outcome(memory_id="m", action="SKIPPED")) == "NONE"
+
+
+def test_preview_memories_store_nothing(store: Store) -> None:
+    result = RuleExtractor().extract("I live in Paris. I no longer work at Acme.", reference_time=T1)
+    memories = preview_memories(result, org_id=ORG, timestamp=T1, entity_id="ent:user")
+    assert [(m.predicate, m.object, m.metadata.get("negated", False)) for m in memories] == [
+        ("lives_in", "ent:paris", False),
+        ("works_at", "ent:acme", True),
+    ]
+    assert all(m.type == "fact" for m in memories)
+    assert store.count_memories(ORG) == 0
+
+
+def test_the_later_statement_of_a_turn_wins(store: Store) -> None:
+    (paris, berlin), outcomes = turn(store, "I live in Paris. Actually, I moved to Berlin.", T1)
+    assert [o.action for o in outcomes] == ["UPSERTED", "SUPERSEDED"]
+    assert outcomes[1].supersedes == [paris.memory_id]
+    assert berlin.valid_from == T1 + timedelta(microseconds=1) and berlin.timestamp == T1
+    active = store.list_memories(ORG, ListQuery(statuses=("active",)))
+    assert [m.object for m in active] == ["ent:berlin"]

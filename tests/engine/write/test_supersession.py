@@ -1,0 +1,308 @@
+"""Supersession: the pure decision (`resolve`) on hand-made facts, then `apply` against both stores,
+and concurrent writers on one key."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from engine.errors import UnknownName
+from engine.ids import memory_id
+from engine.models import Memory
+from engine.storage import open_store
+from engine.storage.base import EventQuery, ListQuery, Store
+from engine.write.supersession import apply, resolve, same_value
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+ORG = "org_a"
+
+
+def fact(
+    predicate: str,
+    obj: Any,
+    *,
+    at: datetime = T0,
+    unit: str | None = None,
+    confidence: float | None = 0.8,
+    status: str = "active",
+    valid_to: datetime | None = None,
+    subject: str = "ent:user",
+    keys: list[str] | None = None,
+) -> Memory:
+    return Memory(
+        memory_id=memory_id(), org_id=ORG, type="fact", text=f"{subject} {predicate} {obj}", timestamp=at,
+        subject=subject, predicate=predicate, object=obj, unit=unit,
+        keys=keys if keys is not None else [f"{subject}|{predicate}"], valid_from=at, valid_to=valid_to,
+        confidence=confidence, status=status,  # type: ignore[arg-type]
+        created_at=at, updated_at=at,
+    )  # fmt: skip
+
+
+def by_id(writes: list[Memory]) -> dict[str, Memory]:
+    return {m.memory_id: m for m in writes}
+
+
+# --- value equality --------------------------------------------------------------------------------
+def test_same_value_normalizes() -> None:
+    assert same_value(fact("likes", "Jazz "), fact("likes", " jazz"))
+    assert same_value(fact("likes", "rock  music"), fact("likes", "Rock Music"))
+    assert same_value(fact("lives_in", "ent:new-york"), fact("lives_in", "New York"))
+    assert same_value(fact("budget", 800, unit="USD"), fact("budget", 800.0, unit="usd"))
+    assert not same_value(fact("budget", 800, unit="USD"), fact("budget", 800, unit="EUR"))
+    assert not same_value(fact("budget", 800, unit="USD"), fact("budget", 900, unit="USD"))
+    assert not same_value(fact("likes", "jazz"), fact("likes", "jazz fusion"))
+
+
+# --- single-valued ---------------------------------------------------------------------------------
+def test_new_value_supersedes_the_active_one() -> None:
+    paris = fact("lives_in", "ent:paris", at=T0)
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    res = resolve(berlin, [paris], now=NOW)
+    assert res.outcome.action == "SUPERSEDED"
+    assert res.outcome.memory_id == berlin.memory_id
+    assert res.outcome.supersedes == [paris.memory_id]
+    writes = by_id(res.writes)
+    assert writes[berlin.memory_id].status == "active"
+    assert writes[paris.memory_id].status == "superseded"
+    assert writes[paris.memory_id].valid_to == T0 + timedelta(days=30)
+    assert writes[paris.memory_id].updated_at == NOW
+    assert [e.type for e in res.events] == ["memory.created", "memory.superseded"]
+    assert res.events[1].data["superseded_by"] == berlin.memory_id
+
+
+def test_same_value_is_skipped_and_confidence_rises() -> None:
+    old = fact("lives_in", "ent:berlin", confidence=0.6)
+    again = fact("lives_in", "ent:Berlin", at=T0 + timedelta(days=1), confidence=0.9)
+    res = resolve(again, [old], now=NOW)
+    assert res.outcome.action == "SKIPPED" and res.outcome.memory_id == old.memory_id
+    assert [m.memory_id for m in res.writes] == [old.memory_id]  # no new row, the old one re-put
+    assert res.writes[0].confidence == 0.9 and res.writes[0].status == "active"
+    assert [e.type for e in res.events] == ["memory.updated"]
+
+
+def test_same_value_with_lower_confidence_writes_nothing() -> None:
+    old = fact("age", 34, unit="years", confidence=0.9)
+    res = resolve(fact("age", 34, unit="years", confidence=0.5), [old], now=NOW)
+    assert res.outcome.action == "SKIPPED" and res.writes == [] and res.events == []
+
+
+def test_an_older_fact_is_stored_as_history() -> None:
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    paris = fact("lives_in", "ent:paris", at=T0)  # arrives late, dated earlier
+    res = resolve(paris, [berlin], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.outcome.history and res.outcome.supersedes == []
+    (stored,) = res.writes
+    assert stored.memory_id == paris.memory_id
+    assert stored.status == "superseded" and stored.valid_to == berlin.valid_from
+
+
+def test_equal_time_and_confidence_disputes_both() -> None:
+    a = fact("works_at", "ent:acme", confidence=0.8)
+    b = fact("works_at", "ent:globex", confidence=0.8)
+    res = resolve(b, [a], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.outcome.disputed == [a.memory_id]
+    writes = by_id(res.writes)
+    assert writes[a.memory_id].status == "disputed" and writes[b.memory_id].status == "disputed"
+    # a later value supersedes both disputed facts
+    c = fact("works_at", "ent:initech", at=T0 + timedelta(days=1))
+    res2 = resolve(c, [writes[a.memory_id], writes[b.memory_id]], now=NOW)
+    assert res2.outcome.action == "SUPERSEDED"
+    assert sorted(res2.outcome.supersedes) == sorted([a.memory_id, b.memory_id])
+
+
+def test_equal_time_higher_confidence_wins_lower_is_history() -> None:
+    a = fact("works_at", "ent:acme", confidence=0.6)
+    strong = fact("works_at", "ent:globex", confidence=0.9)
+    res = resolve(strong, [a], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [a.memory_id]
+    weak = fact("works_at", "ent:initech", confidence=0.3)
+    res2 = resolve(weak, [strong], now=NOW)
+    assert res2.outcome.action == "UPSERTED" and res2.outcome.history
+    assert res2.writes[0].status == "superseded"
+
+
+def test_replay_of_a_historical_value_is_skipped() -> None:
+    paris_old = fact("lives_in", "ent:paris", status="superseded", valid_to=T0 + timedelta(days=30))
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    replay = fact("lives_in", "ent:paris", at=T0)
+    res = resolve(replay, [paris_old, berlin], now=NOW)
+    assert res.outcome.action == "SKIPPED" and res.outcome.memory_id == paris_old.memory_id and res.writes == []
+
+
+def test_moving_back_to_an_old_value_supersedes() -> None:
+    paris_old = fact("lives_in", "ent:paris", status="superseded", valid_to=T0 + timedelta(days=30))
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    back = fact("lives_in", "ent:paris", at=T0 + timedelta(days=90))
+    res = resolve(back, [paris_old, berlin], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [berlin.memory_id]
+
+
+# --- multi-valued and negation ---------------------------------------------------------------------
+def test_multi_valued_accumulates() -> None:
+    jazz = fact("likes", "jazz")
+    res = resolve(fact("likes", "hiking", at=T0 + timedelta(days=1)), [jazz], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.outcome.supersedes == []
+    assert [m.status for m in res.writes] == ["active"]
+    assert resolve(fact("likes", "Jazz", at=T0 + timedelta(days=2)), [jazz], now=NOW).outcome.action == "SKIPPED"
+
+
+def test_negation_ends_the_matching_value_only() -> None:
+    jazz, hiking = fact("likes", "jazz"), fact("likes", "hiking")
+    neg = fact("likes", "hiking", at=T0 + timedelta(days=3))
+    res = resolve(neg, [jazz, hiking], negated=True, now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.negation
+    assert res.outcome.memory_id == hiking.memory_id and res.outcome.supersedes == [hiking.memory_id]
+    (ended,) = res.writes  # nothing new is stored
+    assert ended.status == "superseded" and ended.valid_to == T0 + timedelta(days=3)
+    assert res.events[0].data["reason"] == "negation"
+
+
+def test_negation_of_a_single_valued_fact() -> None:
+    acme = fact("works_at", "ent:acme")
+    res = resolve(fact("works_at", "Acme", at=T0 + timedelta(days=1)), [acme], negated=True, now=NOW)
+    assert res.outcome.supersedes == [acme.memory_id]
+
+
+def test_negation_without_a_match_is_skipped() -> None:
+    res = resolve(fact("works_at", "ent:globex", at=T0 + timedelta(days=1)), [fact("works_at", "ent:acme")],
+                  negated=True, now=NOW)  # fmt: skip
+    assert res.outcome.action == "SKIPPED" and res.outcome.memory_id is None and res.writes == []
+
+
+def test_negation_dated_before_the_fact_does_not_end_it() -> None:
+    acme = fact("works_at", "ent:acme", at=T0 + timedelta(days=10))
+    res = resolve(fact("works_at", "ent:acme", at=T0), [acme], negated=True, now=NOW)
+    assert res.outcome.action == "SKIPPED" and res.writes == []
+
+
+# --- modes and keys -------------------------------------------------------------------------------
+def test_mode_off_stores_without_touching_others() -> None:
+    paris = fact("lives_in", "ent:paris")
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=1))
+    res = resolve(berlin, [paris], mode="off", now=NOW)
+    assert res.outcome.action == "UPSERTED" and [m.memory_id for m in res.writes] == [berlin.memory_id]
+
+
+def test_unknown_mode() -> None:
+    with pytest.raises(UnknownName):
+        resolve(fact("likes", "x"), [], mode="always", now=NOW)  # type: ignore[arg-type]
+
+
+def test_a_memory_without_keys_is_simply_stored() -> None:
+    note = msgspec.structs.replace(fact("lives_in", "ent:berlin"), keys=None)
+    res = resolve(note, [fact("lives_in", "ent:paris")], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.writes == [note]
+
+
+# --- against the stores ---------------------------------------------------------------------------
+STORES: dict[str, Callable[[Path], Store]] = {
+    "memory": lambda tmp: open_store("memory"),
+    "sqlite": lambda tmp: open_store(f"sqlite://{tmp / 'loci.db'}"),
+}
+
+
+@pytest.fixture(params=list(STORES))
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s = STORES[request.param](tmp_path)
+    yield s
+    s.close()
+
+
+def test_paris_then_berlin_in_a_store(store: Store) -> None:
+    paris = fact("lives_in", "ent:paris", at=T0)
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    assert apply(store, paris, now=NOW).action == "UPSERTED"
+    outcome = apply(store, berlin, now=NOW)
+    assert outcome.action == "SUPERSEDED" and outcome.supersedes == [paris.memory_id]
+    rows = {m.memory_id: m for m in store.find_by_key(ORG, "default", "ent:user|lives_in")}
+    assert rows[berlin.memory_id].status == "active"
+    assert rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == berlin.valid_from
+    events = [e.type for _, e in store.list_events(ORG, EventQuery())]
+    assert events == ["memory.created", "memory.created", "memory.superseded"]
+    active = store.list_memories(ORG, ListQuery(statuses=("active",)))
+    assert [m.memory_id for m in active] == [berlin.memory_id]
+
+
+def test_apply_joins_the_callers_transaction(store: Store) -> None:
+    paris = fact("lives_in", "ent:paris", at=T0)
+    apply(store, paris, now=NOW)
+    with pytest.raises(RuntimeError), store.transaction():
+        apply(store, fact("lives_in", "ent:berlin", at=T0 + timedelta(days=1)), now=NOW)
+        raise RuntimeError("roll back")
+    rows = store.find_by_key(ORG, "default", "ent:user|lives_in")
+    assert [(m.memory_id, m.status) for m in rows] == [(paris.memory_id, "active")]
+
+
+class SlowReads:
+    """Wraps a store and sleeps inside find_by_key, widening any read-then-write race window."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    def transaction(self) -> AbstractContextManager[None]:
+        return self.inner.transaction()
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        rows = self.inner.find_by_key(org_id, namespace, key)
+        time.sleep(0.002)
+        return rows
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _race(stores: list[Any], writers: int = 8, per_writer: int = 5) -> None:
+    times = list(range(writers * per_writer))
+    random.Random(7).shuffle(times)
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def work(w: int) -> None:
+        try:
+            barrier.wait()
+            for j in range(per_writer):
+                t = times[w * per_writer + j]
+                apply(stores[w % len(stores)], fact("lives_in", f"ent:city-{t}", at=T0 + timedelta(minutes=t)), now=NOW)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(writers)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+
+def _check_one_active(store: Store, total: int) -> None:
+    rows = store.find_by_key(ORG, "default", "ent:user|lives_in")
+    assert len(rows) == total  # every value kept: the newest active, the rest history
+    active = [m for m in rows if m.status == "active"]
+    assert [m.object for m in active] == [f"ent:city-{total - 1}"]
+    assert all(m.status == "superseded" and m.valid_to is not None for m in rows if m not in active)
+
+
+def test_concurrent_writers_leave_exactly_one_active(store: Store) -> None:
+    _race([SlowReads(store)])
+    _check_one_active(store, 40)
+
+
+def test_concurrent_writers_on_two_sqlite_connections(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    a, b = open_store(f"sqlite://{path}"), open_store(f"sqlite://{path}")
+    try:
+        _race([SlowReads(a), SlowReads(b)])
+        _check_one_active(a, 40)
+    finally:
+        a.close()
+        b.close()

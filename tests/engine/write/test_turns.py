@@ -1,0 +1,102 @@
+"""engine.write.turns: plan (no store) then commit (one transaction), on the in-memory store."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from engine.extract import create_extractor
+from engine.storage.base import EventQuery, ListQuery
+from engine.storage.in_memory import InMemoryStore
+from engine.write.turns import commit_turn, embed_texts, plan_turn, subject_for
+
+T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
+RULES = create_extractor("rules")
+
+
+@pytest.mark.parametrize(("entity", "subject"), [
+    ("ent:user", "ent:user"), ("alice", "ent:alice"), ("User 42", "ent:user-42"), (None, "ent:user"),
+    ("ent:has space", "ent:ent-has-space"),
+])
+def test_subject_for(entity: str | None, subject: str) -> None:
+    assert subject_for(entity) == subject
+
+
+def test_plan_touches_no_store_and_lists_texts() -> None:
+    plan = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
+    assert plan.turn is not None and plan.turn.type == "event" and plan.turn.timestamp == T0
+    assert plan.texts() == ["I live in Paris", "User lives in Paris"]
+    assert plan.writes_anything
+    empty = plan_turn(RULES, "   ", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
+    assert empty.turn is None and empty.extraction.facts == [] and not empty.writes_anything
+    none = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="e", timestamp=T0, now=T0,
+                     store_turn="none", extract=False)
+    assert not none.writes_anything and none.texts() == []
+
+
+def test_commit_supersedes_and_links_the_turn() -> None:
+    store = InMemoryStore()
+    first = commit_turn(store, plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user",
+                                         timestamp=T0, now=T0), now=T0)
+    t1 = T0 + timedelta(days=30)
+    second = commit_turn(store, plan_turn(RULES, "I moved to Berlin", org_id="o", entity_id="ent:user",
+                                          timestamp=t1, now=t1), now=t1)
+    turn_id = second.extracted.upserts[0].memory_id
+    (fact,) = second.extracted.facts
+    assert fact.provenance["source_turn"] == turn_id and fact.valid_from == t1
+    paris_id = first.extracted.upserts[1].memory_id
+    assert second.extracted.upserts[1].action == "SUPERSEDED" and second.extracted.upserts[1].supersedes == [paris_id]
+    paris = store.get_memory("o", paris_id)
+    assert paris is not None and paris.status == "superseded" and paris.valid_to == t1
+    assert store.count_memories("o") == 4  # two turns, two facts
+    kinds = [e.type for _, e in store.list_events("o", EventQuery(limit=100))]
+    assert kinds.count("memory.superseded") == 1
+
+
+def test_commit_reports_stored_state_and_metadata() -> None:
+    store = InMemoryStore()
+    plan = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0, now=T0,
+                     store_turn="none", metadata={"run_id": "r1"})
+    out = commit_turn(store, plan, now=T0)
+    (fact,) = out.extracted.facts
+    assert fact.entity_id == "alice" and fact.subject == "ent:alice" and fact.metadata["run_id"] == "r1"
+    assert [u.action for u in out.extracted.upserts] == ["UPSERTED"]
+    again = commit_turn(store, plan_turn(RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0,
+                                         now=T0, store_turn="none"), now=T0)
+    assert again.extracted.upserts[0].action == "SKIPPED" and again.extracted.upserts[0].memory_id == fact.memory_id
+    assert again.extracted.facts[0].memory_id == fact.memory_id  # the existing fact, as stored
+    assert len(store.list_memories("o", ListQuery())) == 1
+
+
+def test_commit_is_all_or_nothing() -> None:
+    store = InMemoryStore()
+    plan = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
+
+    def boom(events: object) -> None:
+        raise RuntimeError("log full")
+
+    store.append_events = boom  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        commit_turn(store, plan, now=T0)
+    assert store.count_memories("o") == 0
+
+
+class _Broken:
+    model = "broken:1"
+    dim = 4
+
+    def embed(self, texts: object) -> object:
+        raise RuntimeError("down")
+
+
+def test_embed_texts_never_raises() -> None:
+    from engine.embed.cache import EmbeddingCache
+    from engine.embed.hash import HashEmbedder
+    from engine.models import text_hash
+
+    store = InMemoryStore()
+    assert embed_texts(EmbeddingCache(HashEmbedder(), store), ["a b", "c"]) is True
+    assert len(store.get_embeddings("hash:256", [text_hash("a b"), text_hash("c")])) == 2
+    assert embed_texts(EmbeddingCache(_Broken(), store), ["a"]) is False  # type: ignore[arg-type]
+    assert embed_texts(None, ["a"]) is True
