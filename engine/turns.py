@@ -155,7 +155,8 @@ def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
         facts = _as_stored(store, plan.org_id, built, outcomes)
     upserts.extend(Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
                    for m, o in zip(built, outcomes, strict=True))
-    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts)
+    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts,
+                          truncated=plan.extraction.truncated)
     return TurnCommit(extracted=extracted, outcomes=outcomes, built=built)
 
 
