@@ -46,7 +46,7 @@ from engine.models import (
 )
 from engine.predicates import canonical, render
 from engine.supersession import Action, Outcome
-from engine.timeutil import to_utc
+from engine.timeutil import shift, to_utc
 
 
 class UpsertItem(msgspec.Struct, kw_only=True):
@@ -172,7 +172,7 @@ def build_memories(items: Sequence[UpsertItem], *, org_id: str, agent_id: str | 
             n = seen.get(key, 0)
             seen[key] = n + 1
             if n and item.valid_from is None and item.timestamp is None:
-                m = msgspec.structs.replace(m, valid_from=m.valid_from + timedelta(microseconds=n))
+                m = msgspec.structs.replace(m, valid_from=shift(m.valid_from, timedelta(microseconds=n)))
         out.append(m)
     return out
 

@@ -34,11 +34,13 @@ ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
 ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
 
 
+def _headers(scope: dict[str, Any], name: bytes) -> list[str]:
+    return [bytes(value).decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
+
+
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    found = _headers(scope, name)
+    return found[0] if found else None
 
 
 class Gateway:
@@ -67,10 +69,14 @@ class Gateway:
             out.append((b"vary", b"Origin"))
         return out
 
-    def _admit(self, authorization: str | None, client: str, count: bool) -> tuple[
+    def _admit(self, authorization: list[str], client: str, count: bool) -> tuple[
             Principal | AuthProblem, RateDecision]:
-        """Resolve the key and count the request (runs in a worker thread: the store is sync)."""
-        who = resolve(self.store, authorization)
+        """Resolve the key and count the request (runs in a worker thread: the store is sync). Two
+        Authorization headers are no credential: which one would be meant is ambiguous."""
+        if len(authorization) > 1:
+            who: Principal | AuthProblem = AuthProblem(message="more than one Authorization header")
+        else:
+            who = resolve(self.store, authorization[0] if authorization else None)
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
@@ -101,8 +107,15 @@ class Gateway:
         client = (scope.get("client") or ("unknown", 0))[0]
         preflight = (scope["method"] == "OPTIONS" and origin is not None
                      and _header(scope, b"access-control-request-method") is not None)
-        who, decision = await anyio.to_thread.run_sync(
-            self._admit, _header(scope, b"authorization"), client, not preflight)
+        try:
+            who, decision = await anyio.to_thread.run_sync(
+                self._admit, _headers(scope, b"authorization"), client, not preflight)
+        except Exception as exc:  # the key store or the shared limiter is down: 503, not a bare 500
+            failure = failure_for(exc, rid)
+            more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]
+            await self._send_json(send, failure.status, msgspec.json.encode(failure.body),
+                                  [(b"x-request-id", rid.encode()), *self._cors_headers(origin), *more])
+            return
         state["principal" if isinstance(who, Principal) else "auth_problem"] = who
         extra = [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *self._cors_headers(origin)]
 

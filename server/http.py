@@ -1,9 +1,15 @@
 """Request helpers shared by routes: JSON bodies, bounded headers, idempotent execution, and the
-documented error responses."""
+documented error responses.
+
+Bodies are UTF-8 JSON nested at most `MAX_JSON_DEPTH` levels (400 otherwise). Optional headers that
+carry values (`X-Service-Agent`, `Idempotency-Key`) are read from the raw request: sent at most once,
+decoded as UTF-8 like the body, 1..128 characters with a non-space (422 naming the header otherwise).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
@@ -12,6 +18,7 @@ from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
 
 from engine.errors import InvalidInput
+from engine.timeutil import OUT_OF_RANGE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -20,6 +27,8 @@ from server.services import services_of
 
 MAX_HEADER_LENGTH = 128
 AGENT_HEADER = "X-Service-Agent"
+#: the deepest nesting a JSON body may have (the document itself is level 1)
+MAX_JSON_DEPTH = 32
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
@@ -29,15 +38,77 @@ def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
 
 
 def bounded_header(request: Request[Any, Any, Any], name: str) -> str | None:
-    value = request.headers.get(name)
-    if value is not None and len(value) > MAX_HEADER_LENGTH:
-        raise InvalidInput(f"{name} must be at most {MAX_HEADER_LENGTH} characters", field=name,
+    """An optional header's value (see the module docstring); None when absent."""
+    wanted = name.lower().encode("latin-1")
+    raw = [bytes(v) for k, v in request.scope.get("headers", []) if bytes(k).lower() == wanted]
+    if not raw:
+        return None
+    if len(raw) > 1:
+        raise InvalidInput(f"{name} must be sent at most once", field=name)
+    try:
+        value = raw[0].decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{name} must be UTF-8 text", field=name) from None
+    if not value or len(value) > MAX_HEADER_LENGTH:
+        raise InvalidInput(f"{name} must be 1 to {MAX_HEADER_LENGTH} characters", field=name,
                            details={"max_length": MAX_HEADER_LENGTH})
     return value
 
 
+def query_datetime(value: str | None, name: str) -> datetime | None:
+    """A date-time query parameter: RFC 3339 only (no numbers), with a UTC form (422 naming it)."""
+    if value is None:
+        return None
+    try:
+        parsed = msgspec.convert(value, datetime)
+    except msgspec.ValidationError:
+        raise InvalidInput(f"{name} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z", field=name,
+                           details={"value": value[:64]}) from None
+    if not in_range(parsed):
+        raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64]})
+    return parsed
+
+
+#: a date-time query parameter as documented (the server parses it with `query_datetime`)
+DATE_TIME_FORMAT = "date-time"
+
+
+def _too_deep(data: Any) -> str | None:
+    """The path of the first container nested deeper than MAX_JSON_DEPTH, else None (no recursion)."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return path or "body"
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in children:
+            if isinstance(child, dict | list):
+                step = f"[{key}]" if isinstance(node, list) else (f".{key}" if path else str(key))
+                stack.append((child, depth + 1, path + step))
+    return None
+
+
+def decode_json(raw: bytes) -> Any:
+    """Decode a JSON body: 400 when it is not JSON, not UTF-8 or nested too deep."""
+    try:
+        data = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest("the body is not valid UTF-8", details={"position": exc.start}) from exc
+    except RecursionError:
+        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                         details={"max_depth": MAX_JSON_DEPTH}) from None
+    if isinstance(data, dict | list):
+        path = _too_deep(data)
+        if path is not None:
+            raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                             details={"max_depth": MAX_JSON_DEPTH, "field": path})
+    return data
+
+
 async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
-    """The raw body and its decoded JSON; 400 for a wrong content type or unparseable JSON."""
+    """The raw body and its decoded JSON; 400 for a wrong content type or a body `decode_json` refuses."""
     ctype = request.headers.get("content-type")
     if ctype is not None:
         media = ctype.split(";", 1)[0].strip().lower()
@@ -46,10 +117,7 @@ async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
     raw = await request.body()
     if not raw.strip():
         raise BadRequest("request body must be a JSON document")
-    try:
-        return raw, msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from exc
+    return raw, decode_json(raw)
 
 
 def to_response(result: StoredResponse) -> Response[bytes]:
@@ -66,7 +134,7 @@ async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable
     that will be replayed skips it."""
     principal = principal_of(request)
     svc = services_of(request)
-    key = request.headers.get(IDEMPOTENCY_HEADER)
+    key = bounded_header(request, IDEMPOTENCY_HEADER)
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
     def call() -> StoredResponse:

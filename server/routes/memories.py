@@ -2,55 +2,49 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-import msgspec
 from litestar import Request, Response, delete, get, patch, post
-from litestar.params import HeaderParameter, PathParameter, QueryParameter
+from litestar.params import PathParameter, QueryParameter
 
 from engine.memories import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
 from server.auth import principal_of, require_auth
-from server.errors import invalid_input
-from server.http import AGENT_HEADER, bounded_header, error_responses, ok_json, read_json, run_write
+from server.http import (
+    AGENT_HEADER,
+    DATE_TIME_FORMAT,
+    bounded_header,
+    error_responses,
+    ok_json,
+    query_datetime,
+    read_json,
+    run_write,
+)
+from server.routes._support import AGENT_DOC, IDEMPOTENCY_DOC, parse_body
 from server.schemas import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
 
-_ORG_FIELDS = ("org_id", "organization_id", "org")
 _COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["memories"]}
-_IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=128,
-                                   description="Replays the first response for the same key and body")
-_AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, max_length=128,
-                             description="Agent id within the organization")
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>")]
 
 
 def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
     """One memory object, or {"items": [...]} (1..200). Returns the drafts and whether it was a batch."""
-    try:
-        if isinstance(data, dict) and "items" in data:
-            return msgspec.convert(data, MemoryBatch).items, True
-        return [msgspec.convert(data, MemoryCreate)], False
-    except msgspec.ValidationError as exc:
-        raise invalid_input(exc) from exc
+    if isinstance(data, dict) and "items" in data:
+        return parse_body(data, MemoryBatch).items, True
+    return [parse_body(data, MemoryCreate)], False
 
 
 def parse_patch(data: Any) -> MemoryPatch:
-    if isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in _ORG_FIELDS}  # org fields are ignored
-    try:
-        return msgspec.convert(data, MemoryPatch)
-    except msgspec.ValidationError as exc:
-        raise invalid_input(exc) from exc
+    return parse_body(data, MemoryPatch)  # organization fields are ignored
 
 
 @post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
       status_code=200, responses=error_responses(), **_COMMON)
 async def create_memory(
     request: Request[Any, Any, Any],
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
-    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> Response[Memory | MemoryItems]:
     raw, data = await read_json(request)
     agent = bounded_header(request, AGENT_HEADER)
@@ -81,7 +75,7 @@ async def get_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -
        responses=error_responses(), **_COMMON)
 async def update_memory(
     request: Request[Any, Any, Any], memory_id: MemoryIdPath,
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Memory]:
     raw, data = await read_json(request)
     changes = parse_patch(data)
@@ -94,7 +88,7 @@ async def update_memory(
         status_code=200, responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
 async def delete_memory(
     request: Request[Any, Any, Any], memory_id: MemoryIdPath,
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Deleted]:
     svc = services_of(request)
 
@@ -122,18 +116,20 @@ async def list_memories(
     status: Annotated[str | None, QueryParameter(description="a status or a comma list")] = None,
     tag: Annotated[str | None, QueryParameter(max_length=64)] = None,
     archived: Annotated[bool | None, QueryParameter()] = None,
-    since: Annotated[datetime | None, QueryParameter(description="timestamp >= since")] = None,
-    until: Annotated[datetime | None, QueryParameter(description="timestamp < until")] = None,
+    since: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, description="timestamp >= since (RFC 3339, years 1-9999 in UTC)")] = None,
+    until: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, description="timestamp < until (RFC 3339, years 1-9999 in UTC)")] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
     cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
-    x_service_agent: Annotated[str | None, _AGENT_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
     filters = ListFilters(
         namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
         types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=since, until=until, sort=sort,
+        since=query_datetime(since, "since"), until=query_datetime(until, "until"), sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)

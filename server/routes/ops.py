@@ -7,8 +7,7 @@ API key; organization fields in a body are ignored.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import anyio.to_thread
 import msgspec
@@ -24,8 +23,7 @@ from engine.summarize import OpenAIChat, summarize
 from engine.timeutil import utcnow
 from server import event_stream
 from server.auth import principal_of, require_auth
-from server.errors import invalid_input
-from server.http import error_responses, ok_json, read_json, run_write
+from server.http import DATE_TIME_FORMAT, error_responses, ok_json, query_datetime, read_json, run_write
 from server.ops_schemas import (
     EVENTS_DEFAULT_LIMIT,
     EVENTS_MAX_LIMIT,
@@ -34,10 +32,9 @@ from server.ops_schemas import (
     SummarizeRequest,
     SummarizeResponse,
 )
+from server.routes._support import IDEMPOTENCY_DOC, parse_body
 from server.services import services_of
 
-T = TypeVar("T")
-_ORG_FIELDS = ("org_id", "organization_id", "org")
 SSE_MEDIA_TYPE = "text/event-stream"
 MAX_TYPE_LENGTH = 64
 MAX_STREAM_EVENTS = 100_000
@@ -49,18 +46,6 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
     "pruneMemories": (PruneRequest,),
 }
 
-_IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=128,
-                                   description="Replays the first response for the same key and body")
-
-
-def parse_body(data: Any, kind: type[T]) -> T:
-    """Decode a JSON body into `kind`, ignoring organization fields; 422 naming the field."""
-    if isinstance(data, dict):
-        data = {k: v for k, v in data.items() if k not in _ORG_FIELDS}
-    try:
-        return msgspec.convert(data, kind)
-    except msgspec.ValidationError as exc:
-        raise invalid_input(exc) from exc
 
 
 # --- POST /v0/summarize ----------------------------------------------------------------------------
@@ -90,7 +75,7 @@ async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse
       guards=[require_auth], opt={"scope": "write"}, responses=error_responses())
 async def prune_memories(
     request: Request[Any, Any, Any],
-    idempotency_key: Annotated[str | None, _IDEMPOTENCY_DOC] = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[PruneResult]:
     raw, data = await read_json(request)
     body = parse_body(data, PruneRequest)
@@ -120,7 +105,8 @@ async def list_events(
     event_type: Annotated[str | None, QueryParameter(
         name="type", description="only events of this type, e.g. memory.created")] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
-    since: Annotated[datetime | None, QueryParameter(description="only events at or after this time")] = None,
+    since: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, description="only events at or after this time (RFC 3339)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
                      ] = EVENTS_DEFAULT_LIMIT,
     cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
@@ -136,7 +122,7 @@ async def list_events(
     after = event_stream.decode_cursor(cursor) if cursor else None
     org_id = principal_of(request).org_id
     store = services_of(request).store
-    query = EventQuery(type=event_type, entity_id=entity_id, since=since, limit=limit)
+    query = EventQuery(type=event_type, entity_id=entity_id, since=query_datetime(since, "since"), limit=limit)
     read = event_stream.reader(store, org_id, query)
     if wants_stream(request):
         if last_event_id:
