@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint bench bench-scale clean
+.PHONY: serve test lint lab bench bench-scale clean
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (or run: make PY=python3 ...)"; exit 1; }
@@ -28,6 +28,10 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check engine server evals tests
 	$(BIN)/mypy engine server
+
+# JupyterLab on notebooks/ (the jupytext .py files open as notebooks; see notebooks/jupyter_lab_config.py)
+lab: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/jupyter lab --config=notebooks/jupyter_lab_config.py $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/loci bench assemble

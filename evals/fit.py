@@ -5,7 +5,7 @@
 1. Collect (`collect_components`): each conversation is written once; each question is asked with
    every channel switched on (weights 0.2 each, `top_k` = `rank_depth`) and each returned match
    becomes a row: its five normalized channel values (`matches[].score_components[c].norm`, in
-   `engine.presets.CHANNELS` order) and a label, 1 when the match maps to an evidence turn of the
+   `engine.retrieval.presets.CHANNELS` order) and a label, 1 when the match maps to an evidence turn of the
    question. Boosts are left out (they are preset data, not channels). The rows are the top
    `rank_depth` of that collection ranking, so the fit learns to reorder that shortlist.
 2. Fit (`fit_weights`): logistic regression (scikit-learn, class-balanced) on the rows; the

@@ -20,9 +20,9 @@ class LocalApi:
         from litestar.testing import TestClient
 
         from engine.embed.registry import create_embedder
-        from engine.storage.memory import InMemoryStore
+        from engine.keys import create_api_key
+        from engine.storage.in_memory import InMemoryStore
         from server.app import create_app
-        from server.auth import create_api_key
         from server.config import Settings
 
         self.store = InMemoryStore()

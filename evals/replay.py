@@ -225,9 +225,9 @@ class EngineBackend:
 
     def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
         from engine.embed.cache import EmbeddingCache
-        from engine.ingest import extract_and_ingest
-        from engine.memories import MemoryCreate, MemoryService
+        from engine.memory_service import MemoryCreate, MemoryService
         from engine.storage import open_store
+        from engine.write.ingest import extract_and_ingest
 
         start = time.perf_counter()
         store = open_store(config.store)

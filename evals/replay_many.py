@@ -26,7 +26,7 @@ from evals.replay import Backend, ReplayConfig, to_record
 #: ReplayConfig fields that shape what is written (the same for every configuration of one replay)
 WRITE_FIELDS: tuple[str, ...] = ("extract", "embedder", "store")
 
-#: all five channel weights of `engine.presets`; sweeps and baselines set every one explicitly,
+#: all five channel weights of `engine.retrieval.presets`; sweeps and baselines set every one explicitly,
 #: because a weight left out of a request takes the preset's value
 CHANNELS: tuple[str, ...] = ("semantic", "bm25", "graph_prior", "recency_decay", "confidence")
 

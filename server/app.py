@@ -19,7 +19,7 @@ from litestar import Litestar
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
 from engine.errors import Unavailable
-from engine.memories import MemoryService
+from engine.memory_service import MemoryService
 from engine.storage.base import Store
 from server import observability, openapi
 from server.config import Settings

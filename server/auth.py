@@ -7,23 +7,15 @@ unknown key is 401; a key without the needed scope is 403.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from engine.errors import Forbidden, InvalidInput, Unauthorized
-from engine.ids import new_id
-from engine.models import ApiKey
+from engine.errors import Forbidden, Unauthorized
+from engine.keys import KEY_PREFIX, hash_key
 from engine.storage.base import Store
-from engine.timeutil import utcnow
-
-SCOPES: tuple[str, ...] = ("read", "write", "admin")
-KEY_PREFIX = "loci_"
 
 
 class Principal(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,35 +30,6 @@ class AuthProblem(msgspec.Struct, frozen=True, kw_only=True):
     """Why the credential of a request is not valid (reported as 401 by routes that need auth)."""
 
     message: str
-
-
-def generate_secret() -> str:
-    return KEY_PREFIX + secrets.token_urlsafe(32)
-
-
-def hash_key(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
-
-
-def parse_scopes(text: str | Sequence[str]) -> list[str]:
-    items = text.split(",") if isinstance(text, str) else list(text)
-    scopes = [s.strip() for s in items if s.strip()]
-    bad = [s for s in scopes if s not in SCOPES]
-    if bad or not scopes:
-        raise InvalidInput(f"scopes must be a non-empty subset of {', '.join(SCOPES)}", field="scopes")
-    return list(dict.fromkeys(scopes))
-
-
-def create_api_key(store: Store, org_id: str, scopes: Sequence[str] = SCOPES,
-                   name: str | None = None) -> tuple[ApiKey, str]:
-    """Create and store a key; returns the stored record and the secret (shown once, never stored)."""
-    if not org_id.strip():
-        raise InvalidInput("org must not be empty", field="org")
-    secret = generate_secret()
-    key = ApiKey(key_id=new_id("key"), org_id=org_id, key_hash=hash_key(secret),
-                 scopes=parse_scopes(scopes), name=name, created_at=utcnow())
-    store.create_api_key(key)
-    return key, secret
 
 
 def resolve(store: Store, authorization: str | None) -> Principal | AuthProblem:

@@ -29,7 +29,7 @@ import msgspec
 from engine.errors import InvalidInput
 from engine.models import Event
 from engine.storage.base import EventQuery, Store
-from server.ops_schemas import EventItem, EventList
+from server.schemas.ops import EventItem, EventList
 
 CURSOR_TAG = "ev"
 CURSOR_VERSION = 1

@@ -1,34 +1,48 @@
-"""Request helpers shared by routes: JSON bodies, bounded headers, idempotent execution, and the
-documented error responses.
+"""Request helpers shared by the routes: JSON bodies and their decoding into Structs, bounded headers,
+scope checks, idempotent execution, and the documented headers and error responses.
 
-Bodies are UTF-8 JSON nested at most `MAX_JSON_DEPTH` levels (400 otherwise). Optional headers that
-carry values (`X-Service-Agent`, `Idempotency-Key`) are read from the raw request: sent at most once,
-decoded as UTF-8 like the body, 1..128 characters with a non-space (422 naming the header otherwise).
+Bodies are UTF-8 JSON nested at most `MAX_JSON_DEPTH` levels (400 otherwise); a date-time in a body or
+a query has a UTC form within years 1-9999 (422 naming the field). Optional headers that carry values
+(`X-Service-Agent`, `Idempotency-Key`) are read from the raw request: sent at most once, decoded as
+UTF-8 like the body, 1..128 characters with a non-space (422 naming the header otherwise).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import HeaderParameter
 
-from engine.errors import InvalidInput
+from engine.errors import Forbidden, InvalidInput
 from engine.timeutil import OUT_OF_RANGE, in_range
 from server.auth import principal_of
-from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody
+from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import StoredResponse
 from server.services import services_of
 
+T = TypeVar("T")
 MAX_HEADER_LENGTH = 128
 AGENT_HEADER = "X-Service-Agent"
+ORG_FIELDS = ("org_id", "organization_id", "org")
 #: the deepest nesting a JSON body may have (the document itself is level 1)
 MAX_JSON_DEPTH = 32
+
+#: what `bounded_header` enforces (UTF-8, 1..128 characters, not blank), documented here and not
+#: checked by Litestar (which would count the bytes of a UTF-8 value as characters)
+HEADER_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_HEADER_LENGTH, "pattern": r"\S"}
+IDEMPOTENCY_DOC = HeaderParameter(name=IDEMPOTENCY_HEADER, required=False, schema_extra=HEADER_SCHEMA,
+                                  description="Replays the first response for the same key and body")
+AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, schema_extra=HEADER_SCHEMA,
+                            description="Agent id within the organization")
+#: a date-time query parameter as documented (the route parses it with `query_datetime`)
+DATE_TIME_FORMAT = "date-time"
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
@@ -67,10 +81,6 @@ def query_datetime(value: str | None, name: str) -> datetime | None:
     if not in_range(parsed):
         raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64]})
     return parsed
-
-
-#: a date-time query parameter as documented (the server parses it with `query_datetime`)
-DATE_TIME_FORMAT = "date-time"
 
 
 def _too_deep(data: Any) -> str | None:
@@ -127,7 +137,7 @@ def to_response(result: StoredResponse) -> Response[bytes]:
 
 
 async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable[[str], StoredResponse],
-                    *, prepare: Callable[[str], None] | None = None) -> Response[bytes]:
+                    *, prepare: Callable[[str], None] | None = None) -> Response[Any]:
     """Run `work(org_id)` in a worker thread under the request's Idempotency-Key (if any).
 
     `prepare(org_id)`, when given, runs first and outside the write transaction (embedding); a request
@@ -153,3 +163,44 @@ async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable
 
 def ok_json(payload: Any) -> StoredResponse:
     return StoredResponse(status_code=200, body=msgspec.json.encode(payload))
+
+
+def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
+    """Decode a JSON document into `kind`, ignoring organization fields; 422 naming the field, also for a
+    date-time with no UTC form (see `engine.timeutil.in_range`)."""
+    if isinstance(data, dict):
+        data = {k: v for k, v in data.items() if k not in ORG_FIELDS}
+    try:
+        body = msgspec.convert(data, kind)
+    except msgspec.ValidationError as exc:
+        raise invalid_input(exc, prefix=prefix) from exc
+    check_datetimes(body, prefix)
+    return body
+
+
+def _children(value: Any, path: str) -> list[tuple[Any, str]]:
+    if isinstance(value, msgspec.Struct):
+        return [(getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
+                for f in msgspec.structs.fields(value)]
+    if isinstance(value, list | tuple):
+        return [(item, f"{path}[{i}]") for i, item in enumerate(value)
+                if isinstance(item, msgspec.Struct | datetime)]
+    return []
+
+
+def check_datetimes(value: Any, path: str = "") -> None:
+    """422 naming the first date-time of a decoded body (Structs and their lists) outside years 1-9999 in UTC."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, datetime):
+            if not in_range(node):
+                raise InvalidInput(OUT_OF_RANGE, field=where or None, details={"value": node.isoformat()})
+            continue
+        stack.extend(_children(node, where))
+
+
+def require_scope(request: Request[Any, Any, Any], scope: str) -> None:
+    """For routes whose scope depends on the body (the guard checked the weaker one)."""
+    if scope not in principal_of(request).scopes:
+        raise Forbidden(f"API key lacks the {scope!r} scope", details={"required_scope": scope})

@@ -17,7 +17,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.static_files import create_static_files_router
 
 from server.errors import DOCUMENTED_ERRORS
-from server.schemas import MemoryBatch, MemoryCreate, MemoryPatch
+from server.schemas.memories import MemoryBatch, MemoryCreate, MemoryPatch
 
 API_VERSION = "0.9.2"
 BEARER = "bearer"

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from engine.extract import Extractor, create_extractor
-from engine.memories import MemoryService
+from engine.memory_service import MemoryService
 from engine.storage.base import Store
 from server.config import Settings
 from server.idempotency import Idempotency

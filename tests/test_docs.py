@@ -19,9 +19,9 @@ import uvicorn
 from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
+from engine.keys import SCOPES, create_api_key
 from engine.storage import open_store
 from server.app import create_app
-from server.auth import SCOPES, create_api_key
 from server.commands import COMMANDS
 from server.config import Settings
 

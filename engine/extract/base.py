@@ -1,7 +1,7 @@
 """The Extractor protocol and the records it returns.
 
 An extractor turns one turn of text into entities and fact drafts. A `FactDraft` is what was said
-(subject, predicate, object, unit, negation, confidence); `engine.ingest` turns drafts into stored
+(subject, predicate, object, unit, negation, confidence); `engine.write.ingest` turns drafts into stored
 `Memory` records and applies supersession. Extractors never touch a store.
 """
 
@@ -27,7 +27,7 @@ class FactDraft(msgspec.Struct, frozen=True, kw_only=True):
     - `negated` marks a statement that a fact no longer holds ("I no longer work at Acme"):
       supersession ends the matching active fact and stores nothing new.
     - `event_date` is a date the sentence itself states ("last month", "in 2019"), ISO; the stored
-      fact's valid_from stays the turn's timestamp (see engine.ingest).
+      fact's valid_from stays the turn's timestamp (see engine.write.ingest).
     """
 
     subject: str

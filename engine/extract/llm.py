@@ -28,8 +28,8 @@ from engine.extract.rules.entities import make_entity
 from engine.extract.rules.quantities import format_quantity
 from engine.extract.rules.text import entity_id
 from engine.models import Entity
-from engine.predicates import PREDICATES, canonical, render, spec_for
 from engine.timeutil import to_utc, utcnow
+from engine.write.predicates import PREDICATES, canonical, render, spec_for
 
 
 class LLMEntity(msgspec.Struct):

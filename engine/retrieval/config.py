@@ -1,6 +1,6 @@
 """Resolve a request's retrieval options against its preset into the settings that run.
 
-Order of precedence: an explicit request value, then the preset's value (`engine.presets`), then the
+Order of precedence: an explicit request value, then the preset's value (`engine.retrieval.presets`), then the
 spec default (the `balanced` preset). Weights: a key the request leaves out takes the preset's weight;
 when the weights do not sum to 1 they are divided by their sum and `weights_renormalized` is set.
 """
@@ -12,9 +12,9 @@ import math
 import msgspec
 
 from engine.errors import InvalidInput
-from engine.normalize import get_normalizer
-from engine.presets import DEFAULT_PRESET, Weights, get_preset
+from engine.retrieval.normalize import get_normalizer
 from engine.retrieval.options import RetrievalOptions
+from engine.retrieval.presets import DEFAULT_PRESET, Weights, get_preset
 
 SUM_TOLERANCE = 1e-9
 

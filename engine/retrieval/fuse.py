@@ -26,10 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.models import Memory
-from engine.normalize import get_normalizer
-from engine.presets import CHANNELS
 from engine.retrieval.channels import ChannelHits
 from engine.retrieval.config import ResolvedRetrieval
+from engine.retrieval.normalize import get_normalizer
+from engine.retrieval.presets import CHANNELS
 from engine.retrieval.responses import ScoreComponent
 from engine.storage.base import Hit
 from engine.storage.scope_filter import memory_entities

@@ -2,7 +2,7 @@
 
 Limits are msgspec constraints, so a bad value is a validation error naming the field (the server
 turns msgspec.ValidationError into a 422 whose `details.field` is the path, e.g. `$.retrieval.top_k`).
-Retrieval knobs default to None meaning "the preset's value" (see `engine.presets`); the documented
+Retrieval knobs default to None meaning "the preset's value" (see `engine.retrieval.presets`); the documented
 defaults are those of the `balanced` preset (the spec's defaults).
 """
 
@@ -15,8 +15,8 @@ import msgspec
 from msgspec import Meta
 
 from engine.models import EntityId, Namespace, SubjectId
-from engine.normalize import NormalizationName
-from engine.presets import PresetName
+from engine.retrieval.normalize import NormalizationName
+from engine.retrieval.presets import PresetName
 
 TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from engine.normalize import minmax
+from engine.retrieval.normalize import minmax
 
 LAMBDA = 0.7
 

@@ -14,7 +14,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from engine.models import Entity, Memory
-from engine.presets import Weights
+from engine.retrieval.presets import Weights
 
 
 class TokenCounts(msgspec.Struct, kw_only=True):

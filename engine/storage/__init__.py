@@ -24,7 +24,7 @@ __all__ = ["EventQuery", "Hit", "ListQuery", "Scope", "Store", "Vector", "open_s
 
 # Named targets (no "://"): name -> "module:Class", constructed with no arguments.
 BACKENDS: dict[str, str] = {
-    "memory": "engine.storage.memory:InMemoryStore",
+    "memory": "engine.storage.in_memory:InMemoryStore",
 }
 
 # URL schemes: scheme -> "module:Class", constructed with the argument `_SCHEME_ARG` derives.

@@ -66,6 +66,6 @@ def latest_version(target: str) -> int | None:
         return LATEST_VERSION
     if _sqlite_path(target) is None:
         return None
-    from engine.storage.sqlite_schema import LATEST
+    from engine.storage.sqlite.schema import LATEST
 
     return LATEST

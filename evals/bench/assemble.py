@@ -3,7 +3,7 @@
 For each size: a fresh SQLite data directory under the cache dir gets `size` memories of one entity
 (evals.bench.corpus: distinct short texts, a tenth facts) and their vectors (from the persistent
 VectorCache, so only the first run embeds); one warm call builds the in-process index, then `calls`
-assemble calls with varied turns, presets and budgets (engine.retrieval.bench.requests) run through
+assemble calls with varied turns, presets and budgets (evals.bench.turns) run through
 `pipeline.run_assemble` (per-stage timings from the pipeline). With `http`, a real `loci serve`
 subprocess opens the same SQLite file and the same calls (ingest off, so nothing is written) are sent
 over loopback with a bearer key; the HTTP figures are client wall times.
@@ -21,12 +21,12 @@ import msgspec
 
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
-from engine.retrieval.bench import requests as bench_requests
 from engine.retrieval.options import AssembleRequest, IngestOptions
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import StageTimings
 from evals.bench import corpus
 from evals.bench.harness import LociServer, Pct, bench_dir, bench_key, open_bench_store, pct, timed_post
+from evals.bench.turns import assemble_requests
 from evals.bench.vectors import DEFAULT_CACHE_DIR, VectorCache
 
 #: the pipeline's stages; "other" = total minus their sum (work between the timed stages)
@@ -110,7 +110,7 @@ def bench_size(size: int, calls: int, embedder: Embedder, embedder_name: str, ve
                     store.put_memories(memories[start : start + 5000])
             secret = bench_key(store, corpus.ORG)
             load_s = time.perf_counter() - t
-            reqs = bench_requests(calls + 1)
+            reqs = assemble_requests(calls + 1)
             cache = EmbeddingCache(embedder, store)
             t = time.perf_counter()
             run_assemble(store, cache, org_id=corpus.ORG, agent_id=None, request=reqs[0],

@@ -7,7 +7,6 @@ vector cache filled for the largest size serves every smaller one.
 
 `ingest_drafts(n, seed)` gives distinct MemoryCreate drafts for the ingest benchmark, and
 `ingest_turns(n, seed)` first-person turns the rule extractor turns into facts ("I moved to Lisbon").
-`engine.retrieval.bench.corpus` tops out near 9k distinct texts (its fact pool is small), hence this.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import random
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from engine.memories import MemoryCreate
+from engine.memory_service import MemoryCreate
 from engine.models import Memory
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

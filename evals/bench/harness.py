@@ -23,8 +23,8 @@ import httpx
 import msgspec
 import numpy as np
 
+from engine.keys import SCOPES, create_api_key
 from engine.storage.sqlite import SQLiteStore
-from server.auth import SCOPES, create_api_key
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

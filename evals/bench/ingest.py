@@ -5,7 +5,7 @@ Throughput, each mode on its own distinct texts (so no embedding-cache hits) and
 - over HTTP: one `POST /v0/memories` per memory (single) or `{"items": [200]}` (batch), against a real
   `loci serve` subprocess. Embedding the texts is part of every write (it is in production too).
 Assemble with ingest (extract + supersede + store the turn), per turn, with first-person turns:
-- in process: the route's steps (pipeline.run_assemble, engine.turns.plan_turn / embed_texts /
+- in process: the route's steps (pipeline.run_assemble, engine.write.turns.plan_turn / embed_texts /
   commit_turn) on the in-process batch store, timed per step;
 - over HTTP: `POST /v0/context/assemble` with the default `ingest` on the server's store.
 """
@@ -22,12 +22,12 @@ import msgspec
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
 from engine.extract import create_extractor
-from engine.memories import MAX_BATCH, MemoryCreate, MemoryService
+from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget
 from engine.retrieval.pipeline import run_assemble
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from engine.turns import commit_turn, embed_texts, plan_turn
+from engine.write.turns import commit_turn, embed_texts, plan_turn
 from evals.bench import corpus
 from evals.bench.harness import LociServer, Pct, bench_dir, bench_key, open_bench_store, pct, timed_post
 from evals.bench.vectors import DEFAULT_CACHE_DIR

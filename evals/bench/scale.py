@@ -21,7 +21,7 @@
    pg_prewarm reads tables and indexes into shared buffers: the steady state of a server with RAM enough.
 4. Serve: for each W in `--workers`, `python -m server.cli serve --workers W` (real uvicorn processes,
    LOCI_DATABASE_URL set, rate limit out of the way); warm-up calls, then `--calls` assemble calls
-   (random entity, varied turns/presets/budgets from engine.retrieval.bench.requests, ingest off, trace on
+   (random entity, varied turns/presets/budgets from evals.bench.turns, ingest off, trace on
    for the server's stage timings) from `--concurrency` threads (each value in turn, same server), a
    light http.client connection per call. Reported: client
    p50/p95, calls/s, the server's embed / channels / total, errors.
@@ -293,8 +293,8 @@ def prewarm(url: str) -> float:
 
 def create_keys(url: str, orgs: int) -> dict[str, str]:
     """org -> bearer secret (every scope)."""
+    from engine.keys import SCOPES, create_api_key
     from engine.storage.postgres import PostgresStore
-    from server.auth import SCOPES, create_api_key
 
     store = PostgresStore(url, max_size=1)
     try:
@@ -346,12 +346,12 @@ class Server:
 
 def request_bodies(n: int, keys: dict[str, str], *, entities: int, orgs: int, seed: int) -> list[tuple[str, bytes]]:
     """(secret, JSON body) per call: a random entity, varied turns, ingest off, trace on."""
-    from engine.retrieval.bench import requests as bench_requests
     from engine.retrieval.options import IngestOptions
+    from evals.bench.turns import assemble_requests
 
     rng = random.Random(seed)
     out: list[tuple[str, bytes]] = []
-    for req in bench_requests(n, seed=seed):
+    for req in assemble_requests(n, seed=seed):
         ent = rng.randrange(entities)
         req = msgspec.structs.replace(req, entity_id=entity_name(ent),
                                       ingest=IngestOptions(extract=False, store_turn="none"))

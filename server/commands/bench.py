@@ -1,112 +1,22 @@
-"""`loci bench assemble|ingest`: the latency and throughput benchmarks of issues 3 and 4.
-
-    loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
-                        [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
-    loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
-
-Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
---cache-dir (keyed by model and text hash), so only the first run embeds the corpus. The work lives in
-`evals.bench` (assemble, ingest); this module only parses arguments.
-"""
+"""`loci bench ...`: the benchmarks live with the harness (`evals.bench.cli`), which is imported only
+when a benchmark runs, so `loci serve` never loads it."""
 
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any
 
-from evals.bench.vectors import DEFAULT_CACHE_DIR
 
+def _run(args: argparse.Namespace) -> int:
+    from evals.bench.cli import build_parser
 
-def _sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from exc
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError("sizes must be positive")
-    return sizes
-
-
-def _emit(text: str, out: str | None) -> None:
-    print(text, flush=True)
-    if out:
-        with open(out, "a", encoding="utf-8") as fh:
-            fh.write(text + "\n\n")
-
-
-def _header(args: argparse.Namespace) -> str:
-    if args.bench == "assemble":
-        opts = f"--sizes {','.join(map(str, args.sizes))} --calls {args.calls}"
-        opts += f" --max-embed {args.max_embed}" if args.max_embed is not None else ""
-    else:
-        opts = f"--n {args.n} --turns {args.turns}"
-    opts += f" --embedder {args.embedder}" + ("" if args.http else " --no-http")
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"$ loci bench {args.bench} {opts}\n(load average at start: {load}; {os.cpu_count()} CPUs)"
-
-
-def _assemble(args: argparse.Namespace) -> int:
-    from engine.embed.registry import create_embedder
-    from evals.bench import assemble
-
-    header = _header(args)
-    table = assemble.run(args.sizes, args.calls, create_embedder(args.embedder), embedder_name=args.embedder,
-                         http=args.http, cache_dir=args.cache_dir, max_embed=args.max_embed)
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
-    return 0
-
-
-def _ingest(args: argparse.Namespace) -> int:
-    from engine.embed.registry import create_embedder
-    from evals.bench import ingest
-
-    header = _header(args)
-    table = ingest.run(args.n, create_embedder(args.embedder), embedder_name=args.embedder, turns=args.turns,
-                       http=args.http, cache_dir=args.cache_dir)
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
-    return 0
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-                        help="minilm (default, $LOCI_EMBEDDER) or hash")
-    parser.add_argument("--http", action=argparse.BooleanOptionalAction, default=True,
-                        help="also measure over HTTP against a `loci serve` subprocess (default: on)")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR,
-                        help="corpus vector cache and scratch data dirs (default: ./data/bench-cache)")
-    parser.add_argument("--out", default=None, help="also append the table to this file")
-
-
-def _needs_postgres(missing: str) -> int:
-    print(f"loci bench scale needs the postgres extra (pip install 'loci[postgres]'): {missing}", file=sys.stderr)
-    return 2
+    bench_args = build_parser().parse_args(args.argv)
+    code: int = bench_args.func(bench_args)
+    return code
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("bench", help="latency and throughput benchmarks")
-    sub = parser.add_subparsers(dest="bench", metavar="BENCH")
-    sub.required = True
-    p = sub.add_parser("assemble", help="assemble latency per corpus size, in process and over HTTP")
-    p.add_argument("--sizes", type=_sizes, default=[1000, 10000, 100000], help="comma-separated corpus sizes")
-    p.add_argument("--calls", type=int, default=200, help="timed assemble calls per size")
-    p.add_argument("--max-embed", type=int, default=None,
-                   help="embed at most N uncached corpus texts; the rest get stand-in vectors (reported)")
-    _common(p)
-    p.set_defaults(func=_assemble)
-    q = sub.add_parser("ingest", help="ingest throughput (single, batch) and assemble-with-ingest per turn")
-    q.add_argument("--n", type=int, default=2000, help="memories written per mode")
-    q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
-    _common(q)
-    q.set_defaults(func=_ingest)
-    s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
-    try:
-        from evals.bench import scale
-    except ImportError as exc:  # psycopg is in the `postgres` extra
-        missing = str(exc)
-        s.set_defaults(func=lambda args: _needs_postgres(missing))
-    else:
-        scale.add_arguments(s)
+    parser = subparsers.add_parser("bench", add_help=False, prefix_chars="+",  # every argument is for evals.bench.cli
+                                   help="latency and throughput benchmarks (`loci bench -h` for the list)")
+    parser.add_argument("argv", nargs=argparse.REMAINDER)
+    parser.set_defaults(func=_run)

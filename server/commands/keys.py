@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any, TextIO
 
+from engine.keys import SCOPES, create_api_key
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from server.auth import SCOPES, create_api_key
 from server.commands import add_store_arguments, settings_from_args
 
 

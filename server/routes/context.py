@@ -1,6 +1,6 @@
 """POST /v0/context/assemble (context for one agent turn, with ingest) and POST /v0/recall.
 
-Assemble, in order (see engine.turns):
+Assemble, in order (see engine.write.turns):
 1. outside any transaction: retrieval (so it sees the state BEFORE this turn's writes), extraction
    (rules, or the LLM with LOCI_LLM_URL) and embedding of the texts about to be stored;
 2. in one transaction with the Idempotency-Key record: the turn, its facts with supersession, and a
@@ -30,13 +30,23 @@ from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.responses import AssembleResponse, RecallResponse
 from engine.timeutil import to_utc, utcnow
-from engine.turns import TurnPlan, commit_turn, embed_texts, plan_turn
+from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn
 from server.auth import principal_of, require_auth
 from server.errors import request_id_of
-from server.http import AGENT_HEADER, bounded_header, error_responses, ok_json, read_json, run_write
+from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
+    IDEMPOTENCY_DOC,
+    bounded_header,
+    error_responses,
+    ok_json,
+    parse_body,
+    read_json,
+    require_scope,
+    run_write,
+)
 from server.idempotency import StoredResponse
 from server.observability import observe_stages
-from server.routes._support import AGENT_DOC, IDEMPOTENCY_DOC, parse_body, require_scope
 from server.services import services_of
 
 #: operationId -> request-body Structs, for the OpenAPI document (routes read their bodies raw)
@@ -105,7 +115,7 @@ async def assemble_context(
                   "degraded": response.flags.degraded})])
         return ok_json(response)
 
-    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+    return await run_write(request, raw, work, prepare=prepare)
 
 
 @post("/v0/recall", operation_id="recall", status_code=200, tags=["context"],

@@ -6,7 +6,7 @@ from litestar import get
 
 from engine.timeutil import utcnow
 from server.http import error_responses
-from server.schemas import Health
+from server.schemas.health import Health
 
 
 @get("/v0/health", operation_id="getHealth", summary="Liveness and readiness", tags=["health"],

@@ -8,20 +8,22 @@ import anyio.to_thread
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
-from engine.memories import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
+from engine.memory_service import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
 from server.auth import principal_of, require_auth
 from server.http import (
+    AGENT_DOC,
     AGENT_HEADER,
     DATE_TIME_FORMAT,
+    IDEMPOTENCY_DOC,
     bounded_header,
     error_responses,
     ok_json,
+    parse_body,
     query_datetime,
     read_json,
     run_write,
 )
-from server.routes._support import AGENT_DOC, IDEMPOTENCY_DOC, parse_body
-from server.schemas import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
+from server.schemas.memories import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
 
 _COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["memories"]}
@@ -33,10 +35,6 @@ def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
     if isinstance(data, dict) and "items" in data:
         return parse_body(data, MemoryBatch).items, True
     return [parse_body(data, MemoryCreate)], False
-
-
-def parse_patch(data: Any) -> MemoryPatch:
-    return parse_body(data, MemoryPatch)  # organization fields are ignored
 
 
 @post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
@@ -59,7 +57,7 @@ async def create_memory(
         created = svc.memories.insert(org_id, prepared)
         return ok_json(MemoryItems(items=created) if batch else created[0])
 
-    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+    return await run_write(request, raw, work, prepare=prepare)
 
 
 @get("/v0/memories/{memory_id:str}", operation_id="getMemory", summary="Get one memory",
@@ -78,9 +76,9 @@ async def update_memory(
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Memory]:
     raw, data = await read_json(request)
-    changes = parse_patch(data)
+    changes = parse_body(data, MemoryPatch)
     svc = services_of(request)
-    return await run_write(  # type: ignore[return-value]
+    return await run_write(
         request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes)))
 
 
@@ -96,7 +94,7 @@ async def delete_memory(
         svc.memories.delete(org_id, memory_id)
         return ok_json(Deleted(deleted=True, memory_id=memory_id))
 
-    return await run_write(request, b"", work)  # type: ignore[return-value]
+    return await run_write(request, b"", work)
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:

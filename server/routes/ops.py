@@ -23,8 +23,17 @@ from engine.summarize import OpenAIChat, summarize
 from engine.timeutil import utcnow
 from server import event_stream
 from server.auth import principal_of, require_auth
-from server.http import DATE_TIME_FORMAT, error_responses, ok_json, query_datetime, read_json, run_write
-from server.ops_schemas import (
+from server.http import (
+    DATE_TIME_FORMAT,
+    IDEMPOTENCY_DOC,
+    error_responses,
+    ok_json,
+    parse_body,
+    query_datetime,
+    read_json,
+    run_write,
+)
+from server.schemas.ops import (
     EVENTS_DEFAULT_LIMIT,
     EVENTS_MAX_LIMIT,
     EventList,
@@ -32,7 +41,6 @@ from server.ops_schemas import (
     SummarizeRequest,
     SummarizeResponse,
 )
-from server.routes._support import IDEMPOTENCY_DOC, parse_body
 from server.services import services_of
 
 SSE_MEDIA_TYPE = "text/event-stream"
@@ -45,8 +53,6 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
     "summarize": (SummarizeRequest,),
     "pruneMemories": (PruneRequest,),
 }
-
-
 
 # --- POST /v0/summarize ----------------------------------------------------------------------------
 @post("/v0/summarize", operation_id="summarize", status_code=200, tags=["operations"],
@@ -80,7 +86,7 @@ async def prune_memories(
     raw, data = await read_json(request)
     body = parse_body(data, PruneRequest)
     store = services_of(request).store
-    return await run_write(  # type: ignore[return-value]
+    return await run_write(
         request, raw, lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow())))
 
 

@@ -2,7 +2,7 @@
 /v0 (same store, same org scoping, same error envelope).
 
 Mapping: `user_id` -> the memories' `entity_id` (first-person statements are about
-`engine.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` -> `agent_id`; `run_id` ->
+`engine.write.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` -> `agent_id`; `run_id` ->
 `metadata.run_id` (namespace stays `default`); `metadata` is merged into every memory written.
 POST needs one of `user_id`, `agent_id`, `run_id`; GET needs `user_id` or `agent_id` (422 otherwise).
 
@@ -27,19 +27,18 @@ from litestar import Request, Response, delete, get, post
 from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput
-from engine.ingest import v1_event
 from engine.models import Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest
 from engine.storage.base import ListQuery
 from engine.timeutil import utcnow
-from engine.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
+from engine.write.ingest import v1_event
+from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
 from server.auth import principal_of, require_auth
 from server.errors import request_id_of
-from server.http import error_responses, ok_json, read_json, run_write
+from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
-from server.routes._support import IDEMPOTENCY_DOC, parse_body
-from server.schemas_v1 import (
+from server.schemas.v1 import (
     V1_DEFAULT_LIMIT,
     V1_MAX_LIMIT,
     V1CreateItem,
@@ -134,7 +133,7 @@ async def create_memories_v1(
         return ok_json(V1CreateResponse(results=[V1CreateItem(id=m.memory_id, memory=m.text, event="ADD")
                                                  for m in created]))
 
-    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+    return await run_write(request, raw, work, prepare=prepare)
 
 
 def _run_id(m: Memory) -> str | None:
@@ -208,7 +207,7 @@ async def delete_memory_v1(
         svc.memories.delete(org_id, memory_id)
         return ok_json(V1Deleted())
 
-    return await run_write(request, b"", work)  # type: ignore[return-value]
+    return await run_write(request, b"", work)
 
 
 ROUTES = [create_memories_v1, list_memories_v1, get_memory_v1, delete_memory_v1]

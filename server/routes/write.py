@@ -19,16 +19,25 @@ import anyio.to_thread
 import msgspec
 from litestar import Request, Response, post
 
-from engine.ingest import preview_memories, upsert_memories
 from engine.models import Memory
 from engine.timeutil import utcnow
-from engine.turns import embed_texts, subject_for
-from engine.upsert_items import UpsertRequest, UpsertResponse, build_memories, results
+from engine.write.batch_upsert import UpsertRequest, UpsertResponse, build_memories, results
+from engine.write.ingest import preview_memories, upsert_memories
+from engine.write.turns import embed_texts, subject_for
 from server.auth import principal_of, require_auth
-from server.http import AGENT_HEADER, bounded_header, error_responses, ok_json, read_json, run_write
+from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
+    IDEMPOTENCY_DOC,
+    bounded_header,
+    error_responses,
+    ok_json,
+    parse_body,
+    read_json,
+    run_write,
+)
 from server.idempotency import StoredResponse
-from server.routes._support import AGENT_DOC, IDEMPOTENCY_DOC, parse_body
-from server.schemas_write import ExtractRequest, ExtractResult
+from server.schemas.write import ExtractRequest, ExtractResult
 from server.services import services_of
 
 REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
@@ -62,7 +71,7 @@ async def batch_upsert(
                                    negated=[item.negated for item in body.items], now=utcnow())
         return ok_json(results(outcomes))
 
-    return await run_write(request, raw, work, prepare=prepare)  # type: ignore[return-value]
+    return await run_write(request, raw, work, prepare=prepare)
 
 
 @post("/v0/extract", operation_id="extract", status_code=200,

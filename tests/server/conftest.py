@@ -11,11 +11,11 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
+from engine.keys import create_api_key
 from engine.storage import open_store
 from engine.storage.base import Store
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 from server.app import create_app
-from server.auth import create_api_key
 from server.config import Settings
 from tests.pg_fixture import postgres_url_for
 

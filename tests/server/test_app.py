@@ -7,9 +7,9 @@ from pathlib import Path
 
 from litestar.testing import TestClient
 
+from engine.keys import create_api_key
 from engine.models import text_hash
 from server.app import LazyEmbedder, create_app
-from server.auth import create_api_key
 from server.config import Settings
 
 

@@ -15,9 +15,9 @@ import pytest
 from litestar.testing import TestClient
 
 from engine.errors import InvalidInput
+from engine.keys import SCOPES, create_api_key
 from engine.storage.postgres import PostgresStore
 from server.asgi import check_workers, create, requested_workers, settings_env
-from server.auth import SCOPES, create_api_key
 from server.config import Settings
 from server.ratelimit import FixedWindowLimiter
 from tests.pg_fixture import pg_database, pg_server

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from engine.keys import create_api_key, hash_key
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from server.auth import create_api_key, hash_key
 from tests.server.conftest import memory_body
 
 ROUTES = [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from engine.keys import hash_key
 from engine.storage import open_store
-from server.auth import hash_key
 from server.cli import build_parser, main
 from server.commands import COMMANDS
 from server.commands.serve import DEV_ORG, ensure_dev_key

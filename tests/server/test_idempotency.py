@@ -90,7 +90,7 @@ def test_record_and_write_commit_together(store: Store) -> None:
         raise RuntimeError("disk full")
 
     store.put_idempotency = boom  # type: ignore[method-assign]
-    from engine.memories import MemoryCreate, MemoryService
+    from engine.memory_service import MemoryCreate, MemoryService
 
     svc = MemoryService(store)
 
@@ -110,7 +110,7 @@ def test_lost_race_replays_winner(store: Store) -> None:
     winner's response is replayed."""
     now = datetime(2025, 1, 1, tzinfo=UTC)
     idem = Idempotency(store, clock=lambda: now)
-    from engine.memories import MemoryCreate, MemoryService
+    from engine.memory_service import MemoryCreate, MemoryService
     from engine.models import IdempotencyRecord
 
     winner = IdempotencyRecord(org_id="acme", key="k", fingerprint=fingerprint("POST", "/p", b"{}"),

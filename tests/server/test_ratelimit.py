@@ -9,9 +9,9 @@ from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
 from engine.errors import InvalidInput
+from engine.keys import create_api_key
 from engine.storage.base import Store
 from server.app import create_app
-from server.auth import create_api_key
 from server.config import Settings
 from server.ratelimit import FixedWindowLimiter, Rate, parse_rate
 from tests.server.conftest import memory_body

@@ -11,9 +11,9 @@ from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
 from engine.errors import Unavailable
+from engine.keys import create_api_key
 from engine.storage.postgres import PostgresStore
 from server.app import create_app
-from server.auth import create_api_key
 from server.config import Settings
 from server.ratelimit import FixedWindowLimiter, Rate
 from server.ratelimit_shared import PostgresWindowLimiter, is_postgres_url, limiter_for
@@ -125,6 +125,8 @@ def test_a_connection_dropped_by_the_server_fails_open_once_then_counts_again(pa
     assert a.hit("key:k2").remaining == 2
     with a._pool.connection() as conn:  # hits do not wait for the WAL flush
         assert conn.execute("SHOW synchronous_commit").fetchone() == ("off",)
+    for limiter in (a, b):  # a pool opens its connections in the background: have them open first
+        limiter._pool.wait()
     with psycopg.connect(pg_database, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                       " WHERE datname = current_database() AND pid <> pg_backend_pid()")

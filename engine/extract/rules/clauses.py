@@ -13,7 +13,7 @@ from engine.extract.rules.dates import human_date
 from engine.extract.rules.entities import is_person_name, make_entity
 from engine.extract.rules.text import entity_id
 from engine.models import Entity
-from engine.predicates import canonical, render, spec_for
+from engine.write.predicates import canonical, render, spec_for
 
 RELATIONS: dict[str, str] = {
     "wife": "spouse", "husband": "spouse", "spouse": "spouse", "partner": "partner",

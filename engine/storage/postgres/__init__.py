@@ -2,7 +2,7 @@
 
     store = PostgresStore("postgresql://user:pass@host/db")
 
-Modules: `schema` (migrations under an advisory lock), `memories` (memory rows), `search` (the three
+Modules: `schema` (migrations under an advisory lock), `rows` (memory rows), `search` (the three
 retrieval channels and the scope filter; documents the exact/HNSW choice, iterative scans and how
 `ts_rank` differs from BM25), `bulk` (COPY loads, HNSW rebuild), `vectors` (pgvector binary codec,
 per-model HNSW indexes), `bookkeeping` (API keys, idempotency, events), `pgtext` (NUL-safe,

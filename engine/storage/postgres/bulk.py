@@ -5,7 +5,7 @@ For initial loads, migrations and benchmarks (hundreds of thousands of rows), wh
 graph, a few hundred per second) are far too slow.
 
 - Memories: binary `COPY memories (...) FROM STDIN`, the same column values as `put_memories`
-  (`memories.row_of`, and the inline vector copy of the store's `inline_model`, from the load's
+  (`rows.row_of`, and the inline vector copy of the store's `inline_model`, from the load's
   vectors or else from `embeddings`), then their conflict keys by `COPY memory_keys`. Memories must be NEW: an
   existing (org_id, memory_id) aborts the whole load with a unique violation (nothing is written).
   The `tsv` columns (by the trigger of schema migration 3) and the B-tree/GIN indexes are maintained
@@ -35,8 +35,8 @@ from psycopg import sql
 
 from engine.models import Memory, text_hash
 from engine.storage.base import Vector
-from engine.storage.postgres.memories import COLUMNS, INLINE_COLUMNS, inline_dims_max, row_of
 from engine.storage.postgres.pgtext import enc
+from engine.storage.postgres.rows import COLUMNS, INLINE_COLUMNS, inline_dims_max, row_of
 from engine.storage.postgres.vectors import hnsw_index_name
 
 #: a load of at least this many vectors (and at least as many as already stored) rebuilds the HNSW index
@@ -52,7 +52,7 @@ assert len(_MEMORY_TYPES) == len(COLUMNS)
 def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
                   inline: tuple[str, Mapping[str, Vector]] | None = None, vector_oid: int = 0) -> int:
     """COPY new memories and their conflict keys; returns the number of memories written.
-    `inline` = (model, text hash -> vector): the inline copies (memories.py), where they fit."""
+    `inline` = (model, text hash -> vector): the inline copies (rows.py), where they fit."""
     if not memories:
         return 0
     columns: tuple[str, ...] = COLUMNS

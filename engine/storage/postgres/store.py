@@ -20,7 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
-from engine.storage.postgres import bookkeeping, bulk, memories, search
+from engine.storage.postgres import bookkeeping, bulk, rows, search
 from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.postgres.schema import migrate
 from engine.storage.postgres.vectors import (
@@ -59,7 +59,7 @@ class PostgresStore:
     reads the scope's vectors from the entity index instead of joining `embeddings` row by row (~4x
     less work at 1,000 candidates). A copy is taken when a memory is written and its text's vector for
     that model is already stored (the service embeds before it writes; `bulk_load` copies too), and
-    only if it fits the row's btree entry (`memories.inline_dims_max`: 384 dims with ids of up to
+    only if it fits the row's btree entry (`rows.inline_dims_max`: 384 dims with ids of up to
     ~400 bytes). Rows without a copy are scored through the join: results are the same either way.
 
     Each worker process holds up to `max_size` connections: size PostgreSQL's max_connections (or a
@@ -186,7 +186,7 @@ class PostgresStore:
     # --- memories ---------------------------------------------------------------------------------
     def put_memories(self, memories_: Sequence[Memory]) -> None:
         with self._conn() as conn:
-            memories.put(conn, memories_, self.inline_model)
+            rows.put(conn, memories_, self.inline_model)
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         found = self.get_memories(org_id, [memory_id])
@@ -194,15 +194,15 @@ class PostgresStore:
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         with self._read() as conn:
-            return memories.get_many(conn, org_id, memory_ids)
+            return rows.get_many(conn, org_id, memory_ids)
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
         with self._conn() as conn:
-            return memories.delete(conn, org_id, memory_id)
+            return rows.delete(conn, org_id, memory_id)
 
     def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
         with self._read() as conn:
-            return memories.list_query(conn, org_id, query)
+            return rows.list_query(conn, org_id, query)
 
     def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
         """Inside `transaction()`, first locks (org, namespace, key) until the transaction ends, so a
@@ -210,24 +210,24 @@ class PostgresStore:
         with self._conn() as conn:
             if self.lock_conflict_keys and self.in_transaction:
                 bookkeeping.lock_name(conn, "loci.key", org_id, namespace, key)
-            return memories.find_by_key(conn, org_id, namespace, key)
+            return rows.find_by_key(conn, org_id, namespace, key)
 
     def count_memories(self, org_id: str | None = None) -> int:
         with self._conn() as conn:
-            return memories.count(conn, org_id)
+            return rows.count(conn, org_id)
 
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         def pages() -> Iterator[list[tuple[Any, str, str]]]:
             after: tuple[Any, str] | None = None
             while True:
                 with self._conn() as conn:
-                    page = memories.page_after(conn, org_id, after, 500)
+                    page = rows.page_after(conn, org_id, after, 500)
                 if not page:
                     return
                 yield page
                 after = (page[-1][0], page[-1][1])
 
-        return memories.iter_docs(pages())
+        return rows.iter_docs(pages())
 
     # --- embeddings -------------------------------------------------------------------------------
     def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
@@ -243,11 +243,11 @@ class PostgresStore:
     def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None:
         if not vectors:
             return
-        rows: list[tuple[str, str, int, Vector]] = []
+        values: list[tuple[str, str, int, Vector]] = []
         for h, vec in vectors.items():
             arr = np.asarray(vec, dtype=np.float32).reshape(-1)
-            rows.append((enc(model), enc(h), int(arr.shape[0]), arr))
-        for dims in {r[2] for r in rows}:
+            values.append((enc(model), enc(h), int(arr.shape[0]), arr))
+        for dims in {r[2] for r in values}:
             if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
                 self._indexed.add((model, dims))
         with self._conn() as conn, conn.cursor() as cur:
@@ -255,10 +255,10 @@ class PostgresStore:
                 "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES (%s, %s, %s, %b)"
                 " ON CONFLICT (model, text_hash) DO UPDATE SET dims = EXCLUDED.dims,"
                 " embedding = EXCLUDED.embedding",
-                rows,
+                values,
             )
             if model == self.inline_model:
-                memories.refresh_inline(conn, model, [r[1] for r in rows])
+                rows.refresh_inline(conn, model, [r[1] for r in values])
 
     def bulk_load(
         self,
@@ -316,7 +316,7 @@ class PostgresStore:
         made, after = 0, None
         while True:
             with self._conn() as conn:
-                n, after = memories.backfill_inline_page(conn, self.inline_model, after, batch)
+                n, after = rows.backfill_inline_page(conn, self.inline_model, after, batch)
             made += n
             if after is None:
                 return made

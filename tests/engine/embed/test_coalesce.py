@@ -11,7 +11,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.coalesce import Coalescer
 from engine.embed.hash import HashEmbedder
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 
 
 def _rows(texts: list[str]) -> np.ndarray:

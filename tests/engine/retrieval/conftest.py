@@ -11,7 +11,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.errors import Unavailable
 from engine.models import Memory
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 
 from .helpers import NOW, mem
 

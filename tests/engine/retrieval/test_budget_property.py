@@ -15,7 +15,7 @@ from engine.models import MEMORY_TYPES
 from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import ALL_INCLUDES, AssembleRequest
 from engine.retrieval.pipeline import assemble
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 
 from .helpers import mem
 

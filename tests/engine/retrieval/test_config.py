@@ -1,9 +1,9 @@
 import pytest
 
 from engine.errors import InvalidInput
-from engine.presets import Weights
 from engine.retrieval.config import renormalize, resolve, without_semantic
 from engine.retrieval.options import RetrievalOptions, WeightsIn
+from engine.retrieval.presets import Weights
 
 
 def test_balanced_defaults() -> None:

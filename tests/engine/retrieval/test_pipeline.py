@@ -11,7 +11,7 @@ from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.pipeline import assemble, recall, run_assemble
 from engine.retrieval.responses import AssembleResponse, Redaction
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 
 from .conftest import FailingEmbedder
 from .helpers import NOW

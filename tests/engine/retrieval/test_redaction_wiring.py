@@ -8,7 +8,7 @@ import msgspec
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
-from engine.memories import MemoryCreate, MemoryService
+from engine.memory_service import MemoryCreate, MemoryService
 from engine.redact.pipeline_adapter import redactor_factory
 from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest, RecallRequest

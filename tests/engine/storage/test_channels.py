@@ -184,11 +184,3 @@ def test_graph_matches_reference(store: Store) -> None:
         docs = [m for m in corpus if in_scope(m, scope)]
         for seeds, depth in ((["ent:a"], 0), (["ent:d"], 1), (["ent:e", "ent:b"], 2)):
             assert store.graph_search(scope, seeds, depth, 40) == reference.graph_hits(docs, seeds, depth, 40)
-
-
-def test_benchmark_runs_on_a_tiny_corpus() -> None:
-    from engine.storage.local_index.bench import run_benchmark
-
-    result = run_benchmark(n=300, dim=8, repeats=1, k=5)
-    assert result.n == 300
-    assert {c.channel for c in result.channels} >= {"vector", "keyword", "graph_depth2", "scope_size"}

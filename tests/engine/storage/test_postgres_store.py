@@ -18,7 +18,8 @@ from psycopg import sql
 from engine.models import Memory, text_hash
 from engine.storage import open_store
 from engine.storage.base import Scope
-from engine.storage.postgres import PostgresStore, memories, search
+from engine.storage.postgres import PostgresStore, search
+from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
 from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server, postgres_store
@@ -118,9 +119,9 @@ def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatc
         rows = [_mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
                 for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])]
         with psycopg.connect(url) as conn, conn.cursor() as cur:  # rows as schema 2 stored them
-            cur.executemany(f"INSERT INTO memories ({', '.join(memories.COLUMNS)})"  # noqa: S608
-                             f" VALUES ({', '.join('%s' for _ in memories.COLUMNS)})",
-                             [memories.row_of(m) for m in rows])
+            cur.executemany(f"INSERT INTO memories ({', '.join(pg_rows.COLUMNS)})"  # noqa: S608
+                             f" VALUES ({', '.join('%s' for _ in pg_rows.COLUMNS)})",
+                             [pg_rows.row_of(m) for m in rows])
         monkeypatch.undo()
         assert migrate(url) == [3]
         with _store_keeping(url, "hash:4") as store:
@@ -432,13 +433,13 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
         wide = "\U0001d518"
         w = _mem("mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA", "first text", org_id="org_" + "o" * 60,
                  namespace=wide * 64, entity_id="ent:" + wide * 252)
-        assert memories.inline_dims_max(w, "hash:384") < 384
+        assert pg_rows.inline_dims_max(w, "hash:384") < 384
         store.put_memories([w, msgspec.structs.replace(w, status="superseded")])
         # The longest entity id that still takes a 384-dim copy: written, then its status changed.
         for n in range(252, 0, -1):
             fit = msgspec.structs.replace(w, memory_id=f"mem_fit_{n}", namespace="default",
                                           entity_id="ent:" + wide * n)
-            if memories.inline_dims_max(fit, "hash:384") >= 384:
+            if pg_rows.inline_dims_max(fit, "hash:384") >= 384:
                 break
         store.put_memories([fit])
         store.put_memories([msgspec.structs.replace(fit, status="superseded", type="document")])

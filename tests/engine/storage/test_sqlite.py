@@ -13,10 +13,10 @@ from engine.errors import UnknownName
 from engine.models import Event
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Scope
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 from engine.storage.sqlite import SQLiteStore
-from engine.storage.sqlite_codec import MEMORY_INSERT, memory_row
-from engine.storage.sqlite_schema import LATEST, MIGRATIONS, migrate, schema_version
+from engine.storage.sqlite.codec import MEMORY_INSERT, memory_row
+from engine.storage.sqlite.schema import LATEST, MIGRATIONS, migrate, schema_version
 from tests.engine.storage.conftest import at, mem
 
 

@@ -10,7 +10,7 @@ Rules (each broken rule is InvalidInput naming `items[<i>].<field>`, with `detai
 - `valid_to` must not be before `valid_from`.
 Defaults: `object_type` number / entity (an `ent:` object) / string; a fact's `entity_id` is its
 subject and its `valid_from` its timestamp; the predicate is canonicalized (`lives in` -> `lives_in`);
-facts without `keys` get `<subject>|<predicate>` (see engine.ingest.with_conflict_key).
+facts without `keys` get `<subject>|<predicate>` (see engine.write.ingest.with_conflict_key).
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from msgspec import Meta
 
 from engine.errors import InvalidInput
 from engine.ids import memory_id as new_memory_id
-from engine.ingest import with_conflict_key
-from engine.memories import MAX_BATCH
+from engine.memory_service import MAX_BATCH
 from engine.models import (
     AgentId,
     Confidence,
@@ -44,9 +43,10 @@ from engine.models import (
     Tag,
     Unit,
 )
-from engine.predicates import canonical, render
-from engine.supersession import Action, Outcome
 from engine.timeutil import shift, to_utc
+from engine.write.ingest import with_conflict_key
+from engine.write.predicates import canonical, render
+from engine.write.supersession import Action, Outcome
 
 
 class UpsertItem(msgspec.Struct, kw_only=True):

@@ -1,4 +1,4 @@
-"""engine.upsert_items: item checks (naming items[i].field), item -> Memory, ordering within a batch."""
+"""engine.write.batch_upsert: item checks (naming items[i].field), item -> Memory, ordering within a batch."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.errors import InvalidInput
-from engine.upsert_items import UpsertItem, build_memories, entity_name
+from engine.write.batch_upsert import UpsertItem, build_memories, entity_name
 
 NOW = datetime(2025, 5, 1, tzinfo=UTC)
 

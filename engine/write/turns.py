@@ -37,12 +37,12 @@ from engine.extract.base import Extractor, ExtractResult
 from engine.extract.rules.text import slug
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
-from engine.ingest import draft_to_memory, order_within_turn, upsert_memories
 from engine.models import Event, Memory
 from engine.retrieval.responses import Extracted, Upsert
 from engine.storage.base import Store
-from engine.supersession import Mode, Outcome, check_mode
 from engine.timeutil import to_utc
+from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
+from engine.write.supersession import Mode, Outcome, check_mode
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +161,8 @@ def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
 
 
 def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> list[Memory]:
-    """The plan's drafts as fact memories (engine.ingest.draft_to_memory), the plan's metadata merged
-    in, a later statement of the same key ordered after an earlier one (engine.ingest)."""
+    """The plan's drafts as fact memories (engine.write.ingest.draft_to_memory), the plan's metadata merged
+    in, a later statement of the same key ordered after an earlier one (engine.write.ingest)."""
     built = []
     for d in plan.extraction.facts:
         m = draft_to_memory(d, org_id=plan.org_id, timestamp=plan.timestamp, namespace=plan.namespace,

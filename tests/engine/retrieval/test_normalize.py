@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.errors import UnknownName
-from engine.normalize import NORMALIZERS, get_normalizer, normalize
+from engine.retrieval.normalize import NORMALIZERS, get_normalizer, normalize
 
 
 def test_minmax_hand_computed() -> None:

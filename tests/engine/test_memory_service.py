@@ -1,4 +1,4 @@
-"""engine.memories.MemoryService: ids, defaults, events in the same transaction, embedding on write,
+"""engine.memory_service.MemoryService: ids, defaults, events in the same transaction, embedding on write,
 patch semantics and cursors. Runs on both stores."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.errors import InvalidInput, NotFound, Unavailable
-from engine.memories import (
+from engine.memory_service import (
     ListFilters,
     MemoryCreate,
     MemoryPatch,
@@ -25,7 +25,7 @@ from engine.memories import (
 from engine.models import text_hash
 from engine.storage import open_store
 from engine.storage.base import EventQuery, Store
-from engine.storage.memory import InMemoryStore
+from engine.storage.in_memory import InMemoryStore
 
 T0 = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 

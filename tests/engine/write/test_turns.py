@@ -1,4 +1,4 @@
-"""engine.turns: plan (no store) then commit (one transaction), on the in-memory store."""
+"""engine.write.turns: plan (no store) then commit (one transaction), on the in-memory store."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from engine.extract import create_extractor
 from engine.storage.base import EventQuery, ListQuery
-from engine.storage.memory import InMemoryStore
-from engine.turns import commit_turn, embed_texts, plan_turn, subject_for
+from engine.storage.in_memory import InMemoryStore
+from engine.write.turns import commit_turn, embed_texts, plan_turn, subject_for
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 RULES = create_extractor("rules")

@@ -20,7 +20,7 @@ from engine.ids import memory_id
 from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
-from engine.supersession import apply, resolve, same_value
+from engine.write.supersession import apply, resolve, same_value
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

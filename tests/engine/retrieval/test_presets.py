@@ -2,9 +2,9 @@ import re
 
 import pytest
 
-import engine.presets as presets_mod
+import engine.retrieval.presets as presets_mod
 from engine.errors import UnknownName
-from engine.presets import PRESETS, Weights, get_preset
+from engine.retrieval.presets import PRESETS, Weights, get_preset
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

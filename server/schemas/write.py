@@ -1,4 +1,4 @@
-"""Wire records of POST /v0/extract (the batch-upsert records live in engine.upsert_items)."""
+"""Wire records of POST /v0/extract (the batch-upsert records live in engine.write.batch_upsert)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A micro-benchmark of the retrieval channels on a synthetic corpus (not a test).
 
-    from engine.storage.local_index.bench import run_benchmark
+    from evals.bench.channels import run_benchmark
     print(run_benchmark(n=100_000))            # InMemoryStore
     print(run_benchmark(n=20_000, target="sqlite:///tmp/bench.db"))
 """

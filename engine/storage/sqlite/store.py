@@ -4,7 +4,7 @@
   store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
   transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
   before the call returns.
-- Schema versioned with PRAGMA user_version and migrated on open (`sqlite_schema.MIGRATIONS`).
+- Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
   first search of a namespace and patched after each commit (never on rollback). Commits made by other
   connections to the same file (other processes) are detected with PRAGMA data_version and make the
@@ -26,10 +26,10 @@ import numpy as np
 
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory
-from engine.storage import sqlite_codec as codec
 from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.local_index import IndexRegistry
-from engine.storage.sqlite_schema import migrate
+from engine.storage.sqlite import codec
+from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
 _CHUNK = 500  # host parameters per IN (...) list

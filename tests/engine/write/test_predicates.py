@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.predicates import PREDICATES, canonical, conflict_key, is_single_valued, render, spec_for
+from engine.write.predicates import PREDICATES, canonical, conflict_key, is_single_valued, render, spec_for
 
 
 def test_aliases_map_to_registered_names() -> None:

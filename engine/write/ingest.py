@@ -26,10 +26,10 @@ import msgspec
 from engine.extract.base import Extractor, ExtractResult, FactDraft
 from engine.ids import memory_id as new_memory_id
 from engine.models import Memory, Sensitivity
-from engine.predicates import canonical, conflict_key
 from engine.storage.base import Store
-from engine.supersession import Mode, Outcome, apply, check_mode
 from engine.timeutil import shift, to_utc, utcnow
+from engine.write.predicates import canonical, conflict_key
+from engine.write.supersession import Mode, Outcome, apply, check_mode
 
 V1Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 

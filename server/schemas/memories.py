@@ -1,20 +1,18 @@
-"""Wire records of the HTTP surface. Constraints come from `engine.models` aliases, so validation and
-the OpenAPI document share one source."""
+"""Wire records of the /v0/memories routes."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
-from engine.memories import MAX_BATCH, MemoryCreate, MemoryPatch
+from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryPatch
 from engine.models import Memory
 from server.errors import ErrorBody
 
 __all__ = [
-    "Deleted", "ErrorBody", "Health", "Memory", "MemoryBatch", "MemoryCreate", "MemoryItems",
+    "Deleted", "ErrorBody", "Memory", "MemoryBatch", "MemoryCreate", "MemoryItems",
     "MemoryList", "MemoryPatch",
 ]
 
@@ -37,8 +35,3 @@ class MemoryList(msgspec.Struct, kw_only=True):
 class Deleted(msgspec.Struct, kw_only=True):
     deleted: bool
     memory_id: str
-
-
-class Health(msgspec.Struct, kw_only=True):
-    status: Literal["ok"]
-    now: datetime

@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 
 from engine.extract.rules import RuleExtractor
-from engine.ingest import (
+from engine.models import Event, Memory
+from engine.storage import open_store
+from engine.storage.base import EventQuery, ListQuery, Store
+from engine.write.ingest import (
     draft_to_memory,
     extract_and_ingest,
     ingest_drafts,
@@ -18,10 +21,7 @@ from engine.ingest import (
     upsert_memories,
     v1_event,
 )
-from engine.models import Event, Memory
-from engine.storage import open_store
-from engine.storage.base import EventQuery, ListQuery, Store
-from engine.supersession import Outcome
+from engine.write.supersession import Outcome
 
 ORG = "org_a"
 T1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.errors import UnknownName
-from engine.normalize import minmax, softmax, zscore
+from engine.retrieval.normalize import minmax, softmax, zscore
 
 Array = npt.NDArray[np.float64]
 Normalizer = Callable[[Array], Array]

@@ -1,6 +1,6 @@
 """Supersession: keep one current value per single-valued fact, keep the history, never overwrite.
 
-A fact's conflict key is `<subject>|<predicate>` (in `Memory.keys`); `engine.predicates` says whether
+A fact's conflict key is `<subject>|<predicate>` (in `Memory.keys`); `engine.write.predicates` says whether
 the predicate is single-valued. `resolve` is the pure decision (new memory + the memories already
 holding its keys -> what to write); `apply` runs it against a Store inside `store.transaction()`,
 reading with `find_by_key` inside the same transaction so concurrent writers serialize.
@@ -39,8 +39,8 @@ import msgspec
 from engine.errors import UnknownName
 from engine.ids import event_id
 from engine.models import Event, Memory
-from engine.predicates import is_single_valued
 from engine.storage.base import Store
+from engine.write.predicates import is_single_valued
 
 Mode = Literal["smart", "off"]
 MODES: tuple[str, ...] = ("smart", "off")
