@@ -11,6 +11,8 @@ Clock = Callable[[], datetime]
 
 #: what a date-time outside the representable range is told (its UTC value must exist)
 OUT_OF_RANGE = "date-time out of range: its UTC value must fall within years 1 to 9999"
+#: the name of that rule in an error's details (the OpenAPI document lists it: server.schema_rules)
+RANGE_RULE = "date_time_range"
 
 
 def utcnow() -> datetime:
@@ -36,7 +38,7 @@ def to_utc(value: datetime, *, field: str | None = None) -> datetime:
     try:
         return value.astimezone(UTC)
     except OverflowError:
-        raise InvalidInput(OUT_OF_RANGE, field=field, details={"value": value.isoformat()}) from None
+        raise InvalidInput(OUT_OF_RANGE, field=field, details={"value": value.isoformat(), "rule": RANGE_RULE}) from None
 
 
 def to_micros(value: datetime) -> int:

@@ -70,6 +70,7 @@ DOCUMENTED_ERRORS: dict[int, str] = {
     409: "Idempotency-Key reused with another body, or a write race lost",
     422: "Validation error; details.field names the offending field",
     429: "Rate limited; see Retry-After",
+    413: "The body is larger than 10 MB",
     500: "Internal error",
     503: "A dependency (the database) is unavailable; retry after Retry-After seconds",
 }

@@ -34,6 +34,14 @@ ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
 ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
 
 
+_PARAM_TYPE = re.compile(r":[a-z]+}")
+
+
+def template_of(path: str) -> str:
+    """`/v0/memories/{memory_id:str}` -> `/v0/memories/{memory_id}` (both spellings Litestar uses)."""
+    return _PARAM_TYPE.sub("}", path)
+
+
 def _headers(scope: dict[str, Any], name: bytes) -> list[str]:
     return [bytes(value).decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
 
@@ -45,11 +53,14 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 
 class Gateway:
     def __init__(self, app: ASGIApp, *, store: Store, limiter: RateLimiter,
-                 cors_origins: tuple[str, ...] = ()) -> None:
+                 cors_origins: tuple[str, ...] = (), allow: dict[str, str] | None = None) -> None:
         self.app = app
         self.store = store
         self.limiter = limiter
         self.cors_origins = cors_origins
+        #: route template -> every method of the path (Litestar's own OPTIONS answer may list only the
+        #: methods of the first handler registered for a path)
+        self.allow = allow or {}
 
     # --- pieces ------------------------------------------------------------------------------------
     def _cors_headers(self, origin: str | None) -> list[tuple[bytes, bytes]]:
@@ -80,6 +91,13 @@ class Gateway:
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
+
+    def _full_allow(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """`Allow` with every method of the matched path (on OPTIONS and 405 answers)."""
+        methods = self.allow.get(template_of(str(scope.get("path_template", ""))))
+        if methods is None or not any(k.lower() == b"allow" for k, _ in headers):
+            return headers
+        return [(k, v) for k, v in headers if k.lower() != b"allow"] + [(b"allow", methods.encode())]
 
     @staticmethod
     def _rate_headers(decision: RateDecision) -> list[tuple[bytes, bytes]]:
@@ -145,7 +163,7 @@ class Gateway:
             if message["type"] == "http.response.start":
                 started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in replace]
-                message = {**message, "headers": headers + extra}
+                message = {**message, "headers": self._full_allow(scope, headers) + extra}
             await send(message)
 
         try:

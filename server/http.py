@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import msgspec
+import msgspec.inspect as mi
 from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter
 
 from engine.errors import Forbidden, InvalidInput
-from engine.timeutil import OUT_OF_RANGE, in_range
+from engine.models import NOT_BLANK_PATTERN
+from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -36,7 +38,7 @@ MAX_JSON_DEPTH = 32
 
 #: what `bounded_header` enforces (UTF-8, 1..128 characters, not blank), documented here and not
 #: checked by Litestar (which would count the bytes of a UTF-8 value as characters)
-HEADER_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_HEADER_LENGTH, "pattern": r"\S"}
+HEADER_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_HEADER_LENGTH, "pattern": NOT_BLANK_PATTERN}
 IDEMPOTENCY_DOC = HeaderParameter(name=IDEMPOTENCY_HEADER, required=False, schema_extra=HEADER_SCHEMA,
                                   description="Replays the first response for the same key and body")
 AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, schema_extra=HEADER_SCHEMA,
@@ -79,7 +81,7 @@ def query_datetime(value: str | None, name: str) -> datetime | None:
         raise InvalidInput(f"{name} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z", field=name,
                            details={"value": value[:64]}) from None
     if not in_range(parsed):
-        raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64]})
+        raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64], "rule": RANGE_RULE})
     return parsed
 
 
@@ -165,13 +167,47 @@ def ok_json(payload: Any) -> StoredResponse:
     return StoredResponse(status_code=200, body=msgspec.json.encode(payload))
 
 
+_TYPE_INFO: dict[Any, mi.Type] = {}
+
+
+def _type_info(kind: Any) -> mi.Type:
+    """msgspec's description of a body type, computed once per type (it takes milliseconds)."""
+    found = _TYPE_INFO.get(kind)
+    if found is None:
+        found = _TYPE_INFO[kind] = mi.type_info(kind)
+    return found
+
+
+def _whole_numbers(data: Any, info: mi.Type) -> Any:
+    """`data` with floats that have no fractional part (59.0) as ints where `info` wants an int: JSON
+    Schema's `integer` includes them, msgspec's `int` does not. Nothing else is converted."""
+    while isinstance(info, mi.Metadata):
+        info = info.type
+    if isinstance(info, mi.IntType):
+        return int(data) if isinstance(data, float) and data.is_integer() else data
+    if isinstance(info, mi.UnionType):
+        if any(isinstance(t, mi.FloatType) for t in info.types):
+            return data
+        for option in info.types:
+            data = _whole_numbers(data, option)
+        return data
+    if isinstance(info, mi.StructType) and isinstance(data, dict):
+        fields = {f.encode_name: f.type for f in info.fields}
+        return {k: _whole_numbers(v, fields[k]) if k in fields else v for k, v in data.items()}
+    if isinstance(info, mi.ListType | mi.VarTupleType) and isinstance(data, list):
+        return [_whole_numbers(item, info.item_type) for item in data]
+    if isinstance(info, mi.DictType) and isinstance(data, dict):
+        return {k: _whole_numbers(v, info.value_type) for k, v in data.items()}
+    return data
+
+
 def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
     """Decode a JSON document into `kind`, ignoring organization fields; 422 naming the field, also for a
     date-time with no UTC form (see `engine.timeutil.in_range`)."""
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k not in ORG_FIELDS}
     try:
-        body = msgspec.convert(data, kind)
+        body = msgspec.convert(_whole_numbers(data, _type_info(kind)), kind)
     except msgspec.ValidationError as exc:
         raise invalid_input(exc, prefix=prefix) from exc
     check_datetimes(body, prefix)
@@ -195,7 +231,8 @@ def check_datetimes(value: Any, path: str = "") -> None:
         node, where = stack.pop()
         if isinstance(node, datetime):
             if not in_range(node):
-                raise InvalidInput(OUT_OF_RANGE, field=where or None, details={"value": node.isoformat()})
+                raise InvalidInput(OUT_OF_RANGE, field=where or None,
+                                   details={"value": node.isoformat(), "rule": RANGE_RULE})
             continue
         stack.extend(_children(node, where))
 

@@ -151,13 +151,15 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
      responses=error_responses(401, 403, 422, 429, 500), **_COMMON)
 async def list_memories_v1(
     request: Request[Any, Any, Any],
-    user_id: Annotated[str | None, QueryParameter(max_length=256, description="the memories' entity_id")] = None,
-    agent_id: Annotated[str | None, QueryParameter(max_length=128)] = None,
+    user_id: Annotated[str | None, QueryParameter(
+        min_length=1, max_length=256, description="the memories' entity_id; this or agent_id is required")] = None,
+    agent_id: Annotated[str | None, QueryParameter(
+        min_length=1, max_length=128, description="this or user_id is required")] = None,
     search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200")] = V1_DEFAULT_LIMIT,
 ) -> V1SearchResponse:
     if not user_id and not agent_id:
-        raise InvalidInput("user_id or agent_id is required", field="user_id")
+        raise InvalidInput("user_id or agent_id is required", field="user_id", details={"rule": "user_or_agent"})
     if search is not None and len(search) > MAX_QUERY:
         raise InvalidInput(f"query must be at most {MAX_QUERY} characters", field="query")
     query = search
@@ -182,13 +184,13 @@ async def list_memories_v1(
     return await anyio.to_thread.run_sync(run)
 
 
-@get("/v1/memories/{id:str}", operation_id="getMemoryV1", summary="Get one memory (mem0-compatible)",
+@get("/v1/memories/{memory_id:str}", operation_id="getMemoryV1", summary="Get one memory (mem0-compatible)",
      responses=error_responses(401, 403, 404, 429, 500), **_COMMON)
 async def get_memory_v1(request: Request[Any, Any, Any],
-                        id: Annotated[str, PathParameter(description="mem_<ULID>")]) -> V1Memory:  # noqa: A002
+                        memory_id: Annotated[str, PathParameter(description="mem_<ULID>")]) -> V1Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
-    m = await anyio.to_thread.run_sync(svc.memories.get, org_id, id)
+    m = await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id)
     return V1Memory(id=m.memory_id, memory=m.text, user_id=m.entity_id, agent_id=m.agent_id,
                     run_id=_run_id(m), type=m.type, status=m.status, metadata=dict(m.metadata),
                     created_at=m.created_at, updated_at=m.updated_at)

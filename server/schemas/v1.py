@@ -58,7 +58,7 @@ class V1SearchResponse(msgspec.Struct, kw_only=True):
 
 
 class V1Memory(msgspec.Struct, kw_only=True):
-    """GET /v1/memories/{id}: the stored content and metadata of one memory."""
+    """GET /v1/memories/{memory_id}: the stored content and metadata of one memory."""
 
     id: str
     memory: str

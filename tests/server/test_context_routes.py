@@ -297,7 +297,7 @@ NEW_OPERATIONS = {
     ("/v0/extract", "post"): ("extract", "ExtractRequest"),
     ("/v1/memories", "post"): ("createMemoriesV1", "V1CreateRequest"),
     ("/v1/memories", "get"): ("listMemoriesV1", None),
-    ("/v1/memories/{id}", "get"): ("getMemoryV1", None),
+    ("/v1/memories/{memory_id}", "get"): ("getMemoryV1", None),
     ("/v1/memories/{memory_id}", "delete"): ("deleteMemoryV1", None),
 }
 

@@ -21,7 +21,7 @@ EXPECTED = {
     ("/metrics", "get"): "getMetrics",
     ("/v1/memories", "post"): "createMemoriesV1",
     ("/v1/memories", "get"): "listMemoriesV1",
-    ("/v1/memories/{id}", "get"): "getMemoryV1",
+    ("/v1/memories/{memory_id}", "get"): "getMemoryV1",
     ("/v1/memories/{memory_id}", "delete"): "deleteMemoryV1",
 }
 
