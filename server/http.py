@@ -35,6 +35,8 @@ AGENT_HEADER = "X-Service-Agent"
 ORG_FIELDS = ("org_id", "organization_id", "org")
 #: the deepest nesting a JSON body may have (the document itself is level 1)
 MAX_JSON_DEPTH = 32
+#: bodies up to this many bytes are decoded on the event loop, larger ones in a worker thread
+SMALL_BODY = 64 * 1024
 
 #: what `bounded_header` enforces (UTF-8, 1..128 characters, not blank), documented here and not
 #: checked by Litestar (which would count the bytes of a UTF-8 value as characters)
@@ -129,6 +131,8 @@ async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
     raw = await request.body()
     if not raw.strip():
         raise BadRequest("request body must be a JSON document")
+    if len(raw) > SMALL_BODY:  # decoding and walking megabytes would hold the event loop
+        return raw, await anyio.to_thread.run_sync(decode_json, raw)
     return raw, decode_json(raw)
 
 
@@ -178,11 +182,42 @@ def _type_info(kind: Any) -> mi.Type:
     return found
 
 
+_HAS_INT: dict[int, bool] = {}
+
+
+def _has_int(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether an int can occur anywhere in `info` (subtrees without one are not walked)."""
+    key = id(info)
+    if key in _HAS_INT:
+        return _HAS_INT[key]
+    if key in seen:
+        return False
+    inner = seen | {key}
+    if isinstance(info, mi.IntType):
+        found = True
+    elif isinstance(info, mi.Metadata):
+        found = _has_int(info.type, inner)
+    elif isinstance(info, mi.UnionType):
+        found = any(_has_int(t, inner) for t in info.types)
+    elif isinstance(info, mi.StructType):
+        found = any(_has_int(f.type, inner) for f in info.fields)
+    elif isinstance(info, mi.ListType | mi.VarTupleType):
+        found = _has_int(info.item_type, inner)
+    elif isinstance(info, mi.DictType):
+        found = _has_int(info.value_type, inner)
+    else:
+        found = False
+    _HAS_INT[key] = found
+    return found
+
+
 def _whole_numbers(data: Any, info: mi.Type) -> Any:
     """`data` with floats that have no fractional part (59.0) as ints where `info` wants an int: JSON
     Schema's `integer` includes them, msgspec's `int` does not. Nothing else is converted."""
     while isinstance(info, mi.Metadata):
         info = info.type
+    if not _has_int(info):
+        return data
     if isinstance(info, mi.IntType):
         return int(data) if isinstance(data, float) and data.is_integer() else data
     if isinstance(info, mi.UnionType):

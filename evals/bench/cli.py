@@ -1,8 +1,9 @@
-"""`loci bench assemble|ingest|scale`: the latency and throughput benchmarks' command line.
+"""`loci bench assemble|ingest|scale|redos`: the latency and throughput benchmarks' command line.
 
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
     loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
+    loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
 --cache-dir (keyed by model and text hash), so only the first run embeds the corpus. The work lives in
@@ -71,6 +72,19 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _redos(args: argparse.Namespace) -> int:
+    from evals.bench import redos
+    from evals.bench.vectors import DEFAULT_CACHE_DIR
+
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    header = (f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
+              f"(load average at start: {load}; {os.cpu_count()} CPUs)")
+    table = redos.run(args.calls, args.embedder, args.cache_dir or DEFAULT_CACHE_DIR)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
                         help="minilm (default, $LOCI_EMBEDDER) or hash")
@@ -102,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
     _common(q)
     q.set_defaults(func=_ingest)
+    r = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
+    r.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
+    r.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+                   help="minilm (default, $LOCI_EMBEDDER) or hash")
+    r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
+    r.add_argument("--out", default=None, help="also append the table to this file")
+    r.set_defaults(func=_redos)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
     try:
         from evals.bench import scale

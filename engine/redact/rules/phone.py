@@ -25,7 +25,7 @@ DEFAULT_REGIONS: tuple[str, ...] = ("US",)
 # A digit run introduced as an order/invoice/tracking/account number is that, not a phone number.
 _ID_BEFORE = re.compile(
     r"(?i)(?:\b(?:order|invoice|tracking|ref|reference|account|acct|id|sku|ticket|case)\b|#)"
-    r"\s*(?:no\.?|number|#|id)?\s*[:#]?\s*$"
+    r"\s*+(?:(?:no\.?|number|#|id)\s*+)?(?:[:#]\s*+)?$"
 )
 
 
