@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -125,3 +126,35 @@ def test_postgres_keeps_every_acknowledged_write_through_kill_9(tmp_path: Path, 
     with LiveServer(tmp_path, database_url=pg_database) as server:
         acked, sent = kill_during_writes(server)
     assert len(acked) > 50 and sent > len(acked) / BATCH
+
+
+def _allow_connections(admin_url: str, database: str, allow: bool) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+            sql.Identifier(database), sql.Literal(allow)))
+        if not allow:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_a_database_outage_is_503_with_retry_after_then_recovers(tmp_path: Path, pg_server: Any,
+                                                                 pg_database: str) -> None:
+    database = urlsplit(pg_database).path.lstrip("/")
+    with LiveServer(tmp_path, database_url=pg_database) as server:
+        auth = {"Authorization": f"Bearer {server.key('read,write')}"}
+        assert httpx.get(server.url("/v0/memories"), headers=auth, timeout=30).status_code == 200
+        _allow_connections(pg_server.admin_url, database, False)
+        try:
+            for method, path, body in (("GET", "/v0/memories", None),
+                                       ("POST", "/v0/memories", {"type": "note", "text": "x"})):
+                r = httpx.request(method, server.url(path), json=body, headers=auth, timeout=60)
+                assert r.status_code == 503, r.text
+                assert r.json()["error"] == "unavailable" and int(r.headers["retry-after"]) > 0
+        finally:
+            _allow_connections(pg_server.admin_url, database, True)
+        r = httpx.post(server.url("/v0/memories"), json={"type": "note", "text": "back"}, headers=auth, timeout=60)
+        assert r.status_code == 200, r.text
