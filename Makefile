@@ -26,8 +26,8 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine server evals tests
-	$(BIN)/mypy engine server
+	$(BIN)/ruff check engine server evals tests loci
+	$(BIN)/mypy engine server loci
 
 # JupyterLab on notebooks/ (the jupytext .py files open as notebooks; see notebooks/jupyter_lab_config.py)
 lab: $(STAMP)

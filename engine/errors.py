@@ -7,6 +7,7 @@
     ├── Conflict                   a write lost a race or an idempotency key was reused (HTTP 409)
     ├── Forbidden                  the caller lacks a scope (HTTP 403 forbidden)
     ├── Unauthorized               missing or bad credential (HTTP 401 unauthorized)
+    ├── NotSupported               a compatibility surface names a feature Loci lacks (HTTP 501)
     ├── RateLimited                over quota (HTTP 429 rate_limited)
     └── Unavailable                a dependency (embedder, LLM, database) failed (HTTP 503)
 
@@ -62,6 +63,12 @@ class Forbidden(LociError):
 
 class Unauthorized(LociError):
     code = "unauthorized"
+
+
+class NotSupported(LociError):
+    """A feature a compatibility surface names but Loci does not have (HTTP 501)."""
+
+    code = "not_supported"
 
 
 class RateLimited(LociError):

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 200
 MAX_PAGE_SIZE = 200
+MAX_QUERY_LENGTH = 256
 DEFAULT_PAGE_SIZE = 50
 _CURSOR_VERSION = 1
 #: the rule a refused cursor breaks (a cursor is one this server returned, for the same filters)
@@ -97,6 +98,14 @@ class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     valid_to: datetime | None | UnsetType = UNSET
 
 
+class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):
+    """A patch that may also replace the text (the mem0 adapter's update). The `memory.updated` event
+    then carries `old_text` and `text`, so the memory's history can be told; embed the new text before
+    the write (`engine.write.turns.embed_texts`)."""
+
+    text: MemoryText | UnsetType = UNSET
+
+
 class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
     namespace: str | None = None
     entity_id: str | None = None
@@ -107,6 +116,7 @@ class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
     archived: bool | None = None
     since: datetime | None = None
     until: datetime | None = None
+    q: str | None = None  # text search: the text contains it (ASCII letters case-insensitive)
     sort: SortOrder = "timestamp_desc"
 
 
@@ -233,6 +243,8 @@ class MemoryService:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
             changes: dict[str, Any] = {}
+            if isinstance(patch, MemoryEdit) and not isinstance(patch.text, UnsetType):
+                changes["text"] = patch.text
             if not isinstance(patch.tags, UnsetType):
                 changes["tags"] = list(patch.tags)
             if not isinstance(patch.metadata, UnsetType):
@@ -248,8 +260,11 @@ class MemoryService:
             now = self.clock()
             new = msgspec.structs.replace(old, **changes, updated_at=now)
             kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
+            data: dict[str, Any] = {"fields": changed}
+            if "text" in changed:
+                data.update(old_text=old.text, text=new.text)
             event = Event(event_id=ids.event_id(), org_id=org_id, type=kind, at=now,
-                          memory_id=memory_id, entity_id=new.entity_id, data={"fields": changed})
+                          memory_id=memory_id, entity_id=new.entity_id, data=data)
             self.store.put_memories([new])
             self.store.append_events([event])
         return new
@@ -275,13 +290,14 @@ class MemoryService:
             if bad:
                 raise InvalidInput(f"unknown {name} {bad[0]!r}; valid: {', '.join(valid)}", field=name,
                                    details={"valid": list(valid)})
+        _check_query(filters.q)
         fhash = filters_hash(org_id, filters)
         after = decode_cursor(cursor, filters.sort, fhash) if cursor else None
         query = ListQuery(
             namespace=filters.namespace, entity_id=filters.entity_id, agent_id=filters.agent_id,
             types=filters.types, statuses=filters.statuses, tag=filters.tag, archived=filters.archived,
-            since=_opt_utc(filters.since), until=_opt_utc(filters.until), sort=filters.sort,
-            limit=page_size + 1, after=after,
+            since=_opt_utc(filters.since), until=_opt_utc(filters.until), text=filters.q or None,
+            sort=filters.sort, limit=page_size + 1, after=after,
         )
         rows = self.store.list_memories(org_id, query)
         items = rows[:page_size]
@@ -290,6 +306,15 @@ class MemoryService:
             last = items[-1]
             next_cursor = encode_cursor(filters.sort, fhash, last.timestamp, last.memory_id)
         return MemoryPage(items=items, next_cursor=next_cursor)
+
+
+def _check_query(q: str | None) -> None:
+    if q is None:
+        return
+    if len(q) > MAX_QUERY_LENGTH:
+        raise InvalidInput(f"q must be at most {MAX_QUERY_LENGTH} characters", field="q")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in q):
+        raise InvalidInput("q must not contain control characters", field="q")
 
 
 def filters_hash(org_id: str, filters: ListFilters) -> str:

@@ -30,6 +30,7 @@ from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
 from server.ratelimit_shared import close_limiter, limiter_for
 from server.routes import ROUTES
+from server.routes import mcp as mcp_route
 from server.services import Services
 
 log = logging.getLogger("loci.server")
@@ -113,8 +114,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
             close_limiter(services.limiter)
 
     app = Litestar(
-        route_handlers=[*ROUTES, *observability.ROUTES, *openapi.ROUTES],
+        route_handlers=[*ROUTES, *observability.ROUTES, *openapi.ROUTES, *mcp_route.ROUTES],
         exception_handlers={Exception: exception_handler},
+        lifespan=[mcp_route.lifespan],
         openapi_config=openapi.openapi_config(),
         on_shutdown=[close_store],
         state=None,

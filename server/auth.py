@@ -1,4 +1,6 @@
-"""API keys: `Authorization: Bearer loci_<random>`. Only the sha256 of a key is stored.
+"""API keys: `Authorization: Bearer loci_<random>`. Only the sha256 of a key is stored. `Token <key>` (the
+mem0 client's scheme) is accepted as well as `Bearer <key>`, and so is an `X-API-Key: <key>` header when
+there is no Authorization header (mem0's open-source server).
 
 A key belongs to one org and carries scopes: `read` (GET routes), `write` (POST/PATCH/DELETE) and
 `admin` (private endpoints and key management). Scopes do not imply each other. A revoked or
@@ -32,13 +34,16 @@ class AuthProblem(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
+SCHEMES = ("bearer", "token")
+
+
 def resolve(store: Store, authorization: str | None) -> Principal | AuthProblem:
     """Resolve an Authorization header to a Principal, or say why it cannot be."""
     if not authorization:
         return AuthProblem(message="missing Authorization header (expected: Bearer <API key>)")
     scheme, _, token = authorization.strip().partition(" ")
     token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
+    if scheme.lower() not in SCHEMES or not token or " " in token:
         return AuthProblem(message="malformed Authorization header (expected: Bearer <API key>)")
     if not token.startswith(KEY_PREFIX) or len(token) > 256:
         return AuthProblem(message="invalid API key")
@@ -62,6 +67,11 @@ def principal_of(connection: ASGIConnection[Any, Any, Any, Any]) -> Principal:
 
 def required_scope(method: str) -> str:
     return "read" if method.upper() in ("GET", "HEAD") else "write"
+
+
+def require_key(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """Litestar guard: any valid key, whatever its scopes."""
+    principal_of(connection)
 
 
 def require_auth(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:

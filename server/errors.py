@@ -3,7 +3,7 @@
 Envelope: {"error": code, "message": str, "request_id": str, "details": {...}}. Status mapping:
 400 bad_request, 401 unauthorized, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict,
 422 validation_error (details.field names the field), 429 rate_limited (Retry-After), 500 internal_error
-(no stack trace leaves the server), 503 unavailable.
+(no stack trace leaves the server), 501 not_supported (a mem0 feature Loci does not have), 503 unavailable.
 """
 
 from __future__ import annotations
@@ -23,17 +23,9 @@ from litestar.exceptions import (
 
 from engine import errors as engine_errors
 from engine.ids import request_id as new_request_id
+from server.schemas.errors import ErrorBody
 
 log = logging.getLogger("loci.server")
-
-
-class ErrorBody(msgspec.Struct, kw_only=True):
-    """The error envelope of every error response."""
-
-    error: str
-    message: str
-    request_id: str
-    details: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class BadRequest(Exception):
@@ -53,12 +45,14 @@ ENGINE_STATUS: dict[type[engine_errors.LociError], int] = {
     engine_errors.Unauthorized: 401,
     engine_errors.RateLimited: 429,
     engine_errors.Unavailable: 503,
+    engine_errors.NotSupported: 501,
 }
 
 HTTP_CODES: dict[int, str] = {
     400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
     405: "method_not_allowed", 409: "conflict", 413: "payload_too_large", 415: "bad_request",
-    422: "validation_error", 429: "rate_limited", 500: "internal_error", 503: "unavailable",
+    422: "validation_error", 429: "rate_limited", 500: "internal_error", 501: "not_supported",
+    503: "unavailable",
 }
 
 #: the error statuses documented on every authenticated route

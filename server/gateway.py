@@ -22,16 +22,19 @@ import msgspec
 from engine.ids import request_id as new_request_id
 from engine.storage.base import Store
 from server.auth import AuthProblem, Principal, resolve
-from server.errors import ErrorBody, failure_for
+from server.errors import failure_for
 from server.ratelimit import RateDecision, RateLimiter
+from server.schemas.errors import ErrorBody
 
 log = logging.getLogger("loci.server")
 
 ASGIApp = Callable[..., Any]
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 EXPOSED = "X-Request-Id, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After"
+#: where the MCP transport is mounted (server.routes.mcp)
+MCP_PATH = "/mcp"
 ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
-ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
+ALLOWED_HEADERS = "Authorization, X-API-Key, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
 
 
 _PARAM_TYPE = re.compile(r":[a-z]+}")
@@ -80,15 +83,17 @@ class Gateway:
             out.append((b"vary", b"Origin"))
         return out
 
-    def _admit(self, authorization: list[str], client: str, count: bool) -> tuple[
+    def _admit(self, authorization: list[str], client: str, count: bool, carrier: bool = False) -> tuple[
             Principal | AuthProblem, RateDecision]:
-        """Resolve the key and count the request (runs in a worker thread: the store is sync). Two
-        Authorization headers are no credential: which one would be meant is ambiguous."""
+        """Resolve the key and count the request (runs in a worker thread: the store is sync). A
+        `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted
+        only without a valid key. Two credentials are none: which one would be meant is ambiguous."""
         if len(authorization) > 1:
             who: Principal | AuthProblem = AuthProblem(message="more than one Authorization header")
         else:
             who = resolve(self.store, authorization[0] if authorization else None)
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
+        count = count and not (carrier and isinstance(who, Principal))
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
 
@@ -125,9 +130,13 @@ class Gateway:
         client = (scope.get("client") or ("unknown", 0))[0]
         preflight = (scope["method"] == "OPTIONS" and origin is not None
                      and _header(scope, b"access-control-request-method") is not None)
+        authorization = _headers(scope, b"authorization") or [
+            f"Bearer {api_key}" for api_key in _headers(scope, b"x-api-key")]
+        path = scope.get("path", "")
+        carrier = path == MCP_PATH or path.startswith(MCP_PATH + "/")
         try:
             who, decision = await anyio.to_thread.run_sync(
-                self._admit, _headers(scope, b"authorization"), client, not preflight)
+                self._admit, authorization, client, not preflight, carrier)
         except Exception as exc:  # the key store or the shared limiter is down: 503, not a bare 500
             failure = failure_for(exc, rid)
             more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]

@@ -24,9 +24,10 @@ from engine.errors import Forbidden, InvalidInput
 from engine.models import NOT_BLANK_PATTERN
 from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
-from server.errors import DOCUMENTED_ERRORS, BadRequest, ErrorBody, invalid_input
+from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import StoredResponse
+from server.schemas.errors import ErrorBody
 from server.services import services_of
 
 T = TypeVar("T")

@@ -18,11 +18,15 @@ from litestar.static_files import create_static_files_router
 
 from server import schema_rules
 from server.errors import DOCUMENTED_ERRORS
+from server.schemas.errors import Mem0ErrorBody
 from server.schemas.memories import MemoryBatch, MemoryCreate, MemoryPatch
 
 API_VERSION = "0.9.2"
 BEARER = "bearer"
 ERROR_REF = "#/components/schemas/ErrorBody"
+MEM0_ERROR_REF = "#/components/schemas/Mem0ErrorBody"
+#: tags of the mem0-compatible routes, whose errors also carry `detail`
+MEM0_TAGS = frozenset({"v1", "mem0", "mem0 open-source server"})
 
 #: operationId -> the body Structs it accepts (oneOf when several)
 REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
@@ -97,17 +101,22 @@ def document_statuses(doc: dict[str, Any]) -> None:
         responses = op.setdefault("responses", {})
         if "requestBody" in op:
             responses.setdefault("413", _error(413))
+        if "requestBody" in op or op.get("parameters"):
+            responses.setdefault("422", _error(422))
         if op.get("operationId") not in PUBLIC_OPERATIONS:
             responses.setdefault("503", _error(503))
 
 
 def add_common_headers_and_security(doc: dict[str, Any]) -> None:
+    _, mem0_error = msgspec.json.schema_components([Mem0ErrorBody], ref_template="#/components/schemas/{name}")
+    doc.setdefault("components", {}).setdefault("schemas", {}).update(mem0_error)
     for op in _operations(doc):
         if op.get("operationId") in PUBLIC_OPERATIONS:
             op["security"] = []
+        error_ref = MEM0_ERROR_REF if MEM0_TAGS & set(op.get("tags", ())) else ERROR_REF
         for status, response in op.get("responses", {}).items():
             if status.startswith(("4", "5")):  # Litestar's own default 400 included: one envelope
-                response["content"] = {"application/json": {"schema": {"$ref": ERROR_REF}}}
+                response["content"] = {"application/json": {"schema": {"$ref": error_ref}}}
                 if status == "400":
                     response["description"] = DOCUMENTED_ERRORS[400]
             response.setdefault("headers", {}).update(COMMON_HEADERS)

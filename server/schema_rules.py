@@ -33,6 +33,10 @@ RULES: dict[str, str] = {
     "valid_to_after_valid_from": "valid_to must not be before valid_from (or the timestamp)",
     "user_or_agent": "user_id or agent_id is required",
     "cursor": "a cursor is one the server returned (for the same filters and sort)",
+    "scope_filter": "the filters (or top-level ids) name a user_id, agent_id, run_id or app_id",
+    "timestamp_unchanged": "a memory's timestamp cannot be changed",
+    "something_to_update": "an update gives text, metadata or expiration_date",
+    "filter_language": "filters use mem0's keys and operators (the refusal lists them in details)",
 }
 
 #: operationId -> the rules of RULES it enforces
@@ -46,6 +50,12 @@ OPERATION_RULES: dict[str, tuple[str, ...]] = {
     "recall": ("date_time_range",),
     "pruneMemories": ("date_time_range",),
     "listMemoriesV1": ("user_or_agent",),
+    "getEntityGraph": ("date_time_range",),
+    **{op: ("scope_filter", "filter_language") for op in (
+        "mem0ListV3", "mem0ListV2", "mem0SearchV3", "mem0SearchV2", "mem0SearchV1", "mem0OssSearch")},
+    "mem0DeleteAll": ("scope_filter",),
+    "mem0OssDeleteAll": ("scope_filter",),
+    **{op: ("timestamp_unchanged", "something_to_update") for op in ("mem0UpdateMemory", "mem0OssUpdate")},
 }
 
 

@@ -49,6 +49,7 @@ class ListQuery(msgspec.Struct, frozen=True, kw_only=True):
     archived: bool | None = None
     since: datetime | None = None  # timestamp >= since
     until: datetime | None = None  # timestamp < until
+    text: str | None = None  # the text contains it (ASCII letters case-insensitive; no control chars)
     sort: SortOrder = "timestamp_desc"
     limit: int = 50
     after: tuple[datetime, str] | None = None  # (timestamp, memory_id) of the last item already seen
@@ -83,6 +84,7 @@ class Hit(msgspec.Struct, frozen=True, array_like=True):
 class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
     type: str | None = None
     entity_id: str | None = None
+    memory_id: str | None = None
     since: datetime | None = None
     limit: int = 100
     after: int | None = None  # the `seq` of the last event already seen

@@ -1,6 +1,8 @@
 """ListQuery / EventQuery semantics over in-process records (InMemoryStore; the oracle for SQL stores).
 
 list_memories: filters are ANDed; `tag` means the tag is in `tags`; `since` <= timestamp < `until`;
+`text` means the text contains it with ASCII letters compared case-insensitively (other characters
+exactly: what SQLite's lower() does, and what PostgreSQL does through translate());
 order by (timestamp, memory_id) descending (`timestamp_desc`) or ascending; `after` = (timestamp,
 memory_id) of the last item already seen, so the next page starts strictly after it in that order.
 """
@@ -12,6 +14,13 @@ from collections.abc import Sequence
 from engine.models import Event, Memory
 from engine.storage.base import EventQuery, ListQuery
 from engine.timeutil import to_micros
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only (the text filter's case rule, the same in every store)."""
+    return text.translate(_ASCII_LOWER)
 
 
 def list_matches(m: Memory, q: ListQuery) -> bool:
@@ -28,6 +37,8 @@ def list_matches(m: Memory, q: ListQuery) -> bool:
     if q.tag is not None and q.tag not in m.tags:
         return False
     if q.archived is not None and m.archived != q.archived:
+        return False
+    if q.text is not None and ascii_lower(q.text) not in ascii_lower(m.text):
         return False
     ts = to_micros(m.timestamp)
     if q.since is not None and ts < to_micros(q.since):
@@ -56,5 +67,7 @@ def event_matches(seq: int, event: Event, q: EventQuery) -> bool:
     if q.type is not None and event.type != q.type:
         return False
     if q.entity_id is not None and event.entity_id != q.entity_id:
+        return False
+    if q.memory_id is not None and event.memory_id != q.memory_id:
         return False
     return not (q.since is not None and to_micros(event.at) < to_micros(q.since))

@@ -15,6 +15,7 @@ from server.config import Settings
 #: subcommand name -> module that registers it
 COMMANDS: dict[str, str] = {
     "serve": "server.commands.serve",
+    "mcp": "server.commands.mcp",
     "keys": "server.commands.keys",
     "bench": "server.commands.bench",
     "export": "server.commands.transfer",

@@ -8,7 +8,7 @@ import anyio.to_thread
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
-from engine.memory_service import MAX_PAGE_SIZE, ListFilters, MemoryCreate, MemoryPatch
+from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
 from engine.models import MEMORY_TYPES, STATUSES
 from server.auth import principal_of, require_auth
 from server.http import (
@@ -129,6 +129,10 @@ async def list_memories(
         format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp >= since (RFC 3339, years 1-9999 in UTC)")] = None,
     until: Annotated[str | None, QueryParameter(
         format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp < until (RFC 3339, years 1-9999 in UTC)")] = None,
+    q: Annotated[str | None, QueryParameter(
+        max_length=MAX_QUERY_LENGTH, pattern=r"^[^\u0000-\u001f\u007f]*$",
+        description="text search: the text contains q (ASCII case-insensitive; no control characters)")
+    ] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
     cursor: Annotated[str | None, QueryParameter(
@@ -139,7 +143,7 @@ async def list_memories(
     filters = ListFilters(
         namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
         types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=query_datetime(since, "since"), until=query_datetime(until, "until"), sort=sort,
+        since=query_datetime(since, "since"), until=query_datetime(until, "until"), q=q or None, sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)

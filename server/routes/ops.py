@@ -113,6 +113,8 @@ async def list_events(
         name="type", min_length=1, max_length=MAX_TYPE_LENGTH,
         description="only events of this type, e.g. memory.created")] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    memory_id: Annotated[str | None, QueryParameter(
+        max_length=128, description="only events about this memory (its history)")] = None,
     since: Annotated[str | None, QueryParameter(
         format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="only events at or after this time (RFC 3339)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
@@ -133,7 +135,8 @@ async def list_events(
     after = event_stream.decode_cursor(cursor) if cursor else None
     org_id = principal_of(request).org_id
     store = services_of(request).store
-    query = EventQuery(type=event_type, entity_id=entity_id, since=query_datetime(since, "since"), limit=limit)
+    query = EventQuery(type=event_type, entity_id=entity_id, memory_id=memory_id,
+                       since=query_datetime(since, "since"), limit=limit)
     read = event_stream.reader(store, org_id, query)
     if wants_stream(request):
         if last_event_id:

@@ -1,10 +1,12 @@
 """The mem0-compatible, message-based surface: /v1/memories. It reads and writes the same memories as
-/v0 (same store, same org scoping, same error envelope).
+/v0 (same store, same org scoping, same error envelope, plus `detail` for mem0 clients).
 
-Mapping: `user_id` -> the memories' `entity_id` (first-person statements are about
-`engine.write.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` -> `agent_id`; `run_id` ->
-`metadata.run_id` (namespace stays `default`); `metadata` is merged into every memory written.
-POST needs one of `user_id`, `agent_id`, `run_id`; GET needs `user_id` or `agent_id` (422 otherwise).
+Mapping (server.mem0): `user_id` -> the memories' `entity_id` (first-person statements are about
+`engine.write.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` -> `agent_id`; `run_id` and
+`app_id` -> `metadata.run_id` / `metadata.app_id` (namespace stays `default`); `metadata` is merged into
+every memory written; `expiration_date` -> `valid_to` (the start of the next day). POST needs one of
+`user_id`, `agent_id`, `run_id`, `app_id` (at the top level or in `filters`); GET needs `user_id` or
+`agent_id` (422 otherwise).
 
 - `infer=true` (default): the configured extractor reads the user messages (all messages if there are
   none) and the facts are ingested with supersession: `ADD` a new fact, `UPDATE` a new value that
@@ -22,7 +24,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
-import msgspec
 from litestar import Request, Response, delete, get, post
 from litestar.params import PathParameter, QueryParameter
 
@@ -32,67 +33,29 @@ from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest
 from engine.storage.base import ListQuery
 from engine.timeutil import utcnow
-from engine.write.ingest import v1_event
-from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
-from server.auth import principal_of, require_auth
+from server.auth import principal_of
 from server.errors import request_id_of
-from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
+from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
 from server.idempotency import StoredResponse
+from server.mem0.operations import NAMESPACE
+from server.mem0.records import record
+from server.routes.mem0 import MEM0_COMMON, add_response
+from server.schemas.mem0 import Mem0Memory
 from server.schemas.v1 import (
     V1_DEFAULT_LIMIT,
     V1_MAX_LIMIT,
-    V1CreateItem,
     V1CreateRequest,
     V1CreateResponse,
     V1Deleted,
-    V1Memory,
     V1SearchItem,
     V1SearchResponse,
 )
 from server.services import services_of
 
-REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {"createMemoriesV1": (V1CreateRequest,)}
-_COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["v1"]}
-NAMESPACE = "default"
+REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {"createMemoriesV1": (V1CreateRequest,)}
+_COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["v1"]}
 MAX_QUERY = 20000
-
-
-def _metadata(body: V1CreateRequest) -> dict[str, Any]:
-    meta = dict(body.metadata)
-    if body.run_id is not None:
-        meta["run_id"] = body.run_id
-    return meta
-
-
-def _extraction_text(body: V1CreateRequest) -> str:
-    users = [m.content for m in body.messages if m.role == "user"]
-    return "\n".join(users or [m.content for m in body.messages])
-
-
-def _raw_memories(body: V1CreateRequest, org_id: str) -> list[Memory]:
-    now = utcnow()
-    out: list[Memory] = []
-    for message in body.messages:
-        m = turn_memory(message.content, kind="event", org_id=org_id, entity_id=body.user_id,
-                        namespace=NAMESPACE, agent_id=body.agent_id, timestamp=now, now=now,
-                        metadata={**_metadata(body), "role": message.role, "origin": "v1"})
-        if m is not None:
-            out.append(m)
-    return out
-
-
-def _fact_results(svc: Any, org_id: str, plan: TurnPlan, now: Any) -> list[V1CreateItem]:
-    commit = commit_turn(svc.store, plan, now=now)
-    results: list[V1CreateItem] = []
-    for built, outcome in zip(commit.built, commit.outcomes, strict=True):
-        event = v1_event(outcome)
-        target = outcome.memory_id or built.memory_id
-        text = built.text
-        if target != built.memory_id:  # DELETE / NONE name an existing fact: show its text
-            existing = svc.store.get_memory(org_id, target)
-            text = existing.text if existing is not None else text
-        results.append(V1CreateItem(id=target, memory=text, event=event))
-    return results
+MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
 
 
 @post("/v1/memories/", operation_id="createMemoriesV1", status_code=200,
@@ -102,43 +65,7 @@ async def create_memories_v1(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[V1CreateResponse]:
-    raw, data = await read_json(request)
-    body = parse_body(data, V1CreateRequest)
-    if body.user_id is None and body.agent_id is None and body.run_id is None:
-        raise InvalidInput("one of user_id, agent_id or run_id is required", field="user_id")
-    svc = services_of(request)
-    ready: dict[str, Any] = {}
-
-    def prepare(org_id: str) -> None:
-        now = utcnow()
-        plan = None
-        if body.infer:
-            plan = plan_turn(svc.extractor, _extraction_text(body), org_id=org_id, entity_id=body.user_id,
-                             namespace=NAMESPACE, agent_id=body.agent_id, timestamp=now, now=now,
-                             store_turn="none", extract=True, metadata=_metadata(body))
-        if plan is not None and plan.extraction.facts:
-            embed_texts(svc.memories.embeddings, plan.texts())
-            ready.update(plan=plan, now=now)
-            return
-        memories = _raw_memories(body, org_id)
-        if not memories:
-            raise InvalidInput("every message is blank", field="messages")
-        embed_texts(svc.memories.embeddings, [m.text for m in memories])
-        ready.update(memories=memories)
-
-    def work(org_id: str) -> StoredResponse:
-        if "plan" in ready:
-            return ok_json(V1CreateResponse(results=_fact_results(svc, org_id, ready["plan"], ready["now"])))
-        created = svc.memories.insert(org_id, ready["memories"])
-        return ok_json(V1CreateResponse(results=[V1CreateItem(id=m.memory_id, memory=m.text, event="ADD")
-                                                 for m in created]))
-
-    return await run_write(request, raw, work, prepare=prepare)
-
-
-def _run_id(m: Memory) -> str | None:
-    value = m.metadata.get("run_id")
-    return value if isinstance(value, str) else None
+    return await add_response(request, lambda items: V1CreateResponse(results=items))
 
 
 def _search_item(m: Memory, score: float | None) -> V1SearchItem:
@@ -175,7 +102,7 @@ async def list_memories_v1(
             return V1SearchResponse(results=[_search_item(m, None) for m in rows])
         found = pipeline.recall(svc.store, svc.memories.embeddings, org_id=org_id, agent_id=agent_id or None,
                                 request=RecallRequest(query=query, entity_id=user_id or None,
-                                                      namespace=NAMESPACE, limit=limit),
+                                                      namespace=NAMESPACE, limit=min(limit, 100)),
                                 request_id=rid, now=utcnow())
         by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
         return V1SearchResponse(results=[_search_item(by_id[x.memory_id], x.score)
@@ -184,23 +111,20 @@ async def list_memories_v1(
     return await anyio.to_thread.run_sync(run)
 
 
-@get("/v1/memories/{memory_id:str}", operation_id="getMemoryV1", summary="Get one memory (mem0-compatible)",
+@get("/v1/memories/{memory_id:str}", operation_id="getMemoryV1",
+     summary="Get one memory (mem0-compatible; also with a trailing slash)",
      responses=error_responses(401, 403, 404, 429, 500), **_COMMON)
-async def get_memory_v1(request: Request[Any, Any, Any],
-                        memory_id: Annotated[str, PathParameter(description="mem_<ULID>")]) -> V1Memory:
+async def get_memory_v1(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Mem0Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
-    m = await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id)
-    return V1Memory(id=m.memory_id, memory=m.text, user_id=m.entity_id, agent_id=m.agent_id,
-                    run_id=_run_id(m), type=m.type, status=m.status, metadata=dict(m.metadata),
-                    created_at=m.created_at, updated_at=m.updated_at)
+    return record(await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id))
 
 
 @delete("/v1/memories/{memory_id:str}", operation_id="deleteMemoryV1", status_code=200,
         summary="Delete one memory, irreversibly (mem0-compatible)",
         responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
 async def delete_memory_v1(
-    request: Request[Any, Any, Any], memory_id: Annotated[str, PathParameter(description="mem_<ULID>")],
+    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[V1Deleted]:
     svc = services_of(request)

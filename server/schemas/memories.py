@@ -9,7 +9,7 @@ from msgspec import Meta
 
 from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryPatch
 from engine.models import Memory
-from server.errors import ErrorBody
+from server.schemas.errors import ErrorBody
 
 __all__ = [
     "Deleted", "ErrorBody", "Memory", "MemoryBatch", "MemoryCreate", "MemoryItems",

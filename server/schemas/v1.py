@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -12,6 +12,10 @@ from engine.models import AgentId, EntityId, MemoryText
 
 V1EventName = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 RunId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+AppId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+#: a mem0 filter object (see docs/integrations.md); nesting and list lengths are checked when it is read
+Filters = Annotated[dict[str, Any], Meta(max_length=32, description="mem0 filters: at most 32 keys")]
+UnixSeconds = Annotated[int, Meta(ge=0, le=253402300799, description="Unix time in seconds")]
 V1_MAX_LIMIT = 200
 V1_DEFAULT_LIMIT = 20
 
@@ -28,8 +32,16 @@ class V1CreateRequest(msgspec.Struct, kw_only=True):
     user_id: EntityId | None = None
     #: kept in each memory's metadata.run_id
     run_id: RunId | None = None
+    #: kept in each memory's metadata.app_id
+    app_id: AppId | None = None
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     infer: bool = True
+    #: the memories are valid through this date (their valid_to is the start of the next day, UTC)
+    expiration_date: date | None = None
+    #: the memories' timestamp (default: now)
+    timestamp: UnixSeconds | None = None
+    #: mem0 v3 clients may name the user/agent/run/app here instead of at the top level
+    filters: Filters | None = None
 
 
 class V1CreateItem(msgspec.Struct, kw_only=True):
@@ -55,21 +67,6 @@ class V1SearchItem(msgspec.Struct, kw_only=True):
 
 class V1SearchResponse(msgspec.Struct, kw_only=True):
     results: list[V1SearchItem]
-
-
-class V1Memory(msgspec.Struct, kw_only=True):
-    """GET /v1/memories/{memory_id}: the stored content and metadata of one memory."""
-
-    id: str
-    memory: str
-    user_id: str | None
-    agent_id: str | None
-    run_id: str | None
-    type: str
-    status: str
-    metadata: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
 
 
 class V1Deleted(msgspec.Struct, kw_only=True):

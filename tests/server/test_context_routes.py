@@ -313,9 +313,10 @@ def test_openapi_documents_the_operations(client) -> None:
         errors = [s for s in op["responses"] if s.startswith(("4", "5"))]
         assert {"401", "403", "429", "500"} <= set(errors), op_id
         assert "422" in errors or op_id == "getMemoryV1", op_id
+        envelope = "Mem0ErrorBody" if path.startswith("/v1/") else "ErrorBody"  # /v1 adds mem0's `detail`
         for status in errors:
             assert op["responses"][status]["content"]["application/json"]["schema"] == {
-                "$ref": "#/components/schemas/ErrorBody"}
+                "$ref": f"#/components/schemas/{envelope}"}
     schemas = doc["components"]["schemas"]
     assert schemas["AssembleRequest"]["properties"]["turn"]["maxLength"] == 20000
     assert schemas["Budget"]["properties"]["max_context_tokens"]["minimum"] == 256

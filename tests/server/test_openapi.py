@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 EXPECTED = {
@@ -18,12 +20,39 @@ EXPECTED = {
     ("/v0/summarize", "post"): "summarize",
     ("/v0/prune", "post"): "pruneMemories",
     ("/v0/observability/events", "get"): "listEvents",
+    ("/v0/entities/{entity_id}/graph", "get"): "getEntityGraph",
+    ("/v0/keys/self", "get"): "getOwnKey",
     ("/metrics", "get"): "getMetrics",
     ("/v1/memories", "post"): "createMemoriesV1",
     ("/v1/memories", "get"): "listMemoriesV1",
     ("/v1/memories/{memory_id}", "get"): "getMemoryV1",
     ("/v1/memories/{memory_id}", "delete"): "deleteMemoryV1",
+    # mem0 platform (server.routes.mem0)
+    ("/v1/ping", "get"): "mem0Ping",
+    ("/v3/memories/add", "post"): "mem0AddV3",
+    ("/v3/memories", "post"): "mem0ListV3",
+    ("/v2/memories", "post"): "mem0ListV2",
+    ("/v3/memories/search", "post"): "mem0SearchV3",
+    ("/v2/memories/search", "post"): "mem0SearchV2",
+    ("/v1/memories/search", "post"): "mem0SearchV1",
+    ("/v1/memories/{memory_id}", "put"): "mem0UpdateMemory",
+    ("/v1/memories/{memory_id}/history", "get"): "mem0MemoryHistory",
+    ("/v1/memories", "delete"): "mem0DeleteAll",
+    ("/v1/entities", "get"): "mem0ListEntities",
+    ("/v2/entities/{entity_type}/{entity_id}", "delete"): "mem0DeleteEntity",
+    ("/v1/entities/{entity_type}/{entity_id}", "delete"): "mem0DeleteEntityV1",
+    # mem0's open-source server (server.routes.mem0_oss)
+    ("/memories", "post"): "mem0OssAdd",
+    ("/memories", "get"): "mem0OssList",
+    ("/memories", "delete"): "mem0OssDeleteAll",
+    ("/memories/{memory_id}", "get"): "mem0OssGet",
+    ("/memories/{memory_id}", "put"): "mem0OssUpdate",
+    ("/memories/{memory_id}", "delete"): "mem0OssDelete",
+    ("/memories/{memory_id}/history", "get"): "mem0OssHistory",
+    ("/search", "post"): "mem0OssSearch",
 }
+#: operations whose errors also carry mem0's `detail` (Mem0ErrorBody)
+MEM0_ERRORS = {op for (path, _), op in EXPECTED.items() if op.startswith("mem0") or op.endswith("V1")}
 
 
 @pytest.fixture
@@ -59,13 +88,27 @@ def test_error_envelope_documented_per_status(doc) -> None:
         responses = doc["paths"][path][method]["responses"]
         errors = [s for s in responses if s.startswith(("4", "5"))]
         assert errors, op_id
+        body = "Mem0ErrorBody" if op_id in MEM0_ERRORS else "ErrorBody"
         for status in errors:
             schema = responses[status]["content"]["application/json"]["schema"]
-            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (op_id, status)
+            assert schema == {"$ref": f"#/components/schemas/{body}"}, (op_id, status)
             assert "X-Request-Id" in responses[status]["headers"]
         if op_id not in {"getHealth", "getMetrics"}:  # public operations
-            assert {"401", "403", "429", "500"} <= set(errors), op_id
+            assert {"401", "429", "500"} <= set(errors), op_id
+            assert "403" in errors or op_id == "getOwnKey", op_id  # any valid key may ask who it is
     assert {"400", "409", "422"} <= set(doc["paths"]["/v0/memories"]["post"]["responses"])
+
+
+def test_no_two_path_items_differ_only_in_parameter_names(doc) -> None:
+    """OpenAPI 3.1 forbids templated paths that are the same but for their parameters' names."""
+    seen: dict[str, str] = {}
+    for path in doc["paths"]:
+        shape = re.sub(r"\{[^}]*\}", "{}", path)
+        assert shape not in seen, f"{path} and {seen[shape]} differ only in parameter names"
+        seen[shape] = path
+    assert "mem0ErrorBody" not in doc["components"]["schemas"]
+    assert doc["components"]["schemas"]["Mem0ErrorBody"]["required"] == ["error", "message", "request_id",
+                                                                         "detail"]
 
 
 def test_request_bodies(doc) -> None:
@@ -84,7 +127,7 @@ def test_request_bodies(doc) -> None:
 def test_list_parameters(doc) -> None:
     params = {p["name"]: p for p in doc["paths"]["/v0/memories"]["get"]["parameters"]}
     assert {"namespace", "entity_id", "agent_id", "type", "status", "tag", "archived", "since", "until",
-            "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
+            "q", "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
     assert params["page_size"]["schema"]["maximum"] == 200
 
 

@@ -71,7 +71,9 @@ def test_create_validation(client, auth, store: Store, body: dict, field: str) -
     r = client.post("/v1/memories/", json=body, headers=auth)
     assert r.status_code == 422, r.text
     assert r.json()["error"] == "validation_error" and r.json()["details"]["field"] == field
-    assert set(r.json()) == {"error", "message", "request_id", "details"}
+    # /v1 is mem0's surface: the envelope also carries mem0's `detail` (the message)
+    assert set(r.json()) == {"error", "message", "request_id", "details", "detail"}
+    assert r.json()["detail"] == r.json()["message"]
     assert store.count_memories() == 0
 
 

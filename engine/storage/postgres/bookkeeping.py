@@ -123,11 +123,15 @@ def append_events(conn: psycopg.Connection[Any], events: Sequence[Event]) -> Non
 
 
 def list_events(conn: psycopg.Connection[Any], org_id: str, q: EventQuery) -> list[tuple[int, Event]]:
+    if q.memory_id is not None and "\x00" in q.memory_id:
+        return []  # no memory id holds NUL (and a text parameter cannot)
     w = Where().add("org_id = %(org)s", org=enc(org_id))
     if q.type is not None:
         w.add("type = %(type)s", type=enc(q.type))
     if q.entity_id is not None:
         w.add("entity_id = %(entity)s", entity=enc(q.entity_id))
+    if q.memory_id is not None:  # no memory_id column: read it from the JSON doc (json, not jsonb,
+        w.add("(doc::json ->> 'memory_id') = %(memory)s", memory=q.memory_id)  # accepts \u0000)
     if q.since is not None:
         w.add("at >= %(since)s", since=to_utc(q.since))
     if q.after is not None:

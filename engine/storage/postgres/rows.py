@@ -7,6 +7,7 @@ for filtering and indexes.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ import psycopg
 
 from engine.models import Memory, text_hash
 from engine.storage.base import ListQuery
+from engine.storage.listing import ascii_lower
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
 from engine.storage.postgres.schema import tsv_inline_fits
 from engine.storage.postgres.where import Where
@@ -251,6 +253,9 @@ def list_query(conn: psycopg.Connection[Any], org_id: str, q: ListQuery) -> list
         w.add("tags @> ARRAY[%(tag)s]::text[]", tag=enc(q.tag))
     if q.archived is not None:
         w.add("archived = %(archived)s", archived=q.archived)
+    if q.text is not None:  # ASCII case folding only, as in the other stores
+        w.add(f"strpos(translate(text, '{string.ascii_uppercase}', '{string.ascii_lowercase}'), %(text)s) > 0",
+              text=enc(ascii_lower(q.text)))
     if q.since is not None:
         w.add("ts >= %(since)s", since=to_utc(q.since))
     if q.until is not None:

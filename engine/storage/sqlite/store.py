@@ -27,6 +27,7 @@ import numpy as np
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory
 from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.listing import ascii_lower
 from engine.storage.local_index import IndexRegistry
 from engine.storage.sqlite import codec
 from engine.storage.sqlite.schema import migrate
@@ -183,6 +184,9 @@ class SQLiteStore:
         if query.archived is not None:
             where.append("archived = ?")
             params.append(int(query.archived))
+        if query.text is not None:
+            where.append("instr(lower(text), ?) > 0")  # SQLite's lower() folds ASCII letters only
+            params.append(ascii_lower(query.text))
         if query.since is not None:
             where.append("ts >= ?")
             params.append(to_micros(query.since))
@@ -330,6 +334,9 @@ class SQLiteStore:
         if query.entity_id is not None:
             where.append("entity_id = ?")
             params.append(query.entity_id)
+        if query.memory_id is not None:
+            where.append("memory_id = ?")
+            params.append(query.memory_id)
         if query.since is not None:
             where.append("at >= ?")
             params.append(to_micros(query.since))

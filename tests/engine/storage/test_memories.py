@@ -71,6 +71,30 @@ def _ids(ms: list) -> list[str]:
     return [m.memory_id for m in ms]
 
 
+def test_list_text_filter(store: Store) -> None:
+    a = mem(text="Alice moved to Berlin", timestamp=at(1))
+    b = mem(text="bob LIKES berlin_100% café", timestamp=at(2))
+    c = mem(text="CAFÉ Zürich", timestamp=at(3), namespace="n2")
+    d = mem(org_id="org_b", text="Berlin too", timestamp=at(4))
+    e = mem(text="a\x00nul \x01x\x02y", timestamp=at(5))
+    store.put_memories([a, b, c, d, e])
+
+    def found(text: str, **more: object) -> list[str]:
+        return _ids(store.list_memories("org_a", ListQuery(text=text, sort="timestamp_asc", **more)))
+
+    assert found("berlin") == _ids([a, b])  # substring, ASCII case-insensitive, own org only
+    assert found("BERLIN_1") == _ids([b])  # no LIKE wildcards: `_` and `%` are plain characters
+    assert found("_100%") == _ids([b])
+    assert found("ob_l") == [] and found("o%s") == []  # what LIKE wildcards would match
+    assert found("café") == _ids([b])  # non-ASCII letters compare exactly
+    assert found("CAFÉ") == _ids([c])
+    assert found("zürich") == _ids([c])
+    assert found("Berlin", namespace="n2") == []
+    assert found("Berlin", limit=1) == _ids([a])
+    assert found("nul") == _ids([e])  # around stored control characters (PostgreSQL escapes NUL)
+    assert found("") == _ids([a, b, c, e])
+
+
 def test_list_filters(store: Store) -> None:
     a = mem(namespace="n1", entity_id="ent:a", agent_id="g1", type="fact", tags=["t1", "t2"], timestamp=at(1))
     b = mem(namespace="n1", entity_id="ent:b", agent_id="g2", type="event", status="superseded", timestamp=at(2))

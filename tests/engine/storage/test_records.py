@@ -73,6 +73,10 @@ def test_events(store: Store) -> None:
     assert [e.event_id for _, e in store.list_events("org_a", q(type="context.assembled"))] == ["evt_2", "evt_5"]
     assert [e.event_id for _, e in store.list_events("org_a", q(entity_id="ent:a"))] == ["evt_4", "evt_5"]
     assert [e.event_id for _, e in store.list_events("org_a", q(since=at(2)))] == ["evt_2", "evt_4", "evt_5"]
+    assert [e.event_id for _, e in store.list_events("org_a", q(memory_id="mem_4"))] == ["evt_4"]
+    assert store.list_events("org_a", q(memory_id="mem_3")) == []  # org_b's
+    assert store.list_events("org_a", q(memory_id="mem_4", type="context.assembled")) == []
+    assert store.list_events("org_a", q(memory_id="mem\x00_4")) == []
     page1 = store.list_events("org_a", q(limit=2))
     page2 = store.list_events("org_a", q(limit=2, after=page1[-1][0]))
     page3 = store.list_events("org_a", q(limit=2, after=page2[-1][0]))

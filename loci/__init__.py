@@ -1,0 +1,1 @@
+"""Loci's Python client library: `loci.client` (the server is `server`, the engine `engine`)."""

@@ -1,0 +1,148 @@
+"""Each API call as data (method, path, body, query, answer type, whether it writes): the sync and async
+clients send the same `Call`s, so they cannot drift apart. Bodies and answers are the server's own
+wire Structs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+from engine.memory_service import MemoryCreate, MemoryPatch
+from engine.models import Memory
+from engine.prune import PruneRequest, PruneResult
+from engine.retrieval.options import AssembleRequest, RecallRequest
+from engine.retrieval.responses import AssembleResponse, RecallResponse
+from server.schemas.health import Health
+from server.schemas.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
+from server.schemas.ops import EventList, SummarizeRequest, SummarizeResponse
+
+T = TypeVar("T")
+AGENT_HEADER = "X-Service-Agent"
+
+
+class Call(msgspec.Struct, Generic[T], kw_only=True):
+    method: str
+    path: str
+    answer: type[T]
+    body: bytes | None = None
+    params: dict[str, str] = msgspec.field(default_factory=dict)
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: a logical write: sent with one Idempotency-Key for all its attempts
+    writes: bool = False
+
+
+def _body(value: Any) -> bytes:
+    return msgspec.json.encode(value)
+
+
+def _agent(agent: str | None) -> dict[str, str]:
+    return {AGENT_HEADER: agent} if agent else {}
+
+
+def _query(values: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, datetime):
+            out[key] = value.isoformat()
+        elif isinstance(value, list | tuple):
+            out[key] = ",".join(str(v) for v in value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def health() -> Call[Health]:
+    return Call(method="GET", path="/v0/health", answer=Health)
+
+
+def create_memory(draft: MemoryCreate, agent: str | None = None) -> Call[Memory]:
+    return Call(
+        method="POST",
+        path="/v0/memories",
+        answer=Memory,
+        body=_body(draft),
+        headers=_agent(agent),
+        writes=True,
+    )
+
+
+def create_memories(drafts: Sequence[MemoryCreate], agent: str | None = None) -> Call[MemoryItems]:
+    return Call(
+        method="POST",
+        path="/v0/memories",
+        answer=MemoryItems,
+        body=_body(MemoryBatch(items=list(drafts))),
+        headers=_agent(agent),
+        writes=True,
+    )
+
+
+def get_memory(memory_id: str) -> Call[Memory]:
+    return Call(method="GET", path=f"/v0/memories/{memory_id}", answer=Memory)
+
+
+def update_memory(memory_id: str, patch: MemoryPatch) -> Call[Memory]:
+    return Call(
+        method="PATCH", path=f"/v0/memories/{memory_id}", answer=Memory, body=_body(patch), writes=True
+    )
+
+
+def delete_memory(memory_id: str) -> Call[Deleted]:
+    return Call(method="DELETE", path=f"/v0/memories/{memory_id}", answer=Deleted, writes=True)
+
+
+def list_memories(
+    filters: Mapping[str, Any], *, page_size: int, cursor: str | None, agent: str | None = None
+) -> Call[MemoryList]:
+    params = _query({**filters, "page_size": page_size, "cursor": cursor})
+    return Call(method="GET", path="/v0/memories", answer=MemoryList, params=params, headers=_agent(agent))
+
+
+def assemble(request: AssembleRequest, agent: str | None = None) -> Call[AssembleResponse]:
+    return Call(
+        method="POST",
+        path="/v0/context/assemble",
+        answer=AssembleResponse,
+        body=_body(request),
+        headers=_agent(agent),
+        writes=True,
+    )
+
+
+def recall(request: RecallRequest, agent: str | None = None) -> Call[RecallResponse]:
+    return Call(
+        method="POST", path="/v0/recall", answer=RecallResponse, body=_body(request), headers=_agent(agent)
+    )
+
+
+def summarize(request: SummarizeRequest) -> Call[SummarizeResponse]:
+    return Call(method="POST", path="/v0/summarize", answer=SummarizeResponse, body=_body(request))
+
+
+def prune(request: PruneRequest) -> Call[PruneResult]:
+    return Call(method="POST", path="/v0/prune", answer=PruneResult, body=_body(request), writes=True)
+
+
+def list_events(
+    *,
+    type: str | None = None,
+    entity_id: str | None = None,
+    since: datetime | None = None,
+    limit: int = 100,
+    cursor: str | None = None,
+) -> Call[EventList]:
+    params = _query({"type": type, "entity_id": entity_id, "since": since, "limit": limit, "cursor": cursor})
+    return Call(method="GET", path="/v0/observability/events", answer=EventList, params=params)
+
+
+def stream_params(
+    *, type: str | None, entity_id: str | None, max_events: int | None, timeout: float | None
+) -> dict[str, str]:
+    return _query({"type": type, "entity_id": entity_id, "max_events": max_events, "timeout": timeout})

@@ -1,0 +1,28 @@
+"""When and how long to wait before another attempt: connection errors, 429 (honouring Retry-After)
+and 503 are retried with exponential backoff and jitter; every other answer is final."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+
+RETRY_STATUSES = frozenset({429, 503})
+MAX_RETRY_AFTER = 60.0
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    max_retries: int = 3
+    #: the first wait; each next one doubles, up to max_backoff
+    backoff: float = 0.25
+    max_backoff: float = 8.0
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        """Seconds to wait after failed attempt number `attempt` (0-based)."""
+        if retry_after is not None:
+            try:
+                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER)
+            except ValueError:
+                pass
+        base = min(self.backoff * (2**attempt), self.max_backoff)
+        return float(base * (0.5 + random.random() / 2))  # jitter: no synchronized retry storms

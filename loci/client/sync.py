@@ -1,0 +1,227 @@
+"""`LociClient`: the synchronous client (httpx). See `loci.client` for what every client does."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from engine.memory_service import MemoryCreate, MemoryPatch
+from engine.models import Memory
+from engine.prune import PruneRequest, PruneResult
+from engine.retrieval.options import AssembleRequest, RecallRequest
+from engine.retrieval.responses import AssembleResponse, RecallResponse
+from loci.client import calls
+from loci.client.calls import Call
+from loci.client.errors import ConnectionFailed, error_for
+from loci.client.retry import RETRY_STATUSES, RetryPolicy
+from loci.client.sse import MEDIA_TYPE, Parser, StreamedEvent
+from server.schemas.health import Health
+from server.schemas.memories import Deleted, MemoryList
+from server.schemas.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
+
+T = TypeVar("T")
+DEFAULT_URL = "http://127.0.0.1:8080"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+def headers_for(api_key: str | None) -> dict[str, str]:
+    key = api_key or os.environ.get("LOCI_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+class LociClient:
+    """`LociClient(base_url, api_key)`; the key defaults to $LOCI_API_KEY, the URL to $LOCI_URL."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.Client(
+            base_url=base_url or os.environ.get("LOCI_URL") or DEFAULT_URL,
+            headers=headers_for(api_key),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> LociClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # --- sending ---------------------------------------------------------------------------------------
+    def _send(self, call: Call[Any], idempotency_key: str | None = None) -> httpx.Response:
+        headers = dict(call.headers)
+        if call.writes:  # one key for every attempt of this logical write: a retry never writes twice
+            headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
+        if call.body is not None:
+            headers["Content-Type"] = "application/json"
+        for attempt in range(self.retry.max_retries + 1):
+            last = attempt == self.retry.max_retries
+            try:
+                r = self._http.request(
+                    call.method, call.path, content=call.body, params=call.params, headers=headers
+                )
+            except httpx.TransportError as exc:
+                if last:
+                    raise ConnectionFailed(f"{call.method} {call.path}: {exc!r}") from exc
+                time.sleep(self.retry.delay(attempt))
+                continue
+            if r.status_code in RETRY_STATUSES and not last:
+                time.sleep(self.retry.delay(attempt, r.headers.get("Retry-After")))
+                continue
+            return r
+        raise AssertionError("unreachable")
+
+    def call(self, call: Call[T], idempotency_key: str | None = None) -> T:
+        """Send one call (with retries) and decode its answer; an error answer raises its APIError."""
+        r = self._send(call, idempotency_key)
+        if r.is_error:
+            raise error_for(r.status_code, r.content, r.headers.get("X-Request-Id"))
+        return msgspec.json.decode(r.content, type=call.answer)
+
+    # --- memories --------------------------------------------------------------------------------------
+    def health(self) -> Health:
+        return self.call(calls.health())
+
+    def create_memory(
+        self, draft: MemoryCreate, *, agent: str | None = None, idempotency_key: str | None = None
+    ) -> Memory:
+        return self.call(calls.create_memory(draft, agent), idempotency_key)
+
+    def create_memories(
+        self, drafts: Sequence[MemoryCreate], *, agent: str | None = None, idempotency_key: str | None = None
+    ) -> list[Memory]:
+        return self.call(calls.create_memories(drafts, agent), idempotency_key).items
+
+    def get_memory(self, memory_id: str) -> Memory:
+        return self.call(calls.get_memory(memory_id))
+
+    def update_memory(
+        self, memory_id: str, patch: MemoryPatch, *, idempotency_key: str | None = None
+    ) -> Memory:
+        return self.call(calls.update_memory(memory_id, patch), idempotency_key)
+
+    def delete_memory(self, memory_id: str, *, idempotency_key: str | None = None) -> Deleted:
+        return self.call(calls.delete_memory(memory_id), idempotency_key)
+
+    def list_memories(
+        self, *, page_size: int = 50, cursor: str | None = None, agent: str | None = None, **filters: Any
+    ) -> MemoryList:
+        """One page; filters are GET /v0/memories' (namespace, entity_id, type, status, tag, ...)."""
+        return self.call(calls.list_memories(filters, page_size=page_size, cursor=cursor, agent=agent))
+
+    def iter_memories(
+        self, *, page_size: int = 200, agent: str | None = None, **filters: Any
+    ) -> Iterator[Memory]:
+        """Every memory matching the filters, page by page (cursor paging: no repeats, no gaps)."""
+        cursor: str | None = None
+        while True:
+            page = self.list_memories(page_size=page_size, cursor=cursor, agent=agent, **filters)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    # --- context ---------------------------------------------------------------------------------------
+    def assemble(
+        self, request: AssembleRequest, *, agent: str | None = None, idempotency_key: str | None = None
+    ) -> AssembleResponse:
+        return self.call(calls.assemble(request, agent), idempotency_key)
+
+    def recall(self, request: RecallRequest, *, agent: str | None = None) -> RecallResponse:
+        return self.call(calls.recall(request, agent))
+
+    def summarize(self, request: SummarizeRequest) -> SummarizeResponse:
+        return self.call(calls.summarize(request))
+
+    def prune(self, request: PruneRequest, *, idempotency_key: str | None = None) -> PruneResult:
+        return self.call(calls.prune(request), idempotency_key)
+
+    # --- events ----------------------------------------------------------------------------------------
+    def list_events(
+        self,
+        *,
+        type: str | None = None,
+        entity_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> EventList:
+        return self.call(
+            calls.list_events(type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor)
+        )
+
+    def iter_events(
+        self,
+        *,
+        type: str | None = None,
+        entity_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = 500,
+        cursor: str | None = None,
+    ) -> Iterator[EventItem]:
+        """The log from `cursor` (or the start) to its current end, page by page."""
+        while True:
+            page = self.list_events(type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def stream_events(
+        self,
+        *,
+        after: str | None = None,
+        type: str | None = None,
+        entity_id: str | None = None,
+        max_events: int | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[StreamedEvent]:
+        """The live event stream (server-sent events). A dropped connection is resumed after the last event
+        seen (Last-Event-ID), with the retry policy; `max_events`/`timeout` end it (server side)."""
+        seen = 0
+        failures = 0
+        while max_events is None or seen < max_events:
+            headers = {"Accept": MEDIA_TYPE, **({"Last-Event-ID": after} if after else {})}
+            left = None if max_events is None else max_events - seen
+            params = calls.stream_params(type=type, entity_id=entity_id, max_events=left, timeout=timeout)
+            try:
+                with self._http.stream(
+                    "GET",
+                    "/v0/observability/events",
+                    params=params,
+                    headers=headers,
+                    timeout=httpx.Timeout(self._http.timeout.connect, read=None),
+                ) as r:
+                    if r.is_error:
+                        r.read()
+                        raise error_for(r.status_code, r.content, r.headers.get("X-Request-Id"))
+                    parser = Parser()
+                    for line in r.iter_lines():
+                        event = parser.feed(line)
+                        if event is not None:
+                            after, seen, failures = event.cursor, seen + 1, 0
+                            yield event
+                return  # the server ended the stream (max_events or timeout)
+            except httpx.TransportError as exc:
+                if failures >= self.retry.max_retries:
+                    raise ConnectionFailed(f"event stream: {exc!r}") from exc
+                time.sleep(self.retry.delay(failures))
+                failures += 1

@@ -1,0 +1,298 @@
+"""The mem0 operations over Loci's services: add, list, search, update, history, bulk delete, entities.
+
+Each runs in a worker thread (the store is synchronous). Writes split into a `prepare_*` step that
+runs outside the store transaction (extraction, embedding) and a commit step that the route runs
+under its Idempotency-Key (`server.http.run_write`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from engine.errors import InvalidInput, NotFound
+from engine.memory_service import MemoryEdit, MemoryPatch
+from engine.models import Event, Memory
+from engine.retrieval import pipeline
+from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
+from engine.storage.base import EventQuery, ListQuery, page_through
+from engine.write.ingest import v1_event
+from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
+from server.mem0.filters import Selection, select
+from server.mem0.records import SCOPE_KEYS, record, valid_to_for
+from server.mem0.records import history as history_records
+from server.schemas.mem0 import MAX_TOP_K, Mem0HistoryItem, Mem0Memory, Mem0UpdateRequest
+from server.schemas.v1 import V1CreateItem, V1CreateRequest
+from server.services import Services
+
+NAMESPACE = "default"
+LIVE = ("active", "disputed")
+SCAN_PAGE = 500
+MAX_HISTORY = 1000
+ID_KEYS = ("user_id", "agent_id", "run_id", "app_id")
+
+
+# --- add -------------------------------------------------------------------------------------------
+class Scopes(msgspec.Struct, frozen=True, kw_only=True):
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    app_id: str | None = None
+
+
+def scopes_of(body: V1CreateRequest) -> Scopes:
+    """The ids at the top level, else string equalities in `filters` (mem0 v3 clients)."""
+    given = {k: getattr(body, k) for k in ID_KEYS}
+    for key, value in (body.filters or {}).items():
+        if key in ID_KEYS and given[key] is None:
+            if not isinstance(value, str) or not value or len(value) > 128 or value == "*":
+                raise InvalidInput(
+                    f"filters.{key} must be an id (1 to 128 characters)", field=f"filters.{key}"
+                )
+            given[key] = value
+    if not any(given.values()):
+        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
+                           details={"rule": "scope_filter"})
+    return Scopes(**given)
+
+
+class AddPlan(msgspec.Struct, kw_only=True):
+    scopes: Scopes
+    now: datetime
+    valid_to: datetime | None
+    plan: TurnPlan | None = None
+    memories: list[Memory] = msgspec.field(default_factory=list)
+
+
+def _metadata(body: V1CreateRequest, scopes: Scopes) -> dict[str, Any]:
+    meta = {k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS}
+    meta.update({k: v for k, v in (("run_id", scopes.run_id), ("app_id", scopes.app_id)) if v})
+    return meta
+
+
+def _extraction_text(body: V1CreateRequest) -> str:
+    users = [m.content for m in body.messages if m.role == "user"]
+    return "\n".join(users or [m.content for m in body.messages])
+
+
+def _raw_memories(
+    body: V1CreateRequest, scopes: Scopes, org_id: str, ts: datetime, now: datetime, valid_to: datetime | None
+) -> list[Memory]:
+    out: list[Memory] = []
+    for message in body.messages:
+        m = turn_memory(
+            message.content,
+            kind="event",
+            org_id=org_id,
+            entity_id=scopes.user_id,
+            namespace=NAMESPACE,
+            agent_id=scopes.agent_id,
+            timestamp=ts,
+            now=now,
+            metadata={**_metadata(body, scopes), "role": message.role, "origin": "v1"},
+        )
+        if m is not None:
+            out.append(m if valid_to is None else msgspec.structs.replace(m, valid_to=valid_to))
+    return out
+
+
+def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime) -> AddPlan:
+    """Extract (infer=true) or build the raw message memories, and embed; writes nothing."""
+    scopes = scopes_of(body)
+    ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else now
+    ready = AddPlan(scopes=scopes, now=now, valid_to=valid_to_for(body.expiration_date))
+    if body.infer:
+        plan = plan_turn(
+            svc.extractor,
+            _extraction_text(body),
+            org_id=org_id,
+            entity_id=scopes.user_id,
+            namespace=NAMESPACE,
+            agent_id=scopes.agent_id,
+            timestamp=ts,
+            now=now,
+            store_turn="none",
+            extract=True,
+            metadata=_metadata(body, scopes),
+        )
+        if plan.extraction.facts:
+            embed_texts(svc.memories.embeddings, plan.texts())
+            ready.plan = plan
+            return ready
+    ready.memories = _raw_memories(body, scopes, org_id, ts, now, ready.valid_to)
+    if not ready.memories:
+        raise InvalidInput("every message is blank", field="messages")
+    embed_texts(svc.memories.embeddings, [m.text for m in ready.memories])
+    return ready
+
+
+def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]:
+    """Store what `prepare_add` built (inside the caller's transaction): ADD/UPDATE/DELETE/NONE per fact."""
+    if ready.plan is None:
+        created = svc.memories.insert(org_id, ready.memories)
+        return [V1CreateItem(id=m.memory_id, memory=m.text, event="ADD") for m in created]
+    commit = commit_turn(svc.store, ready.plan, now=ready.now)
+    results: list[V1CreateItem] = []
+    for built, outcome in zip(commit.built, commit.outcomes, strict=True):
+        target = outcome.memory_id or built.memory_id
+        text = built.text
+        if target != built.memory_id:  # DELETE / NONE name an existing fact: show its text
+            existing = svc.store.get_memory(org_id, target)
+            text = existing.text if existing is not None else text
+        results.append(V1CreateItem(id=target, memory=text, event=v1_event(outcome)))
+    if ready.valid_to is not None:
+        for item in results:
+            if item.event == "ADD":
+                svc.memories.update(org_id, item.id, MemoryPatch(valid_to=ready.valid_to))
+    return results
+
+
+# --- read --------------------------------------------------------------------------------------------
+def scan(
+    svc: Services,
+    org_id: str,
+    sel: Selection,
+    *,
+    now: datetime,
+    live: bool = True,
+    show_expired: bool = False,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Iterator[Memory]:
+    """The memories a selection picks, newest first, read page by page. `live`: current ones only
+    (active or disputed, not archived, not expired unless `show_expired`)."""
+    query = ListQuery(
+        namespace=NAMESPACE,
+        entity_id=sel.entity_id,
+        agent_id=sel.agent_id,
+        statuses=LIVE if live else None,
+        archived=False if live else None,
+        since=since,
+        until=until,
+        sort="timestamp_desc",
+        limit=SCAN_PAGE,
+    )
+    for m in page_through(svc.store, org_id, query):
+        if live and not show_expired and m.valid_to is not None and m.valid_to <= now:
+            continue
+        if sel.predicate(m):
+            yield m
+
+
+def day_start(day: date | None, *, next_day: bool = False) -> datetime | None:
+    """00:00 UTC of `day` (of the day after, for an inclusive end date)."""
+    if day is None:
+        return None
+    return datetime.combine(day + timedelta(days=1 if next_day else 0), time.min, UTC)
+
+
+def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, list[Memory]]:
+    """The total and the memories of page `number` (1-based) of `size`."""
+    first = (number - 1) * size
+    count = 0
+    items: list[Memory] = []
+    for m in memories:
+        if first <= count < first + size:
+            items.append(m)
+        count += 1
+    return count, items
+
+
+def search(
+    svc: Services,
+    org_id: str,
+    *,
+    request_id: str,
+    query: str,
+    sel: Selection,
+    top_k: int,
+    threshold: float | None,
+    rerank: bool,
+    now: datetime,
+) -> list[Mem0Memory]:
+    """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`."""
+    found = pipeline.recall(
+        svc.store,
+        svc.memories.embeddings,
+        org_id=org_id,
+        agent_id=sel.agent_id,
+        request_id=request_id,
+        now=now,
+        request=RecallRequest(
+            query=query,
+            entity_id=sel.entity_id,
+            namespace=NAMESPACE,
+            limit=MAX_TOP_K,
+            retrieval=RetrievalOptions(rerank=Rerank(enable=rerank or None)),
+        ),
+    )
+    by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
+    out: list[Mem0Memory] = []
+    for match in found.matches:
+        m = by_id.get(match.memory_id)
+        if m is None or not sel.predicate(m) or (threshold is not None and match.score < threshold):
+            continue
+        out.append(record(m, match.score))
+        if len(out) == top_k:
+            break
+    return out
+
+
+def history(svc: Services, org_id: str, memory_id: str) -> list[Mem0HistoryItem]:
+    """The memory's changes, oldest first (also after it was deleted, while its events are kept)."""
+    current = svc.store.get_memory(org_id, memory_id)
+    events: list[Event] = [
+        e for _, e in svc.store.list_events(org_id, EventQuery(memory_id=memory_id, limit=MAX_HISTORY))
+    ]
+    if current is None and not events:
+        raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
+    return history_records(current, events)
+
+
+# --- update and delete -------------------------------------------------------------------------------
+def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
+    """The mem0 update as a MemoryEdit; the memory's run_id/app_id survive a metadata replacement."""
+    if not isinstance(body.timestamp, UnsetType):
+        raise InvalidInput("a memory's timestamp cannot be changed (it orders listings)", field="timestamp",
+                           details={"rule": "timestamp_unchanged"})
+    text = body.text if not isinstance(body.text, UnsetType) else body.data
+    metadata: dict[str, Any] | UnsetType = UNSET
+    if not isinstance(body.metadata, UnsetType):
+        metadata = {
+            **{k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS},
+            **{k: current.metadata[k] for k in SCOPE_KEYS if k in current.metadata},
+        }
+    valid_to = UNSET if isinstance(body.expiration_date, UnsetType) else valid_to_for(body.expiration_date)
+    if isinstance(text, UnsetType) and isinstance(metadata, UnsetType) and isinstance(valid_to, UnsetType):
+        raise InvalidInput("nothing to update: give text, metadata or expiration_date", field="text",
+                           details={"rule": "something_to_update"})
+    return MemoryEdit(text=text, metadata=metadata, valid_to=valid_to)
+
+
+def delete_matching(svc: Services, org_id: str, sel: Selection, now: datetime) -> int:
+    """Delete every memory the selection picks (any status, archived too) in one transaction."""
+    with svc.store.transaction():
+        ids = [m.memory_id for m in scan(svc, org_id, sel, now=now, live=False)]
+        for memory_id in ids:
+            svc.memories.delete(org_id, memory_id)
+    return len(ids)
+
+
+def entity_selection(kind: str, name: str) -> Selection:
+    key = {"user": "user_id", "agent": "agent_id", "run": "run_id", "app": "app_id"}.get(kind)
+    if key is None:
+        raise InvalidInput(f"unknown entity type {kind!r}; valid: user, agent, app, run", field="entity_type")
+    return select({key: name})
+
+
+def ids_selection(**ids: str | None) -> Selection:
+    """DELETE /v1/memories/?user_id=...: at least one id; `*` means any value of that id."""
+    given = {k: v for k, v in ids.items() if v}
+    if not given:
+        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
+                           details={"rule": "scope_filter"})
+    return select(given)

@@ -1,0 +1,130 @@
+"""Loci memories and events as mem0 records: memories, history entries and entities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from msgspec import UNSET, UnsetType
+
+from engine.models import Event, Memory
+from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem0Memory
+
+#: metadata keys that carry mem0 scopes (shown as fields, not as metadata)
+SCOPE_KEYS = ("run_id", "app_id")
+
+
+def _meta_str(m: Memory, key: str) -> str | None:
+    value = m.metadata.get(key)
+    return value if isinstance(value, str) else None
+
+
+def expiration_date(valid_to: datetime | None) -> date | None:
+    """The last day a memory is valid (valid_to is exclusive)."""
+    return None if valid_to is None else (valid_to - timedelta(microseconds=1)).date()
+
+
+def valid_to_for(day: date | None) -> datetime | None:
+    """A memory that expires after `day` is valid until the start of the next day (UTC)."""
+    return None if day is None else datetime.combine(day + timedelta(days=1), time.min, UTC)
+
+
+def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
+    run_id = _meta_str(m, "run_id")
+    return Mem0Memory(
+        id=m.memory_id,
+        memory=m.text,
+        user_id=m.entity_id,
+        agent_id=m.agent_id,
+        app_id=_meta_str(m, "app_id"),
+        run_id=run_id,
+        session_id=run_id,
+        metadata={k: v for k, v in m.metadata.items() if k not in SCOPE_KEYS},
+        categories=list(m.tags),
+        type=m.type,
+        status=m.status,
+        created_at=m.created_at,
+        updated_at=m.updated_at,
+        expiration_date=expiration_date(m.valid_to),
+        score=score,
+    )
+
+
+def _entry(m: Memory | None, event: Event, kind: str, old: str | None, new: str | None) -> Mem0HistoryItem:
+    data: dict[str, Any] = {
+        "loci_event": event.type,
+        **{k: v for k, v in event.data.items() if k not in ("old_text", "text")},
+    }
+    return Mem0HistoryItem(
+        id=event.event_id,
+        memory_id=event.memory_id or "",
+        event=kind,  # type: ignore[arg-type]
+        old_memory=old,
+        new_memory=new,
+        metadata=data,
+        user_id=m.entity_id if m else event.entity_id,
+        agent_id=m.agent_id if m else None,
+        is_deleted=kind == "DELETE",
+        created_at=event.at,
+        updated_at=event.at,
+    )
+
+
+def history(current: Memory | None, events: Sequence[Event]) -> list[Mem0HistoryItem]:
+    """The memory's events, oldest first, as mem0 history entries. Texts are replayed from the events'
+    `old_text`/`text` (text edits), starting from the text the memory was created with."""
+    edits = [e for e in events if "old_text" in e.data]
+    text: str | None = edits[0].data["old_text"] if edits else (current.text if current else None)
+    out: list[Mem0HistoryItem] = []
+    for event in events:
+        if event.type == "memory.created":
+            out.append(_entry(current, event, "ADD", None, text))
+        elif event.type == "memory.deleted":
+            out.append(_entry(current, event, "DELETE", text, None))
+        elif "old_text" in event.data:
+            new = str(event.data.get("text", ""))
+            out.append(_entry(current, event, "UPDATE", str(event.data["old_text"]), new))
+            text = new
+        else:  # metadata, tags, validity, archived, superseded, confidence: same text, new state
+            out.append(_entry(current, event, "UPDATE", text, text))
+    return out
+
+
+def entities(memories: Iterable[Memory], owner: str) -> Mem0EntityList:
+    """Every user, agent, app and run that has memories, with counts and first/last write times."""
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for m in memories:
+        for kind, name in (
+            ("user", m.entity_id),
+            ("agent", m.agent_id),
+            ("app", _meta_str(m, "app_id")),
+            ("run", _meta_str(m, "run_id")),
+        ):
+            if not name:
+                continue
+            slot = seen.setdefault((kind, name), [0, m.created_at, m.updated_at])
+            slot[0] += 1
+            slot[1] = min(slot[1], m.created_at)
+            slot[2] = max(slot[2], m.updated_at)
+    results = [
+        Mem0Entity(
+            id=name,
+            name=name,
+            type=kind,  # type: ignore[arg-type]  # one of the four literals above
+            total_memories=n,
+            created_at=first,
+            updated_at=last,
+            owner=owner,
+        )
+        for (kind, name), (n, first, last) in sorted(seen.items())
+    ]
+    totals = {k: sum(1 for e in results if e.type == k) for k in ("user", "agent", "app", "run")}
+    return Mem0EntityList(
+        count=len(results),
+        results=results,
+        total_users=totals["user"],
+        total_agents=totals["agent"],
+        total_apps=totals["app"],
+        total_runs=totals["run"],
+    )

@@ -1,0 +1,465 @@
+"""mem0 platform routes (what `mem0ai`'s MemoryClient and AsyncMemoryClient call), a thin adapter over
+the memory service, the write path and recall (server.mem0). Older client lines' /v1 and /v2 paths
+are here too; /v1/memories (POST, GET) and GET/DELETE /v1/memories/{memory_id} are server.routes.v1.
+
+Errors carry the usual envelope plus `detail` (mem0 clients read the message there). mem0 features
+Loci does not have answer 501 `not_supported` (see UNSUPPORTED and docs/integrations.md).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from litestar import Request, Response, delete, get, post, put, route
+from litestar.params import PathParameter, QueryParameter
+
+from engine.errors import InvalidInput, NotSupported
+from engine.timeutil import utcnow
+from engine.write.turns import embed_texts
+from server.auth import principal_of, require_auth
+from server.errors import failure_for, request_id_of
+from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
+from server.idempotency import StoredResponse
+from server.mem0 import operations as ops
+from server.mem0.filters import merge_ids, select
+from server.mem0.records import entities, record
+from server.schemas.errors import Mem0ErrorBody
+from server.schemas.mem0 import (
+    DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+    Mem0AddResponse,
+    Mem0Deleted,
+    Mem0EntityList,
+    Mem0HistoryItem,
+    Mem0ListRequest,
+    Mem0Memory,
+    Mem0Page,
+    Mem0Ping,
+    Mem0Results,
+    Mem0SearchRequest,
+    Mem0UpdateRequest,
+)
+from server.schemas.v1 import V1CreateRequest
+from server.services import services_of
+
+REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {
+    "mem0AddV3": (V1CreateRequest,),
+    "mem0ListV3": (Mem0ListRequest,),
+    "mem0ListV2": (Mem0ListRequest,),
+    "mem0SearchV3": (Mem0SearchRequest,),
+    "mem0SearchV2": (Mem0SearchRequest,),
+    "mem0SearchV1": (Mem0SearchRequest,),
+    "mem0UpdateMemory": (Mem0UpdateRequest,),
+}
+NOT_SUPPORTED = 501
+
+
+def mem0_exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Mem0ErrorBody]:
+    failure = failure_for(exc, request_id_of(request.scope))
+    body = Mem0ErrorBody(
+        error=failure.body.error,
+        message=failure.body.message,
+        request_id=failure.body.request_id,
+        details=failure.body.details,
+        detail=failure.body.message,
+    )
+    return Response(content=body, status_code=failure.status, headers=failure.headers)
+
+
+MEM0_COMMON: dict[str, Any] = {
+    "guards": [require_auth],
+    "tags": ["mem0"],
+    "exception_handlers": {Exception: mem0_exception_handler},
+}
+MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
+IdQuery = Annotated[str | None, QueryParameter(max_length=256, description="an id, or * for any")]
+
+
+def _org(request: Request[Any, Any, Any]) -> str:
+    return principal_of(request).org_id
+
+
+async def _in_thread(fn: Any) -> Any:
+    return await anyio.to_thread.run_sync(fn)
+
+
+# --- key check ------------------------------------------------------------------------------------------
+@get(
+    "/v1/ping/",
+    operation_id="mem0Ping",
+    summary="Check the API key (mem0 clients call it on construction)",
+    responses=error_responses(401, 403, 429, 500),
+    **MEM0_COMMON,
+)
+async def ping(request: Request[Any, Any, Any]) -> Mem0Ping:
+    return Mem0Ping(org_id=_org(request), project_id=ops.NAMESPACE)
+
+
+# --- add ----------------------------------------------------------------------------------------------
+async def add_response(request: Request[Any, Any, Any], render: Any) -> Response[Any]:
+    """Shared by every add route: parse, prepare outside the transaction, commit under the key."""
+    raw, data = await read_json(request)
+    body = parse_body(data, V1CreateRequest)
+    ops.scopes_of(body)  # 422 before anything runs
+    svc = services_of(request)
+    ready: list[ops.AddPlan] = []
+
+    def prepare(org_id: str) -> None:
+        ready.append(ops.prepare_add(svc, org_id, body, utcnow()))
+
+    def work(org_id: str) -> StoredResponse:
+        return ok_json(render(ops.commit_add(svc, org_id, ready[0])))
+
+    return await run_write(request, raw, work, prepare=prepare)
+
+
+@post(
+    "/v3/memories/add/",
+    operation_id="mem0AddV3",
+    status_code=200,
+    summary="Add memories from messages (mem0 v3; synchronous: results are in the answer)",
+    responses=error_responses(),
+    **MEM0_COMMON,
+)
+async def add_v3(
+    request: Request[Any, Any, Any], idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None
+) -> Response[Mem0AddResponse]:
+    rid = request_id_of(request.scope)
+    return await add_response(request, lambda items: Mem0AddResponse(results=items, event_id=rid))
+
+
+# --- list and search ------------------------------------------------------------------------------------
+def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
+    return str(request.url.with_replacements(query=f"page={number}&page_size={size}"))
+
+
+async def _list(request: Request[Any, Any, Any], page: int | None, page_size: int | None) -> Mem0Page:
+    _, data = await read_json(request)
+    body = parse_body(data, Mem0ListRequest)
+    sel = select(body.filters)
+    if not sel.names_entity:
+        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
+                           details={"rule": "scope_filter"})
+    number = page or body.page or 1
+    size = page_size or body.page_size or DEFAULT_PAGE_SIZE
+    org_id, svc = _org(request), services_of(request)
+    since = ops.day_start(body.start_date)
+    until = ops.day_start(body.end_date, next_day=True)
+    wanted = set(body.categories or ())
+
+    def run() -> tuple[int, list[Any]]:
+        found = ops.scan(
+            svc, org_id, sel, now=utcnow(), show_expired=body.show_expired, since=since, until=until
+        )
+        if wanted:
+            found = (m for m in found if wanted.intersection(m.tags))
+        return ops.page(found, number=number, size=size)
+
+    count, items = await _in_thread(run)
+    last = (count + size - 1) // size
+    return Mem0Page(
+        count=count,
+        results=[record(m) for m in items],
+        next=_page_url(request, number + 1, size) if number < last else None,
+        previous=_page_url(request, number - 1, size) if number > 1 else None,
+    )
+
+
+PageQuery = Annotated[int | None, QueryParameter(ge=1, le=1_000_000, description="1-based page")]
+PageSizeQuery = Annotated[int | None, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="1 to 200")]
+
+
+@post(
+    "/v3/memories/",
+    operation_id="mem0ListV3",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="List memories by mem0 filters, newest first, in numbered pages (mem0 v3 get_all)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def list_v3(
+    request: Request[Any, Any, Any], page: PageQuery = None, page_size: PageSizeQuery = None
+) -> Mem0Page:
+    return await _list(request, page, page_size)
+
+
+@post(
+    "/v2/memories/",
+    operation_id="mem0ListV2",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="List memories by mem0 filters (older clients; answers the page's memories as a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def list_v2(
+    request: Request[Any, Any, Any], page: PageQuery = None, page_size: PageSizeQuery = None
+) -> list[Mem0Memory]:
+    return (await _list(request, page, page_size)).results
+
+
+async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
+    """Shared by every search route: mem0 filters (top-level ids merged in) and the recall ranking."""
+    _, data = await read_json(request)
+    body = parse_body(data, Mem0SearchRequest)
+    filters = merge_ids(
+        body.filters, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id, app_id=body.app_id
+    )
+    if body.metadata:
+        filters = {"AND": [filters or {}, {"metadata": body.metadata}]}
+    if body.categories:
+        filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
+    sel = select(filters)
+    if not sel.names_entity:
+        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
+                           details={"rule": "scope_filter"})
+    org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
+    found: list[Mem0Memory] = await _in_thread(
+        lambda: ops.search(
+            svc,
+            org_id,
+            request_id=rid,
+            query=body.query,
+            sel=sel,
+            top_k=body.limit or body.top_k,
+            threshold=body.threshold,
+            rerank=body.rerank,
+            now=utcnow(),
+        )
+    )
+    return found
+
+
+@post(
+    "/v3/memories/search/",
+    operation_id="mem0SearchV3",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories by a query within mem0 filters (mem0 v3)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def search_v3(request: Request[Any, Any, Any]) -> Mem0Results:
+    return Mem0Results(results=await search_results(request))
+
+
+@post(
+    "/v2/memories/search/",
+    operation_id="mem0SearchV2",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories (older clients; answers a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def search_v2(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
+    return await search_results(request)
+
+
+@post(
+    "/v1/memories/search/",
+    operation_id="mem0SearchV1",
+    status_code=200,
+    opt={"scope": "read"},
+    summary="Search memories with top-level user_id/agent_id/run_id (older clients; answers a list)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def search_v1(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
+    return await search_results(request)
+
+
+# --- one memory ------------------------------------------------------------------------------------------
+async def update_record(request: Request[Any, Any, Any], memory_id: str) -> Response[Any]:
+    """Shared by the platform and open-source update routes: prepare (embed the new text), then write."""
+    raw, data = await read_json(request)
+    body = parse_body(data, Mem0UpdateRequest)
+    svc = services_of(request)
+    edits: list[Any] = []
+
+    def prepare(org_id: str) -> None:
+        edit = ops.edit_of(svc.memories.get(org_id, memory_id), body)
+        if isinstance(edit.text, str):
+            embed_texts(svc.memories.embeddings, [edit.text])
+        edits.append(edit)
+
+    return await run_write(
+        request,
+        raw,
+        lambda org_id: ok_json(record(svc.memories.update(org_id, memory_id, edits[0]))),
+        prepare=prepare,
+    )
+
+
+@put(
+    "/v1/memories/{memory_id:str}/",
+    operation_id="mem0UpdateMemory",
+    status_code=200,
+    summary="Update a memory's text, metadata or expiration date (mem0)",
+    responses=error_responses(),
+    **MEM0_COMMON,
+)
+async def update_memory(
+    request: Request[Any, Any, Any],
+    memory_id: MemoryIdPath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Memory]:
+    return await update_record(request, memory_id)
+
+
+@get(
+    "/v1/memories/{memory_id:str}/history/",
+    operation_id="mem0MemoryHistory",
+    summary="A memory's changes, oldest first (mem0)",
+    responses=error_responses(401, 403, 404, 429, 500),
+    **MEM0_COMMON,
+)
+async def memory_history(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> list[Mem0HistoryItem]:
+    return await history_of(request, memory_id)
+
+
+async def history_of(request: Request[Any, Any, Any], memory_id: str) -> list[Mem0HistoryItem]:
+    org_id, svc = _org(request), services_of(request)
+    result: list[Mem0HistoryItem] = await _in_thread(lambda: ops.history(svc, org_id, memory_id))
+    return result
+
+
+# --- bulk delete and entities ---------------------------------------------------------------------------
+async def delete_selected(request: Request[Any, Any, Any], sel: Any, message: str) -> Response[Any]:
+    svc = services_of(request)
+    return await run_write(
+        request,
+        b"",
+        lambda org_id: ok_json(
+            Mem0Deleted(message=message, deleted=ops.delete_matching(svc, org_id, sel, utcnow()))
+        ),
+    )
+
+
+@delete(
+    "/v1/memories/",
+    operation_id="mem0DeleteAll",
+    status_code=200,
+    summary="Delete every memory of a user, agent, run or app (* for any) (mem0 delete_all)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_all(
+    request: Request[Any, Any, Any],
+    user_id: IdQuery = None,
+    agent_id: IdQuery = None,
+    run_id: IdQuery = None,
+    app_id: IdQuery = None,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
+    sel = ops.ids_selection(user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id)
+    return await delete_selected(request, sel, "Memories deleted successfully!")
+
+
+@get(
+    "/v1/entities/",
+    operation_id="mem0ListEntities",
+    summary="Users, agents, apps and runs that have memories (mem0 users)",
+    responses=error_responses(401, 403, 429, 500),
+    **MEM0_COMMON,
+)
+async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
+    org_id, svc = _org(request), services_of(request)
+    result: Mem0EntityList = await _in_thread(
+        lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id)
+    )
+    return result
+
+
+EntityTypePath = Annotated[Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")]
+EntityNamePath = Annotated[str, PathParameter(description="the entity's id", max_length=256)]
+
+
+@delete(
+    "/v2/entities/{entity_type:str}/{entity_id:str}/",
+    operation_id="mem0DeleteEntity",
+    status_code=200,
+    summary="Delete every memory of one user, agent, app or run (mem0 delete_users)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_entity(
+    request: Request[Any, Any, Any],
+    entity_type: EntityTypePath,
+    entity_id: EntityNamePath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
+    sel = ops.entity_selection(entity_type, entity_id)
+    return await delete_selected(request, sel, "Entity deleted successfully!")
+
+
+@delete(
+    "/v1/entities/{entity_type:str}/{entity_id:str}/",
+    operation_id="mem0DeleteEntityV1",
+    status_code=200,
+    summary="Delete every memory of one user, agent, app or run (older clients)",
+    responses=error_responses(401, 403, 409, 422, 429, 500),
+    **MEM0_COMMON,
+)
+async def delete_entity_v1(
+    request: Request[Any, Any, Any],
+    entity_type: EntityTypePath,
+    entity_id: EntityNamePath,
+    idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+) -> Response[Mem0Deleted]:
+    sel = ops.entity_selection(entity_type, entity_id)
+    return await delete_selected(request, sel, "Entity deleted successfully!")
+
+
+# --- what Loci does not do -------------------------------------------------------------------------------
+#: mem0 platform paths with no Loci counterpart: each answers 501 `not_supported` naming the feature
+UNSUPPORTED: dict[str, str] = {
+    "/v1/batch/": "batch update and batch delete",
+    "/v1/exports/": "memory exports",
+    "/v1/exports/get/": "memory exports",
+    "/v1/summary/": "summaries (use POST /v0/summarize)",
+    "/v1/feedback/": "feedback",
+    "/v1/event/{event_id:str}/": "event polling (Loci adds synchronously: results are in the add answer)",
+    "/v1/events/": "event polling (Loci adds synchronously)",
+    "/v2/entities/{entity_type:str}/{entity_id:str}/profile/": "profiles",
+    "/v2/profiles/jobs/": "profiles",
+    "/v2/profiles/settings/": "profiles",
+    "/api/v1/orgs/organizations/{rest:path}": "organizations and projects (an org is the API key's)",
+    "/api/v1/webhooks/{rest:path}": "webhooks (read the event stream: GET /v0/observability/events)",
+}
+
+
+def _unsupported(path: str, feature: str) -> Any:
+    """A route answering 501 for every method (not in the OpenAPI document)."""
+
+    @route(
+        path,
+        http_method=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+        name=f"mem0-unsupported-{path}",
+        **MEM0_COMMON,
+    )
+    async def handler(request: Request[Any, Any, Any]) -> None:
+        raise NotSupported(f"mem0 {feature} is not supported by Loci (see docs/integrations.md)")
+
+    return handler
+
+
+ROUTES: list[Any] = [
+    ping,
+    add_v3,
+    list_v3,
+    list_v2,
+    search_v3,
+    search_v2,
+    search_v1,
+    update_memory,
+    memory_history,
+    delete_all,
+    list_entities,
+    delete_entity,
+    delete_entity_v1,
+    *(_unsupported(path, feature) for path, feature in UNSUPPORTED.items()),
+]

@@ -1,0 +1,80 @@
+// Live events: the org's event stream (GET /v0/observability/events, text/event-stream) read with
+// fetch() so the key goes in the Authorization header; starts at the server's "now".
+
+import { api, followEvents } from "../api.js";
+import { field, fmtDateTime, h, replace, setHash } from "../dom.js";
+
+const MAX_ROWS = 500;
+const STATES = {
+  connecting: "Connecting…", live: "Live: new events appear at the top.", retrying: "Connection lost; retrying…",
+  stopped: "Stopped.",
+};
+
+function eventRow(item, routeHref) {
+  const memory = item.memory_id ? h("a", { href: routeHref("memory", {}, item.memory_id) }, h("code", {}, item.memory_id)) : "—";
+  const entity = item.entity_id ? h("a", { href: routeHref("timeline", { entity: item.entity_id }) }, h("code", {}, item.entity_id)) : "—";
+  return h("tr", { dataset: { type: item.type } },
+    h("td.nowrap", {}, fmtDateTime(item.at)), h("td", {}, h("code", {}, item.type)), h("td", {}, memory),
+    h("td", {}, entity), h("td", {}, h("code.small", {}, JSON.stringify(item.data))));
+}
+
+export async function eventsView(main, { route, routeHref, onCleanup }) {
+  const params = { type: route.params.get("type") || "", entity: route.params.get("entity") || "" };
+  const type = h("input", { name: "type", value: params.type, placeholder: "e.g. memory.created" });
+  const entity = h("input", { name: "entity", value: params.entity, placeholder: "ent:…" });
+  const state = h("p#stream-state.msg", { role: "status" }, "Not started.");
+  const body = h("tbody");
+  const counter = h("span#event-count", {}, "0");
+  const toggle = h("button.primary", { type: "submit" }, "Start");
+  let stop = null;
+  let count = 0;
+
+  async function start() {
+    const health = await api.get("/v0/health"); // the server's clock: show what happens from now on
+    stop = followEvents({ type: params.type, entity_id: params.entity, since: health.now }, {
+      onEvent: (item) => {
+        body.prepend(eventRow(item, routeHref));
+        count += 1;
+        counter.textContent = String(count);
+        while (body.rows.length > MAX_ROWS) body.lastChild.remove();
+      },
+      onState: (s, detail) => {
+        state.dataset.state = s;
+        replace(state, STATES[s] || s, detail ? ` (${detail})` : "");
+      },
+    });
+    toggle.textContent = "Stop";
+  }
+
+  function halt() {
+    if (stop) stop();
+    stop = null;
+    toggle.textContent = "Start";
+  }
+
+  onCleanup(halt);
+  const form = h("form.filters", {
+    "aria-label": "Event stream filters",
+    onsubmit: async (event) => {
+      event.preventDefault();
+      if (stop) {
+        halt();
+        return;
+      }
+      params.type = type.value.trim();
+      params.entity = entity.value.trim();
+      setHash(routeHref("events", params));
+      await start();
+    },
+  }, field("Event type", type), field("Entity", entity),
+  h("div.actions", {}, toggle, h("button", { type: "button", onclick: () => { body.replaceChildren(); count = 0; counter.textContent = "0"; } }, "Clear")));
+
+  main.append(h("h2", { tabindex: "-1" }, "Live events"),
+    h("p", {}, "Every write and assemble of this org appends an event; they stream here as they happen."),
+    form, state, h("p.hint", {}, "Events received: ", counter, ` (the newest ${MAX_ROWS} are kept)`),
+    h("div.table-wrap", {}, h("table.grid#events-table", {},
+      h("caption.visually-hidden", {}, "Events, newest first"),
+      h("thead", {}, h("tr", {}, ["When (UTC)", "Event", "Memory", "Entity", "Data"].map((c) => h("th", { scope: "col" }, c)))),
+      body)));
+  await start();
+}

@@ -1,0 +1,197 @@
+// Memories: a filterable, paged table over GET /v0/memories; one memory's record and event history.
+
+import { ApiError, api } from "../api.js";
+import { badge, clear, clip, field, fmtDateTime, h, json, message, replace, select, setHash } from "../dom.js";
+
+const TYPES = ["fact", "event", "document", "note", "profile", "chunk"];
+const STATUSES = ["active", "superseded", "disputed"];
+const FILTERS = ["namespace", "entity", "type", "status", "tag", "archived", "since", "until", "q", "sort", "size"];
+
+function anyOf(values) {
+  return [["", "any"], ...values.map((v) => [v, v])];
+}
+
+/** The list API's query for the filter values (dates are UTC days). */
+export function listQuery(f) {
+  return {
+    namespace: f.namespace, entity_id: f.entity, type: f.type, status: f.status, tag: f.tag,
+    archived: f.archived, q: f.q, sort: f.sort || "timestamp_desc", page_size: f.size || "25",
+    since: f.since ? `${f.since}T00:00:00Z` : "", until: f.until ? `${f.until}T00:00:00Z` : "",
+  };
+}
+
+function filterForm(values, onApply) {
+  const input = (name, attrs = {}) => h("input", { name, value: values[name] || "", ...attrs });
+  const form = h("form.filters", { role: "search", "aria-label": "Filter memories" },
+    field("Text contains", input("q", { type: "search", placeholder: "e.g. Berlin" })),
+    field("Namespace", input("namespace", { placeholder: "any" })),
+    field("Entity", input("entity", { placeholder: "ent:…" })),
+    field("Type", select("type", anyOf(TYPES), values.type || "")),
+    field("Status", select("status", anyOf(STATUSES), values.status || "")),
+    field("Tag", input("tag")),
+    field("Archived", select("archived", [["", "any"], ["false", "no"], ["true", "yes"]], values.archived || "")),
+    field("Since (UTC day)", input("since", { type: "date" })),
+    field("Until (UTC day, exclusive)", input("until", { type: "date" })),
+    field("Order", select("sort", [["timestamp_desc", "newest first"], ["timestamp_asc", "oldest first"]],
+      values.sort || "timestamp_desc")),
+    field("Page size", select("size", [["25", "25"], ["50", "50"], ["100", "100"], ["200", "200"]], values.size || "25")),
+    h("div.actions", {},
+      h("button.primary", { type: "submit" }, "Apply filters"),
+      h("button", { type: "reset" }, "Clear")));
+  const read = () => Object.fromEntries(FILTERS.map((n) => [n, (form.elements[n] && form.elements[n].value) || ""]));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    onApply(read());
+  });
+  form.addEventListener("reset", () => setTimeout(() => onApply(read()), 0));
+  return form;
+}
+
+function memoryRow(m, routeHref) {
+  return h("tr", {},
+    h("td.nowrap", {}, fmtDateTime(m.timestamp)),
+    h("td", {}, m.type),
+    h("td", {}, m.entity_id ? h("code", {}, m.entity_id) : "—"),
+    h("td.text", {}, h("a", { href: routeHref("memory", {}, m.memory_id) }, clip(m.text))),
+    h("td", {}, badge(m.status), m.archived ? [" ", badge("archived")] : null),
+    h("td", {}, (m.tags || []).join(", ")));
+}
+
+export async function memoriesView(main, { route, routeHref }) {
+  let filters = Object.fromEntries(FILTERS.map((n) => [n, route.params.get(n) || ""]));
+  const cursors = [null]; // cursors[i] opens page i
+  let page = 0;
+  const status = h("div.status", { "aria-live": "polite" });
+  const table = h("div.table-wrap");
+  const pager = h("nav.pager", { "aria-label": "Pages" });
+
+  async function load() {
+    replace(status, message("info", "Loading…"));
+    let data;
+    try {
+      data = await api.get("/v0/memories", { ...listQuery(filters), cursor: cursors[page] });
+    } catch (error) {
+      replace(status, message("error", error instanceof ApiError ? `${error.message}` : String(error)));
+      clear(table);
+      clear(pager);
+      return;
+    }
+    cursors[page + 1] = data.next_cursor;
+    const count = data.items.length;
+    replace(status, h("p", { id: "memories-count" }, `Page ${page + 1}: ${count} memor${count === 1 ? "y" : "ies"}`,
+      data.next_cursor ? " (more on the next page)" : ""));
+    replace(table, count ? h("table.grid", { "aria-describedby": "memories-count" },
+      h("caption.visually-hidden", {}, "Memories matching the filters"),
+      h("thead", {}, h("tr", {}, ["Time (UTC)", "Type", "Entity", "Text", "Status", "Tags"].map((c) => h("th", { scope: "col" }, c)))),
+      h("tbody", {}, data.items.map((m) => memoryRow(m, routeHref)))) : message("info", "No memory matches these filters."));
+    replace(pager,
+      h("button", { type: "button", disabled: page === 0, onclick: () => { page -= 1; load(); } }, "← Previous page"),
+      h("button", { type: "button", disabled: !data.next_cursor, onclick: () => { page += 1; load(); } }, "Next page →"));
+  }
+
+  const form = filterForm(filters, (values) => {
+    filters = values;
+    cursors.length = 1;
+    page = 0;
+    setHash(routeHref("memories", values));
+    load();
+  });
+  main.append(h("h2", { tabindex: "-1" }, "Memories"), form, status, table, pager);
+  await load();
+}
+
+// --- one memory -----------------------------------------------------------------------------------
+
+const FIELD_ORDER = [
+  "memory_id", "type", "text", "namespace", "entity_id", "agent_id", "status", "archived", "timestamp",
+  "subject", "predicate", "object", "object_type", "unit", "keys", "valid_from", "valid_to", "confidence",
+  "tags", "sensitivity", "metadata", "provenance", "created_at", "updated_at", "org_id",
+];
+
+function recordList(m) {
+  const names = [...FIELD_ORDER.filter((n) => n in m), ...Object.keys(m).filter((n) => !FIELD_ORDER.includes(n))];
+  return h("dl.record", {}, names.map((n) => {
+    const v = m[n];
+    const shown = v !== null && typeof v === "object" ? h("pre", {}, json(v)) : v === null ? "—" : String(v);
+    return [h("dt", {}, n), h("dd", {}, shown)];
+  }));
+}
+
+function historyTable(items) {
+  if (!items.length) return message("info", "No events recorded for this memory.");
+  return h("table.grid", {},
+    h("caption.visually-hidden", {}, "Event history"),
+    h("thead", {}, h("tr", {}, ["When (UTC)", "Event", "Details"].map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, items.map((e) => h("tr", {},
+      h("td.nowrap", {}, fmtDateTime(e.at)), h("td", {}, h("code", {}, e.type)),
+      h("td", {}, h("code.small", {}, JSON.stringify(e.data)))))));
+}
+
+function actionsPanel(m, { session, navigate }, reload) {
+  const canWrite = session.key.canWrite;
+  const status = h("div", { "aria-live": "polite" });
+  const run = async (what, fn, after = () => reload(`${what}: done.`)) => {
+    replace(status, message("info", `${what}…`));
+    try {
+      await fn();
+      await after();
+    } catch (error) {
+      replace(status, message("error", `${what} failed: ${error.message}`));
+    }
+  };
+  const tags = h("input", { name: "tags", value: (m.tags || []).join(", "), disabled: !canWrite });
+  const controls = [
+    h("form.inline", {
+      onsubmit: (event) => {
+        event.preventDefault();
+        const list = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
+        run("Save tags", () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { tags: list }));
+      },
+    }, field("Tags (comma-separated)", tags), h("button", { type: "submit", disabled: !canWrite }, "Save tags")),
+    h("button", {
+      type: "button", id: "archive-toggle", disabled: !canWrite,
+      onclick: () => run(m.archived ? "Unarchive" : "Archive",
+        () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { archived: !m.archived })),
+    }, m.archived ? "Unarchive" : "Archive"),
+    h("button.danger", {
+      type: "button", id: "delete-memory", disabled: !canWrite,
+      onclick: () => {
+        if (!window.confirm(`Delete ${m.memory_id}? This cannot be undone.`)) return;
+        run("Delete", () => api.del(`/v0/memories/${encodeURIComponent(m.memory_id)}`),
+          () => navigate("memories", {}));
+      },
+    }, "Delete"),
+  ];
+  return h("section.panel", { "aria-labelledby": "actions-title" },
+    h("h3#actions-title", {}, "Change"),
+    canWrite ? null : message("info", "This key is read-only: changes are disabled (and the API refuses them)."),
+    h("div.action-row", {}, controls), status);
+}
+
+export async function memoryView(main, ctx) {
+  const id = ctx.route.arg;
+  const load = async (note) => {
+    const [m, events] = await Promise.all([
+      api.get(`/v0/memories/${encodeURIComponent(id)}`),
+      api.get("/v0/observability/events", { memory_id: id, limit: 500 }),
+    ]);
+    const links = [];
+    if (m.entity_id) {
+      const params = { entity: m.entity_id, namespace: m.namespace };
+      links.push(h("a", { href: ctx.routeHref("timeline", params) }, "Fact timeline of ", m.entity_id),
+        " · ", h("a", { href: ctx.routeHref("graph", params) }, "Graph around ", m.entity_id), " · ");
+    }
+    links.push(h("a", { href: ctx.routeHref("memories", {}) }, "Back to the list"));
+    replace(main,
+      h("h2", { tabindex: "-1" }, "Memory ", h("code", {}, id)),
+      h("p.links", {}, links),
+      note ? message("info", note) : null,
+      h("div.columns", {},
+        h("section.panel", { "aria-labelledby": "record-title" }, h("h3#record-title", {}, "Record"), recordList(m)),
+        h("div", {},
+          h("section.panel", { "aria-labelledby": "history-title" },
+            h("h3#history-title", {}, "Event history"), historyTable(events.items)),
+          actionsPanel(m, ctx, load))));
+  };
+  await load();
+}

@@ -1,0 +1,307 @@
+"""The inspector in a real browser against a real `loci serve`: sign-in, the memories table and one
+memory, fact timelines with the as_of slider, the entity graph, the assemble playground, live events,
+a read-only key, and no request to any other origin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Loci, Traffic, sign_in
+
+pytestmark = pytest.mark.browser
+
+Shot = Callable[[Any, str], Path]
+
+
+def _rows(page: Any) -> list[str]:
+    return page.locator("table.grid tbody tr").all_inner_texts()
+
+
+def test_sign_in_then_filter_and_page_the_table(page: Any, loci: Loci, shot: Shot) -> None:
+    page.goto(f"{loci.base}/ui/")
+    page.get_by_label("API key", exact=True).fill("loci_not-a-real-key")
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text("Sign-in failed: invalid API key").wait_for()
+
+    sign_in(page, loci)
+    page.get_by_text("org acme").wait_for()
+    assert page.get_by_role("link", name="Memories").get_attribute("aria-current") == "page"
+    page.locator("#memories-count").wait_for()
+
+    page.get_by_label("Text contains", exact=True).fill("berlin")
+    page.get_by_label("Type", exact=True).select_option("fact")
+    page.get_by_role("button", name="Apply filters").click()
+    page.get_by_text("Page 1: 2 memories").wait_for()
+    rows = _rows(page)
+    assert len(rows) == 2 and all("berlin" in r.lower() for r in rows)
+    assert "q=berlin" in page.url and "type=fact" in page.url
+
+    page.get_by_label("Status", exact=True).select_option("superseded")
+    page.get_by_role("button", name="Apply filters").click()
+    page.get_by_text("Page 1: 0 memories").wait_for()
+    page.get_by_label("Text contains", exact=True).fill("")
+    page.get_by_role("button", name="Apply filters").click()
+    page.get_by_text("Page 1: 1 memory").wait_for()
+    assert "Alice lives in Paris" in _rows(page)[0]
+    shot(page, "memories-filtered")
+
+    page.get_by_role("button", name="Clear").click()
+    page.get_by_label("Namespace", exact=True).fill("docs")
+    page.get_by_label("Since (UTC day)", exact=True).fill("2024-05-01")
+    page.get_by_label("Until (UTC day, exclusive)", exact=True).fill("2024-05-02")
+    page.get_by_role("button", name="Apply filters").click()
+    page.get_by_text("Page 1: 25 memories (more on the next page)").wait_for()
+    page.get_by_role("button", name="Next page →").click()
+    page.get_by_text("Page 2: 5 memories").wait_for()
+    assert page.get_by_role("button", name="Next page →").is_disabled()
+    page.get_by_role("button", name="← Previous page").click()
+    page.get_by_text("Page 1: 25 memories").wait_for()
+    shot(page, "memories")
+
+
+def test_open_a_memory_with_its_history(page: Any, loci: Loci, shot: Shot) -> None:
+    sign_in(page, loci)
+    page.get_by_label("Text contains", exact=True).fill("lives in paris")
+    page.get_by_role("button", name="Apply filters").click()
+    page.get_by_role("link", name="Alice lives in Paris").click()
+    page.get_by_role("heading", name=re.compile(f"Memory {loci.ids['paris']}")).wait_for()
+    record = page.locator("dl.record").inner_text()
+    assert "superseded" in record and "ent:alice|lives_in" in record and "2025-01-01T00:00:00Z" in record
+    history = page.locator("#history-title + table").inner_text()
+    assert "memory.created" in history and "memory.superseded" in history
+    assert loci.ids["berlin"] in history  # superseded_by
+    shot(page, "memory")
+
+
+def _slider_x(page: Any, when: datetime) -> tuple[float, float, float]:
+    slider = page.locator("#asof")
+    lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+    box = slider.bounding_box()
+    thumb = 8  # half of Chromium's range thumb: the value maps to [left + thumb, right - thumb]
+    frac = (when.timestamp() * 1000 - lo) / (hi - lo)
+    current = (float(slider.input_value()) - lo) / (hi - lo)
+    span = box["width"] - 2 * thumb
+    y = box["y"] + box["height"] / 2
+    return box["x"] + thumb + current * span, box["x"] + thumb + frac * span, y
+
+
+def test_timeline_as_of_slider_shows_the_older_value(page: Any, loci: Loci, shot: Shot) -> None:
+    sign_in(page, loci)
+    page.get_by_role("link", name="Fact timelines").click()
+    page.get_by_label("Entity", exact=True).fill("ent:alice")
+    page.get_by_role("button", name="Show timeline").click()
+    row = page.locator("#true-then tr", has_text="ent:alice|lives_in")
+    row.wait_for()
+    assert row.locator("td.value").inner_text() == "Berlin"
+    bars = page.locator("a.seg")
+    assert bars.count() == 5  # lives_in twice, works_at, knows, likes
+    paris = page.locator("a.seg-superseded")
+    assert paris.count() == 1 and "Paris: superseded, 2023-01-01 to 2025-01-01" in paris.get_attribute(
+        "aria-label"
+    )
+
+    start, target, y = _slider_x(page, datetime(2024, 3, 1, tzinfo=UTC))
+    page.mouse.move(start, y)
+    page.mouse.down()
+    page.mouse.move(target, y, steps=12)
+    page.mouse.up()
+    assert row.locator("td.value").inner_text() == "Paris"
+    when = datetime.fromisoformat(
+        page.locator("#asof-value").inner_text().replace(" ", "T").replace("Z", "+00:00")
+    )
+    assert datetime(2023, 12, 1, tzinfo=UTC) < when < datetime(2024, 6, 1, tzinfo=UTC)
+    assert "seg-then" in (paris.get_attribute("class") or "")
+    knows = page.locator("#true-then tr", has_text="ent:alice|knows").locator("td.value").inner_text()
+    assert knows == "—"  # Alice knew Bob only from June 2024
+    shot(page, "timeline")
+
+    page.keyboard.press("End")  # the slider keeps focus: back to now
+    assert row.locator("td.value").inner_text() == "Berlin"
+
+
+def test_entity_graph_around_an_entity(page: Any, loci: Loci, shot: Shot) -> None:
+    sign_in(page, loci)
+    page.get_by_role("link", name="Entity graph").click()
+    page.get_by_label("Entity", exact=True).fill("ent:alice")
+    page.get_by_role("button", name="Show graph").click()
+    svg = page.locator("svg.graph")
+    svg.wait_for()
+    names = page.locator("svg.graph .node text").all_text_contents()
+    assert {"ent:alice", "ent:acme", "ent:bob", "ent:berlin"} <= set(names)
+    labels = page.locator("svg.graph .edge text").all_text_contents()
+    assert {"works_at", "knows", "located_in"} <= set(labels)
+    edges = page.locator("#edges-title + table").inner_text()
+    assert "works_at" in edges and "located_in" in edges
+    shot(page, "graph")
+
+    page.locator("svg.graph a.node", has_text="ent:acme").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"entity=ent%3Aacme"))
+    page.locator("svg.graph a.node-centre", has_text="ent:acme").wait_for()
+
+
+def test_assemble_playground(page: Any, loci: Loci, shot: Shot) -> None:
+    with loci.client() as c:
+        before = c.get("/v0/memories", params={"page_size": 200}).json()["items"]
+    sign_in(page, loci)
+    page.get_by_role("link", name="Assemble playground").click()
+    page.get_by_label("Entity", exact=True).fill("ent:alice")
+    page.get_by_label("Turn", exact=True).fill(
+        "Where does Alice live, and what did the quarterly reports say?"
+    )
+    page.get_by_label("Preset", exact=True).select_option("factual")
+    assert not page.get_by_label("Ingest this turn", exact=False).is_checked()
+    page.get_by_label("Budget (max context tokens)", exact=True).fill("256")
+    page.get_by_role("button", name="Assemble").click()
+    context = page.locator("#context-text")
+    context.wait_for()
+    text = context.inner_text()
+    assert "Alice lives in Berlin (since 2025-01-01)" in text and "Paris" not in text
+    assert " used of 256 (planned " in page.locator("#token-counts").inner_text()
+    used = int(page.locator("#token-counts").inner_text().split(" used")[0])
+    assert 0 < used <= 256
+    assert page.locator("#budget-actions tbody tr").count() >= 1  # the long reports do not all fit
+    assert page.locator("ol.matches li").count() >= 5
+    assert (
+        page.locator(".stack-seg.ch-semantic").count() >= 1
+        and page.locator(".stack-seg.ch-bm25").count() >= 1
+    )
+    assert page.locator("#matches-title").inner_text().startswith("Matches (")
+    weights = page.get_by_role("slider", name="semantic", exact=True).input_value()
+    assert float(weights) == pytest.approx(0.35)  # the sliders show what the factual preset ran
+    shot(page, "assemble")
+
+    page.get_by_label("Custom weights", exact=False).check()
+    page.get_by_role("slider", name="semantic", exact=True).fill("1")
+    for other in ("bm25", "graph_prior", "recency_decay", "confidence"):
+        page.get_by_role("slider", name=other, exact=True).fill("0")
+    page.get_by_role("button", name="Assemble").click()
+    page.get_by_text("semantic 1.00 · bm25 0.00").wait_for()
+    assert page.locator(".stack-seg.ch-bm25").count() == 0
+    with loci.client() as c:
+        after = c.get("/v0/memories", params={"page_size": 200}).json()["items"]
+    assert len(after) == len(before)  # ingest off: playing wrote nothing
+
+
+def test_live_events_show_a_new_memory(page: Any, loci: Loci, shot: Shot) -> None:
+    sign_in(page, loci)
+    page.get_by_role("link", name="Live events").click()
+    page.locator("#stream-state[data-state='live']").wait_for()
+    with loci.client() as c:
+        created = c.post(
+            "/v0/memories",
+            json={"type": "note", "entity_id": "ent:carol", "text": "Carol joined the book club"},
+        ).json()
+    row = page.locator("#events-table tbody tr", has_text=created["memory_id"])
+    row.wait_for(timeout=15_000)
+    assert "memory.created" in row.inner_text() and "ent:carol" in row.inner_text()
+    shot(page, "events")
+    page.get_by_role("button", name="Stop").click()
+    page.locator("#stream-state[data-state='stopped']").wait_for()
+
+
+def test_read_only_key_cannot_change_anything(page: Any, loci: Loci, shot: Shot) -> None:
+    sign_in(page, loci, key=loci.read_key, view=f"#/memory/{loci.ids['berlin']}")
+    page.get_by_text("read-only", exact=True).wait_for()
+    page.get_by_role("heading", name=re.compile("Memory")).wait_for()
+    for name in ("Archive", "Delete", "Save tags"):
+        assert page.get_by_role("button", name=name).is_disabled(), name
+    assert page.get_by_label("Tags (comma-separated)", exact=True).is_disabled()
+    refused = page.evaluate(
+        """async (id) => {
+        const key = sessionStorage.getItem('loci.apiKey');
+        const r = await fetch('/v0/memories/' + id, {method: 'PATCH', body: JSON.stringify({archived: true}),
+            headers: {'Authorization': 'Bearer ' + key, 'Content-Type': 'application/json'}});
+        return [r.status, (await r.json()).error];
+    }""",
+        loci.ids["berlin"],
+    )
+    assert refused == [403, "forbidden"]
+    shot(page, "read-only")
+
+    page.get_by_role("link", name="Assemble playground").click()
+    assert page.get_by_label("Ingest this turn", exact=False).is_disabled()
+    page.get_by_label("Entity", exact=True).fill("ent:alice")
+    page.get_by_label("Turn", exact=True).fill("Where does Alice live?")
+    page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text").wait_for()  # reading is allowed
+    with loci.client() as c:
+        assert c.get(f"/v0/memories/{loci.ids['berlin']}").json()["archived"] is False
+
+
+def test_no_request_leaves_the_server(page: Any, loci: Loci, traffic: Traffic) -> None:
+    response = page.goto(f"{loci.base}/ui/")
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp and "http" not in csp
+    page.get_by_label("API key", exact=True).fill(loci.key)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("#memories-count").wait_for()
+    for view, ready in (
+        ("timeline?entity=ent:alice", "#true-then"),
+        ("graph?entity=ent:alice", "svg.graph"),
+        ("events", "#stream-state[data-state='live']"),
+        (f"memory/{loci.ids['paris']}", "dl.record"),
+    ):
+        page.goto(f"{loci.base}/ui/#/{view}")
+        page.locator(ready).wait_for()
+    page.goto(f"{loci.base}/ui/#/assemble")
+    page.get_by_label("Entity", exact=True).fill("ent:alice")
+    page.get_by_label("Turn", exact=True).fill("hello")
+    page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text").wait_for()
+    stored = page.evaluate(
+        "() => [localStorage.length, document.cookie, sessionStorage.getItem('loci.apiKey')]"
+    )
+    assert stored == [0, "", loci.key]  # the key is in this tab's session storage only
+    assert {
+        "/ui/",
+        "/ui/app.css",
+        "/ui/js/app.js",
+        "/ui/js/views/graph.js",
+        "/v0/keys/self",
+        "/v0/memories",
+        "/v0/observability/events",
+        "/v0/context/assemble",
+    } <= set(traffic.paths)
+    assert traffic.external == []  # and the page fixture fails the test on any other origin
+
+
+def _tab_to(page: Any, predicate: str, limit: int = 40, key: str = "Tab") -> None:
+    """Press Tab (or `key`) until the focused element satisfies the JS predicate `(el) => bool`."""
+    for _ in range(limit):
+        page.keyboard.press(key)
+        if page.evaluate(f"() => ({predicate})(document.activeElement)"):
+            return
+    raise AssertionError(f"Tab never reached an element with {predicate}")
+
+
+def test_keyboard_only(page: Any, loci: Loci, shot: Shot) -> None:
+    page.goto(f"{loci.base}/ui/")
+    page.keyboard.type(loci.key)  # the key field has focus
+    page.keyboard.press("Enter")
+    page.locator("#memories-count").wait_for()
+    _tab_to(page, "(el) => el.textContent === 'Fact timelines'", key="Shift+Tab")  # back from the heading
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline not in ("", "none")  # a visible focus state
+    page.keyboard.press("Enter")
+    page.get_by_role("heading", name="Fact timelines").wait_for()
+    _tab_to(page, "(el) => el.name === 'entity'")
+    page.keyboard.type("ent:alice")
+    page.keyboard.press("Enter")
+    row = page.locator("#true-then tr", has_text="ent:alice|lives_in").locator("td.value")
+    row.wait_for()
+    _tab_to(page, "(el) => el.id === 'asof'")
+    page.keyboard.press("Home")
+    assert row.inner_text() == "—"  # before any fact
+    for _ in range(12):
+        page.keyboard.press("PageUp")  # a tenth of the range each
+        if row.inner_text() != "—":
+            break
+    assert row.inner_text() == "Paris"
+    shot(page, "keyboard")

@@ -1,0 +1,176 @@
+"""The Python client (`loci.client`) against a real `loci serve`: typed calls, errors with the envelope,
+cursor pages, the event stream, and retries that never write twice (through a fault-injecting proxy)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from loci.client import (
+    AssembleRequest,
+    AsyncLociClient,
+    ConnectionFailed,
+    EventItem,
+    LociClient,
+    Memory,
+    MemoryCreate,
+    MemoryPatch,
+    NotFoundError,
+    PermissionDeniedError,
+    RecallRequest,
+    RetryPolicy,
+    ValidationError,
+)
+from tests.integrations.conftest import LiveServer, free_port
+from tests.integrations.faulty_proxy import FaultyProxy
+
+pytestmark = pytest.mark.slow
+FAST = RetryPolicy(max_retries=3, backoff=0.01, max_backoff=0.05)
+
+
+def _entity() -> str:
+    return f"ent:{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def client(live: LiveServer) -> Iterator[LociClient]:
+    with LociClient(live.url, live.key, retry=FAST) as c:
+        yield c
+
+
+def test_importing_the_client_loads_no_model_or_web_framework() -> None:
+    code = (
+        "import sys, loci.client\n"
+        "heavy = ('torch', 'faiss', 'sentence_transformers', 'transformers', 'litestar', 'uvicorn', 'sqlite3')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_memories_round_trip_typed(client: LociClient) -> None:
+    entity = _entity()
+    made = client.create_memory(
+        MemoryCreate(type="note", text="Alice likes tea", entity_id=entity, tags=["a"])
+    )
+    assert isinstance(made, Memory) and made.memory_id.startswith("mem_")
+    assert client.get_memory(made.memory_id) == made
+    changed = client.update_memory(made.memory_id, MemoryPatch(tags=["b"], archived=True))
+    assert changed.tags == ["b"] and changed.archived
+    batch = client.create_memories(
+        [MemoryCreate(type="event", text=f"e{i}", entity_id=entity) for i in range(5)]
+    )
+    assert len(batch) == 5
+    assert client.delete_memory(made.memory_id).deleted
+    assert [m.text for m in client.iter_memories(entity_id=entity, page_size=2, sort="timestamp_asc")] == [
+        f"e{i}" for i in range(5)
+    ]
+    page = client.list_memories(entity_id=entity, page_size=2)
+    assert len(page.items) == 2 and page.next_cursor
+
+
+def test_assemble_and_recall(client: LociClient) -> None:
+    entity = _entity()
+    client.assemble(AssembleRequest(entity_id=entity, turn="I live in Paris"))
+    moved = client.assemble(AssembleRequest(entity_id=entity, turn="I moved to Berlin"))
+    assert [u.action for u in moved.extracted.upserts] == ["UPSERTED", "SUPERSEDED"]
+    asked = client.assemble(AssembleRequest(entity_id=entity, turn="Where do I live?"))
+    assert any("Berlin" in line for line in asked.context.facts)
+    found = client.recall(RecallRequest(query="Berlin", entity_id=entity))
+    assert found.matches and "Berlin" in found.matches[0].text
+
+
+def test_errors_are_typed_and_carry_the_envelope(client: LociClient, live: LiveServer) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        client.get_memory("mem_nope")
+    assert missing.value.status == 404 and missing.value.envelope.error == "not_found"
+    assert missing.value.envelope.request_id.startswith("req_")
+    with pytest.raises(ValidationError) as bad:
+        client.create_memory(MemoryCreate(type="note", text="x", tags=["t" * 65]))
+    assert bad.value.envelope.details["field"] == "tags[0]"
+    with (
+        LociClient(live.url, live.make_key(scopes=("read",)), retry=FAST) as reader,
+        pytest.raises(PermissionDeniedError, match="write"),
+    ):
+        reader.create_memory(MemoryCreate(type="note", text="x"))
+
+
+def test_a_dropped_answer_is_retried_without_a_second_write(live: LiveServer) -> None:
+    proxy = FaultyProxy(urlparse(live.url).port or 0, ["drop"])
+    entity = _entity()
+    try:
+        with LociClient(proxy.url, live.key, retry=FAST) as c:
+            made = c.create_memory(MemoryCreate(type="note", text="written once", entity_id=entity))
+    finally:
+        proxy.close()
+    assert len(proxy.requests) == 2  # the first answer was lost; the retry carried the same key
+    keys = {
+        line
+        for r in proxy.requests
+        for line in r.split(b"\r\n")
+        if line.lower().startswith(b"idempotency-key")
+    }
+    assert len(keys) == 1
+    with LociClient(live.url, live.key) as c:
+        stored = list(c.iter_memories(entity_id=entity))
+    assert [m.memory_id for m in stored] == [made.memory_id]
+
+
+def test_429_and_503_are_retried(live: LiveServer) -> None:
+    proxy = FaultyProxy(urlparse(live.url).port or 0, ["429", "503"])
+    try:
+        with LociClient(proxy.url, live.key, retry=FAST) as c:
+            assert c.health().status == "ok"
+    finally:
+        proxy.close()
+    assert len(proxy.requests) == 3
+
+
+def test_connection_refused_after_retries() -> None:
+    with (
+        LociClient(f"http://127.0.0.1:{free_port()}", "loci_x", retry=FAST) as c,
+        pytest.raises(ConnectionFailed),
+    ):
+        c.health()
+
+
+def test_event_pages_and_stream(client: LociClient) -> None:
+    entity = _entity()
+    for i in range(3):
+        client.create_memory(MemoryCreate(type="note", text=f"n{i}", entity_id=entity))
+    pages = list(client.iter_events(entity_id=entity, limit=2))
+    assert [e.type for e in pages] == ["memory.created"] * 3 and all(isinstance(e, EventItem) for e in pages)
+    streamed = list(client.stream_events(entity_id=entity, max_events=3, timeout=20))
+    assert [e.item.event_id for e in streamed] == [e.event_id for e in pages]
+    resumed = list(client.stream_events(entity_id=entity, after=streamed[0].cursor, max_events=2, timeout=20))
+    assert [e.item.event_id for e in resumed] == [e.event_id for e in pages[1:]]
+
+
+def test_async_client(live: LiveServer) -> None:
+    async def run() -> None:
+        entity = _entity()
+        async with AsyncLociClient(live.url, live.key, retry=FAST) as c:
+            made = await c.create_memory(MemoryCreate(type="note", text="async note", entity_id=entity))
+            assert (await c.get_memory(made.memory_id)).text == "async note"
+            assert [m.memory_id async for m in c.iter_memories(entity_id=entity)] == [made.memory_id]
+            events = [e async for e in c.stream_events(entity_id=entity, max_events=1, timeout=20)]
+            assert events[0].item.memory_id == made.memory_id
+            with pytest.raises(NotFoundError):
+                await c.get_memory("mem_nope")
+
+    asyncio.run(run())
+
+
+def test_readme_example_runs(live: LiveServer) -> None:
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sdk_quickstart.py"
+    code = example.read_text().replace('"http://127.0.0.1:8080", "loci_..."', f'"{live.url}", "{live.key}"')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Alice prefers tea" in done.stdout and "Berlin" in done.stdout
