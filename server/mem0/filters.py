@@ -66,7 +66,10 @@ def _bad(message: str) -> InvalidInput:
 
 def _as_time(value: Any) -> datetime:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):  # outside years 1-9999 (or not a number: nan)
+            raise _bad(f"not a date or time: {value!r}") from None
     if isinstance(value, str):
         try:
             return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))

@@ -20,6 +20,7 @@ from engine.models import Event, Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
+from engine.timeutil import shift
 from engine.write.ingest import v1_event
 from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
 from server.mem0.filters import Selection, select
@@ -187,7 +188,7 @@ def day_start(day: date | None, *, next_day: bool = False) -> datetime | None:
     """00:00 UTC of `day` (of the day after, for an inclusive end date)."""
     if day is None:
         return None
-    return datetime.combine(day + timedelta(days=1 if next_day else 0), time.min, UTC)
+    return shift(datetime.combine(day, time.min, UTC), timedelta(days=1 if next_day else 0))
 
 
 def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, list[Memory]]:

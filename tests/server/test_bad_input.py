@@ -244,3 +244,20 @@ def test_whole_numbers_written_as_floats_are_integers(client: TestClient[Litesta
     _refused(client.post("/v0/recall", json={"query": "Berlin", "limit": 59.5}, headers=auth), 422, "limit")
     r = client.post("/v0/summarize", json={"entity_id": "ent:u", "max_tokens": 64.0}, headers=auth)
     assert r.status_code == 200, r.text
+
+
+def test_mem0_dates_at_the_ends_of_the_calendar(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    added = client.post("/v3/memories/add/", headers=auth,
+                        json={"messages": [{"role": "user", "content": "I live in Rome"}], "user_id": "u"})
+    memory_id = added.json()["results"][0]["id"]
+    r = client.post("/v3/memories/", json={"filters": {"user_id": "u"}, "end_date": "9999-12-31"}, headers=auth)
+    assert r.status_code == 200, r.text
+    r = client.put(f"/v1/memories/{memory_id}/", json={"expiration_date": "9999-12-31"}, headers=auth)
+    assert r.status_code == 200, r.text
+    r = client.post("/v3/memories/search/", headers=auth,
+                    json={"query": "x", "filters": {"user_id": "u", "created_at": {"gte": 1e300}}})
+    assert _refused(r, 422, "filters")["details"]["rule"] == "filter_language"
+    oldest = client.post("/v0/memories", json=memory_body(valid_from="0001-01-01T00:00:00Z",
+                                                         valid_to="0001-01-01T00:00:00Z"), headers=auth)
+    r = client.get(f"/v1/memories/{oldest.json()['memory_id']}/", headers=auth)
+    assert r.status_code == 200, r.text
