@@ -93,7 +93,7 @@ def request_id_of(scope: Any) -> str:
 
 
 #: handler parameter names whose wire name differs (query `type` is `memory_type` in Python)
-PARAM_ALIASES: dict[str, str] = {"memory_type": "type"}
+PARAM_ALIASES: dict[str, str] = {"memory_type": "type", "event_type": "type"}
 
 
 def _wire_name(key: str, source: str) -> str:
