@@ -4,8 +4,9 @@ Every write and its events (`memory.created`, `memory.updated`, `memory.archived
 go through one `store.transaction()`, so both commit or neither does. Callers may open an outer
 transaction (the server's idempotency helper does) and the service's block joins it.
 
-Memory texts are embedded on write through the `EmbeddingCache` when one is configured; an embedder
-failure never fails the write: the memory is stored without a vector and the failure is logged.
+Memory texts are embedded on write through the `EmbeddingCache` when one is configured (in `prepare`,
+outside the transaction) and their vectors stored in the write's own transaction (one commit); an
+embedder failure never fails the write: the memory is stored without a vector and the failure is logged.
 
 List cursors are opaque: base64url of a msgpack array (version, sort, filters hash, last timestamp in
 microseconds, last memory id). A cursor presented with other filters or another sort is rejected.
@@ -189,6 +190,8 @@ class MemoryService:
             for m in memories
         ]
         with self.store.transaction():
+            if self.embeddings is not None:
+                self.embeddings.save([m.text for m in memories])
             self.store.put_memories(memories)
             self.store.append_events(events)
         return list(memories)
@@ -226,7 +229,7 @@ class MemoryService:
         if self.embeddings is None or not texts:
             return
         try:
-            self.embeddings.embed(texts, persist=True)
+            self.embeddings.embed(texts, persist=True, defer=True)
         except Exception:  # an embedder failure must not fail the write
             log.warning("embedding %d memory texts failed; stored without vectors", len(texts),
                         exc_info=True)

@@ -39,8 +39,9 @@ log = logging.getLogger("loci.server")
 class LazyEmbedder:
     """Creates the configured embedder on first use (model weights load once, not at import)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, data_dir: str | None = None) -> None:
         self.name = name
+        self.data_dir = data_dir  # where the embedder caches files (minilm's exported graph)
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()
 
@@ -51,7 +52,7 @@ class LazyEmbedder:
                     from engine.embed.registry import create_embedder
 
                     try:
-                        self._embedder = create_embedder(self.name)
+                        self._embedder = create_embedder(self.name, data_dir=self.data_dir)
                     except Unavailable:
                         raise
                     except Exception as exc:
@@ -95,7 +96,7 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
     owns_store = store is None
     store = store if store is not None else open_default_store(settings)
     # LazyEmbedder exposes model/dim as read-only properties; structurally it is an Embedder
-    chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder))
+    chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder, settings.data_dir))
     owns_limiter = limiter is None
     limiter = limiter if limiter is not None else limiter_for(settings)
     keep_inline_vectors(store, chosen)

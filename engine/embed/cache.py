@@ -2,6 +2,9 @@
 
 Two tiers: a small in-process LRU (query texts repeat across turns) in front of the store's
 persistent `embeddings` table (memory texts). Only cache misses reach the embedder, in batches.
+
+A writer can embed before its transaction and store the vectors inside it (`embed(..., defer=True)`,
+then `save(texts)` in the transaction), so a memory and its vector commit together, with one fsync.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class EmbeddingCache:
         self._lru: OrderedDict[str, Vector] = OrderedDict()
         self._lru_size = lru_size
         self._lock = threading.Lock()
+        self._unsaved: OrderedDict[str, Vector] = OrderedDict()  # embedded with defer=True, not stored yet
         #: called with each call's stats (e.g. the server's cache hit/miss counters)
         self.listener: Callable[[EmbedStats], None] | None = None
 
@@ -54,15 +58,16 @@ class EmbeddingCache:
             while len(self._lru) > self._lru_size:
                 self._lru.popitem(last=False)
 
-    def embed(self, texts: Sequence[str], *, persist: bool = True,
+    def embed(self, texts: Sequence[str], *, persist: bool = True, defer: bool = False,
               stats: EmbedStats | None = None) -> list[Vector]:
         """One vector per text. `persist` reads and writes the store's vectors (memory texts); query texts
         pass persist=False: looked up and kept in the LRU only (a query is rarely a stored text, and the
-        store lookup would cost a database round trip on every request). Raises
+        store lookup would cost a database round trip on every request). With `defer`, new vectors are
+        held until `save` stores them (inside the caller's write transaction). Raises
         engine.errors.Unavailable if the embedder fails."""
         call = EmbedStats()
         found: dict[str, Vector] = {}
-        hashes = self._embed_into(texts, persist, call, found)
+        hashes = self._embed_into(texts, persist, defer, call, found)
         if stats is not None:
             stats.calls += call.calls
             stats.texts += call.texts
@@ -71,7 +76,24 @@ class EmbeddingCache:
             self.listener(call)
         return [found[h] for h in hashes]
 
-    def _embed_into(self, texts: Sequence[str], persist: bool, stats: EmbedStats,
+    def save(self, texts: Sequence[str]) -> None:
+        """Store the deferred vectors of `texts` (call it inside the write's transaction). They stay
+        held until evicted, so a write that rolls back and is retried stores them again."""
+        if self.store is None:
+            return
+        with self._lock:
+            ready = {h: v for h in dict.fromkeys(text_hash(t) for t in texts)
+                     if (v := self._unsaved.get(h)) is not None}
+        if ready:
+            self.store.put_embeddings(self.model, ready)
+
+    def _defer(self, new: dict[str, Vector]) -> None:
+        with self._lock:
+            self._unsaved.update(new)
+            while len(self._unsaved) > self._lru_size:  # a write that never committed: forget its vectors
+                self._unsaved.popitem(last=False)
+
+    def _embed_into(self, texts: Sequence[str], persist: bool, defer: bool, stats: EmbedStats,
                     found: dict[str, Vector]) -> list[str]:
         """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
@@ -101,6 +123,9 @@ class EmbeddingCache:
                 new[h] = vec
                 self._lru_put(h, vec)
         if new and persist and self.store is not None:
-            self.store.put_embeddings(self.model, new)
+            if defer:
+                self._defer(new)
+            else:
+                self.store.put_embeddings(self.model, new)
         found.update(new)
         return hashes

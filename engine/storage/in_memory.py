@@ -71,8 +71,11 @@ class InMemoryStore:
     def _commit(self) -> None:
         self._undo.clear()
         patches, self._after_commit = self._after_commit, []
-        for patch in patches:
-            patch()
+        try:
+            for patch in patches:
+                patch()
+        finally:
+            self._index.end_commit()
 
     def _rollback(self) -> None:
         while self._undo:

@@ -1,8 +1,11 @@
-"""`loci bench assemble|ingest|scale|redos`: the latency and throughput benchmarks' command line.
+"""`loci bench assemble|ingest|encoder|peers|scale|redos`: the latency and throughput benchmarks' command line.
 
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
     loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
+    loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
+    loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--out FILE]   (needs loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
@@ -25,6 +28,16 @@ def _sizes(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from exc
     if not sizes or any(s < 1 for s in sizes):
         raise argparse.ArgumentTypeError("sizes must be positive")
+    return sizes
+
+
+def _sizes_or_zero(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from exc
+    if not sizes or any(s < 0 for s in sizes):
+        raise argparse.ArgumentTypeError("sizes must be >= 0")
     return sizes
 
 
@@ -72,16 +85,58 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _writes(args: argparse.Namespace) -> int:
+    from evals.bench import writes
+    from evals.bench.vectors import DEFAULT_CACHE_DIR
+
+    header = (f"$ loci bench writes --sizes {','.join(map(str, args.sizes))} --batches {args.batches} "
+              f"--singles {args.singles}\n(load average at start: {_load()}; {os.cpu_count()} CPUs)")
+    table = writes.run(args.sizes, batches=args.batches, singles=args.singles,
+                       cache_dir=args.cache_dir or DEFAULT_CACHE_DIR)
+    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
+    return 0
+
+
+def _encoder(args: argparse.Namespace) -> int:
+    from evals.bench import encoder
+
+    header = (f"$ loci bench encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}\n"
+              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
+    table = encoder.run(variants=args.variants.split(","), sample=args.sample, queries=args.queries,
+                        batches=args.batches)
+    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
+    return 0
+
+
+def _peers(args: argparse.Namespace) -> int:
+    from evals.bench import peers
+    from evals.bench.vectors import DEFAULT_CACHE_DIR
+
+    if peers.mem0_version() is None:
+        print("loci bench peers needs mem0: pip install 'loci[peers]'", file=sys.stderr)
+        return 2
+    from engine.embed.registry import create_embedder
+
+    header = (f"$ loci bench peers --turns {args.turns} --reads {args.reads} --singles {args.singles}\n"
+              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
+    table = peers.run(create_embedder("minilm"), turns=args.turns, reads=args.reads, singles=args.singles,
+                      cache_dir=args.cache_dir or DEFAULT_CACHE_DIR)
+    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
+    return 0
+
+
 def _redos(args: argparse.Namespace) -> int:
     from evals.bench import redos
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     header = (f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
-              f"(load average at start: {load}; {os.cpu_count()} CPUs)")
+              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
     table = redos.run(args.calls, args.embedder, args.cache_dir or DEFAULT_CACHE_DIR)
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
+    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
     return 0
 
 
@@ -116,13 +171,36 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
     _common(q)
     q.set_defaults(func=_ingest)
-    r = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
-    r.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
-    r.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-                   help="minilm (default, $LOCI_EMBEDDER) or hash")
+    w = sub.add_parser("writes", help="the store's share of writes per scope size (stand-in vectors)")
+    w.add_argument("--sizes", type=_sizes_or_zero, default=[0, 10000, 50000, 100000],
+                   help="comma-separated scope sizes")
+    w.add_argument("--batches", type=int, default=5, help="batches of 200 LoCoMo turns per size")
+    w.add_argument("--singles", type=int, default=50, help="single writes per size")
+    w.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
+    w.add_argument("--out", default=None, help="also append the table to this file")
+    w.set_defaults(func=_writes)
+    e = sub.add_parser("encoder", help="MiniLM runtimes side by side: cosine to float32, query latency, batch rate")
+    e.add_argument("--variants", default="torch,onnx-fp32,onnx,onnx-int8-all",
+                   help="comma-separated: torch, onnx-fp32, onnx, onnx-int8-all")
+    e.add_argument("--sample", type=int, default=1000, help="LoCoMo texts for the cosine check (3/4 turns)")
+    e.add_argument("--queries", type=int, default=200, help="one-text queries per variant")
+    e.add_argument("--batches", type=int, default=3, help="batches of 200 LoCoMo turns per variant")
+    e.add_argument("--out", default=None, help="also append the table to this file")
+    e.set_defaults(func=_encoder)
+    r = sub.add_parser("peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])")
+    r.add_argument("--turns", type=int, default=5882, help="LoCoMo turns bulk-written for one user")
+    r.add_argument("--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two")
+    r.add_argument("--singles", type=int, default=50, help="single writes per side (alternated)")
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")
-    r.set_defaults(func=_redos)
+    r.set_defaults(func=_peers)
+    d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
+    d.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
+    d.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+                   help="minilm (default, $LOCI_EMBEDDER) or hash")
+    d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
+    d.add_argument("--out", default=None, help="also append the table to this file")
+    d.set_defaults(func=_redos)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
     try:
         from evals.bench import scale

@@ -311,8 +311,10 @@ class Server:
     def __init__(self, url: str, workers: int, embedder: str, log_dir: str, *, timeout: float = 240.0) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        # the encoder graph is cached once for every server of the run, not exported per scratch dir
+        models = os.environ.get("LOCI_MODEL_CACHE") or str(Path("./data/models").absolute())
         env = dict(os.environ, LOCI_DATABASE_URL=url, LOCI_EMBEDDER=embedder, HF_HUB_OFFLINE="1",
-                   LOCI_RATE_LIMIT="100000000/minute", LOCI_DATA_DIR=log_dir)
+                   LOCI_RATE_LIMIT="100000000/minute", LOCI_DATA_DIR=log_dir, LOCI_MODEL_CACHE=models)
         self.log_path = Path(log_dir) / f"serve-{workers}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(

@@ -30,6 +30,9 @@ class IndexRegistry:
         self._store_lock = store_lock
         self._built: dict[tuple[str, str], NamespaceIndex] = {}
         self._loads = 0
+        #: vectors of the commit being patched in, per model: memories of the same commit take theirs
+        #: from here instead of reading them back from the store
+        self._recent: dict[str, dict[str, Vector]] = {}
 
     def mark(self) -> int:
         """Called by the store when a transaction begins; pass the value to `forget_since` on rollback."""
@@ -81,8 +84,20 @@ class IndexRegistry:
             target = self._built.get(key)
             if target is not None:
                 with target.lock:
-                    target.add(batch, self._load_vectors)
+                    target.add(batch, self._vectors_of_commit)
         self._drop_stale()
+
+    def _vectors_of_commit(self, model: str, hashes: Sequence[str]) -> dict[str, Vector]:
+        recent = self._recent.get(model, {})
+        found = {h: recent[h] for h in hashes if h in recent}
+        missing = [h for h in hashes if h not in found]
+        if missing:
+            found.update(self._load_vectors(model, missing))
+        return found
+
+    def end_commit(self) -> None:
+        """Called by the store after it applied a commit's patches."""
+        self._recent.clear()
 
     def apply_delete(self, org_id: str, memory_ids: Sequence[str]) -> None:
         for key, idx in list(self._built.items()):
@@ -93,6 +108,7 @@ class IndexRegistry:
         self._drop_stale()
 
     def apply_vectors(self, model: str, vectors: Mapping[str, Vector]) -> None:
+        self._recent.setdefault(model, {}).update(vectors)
         for idx in list(self._built.values()):
             with idx.lock:
                 idx.add_vectors(model, dict(vectors))

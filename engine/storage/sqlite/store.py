@@ -82,8 +82,11 @@ class SQLiteStore:
                         self._index.forget_since(mark)
                         raise
                     patches, self._after_commit = self._after_commit, []
-                    for patch in patches:
-                        patch()
+                    try:
+                        for patch in patches:
+                            patch()
+                    finally:
+                        self._index.end_commit()
             finally:
                 self._depth -= 1
 
@@ -125,20 +128,18 @@ class SQLiteStore:
             return
         with self.transaction():
             c = self._conn
-            for m in memories:
-                c.execute(codec.MEMORY_INSERT, codec.memory_row(m))
-                c.execute("DELETE FROM memory_keys WHERE org_id = ? AND memory_id = ?", (m.org_id, m.memory_id))
-                c.execute("DELETE FROM memory_tags WHERE org_id = ? AND memory_id = ?", (m.org_id, m.memory_id))
-                if m.keys:
-                    c.executemany(
-                        "INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
-                        [(m.org_id, m.namespace, k, m.memory_id) for k in m.keys],
-                    )
-                if m.tags:
-                    c.executemany(
-                        "INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)",
-                        [(m.org_id, t, m.memory_id) for t in m.tags],
-                    )
+            ids = [(m.org_id, m.memory_id) for m in memories]
+            c.executemany(codec.MEMORY_INSERT, [codec.memory_row(m) for m in memories])
+            c.executemany("DELETE FROM memory_keys WHERE org_id = ? AND memory_id = ?", ids)
+            c.executemany("DELETE FROM memory_tags WHERE org_id = ? AND memory_id = ?", ids)
+            latest = {(m.org_id, m.memory_id): m for m in memories}.values()  # a repeated id: the last wins
+            keys = [(m.org_id, m.namespace, k, m.memory_id) for m in latest for k in m.keys or ()]
+            if keys:
+                c.executemany("INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
+                              keys)
+            tags = [(m.org_id, t, m.memory_id) for m in latest for t in m.tags]
+            if tags:
+                c.executemany("INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags)
             batch = list(memories)
             self._after_commit.append(lambda: self._index.apply_put(batch))
 

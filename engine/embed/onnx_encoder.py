@@ -1,0 +1,189 @@
+"""A sentence-transformers BERT encoder run by onnxruntime, from the weights in a local model directory.
+
+The graph (`engine.embed.onnx_graph`) is written from the directory's `model.safetensors` on first
+use and cached as `<cache_dir>/<name>-<digest>.onnx`; the digest covers the weights, the graph
+version and the quantized projections, so a changed model or graph never reads a stale file. The
+file is written to a temporary name and renamed, so concurrent first uses (server workers, test
+workers) do not see a partial file. Nothing is downloaded. Where the cache directory is not
+writable the graph is built in memory.
+
+Texts are tokenized with the directory's `tokenizer.json` (the Rust `tokenizers` BERT tokenizer that
+sentence-transformers uses, with its strip and truncation at `max_seq_length`). Large batches are
+sorted by length and cut into chunks, so short texts are not padded to the longest.
+
+`OnnxEncoder.open` returns None where onnxruntime/onnx are missing or the model is not one the graph
+reproduces (another architecture, activation, position embedding or pooling); the caller keeps its
+torch path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+GRAPH_VERSION = 1
+CHUNK_TEXTS = 32  # texts per forward pass of a large batch (sorted by length first)
+CHUNK_TOKENS = 4096  # and at most this many padded tokens per pass
+
+Rows = npt.NDArray[np.float32]
+
+
+def _read_json(path: Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def supported(model_dir: Path) -> bool:
+    """True when the directory holds a BERT encoder with mean pooling and normalization: what the graph
+    reproduces exactly."""
+    try:
+        modules = [m["type"].rsplit(".", 1)[-1] for m in _read_json(model_dir / "modules.json")]
+        pooling = _read_json(model_dir / "1_Pooling" / "config.json")
+        cfg = _read_json(model_dir / "config.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    mean_only = pooling.get("pooling_mode_mean_tokens") is True and not any(
+        pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
+                                 "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                                 "pooling_mode_lasttoken"))
+    return (modules == ["Transformer", "Pooling", "Normalize"] and mean_only
+            and cfg.get("model_type") == "bert" and cfg.get("hidden_act") == "gelu"
+            and cfg.get("position_embedding_type", "absolute") == "absolute"
+            and (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file())
+
+
+def _digest(weights: Path, quantize: Collection[str]) -> str:
+    h = hashlib.sha256(f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}\n".encode())
+    with open(weights, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _build_bytes(model_dir: Path, quantize: Collection[str]) -> bytes:
+    from safetensors.numpy import load_file
+
+    from engine.embed.onnx_graph import build_model
+
+    cfg = _read_json(model_dir / "config.json")
+    weights = load_file(str(model_dir / "model.safetensors"))
+    model = build_model(weights, heads=int(cfg["num_attention_heads"]), eps=float(cfg["layer_norm_eps"]),
+                        quantize=quantize)
+    data: bytes = model.SerializeToString()
+    return data
+
+
+def graph_file(model_dir: Path, cache_dir: Path, name: str, quantize: Collection[str]) -> Path | bytes:
+    """The cached graph's path (written on first use), or the graph's bytes when the cache dir is not
+    writable."""
+    path = cache_dir / f"{name}-{_digest(model_dir / 'model.safetensors', quantize)}.onnx"
+    if path.is_file():
+        return path
+    data = _build_bytes(model_dir, quantize)
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=cache_dir)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.warning("cannot cache the encoder graph in %s (%s); built in memory", cache_dir, exc)
+        return data
+    return path
+
+
+class OnnxEncoder:
+    """texts -> L2-normalized rows, on onnxruntime. One session per thread count, each with its own lock,
+    so a one-thread query pass never waits behind a multi-threaded batch."""
+
+    def __init__(self, model_dir: Path, graph: Path | bytes) -> None:
+        from tokenizers import Tokenizer
+
+        self.graph = graph
+        max_len = int(_read_json(model_dir / "sentence_bert_config.json").get("max_seq_length", 512))
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_len)
+        self.tokenizer.no_padding()
+        self._sessions: dict[int, tuple[Any, threading.Lock]] = {}
+        self._guard = threading.Lock()
+
+    @classmethod
+    def open(cls, model_dir: Path, cache_dir: Path, *, name: str,
+             quantize: Collection[str] = ()) -> OnnxEncoder | None:
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            return None
+        if not supported(model_dir):
+            return None
+        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize))
+
+    def _session(self, threads: int) -> tuple[Any, threading.Lock]:
+        with self._guard:
+            found = self._sessions.get(threads)
+            if found is None:
+                import onnxruntime as ort
+
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = threads
+                opts.inter_op_num_threads = 1
+                opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                # no spin-waiting pool threads: on a busy 2-core machine they steal the core they wait for
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                source = str(self.graph) if isinstance(self.graph, Path) else self.graph
+                session = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+                found = self._sessions[threads] = (session, threading.Lock())
+            return found
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch([t.strip() for t in texts])]
+
+    def _run(self, session: Any, ids: Sequence[list[int]]) -> Rows:
+        width = max(len(x) for x in ids)
+        tokens = np.zeros((len(ids), width), dtype=np.int64)
+        mask = np.zeros((len(ids), width), dtype=np.int64)
+        for row, x in enumerate(ids):
+            tokens[row, : len(x)] = x
+            mask[row, : len(x)] = 1
+        out: Rows = session.run(None, {"input_ids": tokens, "attention_mask": mask})[0]
+        return out
+
+    def __call__(self, texts: Sequence[str], *, threads: int = 1) -> Rows:
+        if not texts:
+            raise ValueError("no texts")
+        ids = self._ids(texts)
+        session, lock = self._session(threads)
+        if len(ids) <= 4:
+            with lock:
+                return np.ascontiguousarray(self._run(session, ids), dtype=np.float32)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        rows = np.empty((len(ids), 0), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while (end < len(order) and end - start < CHUNK_TEXTS
+                   and (end - start + 1) * len(ids[order[end]]) <= CHUNK_TOKENS):
+                end += 1
+            chunk = order[start:end]
+            with lock:
+                part = self._run(session, [ids[i] for i in chunk])
+            if rows.shape[1] == 0:
+                rows = np.empty((len(ids), part.shape[1]), dtype=np.float32)
+            rows[chunk] = part
+            start = end
+        return rows

@@ -1,0 +1,153 @@
+"""The ONNX graph of a sentence-transformers BERT encoder (Transformer -> mean Pooling -> Normalize),
+written from the model's own weights (no exporter, no download).
+
+The graph uses onnxruntime's fused CPU operators, the ones its transformer optimizer produces for
+BERT: EmbedLayerNormalization (word + position + token type 0, LayerNorm, mask lengths), Attention
+(QKV projection and multi-head attention over the unpadded keys), SkipLayerNormalization (bias +
+residual + LayerNorm), BiasGelu (exact erf GELU); then the masked mean and L2 normalization, so the
+output is the sentence vector itself.
+
+Inputs `input_ids` and `attention_mask` (int64, batch x tokens, right-padded); output `embedding`
+(float32, batch x hidden).
+
+`quantize` names the projections to run in int8 (see `PROJECTIONS`; e.g. "l0.ffn_out"): weights
+symmetric per output channel, activations quantized per call (onnxruntime's DynamicQuantizeMatMul
+and QAttention, on VNNI where the CPU has it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+#: the four projections of a layer: fused QKV (in Attention), attention output, FFN in, FFN out
+PROJECTIONS: tuple[str, ...] = ("qkv", "attn_out", "ffn_in", "ffn_out")
+MS = "com.microsoft"
+
+Array = npt.NDArray[Any]
+
+
+def projection_names(layers: int) -> list[str]:
+    """Every quantizable projection, "l<i>.<kind>"."""
+    return [f"l{i}.{kind}" for i in range(layers) for kind in PROJECTIONS]
+
+
+def quantize_columns(w: Array) -> tuple[Array, Array, Array]:
+    """(int8 weights, per-column scale, zero points) of a (in, out) float matrix, symmetric per column."""
+    scale = np.abs(w).max(axis=0) / 127.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
+    return q, scale, np.zeros(w.shape[1], dtype=np.int8)
+
+
+class _Graph:
+    """Collects nodes and initializers; every node is named after its first output."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+
+    def const(self, name: str, value: npt.ArrayLike) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.array(value, order="C"), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], outputs: list[str], *, domain: str = "", **attrs: Any) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, outputs, name=outputs[0], domain=domain, **attrs))
+        return outputs[0]
+
+    def matmul(self, x: str, w: Array, name: str, quantized: bool) -> str:
+        """x @ w, in int8 (DynamicQuantizeMatMul) when `quantized`; bias is added by the caller's fused op."""
+        if not quantized:
+            return self.node("MatMul", [x, self.const(f"{name}.w", w)], [name])
+        q, scale, zero = quantize_columns(w)
+        ins = [x, self.const(f"{name}.wq", q), self.const(f"{name}.ws", scale), self.const(f"{name}.wz", zero)]
+        return self.node("DynamicQuantizeMatMul", ins, [name], domain=MS)
+
+    def attention(self, x: str, w: Array, b: Array, mask_index: str, name: str, heads: int,
+                  quantized: bool) -> str:
+        if not quantized:
+            ins = [x, self.const(f"{name}.w", w), self.const(f"{name}.b", b), mask_index]
+            return self.node("Attention", ins, [name], domain=MS, num_heads=heads)
+        q, scale, zero = quantize_columns(w)
+        xq, xs, xz = f"{name}.xq", f"{name}.xs", f"{name}.xz"
+        self.node("DynamicQuantizeLinear", [x], [xq, xs, xz])
+        ins = [xq, self.const(f"{name}.wq", q), self.const(f"{name}.b", b), xs, self.const(f"{name}.ws", scale),
+               mask_index, xz, self.const(f"{name}.wz", zero)]
+        return self.node("QAttention", ins, [name], domain=MS, num_heads=heads)
+
+
+def _layer(g: _Graph, w: Mapping[str, Array], i: int, x: str, mask_index: str, *, heads: int, eps: float,
+           quantize: Collection[str]) -> str:
+    p = f"encoder.layer.{i}."
+    a = p + "attention.self."
+    wqkv = np.concatenate([w[a + "query.weight"], w[a + "key.weight"], w[a + "value.weight"]], 0).T
+    bqkv = np.concatenate([w[a + "query.bias"], w[a + "key.bias"], w[a + "value.bias"]])
+    att = g.attention(x, wqkv, bqkv, mask_index, f"l{i}.qkv", heads, f"l{i}.qkv" in quantize)
+    out = g.matmul(att, w[p + "attention.output.dense.weight"].T, f"l{i}.attn_out", f"l{i}.attn_out" in quantize)
+    ln1 = [g.const(f"l{i}.ln1.g", w[p + "attention.output.LayerNorm.weight"]),
+           g.const(f"l{i}.ln1.b", w[p + "attention.output.LayerNorm.bias"]),
+           g.const(f"l{i}.attn_out.b", w[p + "attention.output.dense.bias"])]
+    x = g.node("SkipLayerNormalization", [out, x, *ln1], [f"l{i}.x1"], domain=MS, epsilon=eps)
+    h = g.matmul(x, w[p + "intermediate.dense.weight"].T, f"l{i}.ffn_in", f"l{i}.ffn_in" in quantize)
+    h = g.node("BiasGelu", [h, g.const(f"l{i}.ffn_in.b", w[p + "intermediate.dense.bias"])], [f"l{i}.gelu"],
+               domain=MS)
+    out = g.matmul(h, w[p + "output.dense.weight"].T, f"l{i}.ffn_out", f"l{i}.ffn_out" in quantize)
+    ln2 = [g.const(f"l{i}.ln2.g", w[p + "output.LayerNorm.weight"]),
+           g.const(f"l{i}.ln2.b", w[p + "output.LayerNorm.bias"]),
+           g.const(f"l{i}.ffn_out.b", w[p + "output.dense.bias"])]
+    return g.node("SkipLayerNormalization", [out, x, *ln2], [f"l{i}.x2"], domain=MS, epsilon=eps)
+
+
+def _embeddings(g: _Graph, w: Mapping[str, Array], eps: float) -> tuple[str, str]:
+    """(hidden states, mask lengths): token type is always 0, so its row is folded into the positions."""
+    e = "embeddings."
+    positions = w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0]
+    ids = g.node("Cast", ["input_ids"], ["ids32"], to=6)  # int32
+    mask = g.node("Cast", ["attention_mask"], ["mask32"], to=6)
+    ins = [ids, "", g.const("word", w[e + "word_embeddings.weight"]), g.const("pos", positions), "",
+           g.const("emb.ln.g", w[e + "LayerNorm.weight"]), g.const("emb.ln.b", w[e + "LayerNorm.bias"]), mask]
+    g.node("EmbedLayerNormalization", ins, ["x0", "mask_index"], domain=MS, epsilon=eps)
+    return "x0", "mask_index"
+
+
+def _pool(g: _Graph, x: str) -> str:
+    """Mean over the real tokens, then L2 normalization (sentence-transformers' Pooling + Normalize)."""
+    m = g.node("Unsqueeze", [g.node("Cast", ["attention_mask"], ["maskf"], to=1), g.const("axis2", [2])],
+               ["mask3"])
+    axis1 = g.const("axis1", [1])
+    summed = g.node("ReduceSum", [g.node("Mul", [x, m], ["masked"]), axis1], ["summed"], keepdims=0)
+    count = g.node("Max", [g.node("ReduceSum", [m, axis1], ["count0"], keepdims=0),
+                           g.const("tiny", np.float32(1e-9))], ["count"])
+    return g.node("LpNormalization", [g.node("Div", [summed, count], ["pooled"])], ["embedding"], axis=1, p=2)
+
+
+def build_model(weights: Mapping[str, Array], *, heads: int, eps: float, quantize: Collection[str] = ()) -> Any:
+    """The onnx.ModelProto of the encoder for BERT `weights` (transformers' state dict names)."""
+    from onnx import TensorProto, helper
+
+    layers = sum(1 for k in weights if k.endswith("attention.self.query.weight"))
+    unknown = set(quantize) - set(projection_names(layers))
+    if unknown:
+        raise ValueError(f"unknown projections to quantize: {sorted(unknown)}")
+    g = _Graph()
+    x, mask_index = _embeddings(g, weights, eps)
+    for i in range(layers):
+        x = _layer(g, weights, i, x, mask_index, heads=heads, eps=eps, quantize=quantize)
+    _pool(g, x)
+    hidden = int(weights["embeddings.word_embeddings.weight"].shape[1])
+    graph = helper.make_graph(
+        g.nodes, "sentence_encoder",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])], g.inits)
+    model = helper.make_model(graph, producer_name="loci",
+                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    return model

@@ -1,0 +1,202 @@
+"""`loci bench peers`: Loci next to mem0 (the `mem0ai` package, `pip install 'loci[peers]'`) on the same
+data, the same MiniLM weights and the same machine load.
+
+Data: LoCoMo turns (`<speaker>: <text>`, in time order) written for one user, and distinct LoCoMo
+questions as reads. Both sides run in this process:
+- Loci: a fresh SQLite store, `MemoryService` with the configured MiniLM embedder; bulk writes in
+  batches of 200, single writes one memory per call, reads are `run_assemble` (default preset, 1,200
+  tokens, ingest off: a pure read);
+- mem0: `Memory.from_config` with its huggingface embedder on the packaged MiniLM directory, the faiss
+  vector store, `infer=False` (no LLM is called; its client gets a placeholder key and is never used)
+  and telemetry off; bulk writes are `add` of 200 messages, single writes `add` of one, reads are
+  `search` with top_k 24.
+Calls alternate (a Loci batch, then a mem0 batch; a Loci read, then a mem0 read), so both see the same
+load. Ratios are Loci / mem0 for latencies and Loci's rate / mem0's for throughput.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import msgspec
+
+from engine.embed.base import Embedder
+from engine.embed.cache import EmbeddingCache
+from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
+from engine.retrieval.options import AssembleRequest, Budget, IngestOptions
+from engine.retrieval.pipeline import run_assemble
+from evals.bench.harness import Pct, bench_dir, open_bench_store, pct
+from evals.bench.vectors import DEFAULT_CACHE_DIR
+
+ORG = "org_peers"
+USER = "ent:user"
+MEM0_USER = "user"
+TOP_K = 24
+
+
+class Turn(msgspec.Struct, frozen=True):
+    text: str
+    timestamp: Any  # datetime
+
+
+class SideRow(msgspec.Struct, kw_only=True):
+    name: str
+    read: Pct
+    single_write: Pct
+    bulk_rate: float  # memories per second
+
+
+class PeersTable(msgspec.Struct, kw_only=True):
+    turns: int
+    reads: int
+    singles: int
+    loci: SideRow
+    mem0: SideRow
+    embedder: str
+    mem0_version: str
+
+    def format(self) -> str:
+        lo, m0 = self.loci, self.mem0
+        lines = [
+            f"peers benchmark: {self.turns} LoCoMo turns for one user, {self.reads} distinct questions, "
+            f"{self.singles} single writes; Loci embedder {self.embedder}, mem0 {self.mem0_version} "
+            f"(huggingface embedder on the same MiniLM weights, faiss, infer=False), calls alternated",
+            "| | Loci | mem0 | Loci / mem0 |", "|---|---|---|---|",
+            f"| read p50 ms | {lo.read.p50:.1f} | {m0.read.p50:.1f} | {lo.read.p50 / m0.read.p50:.2f} |",
+            f"| read p95 ms | {lo.read.p95:.1f} | {m0.read.p95:.1f} | {lo.read.p95 / m0.read.p95:.2f} |",
+            f"| single write p50 ms | {lo.single_write.p50:.1f} | {m0.single_write.p50:.1f} | "
+            f"{lo.single_write.p50 / m0.single_write.p50:.2f} |",
+            f"| bulk writes / s (batches of {MAX_BATCH}) | {lo.bulk_rate:.1f} | {m0.bulk_rate:.1f} | "
+            f"{lo.bulk_rate / m0.bulk_rate:.2f}x |",
+            "(Loci read: assemble, default preset, 1,200 tokens, ingest off; mem0 read: search, top_k "
+            f"{TOP_K})",
+        ]
+        return "\n".join(lines)
+
+
+def locomo_data(turns: int, reads: int) -> tuple[list[Turn], list[str]]:
+    """The first `turns` LoCoMo turns in conversation and time order, and `reads` distinct questions."""
+    from evals.loaders import load_dataset
+
+    dataset = load_dataset("locomo")
+    all_turns = [Turn(t.memory_text(), t.timestamp) for c in dataset.conversations for t in c.turns]
+    questions = list(dict.fromkeys(q.text for q in dataset.questions))
+    return all_turns[:turns], questions[:reads]
+
+
+class LociSide:
+    def __init__(self, data_dir: str, embedder: Embedder) -> None:
+        self.store = open_bench_store(data_dir)
+        self.cache = EmbeddingCache(embedder, self.store)
+        self.service = MemoryService(self.store, embeddings=self.cache)
+
+    def write(self, turns: Sequence[Turn]) -> None:
+        self.service.create(ORG, [MemoryCreate(entity_id=USER, type="event", text=t.text, timestamp=t.timestamp)
+                                  for t in turns])
+
+    def read(self, question: str) -> None:
+        request = AssembleRequest(entity_id=USER, turn=question, budget=Budget(max_context_tokens=1200),
+                                  ingest=IngestOptions(extract=False, store_turn="none"))
+        run_assemble(self.store, self.cache, org_id=ORG, agent_id=None, request=request, request_id="req_peer",
+                     now=time_now())
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def time_now() -> Any:
+    from engine.timeutil import utcnow
+
+    return utcnow()
+
+
+def mem0_config(data_dir: str, model_path: str) -> dict[str, Any]:
+    """mem0 built offline: the local MiniLM directory, faiss under `data_dir`, an LLM client never called."""
+    return {
+        "embedder": {"provider": "huggingface",
+                     "config": {"model": model_path, "embedding_dims": 384, "model_kwargs": {"device": "cpu"}}},
+        "vector_store": {"provider": "faiss",
+                         "config": {"collection_name": "peers", "path": str(Path(data_dir) / "faiss"),
+                                    "embedding_model_dims": 384, "distance_strategy": "cosine"}},
+        "llm": {"provider": "openai", "config": {"api_key": "unused: infer=False calls no LLM", "model": "none"}},
+        "history_db_path": str(Path(data_dir) / "history.db"),
+    }
+
+
+class Mem0Side:
+    def __init__(self, data_dir: str, model_path: str) -> None:
+        os.environ["MEM0_TELEMETRY"] = "False"  # read when mem0 is imported: no network calls
+        os.environ.setdefault("MEM0_DIR", str(Path(data_dir) / "home"))
+        from mem0 import Memory
+
+        self.memory = Memory.from_config(mem0_config(data_dir, model_path))
+
+    def write(self, turns: Sequence[Turn]) -> None:
+        self.memory.add([{"role": "user", "content": t.text} for t in turns], user_id=MEM0_USER, infer=False)
+
+    def read(self, question: str) -> None:
+        self.memory.search(question, filters={"user_id": MEM0_USER}, top_k=TOP_K)
+
+    def close(self) -> None:
+        pass
+
+
+def _alternate(sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None]) -> list[list[float]]:
+    """Seconds per item for each side, the sides taking turns item by item."""
+    out: list[list[float]] = [[] for _ in sides]
+    for item in items:
+        for i, side in enumerate(sides):
+            t = time.perf_counter()
+            call(side, item)
+            out[i].append(time.perf_counter() - t)
+    return out
+
+
+def mem0_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("mem0ai")
+    except Exception:
+        return None
+
+
+def run(embedder: Embedder, *, turns: int = 5882, reads: int = 300, singles: int = 50,
+        cache_dir: str = DEFAULT_CACHE_DIR, progress: TextIO | None = sys.stderr) -> PeersTable:
+    """Load both sides with the same turns, then alternate single writes and reads; see the module doc."""
+    from engine.embed.minilm import _model_path
+
+    def say(msg: str) -> None:
+        if progress is not None:
+            print(msg, file=progress, flush=True)
+
+    data, questions = locomo_data(turns + singles, reads)
+    bulk, single = data[:turns], data[turns:]
+    with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
+        loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
+        try:
+            sides = (loci, mem0)
+            for side in sides:  # models loaded and warm before timing
+                side.read("warm up")
+            say(f"peers bench: bulk writes of {len(bulk)} turns, batches of {MAX_BATCH}")
+            batches = [bulk[i : i + MAX_BATCH] for i in range(0, len(bulk), MAX_BATCH)]
+            bulk_s = [sum(s) for s in _alternate(sides, batches, lambda s, b: s.write(b))]
+            say(f"peers bench: {len(single)} single writes")
+            single_s = _alternate(sides, single, lambda s, t: s.write([t]))
+            say(f"peers bench: {len(questions)} reads")
+            read_s = _alternate(sides, questions, lambda s, q: s.read(q))
+        finally:
+            loci.close()
+            mem0.close()
+    rows = [SideRow(name=name, read=pct([x * 1000 for x in read_s[i]]),
+                    single_write=pct([x * 1000 for x in single_s[i]]),
+                    bulk_rate=len(bulk) / bulk_s[i] if bulk_s[i] > 0 else float("nan"))
+            for i, name in enumerate(("Loci", "mem0"))]
+    return PeersTable(turns=len(bulk), reads=len(questions), singles=len(single), loci=rows[0], mem0=rows[1],
+                      embedder=f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})",
+                      mem0_version=mem0_version() or "?")

@@ -1,0 +1,119 @@
+"""minilm on onnxruntime: the graph written from the packaged weights, its cache, int8, and fallbacks."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from engine.embed import onnx_encoder
+from engine.embed.minilm import INT8_PROJECTIONS, MiniLMEmbedder, _model_path
+from engine.embed.onnx_encoder import OnnxEncoder
+from engine.errors import UnknownName
+
+pytestmark = pytest.mark.slow
+
+TEXTS = ["Where does Alice live?", "a", "  Bob likes jazz and late-night radio  ", "The stock market fell sharply today",
+         "Ünïcödé text 東京", "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+         "x " * 400]  # the last is truncated at max_seq_length
+
+
+@pytest.fixture(scope="module")
+def torch_rows() -> np.ndarray:
+    return MiniLMEmbedder(runtime="torch").embed(TEXTS)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("models")
+
+
+def test_fp32_graph_gives_the_torch_vectors(torch_rows: np.ndarray, cache: Path) -> None:
+    emb = MiniLMEmbedder(runtime="onnx-fp32", cache_dir=cache)
+    assert emb.active_runtime == "onnx-fp32"
+    np.testing.assert_allclose(emb.embed(TEXTS), torch_rows, atol=1e-5)  # one padded batch
+    one_by_one = np.vstack([emb.embed([t]) for t in TEXTS])  # the one-thread query session
+    np.testing.assert_allclose(one_by_one, torch_rows, atol=1e-5)
+
+
+def test_int8_graph_stays_within_tolerance(torch_rows: np.ndarray, cache: Path) -> None:
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=cache)
+    assert emb.active_runtime == "onnx" and INT8_PROJECTIONS
+    rows = emb.embed(TEXTS)
+    assert rows.shape == torch_rows.shape and rows.dtype == np.float32
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    cosine = (rows * torch_rows).sum(axis=1)
+    assert cosine.min() >= 0.99, cosine
+    assert not np.allclose(rows, torch_rows, atol=1e-4)  # int8 really ran
+
+
+def test_large_batches_are_sorted_chunked_and_put_back_in_order(cache: Path) -> None:
+    emb = MiniLMEmbedder(runtime="onnx-fp32", cache_dir=cache)
+    texts = [f"memory number {i} " + "word " * (i % 37) for i in range(80)]
+    batched = emb.embed(texts)
+    singles = np.vstack([emb.embed([t]) for t in texts[:: 7]])
+    np.testing.assert_allclose(batched[:: 7], singles, atol=1e-5)
+
+
+def test_the_graph_is_cached_per_weights_and_quantization(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model_dir = Path(_model_path())
+    first = onnx_encoder.graph_file(model_dir, cache, "t", ())
+    assert isinstance(first, Path) and first.is_file() and oct(first.stat().st_mode & 0o777) == "0o644"
+    built: list[int] = []
+    real = onnx_encoder._build_bytes
+    monkeypatch.setattr(onnx_encoder, "_build_bytes", lambda *a: built.append(1) or real(*a))
+    assert onnx_encoder.graph_file(model_dir, cache, "t", ()) == first and not built  # read, not rebuilt
+    other = onnx_encoder.graph_file(model_dir, cache, "t", ("l0.qkv",))
+    assert other != first and built == [1]
+    assert not list(cache.glob("*.tmp"))
+
+
+def test_an_unwritable_cache_builds_in_memory(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    graph = onnx_encoder.graph_file(Path(_model_path()), blocked / "models", "t", ())
+    assert isinstance(graph, bytes)
+    encoder = OnnxEncoder(Path(_model_path()), graph)
+    assert encoder(["hello"]).shape == (1, 384)
+
+
+def test_falls_back_to_torch_without_onnxruntime(monkeypatch: pytest.MonkeyPatch, torch_rows: np.ndarray,
+                                                 tmp_path: Path) -> None:
+    real_import = builtins.__import__
+
+    def no_ort(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "onnxruntime":
+            raise ImportError("no onnxruntime here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ort)
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path)
+    assert emb.active_runtime == "torch"
+    np.testing.assert_allclose(emb.embed(TEXTS[:2]), torch_rows[:2], atol=1e-5)
+
+
+def test_unsupported_model_directories_are_refused(tmp_path: Path) -> None:
+    assert not onnx_encoder.supported(tmp_path)
+    assert OnnxEncoder.open(tmp_path, tmp_path / "cache", name="x") is None
+
+
+def test_runtime_names_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCI_MINILM_RUNTIME", "tensorflow")
+    with pytest.raises(UnknownName):
+        MiniLMEmbedder()
+    monkeypatch.setenv("LOCI_MINILM_RUNTIME", "torch")
+    assert MiniLMEmbedder().runtime == "torch"
+
+
+def test_cache_dir_follows_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from engine.embed.registry import create_embedder
+
+    monkeypatch.delenv("LOCI_MODEL_CACHE", raising=False)
+    emb = create_embedder("minilm", data_dir=str(tmp_path))
+    assert isinstance(emb, MiniLMEmbedder) and emb.cache_dir == tmp_path / "models"
+    monkeypatch.setenv("LOCI_MODEL_CACHE", os.fspath(tmp_path / "elsewhere"))
+    assert MiniLMEmbedder(data_dir=str(tmp_path)).cache_dir == tmp_path / "elsewhere"
