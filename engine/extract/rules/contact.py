@@ -18,8 +18,8 @@ _MINE = re.compile(
     r"call|text|ping|find|message) me|write to me|i am (?:at|on)|i can be reached)\b",
     re.IGNORECASE,
 )
-#: candidate numbers libphonenumber may reject before it gives up on a text (its default, 65535,
-#: lets a long run of digits and dashes cost seconds)
+#: candidate numbers libphonenumber may reject before it gives up on a text (with its default, 65535,
+#: one long run of digits and dashes is tried at every position)
 MAX_PHONE_TRIES = 64
 _THEIRS = re.compile(r"(?P<name>(?-i:[A-Z][a-z]+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE)
 

@@ -42,8 +42,8 @@ def _inside_identifier(text: str, start: int) -> bool:
 # (room for a leading "+"/"(" and a trailing "ext. 1234").
 _DIGIT_RUN = re.compile(r"\d[\d \t().\-/]{5,}\d")
 _BEFORE, _AFTER = 3, 14
-#: candidates one window may reject before the matcher gives up on it (libphonenumber's default,
-#: 65535, lets one long run of digits and dashes cost seconds)
+#: candidates one window may reject before the matcher gives up on it (with libphonenumber's default,
+#: 65535, one long run of digits and dashes is tried at every position)
 MAX_TRIES = 64
 
 
