@@ -31,7 +31,8 @@ def run_schemathesis(server: LiveServer, key: str, report_dir: Path) -> subproce
         "--report", "ndjson", "--report-dir", str(report_dir),
     ]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.server.fuzz_hooks", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    return subprocess.run(command, cwd=report_dir.parent, env=env, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S)
 
 
 @pytest.mark.slow
