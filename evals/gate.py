@@ -3,9 +3,10 @@
     measure(GateSpec()) -> {"locomo.recall_in_context": 0.41, ...}
     check(measured, load_floors()) -> [] (or the list of failures)
 
-It replays the first `locomo_conversations` LoCoMo conversations (categories 1-4) and a seeded
-synthetic set through the engine in process, with the default preset and the `hash` embedder, and
-compares with `evals/floors.json`:
+It replays the first `locomo_conversations` LoCoMo conversations (categories 1-4; turns as events,
+no extraction, questions one day after the last session, `return.max_events` 200: the protocol of
+`loci eval run --ingest events`) and a seeded synthetic set (with fact extraction) through the engine
+in process, with the default preset and the `hash` embedder, and compares with `evals/floors.json`:
 - `floors`: a measured value below its floor fails (evidence recall in context, supersession accuracy)
 - `ceilings`: a value above its ceiling fails (budget overflow count: must stay 0; stale leakage)
 The file also keeps the values measured when the floors were set (`measured`), so a reviewer sees
@@ -26,6 +27,7 @@ from evals.loaders import load_dataset
 from evals.metrics import metrics_frame, score, summarize
 from evals.replay import EngineBackend, ReplayConfig, evidence_questions
 from evals.replay_many import replay_many
+from evals.run import RunConfig, select
 from evals.synthetic import SyntheticConfig, generate
 
 FLOORS_PATH = Path(__file__).resolve().parent / "floors.json"
@@ -50,12 +52,16 @@ def _summary(dataset: Any, config: ReplayConfig, keep: Any) -> Any:
 def measure(spec: GateSpec | None = None) -> dict[str, float]:
     s = spec or GateSpec()
     config = ReplayConfig(preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth)
-    locomo = load_dataset("locomo").limit(s.locomo_conversations)
-    loc = _summary(locomo, config, lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES)
+    events = RunConfig(dataset="locomo", ingest="events", preset=s.preset, embedder=s.embedder, budget=s.budget,
+                       rank_depth=s.rank_depth, limit=s.locomo_conversations)
+    locomo = select(load_dataset("locomo"), events)
+    loc = _summary(locomo, events.replay_config(),
+                   lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES)
     synthetic = generate(SyntheticConfig(seed=s.synthetic_seed, entities=s.synthetic_entities))
     syn = _summary(synthetic, config, evidence_questions)
     return {
         "locomo.recall_in_context": round(float(loc["recall_in_context"]), 4),
+        "locomo.recall_in_context_whole": round(float(loc["recall_in_context_whole"]), 4),
         "locomo.overflow_count": float(loc["overflow_count"]),
         "locomo.questions": float(loc["n"]),
         "synthetic.recall_in_context": round(float(syn["recall_in_context"]), 4),

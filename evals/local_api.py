@@ -14,9 +14,12 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 
+from engine.embed.base import Embedder
+
 
 class LocalApi:
-    def __init__(self, org: str = "demo", embedder: str = "hash", scopes: Sequence[str] = ("read", "write", "admin")):
+    def __init__(self, org: str = "demo", embedder: str | Embedder = "hash",
+                 scopes: Sequence[str] = ("read", "write", "admin")):
         from litestar.testing import TestClient
 
         from engine.embed.registry import create_embedder
@@ -26,8 +29,10 @@ class LocalApi:
         from server.config import Settings
 
         self.store = InMemoryStore()
-        settings = Settings(embedder=embedder, rate_limit="100000/minute")
-        self.app = create_app(settings, store=self.store, embedder=create_embedder(embedder))
+        model = create_embedder(embedder) if isinstance(embedder, str) else embedder
+        settings = Settings(embedder=embedder if isinstance(embedder, str) else model.model.partition(":")[0],
+                            rate_limit="100000/minute")
+        self.app = create_app(settings, store=self.store, embedder=model)
         self.key, self.secret = create_api_key(self.store, org, list(scopes))
         self.org = org
         self.client: Any = TestClient(self.app)
@@ -55,7 +60,7 @@ class LocalApi:
         return data
 
 
-def start_local_api(org: str = "demo", embedder: str = "hash") -> LocalApi:
+def start_local_api(org: str = "demo", embedder: str | Embedder = "hash") -> LocalApi:
     return LocalApi(org=org, embedder=embedder)
 
 

@@ -17,7 +17,9 @@ per process afterwards (numba caches only part of it; the range is machine load)
 per-question calls in tests and the eval gate.
 
 Context: `recall_in_context` is the share of evidence turns found in the rendered lines (by memory
-id, by the start of the turn's text, or for a fact line by its fact's source turn); evidence
+id, by the start of the turn's text, or for a fact line by its fact's source turn);
+`recall_in_context_whole` is stricter: the turn's whole text (case and whitespace folded) is in a
+line (or its memory id, or a fact line of it), so a line the budget cut short does not count; evidence
 tokens are the tokens of the lines holding an evidence turn (the one-line summary counts whole).
 `ranx_means` runs ranx itself for a report that wants it.
 
@@ -105,6 +107,16 @@ def turn_needles(
     return tuple(needles)
 
 
+def whole_turn_needles(text: str, memory_ids: Iterable[str] = (), *, min_chars: int = 16) -> tuple[str, ...]:
+    """What shows a turn WHOLE inside rendered context: its memory ids, and its whole folded text when
+    that is long enough not to match by chance."""
+    needles = [m for m in memory_ids if m]
+    folded = _fold(text)
+    if len(folded) >= min_chars:
+        needles.append(folded)
+    return tuple(needles)
+
+
 def lines_with_turns(lines: Sequence[str], needles: Mapping[str, Sequence[str]]) -> list[frozenset[str]]:
     """For each context line, the turn ids whose needles (see `turn_needles`) it contains."""
     folded_needles = {tid: [_fold(n) for n in ns] for tid, ns in needles.items()}
@@ -120,6 +132,7 @@ class ContextLine(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     tokens: int
     turn_ids: tuple[str, ...] = ()
+    whole_turn_ids: tuple[str, ...] = ()  # the turns whose whole text is in the line
 
 
 class ContextFact(msgspec.Struct, frozen=True, kw_only=True):
@@ -213,6 +226,7 @@ class QuestionMetrics(msgspec.Struct, frozen=True, kw_only=True):
     mrr: float | None = None
     ndcg_at_10: float | None = None
     recall_in_context: float | None = None
+    recall_in_context_whole: float | None = None
     supersession_correct: bool | None = None
     stale_leak: bool | None = None
     stale_active: bool | None = None
@@ -242,6 +256,8 @@ def score(record: QuestionRecord) -> QuestionMetrics:
         values["ndcg_at_10"] = ndcg_at_k(ranked, evidence, 10)
         in_context = evidence & {t for line in record.lines for t in line.turn_ids}
         values["recall_in_context"] = len(in_context) / len(evidence)
+        whole = evidence & {t for line in record.lines for t in line.whole_turn_ids}
+        values["recall_in_context_whole"] = len(whole) / len(evidence)
     if record.current_values or record.stale_values:
         outcome = supersession_outcome(
             record.current_values, record.stale_values, record.facts, record.as_of, record.predicate
@@ -281,6 +297,7 @@ RATE_COLUMNS: tuple[str, ...] = (
     "mrr",
     "ndcg_at_10",
     "recall_in_context",
+    "recall_in_context_whole",
     "supersession_correct",
     "stale_leak",
     "stale_active",

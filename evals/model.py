@@ -14,7 +14,7 @@ a shipped dataset. Every datetime is timezone-aware UTC.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
 import msgspec
@@ -123,6 +123,16 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
             conversations=tuple(c for c in self.conversations if c.conversation_id in keep),
             questions=tuple(q for q in self.questions if q.conversation_id in keep),
         )
+
+    def asked_after_last_session(self, delay: timedelta) -> Dataset:
+        """Every question asked `delay` after its conversation's last session began (LoCoMo replays
+        with turns as events ask one day after the last session)."""
+        last = {c.conversation_id: max(s.date for s in c.sessions) for c in self.conversations if c.sessions}
+        questions = tuple(
+            msgspec.structs.replace(q, asked_at=last[q.conversation_id] + delay) if q.conversation_id in last else q
+            for q in self.questions
+        )
+        return msgspec.structs.replace(self, questions=questions)
 
     def limit(self, n_conversations: int) -> Dataset:
         """The first `n_conversations` conversations and their questions."""

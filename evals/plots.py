@@ -108,6 +108,22 @@ def budget_curves(curves: Any, metric: str = "recall_in_context") -> Figure:
     return fig
 
 
+def recall_vs_budget(table: Any, ylabel: str = "evidence recall in context") -> Figure:
+    """One line per category (`all` bold): the value against the budget (`evals.run.budget_table`)."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    budgets = [int(str(c).split()[0]) for c in table.columns]
+    for name, row in table.iterrows():
+        bold = name == "all"
+        ax.plot(budgets, list(row), marker="o", label=str(name), lw=2.5 if bold else 1.2, color="black" if bold else None)
+    ax.set_xlabel("budget (tokens)")
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(budgets)
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def timeline(gold: Any, stored: Any | None = None, title: str = "") -> Figure:
     """Intervals of a fact's values over time: the gold truth (and what the engine stored).
     Tables from `evals.timeline` with columns value, start, end, open (open = still true at the end)."""

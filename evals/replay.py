@@ -35,7 +35,14 @@ from typing import Any, Protocol
 
 import msgspec
 
-from evals.metrics import ContextFact, ContextLine, QuestionRecord, lines_with_turns, turn_needles
+from evals.metrics import (
+    ContextFact,
+    ContextLine,
+    QuestionRecord,
+    lines_with_turns,
+    turn_needles,
+    whole_turn_needles,
+)
 from evals.model import Conversation, Dataset, Question, Turn
 
 ORG_ID = "org_eval"
@@ -53,6 +60,10 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: `return.max_events` / `return.max_facts` (None: the API defaults, 6 and 12)
     max_events: int | None = None
     max_facts: int | None = None
+    #: more `retrieval` options merged into each request (e.g. {"top_k": 48}); keys override the above
+    retrieval: dict[str, Any] | None = None
+    #: `budget.tokenizer` (None: the API default, o200k_base)
+    tokenizer: str | None = None
     extract: bool = True
     embedder: str = "hash"
     store: str = "memory"
@@ -97,6 +108,8 @@ class Answer(msgspec.Struct, kw_only=True):
     tokens_used: int
     budget: int
     stage_ms: dict[str, float]
+    #: how the context's tokens were counted (`trace.budget.tokenizer`; old servers: the estimate)
+    tokenizer: str = "estimate"
     #: the store's facts of the question's predicate, any status (engine backend, probes only)
     stored_facts: list[ContextFact] | None = None
 
@@ -126,6 +139,8 @@ def assemble_body(
         retrieval["weights"] = dict(config.weights)
     if config.recency_half_life_days:
         retrieval["recency_half_life_days"] = config.recency_half_life_days
+    if config.retrieval:
+        retrieval.update(config.retrieval)
     if top_k:
         retrieval["top_k"] = top_k
     ret: dict[str, Any] = {"include_raw_matches": True, "include_structured_facts": True, "trace": True}
@@ -140,7 +155,8 @@ def assemble_body(
         "entity_id": loaded.entity_id,
         "namespace": loaded.namespace,
         "turn": question.text,
-        "budget": {"max_context_tokens": config.budget},
+        "budget": {"max_context_tokens": config.budget,
+                   **({"tokenizer": config.tokenizer} if config.tokenizer else {})},
         "policy": {"pii_redaction": "off"},
         "retrieval": retrieval,
         "return": ret,
@@ -208,7 +224,9 @@ def _answer_from_json(
     timings = ((main.get("trace") or {}).get("timings")) or {}
     stages = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
     stages.update(stage_ms)
-    return Answer(ranked=ranked, lines=lines, facts=facts, tokens_used=used, budget=budget, stage_ms=stages)
+    tokenizer = str(((main.get("trace") or {}).get("budget") or {}).get("tokenizer") or "estimate")
+    return Answer(ranked=ranked, lines=lines, facts=facts, tokens_used=used, budget=budget, stage_ms=stages,
+                  tokenizer=tokenizer)
 
 
 # --- the engine in process ---------------------------------------------------------------------------
@@ -216,10 +234,10 @@ class EngineBackend:
     """The engine in process: one fresh store per conversation (released after its questions)."""
 
     def __init__(self, config: ReplayConfig, *, clock: Callable[[], datetime] | None = None) -> None:
-        from engine.embed.registry import create_embedder
         from engine.extract import create_extractor
+        from evals.vector_cache import cached_embedder
 
-        self.embedder = create_embedder(config.embedder)
+        self.embedder = cached_embedder(config.embedder)
         self.extractor = create_extractor("rules") if config.extract else None
         self.clock = clock or (lambda: datetime.now(UTC))
 
@@ -449,21 +467,28 @@ def to_record(
     fact_turns = {f.memory_id: loaded.memory_to_turn.get(f.memory_id or "") for f in answer.facts}
     texts = [text for _, text in answer.lines]
     found = lines_with_turns(texts, needles)
-    from engine.retrieval.tokens import line_tokens
+    whole = lines_with_turns(
+        texts, {tid: whole_turn_needles(turn_map[tid].text, loaded.memories_of(tid)) for tid in question.evidence}
+    )
+    from engine.retrieval.tokens import get_tokenizer
 
+    line_tokens = get_tokenizer(answer.tokenizer).line_tokens
     lines = []
-    for (section, text), turn_ids in zip(answer.lines, found, strict=True):
-        ids = set(turn_ids)
+    for (section, text), turn_ids, whole_ids in zip(answer.lines, found, whole, strict=True):
+        ids, whole_set = set(turn_ids), set(whole_ids)
         if section == "facts":  # a fact line names no turn: match it to its fact's source turn
-            ids |= {
+            of_facts = {
                 t
                 for f in answer.facts
                 if f.text and f.text in text
                 for t in [fact_turns.get(f.memory_id)]
                 if t in needles
             }
+            ids |= of_facts
+            whole_set |= of_facts
         lines.append(
-            ContextLine(section=section, text=text, tokens=line_tokens(text), turn_ids=tuple(sorted(ids)))
+            ContextLine(section=section, text=text, tokens=line_tokens(text), turn_ids=tuple(sorted(ids)),
+                        whole_turn_ids=tuple(sorted(whole_set)))
         )
     return QuestionRecord(
         question_id=question.question_id,

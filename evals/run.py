@@ -18,10 +18,12 @@ configuration with `as_of` = the question's time (see `evals.replay_many`).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -48,6 +50,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "mrr",
     "ndcg_at_10",
     "recall_in_context",
+    "recall_in_context_whole",
     "supersession_correct",
     "stale_leak",
     "false_supersession",
@@ -57,13 +60,30 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: `--ingest events`: questions are asked this long after their conversation's last session
+EVENTS_QUESTION_DELAY = timedelta(days=1)
+#: `--ingest events`: `return.max_events` unless given (the budget, not the count, bounds the context)
+EVENTS_MAX_EVENTS = 200
+
+
 class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     dataset: str = "synthetic"
     preset: str | None = None
     normalization: str = "minmax"
     weights: dict[str, float] | None = None
     recency_half_life_days: int | None = None
+    #: more `retrieval` options for every request (JSON object, e.g. {"top_k": 48})
+    retrieval: dict[str, Any] | None = None
     budget: int = 1200
+    #: more budgets the chosen configuration is also replayed at (configurations `chosen@<budget>`)
+    budgets: tuple[int, ...] = ()
+    tokenizer: str | None = None  # budget.tokenizer; None: the API default
+    #: `facts`: turns as events plus the facts the extractor finds in them; `events`: turns as events
+    #: only, no extraction, `return.max_events` 200 unless `max_events` is given, and LoCoMo's questions
+    #: (the dataset gives them no time) asked one day after the conversation's last session
+    ingest: Literal["facts", "events"] = "facts"
+    max_events: int | None = None
+    max_facts: int | None = None
     rank_depth: int = 50
     limit: int | None = None  # the first N conversations
     limit_questions: int | None = None  # the first N questions of each conversation
@@ -78,14 +98,19 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     http_url: str | None = None
 
     def replay_config(self, weights: dict[str, float] | None = None) -> ReplayConfig:
+        events = self.ingest == "events"
         return ReplayConfig(
             preset=self.preset,
             normalization=self.normalization,
             weights=weights if weights is not None else self.weights,
             recency_half_life_days=self.recency_half_life_days,
+            retrieval=self.retrieval,
             budget=self.budget,
+            tokenizer=self.tokenizer,
             rank_depth=self.rank_depth,
-            extract=self.extract,
+            max_events=self.max_events if self.max_events is not None or not events else EVENTS_MAX_EVENTS,
+            max_facts=self.max_facts,
+            extract=self.extract and not events,
             embedder=self.embedder,
             store=self.store,
         )
@@ -108,8 +133,12 @@ class RunResult(msgspec.Struct, kw_only=True):
 
 
 def configurations(config: RunConfig) -> dict[str, ReplayConfig]:
-    """The chosen configuration first, then the compared presets, then the baselines (when asked for)."""
+    """The chosen configuration first, then it at the other budgets, then the compared presets, then the
+    baselines (when asked for)."""
     out = {CHOSEN: config.replay_config()}
+    for budget in config.budgets:
+        if budget != config.budget:
+            out[f"{CHOSEN}@{budget}"] = msgspec.structs.replace(config.replay_config(), budget=budget)
     for preset in config.compare_presets:
         out[f"preset:{preset}"] = msgspec.structs.replace(config.replay_config(), preset=preset)
     if config.baselines:
@@ -129,6 +158,8 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
         dataset = dataset.subset(list(config.conversations))
     if config.limit is not None:
         dataset = dataset.limit(config.limit)
+    if config.ingest == "events" and dataset.name == "locomo":  # LoCoMo gives no question time
+        dataset = dataset.asked_after_last_session(EVENTS_QUESTION_DELAY)
     return dataset
 
 
@@ -139,6 +170,23 @@ def question_filter(config: RunConfig) -> Callable[[Question], bool]:
         return evidence_questions(q) and (not categories or q.category in categories)
 
     return keep
+
+
+LOCAL_API = "local"  # `--http local`: the real app in process (evals.local_api), replayed over HTTP
+
+
+@contextlib.contextmanager
+def open_backend(config: RunConfig, api_key: str | None = None) -> Iterator[Backend]:
+    """The backend a run replays through; `http_url == "local"` serves the app in process for the run
+    (a fresh in-memory store, the run's embedder behind the eval vector cache)."""
+    if config.http_url != LOCAL_API:
+        yield make_backend(config, api_key)
+        return
+    from evals.local_api import start_local_api
+    from evals.vector_cache import cached_embedder
+
+    with start_local_api(org="eval", embedder=cached_embedder(config.embedder)) as api:
+        yield HttpBackend("http://testserver", api.secret, client=api.client)
 
 
 def make_backend(config: RunConfig, api_key: str | None = None, client: Any = None) -> Backend:
@@ -186,15 +234,16 @@ def run_eval(
     started = time.perf_counter()
     data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
     configs = configurations(config)
-    engine = backend if backend is not None else make_backend(config, api_key)
-    records = replay_many(
-        data,
-        engine,
-        configs,
-        questions=question_filter(config),
-        progress=progress,
-        limit_questions=config.limit_questions,
-    )
+    with contextlib.ExitStack() as stack:
+        engine = backend if backend is not None else stack.enter_context(open_backend(config, api_key))
+        records = replay_many(
+            data,
+            engine,
+            configs,
+            questions=question_filter(config),
+            progress=progress,
+            limit_questions=config.limit_questions,
+        )
     frames, summaries, latency = score_records(records)
     result = RunResult(
         config=config,
@@ -208,6 +257,20 @@ def run_eval(
     if write:
         result.run_dir = write_run(result, configs, records, data, out_dir)
     return result
+
+
+def budget_table(summaries: Mapping[str, Any], config: RunConfig, metric: str = "recall_in_context") -> Any:
+    """`metric` of the chosen configuration per category (rows, `all` last) and budget (columns);
+    None when the run has a single budget."""
+    import pandas as pd
+
+    names = {config.budget: CHOSEN, **{b: f"{CHOSEN}@{b}" for b in config.budgets if b != config.budget}}
+    if len(names) < 2:
+        return None
+    columns = {b: summaries[name][metric] for b, name in sorted(names.items()) if name in summaries}
+    table = pd.DataFrame(columns)
+    table.columns = [f"{b} tokens" for b in table.columns]
+    return table
 
 
 def _question_rows(name: str, records: Sequence[QuestionRecord], frame: Any) -> list[dict[str, Any]]:
@@ -261,6 +324,9 @@ def write_run(
         "recall_in_context_by_category.png": plots.metric_by_category(result.summaries),
         "utilization.png": plots.histogram(list(result.frames[CHOSEN]["utilization"]), "utilization"),
     }
+    by_budget = budget_table(result.summaries, result.config)
+    if by_budget is not None:
+        figures["recall_vs_budget.png"] = plots.recall_vs_budget(by_budget)
     for file_name, fig in figures.items():
         plots.save(fig, run_dir / file_name)
     (run_dir / "report.md").write_text(report_markdown(result, dataset, revision.commit, list(figures)))
@@ -291,6 +357,7 @@ def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, fig
         markdown_table(overview(result.summaries)),
         "",
         *_latest_section(result),
+        *_budget_section(result),
         "## The chosen configuration by category",
         "",
         markdown_table(result.summaries[CHOSEN][[col for col in SUMMARY_COLUMNS
@@ -309,6 +376,15 @@ def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, fig
     return "\n".join(lines)
 
 
+def _budget_section(result: RunResult) -> list[str]:
+    out: list[str] = []
+    for metric in ("recall_in_context", "recall_in_context_whole"):
+        table = budget_table(result.summaries, result.config, metric)
+        if table is not None:
+            out += [f"## `{metric}` by category and budget (chosen configuration)", "", markdown_table(table), ""]
+    return out
+
+
 def _latest_section(result: RunResult) -> list[str]:
     if result.latest is None or not len(result.latest):
         return []
@@ -322,6 +398,10 @@ def _latest_section(result: RunResult) -> list[str]:
 
 def print_summary(result: RunResult, out: Any = None) -> str:
     text: str = overview(result.summaries).to_string(float_format=lambda v: f"{v:.3f}")
+    by_budget = budget_table(result.summaries, result.config)
+    if by_budget is not None:
+        text += "\n\nrecall in context by category and budget (chosen configuration):\n"
+        text += by_budget.to_string(float_format=lambda v: f"{v:.3f}")
     if result.latest is not None and len(result.latest):
         text += "\n\nnewest evidence in context (old and new value in the evidence):\n"
         text += result.latest.to_string(float_format=lambda v: f"{v:.3f}")

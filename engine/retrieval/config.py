@@ -34,6 +34,9 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     predicate_boosts: tuple[tuple[str, float], ...] = ()
     entity_boosts: tuple[str, ...] = ()
     type_boosts: tuple[tuple[str, float], ...] = ()
+    neighbors: int = 0
+    neighbor_weight: float = 0.0
+    day_weight: float = 0.0
 
 
 def renormalize(weights: Weights) -> tuple[Weights, bool]:
@@ -80,6 +83,10 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
         predicate_boosts=tuple(sorted(options.predicate_boosts.items())),
         entity_boosts=tuple(dict.fromkeys(options.entity_boosts)),
         type_boosts=preset.type_boosts,
+        neighbors=preset.neighbors if options.expand.neighbors is None else options.expand.neighbors,
+        neighbor_weight=(preset.neighbor_weight if options.expand.neighbor_weight is None
+                         else options.expand.neighbor_weight),
+        day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
     )
 
 

@@ -10,7 +10,9 @@ Channels (in this order): semantic, bm25, graph_prior, recency_decay, confidence
 Boosts (added after the weighted sum, each its own score component, only when non-zero):
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
-(+`SEED_BOOST` for seed_context.memory_ids). A seed snippet has only `seed_snippet` = `SNIPPET_SCORE`.
+(+`SEED_BOOST` for seed_context.memory_ids), and the conversation-context boosts `neighbor_boost` and
+`day_boost` computed by `engine.retrieval.expand` from a first fusion. A seed snippet has only
+`seed_snippet` = `SNIPPET_SCORE`.
 
 The score is accumulated left to right in float64 in the same order as the components are listed,
 so `sum(c.contrib for c in components.values()) == score` exactly. Vectorized over candidates.
@@ -39,7 +41,8 @@ DEFAULT_CONFIDENCE = 0.5
 ENTITY_BOOST = 0.1
 SEED_BOOST = 0.2
 SNIPPET_SCORE = 0.5
-BOOSTS: tuple[str, ...] = ("predicate_boost", "entity_boost", "type_boost", "seed_boost", "seed_snippet")
+BOOSTS: tuple[str, ...] = ("predicate_boost", "entity_boost", "type_boost", "seed_boost", "seed_snippet",
+                           "neighbor_boost", "day_boost")
 _DAY_US = 86_400_000_000
 
 F64 = npt.NDArray[np.float64]
@@ -94,7 +97,9 @@ def _channel(ids_index: Mapping[str, int], hits: Sequence[Hit], n: int, normaliz
 
 def fuse(ids: Sequence[str], memories: Mapping[str, Memory], hits: ChannelHits, cfg: ResolvedRetrieval,
          *, reference: datetime, seeded: frozenset[str] = frozenset(),
-         snippets: frozenset[str] = frozenset()) -> Fused:
+         snippets: frozenset[str] = frozenset(),
+         context: Mapping[str, tuple[float, float]] | None = None) -> Fused:
+    """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
     n = len(ids)
     index = {mid: i for i, mid in enumerate(ids)}
     raw = np.zeros((n, 5), dtype=np.float64)
@@ -129,6 +134,8 @@ def fuse(ids: Sequence[str], memories: Mapping[str, Memory], hits: ChannelHits, 
             boosts[i, 2] = type_boost[m.type]
         if mid in seeded:
             boosts[i, 3] = SEED_BOOST
+        if context and mid in context:
+            boosts[i, 5], boosts[i, 6] = context[mid]
     recency = np.where(real, np.power(0.5, ages / float(cfg.recency_half_life_days)), 0.0)
     raw[:, 3] = norm[:, 3] = recency
     raw[:, 4] = norm[:, 4] = conf
@@ -161,7 +168,8 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         out.append(f"graph: {hops} hop{'s' if hops != 1 else ''} from a seed entity")
     names = {"predicate_boost": "predicate boost", "entity_boost": "entity boost",
              "type_boost": "type boost (preset)", "seed_boost": "seed_context memory",
-             "seed_snippet": "seed_context snippet"}
+             "seed_snippet": "seed_context snippet", "neighbor_boost": "next to a strong match (same conversation)",
+             "day_boost": "same day as a strong match"}
     for j, name in enumerate(BOOSTS):
         if fused.boosts[i, j] != 0.0:
             out.append(names[name])

@@ -12,6 +12,7 @@ its outcome in `response.extracted` (empty otherwise).
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from datetime import datetime
 
 import msgspec
@@ -83,13 +84,22 @@ def _match(r: Retrieved, mid: str, redactor: Redactor | None = None) -> Match:
     )
 
 
-def _shortlist(r: Retrieved, limit: int) -> list[str]:
-    """The best `limit` of the ranking, plus every pinned, seeded and snippet candidate."""
+def _shortlist(r: Retrieved, limit: int, shown: Collection[str] = ()) -> list[str]:
+    """`matches`: the best `limit` of the ranking, plus every pinned, seeded, snippet and shown candidate."""
     out: list[str] = []
     for mid in r.ranked:
-        if len(out) < limit or mid in r.pinned or mid in r.seeded or mid in r.snippets:
+        if len(out) < limit or mid in r.pinned or mid in r.seeded or mid in r.snippets or mid in shown:
             out.append(mid)
     return out
+
+
+def _chars_per_token(tok: tokens.Tokenizer, block: ContextBlock) -> float:
+    """The estimate's fixed rate, or the rendered context's characters per token."""
+    if tok.name == "estimate" or not block.token_counts.used:
+        return tokens.CHARS_PER_TOKEN
+    lines = [block.summary, *block.facts, *block.recent_events, *block.sources]
+    chars = sum(len(line) + 1 for line in lines if line)
+    return round(chars / block.token_counts.used, 2)
 
 
 def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
@@ -107,21 +117,21 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds,
                  seed_ids=request.seed_context.memory_ids, snippets=request.seed_context.snippets,
                  must_include=request.must_include, timings=timings)
-    r.cost.input_tokens = tokens.estimate(request.turn) + tokens.estimate(request.goal or "")
+    tok = tokens.get_tokenizer(request.tokenizer_name())
+    r.cost.input_tokens = tok.count(request.turn) + tok.count(request.goal or "")
 
     # --- budget -----------------------------------------------------------------------------------
     t = time.perf_counter()
     ret = request.return_
     budget, budget_origin = request.budget_tokens()
-    shortlist = _shortlist(r, r.cfg.top_k)
-    scores = {mid: float(r.fused.score[r.position[mid]]) for mid in shortlist}
+    scores = {mid: float(r.fused.score[r.position[mid]]) for mid in r.ranked}
     redactor = redactor_factory(request.policy)
-    items, pre_actions = build_items(shortlist, scores, r.memories, r.snippets, include=ret.include,
+    # the whole ranking may fill the context (top_k bounds each channel, max_facts/max_events the sections)
+    items, pre_actions = build_items(r.ranked, scores, r.memories, r.snippets, include=ret.include,
                                      max_facts=ret.max_facts, max_events=ret.max_events,
-                                     pinned=r.pinned, redactor=redactor)
+                                     pinned=r.pinned, redactor=redactor, tokenizer=tok)
     with_summary = "summary" in ret.include
-    reserve = budget_mod.summary_reserve(budget, with_summary)
-    plan = budget_mod.fit(items, budget, reserve)
+    plan = budget_mod.fit(items, budget, tok)
     timings.budget = (time.perf_counter() - t) * 1000.0
 
     # --- render -----------------------------------------------------------------------------------
@@ -129,14 +139,13 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     facts, events, sources = sections(plan.kept)
     summary = ""
     if with_summary:
-        allowance = min(budget_mod.SUMMARY_MAX_TOKENS, budget - plan.used)
-        summary = summary_mod.extractive(plan.kept, allowance)
-    used = budget_mod.context_tokens(facts, events, summary, sources)
+        summary = summary_mod.beyond(items, plan.kept, budget_mod.summary_allowance(budget, plan.used), tok)
+    used = budget_mod.context_tokens(facts, events, summary, sources, tok)
     if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
         raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
     block = ContextBlock(
         facts=facts, recent_events=events, summary=summary, sources=sources,
-        token_counts=TokenCounts(planned=plan.planned - reserve + tokens.line_tokens(summary),
+        token_counts=TokenCounts(planned=plan.planned + tok.line_tokens(summary),
                                  budget=budget, dropped=plan.dropped, used=used),
         budget_actions=[*pre_actions, *plan.actions],
     )
@@ -146,14 +155,15 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
             fact_struct(r.memories[mid], scores[mid] if ret.include_scores else None, redactor)
             for mid in kept_ids if mid in r.memories and r.memories[mid].type in ("fact", "profile")
         ]
+    shortlist = _shortlist(r, r.cfg.top_k, {it.id for it in plan.kept})
     matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
     raw = ([redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
            if ret.include_raw_memories else None)
     redaction = redactor.result()  # after every text of the response went through the redactor
     trace = Trace(
-        summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tokens.estimate(summary)),
-        budget=TraceBudget(origin=budget_origin, chars_per_token=tokens.CHARS_PER_TOKEN,
-                           method=tokens.METHOD),
+        summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tok.count(summary)),
+        budget=TraceBudget(origin=budget_origin, chars_per_token=_chars_per_token(tok, block),
+                           method=tok.method, tokenizer=tok.name),
     )
     response = AssembleResponse(
         context=block, trace=trace,

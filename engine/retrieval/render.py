@@ -3,7 +3,9 @@
 - facts: fact and profile memories, `"<text> (valid <from> to <to>)"` with the validity dates when
   known (dates as YYYY-MM-DD). Only what the scope let through: active facts, or with `as_of` the
   facts valid then (superseded ones never otherwise).
-- recent_events: event memories, `"<YYYY-MM-DD>: <text>"`, shown newest first.
+- recent_events: event memories grouped by day: a header line `"<YYYY-MM-DD> (<weekday>):"` and then
+  that day's events, one `<text>` per line in time order; days newest first. One date per day instead
+  of one per line leaves the budget to the events themselves (the speaker stays in each event's text).
 - sources: notes, documents, chunks and seed snippets, `"[<memory_id>] <text>"` (snippets get the
   pseudo id `snippet:<n>`), best first.
 - facts are listed best first, limited by return.max_facts; events by return.max_events (the best
@@ -14,14 +16,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 
 import msgspec
 
 from engine.models import Memory
-from engine.retrieval import tokens
 from engine.retrieval.redaction_hook import Redactor
 from engine.retrieval.responses import BudgetAction, FactStruct
+from engine.retrieval.tokens import Tokenizer, get_tokenizer
 
 MAX_LINE_TOKENS = 160
 MAX_SOURCE_TOKENS = 400
@@ -40,10 +42,20 @@ class RenderItem(msgspec.Struct, kw_only=True):
     score: float
     pinned: bool = False
     when: int = 0  # valid_from or timestamp, epoch micros (events are shown newest first)
+    group: str = ""  # events: their day (YYYY-MM-DD), shown once as a header line
 
 
 def _day(value: datetime | None) -> str | None:
     return value.date().isoformat() if value is not None else None
+
+
+def day_header(day: str) -> str:
+    """The header line of one day of events, e.g. `2023-05-08 (Monday):`."""
+    try:
+        weekday = date.fromisoformat(day).strftime("%A")
+    except ValueError:
+        return f"{day}:"
+    return f"{day} ({weekday}):"
 
 
 def format_line(section: str, item_id: str, text: str, memory: Memory | None) -> str:
@@ -58,17 +70,37 @@ def format_line(section: str, item_id: str, text: str, memory: Memory | None) ->
             return f"{text} (until {end})"
         return text
     if section == "recent_events" and memory is not None:
-        return f"{_day(memory.valid_from or memory.timestamp)}: {text}"
+        return text  # dated by its day's header line
     return f"[{item_id}] {text}"
+
+
+def _item(mid: str, rank: int, section: str, memory: Memory | None, plain: str, score: float,
+          pinned: bool, tok: Tokenizer) -> tuple[RenderItem, BudgetAction | None]:
+    """One candidate as a RenderItem, its line capped (`MAX_LINE_TOKENS` / `MAX_SOURCE_TOKENS`)."""
+    from engine.timeutil import to_micros
+
+    line = format_line(section, mid, plain, memory)
+    cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
+    action = None
+    before = tok.count(line)
+    if before > cap:
+        line = tok.truncate(line, cap)
+        action = BudgetAction(action="truncate", memory_id=mid, notes=f"line capped at {cap} tokens (was {before})")
+    when, group = 0, ""
+    if memory is not None:
+        start = memory.valid_from or memory.timestamp
+        when = to_micros(start)
+        group = start.date().isoformat() if section == "recent_events" else ""
+    return RenderItem(id=mid, section=section, plain=plain, line=line, rank=rank, score=score, pinned=pinned,
+                      when=when, group=group), action
 
 
 def build_items(ranked: Sequence[str], scores: Mapping[str, float], memories: Mapping[str, Memory],
                 snippets: Mapping[str, str], *, include: Sequence[str], max_facts: int, max_events: int,
-                pinned: frozenset[str], redactor: Redactor
+                pinned: frozenset[str], redactor: Redactor, tokenizer: Tokenizer | None = None
                 ) -> tuple[list[RenderItem], list[BudgetAction]]:
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
-    from engine.timeutil import to_micros
-
+    tok = tokenizer or get_tokenizer("estimate")
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
     counts = {"facts": 0, "recent_events": 0}
@@ -86,29 +118,28 @@ def build_items(ranked: Sequence[str], scores: Mapping[str, float], memories: Ma
             continue
         if section in counts:
             counts[section] += 1
-        raw_text = snippets[mid] if memory is None else memory.text
-        plain = redactor.redact(raw_text, memory)
-        line = format_line(section, mid, plain, memory)
-        cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
-        if tokens.estimate(line) > cap:
-            before = tokens.estimate(line)
-            line = tokens.truncate(line, cap)
-            actions.append(BudgetAction(action="truncate", memory_id=mid,
-                                        notes=f"line capped at {cap} tokens (was {before})"))
-        when = 0
-        if memory is not None:
-            when = to_micros(memory.valid_from or memory.timestamp)
-        items.append(RenderItem(id=mid, section=section, plain=plain, line=line, rank=rank,
-                                score=scores.get(mid, 0.0), pinned=mid in pinned, when=when))
+        plain = redactor.redact(snippets[mid] if memory is None else memory.text, memory)
+        item, action = _item(mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tok)
+        items.append(item)
+        if action is not None:
+            actions.append(action)
     return items, actions
 
 
 def sections(kept: Sequence[RenderItem]) -> tuple[list[str], list[str], list[str]]:
-    """(facts best first, recent_events newest first, sources best first)."""
+    """(facts best first, recent_events by day, sources best first). Events: days newest first, each
+    day's header line and then its events in time order."""
     by_rank = sorted(kept, key=lambda it: it.rank)
     facts = [it.line for it in by_rank if it.section == "facts"]
-    events = [it.line for it in sorted((it for it in kept if it.section == "recent_events"),
-                                       key=lambda it: (-it.when, it.rank))]
+    days: dict[str, list[RenderItem]] = {}
+    for it in kept:
+        if it.section == "recent_events":
+            days.setdefault(it.group, []).append(it)
+    events: list[str] = []
+    for group in sorted(days, key=lambda g: -max(it.when for it in days[g])):
+        if group:
+            events.append(day_header(group))
+        events.extend(it.line for it in sorted(days[group], key=lambda it: (it.when, it.rank)))
     sources = [it.line for it in by_rank if it.section == "sources"]
     return facts, events, sources
 

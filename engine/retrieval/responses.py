@@ -133,6 +133,7 @@ class StageTimings(msgspec.Struct, kw_only=True):
     embed: float = 0.0
     channels: float = 0.0
     fuse: float = 0.0
+    expand: float = 0.0  # conversation context: neighbours fetched, boosts, the second fusion
     budget: float = 0.0
     render: float = 0.0
     total: float = 0.0
@@ -145,8 +146,10 @@ class TraceSummary(msgspec.Struct, kw_only=True):
 
 class TraceBudget(msgspec.Struct, kw_only=True):
     origin: str = "default"  # where the budget came from: budget.max_context_tokens | max_context_tokens | default
+    #: the estimate's fixed rate, or for a BPE tokenizer the rendered context's characters per token
     chars_per_token: float = 3.0
-    method: str = ""
+    method: str = ""  # how the budget is counted, in words
+    tokenizer: str = "o200k_base"  # budget.tokenizer: o200k_base | cl100k_base | estimate
 
 
 class TraceDebug(msgspec.Struct, kw_only=True):

@@ -25,6 +25,7 @@ from engine.retrieval import rerank
 from engine.retrieval.channels import ChannelHits, add_semantic, run_other_channels
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
+from engine.retrieval.expand import context_boosts, speaker_hits
 from engine.retrieval.fuse import Fused, fuse
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
@@ -136,11 +137,23 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
     seeded = frozenset(mid for mid in seed_ids if mid in allowed_explicit)
     timings.channels = _ms(t)
 
-    # --- fuse, diversify, rerank ------------------------------------------------------------------
+    # --- fuse, expand with conversation context, fuse again, diversify, rerank ----------------------
     t = time.perf_counter()
     reference = scope.as_of if scope.as_of is not None else scope.now
+    if cfg.weights.graph_prior > 0:
+        hits.graph = speaker_hits(union, memories, seeds, hits.graph)
     fused = fuse(union, memories, hits, cfg, reference=reference, seeded=seeded,
                  snippets=frozenset(snippet_map))
+    timings.fuse = _ms(t)
+    if cfg.neighbors > 0 or cfg.day_weight > 0:
+        t = time.perf_counter()
+        context = context_boosts(store, scope, cfg, union, fused, memories)
+        cost.retrieval_ops += context.ops
+        union = [*union, *context.added]
+        fused = fuse(union, memories, hits, cfg, reference=reference, seeded=seeded,
+                     snippets=frozenset(snippet_map), context=context.boosts)
+        timings.expand = _ms(t)
+    t = time.perf_counter()
     order = np.argsort(-fused.score, kind="stable")
     ranked = [union[int(i)] for i in order]
     div = DiversityActions()
@@ -158,7 +171,7 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
         vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
         scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
         ranked = [ranked[i] for i in rerank.mmr(scores, vectors)]
-    timings.fuse = _ms(t)
+    timings.fuse += _ms(t)
 
     counts = CandidateCounts(semantic=len(hits.semantic), bm25=len(hits.bm25), graph=len(hits.graph),
                              union=len(union), after_filters=len(ranked))

@@ -1,25 +1,41 @@
-"""Token estimation for the budget: a conservative character heuristic (no tokenizer is installed).
+"""Token counting for the budget: exact BPE counts in the LLM's tokenizer, or the old estimate.
 
-    tokens(text) = ceil(ascii_chars / 3) + non_ascii_chars
+`budget.tokenizer` chooses one (`get_tokenizer(name)`):
+- `o200k_base` (default; GPT-4o, GPT-4.1, o-series) and `cl100k_base` (GPT-4, GPT-3.5): exact counts
+  from `rs_bpe`, whose compiled extension carries OpenAI's BPE ranks (nothing is downloaded; its
+  counts equal tiktoken's, see tests/engine/retrieval/test_tokens.py).
+- `estimate`: `ceil(ascii_chars / 3) + non_ascii_chars`, no tokenizer at all (over-counts English by
+  about half in o200k_base).
 
-English averages about 4 characters per token with GPT-style BPE tokenizers, so 3 characters per
-token over-counts typical prose by about a third (numbers, ids and punctuation tokenize worse than
-prose, hence the margin). A non-ASCII character (CJK, accents, emoji) is counted as one token each.
-Each rendered line also costs `LINE_OVERHEAD` token for its separator (newline / bullet).
-
-The estimate is additive over lines, so the budget can be checked exactly, and monotone in text
-length, so truncation can binary-search a prefix.
+What the budget counts (`Tokenizer.line_tokens`): each rendered string of the context (a fact, an
+event, a day header, a source, the summary) costs its own token count plus `LINE_OVERHEAD` (1) for
+the newline that joins it to the next, i.e. the context as an LLM reads it, one string per line.
+Counted line by line, the count is additive, so the budget can be filled line by line; the joined
+text never counted more in our checks (a merge across a newline saves tokens; the property tests
+check the joined count against the budget too). Counts are cached per text (memories repeat across
+requests).
 """
 
 from __future__ import annotations
 
-CHARS_PER_TOKEN = 3.0
+import threading
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from typing import Literal
+
+TokenizerName = Literal["o200k_base", "cl100k_base", "estimate"]
+TOKENIZERS: tuple[TokenizerName, ...] = ("o200k_base", "cl100k_base", "estimate")
+DEFAULT_TOKENIZER: TokenizerName = "o200k_base"
 LINE_OVERHEAD = 1
-METHOD = "ceil(ascii_chars/3) + non_ascii_chars, +1 per rendered line"
 ELLIPSIS = "…"
+CHARS_PER_TOKEN = 3.0  # the estimate's rate
+METHOD = "ceil(ascii_chars/3) + non_ascii_chars, +1 per rendered line"
+COUNT_CACHE_SIZE = 1 << 15  # texts whose count is remembered (about 10 MB of rendered lines)
+CACHED_MAX_CHARS = 2000  # a rendered line is capped at 400 tokens; longer texts are not cached
 
 
 def estimate(text: str) -> int:
+    """The character heuristic: ceil(ascii_chars / 3) + non_ascii_chars."""
     if not text:
         return 0
     if text.isascii():
@@ -28,23 +44,19 @@ def estimate(text: str) -> int:
     return -(-(len(text) - non_ascii) // 3) + non_ascii
 
 
-def line_tokens(text: str) -> int:
-    """Tokens a rendered line costs, separator included (0 for an empty line: it is not rendered)."""
-    return estimate(text) + LINE_OVERHEAD if text else 0
-
-
-def truncate(text: str, max_tokens: int) -> str:
-    """The longest prefix of `text` (cut at a word boundary when one is near, plus an ellipsis) whose
-    estimate is <= max_tokens. Returns "" when even the ellipsis does not fit."""
-    if estimate(text) <= max_tokens:
+def _truncate(count: Callable[[str], int], text: str, max_tokens: int) -> str:
+    """The longest prefix of `text` (cut at a word boundary when one is near, plus an ellipsis)
+    whose count is <= max_tokens; "" when even the ellipsis does not fit."""
+    if count(text) <= max_tokens:
         return text
-    if max_tokens <= estimate(ELLIPSIS):
+    if max_tokens <= count(ELLIPSIS):
         return ""
     lo, hi = 0, len(text)
-    # largest n with estimate(text[:n] + ELLIPSIS) <= max_tokens
+    # largest n with count(text[:n] + ELLIPSIS) <= max_tokens (BPE counts are monotone in practice;
+    # the loop below makes the result fit even where they are not)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if estimate(text[:mid].rstrip() + ELLIPSIS) <= max_tokens:
+        if count(text[:mid].rstrip() + ELLIPSIS) <= max_tokens:
             lo = mid
         else:
             hi = mid - 1
@@ -52,4 +64,84 @@ def truncate(text: str, max_tokens: int) -> str:
     space = cut.rfind(" ")
     if space >= max(1, int(lo * 0.8)):
         cut = cut[:space]
-    return cut.rstrip() + ELLIPSIS
+    out = cut.rstrip() + ELLIPSIS
+    while count(out) > max_tokens and cut:
+        cut = cut[:-1]
+        out = cut.rstrip() + ELLIPSIS
+    return out if count(out) <= max_tokens else ""
+
+
+class Tokenizer:
+    """Counts tokens of rendered lines under one method (`name`)."""
+
+    name: str
+    #: how the budget is counted, for `trace.budget.method`
+    method: str
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def line_tokens(self, text: str) -> int:
+        """Tokens a rendered line costs, its newline included (0 for an empty line: not rendered)."""
+        return self.count(text) + LINE_OVERHEAD if text else 0
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        return _truncate(self.count, text, max_tokens)
+
+
+class EstimateTokenizer(Tokenizer):
+    name = "estimate"
+    method = METHOD
+
+    def count(self, text: str) -> int:
+        return estimate(text)
+
+
+class BpeTokenizer(Tokenizer):
+    """Exact counts in one of OpenAI's BPE encodings (ranks compiled into `rs_bpe`)."""
+
+    def __init__(self, name: str) -> None:
+        from rs_bpe.bpe import openai
+
+        self.name = name
+        self.method = f"{name} BPE tokens of each rendered line, +1 per line (its newline)"
+        self._bpe = getattr(openai, name)()
+        self._cached = lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count)
+
+    def _count(self, text: str) -> int:
+        return int(self._bpe.count(text)) if text else 0
+
+    def count(self, text: str) -> int:
+        if len(text) > CACHED_MAX_CHARS:  # long texts (a request's turn) are counted, not kept
+            return self._count(text)
+        return int(self._cached(text))
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[str, Tokenizer] = {"estimate": EstimateTokenizer()}
+#: every name get_tokenizer accepts, for error messages
+NAMES: Mapping[str, str] = {name: name for name in TOKENIZERS}
+
+
+def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    """The tokenizer called `name` (loaded once per process: about 0.2 s for a BPE one)."""
+    found = _LOADED.get(name)
+    if found is not None:
+        return found
+    if name not in NAMES:
+        from engine.errors import UnknownName
+
+        raise UnknownName("tokenizer", name, NAMES, field="budget.tokenizer")
+    with _LOCK:
+        if name not in _LOADED:
+            _LOADED[name] = BpeTokenizer(name)
+        return _LOADED[name]
+
+
+# --- the estimate as plain functions (the entity summary and older callers use these) ------------
+def line_tokens(text: str) -> int:
+    return estimate(text) + LINE_OVERHEAD if text else 0
+
+
+def truncate(text: str, max_tokens: int) -> str:
+    return _truncate(estimate, text, max_tokens)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -79,6 +79,14 @@ class Hit(msgspec.Struct, frozen=True, array_like=True):
 
     memory_id: str
     raw: float
+
+
+class Adjacent(msgspec.Struct, frozen=True, array_like=True):
+    """An event next to another (`anchor_id`) in time order: `offset` -span..-1 before it, 1..span after."""
+
+    anchor_id: str
+    memory_id: str
+    offset: int
 
 
 class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,6 +149,14 @@ class Store(Protocol):
         """Memories linked to the seed entities through the entity graph that facts' subject/object
         (object_type 'entity' or an `ent:` object) and memories' entity_id form. raw = hop distance
         (0 = about a seed itself, up to `depth`); nearest first."""
+        ...
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+                        ) -> list[Adjacent]:
+        """The conversation around events: for each of `memory_ids` that is an in-scope event, the
+        in-scope events up to `span` places before and after it in (timestamp, memory_id) order,
+        walking outward only while consecutive events are at most `max_gap` apart (the same stretch of
+        conversation). Per anchor nearest first, before then after; other ids get none."""
         ...
 
     def scope_size(self, scope: Scope) -> int:

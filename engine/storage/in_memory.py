@@ -13,14 +13,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory
-from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import event_matches, list_matches, paginate_sorted
 from engine.storage.local_index import IndexRegistry
 from engine.timeutil import to_micros
@@ -187,6 +187,10 @@ class InMemoryStore:
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
         return self._index.graph_search(scope, seeds, depth, k)
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+                        ) -> list[Adjacent]:
+        return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
 
     def scope_size(self, scope: Scope) -> int:
         return self._index.scope_size(scope)

@@ -1,8 +1,10 @@
 """`loci eval run|sweep|fit`: the research harness from the command line (logic lives in `evals/`).
 
     loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
+    loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local]
     loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
     loci eval fit --dataset locomo --folds 5
+    loci eval heldout --dataset locomo --candidates evals/candidates/locomo-events.json
     loci eval gate [--write-measured]
 """
 
@@ -29,6 +31,18 @@ def _weights(text: str | None) -> dict[str, float] | None:
     return {str(k): float(v) for k, v in value.items()}
 
 
+def _json_object(text: str | None, name: str) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--{name} is not JSON: {exc}", field=name) from exc
+    if not isinstance(value, dict):
+        raise InvalidInput(f'--{name} must be a JSON object, e.g. {{"top_k": 48}}', field=name)
+    return value
+
+
 def _csv(text: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in (text or "").split(",") if s.strip())
 
@@ -42,7 +56,13 @@ def _run(args: argparse.Namespace) -> int:
         normalization=args.normalization,
         weights=_weights(args.weights),
         recency_half_life_days=args.half_life,
+        retrieval=_json_object(args.retrieval, "retrieval"),
         budget=args.budget,
+        budgets=tuple(int(b) for b in _csv(args.budgets)),
+        tokenizer=args.tokenizer,
+        ingest=args.ingest,
+        max_events=args.max_events,
+        max_facts=args.max_facts,
         rank_depth=args.rank_depth,
         limit=args.limit,
         limit_questions=args.limit_questions,
@@ -106,6 +126,34 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _heldout(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from evals.heldout import HeldoutConfig, print_heldout, run_heldout
+
+    text = args.candidates
+    if text and Path(text).is_file():
+        text = Path(text).read_text()
+    candidates = _json_object(text, "candidates") or {"default": {}}
+    if not all(isinstance(v, dict) for v in candidates.values()):
+        raise InvalidInput("--candidates maps names to retrieval objects", field="candidates")
+    config = HeldoutConfig(
+        dataset=args.dataset,
+        ingest=args.ingest,
+        candidates=candidates,
+        split=_csv(args.split),
+        budget=args.budget,
+        budgets=tuple(int(b) for b in _csv(args.budgets)) or (args.budget,),
+        metric=args.metric,
+        categories=_csv(args.categories) or ("multi-hop", "temporal", "open-domain", "single-hop"),
+        embedder=args.embedder,
+        store=args.store,
+        limit=args.limit,
+    )
+    print_heldout(run_heldout(config, out_dir=args.out), sys.stdout)
+    return 0
+
+
 def _gate(args: argparse.Namespace) -> int:
     from evals.gate import check, comparison, load_floors, measure, write_measured
 
@@ -144,14 +192,24 @@ def register(subparsers: Any) -> None:
     run.add_argument("--normalization", default="minmax")
     run.add_argument("--weights", default=None, help='JSON, e.g. {"semantic": 0.6, "bm25": 0.4}')
     run.add_argument("--half-life", type=int, default=None, help="recency half-life in days")
+    run.add_argument("--retrieval", default=None, help='more retrieval options, JSON, e.g. {"top_k": 48}')
     run.add_argument("--budget", type=int, default=1200)
+    run.add_argument("--budgets", default=None,
+                     help="comma list of more budgets to replay the configuration at (e.g. 600,2400)")
+    run.add_argument("--tokenizer", default=None, help="budget.tokenizer: o200k_base | cl100k_base | estimate")
+    run.add_argument("--ingest", choices=("facts", "events"), default="facts",
+                     help="facts: turns as events plus extracted facts; events: turns as events only, "
+                          "questions one day after the last session, max_events 200")
+    run.add_argument("--max-events", type=int, default=None, help="return.max_events")
+    run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")
     run.add_argument("--rank-depth", type=int, default=50)
     run.add_argument("--conversations", default=None, help="comma list of conversation ids")
     run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
     run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
     run.add_argument("--compare-presets", default=None,
                      help="comma list of more presets replayed on the same stores (e.g. fast,factual)")
-    run.add_argument("--http", default=None, metavar="URL", help="replay through a served API instead")
+    run.add_argument("--http", default=None, metavar="URL",
+                     help="replay through a served API instead; 'local' serves the app in process")
     run.add_argument("--api-key", default=None, help="bearer key for --http (never written to disk)")
     run.add_argument("--out", default=None, help="runs directory (default evals/runs)")
     run.set_defaults(func=_run)
@@ -179,6 +237,18 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--rank-depth", type=int, default=50)
     fit.add_argument("--c", type=float, default=1.0, help="inverse regularization strength")
     fit.set_defaults(func=_fit)
+
+    heldout = sub.add_parser("heldout", help="choose settings on half the conversations, report on the other half")
+    _common(heldout)
+    heldout.add_argument("--ingest", choices=("facts", "events"), default="events")
+    heldout.add_argument("--candidates", default=None,
+                         help='JSON (or a file of it): name -> retrieval object, e.g. {"default": {}}')
+    heldout.add_argument("--split", default=None, help="comma list of half A's conversation ids (default: first half)")
+    heldout.add_argument("--budget", type=int, default=1200, help="the budget the choice is made at")
+    heldout.add_argument("--budgets", default="600,1200,2400", help="budgets of the held-out table")
+    heldout.add_argument("--metric", default="recall_in_context_whole")
+    heldout.add_argument("--out", default=None, help="runs directory (default evals/runs)")
+    heldout.set_defaults(func=_heldout)
 
     gate = sub.add_parser("gate", help="run the CI eval gate and compare with evals/floors.json")
     gate.add_argument("--write-measured", action="store_true", help="record the new measurements")

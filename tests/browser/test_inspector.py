@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from engine.retrieval.presets import get_preset
 from tests.browser.conftest import Loci, Traffic, sign_in
 
 pytestmark = pytest.mark.browser
@@ -174,7 +175,8 @@ def test_assemble_playground(page: Any, loci: Loci, shot: Shot) -> None:
     )
     assert page.locator("#matches-title").inner_text().startswith("Matches (")
     weights = page.get_by_role("slider", name="semantic", exact=True).input_value()
-    assert float(weights) == pytest.approx(0.35)  # the sliders show what the factual preset ran
+    # the sliders show what the factual preset ran
+    assert float(weights) == pytest.approx(get_preset("factual").weights.semantic)
     shot(page, "assemble")
 
     page.get_by_label("Custom weights", exact=False).check()

@@ -41,18 +41,18 @@ def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(capsys, tmp_p
     assert code == 0
     header, rows = table_rows(out, "size")
     assert header == ["size", "calls", "p50 ms", "p95 ms", "embed p50/p95", "channels p50/p95",
-                      "fuse p50/p95", "budget p50/p95", "render p50/p95", "other p50/p95",
+                      "fuse p50/p95", "expand p50/p95", "budget p50/p95", "render p50/p95", "other p50/p95",
                       "http p50 ms", "http p95 ms", "target (p50/p95)"]
     assert [r[0] for r in rows] == ["120", "200"] and all(r[1] == "5" for r in rows)
     for row in rows:
         assert len(row) == len(header)
         p50, p95 = float(row[2]), float(row[3])
         assert 0 < p50 <= p95
-        for cell in row[4:10]:
+        for cell in row[4:11]:
             lo, hi = numbers(cell)
             assert 0 <= lo <= hi
-        assert 0 < float(row[10]) <= float(row[11])  # http ran against a real server
-        assert row[12] == "-"  # no target at these sizes
+        assert 0 < float(row[11]) <= float(row[12])  # http ran against a real server
+        assert row[13] == "-"  # no target at these sizes
     assert "$ loci bench assemble --sizes 120,200 --calls 5 --embedder hash" in out
     assert out_file.read_text().count("size | calls") == 1
     # the second size reuses the cached vectors of the first 120 texts and embeds the other 80
@@ -64,7 +64,7 @@ def test_bench_assemble_without_http_marks_http_cells(capsys, tmp_path: Path) ->
     code = main(["bench", "assemble", "--sizes", "60", "--calls", "3", "--embedder", "hash", "--no-http",
                  "--cache-dir", str(tmp_path)])
     header, rows = table_rows(capsys.readouterr().out, "size")
-    assert code == 0 and len(rows) == 1 and rows[0][10:12] == ["-", "-"]
+    assert code == 0 and len(rows) == 1 and rows[0][11:13] == ["-", "-"]
 
 
 def test_bench_ingest_prints_rates_and_turn_rows(capsys, tmp_path: Path) -> None:

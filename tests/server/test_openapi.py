@@ -138,3 +138,11 @@ def test_docs_page_works_offline(client) -> None:
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "swagger-ui-standalone-preset.js"):
         r = client.get(f"/static/swagger-ui/{asset}")
         assert r.status_code == 200 and len(r.content) > 1000, asset
+
+
+def test_budget_tokenizer_documented(doc) -> None:
+    budget = doc["components"]["schemas"]["Budget"]["properties"]
+    tokenizer = budget["tokenizer"]
+    assert set(tokenizer["enum"]) == {"o200k_base", "cl100k_base", "estimate"}
+    assert tokenizer["default"] == "o200k_base"
+    assert "newline" in tokenizer["description"]

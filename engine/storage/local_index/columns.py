@@ -60,11 +60,13 @@ class Columns:
         self.agents = Codes()
         self.statuses = Codes()
         self.statuses.add("active")  # code 0
+        self.types = Codes()
         self.live = Growable(np.bool_, False)
         self.archived = Growable(np.bool_, False)
         self.entity = Growable(np.int32, -1)
         self.agent = Growable(np.int32, -1)
         self.status = Growable(np.int16, -1)
+        self.type = Growable(np.int16, -1)
         self.start = Growable(np.int64, 0)  # valid_from or timestamp
         self.valid_to = Growable(np.int64, INF)
         self.ts = Growable(np.int64, 0)
@@ -87,6 +89,7 @@ class Columns:
         self.entity.append(self.entities.add(m.entity_id))
         self.agent.append(self.agents.add(m.agent_id))
         self.status.append(self.statuses.add(m.status))
+        self.type.append(self.types.add(m.type))
         start = m.valid_from if m.valid_from is not None else m.timestamp
         self.start.append(to_micros(start))
         self.valid_to.append(INF if m.valid_to is None else to_micros(m.valid_to))
@@ -104,6 +107,7 @@ class Columns:
         self.entity.extend([self.entities.add(m.entity_id) for m in memories])
         self.agent.extend([self.agents.add(m.agent_id) for m in memories])
         self.status.extend([self.statuses.add(m.status) for m in memories])
+        self.type.extend([self.types.add(m.type) for m in memories])
         self.start.extend([_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories])
         self.valid_to.extend([INF if m.valid_to is None else _micros(m.valid_to) for m in memories])
         self.ts.extend([_micros(m.timestamp) for m in memories])

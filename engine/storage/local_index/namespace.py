@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.models import Memory, text_hash
-from engine.storage.base import Hit, Scope, Vector
+from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.local_index.bm25 import KeywordIndex
 from engine.storage.local_index.columns import Columns
 from engine.storage.local_index.graph import GraphIndex
@@ -125,3 +125,52 @@ class NamespaceIndex:
 
     def scope_size(self, scope: Scope) -> int:
         return int(self.cols.mask(scope).sum())
+
+    def _event_order(self, scope: Scope) -> npt.NDArray[np.int64]:
+        """The scope's event rows in (timestamp, memory_id) order."""
+        code = self.cols.types.get("event")
+        if code is None:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.flatnonzero(self.cols.mask(scope) & (self.cols.type.view == code))
+        ts = self.cols.ts.view[rows]
+        order = rows[np.argsort(ts, kind="stable")]
+        sorted_ts = self.cols.ts.view[order]
+        tied = np.flatnonzero(sorted_ts[1:] == sorted_ts[:-1])
+        if tied.size:  # rare: equal timestamps, ordered by memory_id like the other stores
+            ids = self.cols.memory_ids
+            start = 0
+            while start < order.size:
+                end = start + 1
+                while end < order.size and sorted_ts[end] == sorted_ts[start]:
+                    end += 1
+                if end - start > 1:
+                    order[start:end] = sorted(order[start:end].tolist(), key=lambda r: ids[r])
+                start = end
+        return order
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
+                        ) -> list[Adjacent]:
+        if span <= 0 or not memory_ids:
+            return []
+        order = self._event_order(scope)
+        if order.size == 0:
+            return []
+        pos = np.full(self.cols.n, -1, dtype=np.int64)
+        pos[order] = np.arange(order.size)
+        ts = self.cols.ts.view[order]
+        ids = self.cols.memory_ids
+        out: list[Adjacent] = []
+        for anchor in dict.fromkeys(memory_ids):
+            row = self.cols.row_of.get(anchor)
+            p = int(pos[row]) if row is not None else -1
+            if p < 0:
+                continue
+            for step in (-1, 1):
+                q = p
+                for d in range(1, span + 1):
+                    nxt = q + step
+                    if nxt < 0 or nxt >= order.size or abs(int(ts[nxt]) - int(ts[q])) > max_gap_us:
+                        break
+                    out.append(Adjacent(anchor, ids[int(order[nxt])], step * d))
+                    q = nxt
+        return out

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from engine.models import Memory
-from engine.storage.base import Hit, Scope, Vector
+from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.local_index.namespace import NamespaceIndex, VectorLoader
 
 NamespaceLoader = Callable[[str, str], list[Memory]]
@@ -138,6 +138,12 @@ class IndexRegistry:
         idx = self.get(scope.org_id, scope.namespace)
         with idx.lock:
             return idx.graph_search(scope, seeds, depth, k)
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
+                        ) -> list[Adjacent]:
+        idx = self.get(scope.org_id, scope.namespace)
+        with idx.lock:
+            return idx.adjacent_events(scope, memory_ids, span, max_gap_us)
 
     def scope_size(self, scope: Scope) -> int:
         idx = self.get(scope.org_id, scope.namespace)

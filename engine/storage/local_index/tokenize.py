@@ -1,22 +1,43 @@
-"""The keyword channel's tokenizer.
+"""The keyword channel's tokenizer (the same terms PostgreSQL's `english` text search config keeps).
 
-Lowercase the text (str.lower), take the `\\w+` runs (Unicode word characters: letters, digits, underscore),
-and drop the small English stopword list `STOPWORDS` below. No stemming. Query and documents use the
-same function, so a query that is only stopwords matches nothing.
+Lowercase the text (str.lower), take the `\\w+` runs (Unicode word characters: letters, digits,
+underscore), drop the English stop words `STOPWORDS` (the Snowball list PostgreSQL's `english`
+dictionary uses: "what", "did", "when", ... say nothing about a memory), and reduce each word to its
+Snowball English stem ("painting", "painted" -> "paint"; "kids" -> "kid"), so a question finds the
+memory whatever the word form. Query and documents use the same function, so a query that is only
+stop words matches nothing.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from functools import lru_cache
+
+import Stemmer
 
 _WORD = re.compile(r"\w+")
 
 _STOPWORD_TEXT = (
-    "a an and are as at be but by for from has have i in is it its of on or that the this to was "
-    "were will with"
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her "
+    "hers herself it its itself they them their theirs themselves what which who whom this that these "
+    "those am is are was were be been being have has had having do does did doing a an the and but if or "
+    "because as until while of at by for with about against between into through during before after "
+    "above below to from up down in out on off over under again further then once here there when where "
+    "why how all any both each few more most other some such no nor not only own same so than too very s "
+    "t can will just don should now"
 )
 STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split(" "))
+_LOCAL = threading.local()  # a Stemmer instance is not thread-safe: one per thread
+
+
+@lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    stemmer = getattr(_LOCAL, "stemmer", None)
+    if stemmer is None:
+        stemmer = _LOCAL.stemmer = Stemmer.Stemmer("english")
+    return str(stemmer.stemWord(word))
 
 
 def tokenize(text: str) -> list[str]:
-    return [t for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
+    return [stem(t) for t in _WORD.findall(text.lower()) if t not in STOPWORDS]

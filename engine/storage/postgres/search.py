@@ -59,13 +59,13 @@ distance. Ties everywhere: newer timestamp first, then memory_id (as in the othe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from engine.storage.base import Hit, Scope, Vector
+from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.postgres.pgtext import dec, enc
 from engine.storage.postgres.vectors import vector_type
 from engine.storage.postgres.where import Where
@@ -296,3 +296,47 @@ def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
     where, params = scope_filter(scope)
     row = conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", params, prepare=False).fetchone()
     return int(row[0]) if row else 0
+
+
+def adjacent_events(conn: psycopg.Connection[Any], scope: Scope, memory_ids: Sequence[str], span: int,
+                    max_gap: timedelta) -> list[Adjacent]:
+    """`Store.adjacent_events`: per in-scope event anchor, `span` in-scope events on each side in
+    (ts, memory_id) order (two index-ordered LATERAL scans), then cut where a gap exceeds `max_gap`."""
+    if span <= 0 or not memory_ids:
+        return []
+    where, params = scope_filter(scope, "m")
+    anchor_where, _ = scope_filter(scope, "a")  # same placeholders, same values
+    params.update(ids=[enc(i) for i in dict.fromkeys(memory_ids)], span=span)
+    stmt = f"""
+        SELECT a.memory_id, a.ts, n.memory_id, n.ts, n.dir
+        FROM memories a
+        CROSS JOIN LATERAL (
+            (SELECT m.memory_id, m.ts, -1 AS dir FROM memories m
+             WHERE m.type = 'event' AND {where} AND (m.ts, m.memory_id) < (a.ts, a.memory_id)
+             ORDER BY m.ts DESC, m.memory_id DESC LIMIT %(span)s)
+            UNION ALL
+            (SELECT m.memory_id, m.ts, 1 AS dir FROM memories m
+             WHERE m.type = 'event' AND {where} AND (m.ts, m.memory_id) > (a.ts, a.memory_id)
+             ORDER BY m.ts, m.memory_id LIMIT %(span)s)
+        ) n
+        WHERE a.memory_id = ANY(%(ids)s) AND a.type = 'event' AND {anchor_where}
+    """
+    rows = conn.execute(stmt, params, prepare=False).fetchall()
+    sides: dict[tuple[str, int], list[tuple[datetime, str]]] = {}
+    anchor_ts: dict[str, datetime] = {}
+    for anchor, a_ts, memory_id, ts, direction in rows:
+        anchor_ts[anchor] = a_ts
+        sides.setdefault((anchor, int(direction)), []).append((ts, memory_id))
+    out: list[Adjacent] = []
+    for anchor in params["ids"]:
+        if anchor not in anchor_ts:
+            continue
+        for direction in (-1, 1):
+            side = sorted(sides.get((anchor, direction), []), reverse=direction < 0)
+            previous = anchor_ts[anchor]
+            for d, (ts, memory_id) in enumerate(side, start=1):
+                if abs(ts - previous) > max_gap:
+                    break
+                out.append(Adjacent(dec(anchor), dec(memory_id), direction * d))
+                previous = ts
+    return out

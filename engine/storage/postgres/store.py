@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
-from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.postgres import bookkeeping, bulk, rows, search
 from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.postgres.schema import migrate
@@ -347,6 +347,11 @@ class PostgresStore:
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
         with self._read() as conn:
             return search.graph_search(conn, scope, seeds, depth, k)
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+                        ) -> list[Adjacent]:
+        with self._read() as conn:
+            return search.adjacent_events(conn, scope, memory_ids, span, max_gap)
 
     def scope_size(self, scope: Scope) -> int:
         with self._read() as conn:

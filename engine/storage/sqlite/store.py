@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory
-from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import IndexRegistry
 from engine.storage.sqlite import codec
@@ -269,6 +269,11 @@ class SQLiteStore:
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
         self._sync_index()
         return self._index.graph_search(scope, seeds, depth, k)
+
+    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+                        ) -> list[Adjacent]:
+        self._sync_index()
+        return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
 
     def scope_size(self, scope: Scope) -> int:
         self._sync_index()

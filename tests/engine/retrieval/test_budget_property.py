@@ -1,5 +1,7 @@
-"""The budget invariant: whatever the memories, budget and options, the rendered context never exceeds
-the budget (counted with the same estimator the engine states in trace.budget)."""
+"""The budget invariant: whatever the memories, budget, tokenizer and options, the rendered context never
+exceeds the budget, counted with the real tokenizer the request names (o200k_base, cl100k_base) or the
+estimate, line by line as the engine states in trace.budget, and also as the one joined text an LLM
+reads (the lines joined by newlines)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from engine.models import MEMORY_TYPES
 from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import ALL_INCLUDES, AssembleRequest
 from engine.retrieval.pipeline import assemble
+from engine.retrieval.tokens import TOKENIZERS, get_tokenizer
 from engine.storage.in_memory import InMemoryStore
 
 from .helpers import mem
@@ -36,7 +39,8 @@ def options(draw: st.DrawFn) -> dict[str, Any]:
     body: dict[str, Any] = {
         "turn": draw(st.sampled_from(["What does Alice like?", "Acme Paris tea", "", "東京 café 🙂"])),
         # small budgets are where trimming happens: draw them more often
-        "budget": {"max_context_tokens": draw(st.integers(256, 600) | st.integers(256, 8192))},
+        "budget": {"max_context_tokens": draw(st.integers(256, 600) | st.integers(256, 8192)),
+                   "tokenizer": draw(st.sampled_from(TOKENIZERS))},
         "retrieval": {
             "preset": draw(st.sampled_from(["balanced", "fast", "factual", "recent", "graphy"])),
             "normalization": draw(st.sampled_from(["minmax", "zscore", "softmax"])),
@@ -72,9 +76,13 @@ def test_context_never_exceeds_budget(memories: list[Any], body: dict[str, Any],
                     now=records[0].timestamp if records else mem("x").timestamp)
     c = resp.context
     budget = body["budget"]["max_context_tokens"]
-    used = context_tokens(c.facts, c.recent_events, c.summary, c.sources)
+    tok = get_tokenizer(body["budget"]["tokenizer"])
+    used = context_tokens(c.facts, c.recent_events, c.summary, c.sources, tok)
     assert used <= budget
     assert c.token_counts.used == used and c.token_counts.budget == budget
+    lines = [line for line in (c.summary, *c.facts, *c.recent_events, *c.sources) if line]
+    assert tok.count("\n".join(lines)) <= used
+    assert resp.trace.budget.tokenizer == tok.name and resp.trace.budget.method == tok.method
     assert all(line for line in (*c.facts, *c.recent_events, *c.sources))
     include = set(body["return"]["include"])
     assert not c.facts or "facts" in include

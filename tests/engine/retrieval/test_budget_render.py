@@ -1,10 +1,18 @@
 from datetime import timedelta
 
 from engine.retrieval import tokens
-from engine.retrieval.budget import MIN_TRUNCATE_TOKENS, context_tokens, fit, summary_reserve
+from engine.retrieval.budget import MIN_TRUNCATE_TOKENS, context_tokens, fit, summary_allowance
 from engine.retrieval.redaction_hook import NoRedaction
-from engine.retrieval.render import MAX_LINE_TOKENS, RenderItem, build_items, format_line, sections
-from engine.retrieval.summary import extractive, first_sentence
+from engine.retrieval.render import (
+    MAX_LINE_TOKENS,
+    RenderItem,
+    build_items,
+    day_header,
+    format_line,
+    sections,
+)
+from engine.retrieval.summary import beyond, extractive, first_sentence
+from engine.retrieval.tokens import get_tokenizer
 
 from .helpers import NOW, mem
 
@@ -20,7 +28,8 @@ def test_format_lines() -> None:
             valid_to=NOW)
     assert format_line("facts", "f", f.text, f) == "Alice lives in Paris (valid 2025-12-31 to 2026-01-01)"
     e = mem("e", "flew  to\nBerlin", type="event", days_ago=2)
-    assert format_line("recent_events", "e", e.text, e) == "2025-12-30: flew to Berlin"
+    assert format_line("recent_events", "e", e.text, e) == "flew to Berlin"  # dated by its day's header
+    assert day_header("2025-12-30") == "2025-12-30 (Tuesday):"
     assert format_line("sources", "n", "a note", mem("n")) == "[n] a note"
     assert format_line("sources", "snippet:1", "given", None) == "[snippet:1] given"
 
@@ -28,7 +37,7 @@ def test_format_lines() -> None:
 def test_fit_drops_lowest_value_first() -> None:
     # each line: 30 chars -> 10 tokens + 1 overhead = 11
     items = [item(f"m{r}", 30, r) for r in range(5)]
-    plan = fit(items, budget=33, reserve=0)
+    plan = fit(items, budget=33)
     assert [it.id for it in plan.kept] == ["m0", "m1", "m2"]
     assert [a.memory_id for a in plan.actions] == ["m3", "m4"]
     assert all(a.action == "drop" for a in plan.actions)
@@ -38,7 +47,7 @@ def test_fit_drops_lowest_value_first() -> None:
 def test_fit_keeps_pinned_first_and_truncates_when_room() -> None:
     # 120 chars -> 40 tokens + 1 = 41 per line
     items = [item("best", 120, 0), item("pin", 120, 9, pinned=True)]
-    plan = fit(items, budget=41 + MIN_TRUNCATE_TOKENS + 1, reserve=0)
+    plan = fit(items, budget=41 + MIN_TRUNCATE_TOKENS + 1)
     assert plan.kept[0].id == "pin"
     assert plan.kept[1].id == "best" and plan.actions[0].action == "truncate"
     assert tokens.line_tokens(plan.kept[1].line) == MIN_TRUNCATE_TOKENS + 1
@@ -46,14 +55,16 @@ def test_fit_keeps_pinned_first_and_truncates_when_room() -> None:
 
 
 def test_pinned_alone_overflowing_is_cut() -> None:
-    plan = fit([item("pin", 3000, 0, pinned=True)], budget=300, reserve=0)
+    plan = fit([item("pin", 3000, 0, pinned=True)], budget=300)
     assert plan.used <= 300 and plan.actions[0].action == "truncate"
 
 
-def test_summary_reserve_and_context_tokens() -> None:
-    assert summary_reserve(1200, True) == 120 and summary_reserve(256, True) == 38
-    assert summary_reserve(1200, False) == 0
+def test_summary_allowance_and_context_tokens() -> None:
+    assert summary_allowance(1200, 1000) == 120 and summary_allowance(1200, 1150) == 50
+    assert summary_allowance(1200, 1190) == 0  # below SUMMARY_MIN_TOKENS: no summary
     assert context_tokens(["abc"], ["abcdef"], "", ["a"]) == (1 + 1) + (2 + 1) + (1 + 1)
+    tok = get_tokenizer("o200k_base")  # "hello world" is 2 tokens in o200k_base, "abc" 1
+    assert context_tokens(["hello world"], [], "abc", [], tok) == (2 + 1) + (1 + 1)
 
 
 def test_build_items_limits_and_caps() -> None:
@@ -74,11 +85,29 @@ def test_build_items_limits_and_caps() -> None:
     assert items == []
 
 
-def test_sections_order_events_newest_first() -> None:
-    a = RenderItem(id="a", section="recent_events", plain="", line="old", rank=0, score=1, when=1)
-    b = RenderItem(id="b", section="recent_events", plain="", line="new", rank=1, score=0.5, when=2)
-    c = RenderItem(id="c", section="facts", plain="", line="f", rank=2, score=0.1)
-    assert sections([a, b, c]) == (["f"], ["new", "old"], [])
+def test_sections_group_events_by_day_newest_day_first() -> None:
+    def ev(i: str, when: int, day: str, rank: int) -> RenderItem:
+        return RenderItem(id=i, section="recent_events", plain="", line=i, rank=rank, score=1, when=when,
+                          group=day)
+
+    a, b = ev("a", 1, "2023-05-08", 0), ev("b", 2, "2023-05-08", 3)
+    c = ev("c", 5, "2023-06-01", 1)
+    f = RenderItem(id="f", section="facts", plain="", line="f", rank=2, score=0.1)
+    # days newest first; within a day in time order (a conversation reads top to bottom)
+    assert sections([b, c, f, a]) == (["f"], ["2023-06-01 (Thursday):", "c", "2023-05-08 (Monday):", "a", "b"], [])
+
+
+def test_fit_pays_each_day_header_once() -> None:
+    tok = get_tokenizer("o200k_base")
+    header = tok.line_tokens(day_header("2023-05-08"))
+    items = [RenderItem(id=f"e{r}", section="recent_events", plain="", line="Caroline: I went to the park.",
+                        rank=r, score=1.0, when=r, group="2023-05-08") for r in range(3)]
+    line = tok.line_tokens(items[0].line)
+    plan = fit(items, budget=header + 3 * line, tokenizer=tok)
+    assert [it.id for it in plan.kept] == ["e0", "e1", "e2"] and plan.used == header + 3 * line
+    plan = fit(items, budget=header + 3 * line - 1, tokenizer=tok)
+    assert [it.id for it in plan.kept] == ["e0", "e1"] and plan.actions[0].action == "drop"
+    assert plan.planned == header + 3 * line
 
 
 def test_extractive_summary() -> None:
@@ -91,3 +120,27 @@ def test_extractive_summary() -> None:
     short = extractive(kept, 6)
     assert tokens.line_tokens(short) <= 6
     assert extractive([], 100) == ""
+
+
+def test_beyond_summarizes_only_what_the_context_left_out() -> None:
+    items = [RenderItem(id=i, section="recent_events", plain=f"{i} said something. More.", line=i, rank=r,
+                        score=1) for r, i in enumerate(["a", "b", "c"])]
+    assert beyond(items, items[:1], 100) == "b said something. c said something."
+    assert beyond(items, items, 100) == ""  # everything is shown: nothing to add
+    tok = get_tokenizer("o200k_base")
+    assert tok.line_tokens(beyond(items, [], 6, tok)) <= 6
+
+
+def test_fit_prefers_whole_lower_ranked_lines_to_cutting_one() -> None:
+    # 120 chars -> 41 per line (estimate); 30 chars -> 11
+    items = [item("a", 120, 0), item("big", 300, 1), item("c", 30, 2)]
+    plan = fit(items, budget=41 + 11 + MIN_TRUNCATE_TOKENS + 1)
+    assert [it.id for it in plan.kept] == ["a", "c", "big"]  # "big" cut into what the whole lines left
+    assert [a.action for a in plan.actions] == ["truncate"]
+    assert plan.used <= plan.budget
+
+
+def test_fit_cuts_a_pinned_item_before_filling_with_others() -> None:
+    items = [item("pin", 300, 5, pinned=True), item("small", 30, 0)]
+    plan = fit(items, budget=60)
+    assert plan.kept[0].id == "pin" and plan.actions[0].action == "truncate"

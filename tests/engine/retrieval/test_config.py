@@ -2,14 +2,20 @@ import pytest
 
 from engine.errors import InvalidInput
 from engine.retrieval.config import renormalize, resolve, without_semantic
-from engine.retrieval.options import RetrievalOptions, WeightsIn
+from engine.retrieval.options import Expand, RetrievalOptions, WeightsIn
 from engine.retrieval.presets import Weights
 
 
 def test_balanced_defaults() -> None:
     cfg = resolve(RetrievalOptions())
     assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
-    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (24, 2, 45, False)
+    assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (100, 2, 45, False)
+    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
+
+
+def test_expand_options_override_preset() -> None:
+    cfg = resolve(RetrievalOptions(expand=Expand(neighbors=0, day_weight=0.5)))
+    assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (0, 0.35, 0.5)
 
 
 def test_explicit_values_override_preset() -> None:
@@ -20,10 +26,11 @@ def test_explicit_values_override_preset() -> None:
 
 def test_partial_weights_fill_from_preset_and_renormalize() -> None:
     cfg = resolve(RetrievalOptions(weights=WeightsIn(semantic=0.95)))
-    total = 0.95 + 0.25 + 0.15 + 0.1 + 0.05
+    base = Weights()
+    total = 0.95 + base.bm25 + base.graph_prior + base.recency_decay + base.confidence
     assert cfg.weights_renormalized
     assert cfg.weights.semantic == pytest.approx(0.95 / total)
-    assert cfg.weights.bm25 == pytest.approx(0.25 / total)
+    assert cfg.weights.bm25 == pytest.approx(base.bm25 / total)
     assert cfg.weights.total() == pytest.approx(1.0)
 
 
@@ -48,5 +55,6 @@ def test_renormalize_hand_computed() -> None:
 def test_without_semantic() -> None:
     cfg = without_semantic(resolve(RetrievalOptions()))
     assert cfg.weights.semantic == 0.0 and cfg.weights_renormalized
-    assert cfg.weights.bm25 == pytest.approx(0.25 / 0.55)
+    base = Weights()
+    assert cfg.weights.bm25 == pytest.approx(base.bm25 / (1.0 - base.semantic))
     assert cfg.weights.total() == pytest.approx(1.0)

@@ -3,10 +3,12 @@ import pytest
 from engine.retrieval.channels import ChannelHits, graph_seeds, hops_to_prior
 from engine.retrieval.config import resolve
 from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse
-from engine.retrieval.options import RetrievalOptions
+from engine.retrieval.options import RetrievalOptions, WeightsIn
 from engine.storage.base import Hit
 
 from .helpers import NOW, mem
+
+OLD_SPEC_WEIGHTS = WeightsIn(semantic=0.45, bm25=0.25, graph_prior=0.15, recency_decay=0.1, confidence=0.05)
 
 
 def _setup(**opts: object):
@@ -17,6 +19,7 @@ def _setup(**opts: object):
     }
     hits = ChannelHits(semantic=[Hit("a", 0.9), Hit("b", 0.5)], bm25=[Hit("b", 4.0), Hit("c", 2.0)],
                        graph=[Hit("c", hops_to_prior(1))])
+    opts.setdefault("weights", OLD_SPEC_WEIGHTS)  # hand-computed values below use these
     cfg = resolve(RetrievalOptions(**opts))  # type: ignore[arg-type]
     return memories, hits, cfg
 

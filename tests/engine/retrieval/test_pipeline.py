@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.pipeline import assemble, recall, run_assemble
 from engine.retrieval.responses import AssembleResponse, Redaction
+from engine.retrieval.tokens import get_tokenizer
 from engine.storage.in_memory import InMemoryStore
 
 from .conftest import FailingEmbedder
@@ -42,8 +44,13 @@ def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert enc["extracted"] == {"entities": [], "facts": [], "upserts": [], "truncated": False}
     assert enc["redaction"] == {"applied": False, "rules": []}
     assert enc["trace"]["summary"]["origin"] == "extractive"
-    assert enc["trace"]["budget"] == {"origin": "default", "chars_per_token": 3.0,
-                                      "method": enc["trace"]["budget"]["method"]}
+    budget = enc["trace"]["budget"]
+    assert budget["origin"] == "default" and budget["tokenizer"] == "o200k_base"
+    assert budget["method"].startswith("o200k_base BPE tokens of each rendered line")
+    c = resp.context
+    lines = [line for line in (c.summary, *c.facts, *c.recent_events, *c.sources) if line]
+    chars = sum(len(line) + 1 for line in lines)
+    assert budget["chars_per_token"] == round(chars / resp.context.token_counts.used, 2)
     assert "timings" not in enc["trace"]
     assert "Alice likes green tea" in resp.context.facts
     assert not resp.flags.degraded and not resp.flags.weights_renormalized
@@ -52,8 +59,10 @@ def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert s.candidate_counts.semantic > 0 and s.candidate_counts.bm25 > 0
     # "Alice" is the scope's own entity: no graph seed, the graph channel is skipped
     assert s.candidate_counts.graph == 0
-    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 4  # 2 channels + recent + get_memories
-    assert resp.cost.input_tokens == 11  # 31 ascii chars -> ceil(31 / 3)
+    # 2 channels + get_memories + the events next to the best ones (conversation context); recency has
+    # weight 0 in `balanced`, so the newest events are not fetched
+    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 4
+    assert resp.cost.input_tokens == get_tokenizer("o200k_base").count(req().turn)
     acme = run(store, cache, turn="Where is Acme?")
     assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 5
 
@@ -114,7 +123,9 @@ def test_events_newest_first_and_max_events(store: InMemoryStore, cache: Embeddi
     resp = run(store, cache, turn="Alice trip conference dentist cat",
                **{"return": {"max_events": 2, "max_facts": 1}})
     ev = resp.context.recent_events
-    assert len(ev) <= 2 and ev == sorted(ev, reverse=True)  # lines start with the date
+    headers = [line for line in ev if re.fullmatch(r"\d{4}-\d{2}-\d{2} \(\w+\):", line)]
+    assert len(headers) >= 1 and len(ev) - len(headers) <= 2  # one header line per day, then its events
+    assert headers == sorted(headers, reverse=True) and ev[0] == headers[0]  # newest day first
     assert len(resp.context.facts) <= 1
     assert any(a.action == "limit" for a in resp.context.budget_actions)
 
@@ -165,7 +176,7 @@ def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) 
 def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
     fast = run(store, cache, retrieval={"preset": "fast"})
     assert fast.retrieval_summary.depth == 0 and fast.retrieval_summary.candidate_counts.graph == 0
-    assert fast.cost.retrieval_ops == 4  # no graph channel
+    assert fast.cost.retrieval_ops == 5  # no graph channel
     graphy = run(store, cache, retrieval={"preset": "graphy", "weights": {"semantic": 0.5}})
     assert graphy.retrieval_summary.preset == "graphy" and graphy.flags.weights_renormalized
 
@@ -202,7 +213,7 @@ def test_budget_small_is_respected_and_recorded(store: InMemoryStore, cache: Emb
     long_snips = ["word " * 780, "other " * 660]
     resp = run(store, cache, budget={"max_context_tokens": 256}, seed_context={"snippets": long_snips})
     c = resp.context
-    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources) <= 256
+    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources, get_tokenizer("o200k_base")) <= 256
     assert c.token_counts.budget == 256 and c.token_counts.used <= 256
     assert c.token_counts.dropped > 0 and resp.retrieval_summary.budget_cut_count
     assert any(a.action in ("drop", "truncate") for a in c.budget_actions)
@@ -261,7 +272,7 @@ def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: Embeddin
     assert all("Paris" not in m.text for m in resp.matches or [])
     assert all("Paris" not in f.text and f.object_text != "Paris" for f in resp.context.facts_struct or [])
     c = resp.context
-    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources) <= 256
+    assert context_tokens(c.facts, c.recent_events, c.summary, c.sources, get_tokenizer("o200k_base")) <= 256
 
 
 def test_the_query_embeds_while_the_other_channels_run(store: InMemoryStore, cache: EmbeddingCache) -> None:

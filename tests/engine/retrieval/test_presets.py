@@ -12,11 +12,12 @@ def test_preset_weights_sum_to_one(name: str) -> None:
     assert get_preset(name).weights.total() == pytest.approx(1.0, abs=1e-12)
 
 
-def test_balanced_is_spec_defaults() -> None:
+def test_balanced_is_the_held_out_choice() -> None:
     p = get_preset("balanced")
-    assert p.weights == Weights(semantic=0.45, bm25=0.25, graph_prior=0.15, recency_decay=0.1,
-                                confidence=0.05)
-    assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (24, 2, 45, False)
+    assert p.weights == Weights() == Weights(semantic=0.32, bm25=0.47, graph_prior=0.16, recency_decay=0.0,
+                                             confidence=0.05)
+    assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (100, 2, 45, False)
+    assert (p.neighbors, p.neighbor_weight, p.day_weight) == (2, 0.35, 0.2)
 
 
 def test_documented_differences() -> None:

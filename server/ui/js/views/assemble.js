@@ -7,7 +7,7 @@ import { badge, field, fmtNum, h, json, message, replace, select, setHash } from
 
 export const CHANNELS = ["semantic", "bm25", "graph_prior", "recency_decay", "confidence"];
 const PRESETS = ["balanced", "fast", "factual", "recent", "graphy"];
-const DEFAULT_WEIGHTS = { semantic: 0.45, bm25: 0.25, graph_prior: 0.15, recency_decay: 0.1, confidence: 0.05 };
+const DEFAULT_WEIGHTS = { semantic: 0.32, bm25: 0.47, graph_prior: 0.16, recency_decay: 0, confidence: 0.05 };  // the balanced preset
 const SECTIONS = [["facts", "Facts"], ["recent_events", "Recent events"], ["summary", "Summary"], ["sources", "Sources"]];
 
 /** The context as text, section by section, each line exactly as the API returned it. */

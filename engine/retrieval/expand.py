@@ -1,0 +1,107 @@
+"""Conversation context of strong candidates, with no model call: who spoke, what was said around it,
+what else was said that day. Memories saved turn by turn ("<speaker>: <text>" events) answer a
+question together: the turn that names the topic, the reply that holds the answer, the other turns of
+that day.
+
+- `speaker_hits`: an event whose text starts with "<Name>: " where a word of Name is a graph seed of
+  the query (`ent:<lowercased word>`, see `engine.retrieval.channels.graph_seeds`) is a graph hit at
+  hop 0: it is about that entity as much as a fact naming it.
+- `context_boosts`, after a first fusion: the best `ANCHORS` events are anchors; the events up to
+  `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
+  consecutive events at most `MAX_GAP` apart) join the candidates with
+  `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
+  `day_boost = day_weight x (the best first-fusion score among the event candidates of its day)` when
+  that day has at least two event candidates, so an event alone on its day is not lifted over facts
+  and notes.
+The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+import msgspec
+
+from engine.models import Memory
+from engine.retrieval.config import ResolvedRetrieval
+from engine.retrieval.fuse import Fused
+from engine.storage.base import Hit, Scope, Store
+
+ANCHORS = 40
+MAX_GAP = timedelta(hours=1)
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
+
+
+def speaker_of(text: str) -> str | None:
+    """The name an event's text starts with ("Caroline: I went ..." -> "Caroline"), if any."""
+    found = _SPEAKER.match(text)
+    return found.group(1) if found else None
+
+
+def speaker_hits(ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str],
+                 graph: Sequence[Hit]) -> list[Hit]:
+    """Graph hits at hop 0 (prior 1) for events spoken by a seed entity, merged into `graph`."""
+    wanted = set(seeds)
+    if not wanted:
+        return list(graph)
+    best = {h.memory_id: h.raw for h in graph}
+    for mid in ids:
+        m = memories.get(mid)
+        if m is None or m.type != "event":
+            continue
+        name = speaker_of(m.text)
+        if name and any(f"ent:{w.lower()}" in wanted for w in name.split()):
+            best[mid] = max(best.get(mid, 0.0), 1.0)
+    return [Hit(mid, raw) for mid, raw in best.items()]
+
+
+class Context(msgspec.Struct, kw_only=True):
+    boosts: dict[str, tuple[float, float]]  # memory id -> (neighbor_boost, day_boost)
+    added: list[str]  # neighbour ids that were not candidates (their memories are in `memories`)
+    ops: int = 0
+
+
+def _day(m: Memory) -> str:
+    return (m.valid_from or m.timestamp).date().isoformat()
+
+
+def _day_best(events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
+              ) -> dict[str, tuple[tuple[str, float], ...]]:
+    """Per day, its two best event candidates (id, first-fusion score), best first."""
+    days: dict[str, list[tuple[str, float]]] = {}
+    for mid in events:
+        days.setdefault(_day(memories[mid]), []).append((mid, score[mid]))
+    return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
+
+
+def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Sequence[str], fused: Fused,
+                   memories: dict[str, Memory]) -> Context:
+    """Neighbour and day boosts from a first fusion (see the module docstring); fetches new neighbours
+    into `memories`."""
+    score = {mid: float(fused.score[i]) for i, mid in enumerate(union)}
+    events = [mid for mid in union if mid in memories and memories[mid].type == "event"]
+    out = Context(boosts={}, added=[])
+    neighbor: dict[str, float] = {}
+    if cfg.neighbors > 0 and cfg.neighbor_weight > 0 and events:
+        anchors = sorted(events, key=lambda mid: -score[mid])[:ANCHORS]
+        adjacent = store.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
+        out.ops += 1
+        for a in adjacent:
+            neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])
+        missing = [mid for mid in neighbor if mid not in memories]
+        if missing:
+            for m in store.get_memories(scope.org_id, missing):
+                memories[m.memory_id] = m
+            out.ops += 1
+        out.added = [mid for mid in neighbor if mid in memories and mid not in score]
+    best = _day_best(events, memories, score) if cfg.day_weight > 0 else {}
+    for mid in (*events, *out.added):
+        nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
+        top = best.get(_day(memories[mid]), ())
+        # the day's best score, when the day has other candidates: a lone event does not lift itself
+        same_day = cfg.day_weight * top[0][1] if len(top) > 1 else 0.0
+        if nb or same_day:
+            out.boosts[mid] = (nb, same_day)
+    return out

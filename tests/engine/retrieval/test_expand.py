@@ -1,0 +1,107 @@
+"""Conversation context: speakers as graph hits, neighbouring turns and same-day boosts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from engine.embed.cache import EmbeddingCache
+from engine.embed.hash import HashEmbedder
+from engine.retrieval.expand import speaker_hits, speaker_of
+from engine.retrieval.options import AssembleRequest
+from engine.retrieval.pipeline import run_assemble
+from engine.retrieval.responses import ScoreComponent
+from engine.storage.base import Hit
+from engine.storage.in_memory import InMemoryStore
+
+from .helpers import NOW, mem
+
+
+def test_speaker_of() -> None:
+    assert speaker_of("Caroline: I went to a support group.") == "Caroline"
+    assert speaker_of("Mary Ann: hi") == "Mary Ann"
+    assert speaker_of("caroline: lower case is no name") is None
+    assert speaker_of("Note: 12:30 is lunch") == "Note"  # a name by form; it matters only if it is a seed
+    assert speaker_of("no colon here") is None
+
+
+def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
+    memories = {m.memory_id: m for m in (
+        mem("e1", "Caroline: I painted a lake.", type="event"),
+        mem("e2", "Melanie: Nice!", type="event"),
+        mem("f1", "Caroline: not an event", type="fact"),
+    )}
+    hits = speaker_hits(["e1", "e2", "f1"], memories, ["ent:caroline"], [Hit("e2", 0.5)])
+    assert sorted((h.memory_id, h.raw) for h in hits) == [("e1", 1.0), ("e2", 0.5)]
+    assert speaker_hits(["e1"], memories, [], []) == []
+
+
+def _store() -> tuple[InMemoryStore, EmbeddingCache]:
+    store = InMemoryStore()
+    day1 = [  # one conversation: the question, the reply holding the answer, small talk
+        "Melanie: How was the weekend?",
+        "Caroline: I went hiking at Mount Tam with my kids.",
+        "Melanie: Lovely!",
+        "Caroline: We saw a bobcat near the trail.",
+        "Melanie: Wow.",
+    ]
+    day2 = ["Melanie: I baked bread today.", "Caroline: Yum, send me the recipe."]
+    memories = [mem(f"d1_{i}", t, type="event", days_ago=10 - i / 86400) for i, t in enumerate(day1)]
+    memories += [mem(f"d2_{i}", t, type="event", days_ago=3 - i / 86400) for i, t in enumerate(day2)]
+    store.put_memories(memories)
+    cache = EmbeddingCache(HashEmbedder(dim=64), store)
+    cache.embed([m.text for m in memories])
+    return store, cache
+
+
+_ZERO = ScoreComponent(raw=0.0, norm=0.0, weight=0.0, contrib=0.0)
+
+
+def _ask(store: InMemoryStore, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?",
+         **retrieval: Any) -> Any:
+    body = {"entity_id": "ent:alice", "turn": turn, "retrieval": retrieval,
+            "return": {"max_events": 10, "include_raw_matches": True, "trace": True}}
+    request = msgspec.convert(body, AssembleRequest)
+    return run_assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
+
+
+def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
+    store, cache = _store()
+    out = _ask(store, cache, top_k=1, weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0,
+                                               "confidence": 0})
+    matches = {m.memory_id: m for m in out.response.matches or []}
+    anchor = matches["d1_1"]  # the only bm25 hit ("hiking")
+    for neighbour in ("d1_0", "d1_2", "d1_3"):  # two places each side, same stretch of conversation
+        assert neighbour in matches
+        got = matches[neighbour].score_components["neighbor_boost"].contrib
+        assert got == 0.35 * anchor.score_components["bm25"].contrib
+        assert "next to a strong match (same conversation)" in matches[neighbour].reason
+    assert "d2_0" not in matches  # another day: not a neighbour
+    assert out.response.cost.retrieval_ops >= 3 and out.timings.expand > 0
+
+
+def test_expansion_off_and_day_boost() -> None:
+    store, cache = _store()
+    off = _ask(store, cache, top_k=1, expand={"neighbors": 0, "day_weight": 0},
+               weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0})
+    assert [m.memory_id for m in off.response.matches or []] == ["d1_1"]
+    bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+    day = _ask(store, cache, turn="Caroline hiking bobcat", expand={"neighbors": 0, "day_weight": 0.5}, weights=bm25)
+    matches = {m.memory_id: m for m in day.response.matches or []}
+    first = {mid: m.score - m.score_components.get("day_boost", _ZERO).contrib for mid, m in matches.items()}
+    # both day-1 hits are lifted by half the day's best score; Caroline's lone day-2 turn is not
+    best = max(first["d1_1"], first["d1_3"])
+    assert matches["d1_1"].score_components["day_boost"].contrib == pytest.approx(0.5 * best)
+    assert matches["d1_3"].score_components["day_boost"].contrib == pytest.approx(0.5 * best)
+    assert "day_boost" not in matches["d2_1"].score_components
+
+
+def test_speaker_named_in_the_question_is_a_graph_hit() -> None:
+    store, cache = _store()
+    out = _ask(store, cache, expand={"neighbors": 0, "day_weight": 0})
+    graph = {m.memory_id for m in out.response.matches or [] if m.score_components["graph_prior"].raw == 1.0}
+    assert graph == {"d1_1", "d1_3", "d2_1"}  # Caroline's turns
+    # the store's graph knows no entity here: the graph hits are the speaker's turns
+    assert out.response.retrieval_summary.candidate_counts.graph == 3

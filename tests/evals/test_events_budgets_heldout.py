@@ -1,0 +1,62 @@
+"""`--ingest events`, `--budgets` and `loci eval heldout`: the protocol of the evidence-in-context eval."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from engine.errors import InvalidInput
+from evals.heldout import HeldoutConfig, halves, run_heldout
+from evals.loaders import load_dataset
+from evals.run import CHOSEN, RunConfig, budget_table, configurations, run_eval, select
+from tests.evals._tiny import tiny_dataset
+
+
+def test_ingest_events_protocol() -> None:
+    cfg = RunConfig(dataset="locomo", ingest="events").replay_config()
+    assert not cfg.extract and cfg.max_events == 200
+    assert RunConfig(ingest="events", max_events=7).replay_config().max_events == 7
+    assert RunConfig().replay_config().extract and RunConfig().replay_config().max_events is None
+    locomo = select(load_dataset("locomo"), RunConfig(dataset="locomo", ingest="events", limit=1))
+    conv = locomo.conversations[0]
+    last = max(s.date for s in conv.sessions)
+    assert {q.asked_at for q in locomo.questions} == {last + timedelta(days=1)}
+
+
+def test_budgets_are_more_configurations_and_a_table(tmp_path: Path) -> None:
+    config = RunConfig(dataset="synthetic", budget=1200, budgets=(600, 1200, 2400), rank_depth=0, baselines=False)
+    assert list(configurations(config)) == [CHOSEN, f"{CHOSEN}@600", f"{CHOSEN}@2400"]
+    result = run_eval(config, dataset=tiny_dataset(entities=2), out_dir=tmp_path)
+    table = budget_table(result.summaries, config)
+    assert list(table.columns) == ["600 tokens", "1200 tokens", "2400 tokens"] and "all" in table.index
+    assert table.loc["all"].is_monotonic_increasing  # more budget never holds less evidence here
+    assert result.run_dir is not None and (result.run_dir / "recall_vs_budget.png").stat().st_size > 0
+    assert "by category and budget" in (result.run_dir / "report.md").read_text()
+    assert budget_table(result.summaries, RunConfig(budget=1200)) is None
+
+
+def test_halves() -> None:
+    assert halves(["a", "b", "c", "d"], ()) == {"A": ["a", "b"], "B": ["c", "d"]}
+    assert halves(["a", "b", "c"], ("c",)) == {"A": ["c"], "B": ["a", "b"]}
+    with pytest.raises(InvalidInput):
+        halves(["a", "b"], ("x",))
+    with pytest.raises(InvalidInput):
+        halves(["a", "b"], ("a", "b"))
+
+
+def test_heldout_chooses_on_one_half_and_scores_the_other(tmp_path: Path) -> None:
+    data = tiny_dataset(entities=4)
+    off = {"expand": {"neighbors": 0, "day_weight": 0}, "weights": {"semantic": 0, "bm25": 0, "graph_prior": 0,
+                                                                     "recency_decay": 1, "confidence": 0}}
+    config = HeldoutConfig(dataset="synthetic", ingest="facts", candidates={"default": {}, "recency-only": off},
+                           budgets=(600, 1200), embedder="hash", categories=())
+    result = run_heldout(config, dataset=data, out_dir=tmp_path)
+    ids = [c.conversation_id for c in data.conversations]
+    assert result.halves == {"A": ids[:2], "B": ids[2:]}
+    assert set(result.selection.index) == {"default", "recency-only"}
+    for half, name in result.chosen.items():  # the best on its own half
+        assert result.selection.loc[name, half] == result.selection[half].max()
+    assert list(result.heldout.columns) == ["600 tokens", "1200 tokens"] and "all" in result.heldout.index
+    assert result.run_dir is not None and (result.run_dir / "report.md").exists()
