@@ -33,7 +33,7 @@ from engine.models import (
     STATUSES,
     AgentId,
     Confidence,
-    ConflictKey,
+    ConflictKeys,
     EntityId,
     Event,
     Memory,
@@ -46,7 +46,7 @@ from engine.models import (
     Sensitivity,
     Status,
     SubjectId,
-    Tag,
+    TagList,
     Unit,
 )
 from engine.storage.base import ListQuery, SortOrder, Store
@@ -59,6 +59,8 @@ MAX_PAGE_SIZE = 200
 MAX_QUERY_LENGTH = 256
 DEFAULT_PAGE_SIZE = 50
 _CURSOR_VERSION = 1
+#: the rule a refused cursor breaks (a cursor is one this server returned, for the same filters)
+CURSOR_RULE = "cursor"
 
 
 class MemoryCreate(msgspec.Struct, kw_only=True):
@@ -71,7 +73,7 @@ class MemoryCreate(msgspec.Struct, kw_only=True):
     type: MemoryType
     text: MemoryText
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: TagList = msgspec.field(default_factory=list)
     timestamp: datetime | None = None  # default: the time of the write (UTC)
     archived: bool = False
     sensitivity: Sensitivity = "auto"
@@ -80,7 +82,7 @@ class MemoryCreate(msgspec.Struct, kw_only=True):
     object: ObjectValue = None
     object_type: ObjectType | None = None
     unit: Unit | None = None
-    keys: list[ConflictKey] | None = None
+    keys: ConflictKeys | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     confidence: Confidence | None = None
@@ -91,7 +93,7 @@ class MemoryCreate(msgspec.Struct, kw_only=True):
 class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The fields a partial update may change; each optional. Any other field is an error."""
 
-    tags: list[Tag] | UnsetType = UNSET
+    tags: TagList | UnsetType = UNSET
     metadata: dict[str, Any] | UnsetType = UNSET
     archived: bool | UnsetType = UNSET
     valid_to: datetime | None | UnsetType = UNSET
@@ -134,7 +136,8 @@ class _Cursor(msgspec.Struct, array_like=True):
 
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None, field: str) -> None:
     if valid_from is not None and valid_to is not None and to_utc(valid_to) < to_utc(valid_from):
-        raise InvalidInput("valid_to is before valid_from", field=field)
+        raise InvalidInput("valid_to is before valid_from", field=field,
+                           details={"rule": "valid_to_after_valid_from"})
 
 
 def _opt_utc(value: datetime | None) -> datetime | None:
@@ -332,9 +335,9 @@ def decode_cursor(cursor: str, sort: str, fhash: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         decoded = msgspec.msgpack.decode(raw, type=_Cursor)
     except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
-        raise InvalidInput("malformed cursor", field="cursor") from exc
+        raise InvalidInput("malformed cursor", field="cursor", details={"rule": CURSOR_RULE}) from exc
     if decoded.version != _CURSOR_VERSION:
-        raise InvalidInput("cursor from an incompatible version", field="cursor")
+        raise InvalidInput("cursor from an incompatible version", field="cursor", details={"rule": CURSOR_RULE})
     if decoded.sort != sort or decoded.filters != fhash:
-        raise InvalidInput("cursor was issued for other filters or another sort", field="cursor")
+        raise InvalidInput("cursor was issued for other filters or another sort", field="cursor", details={"rule": CURSOR_RULE})
     return from_micros(decoded.ts), decoded.memory_id

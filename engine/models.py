@@ -24,12 +24,17 @@ STATUSES: tuple[str, ...] = ("active", "superseded", "disputed")
 Sensitivity = Literal["none", "pii", "auto"]
 ObjectType = Literal["literal", "string", "number", "date", "json", "entity"]
 
+#: a JSON-schema pattern for "not blank": some character that `str.isspace` does not call space (spelled
+#: out, since JSON-schema regex engines disagree on what `\s` covers)
+SPACES = "\\t\\n\\u000b\\f\\r \\u001c-\\u001f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+NOT_BLANK_PATTERN = f"[^{SPACES}]"
+
 # --- the spec's Limits table as constrained types ------------------------------------------------
 Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
 AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
 EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
 SubjectId = Annotated[
-    str, Meta(max_length=256, pattern=r"^ent:\S+$", description="an entity id of the form ent:<id>")
+    str, Meta(max_length=256, pattern=f"^ent:[^{SPACES}]+$(?!\\n)", description="an entity id of the form ent:<id>")
 ]
 MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 Tag = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
@@ -38,6 +43,11 @@ ObjectString = Annotated[str, Meta(max_length=4000, description="max 4000 charac
 Unit = Annotated[str, Meta(max_length=32, description="max 32 characters")]
 ConflictKey = Annotated[str, Meta(min_length=1, max_length=128, description="<subject>|<predicate>")]
 Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+MAX_TAGS = 64
+MAX_KEYS = 32
+#: the tags and conflict keys a write may carry (stored memories are read back as they are)
+TagList = Annotated[list[Tag], Meta(max_length=MAX_TAGS, description=f"at most {MAX_TAGS} tags")]
+ConflictKeys = Annotated[list[ConflictKey], Meta(max_length=MAX_KEYS, description=f"at most {MAX_KEYS} keys")]
 # `object` of a memory: string (max 4000), number, boolean, object or null. JSON keeps int vs float.
 ObjectValue = ObjectString | bool | int | float | dict[str, Any] | None
 

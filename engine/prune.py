@@ -38,7 +38,7 @@ from msgspec import Meta
 
 from engine.errors import InvalidInput
 from engine.ids import event_id
-from engine.models import Confidence, EntityId, Event, Memory, MemoryType, Namespace, Tag
+from engine.models import MAX_TAGS, Confidence, EntityId, Event, Memory, MemoryType, Namespace, Tag
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
@@ -62,13 +62,13 @@ PruneAction = Literal["delete", "archive"]
 class PruneRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     entity_id: EntityId | None = None
     namespace: Namespace = "default"
-    statuses: Annotated[list[PrunableStatus], Meta(min_length=1)] | None = None
+    statuses: Annotated[list[PrunableStatus], Meta(min_length=1, max_length=2)] | None = None
     archived: bool | None = None
     expired: bool | None = None
     older_than: datetime | None = None
     max_confidence: Confidence | None = None
-    types: Annotated[list[MemoryType], Meta(min_length=1)] | None = None
-    tags: Annotated[list[Tag], Meta(min_length=1)] | None = None
+    types: Annotated[list[MemoryType], Meta(min_length=1, max_length=6)] | None = None
+    tags: Annotated[list[Tag], Meta(min_length=1, max_length=MAX_TAGS)] | None = None
     action: PruneAction = "delete"
     dry_run: bool = True
 

@@ -1,22 +1,44 @@
-"""Time helpers. The engine holds only timezone-aware UTC datetimes."""
+"""Time helpers. The engine holds only timezone-aware UTC datetimes, within years 1-9999 in UTC."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from engine.errors import InvalidInput
 
 Clock = Callable[[], datetime]
+
+#: what a date-time outside the representable range is told (its UTC value must exist)
+OUT_OF_RANGE = "date-time out of range: its UTC value must fall within years 1 to 9999"
+#: the name of that rule in an error's details (the OpenAPI document lists it: server.schema_rules)
+RANGE_RULE = "date_time_range"
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def to_utc(value: datetime) -> datetime:
-    """Normalize to aware UTC; a naive datetime is taken to be UTC already."""
+def in_range(value: datetime) -> bool:
+    """Whether `value` has a UTC form (`0001-01-01T00:00:00+01:00` does not: it is in year 0)."""
+    if value.tzinfo is None:
+        return True
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
+def to_utc(value: datetime, *, field: str | None = None) -> datetime:
+    """Normalize to aware UTC; a naive datetime is taken to be UTC already. A value with no UTC form
+    is InvalidInput (naming `field` when given)."""
     if value.tzinfo is None:
         return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInput(OUT_OF_RANGE, field=field, details={"value": value.isoformat(), "rule": RANGE_RULE}) from None
 
 
 def to_micros(value: datetime) -> int:
@@ -27,6 +49,16 @@ def to_micros(value: datetime) -> int:
 
 
 def from_micros(value: int) -> datetime:
-    from datetime import timedelta
-
     return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+
+
+_MIN = datetime.min.replace(tzinfo=UTC)
+_MAX = datetime.max.replace(tzinfo=UTC)
+
+
+def shift(value: datetime, delta: timedelta) -> datetime:
+    """`value + delta`, held at the first or last representable instant instead of overflowing."""
+    try:
+        return value + delta
+    except OverflowError:
+        return _MAX if delta > timedelta(0) else _MIN

@@ -15,6 +15,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 from litestar import Litestar
+from litestar.routes import HTTPRoute
 
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
@@ -24,7 +25,7 @@ from engine.storage.base import Store
 from server import observability, openapi
 from server.config import Settings
 from server.errors import exception_handler
-from server.gateway import Gateway
+from server.gateway import Gateway, template_of
 from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
 from server.ratelimit_shared import close_limiter, limiter_for
@@ -123,7 +124,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
         debug=False,
     )
     app.state.loci = services
-    gateway = Gateway(app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins)
+    allow = {template_of(route.path): ", ".join(sorted(route.methods))
+             for route in app.routes if isinstance(route, HTTPRoute)}
+    gateway = Gateway(app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins,
+                      allow=allow)
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
     observability.install(app, store)  # outermost, so 429s and preflights are counted too
     if services.memories.embeddings is not None:

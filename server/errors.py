@@ -29,11 +29,12 @@ log = logging.getLogger("loci.server")
 
 
 class BadRequest(Exception):
-    """Malformed request: unparseable JSON or a wrong content type (HTTP 400)."""
+    """Malformed request: unparseable JSON, invalid UTF-8, nesting too deep, a wrong content type (400)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.details: dict[str, Any] = dict(details or {})
 
 
 ENGINE_STATUS: dict[type[engine_errors.LociError], int] = {
@@ -63,8 +64,20 @@ DOCUMENTED_ERRORS: dict[int, str] = {
     409: "Idempotency-Key reused with another body, or a write race lost",
     422: "Validation error; details.field names the offending field",
     429: "Rate limited; see Retry-After",
+    413: "The body is larger than 10 MB",
     500: "Internal error",
+    503: "A dependency (the database) is unavailable; retry after Retry-After seconds",
 }
+
+#: seconds a client is told to wait (Retry-After) when a dependency is unavailable
+RETRY_AFTER_UNAVAILABLE = 5
+#: driver errors that mean the database cannot be reached (a store normally wraps them as Unavailable)
+_OUTAGE_CLASSES = frozenset({("psycopg", "OperationalError"), ("psycopg_pool", "PoolTimeout")})
+
+
+def is_outage(exc: BaseException) -> bool:
+    """A database driver's connection-level error that escaped its store (answered 503, not 500)."""
+    return any((cls.__module__.split(".")[0], cls.__name__) in _OUTAGE_CLASSES for cls in type(exc).__mro__)
 
 
 class Failure(msgspec.Struct, kw_only=True):
@@ -80,7 +93,7 @@ def request_id_of(scope: Any) -> str:
 
 
 #: handler parameter names whose wire name differs (query `type` is `memory_type` in Python)
-PARAM_ALIASES: dict[str, str] = {"memory_type": "type"}
+PARAM_ALIASES: dict[str, str] = {"memory_type": "type", "event_type": "type"}
 
 
 def _wire_name(key: str, source: str) -> str:
@@ -107,11 +120,17 @@ def failure_for(exc: BaseException, request_id: str) -> Failure:
                                                       request_id=request_id))
         if isinstance(exc, engine_errors.RateLimited):
             headers["Retry-After"] = str(exc.retry_after)
+        if status == 503:
+            headers["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
         return Failure(status=status, headers=headers, body=ErrorBody(
             error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)))
     if isinstance(exc, BadRequest):
         return Failure(status=400, body=ErrorBody(error="bad_request", message=exc.message,
-                                                  request_id=request_id))
+                                                  request_id=request_id, details=dict(exc.details)))
+    if is_outage(exc):
+        log.warning("database unavailable (request %s): %s", request_id, exc)
+        return Failure(status=503, headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}, body=ErrorBody(
+            error="unavailable", message="the database is unavailable", request_id=request_id))
     if isinstance(exc, ValidationException):
         details: dict[str, Any] = {}
         extra = exc.extra if isinstance(exc.extra, list) else []
@@ -154,7 +173,7 @@ def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Respon
 
 
 # --- msgspec validation errors -> field names -------------------------------------------------------
-_AT = re.compile(r"\s+-\s+at\s+`\$(?P<path>[^`]*)`$")
+_AT = " - at `$"
 _FIELD = re.compile(r"(?:unknown|required) field `(?P<name>[^`]+)`")
 
 
@@ -163,10 +182,9 @@ def invalid_input(exc: msgspec.ValidationError, *, prefix: str = "") -> engine_e
     Unknown/missing fields name the field itself (`items[2].text`). `prefix` prepends a path."""
     text = str(exc)
     path = ""
-    m = _AT.search(text)
-    if m:
-        path = m.group("path")
-        text = text[: m.start()]
+    head, at, tail = text.rpartition(_AT)
+    if at and tail.endswith("`") and "`" not in tail[:-1]:
+        path, text = tail[:-1], head.rstrip()
     named = _FIELD.search(text)
     if named:
         path = f"{path}.{named.group('name')}"

@@ -53,9 +53,9 @@ def decode_cursor(cursor: str, *, field: str = "cursor") -> int:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         tag, version, seq = msgspec.msgpack.decode(raw, type=tuple[str, int, int])
     except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidInput(f"{field} is not a valid event cursor", field=field) from None
+        raise InvalidInput(f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"}) from None
     if tag != CURSOR_TAG or version != CURSOR_VERSION or seq < 0:
-        raise InvalidInput(f"{field} is not a valid event cursor", field=field)
+        raise InvalidInput(f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"})
     return seq
 
 

@@ -37,20 +37,33 @@ ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"
 ALLOWED_HEADERS = "Authorization, X-API-Key, Content-Type, Idempotency-Key, X-Service-Agent, X-Request-Id"
 
 
+_PARAM_TYPE = re.compile(r":[a-z]+}")
+
+
+def template_of(path: str) -> str:
+    """`/v0/memories/{memory_id:str}` -> `/v0/memories/{memory_id}` (both spellings Litestar uses)."""
+    return _PARAM_TYPE.sub("}", path)
+
+
+def _headers(scope: dict[str, Any], name: bytes) -> list[str]:
+    return [bytes(value).decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
+
+
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
+    found = _headers(scope, name)
+    return found[0] if found else None
 
 
 class Gateway:
     def __init__(self, app: ASGIApp, *, store: Store, limiter: RateLimiter,
-                 cors_origins: tuple[str, ...] = ()) -> None:
+                 cors_origins: tuple[str, ...] = (), allow: dict[str, str] | None = None) -> None:
         self.app = app
         self.store = store
         self.limiter = limiter
         self.cors_origins = cors_origins
+        #: route template -> every method of the path (Litestar's own OPTIONS answer may list only the
+        #: methods of the first handler registered for a path)
+        self.allow = allow or {}
 
     # --- pieces ------------------------------------------------------------------------------------
     def _cors_headers(self, origin: str | None) -> list[tuple[bytes, bytes]]:
@@ -70,16 +83,26 @@ class Gateway:
             out.append((b"vary", b"Origin"))
         return out
 
-    def _admit(self, authorization: str | None, client: str, count: bool, carrier: bool = False) -> tuple[
+    def _admit(self, authorization: list[str], client: str, count: bool, carrier: bool = False) -> tuple[
             Principal | AuthProblem, RateDecision]:
         """Resolve the key and count the request (runs in a worker thread: the store is sync). A
         `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted
-        only without a valid key."""
-        who = resolve(self.store, authorization)
+        only without a valid key. Two credentials are none: which one would be meant is ambiguous."""
+        if len(authorization) > 1:
+            who: Principal | AuthProblem = AuthProblem(message="more than one Authorization header")
+        else:
+            who = resolve(self.store, authorization[0] if authorization else None)
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
         count = count and not (carrier and isinstance(who, Principal))
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
+
+    def _full_allow(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """`Allow` with every method of the matched path (on OPTIONS and 405 answers)."""
+        methods = self.allow.get(template_of(str(scope.get("path_template", ""))))
+        if methods is None or not any(k.lower() == b"allow" for k, _ in headers):
+            return headers
+        return [(k, v) for k, v in headers if k.lower() != b"allow"] + [(b"allow", methods.encode())]
 
     @staticmethod
     def _rate_headers(decision: RateDecision) -> list[tuple[bytes, bytes]]:
@@ -107,12 +130,19 @@ class Gateway:
         client = (scope.get("client") or ("unknown", 0))[0]
         preflight = (scope["method"] == "OPTIONS" and origin is not None
                      and _header(scope, b"access-control-request-method") is not None)
-        authorization = _header(scope, b"authorization")
-        if authorization is None and (api_key := _header(scope, b"x-api-key")) is not None:
-            authorization = f"Bearer {api_key}"
+        authorization = _headers(scope, b"authorization") or [
+            f"Bearer {api_key}" for api_key in _headers(scope, b"x-api-key")]
         path = scope.get("path", "")
         carrier = path == MCP_PATH or path.startswith(MCP_PATH + "/")
-        who, decision = await anyio.to_thread.run_sync(self._admit, authorization, client, not preflight, carrier)
+        try:
+            who, decision = await anyio.to_thread.run_sync(
+                self._admit, authorization, client, not preflight, carrier)
+        except Exception as exc:  # the key store or the shared limiter is down: 503, not a bare 500
+            failure = failure_for(exc, rid)
+            more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]
+            await self._send_json(send, failure.status, msgspec.json.encode(failure.body),
+                                  [(b"x-request-id", rid.encode()), *self._cors_headers(origin), *more])
+            return
         state["principal" if isinstance(who, Principal) else "auth_problem"] = who
         extra = [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *self._cors_headers(origin)]
 
@@ -142,7 +172,7 @@ class Gateway:
             if message["type"] == "http.response.start":
                 started = True
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in replace]
-                message = {**message, "headers": headers + extra}
+                message = {**message, "headers": self._full_allow(scope, headers) + extra}
             await send(message)
 
         try:

@@ -1,18 +1,28 @@
 """Request helpers shared by the routes: JSON bodies and their decoding into Structs, bounded headers,
-scope checks, idempotent execution, and the documented headers and error responses."""
+scope checks, idempotent execution, and the documented headers and error responses.
+
+Bodies are UTF-8 JSON nested at most `MAX_JSON_DEPTH` levels (400 otherwise); a date-time in a body or
+a query has a UTC form within years 1-9999 (422 naming the field). Optional headers that carry values
+(`X-Service-Agent`, `Idempotency-Key`) are read from the raw request: sent at most once, decoded as
+UTF-8 like the body, 1..128 characters with a non-space (422 naming the header otherwise).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, TypeVar
 
 import anyio.to_thread
 import msgspec
+import msgspec.inspect as mi
 from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter
 
 from engine.errors import Forbidden, InvalidInput
+from engine.models import NOT_BLANK_PATTERN
+from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
@@ -24,11 +34,20 @@ T = TypeVar("T")
 MAX_HEADER_LENGTH = 128
 AGENT_HEADER = "X-Service-Agent"
 ORG_FIELDS = ("org_id", "organization_id", "org")
+#: the deepest nesting a JSON body may have (the document itself is level 1)
+MAX_JSON_DEPTH = 32
+#: bodies up to this many bytes are decoded on the event loop, larger ones in a worker thread
+SMALL_BODY = 64 * 1024
 
-IDEMPOTENCY_DOC = HeaderParameter(name="Idempotency-Key", required=False, max_length=MAX_HEADER_LENGTH,
+#: what `bounded_header` enforces (UTF-8, 1..128 characters, not blank), documented here and not
+#: checked by Litestar (which would count the bytes of a UTF-8 value as characters)
+HEADER_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_HEADER_LENGTH, "pattern": NOT_BLANK_PATTERN}
+IDEMPOTENCY_DOC = HeaderParameter(name=IDEMPOTENCY_HEADER, required=False, schema_extra=HEADER_SCHEMA,
                                   description="Replays the first response for the same key and body")
-AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, max_length=MAX_HEADER_LENGTH,
+AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, schema_extra=HEADER_SCHEMA,
                             description="Agent id within the organization")
+#: a date-time query parameter as documented (the route parses it with `query_datetime`)
+DATE_TIME_FORMAT = "date-time"
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
@@ -38,15 +57,73 @@ def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
 
 
 def bounded_header(request: Request[Any, Any, Any], name: str) -> str | None:
-    value = request.headers.get(name)
-    if value is not None and len(value) > MAX_HEADER_LENGTH:
-        raise InvalidInput(f"{name} must be at most {MAX_HEADER_LENGTH} characters", field=name,
+    """An optional header's value (see the module docstring); None when absent."""
+    wanted = name.lower().encode("latin-1")
+    raw = [bytes(v) for k, v in request.scope.get("headers", []) if bytes(k).lower() == wanted]
+    if not raw:
+        return None
+    if len(raw) > 1:
+        raise InvalidInput(f"{name} must be sent at most once", field=name)
+    try:
+        value = raw[0].decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{name} must be UTF-8 text", field=name) from None
+    if not value or len(value) > MAX_HEADER_LENGTH:
+        raise InvalidInput(f"{name} must be 1 to {MAX_HEADER_LENGTH} characters", field=name,
                            details={"max_length": MAX_HEADER_LENGTH})
     return value
 
 
+def query_datetime(value: str | None, name: str) -> datetime | None:
+    """A date-time query parameter: RFC 3339 only (no numbers), with a UTC form (422 naming it)."""
+    if value is None:
+        return None
+    try:
+        parsed = msgspec.convert(value, datetime)
+    except msgspec.ValidationError:
+        raise InvalidInput(f"{name} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z", field=name,
+                           details={"value": value[:64]}) from None
+    if not in_range(parsed):
+        raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64], "rule": RANGE_RULE})
+    return parsed
+
+
+def _too_deep(data: Any) -> str | None:
+    """The path of the first container nested deeper than MAX_JSON_DEPTH, else None (no recursion)."""
+    stack: list[tuple[Any, int, str]] = [(data, 1, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return path or "body"
+        children = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in children:
+            if isinstance(child, dict | list):
+                step = f"[{key}]" if isinstance(node, list) else (f".{key}" if path else str(key))
+                stack.append((child, depth + 1, path + step))
+    return None
+
+
+def decode_json(raw: bytes) -> Any:
+    """Decode a JSON body: 400 when it is not JSON, not UTF-8 or nested too deep."""
+    try:
+        data = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise BadRequest("the body is not valid UTF-8", details={"position": exc.start}) from exc
+    except RecursionError:
+        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                         details={"max_depth": MAX_JSON_DEPTH}) from None
+    if isinstance(data, dict | list):
+        path = _too_deep(data)
+        if path is not None:
+            raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                             details={"max_depth": MAX_JSON_DEPTH, "field": path})
+    return data
+
+
 async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
-    """The raw body and its decoded JSON; 400 for a wrong content type or unparseable JSON."""
+    """The raw body and its decoded JSON; 400 for a wrong content type or a body `decode_json` refuses."""
     ctype = request.headers.get("content-type")
     if ctype is not None:
         media = ctype.split(";", 1)[0].strip().lower()
@@ -55,10 +132,9 @@ async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
     raw = await request.body()
     if not raw.strip():
         raise BadRequest("request body must be a JSON document")
-    try:
-        return raw, msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise BadRequest(f"malformed JSON: {exc}") from exc
+    if len(raw) > SMALL_BODY:  # decoding and walking megabytes would hold the event loop
+        return raw, await anyio.to_thread.run_sync(decode_json, raw)
+    return raw, decode_json(raw)
 
 
 def to_response(result: StoredResponse) -> Response[bytes]:
@@ -75,7 +151,7 @@ async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable
     that will be replayed skips it."""
     principal = principal_of(request)
     svc = services_of(request)
-    key = request.headers.get(IDEMPOTENCY_HEADER)
+    key = bounded_header(request, IDEMPOTENCY_HEADER)
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
     def call() -> StoredResponse:
@@ -96,14 +172,105 @@ def ok_json(payload: Any) -> StoredResponse:
     return StoredResponse(status_code=200, body=msgspec.json.encode(payload))
 
 
+_TYPE_INFO: dict[Any, mi.Type] = {}
+
+
+def _type_info(kind: Any) -> mi.Type:
+    """msgspec's description of a body type, computed once per type (it takes milliseconds)."""
+    found = _TYPE_INFO.get(kind)
+    if found is None:
+        found = _TYPE_INFO[kind] = mi.type_info(kind)
+    return found
+
+
+_HAS_INT: dict[int, bool] = {}
+
+
+def _has_int(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether an int can occur anywhere in `info` (subtrees without one are not walked)."""
+    key = id(info)
+    if key in _HAS_INT:
+        return _HAS_INT[key]
+    if key in seen:
+        return False
+    inner = seen | {key}
+    if isinstance(info, mi.IntType):
+        found = True
+    elif isinstance(info, mi.Metadata):
+        found = _has_int(info.type, inner)
+    elif isinstance(info, mi.UnionType):
+        found = any(_has_int(t, inner) for t in info.types)
+    elif isinstance(info, mi.StructType):
+        found = any(_has_int(f.type, inner) for f in info.fields)
+    elif isinstance(info, mi.ListType | mi.VarTupleType):
+        found = _has_int(info.item_type, inner)
+    elif isinstance(info, mi.DictType):
+        found = _has_int(info.value_type, inner)
+    else:
+        found = False
+    _HAS_INT[key] = found
+    return found
+
+
+def _whole_numbers(data: Any, info: mi.Type) -> Any:
+    """`data` with floats that have no fractional part (59.0) as ints where `info` wants an int: JSON
+    Schema's `integer` includes them, msgspec's `int` does not. Nothing else is converted."""
+    while isinstance(info, mi.Metadata):
+        info = info.type
+    if not _has_int(info):
+        return data
+    if isinstance(info, mi.IntType):
+        return int(data) if isinstance(data, float) and data.is_integer() else data
+    if isinstance(info, mi.UnionType):
+        if any(isinstance(t, mi.FloatType) for t in info.types):
+            return data
+        for option in info.types:
+            data = _whole_numbers(data, option)
+        return data
+    if isinstance(info, mi.StructType) and isinstance(data, dict):
+        fields = {f.encode_name: f.type for f in info.fields}
+        return {k: _whole_numbers(v, fields[k]) if k in fields else v for k, v in data.items()}
+    if isinstance(info, mi.ListType | mi.VarTupleType) and isinstance(data, list):
+        return [_whole_numbers(item, info.item_type) for item in data]
+    if isinstance(info, mi.DictType) and isinstance(data, dict):
+        return {k: _whole_numbers(v, info.value_type) for k, v in data.items()}
+    return data
+
+
 def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
-    """Decode a JSON document into `kind`, ignoring organization fields; 422 naming the field."""
+    """Decode a JSON document into `kind`, ignoring organization fields; 422 naming the field, also for a
+    date-time with no UTC form (see `engine.timeutil.in_range`)."""
     if isinstance(data, dict):
         data = {k: v for k, v in data.items() if k not in ORG_FIELDS}
     try:
-        return msgspec.convert(data, kind)
+        body = msgspec.convert(_whole_numbers(data, _type_info(kind)), kind)
     except msgspec.ValidationError as exc:
         raise invalid_input(exc, prefix=prefix) from exc
+    check_datetimes(body, prefix)
+    return body
+
+
+def _children(value: Any, path: str) -> list[tuple[Any, str]]:
+    if isinstance(value, msgspec.Struct):
+        return [(getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
+                for f in msgspec.structs.fields(value)]
+    if isinstance(value, list | tuple):
+        return [(item, f"{path}[{i}]") for i, item in enumerate(value)
+                if isinstance(item, msgspec.Struct | datetime)]
+    return []
+
+
+def check_datetimes(value: Any, path: str = "") -> None:
+    """422 naming the first date-time of a decoded body (Structs and their lists) outside years 1-9999 in UTC."""
+    stack = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, datetime):
+            if not in_range(node):
+                raise InvalidInput(OUT_OF_RANGE, field=where or None,
+                                   details={"value": node.isoformat(), "rule": RANGE_RULE})
+            continue
+        stack.extend(_children(node, where))
 
 
 def require_scope(request: Request[Any, Any, Any], scope: str) -> None:

@@ -16,6 +16,7 @@ from litestar.openapi.plugins import JsonRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.static_files import create_static_files_router
 
+from server import schema_rules
 from server.errors import DOCUMENTED_ERRORS
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.memories import MemoryBatch, MemoryCreate, MemoryPatch
@@ -57,6 +58,7 @@ def _document(app: Litestar) -> dict[str, Any]:
 def add_request_bodies(doc: dict[str, Any], bodies: dict[str, tuple[type[msgspec.Struct], ...]]) -> None:
     types = tuple(t for ts in bodies.values() for t in ts)
     refs, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    schema_rules.mark_date_times(components, types)
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     for name, schema in components.items():
         schemas.setdefault(name, schema)
@@ -89,6 +91,22 @@ def _operations(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return [op for item in doc.get("paths", {}).values() for op in item.values() if isinstance(op, dict)]
 
 
+def _error(status: int) -> dict[str, Any]:
+    return {"description": DOCUMENTED_ERRORS[status], "content": {"application/json": {"schema": {"$ref": ERROR_REF}}}}
+
+
+def document_statuses(doc: dict[str, Any]) -> None:
+    """413 where a body is read (Litestar refuses bodies over 10 MB), 503 wherever the database is used."""
+    for op in _operations(doc):
+        responses = op.setdefault("responses", {})
+        if "requestBody" in op:
+            responses.setdefault("413", _error(413))
+        if "requestBody" in op or op.get("parameters"):
+            responses.setdefault("422", _error(422))
+        if op.get("operationId") not in PUBLIC_OPERATIONS:
+            responses.setdefault("503", _error(503))
+
+
 def add_common_headers_and_security(doc: dict[str, Any]) -> None:
     _, mem0_error = msgspec.json.schema_components([Mem0ErrorBody], ref_template="#/components/schemas/{name}")
     doc.setdefault("components", {}).setdefault("schemas", {}).update(mem0_error)
@@ -102,7 +120,7 @@ def add_common_headers_and_security(doc: dict[str, Any]) -> None:
                 if status == "400":
                     response["description"] = DOCUMENTED_ERRORS[400]
             response.setdefault("headers", {}).update(COMMON_HEADERS)
-            if response is op["responses"].get("429"):
+            if response is op["responses"].get("429") or response is op["responses"].get("503"):
                 response["headers"]["Retry-After"] = {"description": "seconds to wait",
                                                       "schema": {"type": "integer"}}
 
@@ -113,6 +131,10 @@ def complete(doc: dict[str, Any]) -> dict[str, Any]:
     from server.routes import REQUEST_BODIES as ROUTE_BODIES  # the routes import this module
 
     add_request_bodies(doc, {**REQUEST_BODIES, **ROUTE_BODIES})
+    schema_rules.add_cross_field_rules(doc)
+    schema_rules.describe_rules(_operations(doc))
+    schema_rules.distinguish_numbers(doc)
+    document_statuses(doc)
     add_common_headers_and_security(doc)
     return doc
 

@@ -53,6 +53,8 @@ class ExtractResult(msgspec.Struct, kw_only=True):
     #: tokens the LLM reported in `usage` (0 for the rule extractor)
     llm_tokens: int = 0
     extractor: str = "rules"
+    #: extraction stopped at its time budget: facts of the text's later sentences are missing
+    truncated: bool = False
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from engine.models import Memory
 from engine.retrieval.config import ResolvedRetrieval
 from engine.storage.base import Hit, ListQuery, Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
+from engine.timeutil import shift
 
 MAX_SEEDS = 16
 RECENT_EVENTS_FETCH = 8
@@ -123,7 +124,7 @@ def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) 
     query = ListQuery(
         namespace=scope.namespace, entity_id=scope.entity_id, agent_id=scope.agent_id, types=("event",),
         archived=False, statuses=None if scope.as_of is not None else ("active",),
-        until=None if scope.as_of is None else scope.as_of + timedelta(microseconds=1), sort="timestamp_desc", limit=limit * 2,
+        until=None if scope.as_of is None else shift(scope.as_of, timedelta(microseconds=1)), sort="timestamp_desc", limit=limit * 2,
     )
     try:
         found = store.list_memories(scope.org_id, query)

@@ -98,7 +98,7 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
 
 
 class ReturnOptions(msgspec.Struct, kw_only=True):
-    include: list[IncludeName] = msgspec.field(default_factory=lambda: list(ALL_INCLUDES))
+    include: Annotated[list[IncludeName], Meta(max_length=4)] = msgspec.field(default_factory=lambda: list(ALL_INCLUDES))
     max_facts: Count = 12
     max_events: Count = 6
     include_scores: bool = False

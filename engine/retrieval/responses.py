@@ -181,6 +181,8 @@ class Extracted(msgspec.Struct, kw_only=True):
     entities: list[Entity] = msgspec.field(default_factory=list)
     facts: list[Memory] = msgspec.field(default_factory=list)
     upserts: list[Upsert] = msgspec.field(default_factory=list)
+    #: extraction stopped at its time budget (the turn is stored all the same): later facts are missing
+    truncated: bool = False
 
 
 class AssembleResponse(msgspec.Struct, kw_only=True):

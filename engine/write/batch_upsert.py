@@ -28,7 +28,7 @@ from engine.memory_service import MAX_BATCH
 from engine.models import (
     AgentId,
     Confidence,
-    ConflictKey,
+    ConflictKeys,
     EntityId,
     Memory,
     MemoryText,
@@ -40,10 +40,10 @@ from engine.models import (
     Predicate,
     Sensitivity,
     SubjectId,
-    Tag,
+    TagList,
     Unit,
 )
-from engine.timeutil import to_utc
+from engine.timeutil import shift, to_utc
 from engine.write.ingest import with_conflict_key
 from engine.write.predicates import canonical, render
 from engine.write.supersession import Action, Outcome
@@ -61,10 +61,10 @@ class UpsertItem(msgspec.Struct, kw_only=True):
     object_num: int | float | None = None
     object_type: ObjectType | None = None
     unit: Unit | None = None
-    keys: list[ConflictKey] | None = None
+    keys: ConflictKeys | None = None
     negated: bool = False
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    tags: list[Tag] = msgspec.field(default_factory=list)
+    tags: TagList = msgspec.field(default_factory=list)
     timestamp: datetime | None = None
     valid_from: datetime | None = None
     valid_to: datetime | None = None
@@ -130,7 +130,9 @@ def check_item(index: int, item: UpsertItem) -> None:
         raise _bad(index, "text", f"a {item.type} needs a text")
     vf = item.valid_from or item.timestamp
     if vf is not None and item.valid_to is not None and to_utc(item.valid_to) < to_utc(vf):
-        raise _bad(index, "valid_to", "valid_to is before valid_from")
+        error = _bad(index, "valid_to", "valid_to is before valid_from")
+        error.details["rule"] = "valid_to_after_valid_from"
+        raise error
 
 
 def item_to_memory(item: UpsertItem, *, org_id: str, agent_id: str | None, now: datetime) -> Memory:
@@ -172,7 +174,7 @@ def build_memories(items: Sequence[UpsertItem], *, org_id: str, agent_id: str | 
             n = seen.get(key, 0)
             seen[key] = n + 1
             if n and item.valid_from is None and item.timestamp is None:
-                m = msgspec.structs.replace(m, valid_from=m.valid_from + timedelta(microseconds=n))
+                m = msgspec.structs.replace(m, valid_from=shift(m.valid_from, timedelta(microseconds=n)))
         out.append(m)
     return out
 

@@ -27,7 +27,7 @@ from engine.extract.base import Extractor, ExtractResult, FactDraft
 from engine.ids import memory_id as new_memory_id
 from engine.models import Memory, Sensitivity
 from engine.storage.base import Store
-from engine.timeutil import to_utc, utcnow
+from engine.timeutil import shift, to_utc, utcnow
 from engine.write.predicates import canonical, conflict_key
 from engine.write.supersession import Mode, Outcome, apply, check_mode
 
@@ -159,7 +159,7 @@ def order_within_turn(memories: list[Memory]) -> list[Memory]:
         n = seen.get(key, 0)
         seen[key] = n + 1
         if n and m.valid_from is not None:
-            m = msgspec.structs.replace(m, valid_from=m.valid_from + timedelta(microseconds=n))
+            m = msgspec.structs.replace(m, valid_from=shift(m.valid_from, timedelta(microseconds=n)))
         ordered.append(m)
     return ordered
 

@@ -162,6 +162,11 @@ def canonical(name: str) -> str:
     return key
 
 
+def _literal(text: str) -> str:
+    """`text` inside a str.format template: its braces are not fields."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def spec_for(name: str) -> PredicateSpec:
     """The spec of a (canonicalized) predicate; unknown names get a permissive default."""
     key = canonical(name)
@@ -175,14 +180,14 @@ def spec_for(name: str) -> PredicateSpec:
             name=key,
             single_valued=True,
             object_type="string",
-            template=f"{{s}}'s favorite {thing} is {{o}}",
+            template=f"{{s}}'s favorite {_literal(thing)} is {{o}}",
             description=f"favorite {thing}",
         )
     return PredicateSpec(
         name=key,
         single_valued=False,
         object_type="string",
-        template=f"{{s}} {key.replace('_', ' ')} {{o}}",
+        template=f"{{s}} {_literal(key.replace('_', ' '))} {{o}}",
         description="unregistered predicate (multi-valued)",
     )
 

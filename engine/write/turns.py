@@ -48,16 +48,18 @@ log = logging.getLogger(__name__)
 
 StoreTurn = Literal["none", "event", "note", "fact"]
 STORE_TURN_VALUES: tuple[str, ...] = ("none", "event", "note", "fact")
-_ENT = re.compile(r"^ent:\S+$")
+_ENT = re.compile(r"ent:\S+")
+#: the longest subject a memory holds (engine.models.SubjectId)
+MAX_SUBJECT = 256
 
 
 def subject_for(entity_id: str | None) -> str:
     """The subject of first-person statements for an entity: `ent:<id>` as is, else `ent:<slug>`."""
     if not entity_id:
         return "ent:user"
-    if _ENT.match(entity_id) and len(entity_id) <= 256:
+    if _ENT.fullmatch(entity_id) and len(entity_id) <= MAX_SUBJECT:
         return entity_id
-    return f"ent:{slug(entity_id)}"
+    return f"ent:{slug(entity_id)}"[:MAX_SUBJECT]
 
 
 class TurnPlan(msgspec.Struct, kw_only=True):
@@ -155,7 +157,8 @@ def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
         facts = _as_stored(store, plan.org_id, built, outcomes)
     upserts.extend(Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
                    for m, o in zip(built, outcomes, strict=True))
-    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts)
+    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts,
+                          truncated=plan.extraction.truncated)
     return TurnCommit(extracted=extracted, outcomes=outcomes, built=built)
 
 

@@ -9,6 +9,7 @@
     ingest.py   memories/s (single and batch, in process and HTTP) and assemble-with-ingest per turn
     scale.py    PostgreSQL at scale: bulk load, size, assemble over HTTP with 1..N workers
     channels.py a micro-benchmark of the store's retrieval channels on a synthetic corpus
+    redos.py    adversarial turns over HTTP: assemble latency and /v0/health meanwhile
 
     loci bench assemble --sizes 1000,10000,100000 --calls 200 --embedder minilm
     loci bench ingest --n 2000 --turns 100 --embedder minilm

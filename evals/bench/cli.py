@@ -1,4 +1,4 @@
-"""`loci bench assemble|ingest|encoder|peers|scale`: the latency and throughput benchmarks' command line.
+"""`loci bench assemble|ingest|encoder|peers|scale|redos`: the latency and throughput benchmarks' command line.
 
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
@@ -6,6 +6,7 @@
     loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
     loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
     loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--out FILE]   (needs loci[peers])
+    loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
 --cache-dir (keyed by model and text hash), so only the first run embeds the corpus. The work lives in
@@ -128,6 +129,17 @@ def _peers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _redos(args: argparse.Namespace) -> int:
+    from evals.bench import redos
+    from evals.bench.vectors import DEFAULT_CACHE_DIR
+
+    header = (f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
+              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
+    table = redos.run(args.calls, args.embedder, args.cache_dir or DEFAULT_CACHE_DIR)
+    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
                         help="minilm (default, $LOCI_EMBEDDER) or hash")
@@ -182,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")
     r.set_defaults(func=_peers)
+    d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
+    d.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
+    d.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+                   help="minilm (default, $LOCI_EMBEDDER) or hash")
+    d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
+    d.add_argument("--out", default=None, help="also append the table to this file")
+    d.set_defaults(func=_redos)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
     try:
         from evals.bench import scale

@@ -49,7 +49,7 @@ def field_value(m: Memory, key: str) -> Any:
         return m.memory_id
     if key in TIME_KEYS:
         return m.timestamp if key == "timestamp" else getattr(m, key)
-    raise InvalidInput(f"unsupported filter {key!r}", field=FIELD)
+    raise InvalidInput(f"unsupported filter {key!r}", field=FIELD, details={"rule": "filter_language"})
 
 
 def _bad(message: str) -> InvalidInput:
@@ -57,6 +57,7 @@ def _bad(message: str) -> InvalidInput:
         message,
         field=FIELD,
         details={
+            "rule": "filter_language",
             "supported_keys": [*ENTITY_KEYS, "memory_id", "categories", "metadata", *TIME_KEYS],
             "supported_operators": [*OPERATORS, "AND", "OR", "NOT", "*"],
         },
@@ -65,7 +66,10 @@ def _bad(message: str) -> InvalidInput:
 
 def _as_time(value: Any) -> datetime:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):  # outside years 1-9999 (or not a number: nan)
+            raise _bad(f"not a date or time: {value!r}") from None
     if isinstance(value, str):
         try:
             return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))

@@ -20,6 +20,7 @@ from engine.models import Event, Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
+from engine.timeutil import shift
 from engine.write.ingest import v1_event
 from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
 from server.mem0.filters import Selection, select
@@ -55,7 +56,8 @@ def scopes_of(body: V1CreateRequest) -> Scopes:
                 )
             given[key] = value
     if not any(given.values()):
-        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id")
+        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
+                           details={"rule": "scope_filter"})
     return Scopes(**given)
 
 
@@ -186,7 +188,7 @@ def day_start(day: date | None, *, next_day: bool = False) -> datetime | None:
     """00:00 UTC of `day` (of the day after, for an inclusive end date)."""
     if day is None:
         return None
-    return datetime.combine(day + timedelta(days=1 if next_day else 0), time.min, UTC)
+    return shift(datetime.combine(day, time.min, UTC), timedelta(days=1 if next_day else 0))
 
 
 def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, list[Memory]]:
@@ -256,7 +258,8 @@ def history(svc: Services, org_id: str, memory_id: str) -> list[Mem0HistoryItem]
 def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
     """The mem0 update as a MemoryEdit; the memory's run_id/app_id survive a metadata replacement."""
     if not isinstance(body.timestamp, UnsetType):
-        raise InvalidInput("a memory's timestamp cannot be changed (it orders listings)", field="timestamp")
+        raise InvalidInput("a memory's timestamp cannot be changed (it orders listings)", field="timestamp",
+                           details={"rule": "timestamp_unchanged"})
     text = body.text if not isinstance(body.text, UnsetType) else body.data
     metadata: dict[str, Any] | UnsetType = UNSET
     if not isinstance(body.metadata, UnsetType):
@@ -266,7 +269,8 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
         }
     valid_to = UNSET if isinstance(body.expiration_date, UnsetType) else valid_to_for(body.expiration_date)
     if isinstance(text, UnsetType) and isinstance(metadata, UnsetType) and isinstance(valid_to, UnsetType):
-        raise InvalidInput("nothing to update: give text, metadata or expiration_date", field="text")
+        raise InvalidInput("nothing to update: give text, metadata or expiration_date", field="text",
+                           details={"rule": "something_to_update"})
     return MemoryEdit(text=text, metadata=metadata, valid_to=valid_to)
 
 
@@ -290,5 +294,6 @@ def ids_selection(**ids: str | None) -> Selection:
     """DELETE /v1/memories/?user_id=...: at least one id; `*` means any value of that id."""
     given = {k: v for k, v in ids.items() if v}
     if not given:
-        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id")
+        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
+                           details={"rule": "scope_filter"})
     return select(given)

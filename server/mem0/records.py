@@ -9,6 +9,7 @@ from typing import Any
 from msgspec import UNSET, UnsetType
 
 from engine.models import Event, Memory
+from engine.timeutil import shift
 from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem0Memory
 
 #: metadata keys that carry mem0 scopes (shown as fields, not as metadata)
@@ -22,12 +23,12 @@ def _meta_str(m: Memory, key: str) -> str | None:
 
 def expiration_date(valid_to: datetime | None) -> date | None:
     """The last day a memory is valid (valid_to is exclusive)."""
-    return None if valid_to is None else (valid_to - timedelta(microseconds=1)).date()
+    return None if valid_to is None else shift(valid_to, -timedelta(microseconds=1)).date()
 
 
 def valid_to_for(day: date | None) -> datetime | None:
     """A memory that expires after `day` is valid until the start of the next day (UTC)."""
-    return None if day is None else datetime.combine(day + timedelta(days=1), time.min, UTC)
+    return None if day is None else shift(datetime.combine(day, time.min, UTC), timedelta(days=1))
 
 
 def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:

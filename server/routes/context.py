@@ -103,6 +103,7 @@ async def assemble_context(
             response.extracted = commit_turn(svc.store, plan, now=ready["now"]).extracted
         else:
             response.extracted.entities = list(plan.extraction.entities)
+            response.extracted.truncated = plan.extraction.truncated
         response.cost.llm_tokens += plan.extraction.llm_tokens
         response.flags.degraded = (response.flags.degraded or plan.extraction.degraded
                                    or not ready["embedded"])

@@ -3,7 +3,6 @@ the same graph the retrieval channel walks (see engine.entity_graph)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -13,7 +12,8 @@ from litestar.params import PathParameter, QueryParameter
 from engine.entity_graph import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, EntityGraph, entity_graph
 from engine.timeutil import to_utc, utcnow
 from server.auth import principal_of, require_auth
-from server.http import error_responses
+from server.http import DATE_TIME_FORMAT, error_responses, query_datetime
+from server.schema_rules import DATE_TIME_PATTERN
 from server.services import services_of
 
 
@@ -39,11 +39,13 @@ async def get_entity_graph(
     limit: Annotated[
         int, QueryParameter(ge=1, le=MAX_LIMIT, description="memories, 1 to 500")
     ] = DEFAULT_LIMIT,
-    as_of: Annotated[datetime | None, QueryParameter(description="what was valid then")] = None,
+    as_of: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="what was valid then (RFC 3339)")] = None,
 ) -> EntityGraph:
     org_id = principal_of(request).org_id
     store = services_of(request).store
-    when = to_utc(as_of) if as_of is not None else None
+    parsed = query_datetime(as_of, "as_of")
+    when = to_utc(parsed) if parsed is not None else None
     return await anyio.to_thread.run_sync(
         lambda: entity_graph(
             store,

@@ -8,7 +8,7 @@ Loci does not have answer 501 `not_supported` (see UNSUPPORTED and docs/integrat
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio.to_thread
 from litestar import Request, Response, delete, get, post, put, route
@@ -139,7 +139,8 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
     body = parse_body(data, Mem0ListRequest)
     sel = select(body.filters)
     if not sel.names_entity:
-        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters")
+        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
+                           details={"rule": "scope_filter"})
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
@@ -212,7 +213,8 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
     sel = select(filters)
     if not sel.names_entity:
-        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters")
+        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
+                           details={"rule": "scope_filter"})
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
     found: list[Mem0Memory] = await _in_thread(
         lambda: ops.search(
@@ -371,7 +373,7 @@ async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     return result
 
 
-EntityTypePath = Annotated[str, PathParameter(description="user, agent, app or run", max_length=16)]
+EntityTypePath = Annotated[Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")]
 EntityNamePath = Annotated[str, PathParameter(description="the entity's id", max_length=256)]
 
 

@@ -26,11 +26,23 @@ from server.routes.mem0 import (
     search_results,
     update_record,
 )
-from server.schemas.mem0 import MAX_PAGE_SIZE, Mem0Deleted, Mem0HistoryItem, Mem0Memory, Mem0Results
+from server.schemas.mem0 import (
+    MAX_PAGE_SIZE,
+    Mem0Deleted,
+    Mem0HistoryItem,
+    Mem0Memory,
+    Mem0Results,
+    Mem0SearchRequest,
+    Mem0UpdateRequest,
+)
 from server.schemas.v1 import V1CreateRequest, V1CreateResponse
 from server.services import services_of
 
-REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {"mem0OssAdd": (V1CreateRequest,)}
+REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {
+    "mem0OssAdd": (V1CreateRequest,),
+    "mem0OssSearch": (Mem0SearchRequest,),
+    "mem0OssUpdate": (Mem0UpdateRequest,),
+}
 _COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["mem0 open-source server"]}
 DEFAULT_LIST = 100
 

@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
-import msgspec
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
 from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
+from engine.models import MEMORY_TYPES, STATUSES
 from server.auth import principal_of, require_auth
-from server.errors import invalid_input
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
+    DATE_TIME_FORMAT,
     IDEMPOTENCY_DOC,
     bounded_header,
     error_responses,
     ok_json,
     parse_body,
+    query_datetime,
     read_json,
     run_write,
 )
+from server.schema_rules import CURSOR_PATTERN, DATE_TIME_PATTERN
 from server.schemas.memories import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
 
@@ -33,12 +34,9 @@ MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>")]
 
 def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
     """One memory object, or {"items": [...]} (1..200). Returns the drafts and whether it was a batch."""
-    try:
-        if isinstance(data, dict) and "items" in data:
-            return msgspec.convert(data, MemoryBatch).items, True
-        return [msgspec.convert(data, MemoryCreate)], False
-    except msgspec.ValidationError as exc:
-        raise invalid_input(exc) from exc
+    if isinstance(data, dict) and "items" in data:
+        return parse_body(data, MemoryBatch).items, True
+    return [parse_body(data, MemoryCreate)], False
 
 
 @post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
@@ -102,9 +100,16 @@ async def delete_memory(
 
 
 def _csv(value: str | None) -> tuple[str, ...] | None:
+    """'fact, event' -> ('fact', 'event'); blank items are skipped (spaces and tabs around items only)."""
     if value is None:
         return None
-    return tuple(v.strip() for v in value.split(",") if v.strip()) or None
+    return tuple(v.strip(" \t") for v in value.split(",") if v.strip(" \t")) or None
+
+
+def csv_pattern(names: tuple[str, ...]) -> str:
+    """The regular expression of a comma list of `names` as `_csv` reads it (for the OpenAPI document)."""
+    item = "[ \t]*(?:" + "|".join(names) + ")?[ \t]*"
+    return f"^{item}(?:,{item})*$"
 
 
 @get("/v0/memories", operation_id="listMemories", summary="List memories with filters, paginated",
@@ -114,25 +119,31 @@ async def list_memories(
     namespace: Annotated[str | None, QueryParameter(max_length=64)] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
     agent_id: Annotated[str | None, QueryParameter(max_length=128, description="else X-Service-Agent")] = None,
-    memory_type: Annotated[str | None, QueryParameter(name="type", description="a type or a comma list")] = None,
-    status: Annotated[str | None, QueryParameter(description="a status or a comma list")] = None,
+    memory_type: Annotated[str | None, QueryParameter(
+        name="type", pattern=csv_pattern(MEMORY_TYPES), description="a type or a comma list")] = None,
+    status: Annotated[str | None, QueryParameter(
+        pattern=csv_pattern(STATUSES), description="a status or a comma list")] = None,
     tag: Annotated[str | None, QueryParameter(max_length=64)] = None,
     archived: Annotated[bool | None, QueryParameter()] = None,
-    since: Annotated[datetime | None, QueryParameter(description="timestamp >= since")] = None,
-    until: Annotated[datetime | None, QueryParameter(description="timestamp < until")] = None,
+    since: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp >= since (RFC 3339, years 1-9999 in UTC)")] = None,
+    until: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp < until (RFC 3339, years 1-9999 in UTC)")] = None,
     q: Annotated[str | None, QueryParameter(
-        max_length=MAX_QUERY_LENGTH, description="text search: the text contains q (ASCII case-insensitive)")
+        max_length=MAX_QUERY_LENGTH, pattern=r"^[^\u0000-\u001f\u007f]*$",
+        description="text search: the text contains q (ASCII case-insensitive; no control characters)")
     ] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
-    cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    cursor: Annotated[str | None, QueryParameter(
+        pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
     x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
     filters = ListFilters(
         namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
         types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=since, until=until, q=q or None, sort=sort,
+        since=query_datetime(since, "since"), until=query_datetime(until, "until"), q=q or None, sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)

@@ -7,7 +7,6 @@ API key; organization fields in a body are ignored.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -24,7 +23,17 @@ from engine.summarize import OpenAIChat, summarize
 from engine.timeutil import utcnow
 from server import event_stream
 from server.auth import principal_of, require_auth
-from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
+from server.http import (
+    DATE_TIME_FORMAT,
+    IDEMPOTENCY_DOC,
+    error_responses,
+    ok_json,
+    parse_body,
+    query_datetime,
+    read_json,
+    run_write,
+)
+from server.schema_rules import CURSOR_PATTERN, DATE_TIME_PATTERN
 from server.schemas.ops import (
     EVENTS_DEFAULT_LIMIT,
     EVENTS_MAX_LIMIT,
@@ -101,27 +110,33 @@ def wants_stream(request: Request[Any, Any, Any]) -> bool:
 async def list_events(
     request: Request[Any, Any, Any],
     event_type: Annotated[str | None, QueryParameter(
-        name="type", description="only events of this type, e.g. memory.created")] = None,
+        name="type", min_length=1, max_length=MAX_TYPE_LENGTH,
+        description="only events of this type, e.g. memory.created")] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
     memory_id: Annotated[str | None, QueryParameter(
         max_length=128, description="only events about this memory (its history)")] = None,
-    since: Annotated[datetime | None, QueryParameter(description="only events at or after this time")] = None,
+    since: Annotated[str | None, QueryParameter(
+        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="only events at or after this time (RFC 3339)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
                      ] = EVENTS_DEFAULT_LIMIT,
-    cursor: Annotated[str | None, QueryParameter(description="next_cursor of the previous page")] = None,
+    cursor: Annotated[str | None, QueryParameter(
+        pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
     max_events: Annotated[int | None, QueryParameter(
         ge=1, le=MAX_STREAM_EVENTS, description="stream only: end after this many events")] = None,
     timeout: Annotated[float | None, QueryParameter(
-        ge=0, le=MAX_STREAM_SECONDS, description="stream only: end after this many seconds")] = None,
+        ge=0, le=MAX_STREAM_SECONDS, schema_extra={"minimum": 0},
+        description="stream only: end after this many seconds")] = None,
     last_event_id: Annotated[str | None, HeaderParameter(
-        name="Last-Event-ID", required=False, description="stream only: resume after this event")] = None,
+        name="Last-Event-ID", required=False, pattern=CURSOR_PATTERN,
+        description="stream only: resume after this event")] = None,
 ) -> Response[EventList]:
     if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
         raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
     after = event_stream.decode_cursor(cursor) if cursor else None
     org_id = principal_of(request).org_id
     store = services_of(request).store
-    query = EventQuery(type=event_type, entity_id=entity_id, memory_id=memory_id, since=since, limit=limit)
+    query = EventQuery(type=event_type, entity_id=entity_id, memory_id=memory_id,
+                       since=query_datetime(since, "since"), limit=limit)
     read = event_stream.reader(store, org_id, query)
     if wants_stream(request):
         if last_event_id:

@@ -78,13 +78,15 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
      responses=error_responses(401, 403, 422, 429, 500), **_COMMON)
 async def list_memories_v1(
     request: Request[Any, Any, Any],
-    user_id: Annotated[str | None, QueryParameter(max_length=256, description="the memories' entity_id")] = None,
-    agent_id: Annotated[str | None, QueryParameter(max_length=128)] = None,
+    user_id: Annotated[str | None, QueryParameter(
+        min_length=1, max_length=256, description="the memories' entity_id; this or agent_id is required")] = None,
+    agent_id: Annotated[str | None, QueryParameter(
+        min_length=1, max_length=128, description="this or user_id is required")] = None,
     search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200")] = V1_DEFAULT_LIMIT,
 ) -> V1SearchResponse:
     if not user_id and not agent_id:
-        raise InvalidInput("user_id or agent_id is required", field="user_id")
+        raise InvalidInput("user_id or agent_id is required", field="user_id", details={"rule": "user_or_agent"})
     if search is not None and len(search) > MAX_QUERY:
         raise InvalidInput(f"query must be at most {MAX_QUERY} characters", field="query")
     query = search

@@ -88,7 +88,7 @@ async def extract(request: Request[Any, Any, Any]) -> ExtractResult:
         result = svc.extractor.extract(body.text, subject=subject_for(body.entity_id), reference_time=now)
         facts = preview_memories(result, org_id=org_id, timestamp=now, namespace=body.namespace,
                                  entity_id=body.entity_id, now=now)
-        return ExtractResult(entities=list(result.entities), facts=facts)
+        return ExtractResult(entities=list(result.entities), facts=facts, truncated=result.truncated)
 
     return await anyio.to_thread.run_sync(run)
 

@@ -19,3 +19,5 @@ class ExtractResult(msgspec.Struct, kw_only=True):
 
     entities: list[Entity]
     facts: list[Memory]
+    #: extraction stopped at its time budget: facts of the text's later sentences are missing
+    truncated: bool = False

@@ -1,6 +1,10 @@
 """The rule extractor: deterministic, no network, a few hundred microseconds per sentence.
 
-Pipeline per sentence: normalize (contractions, quotes) -> entity scan (gazetteers, dates,
+Every pattern runs in time linear in its input (tests/engine/extract/test_linear_time.py), and one text
+gets a time budget (`LOCI_EXTRACT_BUDGET_MS`, default 500; 0 turns it off): past it, extraction
+stops between sentences and the result says `truncated`.
+
+Pipeline per sentence: normalize (whitespace, contractions, quotes) -> entity scan (gazetteers, dates,
 quantities) -> presupposed facts ("my sister Anna", in any sentence) -> rewrites (dropped subjects,
 reported diagnoses, see `rewrite`) -> statement filter (questions, hypotheticals, reported speech,
 small talk yield no facts) -> independent clauses ("..., I ...") -> clauses (subject + verb phrase
@@ -9,9 +13,12 @@ small talk yield no facts) -> independent clauses ("..., I ...") -> clauses (sub
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 from datetime import datetime
 
+from engine.errors import InvalidInput
 from engine.extract.base import ExtractResult
 from engine.extract.rules import contact, family, personal, plans, preferences, presupposed, work
 from engine.extract.rules.clauses import Clause, Collector, make_clauses
@@ -65,28 +72,59 @@ def _drop_unused_people(out: Collector, known: set[str], n_facts: int) -> None:
             del out.entities[eid]
 
 
+BUDGET_ENV = "LOCI_EXTRACT_BUDGET_MS"
+DEFAULT_BUDGET_MS = 500.0
+
+
+def budget_from_env() -> float:
+    """The per-text budget in milliseconds (`LOCI_EXTRACT_BUDGET_MS`; 0 or less: no budget)."""
+    value = os.environ.get(BUDGET_ENV)
+    try:
+        return float(value) if value else DEFAULT_BUDGET_MS
+    except ValueError:
+        raise InvalidInput(f"{BUDGET_ENV} must be a number of milliseconds, not {value!r}",
+                           field=BUDGET_ENV) from None
+
+
+def _extract_sentence(raw: str, subject: str, out: Collector) -> None:
+    sentence = normalize_text(raw)
+    _scan_entities(sentence, out)
+    out.source_text = raw
+    known, n_facts = set(out.entities), len(out.facts)
+    presupposed.extract(sentence, subject, out)
+    sentence = rewrite(sentence)
+    if is_statement(sentence):
+        for part in split_statement(sentence):
+            for clause in make_clauses(part, subject, out):
+                for extract_family in FAMILIES:
+                    extract_family(clause, out)
+    _drop_unused_people(out, known, n_facts)
+
+
 class RuleExtractor:
+    """`budget_ms`: time one `extract` call may take (default `budget_from_env()`; 0 or less: none),
+    checked between sentences on `clock` (seconds)."""
+
     name = "rules"
+
+    def __init__(self, budget_ms: float | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.budget_ms = budget_from_env() if budget_ms is None else budget_ms
+        self.clock = clock
 
     def extract(
         self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
     ) -> ExtractResult:
         reference = to_utc(reference_time) if reference_time is not None else utcnow()
         out = Collector(reference=reference)
+        deadline = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
+        truncated = False
         for raw in split_sentences(text):
-            sentence = normalize_text(raw)
-            _scan_entities(sentence, out)
-            out.source_text = raw
-            known, n_facts = set(out.entities), len(out.facts)
-            presupposed.extract(sentence, subject, out)
-            sentence = rewrite(sentence)
-            if is_statement(sentence):
-                for part in split_statement(sentence):
-                    for clause in make_clauses(part, subject, out):
-                        for extract_family in FAMILIES:
-                            extract_family(clause, out)
-            _drop_unused_people(out, known, n_facts)
-        return ExtractResult(entities=list(out.entities.values()), facts=list(out.facts), extractor=self.name)
+            if deadline is not None and self.clock() > deadline:
+                truncated = True
+                break
+            _extract_sentence(raw, subject, out)
+        return ExtractResult(entities=list(out.entities.values()), facts=list(out.facts), extractor=self.name,
+                             truncated=truncated)
 
 
 def extract(text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:

@@ -25,7 +25,7 @@ RELATIONS: dict[str, str] = {
     "roommate": "has_friend",
 }  # fmt: skip
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
-_NAME = r"(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?)"
+_NAME = r"(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?)"
 
 LEAD = re.compile(
     r"^(?:(?:hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
@@ -52,19 +52,20 @@ _ADVERBS = re.compile(
 _STRONG_NEG = (
     re.compile(r"^no longer\s+(?P<vp>.+)$", re.IGNORECASE),
     re.compile(r"^used to\s+(?P<vp>.+)$", re.IGNORECASE),
-    re.compile(r"^(?P<aux>am|is|are|was|were) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
-    re.compile(r"^(?:do|does|did) not\s+(?P<vp>.+?)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
+    re.compile(r"^(?P<aux>am|is|are|was|were) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
+    re.compile(r"^(?:do|does|did) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
     re.compile(r"^(?P<aux>am|is|are) no longer\s+(?P<vp>.+)$", re.IGNORECASE),
     re.compile(r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>(?-i:[a-z]+ing)\b.*)$", re.IGNORECASE),
-    re.compile(r"^(?:do|does|will) not\s+(?P<vp>.+?)\s+again\b.*$", re.IGNORECASE),
+    re.compile(r"^(?:do|does|will) not\s++(?P<vp>.*?\S)\s+again\b.*$", re.IGNORECASE),
 )
 _PLAIN_NEG = re.compile(r"^(?:(?P<aux>am|is|are)|do|does|did|have|has) not\s+(?P<vp>.+)$", re.IGNORECASE)
+# Possessive runs of spaces, and a match starts only where a run of spaces starts: linear splitting.
 _SPLIT_VP = re.compile(
-    r"\s*,?\s+(?:and|but)\s+I\s+|\s*,\s*(?:and\s+)?I\s+"
-    r"|\s*(?:,\s*)?\band\s+(?=(?:am|work|live|have|like|love|enjoy|hate|speak|play|own|"
+    r"(?<!\s)(?:(?:\s*+,\s++|\s++)(?:and|but)\s++I\s+|\s*+,\s*+(?:and\s++)?I\s+"
+    r"|\s*+(?:,\s*+)?\band\s++(?=(?:am|work|live|have|like|love|enjoy|hate|speak|play|own|"
     r"study|moved|just|recently|currently|also|no longer|do not|will|allergic|married|based|from|vegan|"
     r"joined|started|switched|left|now|still|"
-    r"vegetarian|a |an )\b)",
+    r"vegetarian|a |an )\b))",
 )
 _VERB_START = re.compile(
     r"^(?:am|is|are|was|were|have|has|had|do|does|did|will|can|no|not|never|just|also|really|\w+(?:s|ed|ing))\b",

@@ -11,19 +11,23 @@ import phonenumbers
 from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.entities import is_person_name
 
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
+# the local part is bounded (RFC 5321: 64), so a search tries each start a bounded number of times
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
 _MINE = re.compile(
     r"\b(?:my (?:\w+ )?(?:e-?mail|address|number|phone|cell|mobile|contact)|(?:reach|contact|email|e-mail|"
     r"call|text|ping|find|message) me|write to me|i am (?:at|on)|i can be reached)\b",
     re.IGNORECASE,
 )
+#: candidate numbers libphonenumber may reject before it gives up on a text (with its default, 65535,
+#: one long run of digits and dashes is tried at every position)
+MAX_PHONE_TRIES = 64
 _THEIRS = re.compile(r"(?P<name>(?-i:[A-Z][a-z]+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE)
 
 
 def _phones(text: str) -> list[str]:
     found: list[str] = []
     for region in ("US", "GB"):
-        for match in phonenumbers.PhoneNumberMatcher(text, region):
+        for match in phonenumbers.PhoneNumberMatcher(text, region, max_tries=MAX_PHONE_TRIES):
             e164 = phonenumbers.format_number(match.number, phonenumbers.PhoneNumberFormat.E164)
             if e164 not in found:
                 found.append(e164)

@@ -85,38 +85,58 @@ def find_absolute(text: str) -> DateMatch | None:
     return None
 
 
+def _days_from(today: date, days: int) -> str | None:
+    try:
+        return (today + timedelta(days=days)).isoformat()
+    except (OverflowError, ValueError):  # before year 1 or after 9999: no date
+        return None
+
+
+def _months_from(today: date, months: int) -> date | None:
+    try:
+        return _shift_months(today, months)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _ago(m: re.Match[str], today: date) -> str | None:
+    n = word_number(m.group("n")) or 1
+    unit = m.group("unit").lower()
+    if n > 100_000:  # "99999999999 days ago" names no date
+        return None
+    if unit in ("day", "week"):
+        return _days_from(today, -n * (7 if unit == "week" else 1))
+    shifted = _months_from(today, -n * (1 if unit == "month" else 12))
+    return shifted.isoformat() if shifted is not None else None
+
+
+def _last_next(m: re.Match[str], today: date) -> str | None:
+    sign = {"last": -1, "next": 1, "this": 0}[m.group("dir").lower()]
+    unit = m.group("unit").lower()
+    if unit in ("week", "weekend"):
+        return _days_from(today, 7 * sign)
+    if unit == "month":
+        shifted = _months_from(today, sign)
+        return shifted.isoformat()[:7] if shifted is not None else None
+    year = today.year + sign
+    return str(year) if 1 <= year <= 9999 else None
+
+
 def find_relative(text: str, reference: datetime) -> DateMatch | None:
-    """The first relative date phrase, resolved against `reference` (a date, ISO)."""
+    """The first relative date phrase, resolved against `reference` (a date, ISO). A phrase whose
+    date would fall outside years 1-9999 resolves to nothing."""
     today = reference.date()
     m = _SIMPLE.search(text)
     if m:
         word = m.group("word").lower()
         offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
-        return DateMatch((today + timedelta(days=offset)).isoformat(), m.start(), m.end(), True)
-    m = _AGO.search(text)
-    if m:
-        n = word_number(m.group("n")) or 1
-        unit = m.group("unit").lower()
-        if unit == "day":
-            d = today - timedelta(days=n)
-        elif unit == "week":
-            d = today - timedelta(weeks=n)
-        elif unit == "month":
-            d = _shift_months(today, -n)
-        else:
-            d = _shift_months(today, -12 * n)
-        return DateMatch(d.isoformat(), m.start(), m.end(), True)
-    m = _LAST_NEXT.search(text)
-    if m:
-        sign = {"last": -1, "next": 1, "this": 0}[m.group("dir").lower()]
-        unit = m.group("unit").lower()
-        if unit in ("week", "weekend"):
-            iso = (today + timedelta(weeks=sign)).isoformat()
-        elif unit == "month":
-            iso = _shift_months(today, sign).isoformat()[:7]
-        else:
-            iso = str(today.year + sign)
-        return DateMatch(iso, m.start(), m.end(), True)
+        iso = _days_from(today, offset)
+        return DateMatch(iso, m.start(), m.end(), True) if iso else None
+    for pattern, resolve in ((_AGO, _ago), (_LAST_NEXT, _last_next)):
+        m = pattern.search(text)
+        if m:
+            iso = resolve(m, today)
+            return DateMatch(iso, m.start(), m.end(), True) if iso else None
     m = _YEAR_ONLY.search(text)
     if m:
         return DateMatch(m.group("year"), m.start("year"), m.end(), False)

@@ -11,7 +11,7 @@ from engine.extract.rules.clauses import RELATIONS, Clause, Collector
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
 
-_NAME = r"(?P<n>(?-i:[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?))"
+_NAME = r"(?P<n>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?))"
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 PETS = (
     "dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|goldfish|turtle|tortoise|horse|"

@@ -27,7 +27,9 @@ _UNITS = {
     "hours": "h", "hour": "h", "minutes": "min", "steps": "steps", "years": "years", "year": "years",
 }  # fmt: skip
 
-_NUM = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>\s?[kK]\b)?"
+# A number starts where a run of digits starts and has at most 7 thousands groups, so a search is
+# linear in the text: a run of digits is tried once, not from each of its digits.
+_NUM = r"(?<!\d)(?P<num>\d{1,3}(?:,\d{3}){1,7}(?:\.\d+)?|\d+(?:\.\d+)?)(?P<k>\s?[kK]\b)?"
 _MONEY_SYMBOL = re.compile(r"(?P<sym>[$€£¥₹])\s?" + _NUM)
 _MONEY_WORD = re.compile(
     _NUM + r"\s*(?P<cur>" + "|".join(sorted(_CURRENCY_WORDS, key=len, reverse=True)) + r")\b",

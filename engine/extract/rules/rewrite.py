@@ -25,7 +25,7 @@ _DIAGNOSIS = re.compile(
     re.IGNORECASE,
 )
 _AROUND_ALLERGIC = re.compile(
-    r"^I can not (?:be around|be near|go near|eat|have|touch|take|drink) (?P<o>[^,;]+?)\s*[,;]?\s*"
+    r"^I can not (?:be around|be near|go near|eat|have|touch|take|drink) (?P<o>[^,;]*?[^,;\s])\s*+[,;]?+\s*+"
     r"(?:because |since |as |-+ )?I am (?:very |severely |super |so |really )?allergic(?: to (?:it|them))?[.!]*$",
     re.IGNORECASE,
 )
@@ -36,7 +36,7 @@ _DROPPED_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 _DROPPED_COPULA = re.compile(r"^(?P<adv>officially|finally|now|just)\s+(?=\d{1,3}\b)", re.IGNORECASE)
-_CLAUSE_SPLIT = re.compile(r"\s*[,\u2014]\s+(?:and |but |so )?(?=I\s)|\s*;\s+")
+_CLAUSE_SPLIT = re.compile(r"(?<!\s)(?:\s*+[,\u2014]\s++(?:and |but |so )?(?=I\s)|\s*+;\s+)")
 
 
 def rewrite(sentence: str) -> str:

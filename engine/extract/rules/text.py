@@ -26,12 +26,15 @@ _CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACT
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 
 
+_SPACES = re.compile(r"\s+")
+
+
 def normalize_text(text: str) -> str:
-    """Straight quotes, contractions expanded, runs of spaces collapsed. Case is kept."""
-    text = text.translate(_QUOTES)
+    """Runs of any whitespace as one space, straight quotes, contractions expanded. Case is kept."""
+    text = _SPACES.sub(" ", text).strip().translate(_QUOTES)
     for pattern, repl in _CONTRACTION_RES:
         text = pattern.sub(repl, text)
-    return re.sub(r"[ \t]+", " ", text).strip()
+    return text
 
 
 def split_sentences(text: str) -> list[str]:
@@ -87,16 +90,21 @@ def entity_id(name: str) -> str:
 
 
 _TRAILERS = re.compile(
-    r"(?:\s*,?\s*\b(?:now|these days|nowadays|at the moment|currently|right now|lately|recently|"
+    r"(?<!\s)(?:(?:\s*+,)?+\s*+\b(?:now|these days|nowadays|at the moment|currently|right now|lately|recently|"
     r"again|too|as well|also|a lot|so much|very much|really|anymore|any more|any longer|originally|"
     r"(?:since|from|in|as of|starting)\s+(?:last|this|next)\s+\w+|since \d{4}|in \d{4}|"
     r"(?:last|this|next|on) (?:week|month|year|summer|winter|spring|fall|autumn|weekend|night|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|"
     r"(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
     r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
-    r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time)\b)+\s*[.!,]*$",
+    r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,
 )
+
+
+#: trailers are short phrases: each pass searches only this many characters at the end (a search of the
+#: whole text would retry the run of trailers from each of its phrases: quadratic)
+TRAILER_WINDOW = 256
 
 
 def clean_object(text: str) -> str:
@@ -105,7 +113,10 @@ def clean_object(text: str) -> str:
     previous = None
     while previous != text:
         previous = text
-        text = _TRAILERS.sub("", text).strip().strip(" .!,;:\"'")
+        m = _TRAILERS.search(text, max(0, len(text) - TRAILER_WINDOW))
+        if m:
+            text = text[: m.start()]
+        text = text.strip().strip(" .!,;:\"'")
     return text
 
 
@@ -116,7 +127,9 @@ def strip_article(text: str) -> str:
     return _ARTICLE.sub("", text.strip())
 
 
-_LIST_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|,\s*|\s+and\s+|\s+or\s+|\s*&\s*)", re.IGNORECASE)
+_LIST_SPLIT = re.compile(
+    r"(?<!\s)(?:\s*+(?:,\s*+(?:(?:and|or)\s++)?+|&\s*+)|\s++(?:and|or)\s++)", re.IGNORECASE
+)
 
 
 def split_list(text: str) -> list[str]:

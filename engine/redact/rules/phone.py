@@ -25,7 +25,7 @@ DEFAULT_REGIONS: tuple[str, ...] = ("US",)
 # A digit run introduced as an order/invoice/tracking/account number is that, not a phone number.
 _ID_BEFORE = re.compile(
     r"(?i)(?:\b(?:order|invoice|tracking|ref|reference|account|acct|id|sku|ticket|case)\b|#)"
-    r"\s*(?:no\.?|number|#|id)?\s*[:#]?\s*$"
+    r"\s*+(?:(?:no\.?|number|#|id)\s*+)?(?:[:#]\s*+)?$"
 )
 
 
@@ -42,6 +42,9 @@ def _inside_identifier(text: str, start: int) -> bool:
 # (room for a leading "+"/"(" and a trailing "ext. 1234").
 _DIGIT_RUN = re.compile(r"\d[\d \t().\-/]{5,}\d")
 _BEFORE, _AFTER = 3, 14
+#: candidates one window may reject before the matcher gives up on it (with libphonenumber's default,
+#: 65535, one long run of digits and dashes is tried at every position)
+MAX_TRIES = 64
 
 
 def _windows(text: str) -> list[tuple[int, int]]:
@@ -74,7 +77,9 @@ class PhoneRule:
     def _scan(
         self, text: str, offset: int, window_end: int, region: str, by_span: dict[tuple[int, int], Detection]
     ) -> None:
-        for m in PhoneNumberMatcher(text[offset:window_end], region, leniency=Leniency.VALID):
+        matcher = PhoneNumberMatcher(text[offset:window_end], region, leniency=Leniency.VALID,
+                                     max_tries=MAX_TRIES)
+        for m in matcher:
             start, end = m.start + offset, m.end + offset
             span = (start, end)
             if span in by_span or _inside_identifier(text, start):

@@ -41,7 +41,7 @@ def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
             "request_id"} <= set(enc)
     assert "matches" not in enc and "raw_memories" not in enc and "facts_struct" not in enc["context"]
     assert enc["request_id"] == "req_1"
-    assert enc["extracted"] == {"entities": [], "facts": [], "upserts": []}
+    assert enc["extracted"] == {"entities": [], "facts": [], "upserts": [], "truncated": False}
     assert enc["redaction"] == {"applied": False, "rules": []}
     assert enc["trace"]["summary"]["origin"] == "extractive"
     budget = enc["trace"]["budget"]

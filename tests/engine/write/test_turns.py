@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
 import pytest
 
 from engine.extract import create_extractor
+from engine.models import SubjectId
 from engine.storage.base import EventQuery, ListQuery
 from engine.storage.in_memory import InMemoryStore
 from engine.write.turns import commit_turn, embed_texts, plan_turn, subject_for
@@ -100,3 +102,10 @@ def test_embed_texts_never_raises() -> None:
     assert len(store.get_embeddings("hash:256", [text_hash("a b"), text_hash("c")])) == 2
     assert embed_texts(EmbeddingCache(_Broken(), store), ["a"]) is False  # type: ignore[arg-type]
     assert embed_texts(None, ["a"]) is True
+
+
+def test_subject_for_stays_a_valid_subject() -> None:
+    for entity_id in ("0" * 300, "ent:" + "x" * 260, "ent:a\n", "ent:a b", "São Paulo"):
+        subject = subject_for(entity_id)
+        assert msgspec.convert(subject, SubjectId) == subject  # within 256 characters, no spaces
+    assert subject_for("ent:ok") == "ent:ok"

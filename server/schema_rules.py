@@ -1,0 +1,182 @@
+"""What the OpenAPI document says beyond what the Structs generate, so that it tells the truth about
+what the server accepts (`server.openapi.complete` applies it):
+
+- cross-field rules JSON Schema can express, as `anyOf` on the request components (each enforced by the
+  code named beside it);
+- rules it cannot express (one date before another, one of two query parameters), described on the
+  operation and listed in its `x-rules`; the 422 of such a rule names it in `details.rule`;
+- a pattern on every request date-time (RFC 3339 as the server parses it);
+- `oneOf` unions whose integer branch would also match a `number` branch get `number` told apart
+  (`not: integer`), so every value matches exactly one branch;
+- 413 on the operations that read a body and 503 (with Retry-After) on every authenticated operation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec.inspect as mi
+
+from engine.models import MEMORY_TYPES, NOT_BLANK_PATTERN
+
+#: RFC 3339 date-times as msgspec parses them (a calendar date, a time, an optional offset)
+DATE_TIME_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:?[0-9]{2})?$"
+)
+
+#: what an opaque cursor looks like (base64url, no padding)
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
+
+#: rule name -> what it says (the 422 of a rule names it in details.rule)
+RULES: dict[str, str] = {
+    "date_time_range": "a date-time's UTC value must fall within years 1 to 9999",
+    "valid_to_after_valid_from": "valid_to must not be before valid_from (or the timestamp)",
+    "user_or_agent": "user_id or agent_id is required",
+    "cursor": "a cursor is one the server returned (for the same filters and sort)",
+    "scope_filter": "the filters (or top-level ids) name a user_id, agent_id, run_id or app_id",
+    "timestamp_unchanged": "a memory's timestamp cannot be changed",
+    "something_to_update": "an update gives text, metadata or expiration_date",
+    "filter_language": "filters use mem0's keys and operators (the refusal lists them in details)",
+}
+
+#: operationId -> the rules of RULES it enforces
+OPERATION_RULES: dict[str, tuple[str, ...]] = {
+    "createMemory": ("date_time_range", "valid_to_after_valid_from"),
+    "updateMemory": ("date_time_range", "valid_to_after_valid_from"),
+    "batchUpsertMemories": ("date_time_range", "valid_to_after_valid_from"),
+    "listMemories": ("date_time_range", "cursor"),
+    "listEvents": ("date_time_range", "cursor"),
+    "assembleContext": ("date_time_range",),
+    "recall": ("date_time_range",),
+    "pruneMemories": ("date_time_range",),
+    "listMemoriesV1": ("user_or_agent",),
+    "getEntityGraph": ("date_time_range",),
+    **{op: ("scope_filter", "filter_language") for op in (
+        "mem0ListV3", "mem0ListV2", "mem0SearchV3", "mem0SearchV2", "mem0SearchV1", "mem0OssSearch")},
+    "mem0DeleteAll": ("scope_filter",),
+    "mem0OssDeleteAll": ("scope_filter",),
+    **{op: ("timestamp_unchanged", "something_to_update") for op in ("mem0UpdateMemory", "mem0OssUpdate")},
+}
+
+
+def _present(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": [name], "properties": {name: schema}}
+
+
+# engine.prune.prune: at least one rule (archived/expired count only when true)
+PRUNE_NEEDS_A_RULE: dict[str, Any] = {"anyOf": [
+    _present("statuses", {"type": "array"}), _present("archived", {"const": True}),
+    _present("expired", {"const": True}), _present("older_than", {"type": "string"}),
+    _present("max_confidence", {"type": "number"}), _present("types", {"type": "array"}),
+    _present("tags", {"type": "array"}),
+]}
+
+# server.routes.v1.create_memories_v1: one of user_id, agent_id, run_id; some message not blank
+V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
+    "anyOf": [_present(name, {"type": "string"}) for name in ("user_id", "agent_id", "run_id")],
+    "properties": {"messages": {"contains": {"properties": {"content": {"pattern": NOT_BLANK_PATTERN}}}}},
+}
+
+# engine.write.batch_upsert.check_item: a fact (the default type) has a subject, a predicate and a value
+# (object_text, object_num, a text, or negated), never both object_text and object_num; any other type
+# has a text that is not blank
+_FACT_VALUE: list[dict[str, Any]] = [
+    _present("object_text", {"type": "string"}), _present("object_num", {"type": "number"}),
+    _present("text", {"type": "string"}), _present("negated", {"const": True}),
+]
+UPSERT_ITEM_KINDS: dict[str, Any] = {"anyOf": [
+    {"properties": {"type": {"const": "fact"}, "subject": {"type": "string"}, "predicate": {"type": "string"}},
+     "required": ["subject", "predicate"], "anyOf": _FACT_VALUE,
+     "not": {"required": ["object_text", "object_num"],
+             "properties": {"object_text": {"type": "string"}, "object_num": {"type": "number"}}}},
+    {"properties": {"type": {"enum": [t for t in MEMORY_TYPES if t != "fact"]},
+                    "text": {"type": "string", "pattern": NOT_BLANK_PATTERN}},
+     "required": ["type", "text"]},
+]}
+
+COMPONENT_RULES: dict[str, dict[str, Any]] = {
+    "PruneRequest": PRUNE_NEEDS_A_RULE,
+    "V1CreateRequest": V1_CREATE_NEEDS_A_SCOPE,
+    "UpsertItem": UPSERT_ITEM_KINDS,
+}
+
+
+def add_cross_field_rules(doc: dict[str, Any]) -> None:
+    schemas = doc.get("components", {}).get("schemas", {})
+    for name, rule in COMPONENT_RULES.items():
+        if name in schemas:
+            schemas[name]["allOf"] = [rule]
+
+
+def describe_rules(operations: list[dict[str, Any]]) -> None:
+    for op in operations:
+        names = OPERATION_RULES.get(op.get("operationId", ""), ())
+        if not names:
+            continue
+        op["x-rules"] = [{"rule": n, "description": RULES[n]} for n in names]
+        listed = "; ".join(f"{RULES[n]} (`{n}`)" for n in names)
+        note = f"Rules the schema cannot express (422 with details.rule): {listed}."
+        if note not in op.get("description", ""):
+            op["description"] = f"{op['description']}\n\n{note}" if op.get("description") else note
+
+
+def _walk(node: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+def distinguish_numbers(doc: dict[str, Any]) -> None:
+    for schema in _walk(doc):
+        branches = schema.get("oneOf")
+        if not isinstance(branches, list):
+            continue
+        if any(isinstance(b, dict) and b.get("type") == "integer" for b in branches):
+            for b in branches:
+                if isinstance(b, dict) and b.get("type") == "number":
+                    b["not"] = {"type": "integer"}
+
+
+def _date_time_fields(info: mi.Type, found: dict[str, set[str]], seen: set[type]) -> None:
+    """Struct name -> its fields holding a datetime (msgspec documents them as plain strings)."""
+    while isinstance(info, mi.Metadata):
+        info = info.type
+    if isinstance(info, mi.StructType):
+        if info.cls in seen:
+            return
+        seen.add(info.cls)
+        for f in info.fields:
+            inner = f.type.type if isinstance(f.type, mi.Metadata) else f.type
+            options = inner.types if isinstance(inner, mi.UnionType) else (inner,)
+            if any(isinstance(o, mi.DateTimeType) for o in options):
+                found.setdefault(info.cls.__name__, set()).add(f.encode_name)
+            _date_time_fields(f.type, found, seen)
+    elif isinstance(info, mi.UnionType):
+        for option in info.types:
+            _date_time_fields(option, found, seen)
+    elif isinstance(info, mi.ListType | mi.VarTupleType):
+        _date_time_fields(info.item_type, found, seen)
+    elif isinstance(info, mi.DictType):
+        _date_time_fields(info.value_type, found, seen)
+
+
+def mark_date_times(components: dict[str, dict[str, Any]], types: tuple[type[Any], ...]) -> None:
+    """`format: date-time` and DATE_TIME_PATTERN on the string form of every datetime field of `types`."""
+    found: dict[str, set[str]] = {}
+    seen: set[type] = set()
+    for info in mi.multi_type_info(types):
+        _date_time_fields(info, found, seen)
+    for name, fields in found.items():
+        properties = components.get(name, {}).get("properties", {})
+        for field in fields:
+            schema = properties.get(field, {})
+            for option in schema.get("anyOf", [schema]):
+                if option.get("type") == "string":
+                    option.update(format="date-time", pattern=DATE_TIME_PATTERN)
