@@ -38,13 +38,20 @@ def parse_scopes(text: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(scopes))
 
 
-def create_api_key(store: Store, org_id: str, scopes: Sequence[str] = SCOPES,
-                   name: str | None = None) -> tuple[ApiKey, str]:
+def create_api_key(
+    store: Store, org_id: str, scopes: Sequence[str] = SCOPES, name: str | None = None
+) -> tuple[ApiKey, str]:
     """Create and store a key; returns the stored record and the secret (shown once, never stored)."""
     if not org_id.strip():
         raise InvalidInput("org must not be empty", field="org")
     secret = generate_secret()
-    key = ApiKey(key_id=new_id("key"), org_id=org_id, key_hash=hash_key(secret),
-                 scopes=parse_scopes(scopes), name=name, created_at=utcnow())
+    key = ApiKey(
+        key_id=new_id("key"),
+        org_id=org_id,
+        key_hash=hash_key(secret),
+        scopes=parse_scopes(scopes),
+        name=name,
+        created_at=utcnow(),
+    )
     store.create_api_key(key)
     return key, secret

@@ -136,8 +136,9 @@ class _Cursor(msgspec.Struct, array_like=True):
 
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None, field: str) -> None:
     if valid_from is not None and valid_to is not None and to_utc(valid_to) < to_utc(valid_from):
-        raise InvalidInput("valid_to is before valid_from", field=field,
-                           details={"rule": "valid_to_after_valid_from"})
+        raise InvalidInput(
+            "valid_to is before valid_from", field=field, details={"rule": "valid_to_after_valid_from"}
+        )
 
 
 def _opt_utc(value: datetime | None) -> datetime | None:
@@ -145,28 +146,34 @@ def _opt_utc(value: datetime | None) -> datetime | None:
 
 
 class MemoryService:
-    def __init__(self, store: Store, *, embeddings: EmbeddingCache | None = None,
-                 clock: Clock = utcnow) -> None:
+    def __init__(
+        self, store: Store, *, embeddings: EmbeddingCache | None = None, clock: Clock = utcnow
+    ) -> None:
         self.store = store
         self.embeddings = embeddings
         self.clock = clock
 
     # --- create ----------------------------------------------------------------------------------
-    def create(self, org_id: str, drafts: Sequence[MemoryCreate], *,
-               agent_id: str | None = None) -> list[Memory]:
+    def create(
+        self, org_id: str, drafts: Sequence[MemoryCreate], *, agent_id: str | None = None
+    ) -> list[Memory]:
         """Store 1..200 new memories, all or nothing. `agent_id` (e.g. the X-Service-Agent header)
         fills drafts that name no agent."""
         return self.insert(org_id, self.prepare(org_id, drafts, agent_id=agent_id))
 
-    def prepare(self, org_id: str, drafts: Sequence[MemoryCreate], *,
-                agent_id: str | None = None) -> list[Memory]:
+    def prepare(
+        self, org_id: str, drafts: Sequence[MemoryCreate], *, agent_id: str | None = None
+    ) -> list[Memory]:
         """Validate and build the memories and embed their texts, without storing them. Split from
         `insert` so that slow embedding happens outside any open store transaction."""
         if not drafts:
             raise InvalidInput("at least one memory is required", field="items")
         if len(drafts) > MAX_BATCH:
-            raise InvalidInput(f"at most {MAX_BATCH} memories per request", field="items",
-                               details={"max": MAX_BATCH, "got": len(drafts)})
+            raise InvalidInput(
+                f"at most {MAX_BATCH} memories per request",
+                field="items",
+                details={"max": MAX_BATCH, "got": len(drafts)},
+            )
         for index, draft in enumerate(drafts):
             try:
                 _check_validity(draft.valid_from, draft.valid_to, "valid_to")
@@ -184,9 +191,15 @@ class MemoryService:
         if any(m.org_id != org_id for m in memories):
             raise InvalidInput("memory of another org", field="org_id")
         events = [
-            Event(event_id=ids.event_id(), org_id=org_id, type="memory.created", at=m.created_at,
-                  memory_id=m.memory_id, entity_id=m.entity_id,
-                  data={"namespace": m.namespace, "type": m.type})
+            Event(
+                event_id=ids.event_id(),
+                org_id=org_id,
+                type="memory.created",
+                at=m.created_at,
+                memory_id=m.memory_id,
+                entity_id=m.entity_id,
+                data={"namespace": m.namespace, "type": m.type},
+            )
             for m in memories
         ]
         with self.store.transaction():
@@ -231,8 +244,7 @@ class MemoryService:
         try:
             self.embeddings.embed(texts, persist=True, defer=True)
         except Exception:  # an embedder failure must not fail the write
-            log.warning("embedding %d memory texts failed; stored without vectors", len(texts),
-                        exc_info=True)
+            log.warning("embedding %d memory texts failed; stored without vectors", len(texts), exc_info=True)
 
     # --- read ------------------------------------------------------------------------------------
     def get(self, org_id: str, memory_id: str) -> Memory:
@@ -266,8 +278,15 @@ class MemoryService:
             data: dict[str, Any] = {"fields": changed}
             if "text" in changed:
                 data.update(old_text=old.text, text=new.text)
-            event = Event(event_id=ids.event_id(), org_id=org_id, type=kind, at=now,
-                          memory_id=memory_id, entity_id=new.entity_id, data=data)
+            event = Event(
+                event_id=ids.event_id(),
+                org_id=org_id,
+                type=kind,
+                at=now,
+                memory_id=memory_id,
+                entity_id=new.entity_id,
+                data=data,
+            )
             self.store.put_memories([new])
             self.store.append_events([event])
         return new
@@ -277,30 +296,59 @@ class MemoryService:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
             self.store.delete_memory(org_id, memory_id)
-            self.store.append_events([
-                Event(event_id=ids.event_id(), org_id=org_id, type="memory.deleted", at=self.clock(),
-                      memory_id=memory_id, entity_id=old.entity_id,
-                      data={"namespace": old.namespace, "type": old.type})
-            ])
+            self.store.append_events(
+                [
+                    Event(
+                        event_id=ids.event_id(),
+                        org_id=org_id,
+                        type="memory.deleted",
+                        at=self.clock(),
+                        memory_id=memory_id,
+                        entity_id=old.entity_id,
+                        data={"namespace": old.namespace, "type": old.type},
+                    )
+                ]
+            )
 
     # --- list ------------------------------------------------------------------------------------
-    def list_page(self, org_id: str, filters: ListFilters, *, page_size: int = DEFAULT_PAGE_SIZE,
-             cursor: str | None = None) -> MemoryPage:
+    def list_page(
+        self,
+        org_id: str,
+        filters: ListFilters,
+        *,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cursor: str | None = None,
+    ) -> MemoryPage:
         if not 1 <= page_size <= MAX_PAGE_SIZE:
             raise InvalidInput(f"page_size must be 1..{MAX_PAGE_SIZE}", field="page_size")
-        for name, values, valid in (("type", filters.types, MEMORY_TYPES), ("status", filters.statuses, STATUSES)):
+        for name, values, valid in (
+            ("type", filters.types, MEMORY_TYPES),
+            ("status", filters.statuses, STATUSES),
+        ):
             bad = [v for v in values or () if v not in valid]
             if bad:
-                raise InvalidInput(f"unknown {name} {bad[0]!r}; valid: {', '.join(valid)}", field=name,
-                                   details={"valid": list(valid)})
+                raise InvalidInput(
+                    f"unknown {name} {bad[0]!r}; valid: {', '.join(valid)}",
+                    field=name,
+                    details={"valid": list(valid)},
+                )
         _check_query(filters.q)
         fhash = filters_hash(org_id, filters)
         after = decode_cursor(cursor, filters.sort, fhash) if cursor else None
         query = ListQuery(
-            namespace=filters.namespace, entity_id=filters.entity_id, agent_id=filters.agent_id,
-            types=filters.types, statuses=filters.statuses, tag=filters.tag, archived=filters.archived,
-            since=_opt_utc(filters.since), until=_opt_utc(filters.until), text=filters.q or None,
-            sort=filters.sort, limit=page_size + 1, after=after,
+            namespace=filters.namespace,
+            entity_id=filters.entity_id,
+            agent_id=filters.agent_id,
+            types=filters.types,
+            statuses=filters.statuses,
+            tag=filters.tag,
+            archived=filters.archived,
+            since=_opt_utc(filters.since),
+            until=_opt_utc(filters.until),
+            text=filters.q or None,
+            sort=filters.sort,
+            limit=page_size + 1,
+            after=after,
         )
         rows = self.store.list_memories(org_id, query)
         items = rows[:page_size]
@@ -337,7 +385,13 @@ def decode_cursor(cursor: str, sort: str, fhash: str) -> tuple[datetime, str]:
     except (binascii.Error, ValueError, msgspec.DecodeError) as exc:
         raise InvalidInput("malformed cursor", field="cursor", details={"rule": CURSOR_RULE}) from exc
     if decoded.version != _CURSOR_VERSION:
-        raise InvalidInput("cursor from an incompatible version", field="cursor", details={"rule": CURSOR_RULE})
+        raise InvalidInput(
+            "cursor from an incompatible version", field="cursor", details={"rule": CURSOR_RULE}
+        )
     if decoded.sort != sort or decoded.filters != fhash:
-        raise InvalidInput("cursor was issued for other filters or another sort", field="cursor", details={"rule": CURSOR_RULE})
+        raise InvalidInput(
+            "cursor was issued for other filters or another sort",
+            field="cursor",
+            details={"rule": CURSOR_RULE},
+        )
     return from_micros(decoded.ts), decoded.memory_id

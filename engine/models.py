@@ -34,7 +34,10 @@ Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64
 AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
 EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
 SubjectId = Annotated[
-    str, Meta(max_length=256, pattern=f"^ent:[^{SPACES}]+$(?!\\n)", description="an entity id of the form ent:<id>")
+    str,
+    Meta(
+        max_length=256, pattern=f"^ent:[^{SPACES}]+$(?!\\n)", description="an entity id of the form ent:<id>"
+    ),
 ]
 MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 Tag = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]

@@ -38,7 +38,9 @@ def to_utc(value: datetime, *, field: str | None = None) -> datetime:
     try:
         return value.astimezone(UTC)
     except OverflowError:
-        raise InvalidInput(OUT_OF_RANGE, field=field, details={"value": value.isoformat(), "rule": RANGE_RULE}) from None
+        raise InvalidInput(
+            OUT_OF_RANGE, field=field, details={"value": value.isoformat(), "rule": RANGE_RULE}
+        ) from None
 
 
 def to_micros(value: datetime) -> int:

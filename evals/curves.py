@@ -17,8 +17,13 @@ from evals.model import Dataset, Question
 from evals.replay import Backend, EngineBackend, ReplayConfig, evidence_questions
 from evals.replay_many import replay_many
 
-CURVE_COLUMNS: tuple[str, ...] = ("recall_in_context", "utilization", "evidence_token_share",
-                                  "supersession_correct", "overflow_count")
+CURVE_COLUMNS: tuple[str, ...] = (
+    "recall_in_context",
+    "utilization",
+    "evidence_token_share",
+    "supersession_correct",
+    "overflow_count",
+)
 
 
 def budget_curve(
@@ -37,20 +42,37 @@ def budget_curve(
     cfg = base or ReplayConfig(rank_depth=0)
     configs = {
         f"{preset}@{budget}": ReplayConfig(
-            preset=preset, normalization=cfg.normalization, weights=cfg.weights,
-            recency_half_life_days=cfg.recency_half_life_days, budget=budget, rank_depth=0,
-            extract=cfg.extract, embedder=cfg.embedder, store=cfg.store,
+            preset=preset,
+            normalization=cfg.normalization,
+            weights=cfg.weights,
+            recency_half_life_days=cfg.recency_half_life_days,
+            budget=budget,
+            rank_depth=0,
+            extract=cfg.extract,
+            embedder=cfg.embedder,
+            store=cfg.store,
         )
         for preset in presets
         for budget in budgets
     }
-    records = replay_many(dataset, backend or EngineBackend(cfg), configs, questions=questions,
-                          progress=progress, limit_questions=limit_questions)
+    records = replay_many(
+        dataset,
+        backend or EngineBackend(cfg),
+        configs,
+        questions=questions,
+        progress=progress,
+        limit_questions=limit_questions,
+    )
     rows = []
     for name, recs in records.items():
         preset, _, budget = name.rpartition("@")
         summary = summarize(metrics_frame(score(r) for r in recs), by=None).loc["all"]
-        row: dict[str, Any] = {"config": preset, "preset": preset, "budget": int(budget), "n": int(summary["n"])}
+        row: dict[str, Any] = {
+            "config": preset,
+            "preset": preset,
+            "budget": int(budget),
+            "n": int(summary["n"]),
+        }
         row.update({col: float(summary[col]) for col in CURVE_COLUMNS})
         rows.append(row)
     return pd.DataFrame(rows, columns=["config", "preset", "budget", "n", *CURVE_COLUMNS])

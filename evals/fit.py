@@ -80,7 +80,9 @@ class FitResult(msgspec.Struct, kw_only=True):
 
 
 # --- collection -------------------------------------------------------------------------------
-def question_rows(backend: EngineBackend, loaded: Loaded, question: Question, config: ReplayConfig) -> list[ComponentRow]:
+def question_rows(
+    backend: EngineBackend, loaded: Loaded, question: Question, config: ReplayConfig
+) -> list[ComponentRow]:
     """The shortlist of one question (top_k = config.rank_depth) as component rows."""
     from engine.retrieval.options import AssembleRequest
     from engine.retrieval.pipeline import run_assemble
@@ -88,20 +90,31 @@ def question_rows(backend: EngineBackend, loaded: Loaded, question: Question, co
     store, cache = loaded.handle
     body = assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
     request = msgspec.convert(body, AssembleRequest, strict=False)
-    response = run_assemble(store, cache, org_id=ORG_ID, agent_id=None, request=request,
-                            request_id="req_eval_fit", now=backend.clock()).response
+    response = run_assemble(
+        store,
+        cache,
+        org_id=ORG_ID,
+        agent_id=None,
+        request=request,
+        request_id="req_eval_fit",
+        now=backend.clock(),
+    ).response
     evidence = set(question.evidence)
     rows = []
     for m in response.matches or []:
         comps = m.score_components
         turn = m.metadata.get("turn_id") if m.metadata else None
         turn = turn or loaded.memory_to_turn.get(m.memory_id)
-        rows.append(ComponentRow(
-            conversation_id=question.conversation_id, question_id=question.question_id,
-            memory_id=m.memory_id, turn_id=turn,
-            norms=tuple(float(comps[c].norm) if c in comps else 0.0 for c in CHANNELS),
-            label=int(turn is not None and turn in evidence),
-        ))
+        rows.append(
+            ComponentRow(
+                conversation_id=question.conversation_id,
+                question_id=question.question_id,
+                memory_id=m.memory_id,
+                turn_id=turn,
+                norms=tuple(float(comps[c].norm) if c in comps else 0.0 for c in CHANNELS),
+                label=int(turn is not None and turn in evidence),
+            )
+        )
     return rows
 
 
@@ -145,9 +158,14 @@ def collect_components(
 
 
 def collection_config(config: FitConfig) -> ReplayConfig:
-    return ReplayConfig(preset=config.preset, normalization=config.normalization,
-                        weights=dict(COLLECTION_WEIGHTS), rank_depth=config.rank_depth,
-                        embedder=config.embedder, store=config.store)
+    return ReplayConfig(
+        preset=config.preset,
+        normalization=config.normalization,
+        weights=dict(COLLECTION_WEIGHTS),
+        rank_depth=config.rank_depth,
+        embedder=config.embedder,
+        store=config.store,
+    )
 
 
 # --- fitting ----------------------------------------------------------------------------------
@@ -167,7 +185,9 @@ def coefficients_to_weights(coef: Sequence[float]) -> dict[str, float]:
     return {c: round(v / total, 4) for c, v in zip(CHANNELS, clipped, strict=True)}
 
 
-def conversation_folds(groups: Sequence[str], folds: int) -> Iterator[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+def conversation_folds(
+    groups: Sequence[str], folds: int
+) -> Iterator[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
     """GroupKFold over conversations: no conversation has rows on both sides of a fold."""
     from sklearn.model_selection import GroupKFold
 
@@ -199,8 +219,9 @@ def _logreg(x: F64, y: npt.NDArray[np.int64], c: float) -> Any:
     return LogisticRegression(C=c, class_weight="balanced", max_iter=2000).fit(x, y)
 
 
-def fit_weights(rows: Sequence[ComponentRow], *, folds: int = 5, c: float = 1.0,
-                normalization: str = "minmax") -> FitResult:
+def fit_weights(
+    rows: Sequence[ComponentRow], *, folds: int = 5, c: float = 1.0, normalization: str = "minmax"
+) -> FitResult:
     from sklearn.metrics import roc_auc_score
 
     x, y, groups, qids = matrices(rows)
@@ -255,19 +276,30 @@ def run_fit(config: FitConfig, *, dataset: Dataset | None = None, progress: bool
     def keep(q: Question) -> bool:
         return evidence_questions(q) and bool(q.evidence) and (not categories or q.category in categories)
 
-    rows = collect_components(data, collection_config(config), questions=keep,
-                              limit_questions=config.limit_questions, progress=progress)
+    rows = collect_components(
+        data,
+        collection_config(config),
+        questions=keep,
+        limit_questions=config.limit_questions,
+        progress=progress,
+    )
     result = fit_weights(rows, folds=config.folds, c=config.c, normalization=config.normalization)
     result.seconds = time.perf_counter() - started
     return result
 
 
 def print_fit(result: FitResult, out: Any) -> None:
-    print(f"rows {result.n_rows} ({result.n_positive} evidence) from {result.n_questions} questions in "
-          f"{result.n_conversations} conversations; {result.folds}-fold CV by conversation", file=out)
-    print(f"held-out ROC AUC {result.cv_auc:.3f} ± {result.cv_auc_std:.3f}; held-out MRR "
-          f"{result.cv_mrr_learned:.3f} with the learned weights vs {result.cv_mrr_collection:.3f} "
-          f"with the collection weights (0.2 each)", file=out)
+    print(
+        f"rows {result.n_rows} ({result.n_positive} evidence) from {result.n_questions} questions in "
+        f"{result.n_conversations} conversations; {result.folds}-fold CV by conversation",
+        file=out,
+    )
+    print(
+        f"held-out ROC AUC {result.cv_auc:.3f} ± {result.cv_auc_std:.3f}; held-out MRR "
+        f"{result.cv_mrr_learned:.3f} with the learned weights vs {result.cv_mrr_collection:.3f} "
+        f"with the collection weights (0.2 each)",
+        file=out,
+    )
     print("\npreset (paste into the assemble request):", file=out)
     print(msgspec.json.format(msgspec.json.encode(result.preset_json()), indent=2).decode(), file=out)
 

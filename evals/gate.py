@@ -52,11 +52,19 @@ def _summary(dataset: Any, config: ReplayConfig, keep: Any) -> Any:
 def measure(spec: GateSpec | None = None) -> dict[str, float]:
     s = spec or GateSpec()
     config = ReplayConfig(preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth)
-    events = RunConfig(dataset="locomo", ingest="events", preset=s.preset, embedder=s.embedder, budget=s.budget,
-                       rank_depth=s.rank_depth, limit=s.locomo_conversations)
+    events = RunConfig(
+        dataset="locomo",
+        ingest="events",
+        preset=s.preset,
+        embedder=s.embedder,
+        budget=s.budget,
+        rank_depth=s.rank_depth,
+        limit=s.locomo_conversations,
+    )
     locomo = select(load_dataset("locomo"), events)
-    loc = _summary(locomo, events.replay_config(),
-                   lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES)
+    loc = _summary(
+        locomo, events.replay_config(), lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES
+    )
     synthetic = generate(SyntheticConfig(seed=s.synthetic_seed, entities=s.synthetic_entities))
     syn = _summary(synthetic, config, evidence_questions)
     return {
@@ -101,11 +109,14 @@ def check(measured: Mapping[str, float], floors: Floors) -> list[str]:
 def comparison(measured: Mapping[str, float], floors: Floors) -> str:
     lines = [f"{'metric':<36} {'measured':>9} {'floor':>7} {'ceiling':>8} {'recorded':>9}"]
     for name in sorted(set(measured) | set(floors.floors) | set(floors.ceilings)):
+
         def fmt(v: float | None) -> str:
             return "-" if v is None else f"{v:.4g}"
 
-        lines.append(f"{name:<36} {fmt(measured.get(name)):>9} {fmt(floors.floors.get(name)):>7} "
-                     f"{fmt(floors.ceilings.get(name)):>8} {fmt(floors.measured.get(name)):>9}")
+        lines.append(
+            f"{name:<36} {fmt(measured.get(name)):>9} {fmt(floors.floors.get(name)):>7} "
+            f"{fmt(floors.ceilings.get(name)):>8} {fmt(floors.measured.get(name)):>9}"
+        )
     return "\n".join(lines)
 
 
@@ -116,5 +127,13 @@ def write_measured(measured: Mapping[str, float], path: Path = FLOORS_PATH) -> N
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-__all__: Sequence[str] = ("FLOORS_PATH", "Floors", "GateSpec", "check", "comparison", "load_floors", "measure",
-                          "write_measured")
+__all__: Sequence[str] = (
+    "FLOORS_PATH",
+    "Floors",
+    "GateSpec",
+    "check",
+    "comparison",
+    "load_floors",
+    "measure",
+    "write_measured",
+)

@@ -63,9 +63,18 @@ class HeldoutResult(msgspec.Struct, kw_only=True):
 
 
 def _run_config(config: HeldoutConfig, retrieval: Mapping[str, Any], budget: int) -> RunConfig:
-    return RunConfig(dataset=config.dataset, ingest=config.ingest, retrieval=dict(retrieval) or None,
-                     budget=budget, rank_depth=0, embedder=config.embedder, store=config.store,
-                     categories=config.categories, baselines=False, limit=config.limit)
+    return RunConfig(
+        dataset=config.dataset,
+        ingest=config.ingest,
+        retrieval=dict(retrieval) or None,
+        budget=budget,
+        rank_depth=0,
+        embedder=config.embedder,
+        store=config.store,
+        categories=config.categories,
+        baselines=False,
+        limit=config.limit,
+    )
 
 
 def halves(conversation_ids: Sequence[str], split: Sequence[str]) -> dict[str, list[str]]:
@@ -87,22 +96,30 @@ def _replay(dataset: Any, config: HeldoutConfig, configs: Mapping[str, ReplayCon
     return {name: metrics_frame(score(r) for r in recs) for name, recs in records.items()}
 
 
-def run_heldout(config: HeldoutConfig, *, out_dir: str | Path | None = None, write: bool = True,
-                dataset: Any = None) -> HeldoutResult:
+def run_heldout(
+    config: HeldoutConfig, *, out_dir: str | Path | None = None, write: bool = True, dataset: Any = None
+) -> HeldoutResult:
     import pandas as pd
 
     started = time.perf_counter()
     base = _run_config(config, {}, config.budget)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), base)
     parts = halves([c.conversation_id for c in data.conversations], config.split)
-    configs = {name: _run_config(config, block, config.budget).replay_config()
-               for name, block in config.candidates.items()}
+    configs = {
+        name: _run_config(config, block, config.budget).replay_config()
+        for name, block in config.candidates.items()
+    }
     frames = _replay(data, config, configs)
     rows = []
     for name, frame in frames.items():
         for half, ids in parts.items():
-            rows.append({"candidate": name, "half": half,
-                         config.metric: float(frame[frame["conversation_id"].isin(ids)][config.metric].mean())})
+            rows.append(
+                {
+                    "candidate": name,
+                    "half": half,
+                    config.metric: float(frame[frame["conversation_id"].isin(ids)][config.metric].mean()),
+                }
+            )
     selection = pd.DataFrame(rows).pivot(index="candidate", columns="half", values=config.metric)
     chosen = {half: str(selection[half].idxmax()) for half in parts}
     # score each half under the setting chosen on the other half, at every budget
@@ -120,9 +137,15 @@ def run_heldout(config: HeldoutConfig, *, out_dir: str | Path | None = None, wri
         frame = pd.DataFrame(table)
         frame.columns = [f"{b} tokens" for b in frame.columns]
         by_metric[metric] = frame
-    result = HeldoutResult(config=config, halves=parts, chosen=chosen, selection=selection,
-                           heldout=by_metric[config.metric], heldout_by_metric=by_metric,
-                           seconds=time.perf_counter() - started)
+    result = HeldoutResult(
+        config=config,
+        halves=parts,
+        chosen=chosen,
+        selection=selection,
+        heldout=by_metric[config.metric],
+        heldout_by_metric=by_metric,
+        seconds=time.perf_counter() - started,
+    )
     if write:
         result.run_dir = write_heldout(result, out_dir)
     return result
@@ -132,11 +155,22 @@ def write_heldout(result: HeldoutResult, out_dir: str | Path | None = None) -> P
     c = result.config
     run_dir = new_run_dir(out_dir, f"heldout-{Path(c.dataset).stem}")
     revision = git_revision()
-    write_json(run_dir / "config.json", {"heldout": c, "halves": result.halves, "chosen": result.chosen,
-                                         "git": revision, "seconds": round(result.seconds, 3)})
+    write_json(
+        run_dir / "config.json",
+        {
+            "heldout": c,
+            "halves": result.halves,
+            "chosen": result.chosen,
+            "git": revision,
+            "seconds": round(result.seconds, 3),
+        },
+    )
     result.selection.to_csv(run_dir / "selection.csv")
     result.heldout.to_csv(run_dir / "heldout.csv")
-    plots.save(plots.recall_vs_budget(result.heldout, ylabel=f"held-out {c.metric}"), run_dir / "recall_vs_budget.png")
+    plots.save(
+        plots.recall_vs_budget(result.heldout, ylabel=f"held-out {c.metric}"),
+        run_dir / "recall_vs_budget.png",
+    )
     lines = [
         f"# Held-out evaluation on `{c.dataset}` (ingest {c.ingest}, {c.embedder})",
         "",
@@ -159,8 +193,10 @@ def write_heldout(result: HeldoutResult, out_dir: str | Path | None = None) -> P
 
 def print_heldout(result: HeldoutResult, out: Any) -> None:
     print(result.selection.to_string(float_format=lambda v: f"{v:.4f}"), file=out)
-    print(f"\nchosen on A -> scored on B: {result.chosen['A']}; chosen on B -> scored on A: {result.chosen['B']}",
-          file=out)
+    print(
+        f"\nchosen on A -> scored on B: {result.chosen['A']}; chosen on B -> scored on A: {result.chosen['B']}",
+        file=out,
+    )
     for metric, table in result.heldout_by_metric.items():
         print(f"\nheld-out {metric}:\n" + table.to_string(float_format=lambda v: f"{v:.3f}"), file=out)
     if result.run_dir is not None:

@@ -35,16 +35,22 @@ def latest_evidence(record: QuestionRecord, turn_times: Mapping[str, Any]) -> La
     newest = max(dated)[1]
     in_context = {t for line in record.lines for t in line.turn_ids}
     older_seen = any(t in in_context for _, t in dated if t != newest)
-    return LatestEvidence(question_id=record.question_id, latest_in_context=newest in in_context,
-                          stale_only=older_seen and newest not in in_context)
+    return LatestEvidence(
+        question_id=record.question_id,
+        latest_in_context=newest in in_context,
+        stale_only=older_seen and newest not in in_context,
+    )
 
 
 #: question categories where old and new evidence mean an old and a new value
 UPDATE_CATEGORIES: tuple[str, ...] = ("knowledge-update",)
 
 
-def latest_evidence_table(records: Mapping[str, Sequence[QuestionRecord]], dataset: Dataset,
-                          categories: Collection[str] | None = UPDATE_CATEGORIES) -> Any:
+def latest_evidence_table(
+    records: Mapping[str, Sequence[QuestionRecord]],
+    dataset: Dataset,
+    categories: Collection[str] | None = UPDATE_CATEGORIES,
+) -> Any:
     """Per configuration: n (questions of `categories`, None = all, with dated old and new
     evidence), latest_in_context and stale_only rates. Empty when no question qualifies."""
     import pandas as pd

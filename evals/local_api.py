@@ -18,8 +18,12 @@ from engine.embed.base import Embedder
 
 
 class LocalApi:
-    def __init__(self, org: str = "demo", embedder: str | Embedder = "hash",
-                 scopes: Sequence[str] = ("read", "write", "admin")):
+    def __init__(
+        self,
+        org: str = "demo",
+        embedder: str | Embedder = "hash",
+        scopes: Sequence[str] = ("read", "write", "admin"),
+    ):
         from litestar.testing import TestClient
 
         from engine.embed.registry import create_embedder
@@ -30,8 +34,10 @@ class LocalApi:
 
         self.store = InMemoryStore()
         model = create_embedder(embedder) if isinstance(embedder, str) else embedder
-        settings = Settings(embedder=embedder if isinstance(embedder, str) else model.model.partition(":")[0],
-                            rate_limit="100000/minute")
+        settings = Settings(
+            embedder=embedder if isinstance(embedder, str) else model.model.partition(":")[0],
+            rate_limit="100000/minute",
+        )
         self.app = create_app(settings, store=self.store, embedder=model)
         self.key, self.secret = create_api_key(self.store, org, list(scopes))
         self.org = org
@@ -42,7 +48,9 @@ class LocalApi:
         self.client.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.client.__exit__(kind, exc, tb)
         self.store.close()
 

@@ -129,7 +129,9 @@ class Dataset(msgspec.Struct, frozen=True, kw_only=True):
         with turns as events ask one day after the last session)."""
         last = {c.conversation_id: max(s.date for s in c.sessions) for c in self.conversations if c.sessions}
         questions = tuple(
-            msgspec.structs.replace(q, asked_at=last[q.conversation_id] + delay) if q.conversation_id in last else q
+            msgspec.structs.replace(q, asked_at=last[q.conversation_id] + delay)
+            if q.conversation_id in last
+            else q
             for q in self.questions
         )
         return msgspec.structs.replace(self, questions=questions)

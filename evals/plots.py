@@ -114,7 +114,14 @@ def recall_vs_budget(table: Any, ylabel: str = "evidence recall in context") -> 
     budgets = [int(str(c).split()[0]) for c in table.columns]
     for name, row in table.iterrows():
         bold = name == "all"
-        ax.plot(budgets, list(row), marker="o", label=str(name), lw=2.5 if bold else 1.2, color="black" if bold else None)
+        ax.plot(
+            budgets,
+            list(row),
+            marker="o",
+            label=str(name),
+            lw=2.5 if bold else 1.2,
+            color="black" if bold else None,
+        )
     ax.set_xlabel("budget (tokens)")
     ax.set_ylabel(ylabel)
     ax.set_xticks(budgets)
@@ -131,8 +138,14 @@ def timeline(gold: Any, stored: Any | None = None, title: str = "") -> Figure:
     rows = [("gold", gold)] + ([("stored", stored)] if stored is not None else [])
     for y, (_label, table) in enumerate(rows):
         for _, r in table.iterrows():
-            ax.barh(y, (r["end"] - r["start"]), left=r["start"], height=0.5, alpha=0.7,
-                    hatch="//" if r["open"] else None)
+            ax.barh(
+                y,
+                (r["end"] - r["start"]),
+                left=r["start"],
+                height=0.5,
+                alpha=0.7,
+                hatch="//" if r["open"] else None,
+            )
             ax.text(r["start"], y, f" {r['value']}", va="center", fontsize=8)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([label for label, _ in rows])

@@ -155,8 +155,10 @@ def assemble_body(
         "entity_id": loaded.entity_id,
         "namespace": loaded.namespace,
         "turn": question.text,
-        "budget": {"max_context_tokens": config.budget,
-                   **({"tokenizer": config.tokenizer} if config.tokenizer else {})},
+        "budget": {
+            "max_context_tokens": config.budget,
+            **({"tokenizer": config.tokenizer} if config.tokenizer else {}),
+        },
         "policy": {"pii_redaction": "off"},
         "retrieval": retrieval,
         "return": ret,
@@ -225,8 +227,15 @@ def _answer_from_json(
     stages = {k: float(v) for k, v in timings.items() if isinstance(v, int | float)}
     stages.update(stage_ms)
     tokenizer = str(((main.get("trace") or {}).get("budget") or {}).get("tokenizer") or "estimate")
-    return Answer(ranked=ranked, lines=lines, facts=facts, tokens_used=used, budget=budget, stage_ms=stages,
-                  tokenizer=tokenizer)
+    return Answer(
+        ranked=ranked,
+        lines=lines,
+        facts=facts,
+        tokens_used=used,
+        budget=budget,
+        stage_ms=stages,
+        tokenizer=tokenizer,
+    )
 
 
 # --- the engine in process ---------------------------------------------------------------------------
@@ -425,11 +434,18 @@ class HttpBackend:
         turn itself is already stored as an event). A fact maps to its turn; an upsert naming a memory
         already mapped (a negation ends an earlier fact) keeps that mapping."""
         body = {
-            "entity_id": loaded.entity_id, "namespace": loaded.namespace, "turn": turn.text,
+            "entity_id": loaded.entity_id,
+            "namespace": loaded.namespace,
+            "turn": turn.text,
             "as_of": turn.timestamp.isoformat(),
-            "ingest": {"extract": True, "store_turn": "none", "upsert_conflicts": "smart",
-                       "subject": f"ent:{slug(turn.speaker)}"},  # as EngineBackend: "I" is the speaker
-            "budget": {"max_context_tokens": 256}, "return": {"include": ["facts"], "max_facts": 1},
+            "ingest": {
+                "extract": True,
+                "store_turn": "none",
+                "upsert_conflicts": "smart",
+                "subject": f"ent:{slug(turn.speaker)}",
+            },  # as EngineBackend: "I" is the speaker
+            "budget": {"max_context_tokens": 256},
+            "return": {"include": ["facts"], "max_facts": 1},
         }
         extracted = self._post("/v0/context/assemble", body).get("extracted") or {}
         for upsert in extracted.get("upserts") or []:
@@ -468,7 +484,8 @@ def to_record(
     texts = [text for _, text in answer.lines]
     found = lines_with_turns(texts, needles)
     whole = lines_with_turns(
-        texts, {tid: whole_turn_needles(turn_map[tid].text, loaded.memories_of(tid)) for tid in question.evidence}
+        texts,
+        {tid: whole_turn_needles(turn_map[tid].text, loaded.memories_of(tid)) for tid in question.evidence},
     )
     from engine.retrieval.tokens import get_tokenizer
 
@@ -487,8 +504,13 @@ def to_record(
             ids |= of_facts
             whole_set |= of_facts
         lines.append(
-            ContextLine(section=section, text=text, tokens=line_tokens(text), turn_ids=tuple(sorted(ids)),
-                        whole_turn_ids=tuple(sorted(whole_set)))
+            ContextLine(
+                section=section,
+                text=text,
+                tokens=line_tokens(text),
+                turn_ids=tuple(sorted(ids)),
+                whole_turn_ids=tuple(sorted(whole_set)),
+            )
         )
     return QuestionRecord(
         question_id=question.question_id,

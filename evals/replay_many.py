@@ -70,7 +70,9 @@ def replay_many(
     plan: list[tuple[int, list[Question]]] = []
     for i, conversation in enumerate(dataset.conversations):
         asked = [
-            q for q in dataset.questions_for(conversation.conversation_id) if questions is None or questions(q)
+            q
+            for q in dataset.questions_for(conversation.conversation_id)
+            if questions is None or questions(q)
         ]
         if limit_questions is not None:
             asked = asked[:limit_questions]

@@ -116,7 +116,9 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
         )
 
     def label(self) -> str:
-        name = Path(self.dataset).stem if "/" in self.dataset or self.dataset.endswith(".json") else self.dataset
+        name = (
+            Path(self.dataset).stem if "/" in self.dataset or self.dataset.endswith(".json") else self.dataset
+        )
         return f"{name}-{self.preset or 'balanced'}"
 
 
@@ -199,7 +201,9 @@ def make_backend(config: RunConfig, api_key: str | None = None, client: Any = No
     return EngineBackend(config.replay_config())
 
 
-def score_records(records: Mapping[str, Sequence[QuestionRecord]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def score_records(
+    records: Mapping[str, Sequence[QuestionRecord]],
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(per-question frames, summaries by category, latency tables) per configuration name."""
     frames = {name: metrics_frame(score(r) for r in recs) for name, recs in records.items()}
     summaries = {name: summarize(frame, by="category") for name, frame in frames.items()}
@@ -298,8 +302,12 @@ def write_run(
         {
             "run": result.config,
             "configurations": dict(configs),
-            "dataset": {"name": dataset.name, "conversations": len(dataset.conversations),
-                        "source": dataset.source, "license": dataset.license},
+            "dataset": {
+                "name": dataset.name,
+                "conversations": len(dataset.conversations),
+                "source": dataset.source,
+                "license": dataset.license,
+            },
             "git": revision,
             "seconds": round(result.seconds, 3),
         },
@@ -360,9 +368,11 @@ def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, fig
         *_budget_section(result),
         "## The chosen configuration by category",
         "",
-        markdown_table(result.summaries[CHOSEN][[col for col in SUMMARY_COLUMNS
-                                                 if col in result.summaries[CHOSEN].columns]]
-                       .dropna(axis=1, how="all")),
+        markdown_table(
+            result.summaries[CHOSEN][
+                [col for col in SUMMARY_COLUMNS if col in result.summaries[CHOSEN].columns]
+            ].dropna(axis=1, how="all")
+        ),
         "",
         "## Latency per stage (ms), chosen configuration",
         "",
@@ -381,7 +391,12 @@ def _budget_section(result: RunResult) -> list[str]:
     for metric in ("recall_in_context", "recall_in_context_whole"):
         table = budget_table(result.summaries, result.config, metric)
         if table is not None:
-            out += [f"## `{metric}` by category and budget (chosen configuration)", "", markdown_table(table), ""]
+            out += [
+                f"## `{metric}` by category and budget (chosen configuration)",
+                "",
+                markdown_table(table),
+                "",
+            ]
     return out
 
 

@@ -1,8 +1,8 @@
 """Run directories: `evals/runs/<run-id>/` (git-ignored) with the config and the git revision inside.
 
-    new_run_dir(out, "locomo-balanced") -> Path  (evals/runs/20261122T052233Z-locomo-balanced)
-    git_revision() -> GitRevision(commit, dirty)
-    markdown_table(frame) -> str
+new_run_dir(out, "locomo-balanced") -> Path  (evals/runs/20261122T052233Z-locomo-balanced)
+git_revision() -> GitRevision(commit, dirty)
+markdown_table(frame) -> str
 """
 
 from __future__ import annotations

@@ -125,24 +125,44 @@ def candidates(config: SweepConfig) -> list[Candidate]:
         out.append(Candidate(preset=preset, normalization=norm, weights=None, half_life=None))
     if config.mode == "grid":
         vectors = explicit or simplex_grid(config.grid_step)
-        for preset, norm, w, h in itertools.product(config.presets, config.normalizations, vectors, half_lives):
+        for preset, norm, w, h in itertools.product(
+            config.presets, config.normalizations, vectors, half_lives
+        ):
             out.append(Candidate(preset=preset, normalization=norm, weights=w, half_life=h))
     else:
         rng = random.Random(config.seed)
         for w in explicit:
-            out.append(Candidate(preset=config.presets[0], normalization=config.normalizations[0],
-                                 weights=w, half_life=half_lives[0]))
+            out.append(
+                Candidate(
+                    preset=config.presets[0],
+                    normalization=config.normalizations[0],
+                    weights=w,
+                    half_life=half_lives[0],
+                )
+            )
         for _ in range(config.samples):
-            out.append(Candidate(preset=rng.choice(config.presets), normalization=rng.choice(config.normalizations),
-                                 weights=_dirichlet(rng), half_life=rng.choice(half_lives)))
+            out.append(
+                Candidate(
+                    preset=rng.choice(config.presets),
+                    normalization=rng.choice(config.normalizations),
+                    weights=_dirichlet(rng),
+                    half_life=rng.choice(half_lives),
+                )
+            )
     return list({c.name(): c for c in out}.values())
 
 
 def replay_config(config: SweepConfig, candidate: Candidate) -> ReplayConfig:
-    return ReplayConfig(preset=candidate.preset, normalization=candidate.normalization,
-                        weights=candidate.weights, recency_half_life_days=candidate.half_life,
-                        budget=config.budget, rank_depth=config.rank_depth, embedder=config.embedder,
-                        store=config.store)
+    return ReplayConfig(
+        preset=candidate.preset,
+        normalization=candidate.normalization,
+        weights=candidate.weights,
+        recency_half_life_days=candidate.half_life,
+        budget=config.budget,
+        rank_depth=config.rank_depth,
+        embedder=config.embedder,
+        store=config.store,
+    )
 
 
 def _keep(config: SweepConfig) -> Any:
@@ -173,9 +193,13 @@ def score_candidates(
         test = frame[frame["conversation_id"].isin(held)]
         train = frame[~frame["conversation_id"].isin(held)]
         c = cands[name]
-        row: dict[str, Any] = {"name": name, "preset": c.preset, "normalization": c.normalization,
-                               "half_life": c.half_life if c.half_life is not None else "preset",
-                               "weights": "preset" if c.weights is None else "explicit"}
+        row: dict[str, Any] = {
+            "name": name,
+            "preset": c.preset,
+            "normalization": c.normalization,
+            "half_life": c.half_life if c.half_life is not None else "preset",
+            "weights": "preset" if c.weights is None else "explicit",
+        }
         for ch in CHANNELS:
             row[f"w_{ch}"] = c.weights[ch] if c.weights is not None else float("nan")
         row[f"train_{metric}"] = float(train[metric].astype("float64").mean())
@@ -208,11 +232,22 @@ def run_sweep(
     cands = {c.name(): c for c in candidates(config)}
     configs = {name: replay_config(config, c) for name, c in cands.items()}
     engine = backend if backend is not None else EngineBackend(next(iter(configs.values())))
-    records = replay_many(data, engine, configs, questions=_keep(config), progress=progress,
-                          limit_questions=config.limit_questions)
+    records = replay_many(
+        data,
+        engine,
+        configs,
+        questions=_keep(config),
+        progress=progress,
+        limit_questions=config.limit_questions,
+    )
     table = score_candidates(records, cands, split, config.metric)
-    result = SweepResult(config=config, split=split, results=table, best=cands[str(table.loc[0, "name"])],
-                         seconds=time.perf_counter() - started)
+    result = SweepResult(
+        config=config,
+        split=split,
+        results=table,
+        best=cands[str(table.loc[0, "name"])],
+        seconds=time.perf_counter() - started,
+    )
     if write:
         result.run_dir = write_sweep(result, data, out_dir)
     return result
@@ -232,12 +267,24 @@ def write_sweep(result: SweepResult, dataset: Dataset, out_dir: str | Path | Non
     c = result.config
     run_dir = new_run_dir(out_dir, f"sweep-{Path(c.dataset).stem}")
     revision = git_revision()
-    write_json(run_dir / "config.json", {"sweep": c, "split": result.split, "git": revision,
-                                         "dataset": dataset.name, "seconds": round(result.seconds, 3)})
+    write_json(
+        run_dir / "config.json",
+        {
+            "sweep": c,
+            "split": result.split,
+            "git": revision,
+            "dataset": dataset.name,
+            "seconds": round(result.seconds, 3),
+        },
+    )
     result.results.to_csv(run_dir / "results.csv", index=False)
     write_json(run_dir / "best.json", {"retrieval": retrieval_block(result.best)})
     figures = {"sweep_scatter.png": plots.sweep_scatter(result.results, c.metric)}
-    for factor, values in (("preset", c.presets), ("normalization", c.normalizations), ("half_life", c.half_lives)):
+    for factor, values in (
+        ("preset", c.presets),
+        ("normalization", c.normalizations),
+        ("half_life", c.half_lives),
+    ):
         if len(values) > 1:
             figures[f"sweep_by_{factor}.png"] = plots.sweep_by_factor(result.results, c.metric, factor)
     for file_name, fig in figures.items():
@@ -256,7 +303,9 @@ def write_sweep(result: SweepResult, dataset: Dataset, out_dir: str | Path | Non
         "Best settings (`best.json`):",
         "",
         "```json",
-        msgspec.json.format(msgspec.json.encode({"retrieval": retrieval_block(result.best)}), indent=2).decode(),
+        msgspec.json.format(
+            msgspec.json.encode({"retrieval": retrieval_block(result.best)}), indent=2
+        ).decode(),
         "```",
         "",
         "## Top configurations (by tuning score)",

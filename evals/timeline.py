@@ -74,14 +74,16 @@ def stored_timeline(conversation: Conversation, predicate: str, config: ReplayCo
     rows = []
     for m in facts:
         start = m.valid_from or m.timestamp
-        rows.append({
-            "value": _value(m),
-            "start": start,
-            "end": m.valid_to or max(end_of_time, start),
-            "open": m.valid_to is None,
-            "status": m.status,
-            "text": m.text,
-        })
+        rows.append(
+            {
+                "value": _value(m),
+                "start": start,
+                "end": m.valid_to or max(end_of_time, start),
+                "open": m.valid_to is None,
+                "status": m.status,
+                "text": m.text,
+            }
+        )
     return _frame(rows, ("status", "text"))
 
 
@@ -100,8 +102,10 @@ def stored_facts(store: Any, namespace: str, predicate: str) -> list[Any]:
     out: list[Any] = []
     after = None
     while True:
-        page = store.list_memories(ORG_ID, ListQuery(namespace=namespace, types=("fact",), sort="timestamp_asc",
-                                                     limit=200, after=after))
+        page = store.list_memories(
+            ORG_ID,
+            ListQuery(namespace=namespace, types=("fact",), sort="timestamp_asc", limit=200, after=after),
+        )
         out.extend(m for m in page if m.predicate == predicate)
         if len(page) < 200:
             return out

@@ -39,8 +39,14 @@ print("key id:", api.key.key_id, "org:", api.org)
 
 # %%
 items = [
-    {"type": "fact", "text": "Alice lives in Lisbon", "entity_id": "ent:alice",
-     "subject": "ent:alice", "predicate": "lives_in", "object": "Lisbon"},
+    {
+        "type": "fact",
+        "text": "Alice lives in Lisbon",
+        "entity_id": "ent:alice",
+        "subject": "ent:alice",
+        "predicate": "lives_in",
+        "object": "Lisbon",
+    },
     {"type": "event", "text": "Alice adopted a cat named Miso", "entity_id": "ent:alice"},
     {"type": "note", "text": "Alice prefers short answers and metric units", "entity_id": "ent:alice"},
 ]
@@ -51,12 +57,15 @@ created = api.post("/v0/memories", {"items": items})["items"]
 # ## Assemble a context (POST /v0/context/assemble)
 
 # %%
-answer = api.post("/v0/context/assemble", {
-    "entity_id": "ent:alice",
-    "turn": "Where does Alice live, and does she have pets?",
-    "budget": {"max_context_tokens": budget},
-    "return": {"include_raw_matches": True},
-})
+answer = api.post(
+    "/v0/context/assemble",
+    {
+        "entity_id": "ent:alice",
+        "turn": "Where does Alice live, and does she have pets?",
+        "budget": {"max_context_tokens": budget},
+        "return": {"include_raw_matches": True},
+    },
+)
 print(json.dumps(answer["context"], indent=2))
 print("weights used:", answer["retrieval_summary"]["weights_used"])
 

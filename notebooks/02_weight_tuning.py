@@ -34,9 +34,19 @@ from evals import plots
 from evals.fit import FitConfig, run_fit
 from evals.sweep import SweepConfig, retrieval_block, run_sweep
 
-sweep = run_sweep(SweepConfig(dataset=dataset_name, limit=limit, samples=samples, presets=tuple(presets),
-                              half_lives=tuple(half_lives), holdout=holdout, metric=metric, embedder=embedder),
-                  write=False)
+sweep = run_sweep(
+    SweepConfig(
+        dataset=dataset_name,
+        limit=limit,
+        samples=samples,
+        presets=tuple(presets),
+        half_lives=tuple(half_lives),
+        holdout=holdout,
+        metric=metric,
+        embedder=embedder,
+    ),
+    write=False,
+)
 print("tuning:", sweep.split.tune)
 print("held out:", sweep.split.held_out)
 sweep.results.drop(columns=["name"]).head(10)
@@ -53,6 +63,8 @@ fig = plots.sweep_by_factor(sweep.results, metric, "preset")
 
 # %%
 fit = run_fit(FitConfig(dataset=dataset_name, limit=limit, folds=folds, embedder=embedder))
-print(f"held-out AUC {fit.cv_auc:.3f}; held-out MRR {fit.cv_mrr_learned:.3f} (learned) "
-      f"vs {fit.cv_mrr_collection:.3f} (collection weights)")
+print(
+    f"held-out AUC {fit.cv_auc:.3f}; held-out MRR {fit.cv_mrr_learned:.3f} (learned) "
+    f"vs {fit.cv_mrr_collection:.3f} (collection weights)"
+)
 fit.preset_json()

@@ -39,10 +39,14 @@ conversation = dataset.conversations[conversation_index]
 [(t.timestamp.date().isoformat(), t.speaker, t.text) for t in conversation.turns if t.facts][:8]
 
 # %%
-result = run_eval(RunConfig(dataset="synthetic", budget=budget, embedder=embedder, rank_depth=0),
-                  dataset=dataset, write=False)
-result.summaries[CHOSEN][["n", "supersession_correct", "stale_leak", "stale_active", "false_supersession",
-                          "recall_in_context"]]
+result = run_eval(
+    RunConfig(dataset="synthetic", budget=budget, embedder=embedder, rank_depth=0),
+    dataset=dataset,
+    write=False,
+)
+result.summaries[CHOSEN][
+    ["n", "supersession_correct", "stale_leak", "stale_active", "false_supersession", "recall_in_context"]
+]
 
 # %% [markdown]
 # ## A timeline of one fact's values

@@ -32,8 +32,13 @@ from evals.loaders import load_dataset
 from evals.replay import ReplayConfig
 
 dataset = load_dataset(dataset_name).limit(limit)
-curve = budget_curve(dataset, presets=presets, budgets=budgets, limit_questions=limit_questions,
-                     base=ReplayConfig(embedder=embedder, rank_depth=0))
+curve = budget_curve(
+    dataset,
+    presets=presets,
+    budgets=budgets,
+    limit_questions=limit_questions,
+    base=ReplayConfig(embedder=embedder, rank_depth=0),
+)
 curve
 
 # %%

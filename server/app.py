@@ -90,13 +90,22 @@ def keep_inline_vectors(store: Store, embedder: Embedder) -> None:
         log.warning("no inline vectors: the embedder did not load (%s)", exc.message)
 
 
-def create_app(settings: Settings | None = None, *, store: Store | None = None,
-               embedder: Embedder | None = None, limiter: RateLimiter | None = None) -> Litestar:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    embedder: Embedder | None = None,
+    limiter: RateLimiter | None = None,
+) -> Litestar:
     settings = settings or Settings.from_env()
     owns_store = store is None
     store = store if store is not None else open_default_store(settings)
     # LazyEmbedder exposes model/dim as read-only properties; structurally it is an Embedder
-    chosen = embedder if embedder is not None else cast(Embedder, LazyEmbedder(settings.embedder, settings.data_dir))
+    chosen = (
+        embedder
+        if embedder is not None
+        else cast(Embedder, LazyEmbedder(settings.embedder, settings.data_dir))
+    )
     owns_limiter = limiter is None
     limiter = limiter if limiter is not None else limiter_for(settings)
     keep_inline_vectors(store, chosen)
@@ -124,13 +133,18 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None,
         debug=False,
     )
     app.state.loci = services
-    allow = {template_of(route.path): ", ".join(sorted(route.methods))
-             for route in app.routes if isinstance(route, HTTPRoute)}
-    gateway = Gateway(app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins,
-                      allow=allow)
+    allow = {
+        template_of(route.path): ", ".join(sorted(route.methods))
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+    }
+    gateway = Gateway(
+        app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins, allow=allow
+    )
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
     observability.install(app, store)  # outermost, so 429s and preflights are counted too
     if services.memories.embeddings is not None:
         services.memories.embeddings.listener = lambda st: observability.count_embed_cache(
-            hits=st.cache_hits, misses=st.texts)
+            hits=st.cache_hits, misses=st.texts
+        )
     return app

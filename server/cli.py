@@ -13,7 +13,9 @@ from server.commands import COMMANDS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loci", description="Loci: memory and context assembly for LLM agents")
+    parser = argparse.ArgumentParser(
+        prog="loci", description="Loci: memory and context assembly for LLM agents"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for module_name in COMMANDS.values():

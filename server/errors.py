@@ -49,9 +49,18 @@ ENGINE_STATUS: dict[type[engine_errors.LociError], int] = {
 }
 
 HTTP_CODES: dict[int, str] = {
-    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
-    405: "method_not_allowed", 409: "conflict", 413: "payload_too_large", 415: "bad_request",
-    422: "validation_error", 429: "rate_limited", 500: "internal_error", 501: "not_supported",
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "bad_request",
+    422: "validation_error",
+    429: "rate_limited",
+    500: "internal_error",
+    501: "not_supported",
     503: "unavailable",
 }
 
@@ -116,21 +125,35 @@ def failure_for(exc: BaseException, request_id: str) -> Failure:
         status = _engine_status(exc)
         if status == 500:
             log.error("unmapped engine error", exc_info=exc)
-            return Failure(status=500, body=ErrorBody(error="internal_error", message="internal error",
-                                                      request_id=request_id))
+            return Failure(
+                status=500,
+                body=ErrorBody(error="internal_error", message="internal error", request_id=request_id),
+            )
         if isinstance(exc, engine_errors.RateLimited):
             headers["Retry-After"] = str(exc.retry_after)
         if status == 503:
             headers["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
-        return Failure(status=status, headers=headers, body=ErrorBody(
-            error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)))
+        return Failure(
+            status=status,
+            headers=headers,
+            body=ErrorBody(
+                error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)
+            ),
+        )
     if isinstance(exc, BadRequest):
-        return Failure(status=400, body=ErrorBody(error="bad_request", message=exc.message,
-                                                  request_id=request_id, details=dict(exc.details)))
+        return Failure(
+            status=400,
+            body=ErrorBody(
+                error="bad_request", message=exc.message, request_id=request_id, details=dict(exc.details)
+            ),
+        )
     if is_outage(exc):
         log.warning("database unavailable (request %s): %s", request_id, exc)
-        return Failure(status=503, headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)}, body=ErrorBody(
-            error="unavailable", message="the database is unavailable", request_id=request_id))
+        return Failure(
+            status=503,
+            headers={"Retry-After": str(RETRY_AFTER_UNAVAILABLE)},
+            body=ErrorBody(error="unavailable", message="the database is unavailable", request_id=request_id),
+        )
     if isinstance(exc, ValidationException):
         details: dict[str, Any] = {}
         extra = exc.extra if isinstance(exc.extra, list) else []
@@ -144,27 +167,43 @@ def failure_for(exc: BaseException, request_id: str) -> Failure:
             message = str(first.get("message") or exc.detail)
         else:
             message = exc.detail
-        details["errors"] = [{k: str(getattr(v, "value", v)) for k, v in e.items()} for e in extra
-                             if isinstance(e, dict)]
-        return Failure(status=422, body=ErrorBody(error="validation_error", message=message,
-                                                  request_id=request_id, details=details))
+        details["errors"] = [
+            {k: str(getattr(v, "value", v)) for k, v in e.items()} for e in extra if isinstance(e, dict)
+        ]
+        return Failure(
+            status=422,
+            body=ErrorBody(error="validation_error", message=message, request_id=request_id, details=details),
+        )
     if isinstance(exc, MethodNotAllowedException):
         allow = (exc.headers or {}).get("allow", "")
         if allow:
             headers["Allow"] = allow
-        return Failure(status=405, headers=headers, body=ErrorBody(
-            error="method_not_allowed", message="method not allowed", request_id=request_id,
-            details={"allow": [m.strip() for m in allow.split(",") if m.strip()]}))
+        return Failure(
+            status=405,
+            headers=headers,
+            body=ErrorBody(
+                error="method_not_allowed",
+                message="method not allowed",
+                request_id=request_id,
+                details={"allow": [m.strip() for m in allow.split(",") if m.strip()]},
+            ),
+        )
     if isinstance(exc, NotFoundException):
-        return Failure(status=404, body=ErrorBody(error="not_found", message="not found",
-                                                  request_id=request_id))
+        return Failure(
+            status=404, body=ErrorBody(error="not_found", message="not found", request_id=request_id)
+        )
     if isinstance(exc, HTTPException) and exc.status_code < 500:
         status = exc.status_code
-        return Failure(status=status, body=ErrorBody(error=HTTP_CODES.get(status, "bad_request"),
-                                                     message=str(exc.detail), request_id=request_id))
+        return Failure(
+            status=status,
+            body=ErrorBody(
+                error=HTTP_CODES.get(status, "bad_request"), message=str(exc.detail), request_id=request_id
+            ),
+        )
     log.error("unhandled error (request %s)", request_id, exc_info=exc)
-    return Failure(status=500, body=ErrorBody(error="internal_error", message="internal error",
-                                              request_id=request_id))
+    return Failure(
+        status=500, body=ErrorBody(error="internal_error", message="internal error", request_id=request_id)
+    )
 
 
 def exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:

@@ -53,7 +53,9 @@ def decode_cursor(cursor: str, *, field: str = "cursor") -> int:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         tag, version, seq = msgspec.msgpack.decode(raw, type=tuple[str, int, int])
     except (binascii.Error, ValueError, msgspec.DecodeError):
-        raise InvalidInput(f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"}) from None
+        raise InvalidInput(
+            f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"}
+        ) from None
     if tag != CURSOR_TAG or version != CURSOR_VERSION or seq < 0:
         raise InvalidInput(f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"})
     return seq
@@ -61,8 +63,14 @@ def decode_cursor(cursor: str, *, field: str = "cursor") -> int:
 
 # --- pages -------------------------------------------------------------------------------------------
 def to_item(event: Event) -> EventItem:
-    return EventItem(event_id=event.event_id, type=event.type, at=event.at, memory_id=event.memory_id,
-                     entity_id=event.entity_id, data=event.data)
+    return EventItem(
+        event_id=event.event_id,
+        type=event.type,
+        at=event.at,
+        memory_id=event.memory_id,
+        entity_id=event.entity_id,
+        data=event.data,
+    )
 
 
 def reader(store: Store, org_id: str, query: EventQuery) -> ReadPage:
@@ -83,8 +91,7 @@ def list_page(read: ReadPage, *, after: int | None, limit: int) -> EventList:
 # --- the stream ----------------------------------------------------------------------------------------
 def frame(seq: int, event: Event) -> bytes:
     data = msgspec.json.encode(to_item(event))  # JSON escapes newlines: always one line
-    return (f"id: {encode_cursor(seq)}\nevent: {event.type}\n".encode()
-            + b"data: " + data + b"\n\n")
+    return f"id: {encode_cursor(seq)}\nevent: {event.type}\n".encode() + b"data: " + data + b"\n\n"
 
 
 HELLO = f"retry: {RETRY_MS}\n: connected\n\n".encode()

@@ -55,8 +55,15 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
 
 
 class Gateway:
-    def __init__(self, app: ASGIApp, *, store: Store, limiter: RateLimiter,
-                 cors_origins: tuple[str, ...] = (), allow: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        store: Store,
+        limiter: RateLimiter,
+        cors_origins: tuple[str, ...] = (),
+        allow: dict[str, str] | None = None,
+    ) -> None:
         self.app = app
         self.store = store
         self.limiter = limiter
@@ -77,14 +84,17 @@ class Gateway:
             allow = origin
         else:
             return []
-        out = [(b"access-control-allow-origin", allow.encode()),
-               (b"access-control-expose-headers", EXPOSED.encode())]
+        out = [
+            (b"access-control-allow-origin", allow.encode()),
+            (b"access-control-expose-headers", EXPOSED.encode()),
+        ]
         if allow != "*":
             out.append((b"vary", b"Origin"))
         return out
 
-    def _admit(self, authorization: list[str], client: str, count: bool, carrier: bool = False) -> tuple[
-            Principal | AuthProblem, RateDecision]:
+    def _admit(
+        self, authorization: list[str], client: str, count: bool, carrier: bool = False
+    ) -> tuple[Principal | AuthProblem, RateDecision]:
         """Resolve the key and count the request (runs in a worker thread: the store is sync). A
         `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted
         only without a valid key. Two credentials are none: which one would be meant is ambiguous."""
@@ -97,7 +107,9 @@ class Gateway:
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
 
-    def _full_allow(self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    def _full_allow(
+        self, scope: dict[str, Any], headers: list[tuple[bytes, bytes]]
+    ) -> list[tuple[bytes, bytes]]:
         """`Allow` with every method of the matched path (on OPTIONS and 405 answers)."""
         methods = self.allow.get(template_of(str(scope.get("path_template", ""))))
         if methods is None or not any(k.lower() == b"allow" for k, _ in headers):
@@ -106,15 +118,25 @@ class Gateway:
 
     @staticmethod
     def _rate_headers(decision: RateDecision) -> list[tuple[bytes, bytes]]:
-        return [(b"x-ratelimit-limit", str(decision.limit).encode()),
-                (b"x-ratelimit-remaining", str(decision.remaining).encode()),
-                (b"x-ratelimit-reset", str(decision.reset_after).encode())]
+        return [
+            (b"x-ratelimit-limit", str(decision.limit).encode()),
+            (b"x-ratelimit-remaining", str(decision.remaining).encode()),
+            (b"x-ratelimit-reset", str(decision.reset_after).encode()),
+        ]
 
     @staticmethod
     async def _send_json(send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-        await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            *headers]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    *headers,
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     # --- the ASGI entry ------------------------------------------------------------------------------
@@ -128,20 +150,29 @@ class Gateway:
         state["request_id"] = rid
         origin = _header(scope, b"origin")
         client = (scope.get("client") or ("unknown", 0))[0]
-        preflight = (scope["method"] == "OPTIONS" and origin is not None
-                     and _header(scope, b"access-control-request-method") is not None)
+        preflight = (
+            scope["method"] == "OPTIONS"
+            and origin is not None
+            and _header(scope, b"access-control-request-method") is not None
+        )
         authorization = _headers(scope, b"authorization") or [
-            f"Bearer {api_key}" for api_key in _headers(scope, b"x-api-key")]
+            f"Bearer {api_key}" for api_key in _headers(scope, b"x-api-key")
+        ]
         path = scope.get("path", "")
         carrier = path == MCP_PATH or path.startswith(MCP_PATH + "/")
         try:
             who, decision = await anyio.to_thread.run_sync(
-                self._admit, authorization, client, not preflight, carrier)
+                self._admit, authorization, client, not preflight, carrier
+            )
         except Exception as exc:  # the key store or the shared limiter is down: 503, not a bare 500
             failure = failure_for(exc, rid)
             more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]
-            await self._send_json(send, failure.status, msgspec.json.encode(failure.body),
-                                  [(b"x-request-id", rid.encode()), *self._cors_headers(origin), *more])
+            await self._send_json(
+                send,
+                failure.status,
+                msgspec.json.encode(failure.body),
+                [(b"x-request-id", rid.encode()), *self._cors_headers(origin), *more],
+            )
             return
         state["principal" if isinstance(who, Principal) else "auth_problem"] = who
         extra = [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *self._cors_headers(origin)]
@@ -149,19 +180,33 @@ class Gateway:
         if preflight:
             cors = self._cors_headers(origin)
             if cors:
-                cors += [(b"access-control-allow-methods", ALLOWED_METHODS.encode()),
-                         (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
-                         (b"access-control-max-age", b"600")]
-            await send({"type": "http.response.start", "status": 204, "headers": [
-                (b"x-request-id", rid.encode()), *self._rate_headers(decision), *cors]})
+                cors += [
+                    (b"access-control-allow-methods", ALLOWED_METHODS.encode()),
+                    (b"access-control-allow-headers", ALLOWED_HEADERS.encode()),
+                    (b"access-control-max-age", b"600"),
+                ]
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 204,
+                    "headers": [(b"x-request-id", rid.encode()), *self._rate_headers(decision), *cors],
+                }
+            )
             await send({"type": "http.response.body", "body": b""})
             return
 
         if not decision.allowed:
-            body = msgspec.json.encode(ErrorBody(
-                error="rate_limited", message="rate limit exceeded", request_id=rid,
-                details={"limit": decision.limit, "retry_after": decision.reset_after}))
-            await self._send_json(send, 429, body, [*extra, (b"retry-after", str(decision.reset_after).encode())])
+            body = msgspec.json.encode(
+                ErrorBody(
+                    error="rate_limited",
+                    message="rate limit exceeded",
+                    request_id=rid,
+                    details={"limit": decision.limit, "retry_after": decision.reset_after},
+                )
+            )
+            await self._send_json(
+                send, 429, body, [*extra, (b"retry-after", str(decision.reset_after).encode())]
+            )
             return
 
         started = False

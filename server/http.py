@@ -42,18 +42,28 @@ SMALL_BODY = 64 * 1024
 #: what `bounded_header` enforces (UTF-8, 1..128 characters, not blank), documented here and not
 #: checked by Litestar (which would count the bytes of a UTF-8 value as characters)
 HEADER_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_HEADER_LENGTH, "pattern": NOT_BLANK_PATTERN}
-IDEMPOTENCY_DOC = HeaderParameter(name=IDEMPOTENCY_HEADER, required=False, schema_extra=HEADER_SCHEMA,
-                                  description="Replays the first response for the same key and body")
-AGENT_DOC = HeaderParameter(name=AGENT_HEADER, required=False, schema_extra=HEADER_SCHEMA,
-                            description="Agent id within the organization")
+IDEMPOTENCY_DOC = HeaderParameter(
+    name=IDEMPOTENCY_HEADER,
+    required=False,
+    schema_extra=HEADER_SCHEMA,
+    description="Replays the first response for the same key and body",
+)
+AGENT_DOC = HeaderParameter(
+    name=AGENT_HEADER,
+    required=False,
+    schema_extra=HEADER_SCHEMA,
+    description="Agent id within the organization",
+)
 #: a date-time query parameter as documented (the route parses it with `query_datetime`)
 DATE_TIME_FORMAT = "date-time"
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
     chosen = statuses or tuple(DOCUMENTED_ERRORS)
-    return {s: ResponseSpec(data_container=ErrorBody, description=DOCUMENTED_ERRORS[s],
-                            generate_examples=False) for s in chosen}
+    return {
+        s: ResponseSpec(data_container=ErrorBody, description=DOCUMENTED_ERRORS[s], generate_examples=False)
+        for s in chosen
+    }
 
 
 def bounded_header(request: Request[Any, Any, Any], name: str) -> str | None:
@@ -69,8 +79,11 @@ def bounded_header(request: Request[Any, Any, Any], name: str) -> str | None:
     except UnicodeDecodeError:
         raise InvalidInput(f"{name} must be UTF-8 text", field=name) from None
     if not value or len(value) > MAX_HEADER_LENGTH:
-        raise InvalidInput(f"{name} must be 1 to {MAX_HEADER_LENGTH} characters", field=name,
-                           details={"max_length": MAX_HEADER_LENGTH})
+        raise InvalidInput(
+            f"{name} must be 1 to {MAX_HEADER_LENGTH} characters",
+            field=name,
+            details={"max_length": MAX_HEADER_LENGTH},
+        )
     return value
 
 
@@ -81,8 +94,11 @@ def query_datetime(value: str | None, name: str) -> datetime | None:
     try:
         parsed = msgspec.convert(value, datetime)
     except msgspec.ValidationError:
-        raise InvalidInput(f"{name} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z", field=name,
-                           details={"value": value[:64]}) from None
+        raise InvalidInput(
+            f"{name} must be an RFC 3339 date-time such as 2024-05-01T12:00:00Z",
+            field=name,
+            details={"value": value[:64]},
+        ) from None
     if not in_range(parsed):
         raise InvalidInput(OUT_OF_RANGE, field=name, details={"value": value[:64], "rule": RANGE_RULE})
     return parsed
@@ -112,13 +128,16 @@ def decode_json(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise BadRequest("the body is not valid UTF-8", details={"position": exc.start}) from exc
     except RecursionError:
-        raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
-                         details={"max_depth": MAX_JSON_DEPTH}) from None
+        raise BadRequest(
+            f"JSON nested deeper than {MAX_JSON_DEPTH} levels", details={"max_depth": MAX_JSON_DEPTH}
+        ) from None
     if isinstance(data, dict | list):
         path = _too_deep(data)
         if path is not None:
-            raise BadRequest(f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
-                             details={"max_depth": MAX_JSON_DEPTH, "field": path})
+            raise BadRequest(
+                f"JSON nested deeper than {MAX_JSON_DEPTH} levels",
+                details={"max_depth": MAX_JSON_DEPTH, "field": path},
+            )
     return data
 
 
@@ -139,12 +158,18 @@ async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
 
 def to_response(result: StoredResponse) -> Response[bytes]:
     headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
-    return Response(content=result.body, status_code=result.status_code, media_type=result.content_type,
-                    headers=headers)
+    return Response(
+        content=result.body, status_code=result.status_code, media_type=result.content_type, headers=headers
+    )
 
 
-async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable[[str], StoredResponse],
-                    *, prepare: Callable[[str], None] | None = None) -> Response[Any]:
+async def run_write(
+    request: Request[Any, Any, Any],
+    body: bytes,
+    work: Callable[[str], StoredResponse],
+    *,
+    prepare: Callable[[str], None] | None = None,
+) -> Response[Any]:
     """Run `work(org_id)` in a worker thread under the request's Idempotency-Key (if any).
 
     `prepare(org_id)`, when given, runs first and outside the write transaction (embedding); a request
@@ -162,8 +187,9 @@ async def run_write(request: Request[Any, Any, Any], body: bytes, work: Callable
                 return early
         if prepare is not None:
             prepare(org_id)
-        return svc.idempotency.run(org_id, key, method=request.method, path=path, body=body,
-                                   work=lambda: work(org_id))
+        return svc.idempotency.run(
+            org_id, key, method=request.method, path=path, body=body, work=lambda: work(org_id)
+        )
 
     return to_response(await anyio.to_thread.run_sync(call))
 
@@ -252,11 +278,16 @@ def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
 
 def _children(value: Any, path: str) -> list[tuple[Any, str]]:
     if isinstance(value, msgspec.Struct):
-        return [(getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
-                for f in msgspec.structs.fields(value)]
+        return [
+            (getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
+            for f in msgspec.structs.fields(value)
+        ]
     if isinstance(value, list | tuple):
-        return [(item, f"{path}[{i}]") for i, item in enumerate(value)
-                if isinstance(item, msgspec.Struct | datetime)]
+        return [
+            (item, f"{path}[{i}]")
+            for i, item in enumerate(value)
+            if isinstance(item, msgspec.Struct | datetime)
+        ]
     return []
 
 
@@ -267,8 +298,9 @@ def check_datetimes(value: Any, path: str = "") -> None:
         node, where = stack.pop()
         if isinstance(node, datetime):
             if not in_range(node):
-                raise InvalidInput(OUT_OF_RANGE, field=where or None,
-                                   details={"value": node.isoformat(), "rule": RANGE_RULE})
+                raise InvalidInput(
+                    OUT_OF_RANGE, field=where or None, details={"value": node.isoformat(), "rule": RANGE_RULE}
+                )
             continue
         stack.extend(_children(node, where))
 

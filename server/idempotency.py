@@ -43,14 +43,18 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
 
 def check_key(key: str) -> str:
     if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
-        raise InvalidInput(f"{HEADER} must be 1..{MAX_KEY_LENGTH} printable characters", field=HEADER,
-                           details={"max_length": MAX_KEY_LENGTH})
+        raise InvalidInput(
+            f"{HEADER} must be 1..{MAX_KEY_LENGTH} printable characters",
+            field=HEADER,
+            details={"max_length": MAX_KEY_LENGTH},
+        )
     return key
 
 
 class Idempotency:
-    def __init__(self, store: Store, *, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow,
-                 stripes: int = 64) -> None:
+    def __init__(
+        self, store: Store, *, ttl: timedelta = timedelta(hours=24), clock: Clock = utcnow, stripes: int = 64
+    ) -> None:
         self.store = store
         self.ttl = ttl
         self.clock = clock
@@ -63,10 +67,10 @@ class Idempotency:
     @staticmethod
     def _replay(record: IdempotencyRecord, fp: str) -> StoredResponse:
         if record.fingerprint != fp:
-            raise Conflict(f"{HEADER} was already used with another request",
-                           details={"field": HEADER})
-        return StoredResponse(status_code=record.status_code, body=record.body,
-                              content_type=record.content_type, replayed=True)
+            raise Conflict(f"{HEADER} was already used with another request", details={"field": HEADER})
+        return StoredResponse(
+            status_code=record.status_code, body=record.body, content_type=record.content_type, replayed=True
+        )
 
     def lookup(self, org_id: str, key: str, *, method: str, path: str, body: bytes) -> StoredResponse | None:
         """The stored response to replay, if this key was used already (409 if with another request).
@@ -75,8 +79,16 @@ class Idempotency:
         found = self.store.get_idempotency(org_id, key, self.clock())
         return None if found is None else self._replay(found, fingerprint(method, path, body))
 
-    def run(self, org_id: str, key: str | None, *, method: str, path: str, body: bytes,
-            work: Callable[[], StoredResponse]) -> StoredResponse:
+    def run(
+        self,
+        org_id: str,
+        key: str | None,
+        *,
+        method: str,
+        path: str,
+        body: bytes,
+        work: Callable[[], StoredResponse],
+    ) -> StoredResponse:
         """Run `work` (which writes through the same store) once per (org, key)."""
         if key is None:
             return work()
@@ -90,10 +102,18 @@ class Idempotency:
                     if found is not None:
                         return self._replay(found, fp)
                     result = work()
-                    self.store.put_idempotency(IdempotencyRecord(
-                        org_id=org_id, key=key, fingerprint=fp, status_code=result.status_code,
-                        body=result.body, content_type=result.content_type, created_at=now,
-                        expires_at=now + self.ttl))
+                    self.store.put_idempotency(
+                        IdempotencyRecord(
+                            org_id=org_id,
+                            key=key,
+                            fingerprint=fp,
+                            status_code=result.status_code,
+                            body=result.body,
+                            content_type=result.content_type,
+                            created_at=now,
+                            expires_at=now + self.ttl,
+                        )
+                    )
                     return result
             except Conflict:
                 # another process recorded this key first; our write rolled back: replay theirs

@@ -89,16 +89,31 @@ class Observability:
     def __init__(self, store: Store | None = None, *, metrics_token: str | None = None) -> None:
         self.registry = CollectorRegistry()
         self.metrics_token = metrics_token or None
-        self.requests = Counter("loci_http_requests", "HTTP requests by route template, method and status",
-                                ["route", "method", "status"], registry=self.registry)
-        self.latency = Histogram("loci_http_request_duration_seconds", "HTTP request latency",
-                                 ["route", "method"], registry=self.registry)
-        self.stages = Histogram("loci_assemble_stage_seconds", "Context assembly latency per stage",
-                                ["stage"], buckets=STAGE_BUCKETS, registry=self.registry)
-        self.embed_hits = Counter("loci_embed_cache_hits", "Texts whose embedding came from the cache",
-                                  registry=self.registry)
-        self.embed_misses = Counter("loci_embed_cache_misses", "Texts sent to the embedder",
-                                    registry=self.registry)
+        self.requests = Counter(
+            "loci_http_requests",
+            "HTTP requests by route template, method and status",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "loci_http_request_duration_seconds",
+            "HTTP request latency",
+            ["route", "method"],
+            registry=self.registry,
+        )
+        self.stages = Histogram(
+            "loci_assemble_stage_seconds",
+            "Context assembly latency per stage",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self.embed_hits = Counter(
+            "loci_embed_cache_hits", "Texts whose embedding came from the cache", registry=self.registry
+        )
+        self.embed_misses = Counter(
+            "loci_embed_cache_misses", "Texts sent to the embedder", registry=self.registry
+        )
         if store is not None:
             self.registry.register(MemoriesStored(store))
 
@@ -213,12 +228,17 @@ class AccessMiddleware:
             if access_log.isEnabledFor(logging.INFO):
                 state = scope.get("state")
                 rid = state.get("request_id") if isinstance(state, dict) else None
-                record = AccessRecord(request_id=rid if isinstance(rid, str) else None,
-                                      method=method if method in METHODS else "other", route=route,
-                                      status=status, duration_ms=round(seconds * 1000.0, 3),
-                                      org_id=_org_of(scope))
-                access_log.info(msgspec.json.encode(record).decode(),
-                                extra={"access": msgspec.structs.asdict(record)})
+                record = AccessRecord(
+                    request_id=rid if isinstance(rid, str) else None,
+                    method=method if method in METHODS else "other",
+                    route=route,
+                    status=status,
+                    duration_ms=round(seconds * 1000.0, 3),
+                    org_id=_org_of(scope),
+                )
+                access_log.info(
+                    msgspec.json.encode(record).decode(), extra={"access": msgspec.structs.asdict(record)}
+                )
         except Exception:  # observability never breaks a request
             log.exception("access metrics/log failed")
 
@@ -239,9 +259,17 @@ def observability_of(request: Request[Any, Any, Any]) -> Observability:
     return found
 
 
-@get("/metrics", operation_id="getMetrics", summary="Prometheus metrics (text format)", tags=["operations"],
-     security=[], sync_to_thread=True, media_type="text/plain", responses=error_responses(401, 429, 500),
-     description="No API key needed; with LOCI_METRICS_TOKEN set, send Authorization: Bearer <token>.")
+@get(
+    "/metrics",
+    operation_id="getMetrics",
+    summary="Prometheus metrics (text format)",
+    tags=["operations"],
+    security=[],
+    sync_to_thread=True,
+    media_type="text/plain",
+    responses=error_responses(401, 429, 500),
+    description="No API key needed; with LOCI_METRICS_TOKEN set, send Authorization: Bearer <token>.",
+)
 def metrics(request: Request[Any, Any, Any]) -> Response[bytes]:
     obs = observability_of(request)
     if not obs.allows(request.headers.get("authorization")):

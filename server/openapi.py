@@ -40,14 +40,20 @@ def openapi_config() -> OpenAPIConfig:
         title="Loci memory service",
         version=API_VERSION,
         description="Memory and context assembly for LLM agents (/v0). Errors use one envelope: "
-                    "{error, message, request_id, details}.",
+        "{error, message, request_id, details}.",
         path="/docs",
         render_plugins=[_swagger(), _Json()],
         security=[{BEARER: []}],
-        components=Components(security_schemes={
-            BEARER: SecurityScheme(type="http", scheme="bearer", bearer_format="APIKey",
-                                   description="Authorization: Bearer loci_<key>"),
-        }),
+        components=Components(
+            security_schemes={
+                BEARER: SecurityScheme(
+                    type="http",
+                    scheme="bearer",
+                    bearer_format="APIKey",
+                    description="Authorization: Bearer loci_<key>",
+                ),
+            }
+        ),
     )
 
 
@@ -71,18 +77,21 @@ def add_request_bodies(doc: dict[str, Any], bodies: dict[str, tuple[type[msgspec
             if not wanted:
                 continue
             schema = by_type[wanted[0]] if len(wanted) == 1 else {"oneOf": [by_type[t] for t in wanted]}
-            operation["requestBody"] = {"required": True,
-                                        "content": {"application/json": {"schema": schema}}}
+            operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
 #: operations that need no API key
 PUBLIC_OPERATIONS = {"getHealth", "getMetrics"}
 
 COMMON_HEADERS: dict[str, Any] = {
-    "X-Request-Id": {"description": "req_<ULID>, or the client's own X-Request-Id",
-                     "schema": {"type": "string"}},
-    "X-RateLimit-Remaining": {"description": "requests left in the current window",
-                              "schema": {"type": "integer"}},
+    "X-Request-Id": {
+        "description": "req_<ULID>, or the client's own X-Request-Id",
+        "schema": {"type": "string"},
+    },
+    "X-RateLimit-Remaining": {
+        "description": "requests left in the current window",
+        "schema": {"type": "integer"},
+    },
     "X-RateLimit-Reset": {"description": "seconds until the window resets", "schema": {"type": "integer"}},
 }
 
@@ -92,7 +101,10 @@ def _operations(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _error(status: int) -> dict[str, Any]:
-    return {"description": DOCUMENTED_ERRORS[status], "content": {"application/json": {"schema": {"$ref": ERROR_REF}}}}
+    return {
+        "description": DOCUMENTED_ERRORS[status],
+        "content": {"application/json": {"schema": {"$ref": ERROR_REF}}},
+    }
 
 
 def document_statuses(doc: dict[str, Any]) -> None:
@@ -108,7 +120,9 @@ def document_statuses(doc: dict[str, Any]) -> None:
 
 
 def add_common_headers_and_security(doc: dict[str, Any]) -> None:
-    _, mem0_error = msgspec.json.schema_components([Mem0ErrorBody], ref_template="#/components/schemas/{name}")
+    _, mem0_error = msgspec.json.schema_components(
+        [Mem0ErrorBody], ref_template="#/components/schemas/{name}"
+    )
     doc.setdefault("components", {}).setdefault("schemas", {}).update(mem0_error)
     for op in _operations(doc):
         if op.get("operationId") in PUBLIC_OPERATIONS:
@@ -121,8 +135,10 @@ def add_common_headers_and_security(doc: dict[str, Any]) -> None:
                     response["description"] = DOCUMENTED_ERRORS[400]
             response.setdefault("headers", {}).update(COMMON_HEADERS)
             if response is op["responses"].get("429") or response is op["responses"].get("503"):
-                response["headers"]["Retry-After"] = {"description": "seconds to wait",
-                                                      "schema": {"type": "integer"}}
+                response["headers"]["Retry-After"] = {
+                    "description": "seconds to wait",
+                    "schema": {"type": "integer"},
+                }
 
 
 def complete(doc: dict[str, Any]) -> dict[str, Any]:
@@ -165,9 +181,12 @@ def _assets_dir() -> str | None:
 def _swagger() -> _Swagger:
     if _assets_dir() is None:
         return _Swagger()
-    return _Swagger(js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js", css_url=f"{ASSETS_PATH}/swagger-ui.css",
-                    standalone_preset_js_url=f"{ASSETS_PATH}/swagger-ui-standalone-preset.js",
-                    favicon=f"<link rel='icon' type='image/png' href='{ASSETS_PATH}/favicon-32x32.png'>")
+    return _Swagger(
+        js_url=f"{ASSETS_PATH}/swagger-ui-bundle.js",
+        css_url=f"{ASSETS_PATH}/swagger-ui.css",
+        standalone_preset_js_url=f"{ASSETS_PATH}/swagger-ui-standalone-preset.js",
+        favicon=f"<link rel='icon' type='image/png' href='{ASSETS_PATH}/favicon-32x32.png'>",
+    )
 
 
 @get("/schema/openapi.json", include_in_schema=False, sync_to_thread=False, media_type="application/json")
@@ -177,5 +196,8 @@ def openapi_json(request: Request[Any, Any, Any]) -> dict[str, Any]:
 
 ROUTES: list[Any] = [openapi_json]
 if (_dir := _assets_dir()) is not None:
-    ROUTES.append(create_static_files_router(path=ASSETS_PATH, directories=[_dir], include_in_schema=False,
-                                             name="swagger-ui-assets"))
+    ROUTES.append(
+        create_static_files_router(
+            path=ASSETS_PATH, directories=[_dir], include_in_schema=False, name="swagger-ui-assets"
+        )
+    )

@@ -57,7 +57,9 @@ def parse_rate(text: str) -> Rate:
 class FixedWindowLimiter:
     """Fixed windows aligned to the clock (epoch multiples of the window), per key, in process."""
 
-    def __init__(self, rate: Rate, *, clock: Callable[[], float] = time.time, max_keys: int = 100_000) -> None:
+    def __init__(
+        self, rate: Rate, *, clock: Callable[[], float] = time.time, max_keys: int = 100_000
+    ) -> None:
         self.rate = rate
         self.clock = clock
         self.max_keys = max_keys
@@ -73,9 +75,12 @@ class FixedWindowLimiter:
 
     def _decision(self, count: int, window: int, now: float, allowed: bool) -> RateDecision:
         reset_at = (window + 1) * self.rate.window_seconds
-        return RateDecision(allowed=allowed, limit=self.rate.limit,
-                            remaining=max(0, self.rate.limit - count),
-                            reset_after=max(1, math.ceil(reset_at - now)))
+        return RateDecision(
+            allowed=allowed,
+            limit=self.rate.limit,
+            remaining=max(0, self.rate.limit - count),
+            reset_after=max(1, math.ceil(reset_at - now)),
+        )
 
     def hit(self, key: str) -> RateDecision:
         now = self.clock()

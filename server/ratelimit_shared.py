@@ -83,8 +83,16 @@ def is_postgres_url(url: str | None) -> bool:
 class PostgresWindowLimiter:
     """Fixed-window counts in PostgreSQL, shared by every process that uses the same database."""
 
-    def __init__(self, url: str, rate: Rate, *, clock: Callable[[], float] = time.time,
-                 max_size: int = 4, timeout: float = 2.0, fail_open: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        rate: Rate,
+        *,
+        clock: Callable[[], float] = time.time,
+        max_size: int = 4,
+        timeout: float = 2.0,
+        fail_open: bool = True,
+    ) -> None:
         import psycopg
         from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -106,8 +114,14 @@ class PostgresWindowLimiter:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"rate limiter cannot reach PostgreSQL: {exc}") from exc
         self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url, min_size=1, max_size=max_size, timeout=timeout,
-            kwargs={"autocommit": True}, configure=_no_commit_wait, open=True, name="loci-ratelimit",
+            url,
+            min_size=1,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            configure=_no_commit_wait,
+            open=True,
+            name="loci-ratelimit",
         )
 
     def close(self) -> None:
@@ -119,8 +133,12 @@ class PostgresWindowLimiter:
 
     def _decision(self, count: int, window_start: int, now: float, allowed: bool) -> RateDecision:
         reset_at = window_start + self.rate.window_seconds
-        return RateDecision(allowed=allowed, limit=self.rate.limit, remaining=max(0, self.rate.limit - count),
-                            reset_after=max(1, math.ceil(reset_at - now)))
+        return RateDecision(
+            allowed=allowed,
+            limit=self.rate.limit,
+            remaining=max(0, self.rate.limit - count),
+            reset_after=max(1, math.ceil(reset_at - now)),
+        )
 
     def _unavailable(self, exc: Exception, window_start: int, now: float) -> RateDecision:
         if not self.fail_open:
@@ -177,8 +195,10 @@ def limiter_for(settings: Settings, env: Mapping[str, str] | None = None) -> Rat
     env = os.environ if env is None else env
     rate = parse_rate(settings.rate_limit)
     if env.get("LOCI_REDIS_URL"):
-        raise Unavailable("LOCI_REDIS_URL is set, but this build has no Redis rate limiter (the `redis` "
-                          "package is not installed); unset it to share limits through PostgreSQL")
+        raise Unavailable(
+            "LOCI_REDIS_URL is set, but this build has no Redis rate limiter (the `redis` "
+            "package is not installed); unset it to share limits through PostgreSQL"
+        )
     if is_postgres_url(settings.database_url):
         assert settings.database_url is not None
         return PostgresWindowLimiter(settings.database_url, rate)

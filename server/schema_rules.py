@@ -51,8 +51,17 @@ OPERATION_RULES: dict[str, tuple[str, ...]] = {
     "pruneMemories": ("date_time_range",),
     "listMemoriesV1": ("user_or_agent",),
     "getEntityGraph": ("date_time_range",),
-    **{op: ("scope_filter", "filter_language") for op in (
-        "mem0ListV3", "mem0ListV2", "mem0SearchV3", "mem0SearchV2", "mem0SearchV1", "mem0OssSearch")},
+    **{
+        op: ("scope_filter", "filter_language")
+        for op in (
+            "mem0ListV3",
+            "mem0ListV2",
+            "mem0SearchV3",
+            "mem0SearchV2",
+            "mem0SearchV1",
+            "mem0OssSearch",
+        )
+    },
     "mem0DeleteAll": ("scope_filter",),
     "mem0OssDeleteAll": ("scope_filter",),
     **{op: ("timestamp_unchanged", "something_to_update") for op in ("mem0UpdateMemory", "mem0OssUpdate")},
@@ -64,12 +73,17 @@ def _present(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 # engine.prune.prune: at least one rule (archived/expired count only when true)
-PRUNE_NEEDS_A_RULE: dict[str, Any] = {"anyOf": [
-    _present("statuses", {"type": "array"}), _present("archived", {"const": True}),
-    _present("expired", {"const": True}), _present("older_than", {"type": "string"}),
-    _present("max_confidence", {"type": "number"}), _present("types", {"type": "array"}),
-    _present("tags", {"type": "array"}),
-]}
+PRUNE_NEEDS_A_RULE: dict[str, Any] = {
+    "anyOf": [
+        _present("statuses", {"type": "array"}),
+        _present("archived", {"const": True}),
+        _present("expired", {"const": True}),
+        _present("older_than", {"type": "string"}),
+        _present("max_confidence", {"type": "number"}),
+        _present("types", {"type": "array"}),
+        _present("tags", {"type": "array"}),
+    ]
+}
 
 # server.routes.v1.create_memories_v1: one of user_id, agent_id, run_id; some message not blank
 V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
@@ -81,18 +95,35 @@ V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
 # (object_text, object_num, a text, or negated), never both object_text and object_num; any other type
 # has a text that is not blank
 _FACT_VALUE: list[dict[str, Any]] = [
-    _present("object_text", {"type": "string"}), _present("object_num", {"type": "number"}),
-    _present("text", {"type": "string"}), _present("negated", {"const": True}),
+    _present("object_text", {"type": "string"}),
+    _present("object_num", {"type": "number"}),
+    _present("text", {"type": "string"}),
+    _present("negated", {"const": True}),
 ]
-UPSERT_ITEM_KINDS: dict[str, Any] = {"anyOf": [
-    {"properties": {"type": {"const": "fact"}, "subject": {"type": "string"}, "predicate": {"type": "string"}},
-     "required": ["subject", "predicate"], "anyOf": _FACT_VALUE,
-     "not": {"required": ["object_text", "object_num"],
-             "properties": {"object_text": {"type": "string"}, "object_num": {"type": "number"}}}},
-    {"properties": {"type": {"enum": [t for t in MEMORY_TYPES if t != "fact"]},
-                    "text": {"type": "string", "pattern": NOT_BLANK_PATTERN}},
-     "required": ["type", "text"]},
-]}
+UPSERT_ITEM_KINDS: dict[str, Any] = {
+    "anyOf": [
+        {
+            "properties": {
+                "type": {"const": "fact"},
+                "subject": {"type": "string"},
+                "predicate": {"type": "string"},
+            },
+            "required": ["subject", "predicate"],
+            "anyOf": _FACT_VALUE,
+            "not": {
+                "required": ["object_text", "object_num"],
+                "properties": {"object_text": {"type": "string"}, "object_num": {"type": "number"}},
+            },
+        },
+        {
+            "properties": {
+                "type": {"enum": [t for t in MEMORY_TYPES if t != "fact"]},
+                "text": {"type": "string", "pattern": NOT_BLANK_PATTERN},
+            },
+            "required": ["type", "text"],
+        },
+    ]
+}
 
 COMPONENT_RULES: dict[str, dict[str, Any]] = {
     "PruneRequest": PRUNE_NEEDS_A_RULE,

@@ -76,7 +76,9 @@ def create_database(server: PgServer, name: str, template: str | None = None) ->
     drop_database(server, name)
     stmt = sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name))
     if template is not None:
-        stmt = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+        stmt = sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(template)
+        )
     _admin(server, stmt)
     return server.url(name)
 

@@ -32,8 +32,11 @@ ROUTE_TABLES = (README, (ROOT / "docs" / "integrations.md").read_text())
 
 
 def _readme_routes() -> set[tuple[str, str]]:
-    rows = [r for text in ROUTE_TABLES for r in re.findall(r"^\|\s*`(GET|POST|PUT|PATCH|DELETE)\s+([^`]+)`", text,
-                                                             flags=re.M)]
+    rows = [
+        r
+        for text in ROUTE_TABLES
+        for r in re.findall(r"^\|\s*`(GET|POST|PUT|PATCH|DELETE)\s+([^`]+)`", text, flags=re.M)
+    ]
     return {(m, p.strip()) for m, p in rows}
 
 
@@ -45,7 +48,10 @@ def test_every_openapi_route_is_in_the_readme_api_table() -> None:
     missing = []
     for path, ops in doc["paths"].items():
         for method in ops:
-            if method.upper() in {"GET", "POST", "PUT", "PATCH", "DELETE"} and (method.upper(), path) not in documented:
+            if (
+                method.upper() in {"GET", "POST", "PUT", "PATCH", "DELETE"}
+                and (method.upper(), path) not in documented
+            ):
                 missing.append(f"{method.upper()} {path}")
     assert not missing, f"routes missing from the API tables (README, docs/integrations.md): {missing}"
 
@@ -89,6 +95,11 @@ def live_server(tmp_path: Path) -> Iterator[tuple[str, str]]:
 @pytest.mark.parametrize("script", sorted((ROOT / "docs" / "examples").glob("*.sh")), ids=lambda p: p.name)
 def test_readme_examples_run(script: Path, live_server: tuple[str, str]) -> None:
     base, key = live_server
-    done = subprocess.run(["bash", str(script)], env={**os.environ, "B": base, "KEY": key},
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(script)],
+        env={**os.environ, "B": base, "KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

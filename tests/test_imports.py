@@ -43,7 +43,11 @@ def _files(folder: str) -> list[Path]:
 def test_the_checker_sees_nested_and_from_imports(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     probe.write_text("import os\ndef f():\n    from server.app import create_app\n    import psycopg.sql\n")
-    assert _under(_imports(probe), ("server", "psycopg")) == {"server.app", "server.app.create_app", "psycopg.sql"}
+    assert _under(_imports(probe), ("server", "psycopg")) == {
+        "server.app",
+        "server.app.create_app",
+        "psycopg.sql",
+    }
     assert _under(_imports(probe, top_level_only=True), ("server",)) == set()
 
 
@@ -64,7 +68,10 @@ def test_engine_outside_storage_knows_no_driver_framework_or_concrete_store() ->
 
 
 def test_server_imports_the_harness_only_lazily() -> None:
-    bad = {str(p.relative_to(ROOT)): _under(_imports(p, top_level_only=True), ("evals",)) for p in _files("server")}
+    bad = {
+        str(p.relative_to(ROOT)): _under(_imports(p, top_level_only=True), ("evals",))
+        for p in _files("server")
+    }
     assert {k: v for k, v in bad.items() if v} == {}
 
 

@@ -35,8 +35,16 @@ import numpy as np
 import numpy.typing as npt
 
 
-def _scripted_forward(word: Any, pos: Any, type0: Any, ln: tuple[Any, Any], layers: list[tuple[Any, ...]],
-                      heads: int, hidden: int, eps: float) -> Any:
+def _scripted_forward(
+    word: Any,
+    pos: Any,
+    type0: Any,
+    ln: tuple[Any, Any],
+    layers: list[tuple[Any, ...]],
+    heads: int,
+    hidden: int,
+    eps: float,
+) -> Any:
     """The forward pass as a TorchScript module (built lazily: torch is imported only here)."""
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -60,7 +68,9 @@ def _scripted_forward(word: Any, pos: Any, type0: Any, ln: tuple[Any, Any], laye
                 att = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], attn_mask=keep)
                 att = att.transpose(1, 2).reshape(b, n, d)
                 x = F.layer_norm(F.linear(att, w[2], w[3]) + x, [d], w[4], w[5], eps)
-                x = F.layer_norm(F.linear(F.gelu(F.linear(x, w[6], w[7])), w[8], w[9]) + x, [d], w[10], w[11], eps)
+                x = F.layer_norm(
+                    F.linear(F.gelu(F.linear(x, w[6], w[7])), w[8], w[9]) + x, [d], w[10], w[11], eps
+                )
             m = mask.unsqueeze(-1).to(x.dtype)
             pooled = (x * m).sum(1) / m.sum(1).clamp(min=1e-9)
             return F.normalize(pooled, p=2.0, dim=1)
@@ -88,20 +98,33 @@ class LeanBert:
         with torch.no_grad():
             for layer in bert.encoder.layer:
                 a = layer.attention.self
-                layers.append((
-                    torch.cat([a.query.weight, a.key.weight, a.value.weight]).contiguous(),
-                    torch.cat([a.query.bias, a.key.bias, a.value.bias]).contiguous(),
-                    layer.attention.output.dense.weight, layer.attention.output.dense.bias,
-                    layer.attention.output.LayerNorm.weight, layer.attention.output.LayerNorm.bias,
-                    layer.intermediate.dense.weight, layer.intermediate.dense.bias,
-                    layer.output.dense.weight, layer.output.dense.bias,
-                    layer.output.LayerNorm.weight, layer.output.LayerNorm.bias,
-                ))
+                layers.append(
+                    (
+                        torch.cat([a.query.weight, a.key.weight, a.value.weight]).contiguous(),
+                        torch.cat([a.query.bias, a.key.bias, a.value.bias]).contiguous(),
+                        layer.attention.output.dense.weight,
+                        layer.attention.output.dense.bias,
+                        layer.attention.output.LayerNorm.weight,
+                        layer.attention.output.LayerNorm.bias,
+                        layer.intermediate.dense.weight,
+                        layer.intermediate.dense.bias,
+                        layer.output.dense.weight,
+                        layer.output.dense.bias,
+                        layer.output.LayerNorm.weight,
+                        layer.output.LayerNorm.bias,
+                    )
+                )
         emb = bert.embeddings
         self.forward = _scripted_forward(
-            emb.word_embeddings.weight, emb.position_embeddings.weight, emb.token_type_embeddings.weight[0],
-            (emb.LayerNorm.weight, emb.LayerNorm.bias), layers,
-            int(cfg.num_attention_heads), int(cfg.hidden_size), float(cfg.layer_norm_eps))
+            emb.word_embeddings.weight,
+            emb.position_embeddings.weight,
+            emb.token_type_embeddings.weight[0],
+            (emb.LayerNorm.weight, emb.LayerNorm.bias),
+            layers,
+            int(cfg.num_attention_heads),
+            int(cfg.hidden_size),
+            float(cfg.layer_norm_eps),
+        )
 
     @classmethod
     def from_model(cls, st: Any) -> LeanBert | None:

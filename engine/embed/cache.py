@@ -28,8 +28,9 @@ class EmbedStats(msgspec.Struct, kw_only=True):
 
 
 class EmbeddingCache:
-    def __init__(self, embedder: Embedder, store: Store | None = None, *, lru_size: int = 4096,
-                 batch_size: int = 64) -> None:
+    def __init__(
+        self, embedder: Embedder, store: Store | None = None, *, lru_size: int = 4096, batch_size: int = 64
+    ) -> None:
         self.embedder = embedder
         self.store = store
         self.batch_size = batch_size
@@ -58,8 +59,14 @@ class EmbeddingCache:
             while len(self._lru) > self._lru_size:
                 self._lru.popitem(last=False)
 
-    def embed(self, texts: Sequence[str], *, persist: bool = True, defer: bool = False,
-              stats: EmbedStats | None = None) -> list[Vector]:
+    def embed(
+        self,
+        texts: Sequence[str],
+        *,
+        persist: bool = True,
+        defer: bool = False,
+        stats: EmbedStats | None = None,
+    ) -> list[Vector]:
         """One vector per text. `persist` reads and writes the store's vectors (memory texts); query texts
         pass persist=False: looked up and kept in the LRU only (a query is rarely a stored text, and the
         store lookup would cost a database round trip on every request). With `defer`, new vectors are
@@ -82,8 +89,11 @@ class EmbeddingCache:
         if self.store is None:
             return
         with self._lock:
-            ready = {h: v for h in dict.fromkeys(text_hash(t) for t in texts)
-                     if (v := self._unsaved.get(h)) is not None}
+            ready = {
+                h: v
+                for h in dict.fromkeys(text_hash(t) for t in texts)
+                if (v := self._unsaved.get(h)) is not None
+            }
         if ready:
             self.store.put_embeddings(self.model, ready)
 
@@ -93,8 +103,9 @@ class EmbeddingCache:
             while len(self._unsaved) > self._lru_size:  # a write that never committed: forget its vectors
                 self._unsaved.popitem(last=False)
 
-    def _embed_into(self, texts: Sequence[str], persist: bool, defer: bool, stats: EmbedStats,
-                    found: dict[str, Vector]) -> list[str]:
+    def _embed_into(
+        self, texts: Sequence[str], persist: bool, defer: bool, stats: EmbedStats, found: dict[str, Vector]
+    ) -> list[str]:
         """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
         for h in set(hashes):

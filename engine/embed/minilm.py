@@ -48,7 +48,8 @@ RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
 #: projections run in int8 by the `onnx` runtime: all but the feed-forward ones of the first three layers,
 #: the most sensitive to int8 activations (chosen per projection on LongMemEval texts, checked on LoCoMo)
 INT8_PROJECTIONS: tuple[str, ...] = tuple(
-    f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or not kind.startswith("ffn"))
+    f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or not kind.startswith("ffn")
+)
 
 
 def _model_path() -> str:
@@ -77,8 +78,15 @@ class MiniLMEmbedder:
     model: str = MODEL_NAME
     dim: int = DIM
 
-    def __init__(self, *, batch_size: int = 64, threads: int | None = None, runtime: str | None = None,
-                 cache_dir: str | Path | None = None, data_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        threads: int | None = None,
+        runtime: str | None = None,
+        cache_dir: str | Path | None = None,
+        data_dir: str | None = None,
+    ) -> None:
         self.batch_size = batch_size
         env_threads = os.environ.get("LOCI_TORCH_THREADS")
         self.threads = threads or (int(env_threads) if env_threads else min(2, os.cpu_count() or 1))
@@ -167,9 +175,16 @@ class MiniLMEmbedder:
         encoder = self._encoder()
         if encoder is not None:
             return self._onnx_rows(encoder, list(texts), self.threads)
-        return self._run(self.threads, lambda model: model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-            show_progress_bar=False))
+        return self._run(
+            self.threads,
+            lambda model: model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ),
+        )
 
     def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """A batch of at most SMALL_BATCH texts (one or several merged query calls), one thread."""

@@ -55,13 +55,24 @@ def supported(model_dir: Path) -> bool:
     except (OSError, ValueError, KeyError, TypeError):
         return False
     mean_only = pooling.get("pooling_mode_mean_tokens") is True and not any(
-        pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
-                                 "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
-                                 "pooling_mode_lasttoken"))
-    return (modules == ["Transformer", "Pooling", "Normalize"] and mean_only
-            and cfg.get("model_type") == "bert" and cfg.get("hidden_act") == "gelu"
-            and cfg.get("position_embedding_type", "absolute") == "absolute"
-            and (model_dir / "model.safetensors").is_file() and (model_dir / "tokenizer.json").is_file())
+        pooling.get(k)
+        for k in (
+            "pooling_mode_cls_token",
+            "pooling_mode_max_tokens",
+            "pooling_mode_mean_sqrt_len_tokens",
+            "pooling_mode_weightedmean_tokens",
+            "pooling_mode_lasttoken",
+        )
+    )
+    return (
+        modules == ["Transformer", "Pooling", "Normalize"]
+        and mean_only
+        and cfg.get("model_type") == "bert"
+        and cfg.get("hidden_act") == "gelu"
+        and cfg.get("position_embedding_type", "absolute") == "absolute"
+        and (model_dir / "model.safetensors").is_file()
+        and (model_dir / "tokenizer.json").is_file()
+    )
 
 
 def _digest(weights: Path, quantize: Collection[str]) -> str:
@@ -79,8 +90,9 @@ def _build_bytes(model_dir: Path, quantize: Collection[str]) -> bytes:
 
     cfg = _read_json(model_dir / "config.json")
     weights = load_file(str(model_dir / "model.safetensors"))
-    model = build_model(weights, heads=int(cfg["num_attention_heads"]), eps=float(cfg["layer_norm_eps"]),
-                        quantize=quantize)
+    model = build_model(
+        weights, heads=int(cfg["num_attention_heads"]), eps=float(cfg["layer_norm_eps"]), quantize=quantize
+    )
     data: bytes = model.SerializeToString()
     return data
 
@@ -121,8 +133,9 @@ class OnnxEncoder:
         self._guard = threading.Lock()
 
     @classmethod
-    def open(cls, model_dir: Path, cache_dir: Path, *, name: str,
-             quantize: Collection[str] = ()) -> OnnxEncoder | None:
+    def open(
+        cls, model_dir: Path, cache_dir: Path, *, name: str, quantize: Collection[str] = ()
+    ) -> OnnxEncoder | None:
         try:
             import onnx  # noqa: F401
             import onnxruntime  # noqa: F401
@@ -176,8 +189,11 @@ class OnnxEncoder:
         start = 0
         while start < len(order):
             end = start + 1
-            while (end < len(order) and end - start < CHUNK_TEXTS
-                   and (end - start + 1) * len(ids[order[end]]) <= CHUNK_TOKENS):
+            while (
+                end < len(order)
+                and end - start < CHUNK_TEXTS
+                and (end - start + 1) * len(ids[order[end]]) <= CHUNK_TOKENS
+            ):
                 end += 1
             chunk = order[start:end]
             with lock:

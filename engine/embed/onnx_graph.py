@@ -67,41 +67,74 @@ class _Graph:
         if not quantized:
             return self.node("MatMul", [x, self.const(f"{name}.w", w)], [name])
         q, scale, zero = quantize_columns(w)
-        ins = [x, self.const(f"{name}.wq", q), self.const(f"{name}.ws", scale), self.const(f"{name}.wz", zero)]
+        ins = [
+            x,
+            self.const(f"{name}.wq", q),
+            self.const(f"{name}.ws", scale),
+            self.const(f"{name}.wz", zero),
+        ]
         return self.node("DynamicQuantizeMatMul", ins, [name], domain=MS)
 
-    def attention(self, x: str, w: Array, b: Array, mask_index: str, name: str, heads: int,
-                  quantized: bool) -> str:
+    def attention(
+        self, x: str, w: Array, b: Array, mask_index: str, name: str, heads: int, quantized: bool
+    ) -> str:
         if not quantized:
             ins = [x, self.const(f"{name}.w", w), self.const(f"{name}.b", b), mask_index]
             return self.node("Attention", ins, [name], domain=MS, num_heads=heads)
         q, scale, zero = quantize_columns(w)
         xq, xs, xz = f"{name}.xq", f"{name}.xs", f"{name}.xz"
         self.node("DynamicQuantizeLinear", [x], [xq, xs, xz])
-        ins = [xq, self.const(f"{name}.wq", q), self.const(f"{name}.b", b), xs, self.const(f"{name}.ws", scale),
-               mask_index, xz, self.const(f"{name}.wz", zero)]
+        ins = [
+            xq,
+            self.const(f"{name}.wq", q),
+            self.const(f"{name}.b", b),
+            xs,
+            self.const(f"{name}.ws", scale),
+            mask_index,
+            xz,
+            self.const(f"{name}.wz", zero),
+        ]
         return self.node("QAttention", ins, [name], domain=MS, num_heads=heads)
 
 
-def _layer(g: _Graph, w: Mapping[str, Array], i: int, x: str, mask_index: str, *, heads: int, eps: float,
-           quantize: Collection[str]) -> str:
+def _layer(
+    g: _Graph,
+    w: Mapping[str, Array],
+    i: int,
+    x: str,
+    mask_index: str,
+    *,
+    heads: int,
+    eps: float,
+    quantize: Collection[str],
+) -> str:
     p = f"encoder.layer.{i}."
     a = p + "attention.self."
     wqkv = np.concatenate([w[a + "query.weight"], w[a + "key.weight"], w[a + "value.weight"]], 0).T
     bqkv = np.concatenate([w[a + "query.bias"], w[a + "key.bias"], w[a + "value.bias"]])
     att = g.attention(x, wqkv, bqkv, mask_index, f"l{i}.qkv", heads, f"l{i}.qkv" in quantize)
-    out = g.matmul(att, w[p + "attention.output.dense.weight"].T, f"l{i}.attn_out", f"l{i}.attn_out" in quantize)
-    ln1 = [g.const(f"l{i}.ln1.g", w[p + "attention.output.LayerNorm.weight"]),
-           g.const(f"l{i}.ln1.b", w[p + "attention.output.LayerNorm.bias"]),
-           g.const(f"l{i}.attn_out.b", w[p + "attention.output.dense.bias"])]
+    out = g.matmul(
+        att, w[p + "attention.output.dense.weight"].T, f"l{i}.attn_out", f"l{i}.attn_out" in quantize
+    )
+    ln1 = [
+        g.const(f"l{i}.ln1.g", w[p + "attention.output.LayerNorm.weight"]),
+        g.const(f"l{i}.ln1.b", w[p + "attention.output.LayerNorm.bias"]),
+        g.const(f"l{i}.attn_out.b", w[p + "attention.output.dense.bias"]),
+    ]
     x = g.node("SkipLayerNormalization", [out, x, *ln1], [f"l{i}.x1"], domain=MS, epsilon=eps)
     h = g.matmul(x, w[p + "intermediate.dense.weight"].T, f"l{i}.ffn_in", f"l{i}.ffn_in" in quantize)
-    h = g.node("BiasGelu", [h, g.const(f"l{i}.ffn_in.b", w[p + "intermediate.dense.bias"])], [f"l{i}.gelu"],
-               domain=MS)
+    h = g.node(
+        "BiasGelu",
+        [h, g.const(f"l{i}.ffn_in.b", w[p + "intermediate.dense.bias"])],
+        [f"l{i}.gelu"],
+        domain=MS,
+    )
     out = g.matmul(h, w[p + "output.dense.weight"].T, f"l{i}.ffn_out", f"l{i}.ffn_out" in quantize)
-    ln2 = [g.const(f"l{i}.ln2.g", w[p + "output.LayerNorm.weight"]),
-           g.const(f"l{i}.ln2.b", w[p + "output.LayerNorm.bias"]),
-           g.const(f"l{i}.ffn_out.b", w[p + "output.dense.bias"])]
+    ln2 = [
+        g.const(f"l{i}.ln2.g", w[p + "output.LayerNorm.weight"]),
+        g.const(f"l{i}.ln2.b", w[p + "output.LayerNorm.bias"]),
+        g.const(f"l{i}.ffn_out.b", w[p + "output.dense.bias"]),
+    ]
     return g.node("SkipLayerNormalization", [out, x, *ln2], [f"l{i}.x2"], domain=MS, epsilon=eps)
 
 
@@ -111,24 +144,38 @@ def _embeddings(g: _Graph, w: Mapping[str, Array], eps: float) -> tuple[str, str
     positions = w[e + "position_embeddings.weight"] + w[e + "token_type_embeddings.weight"][0]
     ids = g.node("Cast", ["input_ids"], ["ids32"], to=6)  # int32
     mask = g.node("Cast", ["attention_mask"], ["mask32"], to=6)
-    ins = [ids, "", g.const("word", w[e + "word_embeddings.weight"]), g.const("pos", positions), "",
-           g.const("emb.ln.g", w[e + "LayerNorm.weight"]), g.const("emb.ln.b", w[e + "LayerNorm.bias"]), mask]
+    ins = [
+        ids,
+        "",
+        g.const("word", w[e + "word_embeddings.weight"]),
+        g.const("pos", positions),
+        "",
+        g.const("emb.ln.g", w[e + "LayerNorm.weight"]),
+        g.const("emb.ln.b", w[e + "LayerNorm.bias"]),
+        mask,
+    ]
     g.node("EmbedLayerNormalization", ins, ["x0", "mask_index"], domain=MS, epsilon=eps)
     return "x0", "mask_index"
 
 
 def _pool(g: _Graph, x: str) -> str:
     """Mean over the real tokens, then L2 normalization (sentence-transformers' Pooling + Normalize)."""
-    m = g.node("Unsqueeze", [g.node("Cast", ["attention_mask"], ["maskf"], to=1), g.const("axis2", [2])],
-               ["mask3"])
+    m = g.node(
+        "Unsqueeze", [g.node("Cast", ["attention_mask"], ["maskf"], to=1), g.const("axis2", [2])], ["mask3"]
+    )
     axis1 = g.const("axis1", [1])
     summed = g.node("ReduceSum", [g.node("Mul", [x, m], ["masked"]), axis1], ["summed"], keepdims=0)
-    count = g.node("Max", [g.node("ReduceSum", [m, axis1], ["count0"], keepdims=0),
-                           g.const("tiny", np.float32(1e-9))], ["count"])
+    count = g.node(
+        "Max",
+        [g.node("ReduceSum", [m, axis1], ["count0"], keepdims=0), g.const("tiny", np.float32(1e-9))],
+        ["count"],
+    )
     return g.node("LpNormalization", [g.node("Div", [summed, count], ["pooled"])], ["embedding"], axis=1, p=2)
 
 
-def build_model(weights: Mapping[str, Array], *, heads: int, eps: float, quantize: Collection[str] = ()) -> Any:
+def build_model(
+    weights: Mapping[str, Array], *, heads: int, eps: float, quantize: Collection[str] = ()
+) -> Any:
     """The onnx.ModelProto of the encoder for BERT `weights` (transformers' state dict names)."""
     from onnx import TensorProto, helper
 
@@ -143,11 +190,17 @@ def build_model(weights: Mapping[str, Array], *, heads: int, eps: float, quantiz
     _pool(g, x)
     hidden = int(weights["embeddings.word_embeddings.weight"].shape[1])
     graph = helper.make_graph(
-        g.nodes, "sentence_encoder",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
-        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])], g.inits)
-    model = helper.make_model(graph, producer_name="loci",
-                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+        g.nodes,
+        "sentence_encoder",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])],
+        g.inits,
+    )
+    model = helper.make_model(
+        graph, producer_name="loci", opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)]
+    )
     model.ir_version = 8
     return model

@@ -38,9 +38,17 @@ def embeddings_url(base: str) -> str:
 
 
 class OpenAIEmbedder:
-    def __init__(self, *, url: str | None = None, model_name: str | None = None,
-                 api_key: str | None = None, timeout: float | None = None, dim: int | None = None,
-                 batch_size: int = 128, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        url: str | None = None,
+        model_name: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        dim: int | None = None,
+        batch_size: int = 128,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         base = url or os.environ.get("LOCI_EMBED_URL") or "http://127.0.0.1:11434/v1"
         self.url = embeddings_url(base)
         self.model_name = model_name or os.environ.get("LOCI_EMBED_MODEL") or "text-embedding-3-small"
@@ -65,8 +73,10 @@ class OpenAIEmbedder:
         except httpx.HTTPError as exc:
             raise Unavailable(f"embeddings endpoint {self.url} failed: {exc}") from exc
         if resp.status_code // 100 != 2:
-            raise Unavailable(f"embeddings endpoint {self.url} answered {resp.status_code}",
-                              details={"status": resp.status_code})
+            raise Unavailable(
+                f"embeddings endpoint {self.url} answered {resp.status_code}",
+                details={"status": resp.status_code},
+            )
         try:
             body: Any = resp.json()
             items = sorted(body["data"], key=lambda d: int(d.get("index", 0)))

@@ -154,7 +154,10 @@ class LLMExtractor:
         try:
             payload: Any = resp.json()
             usage = payload.get("usage") or {}
-            tokens = int(usage.get("total_tokens") or (usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)))
+            tokens = int(
+                usage.get("total_tokens")
+                or (usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0))
+            )
         except (ValueError, AttributeError, TypeError):
             payload = None
         if resp.status_code // 100 != 2 or not isinstance(payload, dict):
@@ -180,7 +183,9 @@ class LLMExtractor:
             if isinstance(exc, _Failed):
                 tokens = exc.tokens
             result = self.fallback.extract(text, subject=subject, reference_time=reference)
-            return msgspec.structs.replace(result, degraded=True, llm_tokens=tokens, extractor=f"{self.name}->rules")
+            return msgspec.structs.replace(
+                result, degraded=True, llm_tokens=tokens, extractor=f"{self.name}->rules"
+            )
 
     def _convert(self, reply: LLMReply, user: str, tokens: int, text: str) -> ExtractResult:
         entities: dict[str, Entity] = {}
@@ -200,13 +205,23 @@ class LLMExtractor:
             spec = spec_for(predicate)
             facts.append(
                 FactDraft(
-                    subject=subject, predicate=predicate, object=value, object_type=otype, object_name=name,
-                    unit=f.unit or None, negated=f.negated, confidence=min(max(f.confidence, 0.0), 1.0),
+                    subject=subject,
+                    predicate=predicate,
+                    object=value,
+                    object_type=otype,
+                    object_name=name,
+                    unit=f.unit or None,
+                    negated=f.negated,
+                    confidence=min(max(f.confidence, 0.0), 1.0),
                     text=render(subject_name, predicate, name, negated=f.negated),
-                    sensitivity="pii" if spec.pii else "none", subject_name=subject_name, source_text=text[:500],
+                    sensitivity="pii" if spec.pii else "none",
+                    subject_name=subject_name,
+                    source_text=text[:500],
                 )  # fmt: skip
             )
-        return ExtractResult(entities=list(entities.values()), facts=facts, llm_tokens=tokens, extractor=self.name)
+        return ExtractResult(
+            entities=list(entities.values()), facts=facts, llm_tokens=tokens, extractor=self.name
+        )
 
 
 def _value(f: LLMFact) -> tuple[str | int | float, DraftObjectType, str]:

@@ -46,8 +46,13 @@ def summary_allowance(budget: int, used: int) -> int:
     return room if room >= SUMMARY_MIN_TOKENS else 0
 
 
-def context_tokens(facts: Sequence[str], recent_events: Sequence[str], summary: str,
-                   sources: Sequence[str], tokenizer: Tokenizer | None = None) -> int:
+def context_tokens(
+    facts: Sequence[str],
+    recent_events: Sequence[str],
+    summary: str,
+    sources: Sequence[str],
+    tokenizer: Tokenizer | None = None,
+) -> int:
     tok = tokenizer or get_tokenizer("estimate")
     total = tok.line_tokens(summary)
     for line in (*facts, *recent_events, *sources):
@@ -96,16 +101,25 @@ class _Fitter:
             return False
         self.keep(msgspec.structs.replace(item, line=short), head + short_cost)
         self.dropped += cost - short_cost
-        self.actions.append(BudgetAction(action="truncate", memory_id=item.id,
-                                         notes=f"cut from {cost} to {short_cost} tokens to fit the budget"))
+        self.actions.append(
+            BudgetAction(
+                action="truncate",
+                memory_id=item.id,
+                notes=f"cut from {cost} to {short_cost} tokens to fit the budget",
+            )
+        )
         return True
 
     def drop(self, item: RenderItem, cost: int) -> None:
         self.dropped += cost
-        self.actions.append(BudgetAction(
-            action="drop", memory_id=item.id,
-            notes=f"{item.section} line of {cost} tokens does not fit ({self.available - self.used} left; "
-                  f"rank {item.rank}, score {item.score:.4f})"))
+        self.actions.append(
+            BudgetAction(
+                action="drop",
+                memory_id=item.id,
+                notes=f"{item.section} line of {cost} tokens does not fit ({self.available - self.used} left; "
+                f"rank {item.rank}, score {item.score:.4f})",
+            )
+        )
 
 
 def fit(items: Sequence[RenderItem], budget: int, tokenizer: Tokenizer | None = None) -> BudgetPlan:
@@ -130,5 +144,11 @@ def fit(items: Sequence[RenderItem], budget: int, tokenizer: Tokenizer | None = 
         skipped = skipped[1:]
     for item, cost in skipped:
         state.drop(item, cost)
-    return BudgetPlan(kept=state.kept, actions=state.actions, budget=budget, planned=planned,
-                      dropped=state.dropped, used=state.used)
+    return BudgetPlan(
+        kept=state.kept,
+        actions=state.actions,
+        budget=budget,
+        planned=planned,
+        dropped=state.dropped,
+        used=state.used,
+    )

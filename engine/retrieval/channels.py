@@ -74,8 +74,9 @@ class ChannelHits(msgspec.Struct, kw_only=True):
     degraded: bool = False
 
 
-def run_other_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str,
-                       seeds: Sequence[str]) -> ChannelHits:
+def run_other_channels(
+    store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str, seeds: Sequence[str]
+) -> ChannelHits:
     """bm25, graph_prior and the recent events: the channels that do not need the query vector (so
     they can run while it is being computed)."""
     out = ChannelHits()
@@ -105,8 +106,15 @@ def run_other_channels(store: Store, scope: Scope, cfg: ResolvedRetrieval, *, qu
     return out
 
 
-def add_semantic(out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *,
-                 query_vector: Vector | None, model: str | None) -> None:
+def add_semantic(
+    out: ChannelHits,
+    store: Store,
+    scope: Scope,
+    cfg: ResolvedRetrieval,
+    *,
+    query_vector: Vector | None,
+    model: str | None,
+) -> None:
     """The semantic channel into `out` (skipped without a vector or weight)."""
     if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
         try:
@@ -122,9 +130,15 @@ def add_semantic(out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetr
 def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) -> list[Memory]:
     """The newest in-scope events (at or before as_of when set), newest first."""
     query = ListQuery(
-        namespace=scope.namespace, entity_id=scope.entity_id, agent_id=scope.agent_id, types=("event",),
-        archived=False, statuses=None if scope.as_of is not None else ("active",),
-        until=None if scope.as_of is None else shift(scope.as_of, timedelta(microseconds=1)), sort="timestamp_desc", limit=limit * 2,
+        namespace=scope.namespace,
+        entity_id=scope.entity_id,
+        agent_id=scope.agent_id,
+        types=("event",),
+        archived=False,
+        statuses=None if scope.as_of is not None else ("active",),
+        until=None if scope.as_of is None else shift(scope.as_of, timedelta(microseconds=1)),
+        sort="timestamp_desc",
+        limit=limit * 2,
     )
     try:
         found = store.list_memories(scope.org_id, query)

@@ -48,7 +48,10 @@ def renormalize(weights: Weights) -> tuple[Weights, bool]:
         return weights, False
     values = [w / total for w in weights.as_tuple()]
     return Weights(
-        semantic=values[0], bm25=values[1], graph_prior=values[2], recency_decay=values[3],
+        semantic=values[0],
+        bm25=values[1],
+        graph_prior=values[2],
+        recency_decay=values[3],
         confidence=values[4],
     ), True
 
@@ -84,8 +87,11 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
         entity_boosts=tuple(dict.fromkeys(options.entity_boosts)),
         type_boosts=preset.type_boosts,
         neighbors=preset.neighbors if options.expand.neighbors is None else options.expand.neighbors,
-        neighbor_weight=(preset.neighbor_weight if options.expand.neighbor_weight is None
-                         else options.expand.neighbor_weight),
+        neighbor_weight=(
+            preset.neighbor_weight
+            if options.expand.neighbor_weight is None
+            else options.expand.neighbor_weight
+        ),
         day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
     )
 
@@ -93,10 +99,16 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
 def without_semantic(cfg: ResolvedRetrieval) -> ResolvedRetrieval:
     """The settings with the semantic channel dropped and the other weights renormalized (degraded)."""
     w = cfg.weights
-    rest = Weights(semantic=0.0, bm25=w.bm25, graph_prior=w.graph_prior, recency_decay=w.recency_decay,
-                   confidence=w.confidence)
+    rest = Weights(
+        semantic=0.0,
+        bm25=w.bm25,
+        graph_prior=w.graph_prior,
+        recency_decay=w.recency_decay,
+        confidence=w.confidence,
+    )
     if rest.total() <= 0.0:
         rest = Weights(semantic=0.0, bm25=1.0, graph_prior=0.0, recency_decay=0.0, confidence=0.0)
     rest, changed = renormalize(rest)
-    return msgspec.structs.replace(cfg, weights=rest,
-                                   weights_renormalized=cfg.weights_renormalized or changed)
+    return msgspec.structs.replace(
+        cfg, weights=rest, weights_renormalized=cfg.weights_renormalized or changed
+    )

@@ -17,8 +17,12 @@ import msgspec
 from engine.models import Memory
 
 SOURCE_KEYS: tuple[tuple[str, str], ...] = (
-    ("provenance", "source_turn"), ("provenance", "source"), ("provenance", "document_id"),
-    ("metadata", "source"), ("metadata", "document_id"), ("metadata", "source_id"),
+    ("provenance", "source_turn"),
+    ("provenance", "source"),
+    ("provenance", "document_id"),
+    ("metadata", "source"),
+    ("metadata", "document_id"),
+    ("metadata", "source_id"),
 )
 
 
@@ -37,8 +41,14 @@ def source_of(memory: Memory) -> str | None:
     return None
 
 
-def diversify(ranked: Sequence[str], memories: Mapping[str, Memory], *, max_per_predicate: int,
-              max_per_source: int, pinned: Collection[str] = ()) -> DiversityResult:
+def diversify(
+    ranked: Sequence[str],
+    memories: Mapping[str, Memory],
+    *,
+    max_per_predicate: int,
+    max_per_source: int,
+    pinned: Collection[str] = (),
+) -> DiversityResult:
     per_pred: dict[str, int] = {}
     per_src: dict[str, int] = {}
     out = DiversityResult(kept=[])

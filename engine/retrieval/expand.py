@@ -40,8 +40,9 @@ def speaker_of(text: str) -> str | None:
     return found.group(1) if found else None
 
 
-def speaker_hits(ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str],
-                 graph: Sequence[Hit]) -> list[Hit]:
+def speaker_hits(
+    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], graph: Sequence[Hit]
+) -> list[Hit]:
     """Graph hits at hop 0 (prior 1) for events spoken by a seed entity, merged into `graph`."""
     wanted = set(seeds)
     if not wanted:
@@ -67,8 +68,9 @@ def _day(m: Memory) -> str:
     return (m.valid_from or m.timestamp).date().isoformat()
 
 
-def _day_best(events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
-              ) -> dict[str, tuple[tuple[str, float], ...]]:
+def _day_best(
+    events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
+) -> dict[str, tuple[tuple[str, float], ...]]:
     """Per day, its two best event candidates (id, first-fusion score), best first."""
     days: dict[str, list[tuple[str, float]]] = {}
     for mid in events:
@@ -76,8 +78,14 @@ def _day_best(events: Sequence[str], memories: Mapping[str, Memory], score: Mapp
     return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
 
 
-def context_boosts(store: Store, scope: Scope, cfg: ResolvedRetrieval, union: Sequence[str], fused: Fused,
-                   memories: dict[str, Memory]) -> Context:
+def context_boosts(
+    store: Store,
+    scope: Scope,
+    cfg: ResolvedRetrieval,
+    union: Sequence[str],
+    fused: Fused,
+    memories: dict[str, Memory],
+) -> Context:
     """Neighbour and day boosts from a first fusion (see the module docstring); fetches new neighbours
     into `memories`."""
     score = {mid: float(fused.score[i]) for i, mid in enumerate(union)}

@@ -41,8 +41,15 @@ DEFAULT_CONFIDENCE = 0.5
 ENTITY_BOOST = 0.1
 SEED_BOOST = 0.2
 SNIPPET_SCORE = 0.5
-BOOSTS: tuple[str, ...] = ("predicate_boost", "entity_boost", "type_boost", "seed_boost", "seed_snippet",
-                           "neighbor_boost", "day_boost")
+BOOSTS: tuple[str, ...] = (
+    "predicate_boost",
+    "entity_boost",
+    "type_boost",
+    "seed_boost",
+    "seed_snippet",
+    "neighbor_boost",
+    "day_boost",
+)
 _DAY_US = 86_400_000_000
 
 F64 = npt.NDArray[np.float64]
@@ -61,8 +68,12 @@ class Fused(msgspec.Struct, kw_only=True):
     def components(self, i: int) -> dict[str, ScoreComponent]:
         out: dict[str, ScoreComponent] = {}
         for j, name in enumerate(CHANNELS):
-            out[name] = ScoreComponent(raw=float(self.raw[i, j]), norm=float(self.norm[i, j]),
-                                       weight=float(self.weights[j]), contrib=float(self.contrib[i, j]))
+            out[name] = ScoreComponent(
+                raw=float(self.raw[i, j]),
+                norm=float(self.norm[i, j]),
+                weight=float(self.weights[j]),
+                contrib=float(self.contrib[i, j]),
+            )
         for j, name in enumerate(BOOSTS):
             b = float(self.boosts[i, j])
             if b != 0.0:
@@ -70,8 +81,9 @@ class Fused(msgspec.Struct, kw_only=True):
         return out
 
 
-def _channel(ids_index: Mapping[str, int], hits: Sequence[Hit], n: int, normalization: str
-             ) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+def _channel(
+    ids_index: Mapping[str, int], hits: Sequence[Hit], n: int, normalization: str
+) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
     raw = np.zeros(n, dtype=np.float64)
     norm = np.zeros(n, dtype=np.float64)
     mask = np.zeros(n, dtype=bool)
@@ -95,10 +107,17 @@ def _channel(ids_index: Mapping[str, int], hits: Sequence[Hit], n: int, normaliz
     return raw, norm, mask
 
 
-def fuse(ids: Sequence[str], memories: Mapping[str, Memory], hits: ChannelHits, cfg: ResolvedRetrieval,
-         *, reference: datetime, seeded: frozenset[str] = frozenset(),
-         snippets: frozenset[str] = frozenset(),
-         context: Mapping[str, tuple[float, float]] | None = None) -> Fused:
+def fuse(
+    ids: Sequence[str],
+    memories: Mapping[str, Memory],
+    hits: ChannelHits,
+    cfg: ResolvedRetrieval,
+    *,
+    reference: datetime,
+    seeded: frozenset[str] = frozenset(),
+    snippets: frozenset[str] = frozenset(),
+    context: Mapping[str, tuple[float, float]] | None = None,
+) -> Fused:
     """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
     n = len(ids)
     index = {mid: i for i, mid in enumerate(ids)}
@@ -153,8 +172,16 @@ def fuse(ids: Sequence[str], memories: Mapping[str, Memory], hits: ChannelHits, 
         if col.any():
             # add only where non-zero: a zero component is not listed, and x + 0.0 == x anyway
             score = score + col
-    return Fused(ids=list(ids), raw=raw, norm=norm, weights=weights, contrib=contrib, boosts=boosts,
-                 score=score, hit=hit)
+    return Fused(
+        ids=list(ids),
+        raw=raw,
+        norm=norm,
+        weights=weights,
+        contrib=contrib,
+        boosts=boosts,
+        score=score,
+        hit=hit,
+    )
 
 
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
@@ -166,10 +193,15 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
     if fused.hit[i, 2]:
         hops = round(1.0 / fused.raw[i, 2] - 1.0)
         out.append(f"graph: {hops} hop{'s' if hops != 1 else ''} from a seed entity")
-    names = {"predicate_boost": "predicate boost", "entity_boost": "entity boost",
-             "type_boost": "type boost (preset)", "seed_boost": "seed_context memory",
-             "seed_snippet": "seed_context snippet", "neighbor_boost": "next to a strong match (same conversation)",
-             "day_boost": "same day as a strong match"}
+    names = {
+        "predicate_boost": "predicate boost",
+        "entity_boost": "entity boost",
+        "type_boost": "type boost (preset)",
+        "seed_boost": "seed_context memory",
+        "seed_snippet": "seed_context snippet",
+        "neighbor_boost": "next to a strong match (same conversation)",
+        "day_boost": "same day as a strong match",
+    }
     for j, name in enumerate(BOOSTS):
         if fused.boosts[i, j] != 0.0:
             out.append(names[name])

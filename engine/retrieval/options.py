@@ -23,7 +23,9 @@ TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characte
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
 SnippetText = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 BudgetTokens = Annotated[int, Meta(ge=256, le=8192, description="256 to 8192")]
-TopK = Annotated[int, Meta(ge=1, le=100, description="1 to 100, candidates per channel; default 100 (preset)")]
+TopK = Annotated[
+    int, Meta(ge=1, le=100, description="1 to 100, candidates per channel; default 100 (preset)")
+]
 Depth = Annotated[int, Meta(ge=0, le=2, description="0 to 2; default 2 (preset)")]
 WeightValue = Annotated[float, Meta(ge=0.0, le=1000.0)]
 Count = Annotated[int, Meta(ge=0, le=1000)]
@@ -36,10 +38,16 @@ DEFAULT_BUDGET = 1200
 
 class Budget(msgspec.Struct, kw_only=True):
     max_context_tokens: BudgetTokens = DEFAULT_BUDGET
-    tokenizer: Annotated[TokenizerName, Meta(description=(
-        "how the budget is counted: o200k_base (default; GPT-4o, GPT-4.1, o-series) or cl100k_base "
-        "(GPT-4, GPT-3.5) count exact BPE tokens of each rendered line plus one per line for its newline; "
-        "estimate counts ceil(ascii_chars/3) + non-ASCII characters per line, plus one"))] = DEFAULT_TOKENIZER
+    tokenizer: Annotated[
+        TokenizerName,
+        Meta(
+            description=(
+                "how the budget is counted: o200k_base (default; GPT-4o, GPT-4.1, o-series) or cl100k_base "
+                "(GPT-4, GPT-3.5) count exact BPE tokens of each rendered line plus one per line for its newline; "
+                "estimate counts ceil(ascii_chars/3) + non-ASCII characters per line, plus one"
+            )
+        ),
+    ] = DEFAULT_TOKENIZER
 
 
 class Policy(msgspec.Struct, kw_only=True):
@@ -70,13 +78,46 @@ class Rerank(msgspec.Struct, kw_only=True):
 class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Conversation context of strong candidates; None: the preset's value."""
 
-    neighbors: Annotated[int, Meta(ge=0, le=5, description=(
-        "events before and after each strong candidate (within one stretch of conversation) that join "
-        "the candidates; 0 turns it off; default 2 (preset)"))] | None = None
-    neighbor_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
-        "a neighbour's boost as a share of its strong candidate's score; default 0.35 (preset)"))] | None = None
-    day_weight: Annotated[float, Meta(ge=0.0, le=1.0, description=(
-        "an event's boost as a share of the best candidate score of its day; default 0.2 (preset)"))] | None = None
+    neighbors: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                le=5,
+                description=(
+                    "events before and after each strong candidate (within one stretch of conversation) that join "
+                    "the candidates; 0 turns it off; default 2 (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    neighbor_weight: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.0,
+                le=1.0,
+                description=(
+                    "a neighbour's boost as a share of its strong candidate's score; default 0.35 (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    day_weight: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.0,
+                le=1.0,
+                description=(
+                    "an event's boost as a share of the best candidate score of its day; default 0.2 (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class RetrievalOptions(msgspec.Struct, kw_only=True):
@@ -89,8 +130,8 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
     predicate_boosts: dict[Annotated[str, Meta(max_length=128)], BoostValue] = msgspec.field(
         default_factory=dict
     )
-    entity_boosts: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = (
-        msgspec.field(default_factory=list)
+    entity_boosts: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = msgspec.field(
+        default_factory=list
     )
     depth: Depth | None = None
     rerank: Rerank = msgspec.field(default_factory=Rerank)
@@ -98,7 +139,9 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
 
 
 class ReturnOptions(msgspec.Struct, kw_only=True):
-    include: Annotated[list[IncludeName], Meta(max_length=4)] = msgspec.field(default_factory=lambda: list(ALL_INCLUDES))
+    include: Annotated[list[IncludeName], Meta(max_length=4)] = msgspec.field(
+        default_factory=lambda: list(ALL_INCLUDES)
+    )
     max_facts: Count = 12
     max_events: Count = 6
     include_scores: bool = False

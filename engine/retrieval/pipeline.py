@@ -60,10 +60,17 @@ class RecallOutcome(msgspec.Struct, kw_only=True):
 
 def _summary(r: Retrieved, budget_cuts: int | None) -> RetrievalSummary:
     return RetrievalSummary(
-        weights_used=r.cfg.weights, normalization=r.cfg.normalization, depth=r.cfg.depth,
-        candidate_counts=r.counts, diversity_actions=r.diversity, degraded=r.degraded,
-        budget_cut_count=budget_cuts, preset=r.cfg.preset, top_k=r.cfg.top_k,
-        recency_half_life_days=r.cfg.recency_half_life_days, rerank=r.cfg.rerank,
+        weights_used=r.cfg.weights,
+        normalization=r.cfg.normalization,
+        depth=r.cfg.depth,
+        candidate_counts=r.counts,
+        diversity_actions=r.diversity,
+        degraded=r.degraded,
+        budget_cut_count=budget_cuts,
+        preset=r.cfg.preset,
+        top_k=r.cfg.top_k,
+        recency_half_life_days=r.cfg.recency_half_life_days,
+        rerank=r.cfg.rerank,
     )
 
 
@@ -102,21 +109,45 @@ def _chars_per_token(tok: tokens.Tokenizer, block: ContextBlock) -> float:
     return round(chars / block.token_counts.used, 2)
 
 
-def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-                 request: AssembleRequest, request_id: str, now: datetime,
-                 redactor_factory: RedactorFactory = no_redaction) -> AssembleOutcome:
+def run_assemble(
+    store: Store,
+    embeddings: EmbeddingCache | None,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: AssembleRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> AssembleOutcome:
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
     as_of = to_utc(request.as_of) if request.as_of is not None else None
-    scope = Scope(org_id=org_id, namespace=request.namespace, entity_id=request.entity_id,
-                  agent_id=agent_id, as_of=as_of, now=to_utc(now))
+    scope = Scope(
+        org_id=org_id,
+        namespace=request.namespace,
+        entity_id=request.entity_id,
+        agent_id=agent_id,
+        as_of=as_of,
+        now=to_utc(now),
+    )
     query = build_query(request.turn, request.goal)
-    seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.turn[:QUERY_SEED_CHARS],
-                                                               request.goal or ""])
-    r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds,
-                 seed_ids=request.seed_context.memory_ids, snippets=request.seed_context.snippets,
-                 must_include=request.must_include, timings=timings)
+    seeds = graph_seeds(
+        request.entity_id, cfg.entity_boosts, [request.turn[:QUERY_SEED_CHARS], request.goal or ""]
+    )
+    r = retrieve(
+        store,
+        embeddings,
+        scope,
+        cfg,
+        query=query,
+        seeds=seeds,
+        seed_ids=request.seed_context.memory_ids,
+        snippets=request.seed_context.snippets,
+        must_include=request.must_include,
+        timings=timings,
+    )
     tok = tokens.get_tokenizer(request.tokenizer_name())
     r.cost.input_tokens = tok.count(request.turn) + tok.count(request.goal or "")
 
@@ -127,9 +158,18 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     scores = {mid: float(r.fused.score[r.position[mid]]) for mid in r.ranked}
     redactor = redactor_factory(request.policy)
     # the whole ranking may fill the context (top_k bounds each channel, max_facts/max_events the sections)
-    items, pre_actions = build_items(r.ranked, scores, r.memories, r.snippets, include=ret.include,
-                                     max_facts=ret.max_facts, max_events=ret.max_events,
-                                     pinned=r.pinned, redactor=redactor, tokenizer=tok)
+    items, pre_actions = build_items(
+        r.ranked,
+        scores,
+        r.memories,
+        r.snippets,
+        include=ret.include,
+        max_facts=ret.max_facts,
+        max_events=ret.max_events,
+        pinned=r.pinned,
+        redactor=redactor,
+        tokenizer=tok,
+    )
     with_summary = "summary" in ret.include
     plan = budget_mod.fit(items, budget, tok)
     timings.budget = (time.perf_counter() - t) * 1000.0
@@ -144,32 +184,47 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
         raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
     block = ContextBlock(
-        facts=facts, recent_events=events, summary=summary, sources=sources,
-        token_counts=TokenCounts(planned=plan.planned + tok.line_tokens(summary),
-                                 budget=budget, dropped=plan.dropped, used=used),
+        facts=facts,
+        recent_events=events,
+        summary=summary,
+        sources=sources,
+        token_counts=TokenCounts(
+            planned=plan.planned + tok.line_tokens(summary), budget=budget, dropped=plan.dropped, used=used
+        ),
         budget_actions=[*pre_actions, *plan.actions],
     )
     kept_ids = [it.id for it in sorted(plan.kept, key=lambda it: it.rank)]
     if ret.include_structured_facts:
         block.facts_struct = [
             fact_struct(r.memories[mid], scores[mid] if ret.include_scores else None, redactor)
-            for mid in kept_ids if mid in r.memories and r.memories[mid].type in ("fact", "profile")
+            for mid in kept_ids
+            if mid in r.memories and r.memories[mid].type in ("fact", "profile")
         ]
     shortlist = _shortlist(r, r.cfg.top_k, {it.id for it in plan.kept})
     matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
-    raw = ([redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
-           if ret.include_raw_memories else None)
+    raw = (
+        [redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
+        if ret.include_raw_memories
+        else None
+    )
     redaction = redactor.result()  # after every text of the response went through the redactor
     trace = Trace(
         summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tok.count(summary)),
-        budget=TraceBudget(origin=budget_origin, chars_per_token=_chars_per_token(tok, block),
-                           method=tok.method, tokenizer=tok.name),
+        budget=TraceBudget(
+            origin=budget_origin,
+            chars_per_token=_chars_per_token(tok, block),
+            method=tok.method,
+            tokenizer=tok.name,
+        ),
     )
     response = AssembleResponse(
-        context=block, trace=trace,
+        context=block,
+        trace=trace,
         retrieval_summary=_summary(r, len(plan.actions)),
         flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
-        cost=r.cost, redaction=redaction, request_id=request_id,
+        cost=r.cost,
+        redaction=redaction,
+        request_id=request_id,
     )
     if matches is not None:
         response.matches = matches
@@ -179,28 +234,63 @@ def run_assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str
     timings.total = (time.perf_counter() - start) * 1000.0
     if ret.trace:
         trace.timings = timings
-        trace.debug = TraceDebug(query=query, graph_seeds=seeds, channels_skipped=r.channels_skipped,
-                                 errors=r.errors, scope_size=store.scope_size(scope))
+        trace.debug = TraceDebug(
+            query=query,
+            graph_seeds=seeds,
+            channels_skipped=r.channels_skipped,
+            errors=r.errors,
+            scope_size=store.scope_size(scope),
+        )
     return AssembleOutcome(response=response, timings=timings)
 
 
-def assemble(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-             request: AssembleRequest, request_id: str, now: datetime,
-             redactor_factory: RedactorFactory = no_redaction) -> AssembleResponse:
-    return run_assemble(store, embeddings, org_id=org_id, agent_id=agent_id, request=request,
-                        request_id=request_id, now=now, redactor_factory=redactor_factory).response
+def assemble(
+    store: Store,
+    embeddings: EmbeddingCache | None,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: AssembleRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> AssembleResponse:
+    return run_assemble(
+        store,
+        embeddings,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+    ).response
 
 
-def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-               request: RecallRequest, request_id: str, now: datetime,
-               redactor_factory: RedactorFactory = no_redaction) -> RecallOutcome:
+def run_recall(
+    store: Store,
+    embeddings: EmbeddingCache | None,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: RecallRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> RecallOutcome:
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
     cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, request.limit))
     as_of = to_utc(request.as_of) if request.as_of is not None else None
-    scope = Scope(org_id=org_id, namespace=request.namespace, entity_id=request.entity_id,
-                  agent_id=agent_id, as_of=as_of, now=to_utc(now))
+    scope = Scope(
+        org_id=org_id,
+        namespace=request.namespace,
+        entity_id=request.entity_id,
+        agent_id=agent_id,
+        as_of=as_of,
+        now=to_utc(now),
+    )
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
     r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds, timings=timings)
@@ -209,27 +299,51 @@ def run_recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, 
     top = r.ranked[: request.limit]
     redactor = redactor_factory(request.policy)
     matches = [_match(r, mid, redactor) for mid in top]
-    raw = ([redactor.redact_memory(r.memories[mid]) for mid in top if mid in r.memories]
-           if request.return_.include_raw_memories else None)
+    raw = (
+        [redactor.redact_memory(r.memories[mid]) for mid in top if mid in r.memories]
+        if request.return_.include_raw_memories
+        else None
+    )
     response = RecallResponse(
         matches=matches,
         retrieval_summary=_summary(r, None),
         flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
-        cost=r.cost, redaction=redactor.result(), request_id=request_id,
+        cost=r.cost,
+        redaction=redactor.result(),
+        request_id=request_id,
     )
     if raw is not None:
         response.raw_memories = raw
     timings.render = (time.perf_counter() - t) * 1000.0
     timings.total = (time.perf_counter() - start) * 1000.0
     if request.return_.trace:
-        response.trace = Trace(timings=timings,
-                               debug=TraceDebug(query=query, graph_seeds=seeds,
-                                                channels_skipped=r.channels_skipped, errors=r.errors))
+        response.trace = Trace(
+            timings=timings,
+            debug=TraceDebug(
+                query=query, graph_seeds=seeds, channels_skipped=r.channels_skipped, errors=r.errors
+            ),
+        )
     return RecallOutcome(response=response, timings=timings)
 
 
-def recall(store: Store, embeddings: EmbeddingCache | None, *, org_id: str, agent_id: str | None,
-           request: RecallRequest, request_id: str, now: datetime,
-           redactor_factory: RedactorFactory = no_redaction) -> RecallResponse:
-    return run_recall(store, embeddings, org_id=org_id, agent_id=agent_id, request=request,
-                      request_id=request_id, now=now, redactor_factory=redactor_factory).response
+def recall(
+    store: Store,
+    embeddings: EmbeddingCache | None,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: RecallRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> RecallResponse:
+    return run_recall(
+        store,
+        embeddings,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+    ).response

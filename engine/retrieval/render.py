@@ -28,8 +28,12 @@ from engine.retrieval.tokens import Tokenizer, get_tokenizer
 MAX_LINE_TOKENS = 160
 MAX_SOURCE_TOKENS = 400
 SECTION_OF_TYPE: Mapping[str, str] = {
-    "fact": "facts", "profile": "facts", "event": "recent_events",
-    "note": "sources", "document": "sources", "chunk": "sources",
+    "fact": "facts",
+    "profile": "facts",
+    "event": "recent_events",
+    "note": "sources",
+    "document": "sources",
+    "chunk": "sources",
 }
 
 
@@ -74,8 +78,16 @@ def format_line(section: str, item_id: str, text: str, memory: Memory | None) ->
     return f"[{item_id}] {text}"
 
 
-def _item(mid: str, rank: int, section: str, memory: Memory | None, plain: str, score: float,
-          pinned: bool, tok: Tokenizer) -> tuple[RenderItem, BudgetAction | None]:
+def _item(
+    mid: str,
+    rank: int,
+    section: str,
+    memory: Memory | None,
+    plain: str,
+    score: float,
+    pinned: bool,
+    tok: Tokenizer,
+) -> tuple[RenderItem, BudgetAction | None]:
     """One candidate as a RenderItem, its line capped (`MAX_LINE_TOKENS` / `MAX_SOURCE_TOKENS`)."""
     from engine.timeutil import to_micros
 
@@ -85,20 +97,40 @@ def _item(mid: str, rank: int, section: str, memory: Memory | None, plain: str, 
     before = tok.count(line)
     if before > cap:
         line = tok.truncate(line, cap)
-        action = BudgetAction(action="truncate", memory_id=mid, notes=f"line capped at {cap} tokens (was {before})")
+        action = BudgetAction(
+            action="truncate", memory_id=mid, notes=f"line capped at {cap} tokens (was {before})"
+        )
     when, group = 0, ""
     if memory is not None:
         start = memory.valid_from or memory.timestamp
         when = to_micros(start)
         group = start.date().isoformat() if section == "recent_events" else ""
-    return RenderItem(id=mid, section=section, plain=plain, line=line, rank=rank, score=score, pinned=pinned,
-                      when=when, group=group), action
+    return RenderItem(
+        id=mid,
+        section=section,
+        plain=plain,
+        line=line,
+        rank=rank,
+        score=score,
+        pinned=pinned,
+        when=when,
+        group=group,
+    ), action
 
 
-def build_items(ranked: Sequence[str], scores: Mapping[str, float], memories: Mapping[str, Memory],
-                snippets: Mapping[str, str], *, include: Sequence[str], max_facts: int, max_events: int,
-                pinned: frozenset[str], redactor: Redactor, tokenizer: Tokenizer | None = None
-                ) -> tuple[list[RenderItem], list[BudgetAction]]:
+def build_items(
+    ranked: Sequence[str],
+    scores: Mapping[str, float],
+    memories: Mapping[str, Memory],
+    snippets: Mapping[str, str],
+    *,
+    include: Sequence[str],
+    max_facts: int,
+    max_events: int,
+    pinned: frozenset[str],
+    redactor: Redactor,
+    tokenizer: Tokenizer | None = None,
+) -> tuple[list[RenderItem], list[BudgetAction]]:
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
     tok = tokenizer or get_tokenizer("estimate")
     wanted = set(include)
@@ -112,9 +144,13 @@ def build_items(ranked: Sequence[str], scores: Mapping[str, float], memories: Ma
         if section not in wanted:
             continue
         if section in limits and mid not in pinned and counts[section] >= limits[section]:
-            actions.append(BudgetAction(action="limit", memory_id=mid,
-                                        notes=f"over return.max_{section.split('_')[-1]}"
-                                              f"={limits[section]}"))
+            actions.append(
+                BudgetAction(
+                    action="limit",
+                    memory_id=mid,
+                    notes=f"over return.max_{section.split('_')[-1]}={limits[section]}",
+                )
+            )
             continue
         if section in counts:
             counts[section] += 1
@@ -161,10 +197,23 @@ def fact_struct(memory: Memory, score: float | None, redactor: Redactor | None =
         text = redactor.redact(text, memory)
         object_text = redactor.redact(object_text, memory) if object_text is not None else None
     return FactStruct(
-        memory_id=memory.memory_id, type=memory.type, text=text,
-        subject=memory.subject or memory.entity_id or "", predicate=memory.predicate or "",
-        object_text=object_text, object_num=object_num, object_type=memory.object_type, unit=memory.unit,
-        keys=memory.keys, status=memory.status, confidence=memory.confidence, timestamp=memory.timestamp,
-        valid_from=memory.valid_from, valid_to=memory.valid_to, score=score, metadata=memory.metadata,
-        tags=memory.tags, provenance=memory.provenance,
+        memory_id=memory.memory_id,
+        type=memory.type,
+        text=text,
+        subject=memory.subject or memory.entity_id or "",
+        predicate=memory.predicate or "",
+        object_text=object_text,
+        object_num=object_num,
+        object_type=memory.object_type,
+        unit=memory.unit,
+        keys=memory.keys,
+        status=memory.status,
+        confidence=memory.confidence,
+        timestamp=memory.timestamp,
+        valid_from=memory.valid_from,
+        valid_to=memory.valid_to,
+        score=score,
+        metadata=memory.metadata,
+        tags=memory.tags,
+        provenance=memory.provenance,
     )

@@ -18,8 +18,9 @@ from engine.retrieval.normalize import minmax
 LAMBDA = 0.7
 
 
-def mmr(scores: npt.NDArray[np.float64], vectors: Sequence[npt.NDArray[np.float32] | None],
-        lam: float = LAMBDA) -> list[int]:
+def mmr(
+    scores: npt.NDArray[np.float64], vectors: Sequence[npt.NDArray[np.float32] | None], lam: float = LAMBDA
+) -> list[int]:
     n = len(scores)
     if n <= 1:
         return list(range(n))

@@ -145,7 +145,9 @@ class TraceSummary(msgspec.Struct, kw_only=True):
 
 
 class TraceBudget(msgspec.Struct, kw_only=True):
-    origin: str = "default"  # where the budget came from: budget.max_context_tokens | max_context_tokens | default
+    origin: str = (
+        "default"  # where the budget came from: budget.max_context_tokens | max_context_tokens | default
+    )
     #: the estimate's fixed rate, or for a BPE tokenizer the rendered context's characters per token
     chars_per_token: float = 3.0
     method: str = ""  # how the budget is counted, in words

@@ -75,9 +75,19 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
-def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg: ResolvedRetrieval, *,
-             query: str, seeds: Sequence[str], seed_ids: Sequence[str] = (), snippets: Sequence[str] = (),
-             must_include: Sequence[str] = (), timings: StageTimings) -> Retrieved:
+def retrieve(
+    store: Store,
+    embeddings: EmbeddingCache | None,
+    scope: Scope,
+    cfg: ResolvedRetrieval,
+    *,
+    query: str,
+    seeds: Sequence[str],
+    seed_ids: Sequence[str] = (),
+    snippets: Sequence[str] = (),
+    must_include: Sequence[str] = (),
+    timings: StageTimings,
+) -> Retrieved:
     cost = Cost()
     errors: list[str] = []
     degraded = False
@@ -142,27 +152,42 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
     reference = scope.as_of if scope.as_of is not None else scope.now
     if cfg.weights.graph_prior > 0:
         hits.graph = speaker_hits(union, memories, seeds, hits.graph)
-    fused = fuse(union, memories, hits, cfg, reference=reference, seeded=seeded,
-                 snippets=frozenset(snippet_map))
+    fused = fuse(
+        union, memories, hits, cfg, reference=reference, seeded=seeded, snippets=frozenset(snippet_map)
+    )
     timings.fuse = _ms(t)
     if cfg.neighbors > 0 or cfg.day_weight > 0:
         t = time.perf_counter()
         context = context_boosts(store, scope, cfg, union, fused, memories)
         cost.retrieval_ops += context.ops
         union = [*union, *context.added]
-        fused = fuse(union, memories, hits, cfg, reference=reference, seeded=seeded,
-                     snippets=frozenset(snippet_map), context=context.boosts)
+        fused = fuse(
+            union,
+            memories,
+            hits,
+            cfg,
+            reference=reference,
+            seeded=seeded,
+            snippets=frozenset(snippet_map),
+            context=context.boosts,
+        )
         timings.expand = _ms(t)
     t = time.perf_counter()
     order = np.argsort(-fused.score, kind="stable")
     ranked = [union[int(i)] for i in order]
     div = DiversityActions()
     if cfg.diversity:
-        result = diversify(ranked, memories, max_per_predicate=cfg.max_per_predicate,
-                           max_per_source=cfg.max_per_source, pinned=pinned)
+        result = diversify(
+            ranked,
+            memories,
+            max_per_predicate=cfg.max_per_predicate,
+            max_per_source=cfg.max_per_source,
+            pinned=pinned,
+        )
         ranked = result.kept
-        div = DiversityActions(clamped_by_predicate=result.clamped_by_predicate,
-                               clamped_by_source=result.clamped_by_source)
+        div = DiversityActions(
+            clamped_by_predicate=result.clamped_by_predicate, clamped_by_source=result.clamped_by_source
+        )
     position = {mid: i for i, mid in enumerate(union)}
     if cfg.rerank and model is not None and not degraded and len(ranked) > 1:
         wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
@@ -173,8 +198,26 @@ def retrieve(store: Store, embeddings: EmbeddingCache | None, scope: Scope, cfg:
         ranked = [ranked[i] for i in rerank.mmr(scores, vectors)]
     timings.fuse += _ms(t)
 
-    counts = CandidateCounts(semantic=len(hits.semantic), bm25=len(hits.bm25), graph=len(hits.graph),
-                             union=len(union), after_filters=len(ranked))
-    return Retrieved(cfg=cfg, fused=fused, ranked=ranked, position=position, memories=memories,
-                     snippets=snippet_map, pinned=pinned, seeded=seeded, counts=counts, diversity=div,
-                     cost=cost, degraded=degraded, channels_skipped=hits.skipped, errors=errors)
+    counts = CandidateCounts(
+        semantic=len(hits.semantic),
+        bm25=len(hits.bm25),
+        graph=len(hits.graph),
+        union=len(union),
+        after_filters=len(ranked),
+    )
+    return Retrieved(
+        cfg=cfg,
+        fused=fused,
+        ranked=ranked,
+        position=position,
+        memories=memories,
+        snippets=snippet_map,
+        pinned=pinned,
+        seeded=seeded,
+        counts=counts,
+        diversity=div,
+        cost=cost,
+        degraded=degraded,
+        channels_skipped=hits.skipped,
+        errors=errors,
+    )

@@ -54,11 +54,17 @@ def _digest(items: Iterable[RenderItem], max_tokens: int, tok: Tokenizer) -> str
     return tok.truncate(text, max_tokens - LINE_OVERHEAD)
 
 
-def beyond(items: Sequence[RenderItem], kept: Sequence[RenderItem], max_tokens: int,
-           tokenizer: Tokenizer | None = None) -> str:
+def beyond(
+    items: Sequence[RenderItem],
+    kept: Sequence[RenderItem],
+    max_tokens: int,
+    tokenizer: Tokenizer | None = None,
+) -> str:
     """A summary of the ranked items left out of the context, whose line cost is <= max_tokens."""
     shown = {it.id for it in kept}
-    return _digest((it for it in items if it.id not in shown), max_tokens, tokenizer or get_tokenizer("estimate"))
+    return _digest(
+        (it for it in items if it.id not in shown), max_tokens, tokenizer or get_tokenizer("estimate")
+    )
 
 
 def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer | None = None) -> str:

@@ -43,12 +43,7 @@ def _load(path: str) -> Callable[..., Store]:
 
 
 def _looks_like_path(target: str) -> bool:
-    return (
-        os.sep in target
-        or "/" in target
-        or target.startswith((".", "~"))
-        or Path(target).is_dir()
-    )
+    return os.sep in target or "/" in target or target.startswith((".", "~")) or Path(target).is_dir()
 
 
 def open_store(target: str) -> Store:
@@ -68,4 +63,6 @@ def open_store(target: str) -> Store:
         directory = Path(target).expanduser()
         directory.mkdir(parents=True, exist_ok=True)
         return _load(SCHEMES["sqlite"])(str(directory / "loci.db"))
-    raise UnknownName("store", target, list(BACKENDS) + [f"{s}://..." for s in SCHEMES] + ["<directory path>"])
+    raise UnknownName(
+        "store", target, list(BACKENDS) + [f"{s}://..." for s in SCHEMES] + ["<directory path>"]
+    )

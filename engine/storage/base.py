@@ -151,8 +151,9 @@ class Store(Protocol):
         (0 = about a seed itself, up to `depth`); nearest first."""
         ...
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+    ) -> list[Adjacent]:
         """The conversation around events: for each of `memory_ids` that is an in-scope event, the
         in-scope events up to `span` places before and after it in (timestamp, memory_id) order,
         walking outward only while consecutive events are at most `max_gap` apart (the same stretch of

@@ -143,7 +143,8 @@ class InMemoryStore:
     def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
         with self._lock:
             rows = [
-                m for m in self._org_memories(org_id)
+                m
+                for m in self._org_memories(org_id)
                 if m.namespace == namespace and not m.archived and m.keys is not None and key in m.keys
             ]
         rows.sort(key=lambda m: (to_micros(m.timestamp), m.memory_id))
@@ -173,7 +174,9 @@ class InMemoryStore:
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None:
         with self._auto():
-            clean = {h: np.ascontiguousarray(v, dtype=np.float32).reshape(-1).copy() for h, v in vectors.items()}
+            clean = {
+                h: np.ascontiguousarray(v, dtype=np.float32).reshape(-1).copy() for h, v in vectors.items()
+            }
             for h, arr in clean.items():
                 self._set(self._embeddings, (model, h), arr)
             self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
@@ -188,8 +191,9 @@ class InMemoryStore:
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
         return self._index.graph_search(scope, seeds, depth, k)
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+    ) -> list[Adjacent]:
         return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
 
     def scope_size(self, scope: Scope) -> int:
@@ -245,9 +249,11 @@ class InMemoryStore:
                 self._events.append((self._seq, event))
             count = len(events)
             if count:
+
                 def undo() -> None:
                     del self._events[-count:]
                     self._seq -= count
+
                 self._undo.append(undo)
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:

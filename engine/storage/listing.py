@@ -56,8 +56,9 @@ def list_matches(m: Memory, q: ListQuery) -> bool:
 
 
 def paginate_sorted(rows: Sequence[Memory], q: ListQuery) -> list[Memory]:
-    ordered = sorted(rows, key=lambda m: (to_micros(m.timestamp), m.memory_id),
-                     reverse=q.sort == "timestamp_desc")
+    ordered = sorted(
+        rows, key=lambda m: (to_micros(m.timestamp), m.memory_id), reverse=q.sort == "timestamp_desc"
+    )
     return ordered[: max(q.limit, 0)]
 
 

@@ -46,7 +46,9 @@ def memory_entities(memory: Memory) -> list[str]:
         if value is not None and value not in found:
             found.append(value)
     obj = memory.object
-    is_entity = isinstance(obj, str) and obj != "" and (memory.object_type == "entity" or obj.startswith("ent:"))
+    is_entity = (
+        isinstance(obj, str) and obj != "" and (memory.object_type == "entity" or obj.startswith("ent:"))
+    )
     if is_entity and isinstance(obj, str) and obj not in found:
         found.append(obj)
     return found

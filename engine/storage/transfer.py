@@ -145,9 +145,17 @@ def _write(out: IO[bytes], record: Line) -> None:
     out.write(b"\n")
 
 
-def export_org(store: Store, org_id: str, out: IO[bytes], *, models: Sequence[str] = (),
-               with_vectors: bool = True, with_keys: bool = False, page: int = PAGE,
-               now: datetime | None = None) -> HeaderLine:
+def export_org(
+    store: Store,
+    org_id: str,
+    out: IO[bytes],
+    *,
+    models: Sequence[str] = (),
+    with_vectors: bool = True,
+    with_keys: bool = False,
+    page: int = PAGE,
+    now: datetime | None = None,
+) -> HeaderLine:
     """Write the org as JSONL to `out` (header first, with the counts); returns the header.
 
     `models`: the embedding models whose cached vectors to include (the cache is keyed by model, and
@@ -169,8 +177,12 @@ def export_org(store: Store, org_id: str, out: IO[bytes], *, models: Sequence[st
                     vec = found.get(h)
                     if vec is not None:
                         flat = np.asarray(vec, dtype=np.float32).reshape(-1)
-                        _write(body, EmbeddingLine(model=model, text_hash=h, dim=int(flat.shape[0]),
-                                                   vector=encode_vector(flat)))
+                        _write(
+                            body,
+                            EmbeddingLine(
+                                model=model, text_hash=h, dim=int(flat.shape[0]), vector=encode_vector(flat)
+                            ),
+                        )
                         counts.embeddings += 1
         for _, event in iter_org_events(store, org_id, page):
             _write(body, EventLine(event=event))
@@ -179,8 +191,14 @@ def export_org(store: Store, org_id: str, out: IO[bytes], *, models: Sequence[st
             for key in store.list_api_keys(org_id):
                 _write(body, ApiKeyLine(api_key=key))
                 counts.api_keys += 1
-        header = HeaderLine(org_id=org_id, exported_at=now or utcnow(), counts=counts, models=models,
-                            with_vectors=with_vectors, with_keys=with_keys)
+        header = HeaderLine(
+            org_id=org_id,
+            exported_at=now or utcnow(),
+            counts=counts,
+            models=models,
+            with_vectors=with_vectors,
+            with_keys=with_keys,
+        )
         _write(out, header)
         body.seek(0)
         shutil.copyfileobj(body, out)
@@ -220,9 +238,15 @@ class _Importer:
         self._event_ids: set[str] | None = None  # the target org's event ids, loaded on first need
 
     def check_org(self, record: Record) -> None:
-        org = (record.memory.org_id if isinstance(record, MemoryLine) else
-               record.event.org_id if isinstance(record, EventLine) else
-               record.api_key.org_id if isinstance(record, ApiKeyLine) else self.header.org_id)
+        org = (
+            record.memory.org_id
+            if isinstance(record, MemoryLine)
+            else record.event.org_id
+            if isinstance(record, EventLine)
+            else record.api_key.org_id
+            if isinstance(record, ApiKeyLine)
+            else self.header.org_id
+        )
         if org != self.header.org_id:
             raise InvalidInput(f"record of org {org!r} in an export of org {self.header.org_id!r}")
 
@@ -239,8 +263,11 @@ class _Importer:
         for model, vectors in by_model.items():
             # write only what differs: an unchanged vector costs no index update (HNSW on PostgreSQL)
             have = store.get_embeddings(model, list(vectors))
-            changed = {h: v for h, v in vectors.items()
-                       if h not in have or np.asarray(have[h], dtype=np.float32).tobytes() != v.tobytes()}
+            changed = {
+                h: v
+                for h, v in vectors.items()
+                if h not in have or np.asarray(have[h], dtype=np.float32).tobytes() != v.tobytes()
+            }
             if changed:
                 store.put_embeddings(model, changed)
             result.embeddings += len(changed)
@@ -274,8 +301,9 @@ class _Importer:
             self.store.create_api_key(key)  # Conflict if the key_id is taken by another hash
             self.result.api_keys += 1
         elif found.key_id != key.key_id or found.org_id != key.org_id:
-            raise Conflict(f"api key {key.key_id!r}: its hash belongs to key {found.key_id!r} "
-                           f"of org {found.org_id!r}")
+            raise Conflict(
+                f"api key {key.key_id!r}: its hash belongs to key {found.key_id!r} of org {found.org_id!r}"
+            )
         elif key.revoked_at is not None and found.revoked_at is None:
             self.store.revoke_api_key(key.key_id, key.revoked_at)
             self.result.api_keys_revoked += 1
@@ -295,8 +323,10 @@ class _Importer:
 
     def check_counts(self) -> None:
         if self.result.read != self.header.counts:
-            raise InvalidInput(f"the file holds {msgspec.to_builtins(self.result.read)} but its header says "
-                               f"{msgspec.to_builtins(self.header.counts)} (truncated or edited?)")
+            raise InvalidInput(
+                f"the file holds {msgspec.to_builtins(self.result.read)} but its header says "
+                f"{msgspec.to_builtins(self.header.counts)} (truncated or edited?)"
+            )
 
 
 def _header(lines: Iterator[Line]) -> HeaderLine:
@@ -304,13 +334,16 @@ def _header(lines: Iterator[Line]) -> HeaderLine:
     if not isinstance(first, HeaderLine):
         raise InvalidInput("the first line of an import must be the export header")
     if first.format != FORMAT or first.version != FORMAT_VERSION:
-        raise InvalidInput(f"unsupported export format {first.format!r} version {first.version} "
-                           f"(this code reads {FORMAT!r} version {FORMAT_VERSION})")
+        raise InvalidInput(
+            f"unsupported export format {first.format!r} version {first.version} "
+            f"(this code reads {FORMAT!r} version {FORMAT_VERSION})"
+        )
     return first
 
 
-def import_org(store: Store, lines: Iterable[bytes | str], *, org_id: str | None = None,
-               batch_size: int = PAGE) -> ImportResult:
+def import_org(
+    store: Store, lines: Iterable[bytes | str], *, org_id: str | None = None, batch_size: int = PAGE
+) -> ImportResult:
     """Import an export into `store`, into `org_id` if given (re-homing every record), else into the
     org the header names. See the module docstring for idempotency and atomicity."""
     stream = read_lines(lines)
@@ -342,6 +375,17 @@ def import_org(store: Store, lines: Iterable[bytes | str], *, org_id: str | None
     return importer.result
 
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "Counts", "HeaderLine", "ImportResult", "decode_vector",
-           "encode_vector", "export_org", "import_org", "iter_org_events", "iter_org_memories",
-           "read_lines"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "Counts",
+    "HeaderLine",
+    "ImportResult",
+    "decode_vector",
+    "encode_vector",
+    "export_org",
+    "import_org",
+    "iter_org_events",
+    "iter_org_memories",
+    "read_lines",
+]

@@ -95,7 +95,9 @@ class UpsertResponse(msgspec.Struct, kw_only=True):
 
 
 def _bad(index: int, field: str, message: str) -> InvalidInput:
-    return InvalidInput(f"items[{index}]: {message}", field=f"items[{index}].{field}", details={"index": index})
+    return InvalidInput(
+        f"items[{index}]: {message}", field=f"items[{index}].{field}", details={"index": index}
+    )
 
 
 def entity_name(entity: str) -> str:
@@ -112,7 +114,11 @@ def _object_of(item: UpsertItem) -> tuple[ObjectValue, ObjectType | None, str]:
     if item.object_text is not None:
         text = item.object_text
         is_ent = text.startswith("ent:")
-        return text, item.object_type or ("entity" if is_ent else "string"), entity_name(text) if is_ent else text
+        return (
+            text,
+            item.object_type or ("entity" if is_ent else "string"),
+            entity_name(text) if is_ent else text,
+        )
     return None, item.object_type, ""
 
 
@@ -146,20 +152,35 @@ def item_to_memory(item: UpsertItem, *, org_id: str, agent_id: str | None, now: 
     is_fact = item.type == "fact"
     valid_from = to_utc(item.valid_from) if item.valid_from is not None else (ts if is_fact else None)
     return Memory(
-        memory_id=new_memory_id(), org_id=org_id, namespace=item.namespace,
+        memory_id=new_memory_id(),
+        org_id=org_id,
+        namespace=item.namespace,
         agent_id=item.agent_id if item.agent_id is not None else agent_id,
         entity_id=item.entity_id if item.entity_id is not None else (item.subject if is_fact else None),
-        type=item.type, text=text, metadata=dict(item.metadata), tags=list(item.tags), timestamp=ts,
-        sensitivity=item.sensitivity, subject=item.subject, predicate=predicate, object=obj,
-        object_type=obj_type, unit=item.unit, keys=list(item.keys) if item.keys is not None else None,
-        valid_from=valid_from, valid_to=to_utc(item.valid_to) if item.valid_to is not None else None,
-        confidence=item.confidence, provenance=dict(item.provenance), created_at=to_utc(now),
+        type=item.type,
+        text=text,
+        metadata=dict(item.metadata),
+        tags=list(item.tags),
+        timestamp=ts,
+        sensitivity=item.sensitivity,
+        subject=item.subject,
+        predicate=predicate,
+        object=obj,
+        object_type=obj_type,
+        unit=item.unit,
+        keys=list(item.keys) if item.keys is not None else None,
+        valid_from=valid_from,
+        valid_to=to_utc(item.valid_to) if item.valid_to is not None else None,
+        confidence=item.confidence,
+        provenance=dict(item.provenance),
+        created_at=to_utc(now),
         updated_at=to_utc(now),
     )
 
 
-def build_memories(items: Sequence[UpsertItem], *, org_id: str, agent_id: str | None,
-                   now: datetime) -> list[Memory]:
+def build_memories(
+    items: Sequence[UpsertItem], *, org_id: str, agent_id: str | None, now: datetime
+) -> list[Memory]:
     """Check every item first (all-or-nothing), then build the memories in order. Facts that state no
     time of their own and share a key with an earlier item of the batch are placed 1 microsecond per
     earlier occurrence later, so the later item wins instead of both becoming disputed."""
@@ -180,8 +201,17 @@ def build_memories(items: Sequence[UpsertItem], *, org_id: str, agent_id: str | 
 
 
 def results(outcomes: Sequence[Outcome]) -> UpsertResponse:
-    return UpsertResponse(upserts=[
-        UpsertResult(index=i, memory_id=o.memory_id, action=o.action, supersedes=list(o.supersedes),
-                     disputed=list(o.disputed), negation=o.negation, history=o.history)
-        for i, o in enumerate(outcomes)
-    ])
+    return UpsertResponse(
+        upserts=[
+            UpsertResult(
+                index=i,
+                memory_id=o.memory_id,
+                action=o.action,
+                supersedes=list(o.supersedes),
+                disputed=list(o.disputed),
+                negation=o.negation,
+                history=o.history,
+            )
+            for i, o in enumerate(outcomes)
+        ]
+    )

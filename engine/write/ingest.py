@@ -109,8 +109,14 @@ def preview_memories(
     appears with `metadata.negated` true and a "No longer true: ..." text."""
     return [
         draft_to_memory(
-            d, org_id=org_id, timestamp=timestamp, namespace=namespace, agent_id=agent_id,
-            entity_id=entity_id, extractor=result.extractor, now=now,
+            d,
+            org_id=org_id,
+            timestamp=timestamp,
+            namespace=namespace,
+            agent_id=agent_id,
+            entity_id=entity_id,
+            extractor=result.extractor,
+            now=now,
         )  # fmt: skip
         for d in result.facts
     ]
@@ -135,8 +141,15 @@ def ingest_drafts(
     at = to_utc(now) if now is not None else utcnow()
     memories = [
         draft_to_memory(
-            d, org_id=org_id, timestamp=timestamp, namespace=namespace, agent_id=agent_id,
-            entity_id=entity_id, source_turn=source_turn, extractor=extractor, now=at,
+            d,
+            org_id=org_id,
+            timestamp=timestamp,
+            namespace=namespace,
+            agent_id=agent_id,
+            entity_id=entity_id,
+            source_turn=source_turn,
+            extractor=extractor,
+            now=at,
         )  # fmt: skip
         for d in drafts
     ]

@@ -88,9 +88,9 @@ def same_value(a: Memory, b: Memory) -> bool:
     if isinstance(x, bool) or isinstance(y, bool):
         return x is y
     if isinstance(x, int | float) and isinstance(y, int | float):
-        return math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-12) and _norm_unit(a.unit) == _norm_unit(
-            b.unit
-        )
+        return math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-12) and _norm_unit(
+            a.unit
+        ) == _norm_unit(b.unit)
     if isinstance(x, str) and isinstance(y, str):
         if x.startswith("ent:") or y.startswith("ent:"):
             return _slug(x.removeprefix("ent:")) == _slug(y.removeprefix("ent:"))
@@ -123,7 +123,9 @@ def _created(new: Memory, now: datetime, action: Action, **data: Any) -> Event:
 
 def _end(old: Memory, at: datetime, now: datetime, by: str | None, reason: str) -> tuple[Memory, Event]:
     ended = msgspec.structs.replace(old, status="superseded", valid_to=at, updated_at=now)
-    return ended, _event("memory.superseded", ended, now, superseded_by=by, valid_to=at.isoformat(), reason=reason)
+    return ended, _event(
+        "memory.superseded", ended, now, superseded_by=by, valid_to=at.isoformat(), reason=reason
+    )
 
 
 def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
@@ -133,7 +135,9 @@ def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
         raised = msgspec.structs.replace(same, confidence=new.confidence, updated_at=now)
         writes.append(raised)
         events.append(_event("memory.updated", raised, now, reason="confirmed", confidence=new.confidence))
-    return Resolution(outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"), writes=writes, events=events)
+    return Resolution(
+        outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"), writes=writes, events=events
+    )
 
 
 def resolve(
@@ -227,7 +231,9 @@ def _single(new: Memory, current: list[Memory], t_new: datetime, now: datetime) 
             if old.status != "disputed":
                 marked = msgspec.structs.replace(old, status="disputed", updated_at=now)
                 writes.append(marked)
-                events.append(_event("memory.updated", marked, now, reason="disputed", disputed_with=new.memory_id))
+                events.append(
+                    _event("memory.updated", marked, now, reason="disputed", disputed_with=new.memory_id)
+                )
             disputed.append(old.memory_id)
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
     writes.insert(0, stored)
@@ -249,7 +255,9 @@ def existing_for(store: Store, memory: Memory) -> list[Memory]:
     return list(seen.values())
 
 
-def apply(store: Store, memory: Memory, *, negated: bool = False, mode: Mode = "smart", now: datetime) -> Outcome:
+def apply(
+    store: Store, memory: Memory, *, negated: bool = False, mode: Mode = "smart", now: datetime
+) -> Outcome:
     """Store `memory` with supersession; one transaction (joins the caller's when nested)."""
     with store.transaction():
         existing = existing_for(store, memory) if mode == "smart" else []

@@ -87,10 +87,19 @@ class TurnPlan(msgspec.Struct, kw_only=True):
         return self.turn is not None or bool(self.extraction.facts)
 
 
-def turn_memory(text: str, *, kind: StoreTurn, org_id: str, entity_id: str | None, namespace: str,
-                agent_id: str | None, timestamp: datetime, now: datetime,
-                provenance: dict[str, str] | None = None,
-                metadata: dict[str, Any] | None = None) -> Memory | None:
+def turn_memory(
+    text: str,
+    *,
+    kind: StoreTurn,
+    org_id: str,
+    entity_id: str | None,
+    namespace: str,
+    agent_id: str | None,
+    timestamp: datetime,
+    now: datetime,
+    provenance: dict[str, str] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Memory | None:
     """The memory that stores a turn, or None for `none` or a blank turn."""
     if kind == "none" or not text.strip():
         return None
@@ -99,19 +108,40 @@ def turn_memory(text: str, *, kind: StoreTurn, org_id: str, entity_id: str | Non
     ts = to_utc(timestamp)
     created = to_utc(now)
     return Memory(
-        memory_id=new_memory_id(), org_id=org_id, namespace=namespace, agent_id=agent_id,
-        entity_id=entity_id, type=kind, text=text, metadata={"origin": "turn", **(metadata or {})}, timestamp=ts,
+        memory_id=new_memory_id(),
+        org_id=org_id,
+        namespace=namespace,
+        agent_id=agent_id,
+        entity_id=entity_id,
+        type=kind,
+        text=text,
+        metadata={"origin": "turn", **(metadata or {})},
+        timestamp=ts,
         subject=subject_for(entity_id) if kind == "fact" else None,
         valid_from=ts if kind == "fact" else None,
-        provenance=dict(provenance or {}), created_at=created, updated_at=created,
+        provenance=dict(provenance or {}),
+        created_at=created,
+        updated_at=created,
     )
 
 
-def plan_turn(extractor: Extractor | None, text: str, *, org_id: str, entity_id: str | None,
-              namespace: str = "default", agent_id: str | None = None, timestamp: datetime,
-              now: datetime, store_turn: StoreTurn = "event", extract: bool = True,
-              mode: Mode = "smart", provenance: dict[str, str] | None = None,
-              metadata: dict[str, Any] | None = None, subject: str | None = None) -> TurnPlan:
+def plan_turn(
+    extractor: Extractor | None,
+    text: str,
+    *,
+    org_id: str,
+    entity_id: str | None,
+    namespace: str = "default",
+    agent_id: str | None = None,
+    timestamp: datetime,
+    now: datetime,
+    store_turn: StoreTurn = "event",
+    extract: bool = True,
+    mode: Mode = "smart",
+    provenance: dict[str, str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    subject: str | None = None,
+) -> TurnPlan:
     """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
     `subject`: who first-person statements are about (default `subject_for(entity_id)`)."""
     check_mode(mode)
@@ -120,10 +150,29 @@ def plan_turn(extractor: Extractor | None, text: str, *, org_id: str, entity_id:
         extraction = extractor.extract(text, subject=subject or subject_for(entity_id), reference_time=ts)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
-    turn = turn_memory(text, kind=store_turn, org_id=org_id, entity_id=entity_id, namespace=namespace,
-                       agent_id=agent_id, timestamp=ts, now=now, provenance=provenance, metadata=metadata)
-    return TurnPlan(org_id=org_id, turn=turn, extraction=extraction, mode=mode, timestamp=ts,
-                    namespace=namespace, agent_id=agent_id, entity_id=entity_id, metadata=dict(metadata or {}))
+    turn = turn_memory(
+        text,
+        kind=store_turn,
+        org_id=org_id,
+        entity_id=entity_id,
+        namespace=namespace,
+        agent_id=agent_id,
+        timestamp=ts,
+        now=now,
+        provenance=provenance,
+        metadata=metadata,
+    )
+    return TurnPlan(
+        org_id=org_id,
+        turn=turn,
+        extraction=extraction,
+        mode=mode,
+        timestamp=ts,
+        namespace=namespace,
+        agent_id=agent_id,
+        entity_id=entity_id,
+        metadata=dict(metadata or {}),
+    )
 
 
 class TurnCommit(msgspec.Struct, kw_only=True):
@@ -142,23 +191,39 @@ def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
         source_turn: str | None = None
         if plan.turn is not None:
             store.put_memories([plan.turn])
-            store.append_events([Event(
-                event_id=event_id(), org_id=plan.org_id, type="memory.created", at=at,
-                memory_id=plan.turn.memory_id, entity_id=plan.turn.entity_id,
-                data={"namespace": plan.namespace, "type": plan.turn.type, "origin": "turn"})])
+            store.append_events(
+                [
+                    Event(
+                        event_id=event_id(),
+                        org_id=plan.org_id,
+                        type="memory.created",
+                        at=at,
+                        memory_id=plan.turn.memory_id,
+                        entity_id=plan.turn.entity_id,
+                        data={"namespace": plan.namespace, "type": plan.turn.type, "origin": "turn"},
+                    )
+                ]
+            )
             source_turn = plan.turn.memory_id
             upserts.append(Upsert(memory_id=plan.turn.memory_id, action="UPSERTED"))
         built: list[Memory] = []
         outcomes: list[Outcome] = []
         if plan.extraction.facts:
             built = fact_memories(plan, source_turn=source_turn, now=at)
-            outcomes = upsert_memories(store, built, mode=plan.mode,
-                                       negated=[d.negated for d in plan.extraction.facts], now=at)
+            outcomes = upsert_memories(
+                store, built, mode=plan.mode, negated=[d.negated for d in plan.extraction.facts], now=at
+            )
         facts = _as_stored(store, plan.org_id, built, outcomes)
-    upserts.extend(Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
-                   for m, o in zip(built, outcomes, strict=True))
-    extracted = Extracted(entities=list(plan.extraction.entities), facts=facts, upserts=upserts,
-                          truncated=plan.extraction.truncated)
+    upserts.extend(
+        Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
+        for m, o in zip(built, outcomes, strict=True)
+    )
+    extracted = Extracted(
+        entities=list(plan.extraction.entities),
+        facts=facts,
+        upserts=upserts,
+        truncated=plan.extraction.truncated,
+    )
     return TurnCommit(extracted=extracted, outcomes=outcomes, built=built)
 
 
@@ -167,20 +232,32 @@ def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> 
     in, a later statement of the same key ordered after an earlier one (engine.write.ingest)."""
     built = []
     for d in plan.extraction.facts:
-        m = draft_to_memory(d, org_id=plan.org_id, timestamp=plan.timestamp, namespace=plan.namespace,
-                            agent_id=plan.agent_id, entity_id=plan.entity_id, source_turn=source_turn,
-                            extractor=plan.extraction.extractor, now=now)
+        m = draft_to_memory(
+            d,
+            org_id=plan.org_id,
+            timestamp=plan.timestamp,
+            namespace=plan.namespace,
+            agent_id=plan.agent_id,
+            entity_id=plan.entity_id,
+            source_turn=source_turn,
+            extractor=plan.extraction.extractor,
+            now=now,
+        )
         if plan.metadata:
             m = msgspec.structs.replace(m, metadata={**m.metadata, **plan.metadata})
         built.append(m)
     return order_within_turn(built)
 
 
-def _as_stored(store: Store, org_id: str, built: Sequence[Memory], outcomes: Sequence[Outcome]) -> list[Memory]:
+def _as_stored(
+    store: Store, org_id: str, built: Sequence[Memory], outcomes: Sequence[Outcome]
+) -> list[Memory]:
     """Each fact as the store now holds it (a SKIPPED one: the existing fact it repeated); a negation
     as built (it is never stored)."""
-    wanted = [o.memory_id if o.memory_id is not None and not o.negation else m.memory_id
-              for m, o in zip(built, outcomes, strict=True)]
+    wanted = [
+        o.memory_id if o.memory_id is not None and not o.negation else m.memory_id
+        for m, o in zip(built, outcomes, strict=True)
+    ]
     found = {m.memory_id: m for m in store.get_memories(org_id, wanted)}
     return [found.get(w, m) for w, m in zip(wanted, built, strict=True)]
 

@@ -53,24 +53,51 @@ class AssembleTable(msgspec.Struct, kw_only=True):
     standins: int = 0  # corpus texts given stand-in vectors (max_embed reached; see evals.bench.vectors)
 
     def format(self) -> str:
-        cols = ["size", "calls", "p50 ms", "p95 ms", *[f"{s} p50/p95" for s in STAGES[:-1]],
-                "http p50 ms", "http p95 ms", "target (p50/p95)"]
-        lines = [f"assemble benchmark, embedder={self.embedder} (in process: pipeline timings; http: client "
-                 "wall time against loci serve)", " | ".join(cols), " | ".join("---" for _ in cols)]
+        cols = [
+            "size",
+            "calls",
+            "p50 ms",
+            "p95 ms",
+            *[f"{s} p50/p95" for s in STAGES[:-1]],
+            "http p50 ms",
+            "http p95 ms",
+            "target (p50/p95)",
+        ]
+        lines = [
+            f"assemble benchmark, embedder={self.embedder} (in process: pipeline timings; http: client "
+            "wall time against loci serve)",
+            " | ".join(cols),
+            " | ".join("---" for _ in cols),
+        ]
         for r in self.rows:
             t = r.stages["total"]
             http = [f"{r.http.p50:.1f}", f"{r.http.p95:.1f}"] if r.http is not None else ["-", "-"]
-            lines.append(" | ".join([str(r.size), str(r.calls), f"{t.p50:.1f}", f"{t.p95:.1f}",
-                                     *[r.stages[s].cell() for s in STAGES[:-1]], *http, verdict(r)]))
+            lines.append(
+                " | ".join(
+                    [
+                        str(r.size),
+                        str(r.calls),
+                        f"{t.p50:.1f}",
+                        f"{t.p95:.1f}",
+                        *[r.stages[s].cell() for s in STAGES[:-1]],
+                        *http,
+                        verdict(r),
+                    ]
+                )
+            )
         lines.append("")
         for r in self.rows:
             extra = f", http first call {r.http_warm_ms:.0f} ms" if r.http_warm_ms is not None else ""
             lines.append(f"size {r.size}: load {r.load_s:.1f} s, first call {r.warm_ms:.0f} ms{extra}")
         if self.embedded_texts:
-            lines.append(f"embedded {self.embedded_texts} corpus texts not yet cached ({self.embed_rate or 0:.0f}/s)")
+            lines.append(
+                f"embedded {self.embedded_texts} corpus texts not yet cached ({self.embed_rate or 0:.0f}/s)"
+            )
         if self.standins:
-            lines.append(f"WARNING: {self.standins} corpus texts got stand-in (random unit) vectors, not "
-                         f"{self.embedder} ones (--max-embed reached): latency only, not retrieval quality")
+            lines.append(
+                f"WARNING: {self.standins} corpus texts got stand-in (random unit) vectors, not "
+                f"{self.embedder} ones (--max-embed reached): latency only, not retrieval quality"
+            )
         return "\n".join(lines)
 
 
@@ -93,12 +120,22 @@ def stage_ms(timings: StageTimings, stage: str) -> float:
 
 def http_body(request: AssembleRequest) -> bytes:
     """The same request as JSON with ingest off (a pure read, like the in-process call)."""
-    return msgspec.json.encode(msgspec.structs.replace(
-        request, ingest=IngestOptions(extract=False, store_turn="none")))
+    return msgspec.json.encode(
+        msgspec.structs.replace(request, ingest=IngestOptions(extract=False, store_turn="none"))
+    )
 
 
-def bench_size(size: int, calls: int, embedder: Embedder, embedder_name: str, vectors: VectorCache, *,
-               http: bool, cache_dir: str, progress: TextIO | None) -> AssembleRow:
+def bench_size(
+    size: int,
+    calls: int,
+    embedder: Embedder,
+    embedder_name: str,
+    vectors: VectorCache,
+    *,
+    http: bool,
+    cache_dir: str,
+    progress: TextIO | None,
+) -> AssembleRow:
     with bench_dir(cache_dir, f"assemble-{size}") as data_dir:
         store = open_bench_store(data_dir)
         try:
@@ -113,17 +150,42 @@ def bench_size(size: int, calls: int, embedder: Embedder, embedder_name: str, ve
             reqs = assemble_requests(calls + 1)
             cache = EmbeddingCache(embedder, store)
             t = time.perf_counter()
-            run_assemble(store, cache, org_id=corpus.ORG, agent_id=None, request=reqs[0],
-                         request_id="req_warm", now=corpus.NOW)
+            run_assemble(
+                store,
+                cache,
+                org_id=corpus.ORG,
+                agent_id=None,
+                request=reqs[0],
+                request_id="req_warm",
+                now=corpus.NOW,
+            )
             warm_ms = (time.perf_counter() - t) * 1000.0
             timings: list[StageTimings] = []
             for i, req in enumerate(reqs[1:]):
-                timings.append(run_assemble(store, cache, org_id=corpus.ORG, agent_id=None, request=req,
-                                            request_id=f"req_{i}", now=corpus.NOW).timings)
-            row = AssembleRow(size=size, calls=calls, load_s=load_s, warm_ms=warm_ms,
-                              stages={s: pct([stage_ms(tm, s) for tm in timings]) for s in STAGES})
+                timings.append(
+                    run_assemble(
+                        store,
+                        cache,
+                        org_id=corpus.ORG,
+                        agent_id=None,
+                        request=req,
+                        request_id=f"req_{i}",
+                        now=corpus.NOW,
+                    ).timings
+                )
+            row = AssembleRow(
+                size=size,
+                calls=calls,
+                load_s=load_s,
+                warm_ms=warm_ms,
+                stages={s: pct([stage_ms(tm, s) for tm in timings]) for s in STAGES},
+            )
             if progress is not None:
-                print(f"  size {size}: in process p50 {row.stages['total'].p50:.1f} ms", file=progress, flush=True)
+                print(
+                    f"  size {size}: in process p50 {row.stages['total'].p50:.1f} ms",
+                    file=progress,
+                    flush=True,
+                )
             if http:
                 with LociServer(data_dir, embedder_name) as server, server.client(secret) as client:
                     bodies = [http_body(r) for r in reqs]
@@ -134,20 +196,42 @@ def bench_size(size: int, calls: int, embedder: Embedder, embedder_name: str, ve
     return row
 
 
-def run(sizes: Sequence[int], calls: int, embedder: Embedder, *, embedder_name: str, http: bool = True,
-        cache_dir: str = DEFAULT_CACHE_DIR, max_embed: int | None = None,
-        progress: TextIO | None = sys.stderr) -> AssembleTable:
+def run(
+    sizes: Sequence[int],
+    calls: int,
+    embedder: Embedder,
+    *,
+    embedder_name: str,
+    http: bool = True,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    max_embed: int | None = None,
+    progress: TextIO | None = sys.stderr,
+) -> AssembleTable:
     vectors = VectorCache(embedder, cache_dir, max_embed=max_embed)
     try:
         rows = []
         for size in sizes:
             if progress is not None:
                 print(f"assemble bench: size {size}", file=progress, flush=True)
-            rows.append(bench_size(size, calls, embedder, embedder_name, vectors, http=http,
-                                   cache_dir=cache_dir, progress=progress))
+            rows.append(
+                bench_size(
+                    size,
+                    calls,
+                    embedder,
+                    embedder_name,
+                    vectors,
+                    http=http,
+                    cache_dir=cache_dir,
+                    progress=progress,
+                )
+            )
         rate = vectors.embedded / vectors.embed_s if vectors.embed_s > 0 else None
-        return AssembleTable(embedder=vectors.model, rows=rows, embedded_texts=vectors.embedded,
-                             embed_rate=None if rate is None or math.isnan(rate) else rate,
-                             standins=vectors.standins)
+        return AssembleTable(
+            embedder=vectors.model,
+            rows=rows,
+            embedded_texts=vectors.embedded,
+            embed_rate=None if rate is None or math.isnan(rate) else rate,
+            standins=vectors.standins,
+        )
     finally:
         vectors.close()

@@ -1,8 +1,8 @@
 """A micro-benchmark of the retrieval channels on a synthetic corpus (not a test).
 
-    from evals.bench.channels import run_benchmark
-    print(run_benchmark(n=100_000))            # InMemoryStore
-    print(run_benchmark(n=20_000, target="sqlite:///tmp/bench.db"))
+from evals.bench.channels import run_benchmark
+print(run_benchmark(n=100_000))            # InMemoryStore
+print(run_benchmark(n=20_000, target="sqlite:///tmp/bench.db"))
 """
 
 from __future__ import annotations
@@ -46,12 +46,22 @@ def synthetic_corpus(n: int, dim: int, seed: int = 0) -> tuple[list[Memory], dic
     entities = rng.integers(0, 2000, size=(n, 2))
     for i in range(n):
         text = " ".join(words[i]) + f" doc{i}"
-        memories.append(Memory(
-            memory_id=f"mem_{i:08d}", org_id="org_bench", type="fact" if i % 3 else "note", text=text,
-            entity_id=f"ent:e{entities[i, 0]}", subject=f"ent:e{entities[i, 0]}", object=f"ent:e{entities[i, 1]}",
-            agent_id=f"agent{i % 4}", status="superseded" if i % 17 == 0 else "active",
-            timestamp=t0 + timedelta(seconds=i), created_at=t0, updated_at=t0,
-        ))
+        memories.append(
+            Memory(
+                memory_id=f"mem_{i:08d}",
+                org_id="org_bench",
+                type="fact" if i % 3 else "note",
+                text=text,
+                entity_id=f"ent:e{entities[i, 0]}",
+                subject=f"ent:e{entities[i, 0]}",
+                object=f"ent:e{entities[i, 1]}",
+                agent_id=f"agent{i % 4}",
+                status="superseded" if i % 17 == 0 else "active",
+                timestamp=t0 + timedelta(seconds=i),
+                created_at=t0,
+                updated_at=t0,
+            )
+        )
     block = rng.standard_normal((n, dim)).astype(np.float32)
     block /= np.linalg.norm(block, axis=1, keepdims=True)
     for i, m in enumerate(memories):
@@ -59,8 +69,9 @@ def synthetic_corpus(n: int, dim: int, seed: int = 0) -> tuple[list[Memory], dic
     return memories, vectors
 
 
-def run_benchmark(n: int = 100_000, dim: int = 384, target: str = "memory", repeats: int = 20,
-                  k: int = 50, seed: int = 0) -> BenchResult:
+def run_benchmark(
+    n: int = 100_000, dim: int = 384, target: str = "memory", repeats: int = 20, k: int = 50, seed: int = 0
+) -> BenchResult:
     from engine.storage import open_store
 
     store: Store = open_store(target)
@@ -81,10 +92,12 @@ def run_benchmark(n: int = 100_000, dim: int = 384, target: str = "memory", repe
     calls: dict[str, Callable[[], object]] = {
         "vector": lambda: store.vector_search(scope, "bench", query, k),
         "vector_agent": lambda: store.vector_search(
-            Scope(org_id="org_bench", now=now, agent_id="agent1"), "bench", query, k),
+            Scope(org_id="org_bench", now=now, agent_id="agent1"), "bench", query, k
+        ),
         "keyword": lambda: store.keyword_search(scope, "w3 w120 w4000 doc77", k),
         "keyword_entity": lambda: store.keyword_search(
-            Scope(org_id="org_bench", now=now, entity_id="ent:e7"), "w3 w120", k),
+            Scope(org_id="org_bench", now=now, entity_id="ent:e7"), "w3 w120", k
+        ),
         "graph_depth2": lambda: store.graph_search(scope, ["ent:e7"], 2, k),
         "scope_size": lambda: store.scope_size(scope),
     }
@@ -96,10 +109,17 @@ def run_benchmark(n: int = 100_000, dim: int = 384, target: str = "memory", repe
             call()
             samples.append((time.perf_counter() - t) * 1000)
         samples.sort()
-        timings.append(ChannelTiming(channel=name, median_ms=statistics.median(samples),
-                                     p90_ms=samples[int(0.9 * (len(samples) - 1))]))
+        timings.append(
+            ChannelTiming(
+                channel=name,
+                median_ms=statistics.median(samples),
+                p90_ms=samples[int(0.9 * (len(samples) - 1))],
+            )
+        )
     store.close()
-    return BenchResult(n=n, dim=dim, target=target, load_s=load_s, first_search_s=first_search_s, channels=timings)
+    return BenchResult(
+        n=n, dim=dim, target=target, load_s=load_s, first_search_s=first_search_s, channels=timings
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

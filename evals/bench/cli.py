@@ -65,8 +65,15 @@ def _assemble(args: argparse.Namespace) -> int:
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
     header = _header(args)
-    table = assemble.run(args.sizes, args.calls, create_embedder(args.embedder), embedder_name=args.embedder,
-                         http=args.http, cache_dir=args.cache_dir or DEFAULT_CACHE_DIR, max_embed=args.max_embed)
+    table = assemble.run(
+        args.sizes,
+        args.calls,
+        create_embedder(args.embedder),
+        embedder_name=args.embedder,
+        http=args.http,
+        cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
+        max_embed=args.max_embed,
+    )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
     return 0
@@ -78,8 +85,14 @@ def _ingest(args: argparse.Namespace) -> int:
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
     header = _header(args)
-    table = ingest.run(args.n, create_embedder(args.embedder), embedder_name=args.embedder, turns=args.turns,
-                       http=args.http, cache_dir=args.cache_dir or DEFAULT_CACHE_DIR)
+    table = ingest.run(
+        args.n,
+        create_embedder(args.embedder),
+        embedder_name=args.embedder,
+        turns=args.turns,
+        http=args.http,
+        cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
+    )
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
     return 0
@@ -93,10 +106,13 @@ def _writes(args: argparse.Namespace) -> int:
     from evals.bench import writes
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = (f"$ loci bench writes --sizes {','.join(map(str, args.sizes))} --batches {args.batches} "
-              f"--singles {args.singles}\n(load average at start: {_load()}; {os.cpu_count()} CPUs)")
-    table = writes.run(args.sizes, batches=args.batches, singles=args.singles,
-                       cache_dir=args.cache_dir or DEFAULT_CACHE_DIR)
+    header = (
+        f"$ loci bench writes --sizes {','.join(map(str, args.sizes))} --batches {args.batches} "
+        f"--singles {args.singles}\n(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+    )
+    table = writes.run(
+        args.sizes, batches=args.batches, singles=args.singles, cache_dir=args.cache_dir or DEFAULT_CACHE_DIR
+    )
     _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
     return 0
 
@@ -104,10 +120,13 @@ def _writes(args: argparse.Namespace) -> int:
 def _encoder(args: argparse.Namespace) -> int:
     from evals.bench import encoder
 
-    header = (f"$ loci bench encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}\n"
-              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
-    table = encoder.run(variants=args.variants.split(","), sample=args.sample, queries=args.queries,
-                        batches=args.batches)
+    header = (
+        f"$ loci bench encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}\n"
+        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+    )
+    table = encoder.run(
+        variants=args.variants.split(","), sample=args.sample, queries=args.queries, batches=args.batches
+    )
     _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
     return 0
 
@@ -121,10 +140,17 @@ def _peers(args: argparse.Namespace) -> int:
         return 2
     from engine.embed.registry import create_embedder
 
-    header = (f"$ loci bench peers --turns {args.turns} --reads {args.reads} --singles {args.singles}\n"
-              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
-    table = peers.run(create_embedder("minilm"), turns=args.turns, reads=args.reads, singles=args.singles,
-                      cache_dir=args.cache_dir or DEFAULT_CACHE_DIR)
+    header = (
+        f"$ loci bench peers --turns {args.turns} --reads {args.reads} --singles {args.singles}\n"
+        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+    )
+    table = peers.run(
+        create_embedder("minilm"),
+        turns=args.turns,
+        reads=args.reads,
+        singles=args.singles,
+        cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
+    )
     _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
     return 0
 
@@ -133,25 +159,40 @@ def _redos(args: argparse.Namespace) -> int:
     from evals.bench import redos
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = (f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
-              f"(load average at start: {_load()}; {os.cpu_count()} CPUs)")
+    header = (
+        f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
+        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+    )
     table = redos.run(args.calls, args.embedder, args.cache_dir or DEFAULT_CACHE_DIR)
     _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
     return 0
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-                        help="minilm (default, $LOCI_EMBEDDER) or hash")
-    parser.add_argument("--http", action=argparse.BooleanOptionalAction, default=True,
-                        help="also measure over HTTP against a `loci serve` subprocess (default: on)")
-    parser.add_argument("--cache-dir", default=None,
-                        help="corpus vector cache and scratch data dirs (default: ./data/bench-cache)")
+    parser.add_argument(
+        "--embedder",
+        default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+        help="minilm (default, $LOCI_EMBEDDER) or hash",
+    )
+    parser.add_argument(
+        "--http",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure over HTTP against a `loci serve` subprocess (default: on)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        help="corpus vector cache and scratch data dirs (default: ./data/bench-cache)",
+    )
     parser.add_argument("--out", default=None, help="also append the table to this file")
 
 
 def _needs_postgres(missing: str) -> int:
-    print(f"loci bench scale needs the postgres extra (pip install 'loci[postgres]'): {missing}", file=sys.stderr)
+    print(
+        f"loci bench scale needs the postgres extra (pip install 'loci[postgres]'): {missing}",
+        file=sys.stderr,
+    )
     return 2
 
 
@@ -162,8 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("assemble", help="assemble latency per corpus size, in process and over HTTP")
     p.add_argument("--sizes", type=_sizes, default=[1000, 10000, 100000], help="comma-separated corpus sizes")
     p.add_argument("--calls", type=int, default=200, help="timed assemble calls per size")
-    p.add_argument("--max-embed", type=int, default=None,
-                   help="embed at most N uncached corpus texts; the rest get stand-in vectors (reported)")
+    p.add_argument(
+        "--max-embed",
+        type=int,
+        default=None,
+        help="embed at most N uncached corpus texts; the rest get stand-in vectors (reported)",
+    )
     _common(p)
     p.set_defaults(func=_assemble)
     q = sub.add_parser("ingest", help="ingest throughput (single, batch) and assemble-with-ingest per turn")
@@ -172,32 +217,45 @@ def build_parser() -> argparse.ArgumentParser:
     _common(q)
     q.set_defaults(func=_ingest)
     w = sub.add_parser("writes", help="the store's share of writes per scope size (stand-in vectors)")
-    w.add_argument("--sizes", type=_sizes_or_zero, default=[0, 10000, 50000, 100000],
-                   help="comma-separated scope sizes")
+    w.add_argument(
+        "--sizes", type=_sizes_or_zero, default=[0, 10000, 50000, 100000], help="comma-separated scope sizes"
+    )
     w.add_argument("--batches", type=int, default=5, help="batches of 200 LoCoMo turns per size")
     w.add_argument("--singles", type=int, default=50, help="single writes per size")
     w.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     w.add_argument("--out", default=None, help="also append the table to this file")
     w.set_defaults(func=_writes)
-    e = sub.add_parser("encoder", help="MiniLM runtimes side by side: cosine to float32, query latency, batch rate")
-    e.add_argument("--variants", default="torch,onnx-fp32,onnx,onnx-int8-all",
-                   help="comma-separated: torch, onnx-fp32, onnx, onnx-int8-all")
+    e = sub.add_parser(
+        "encoder", help="MiniLM runtimes side by side: cosine to float32, query latency, batch rate"
+    )
+    e.add_argument(
+        "--variants",
+        default="torch,onnx-fp32,onnx,onnx-int8-all",
+        help="comma-separated: torch, onnx-fp32, onnx, onnx-int8-all",
+    )
     e.add_argument("--sample", type=int, default=1000, help="LoCoMo texts for the cosine check (3/4 turns)")
     e.add_argument("--queries", type=int, default=200, help="one-text queries per variant")
     e.add_argument("--batches", type=int, default=3, help="batches of 200 LoCoMo turns per variant")
     e.add_argument("--out", default=None, help="also append the table to this file")
     e.set_defaults(func=_encoder)
-    r = sub.add_parser("peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])")
+    r = sub.add_parser(
+        "peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])"
+    )
     r.add_argument("--turns", type=int, default=5882, help="LoCoMo turns bulk-written for one user")
-    r.add_argument("--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two")
+    r.add_argument(
+        "--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two"
+    )
     r.add_argument("--singles", type=int, default=50, help="single writes per side (alternated)")
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")
     r.set_defaults(func=_peers)
     d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
     d.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
-    d.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-                   help="minilm (default, $LOCI_EMBEDDER) or hash")
+    d.add_argument(
+        "--embedder",
+        default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+        help="minilm (default, $LOCI_EMBEDDER) or hash",
+    )
     d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     d.add_argument("--out", default=None, help="also append the table to this file")
     d.set_defaults(func=_redos)

@@ -50,14 +50,19 @@ class EncoderTable(msgspec.Struct, kw_only=True):
     rows: list[EncoderRow]
 
     def format(self) -> str:
-        lines = [f"encoder benchmark: cosine to sentence-transformers float32 on {self.sample} LoCoMo texts "
-                 f"(batched) and {self.singles} one at a time; {self.queries} one-text queries; "
-                 f"{self.batches} batches of 200 LoCoMo turns; variants alternated",
-                 "| runtime | cos min | cos p1 | cos mean | cos min (one text) | query p50 / p95 ms | "
-                 "batch texts/s |", "|---|---|---|---|---|---|---|"]
+        lines = [
+            f"encoder benchmark: cosine to sentence-transformers float32 on {self.sample} LoCoMo texts "
+            f"(batched) and {self.singles} one at a time; {self.queries} one-text queries; "
+            f"{self.batches} batches of 200 LoCoMo turns; variants alternated",
+            "| runtime | cos min | cos p1 | cos mean | cos min (one text) | query p50 / p95 ms | "
+            "batch texts/s |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in self.rows:
-            lines.append(f"| {r.variant} | {r.cos_min:.4f} | {r.cos_p1:.4f} | {r.cos_mean:.4f} | "
-                         f"{r.cos_single_min:.4f} | {r.query.p50:.2f} / {r.query.p95:.2f} | {r.batch_rate:.0f} |")
+            lines.append(
+                f"| {r.variant} | {r.cos_min:.4f} | {r.cos_p1:.4f} | {r.cos_mean:.4f} | "
+                f"{r.cos_single_min:.4f} | {r.query.p50:.2f} / {r.query.p95:.2f} | {r.batch_rate:.0f} |"
+            )
         return "\n".join(lines)
 
 
@@ -74,8 +79,9 @@ def _variant(name: str, cache_dir: Path) -> tuple[Callable[[list[str]], Rows], C
     if name in ("torch", "onnx-fp32", "onnx"):
         emb = MiniLMEmbedder(runtime=name, cache_dir=cache_dir)
         return emb._embed_small, emb.embed
-    encoder = OnnxEncoder.open(Path(_model_path()), cache_dir, name="all-MiniLM-L6-v2-int8-all",
-                               quantize=projection_names(6))
+    encoder = OnnxEncoder.open(
+        Path(_model_path()), cache_dir, name="all-MiniLM-L6-v2-int8-all", quantize=projection_names(6)
+    )
     if encoder is None:
         raise RuntimeError("onnxruntime is not installed")
     threads = MiniLMEmbedder(runtime="torch").threads
@@ -84,14 +90,23 @@ def _variant(name: str, cache_dir: Path) -> tuple[Callable[[list[str]], Rows], C
 
 def _reference(texts: Sequence[str]) -> Rows:
     model = MiniLMEmbedder(runtime="torch")._load()
-    rows: Rows = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                              show_progress_bar=False)
+    rows: Rows = model.encode(
+        list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     return rows
 
 
-def run(*, variants: Sequence[str] = VARIANTS, sample: int = 1000, singles: int = 200, queries: int = 200,
-        batches: int = 3, cache_dir: str = "./data/models", seed: int = 7,
-        progress: TextIO | None = sys.stderr) -> EncoderTable:
+def run(
+    *,
+    variants: Sequence[str] = VARIANTS,
+    sample: int = 1000,
+    singles: int = 200,
+    queries: int = 200,
+    batches: int = 3,
+    cache_dir: str = "./data/models",
+    seed: int = 7,
+    progress: TextIO | None = sys.stderr,
+) -> EncoderTable:
     rng = random.Random(seed)
     turns, questions = _locomo_texts()
     texts = rng.sample(turns, sample * 3 // 4) + rng.sample(questions, sample - sample * 3 // 4)
@@ -104,7 +119,12 @@ def run(*, variants: Sequence[str] = VARIANTS, sample: int = 1000, singles: int 
         many(turns[:8])  # sessions made and warm
         cos = (np.concatenate([many(texts[i : i + 200]) for i in range(0, len(texts), 200)]) * ref).sum(1)
         single = (np.vstack([one([t]) for t in texts[:singles]]) * ref[:singles]).sum(1)
-        accuracy[name] = (float(cos.min()), float(np.percentile(cos, 1)), float(cos.mean()), float(single.min()))
+        accuracy[name] = (
+            float(cos.min()),
+            float(np.percentile(cos, 1)),
+            float(cos.mean()),
+            float(single.min()),
+        )
     lat: dict[str, list[float]] = {n: [] for n in calls}
     rate: dict[str, list[float]] = {n: [] for n in calls}
     for q in rng.sample(questions, queries):
@@ -118,7 +138,16 @@ def run(*, variants: Sequence[str] = VARIANTS, sample: int = 1000, singles: int 
             t = time.perf_counter()
             many(batch)
             rate[name].append(200 / (time.perf_counter() - t))
-    rows = [EncoderRow(variant=n, cos_min=accuracy[n][0], cos_p1=accuracy[n][1], cos_mean=accuracy[n][2],
-                       cos_single_min=accuracy[n][3], query=pct(lat[n]), batch_rate=float(np.median(rate[n])))
-            for n in calls]
+    rows = [
+        EncoderRow(
+            variant=n,
+            cos_min=accuracy[n][0],
+            cos_p1=accuracy[n][1],
+            cos_mean=accuracy[n][2],
+            cos_single_min=accuracy[n][3],
+            query=pct(lat[n]),
+            batch_rate=float(np.median(rate[n])),
+        )
+        for n in calls
+    ]
     return EncoderTable(sample=len(texts), singles=singles, queries=queries, batches=batches, rows=rows)

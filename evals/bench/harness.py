@@ -86,17 +86,33 @@ class LociServer:
         self.log_path = Path(data_dir) / "server.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--data-dir", data_dir],
-            cwd=str(REPO_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--data-dir",
+                data_dir,
+            ],
+            cwd=str(REPO_ROOT),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         self._wait(startup_timeout)
 
     def _wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"loci serve exited ({self.proc.returncode}); see {self.log_path}:\n"
-                                   + self.log_path.read_text(errors="replace")[-2000:])
+                raise RuntimeError(
+                    f"loci serve exited ({self.proc.returncode}); see {self.log_path}:\n"
+                    + self.log_path.read_text(errors="replace")[-2000:]
+                )
             try:
                 if httpx.get(f"{self.base_url}/v0/health", timeout=1.0).status_code == 200:
                     return
@@ -107,8 +123,11 @@ class LociServer:
         raise RuntimeError(f"loci serve did not answer within {timeout:.0f} s; see {self.log_path}")
 
     def client(self, secret: str) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, timeout=120.0,
-                            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"})
+        return httpx.Client(
+            base_url=self.base_url,
+            timeout=120.0,
+            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -123,8 +142,9 @@ class LociServer:
     def __enter__(self) -> LociServer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 

@@ -61,13 +61,20 @@ class IngestTable(msgspec.Struct, kw_only=True):
     turns: list[TurnRow]
 
     def format(self) -> str:
-        lines = [f"ingest benchmark, embedder={self.embedder}, {self.n} memories per mode "
-                 f"(embedding included)", "mode | path | memories | seconds | memories/s",
-                 "--- | --- | --- | --- | ---"]
+        lines = [
+            f"ingest benchmark, embedder={self.embedder}, {self.n} memories per mode (embedding included)",
+            "mode | path | memories | seconds | memories/s",
+            "--- | --- | --- | --- | ---",
+        ]
         lines += [f"{r.mode} | {r.path} | {r.memories} | {r.seconds:.3f} | {r.rate:.1f}" for r in self.rates]
-        lines += ["", "assemble with ingest (extract + supersede + store turn), per turn",
-                  "path | calls | store size | " + " | ".join(f"{s} p50/p95 ms" for s in TURN_STEPS)
-                  + " | facts/turn", " | ".join("---" for _ in range(4 + len(TURN_STEPS)))]
+        lines += [
+            "",
+            "assemble with ingest (extract + supersede + store turn), per turn",
+            "path | calls | store size | "
+            + " | ".join(f"{s} p50/p95 ms" for s in TURN_STEPS)
+            + " | facts/turn",
+            " | ".join("---" for _ in range(4 + len(TURN_STEPS))),
+        ]
         for t in self.turns:
             cells = [t.steps[s].cell() if s in t.steps else "-" for s in TURN_STEPS]
             facts = f"{t.facts_per_turn:.2f}" if t.facts_per_turn is not None else "-"
@@ -97,7 +104,9 @@ def write_http(server: LociServer, secret: str, drafts: Sequence[MemoryCreate], 
         if batch == 1:
             bodies = [msgspec.json.encode(_json(d)) for d in drafts]
         else:
-            bodies = [msgspec.json.encode({"items": [_json(d) for d in chunk]}) for chunk in _chunks(drafts, batch)]
+            bodies = [
+                msgspec.json.encode({"items": [_json(d) for d in chunk]}) for chunk in _chunks(drafts, batch)
+            ]
         t = time.perf_counter()
         for body in bodies:
             timed_post(client, "/v0/memories", body)
@@ -118,11 +127,22 @@ def turns_in_process(store: Store, embedder: Embedder, turns: Sequence[str]) -> 
         req = turn_request(turn)
         t0 = time.perf_counter()
         now = utcnow()
-        run_assemble(store, cache, org_id=corpus.ORG, agent_id=None, request=req, request_id=f"req_t{i}", now=now)
+        run_assemble(
+            store, cache, org_id=corpus.ORG, agent_id=None, request=req, request_id=f"req_t{i}", now=now
+        )
         t1 = time.perf_counter()
-        plan = plan_turn(extractor, turn, org_id=corpus.ORG, entity_id=corpus.ENTITY, timestamp=now, now=now,
-                         store_turn=req.ingest.store_turn, extract=req.ingest.extract,
-                         mode=req.ingest.upsert_conflicts, provenance={"request_id": f"req_t{i}"})
+        plan = plan_turn(
+            extractor,
+            turn,
+            org_id=corpus.ORG,
+            entity_id=corpus.ENTITY,
+            timestamp=now,
+            now=now,
+            store_turn=req.ingest.store_turn,
+            extract=req.ingest.extract,
+            mode=req.ingest.upsert_conflicts,
+            provenance={"request_id": f"req_t{i}"},
+        )
         t2 = time.perf_counter()
         embed_texts(cache, plan.texts())
         t3 = time.perf_counter()
@@ -132,8 +152,13 @@ def turns_in_process(store: Store, embedder: Embedder, turns: Sequence[str]) -> 
         facts += len(plan.extraction.facts)
         for name, ms in zip(TURN_STEPS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
             steps[name].append(ms * 1000.0)
-    return TurnRow(path="in process", calls=len(turns), store_size=size,
-                   steps={s: pct(v) for s, v in steps.items()}, facts_per_turn=facts / max(1, len(turns)))
+    return TurnRow(
+        path="in process",
+        calls=len(turns),
+        store_size=size,
+        steps={s: pct(v) for s, v in steps.items()},
+        facts_per_turn=facts / max(1, len(turns)),
+    )
 
 
 def turns_http(server: LociServer, secret: str, turns: Sequence[str], store_size: int) -> TurnRow:
@@ -143,8 +168,16 @@ def turns_http(server: LociServer, secret: str, turns: Sequence[str], store_size
     return TurnRow(path="http", calls=len(turns), store_size=store_size, steps={"total": pct(times)})
 
 
-def run(n: int, embedder: Embedder, *, embedder_name: str, turns: int = 100, http: bool = True,
-        cache_dir: str = DEFAULT_CACHE_DIR, progress: TextIO | None = sys.stderr) -> IngestTable:
+def run(
+    n: int,
+    embedder: Embedder,
+    *,
+    embedder_name: str,
+    turns: int = 100,
+    http: bool = True,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    progress: TextIO | None = sys.stderr,
+) -> IngestTable:
     def say(msg: str) -> None:
         if progress is not None:
             print(msg, file=progress, flush=True)
@@ -159,8 +192,14 @@ def run(n: int, embedder: Embedder, *, embedder_name: str, turns: int = 100, htt
             try:
                 say(f"ingest bench: {mode}, in process")
                 drafts = corpus.ingest_drafts(n, seed)
-                rates.append(RateRow(mode=mode, path="in process", memories=n,
-                                     seconds=write_in_process(store, embedder, drafts, batch)))
+                rates.append(
+                    RateRow(
+                        mode=mode,
+                        path="in process",
+                        memories=n,
+                        seconds=write_in_process(store, embedder, drafts, batch),
+                    )
+                )
                 if mode == "batch":
                     say("ingest bench: assemble with ingest, in process")
                     turn_rows.append(turns_in_process(store, embedder, turn_texts))
@@ -176,8 +215,14 @@ def run(n: int, embedder: Embedder, *, embedder_name: str, turns: int = 100, htt
                     for mode, batch, seed in (("single", 1, 303), ("batch", MAX_BATCH, 404)):
                         say(f"ingest bench: {mode}, http")
                         drafts = corpus.ingest_drafts(n, seed)
-                        rates.append(RateRow(mode=mode, path="http", memories=n,
-                                             seconds=write_http(server, secret, drafts, batch)))
+                        rates.append(
+                            RateRow(
+                                mode=mode,
+                                path="http",
+                                memories=n,
+                                seconds=write_http(server, secret, drafts, batch),
+                            )
+                        )
                     say("ingest bench: assemble with ingest, http")
                     turn_rows.append(turns_http(server, secret, turn_texts, store.count_memories(corpus.ORG)))
             finally:

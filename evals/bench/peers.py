@@ -66,7 +66,8 @@ class PeersTable(msgspec.Struct, kw_only=True):
             f"peers benchmark: {self.turns} LoCoMo turns for one user, {self.reads} distinct questions, "
             f"{self.singles} single writes; Loci embedder {self.embedder}, mem0 {self.mem0_version} "
             f"(huggingface embedder on the same MiniLM weights, faiss, infer=False), calls alternated",
-            "| | Loci | mem0 | Loci / mem0 |", "|---|---|---|---|",
+            "| | Loci | mem0 | Loci / mem0 |",
+            "|---|---|---|---|",
             f"| read p50 ms | {lo.read.p50:.1f} | {m0.read.p50:.1f} | {lo.read.p50 / m0.read.p50:.2f} |",
             f"| read p95 ms | {lo.read.p95:.1f} | {m0.read.p95:.1f} | {lo.read.p95 / m0.read.p95:.2f} |",
             f"| single write p50 ms | {lo.single_write.p50:.1f} | {m0.single_write.p50:.1f} | "
@@ -96,14 +97,27 @@ class LociSide:
         self.service = MemoryService(self.store, embeddings=self.cache)
 
     def write(self, turns: Sequence[Turn]) -> None:
-        self.service.create(ORG, [MemoryCreate(entity_id=USER, type="event", text=t.text, timestamp=t.timestamp)
-                                  for t in turns])
+        self.service.create(
+            ORG,
+            [MemoryCreate(entity_id=USER, type="event", text=t.text, timestamp=t.timestamp) for t in turns],
+        )
 
     def read(self, question: str) -> None:
-        request = AssembleRequest(entity_id=USER, turn=question, budget=Budget(max_context_tokens=1200),
-                                  ingest=IngestOptions(extract=False, store_turn="none"))
-        run_assemble(self.store, self.cache, org_id=ORG, agent_id=None, request=request, request_id="req_peer",
-                     now=time_now())
+        request = AssembleRequest(
+            entity_id=USER,
+            turn=question,
+            budget=Budget(max_context_tokens=1200),
+            ingest=IngestOptions(extract=False, store_turn="none"),
+        )
+        run_assemble(
+            self.store,
+            self.cache,
+            org_id=ORG,
+            agent_id=None,
+            request=request,
+            request_id="req_peer",
+            now=time_now(),
+        )
 
     def close(self) -> None:
         self.store.close()
@@ -118,12 +132,23 @@ def time_now() -> Any:
 def mem0_config(data_dir: str, model_path: str) -> dict[str, Any]:
     """mem0 built offline: the local MiniLM directory, faiss under `data_dir`, an LLM client never called."""
     return {
-        "embedder": {"provider": "huggingface",
-                     "config": {"model": model_path, "embedding_dims": 384, "model_kwargs": {"device": "cpu"}}},
-        "vector_store": {"provider": "faiss",
-                         "config": {"collection_name": "peers", "path": str(Path(data_dir) / "faiss"),
-                                    "embedding_model_dims": 384, "distance_strategy": "cosine"}},
-        "llm": {"provider": "openai", "config": {"api_key": "unused: infer=False calls no LLM", "model": "none"}},
+        "embedder": {
+            "provider": "huggingface",
+            "config": {"model": model_path, "embedding_dims": 384, "model_kwargs": {"device": "cpu"}},
+        },
+        "vector_store": {
+            "provider": "faiss",
+            "config": {
+                "collection_name": "peers",
+                "path": str(Path(data_dir) / "faiss"),
+                "embedding_model_dims": 384,
+                "distance_strategy": "cosine",
+            },
+        },
+        "llm": {
+            "provider": "openai",
+            "config": {"api_key": "unused: infer=False calls no LLM", "model": "none"},
+        },
         "history_db_path": str(Path(data_dir) / "history.db"),
     }
 
@@ -146,7 +171,9 @@ class Mem0Side:
         pass
 
 
-def _alternate(sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None]) -> list[list[float]]:
+def _alternate(
+    sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None]
+) -> list[list[float]]:
     """Seconds per item for each side, the sides taking turns item by item."""
     out: list[list[float]] = [[] for _ in sides]
     for item in items:
@@ -166,8 +193,15 @@ def mem0_version() -> str | None:
         return None
 
 
-def run(embedder: Embedder, *, turns: int = 5882, reads: int = 300, singles: int = 50,
-        cache_dir: str = DEFAULT_CACHE_DIR, progress: TextIO | None = sys.stderr) -> PeersTable:
+def run(
+    embedder: Embedder,
+    *,
+    turns: int = 5882,
+    reads: int = 300,
+    singles: int = 50,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    progress: TextIO | None = sys.stderr,
+) -> PeersTable:
     """Load both sides with the same turns, then alternate single writes and reads; see the module doc."""
     from engine.embed.minilm import _model_path
 
@@ -193,10 +227,21 @@ def run(embedder: Embedder, *, turns: int = 5882, reads: int = 300, singles: int
         finally:
             loci.close()
             mem0.close()
-    rows = [SideRow(name=name, read=pct([x * 1000 for x in read_s[i]]),
-                    single_write=pct([x * 1000 for x in single_s[i]]),
-                    bulk_rate=len(bulk) / bulk_s[i] if bulk_s[i] > 0 else float("nan"))
-            for i, name in enumerate(("Loci", "mem0"))]
-    return PeersTable(turns=len(bulk), reads=len(questions), singles=len(single), loci=rows[0], mem0=rows[1],
-                      embedder=f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})",
-                      mem0_version=mem0_version() or "?")
+    rows = [
+        SideRow(
+            name=name,
+            read=pct([x * 1000 for x in read_s[i]]),
+            single_write=pct([x * 1000 for x in single_s[i]]),
+            bulk_rate=len(bulk) / bulk_s[i] if bulk_s[i] > 0 else float("nan"),
+        )
+        for i, name in enumerate(("Loci", "mem0"))
+    ]
+    return PeersTable(
+        turns=len(bulk),
+        reads=len(questions),
+        singles=len(single),
+        loci=rows[0],
+        mem0=rows[1],
+        embedder=f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})",
+        mem0_version=mem0_version() or "?",
+    )

@@ -42,10 +42,15 @@ class RedosTable(msgspec.Struct, kw_only=True):
     rows: list[RedosRow]
 
     def format(self) -> str:
-        lines = ["| turn | chars | assemble p50 / p95 (ms) | slowest /v0/health meanwhile (ms) | truncated |",
-                 "|---|---:|---:|---:|---:|"]
-        lines += [f"| {r.kind} | {r.chars:,} | {r.assemble_p50_ms:.1f} / {r.assemble_p95_ms:.1f} | "
-                  f"{r.health_max_ms:.1f} | {r.truncated} of {r.calls} |" for r in self.rows]
+        lines = [
+            "| turn | chars | assemble p50 / p95 (ms) | slowest /v0/health meanwhile (ms) | truncated |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {r.kind} | {r.chars:,} | {r.assemble_p50_ms:.1f} / {r.assemble_p95_ms:.1f} | "
+            f"{r.health_max_ms:.1f} | {r.truncated} of {r.calls} |"
+            for r in self.rows
+        ]
         return "\n".join(lines)
 
 
@@ -106,6 +111,15 @@ def run(calls: int, embedder: str, cache_dir: str) -> RedosTable:
     rows = []
     for kind, turn in TURNS.items():
         p = pct(times[kind])
-        rows.append(RedosRow(kind=kind, chars=len(turn), assemble_p50_ms=p.p50, assemble_p95_ms=p.p95,
-                             health_max_ms=slowest[kind], truncated=truncated[kind], calls=calls))
+        rows.append(
+            RedosRow(
+                kind=kind,
+                chars=len(turn),
+                assemble_p50_ms=p.p50,
+                assemble_p95_ms=p.p95,
+                health_max_ms=slowest[kind],
+                truncated=truncated[kind],
+                calls=calls,
+            )
+        )
     return RedosTable(rows=rows)

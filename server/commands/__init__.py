@@ -27,10 +27,16 @@ COMMANDS: dict[str, str] = {
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     """--data-dir and --database-url, shared by every command that opens the store."""
-    parser.add_argument("--data-dir", default=None,
-                        help="data directory (default: $LOCI_DATA_DIR or ./data); the database is <dir>/loci.db")
-    parser.add_argument("--database-url", default=None,
-                        help="database URL (default: $LOCI_DATABASE_URL), e.g. sqlite:///path.db")
+    parser.add_argument(
+        "--data-dir",
+        default=None,
+        help="data directory (default: $LOCI_DATA_DIR or ./data); the database is <dir>/loci.db",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="database URL (default: $LOCI_DATABASE_URL), e.g. sqlite:///path.db",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

@@ -16,7 +16,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("bench", add_help=False, prefix_chars="+",  # every argument is for evals.bench.cli
-                                   help="latency and throughput benchmarks (`loci bench -h` for the list)")
+    parser = subparsers.add_parser(
+        "bench",
+        add_help=False,
+        prefix_chars="+",  # every argument is for evals.bench.cli
+        help="latency and throughput benchmarks (`loci bench -h` for the list)",
+    )
     parser.add_argument("argv", nargs=argparse.REMAINDER)
     parser.set_defaults(func=_run)

@@ -1,11 +1,11 @@
 """`loci eval run|sweep|fit`: the research harness from the command line (logic lives in `evals/`).
 
-    loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
-    loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local]
-    loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
-    loci eval fit --dataset locomo --folds 5
-    loci eval heldout --dataset locomo --candidates evals/candidates/locomo-events.json
-    loci eval gate [--write-measured]
+loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
+loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local]
+loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
+loci eval fit --dataset locomo --folds 5
+loci eval heldout --dataset locomo --candidates evals/candidates/locomo-events.json
+loci eval gate [--write-measured]
 """
 
 from __future__ import annotations
@@ -170,13 +170,21 @@ def _gate(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", default="synthetic",
-                   help="locomo | longmemeval-oracle | longmemeval-ku | synthetic | PATH (common-format JSON)")
+    p.add_argument(
+        "--dataset",
+        default="synthetic",
+        help="locomo | longmemeval-oracle | longmemeval-ku | synthetic | PATH (common-format JSON)",
+    )
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
-    p.add_argument("--limit-questions", type=int, default=None, help="only the first N questions per conversation")
+    p.add_argument(
+        "--limit-questions", type=int, default=None, help="only the first N questions per conversation"
+    )
     p.add_argument("--categories", default=None, help="comma list of question categories to keep")
-    p.add_argument("--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-                   help="minilm | openai | hash (default $LOCI_EMBEDDER or minilm; hash is for tests only)")
+    p.add_argument(
+        "--embedder",
+        default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+        help="minilm | openai | hash (default $LOCI_EMBEDDER or minilm; hash is for tests only)",
+    )
     p.add_argument("--store", default="memory", help="store target per conversation (default memory)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -194,22 +202,38 @@ def register(subparsers: Any) -> None:
     run.add_argument("--half-life", type=int, default=None, help="recency half-life in days")
     run.add_argument("--retrieval", default=None, help='more retrieval options, JSON, e.g. {"top_k": 48}')
     run.add_argument("--budget", type=int, default=1200)
-    run.add_argument("--budgets", default=None,
-                     help="comma list of more budgets to replay the configuration at (e.g. 600,2400)")
-    run.add_argument("--tokenizer", default=None, help="budget.tokenizer: o200k_base | cl100k_base | estimate")
-    run.add_argument("--ingest", choices=("facts", "events"), default="facts",
-                     help="facts: turns as events plus extracted facts; events: turns as events only, "
-                          "questions one day after the last session, max_events 200")
+    run.add_argument(
+        "--budgets",
+        default=None,
+        help="comma list of more budgets to replay the configuration at (e.g. 600,2400)",
+    )
+    run.add_argument(
+        "--tokenizer", default=None, help="budget.tokenizer: o200k_base | cl100k_base | estimate"
+    )
+    run.add_argument(
+        "--ingest",
+        choices=("facts", "events"),
+        default="facts",
+        help="facts: turns as events plus extracted facts; events: turns as events only, "
+        "questions one day after the last session, max_events 200",
+    )
     run.add_argument("--max-events", type=int, default=None, help="return.max_events")
     run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")
     run.add_argument("--rank-depth", type=int, default=50)
     run.add_argument("--conversations", default=None, help="comma list of conversation ids")
     run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
     run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
-    run.add_argument("--compare-presets", default=None,
-                     help="comma list of more presets replayed on the same stores (e.g. fast,factual)")
-    run.add_argument("--http", default=None, metavar="URL",
-                     help="replay through a served API instead; 'local' serves the app in process")
+    run.add_argument(
+        "--compare-presets",
+        default=None,
+        help="comma list of more presets replayed on the same stores (e.g. fast,factual)",
+    )
+    run.add_argument(
+        "--http",
+        default=None,
+        metavar="URL",
+        help="replay through a served API instead; 'local' serves the app in process",
+    )
     run.add_argument("--api-key", default=None, help="bearer key for --http (never written to disk)")
     run.add_argument("--out", default=None, help="runs directory (default evals/runs)")
     run.set_defaults(func=_run)
@@ -222,8 +246,12 @@ def register(subparsers: Any) -> None:
     sweep.add_argument("--presets", default=None, help="comma list (default balanced)")
     sweep.add_argument("--normalizations", default=None, help="comma list (default minmax)")
     sweep.add_argument("--half-lives", default=None, help="comma list of days (default: the preset's)")
-    sweep.add_argument("--weights", action="append", default=None,
-                       help="a weights JSON to include (repeatable); grid mode uses only these if given")
+    sweep.add_argument(
+        "--weights",
+        action="append",
+        default=None,
+        help="a weights JSON to include (repeatable); grid mode uses only these if given",
+    )
     sweep.add_argument("--holdout", type=float, default=0.3, help="share of conversations held out")
     sweep.add_argument("--metric", default="recall_in_context")
     sweep.add_argument("--budget", type=int, default=1200)
@@ -238,12 +266,19 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--c", type=float, default=1.0, help="inverse regularization strength")
     fit.set_defaults(func=_fit)
 
-    heldout = sub.add_parser("heldout", help="choose settings on half the conversations, report on the other half")
+    heldout = sub.add_parser(
+        "heldout", help="choose settings on half the conversations, report on the other half"
+    )
     _common(heldout)
     heldout.add_argument("--ingest", choices=("facts", "events"), default="events")
-    heldout.add_argument("--candidates", default=None,
-                         help='JSON (or a file of it): name -> retrieval object, e.g. {"default": {}}')
-    heldout.add_argument("--split", default=None, help="comma list of half A's conversation ids (default: first half)")
+    heldout.add_argument(
+        "--candidates",
+        default=None,
+        help='JSON (or a file of it): name -> retrieval object, e.g. {"default": {}}',
+    )
+    heldout.add_argument(
+        "--split", default=None, help="comma list of half A's conversation ids (default: first half)"
+    )
     heldout.add_argument("--budget", type=int, default=1200, help="the budget the choice is made at")
     heldout.add_argument("--budgets", default="600,1200,2400", help="budgets of the held-out table")
     heldout.add_argument("--metric", default="recall_in_context_whole")

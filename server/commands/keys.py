@@ -32,8 +32,10 @@ def list_keys(store: Store, org: str | None, out: TextIO) -> int:
     for k in keys:
         status = "revoked" if k.revoked_at is not None else "active"
         created = k.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-        print(f"{k.key_id:<32} {k.org_id:<20} {','.join(k.scopes):<18} {status:<8} {created:<20} {k.name or ''}",
-              file=out)
+        print(
+            f"{k.key_id:<32} {k.org_id:<20} {','.join(k.scopes):<18} {status:<8} {created:<20} {k.name or ''}",
+            file=out,
+        )
     return len(keys)
 
 

@@ -34,7 +34,9 @@ def _backfill_inline(store: Any, embedder: str) -> tuple[str, int] | None:
     try:
         model = create_embedder(embedder).model
     except Exception as exc:  # e.g. an API embedder without its key: the schema part still counts
-        print(f"warning: no inline vector backfill, embedder {embedder!r} unavailable: {exc}", file=sys.stderr)
+        print(
+            f"warning: no inline vector backfill, embedder {embedder!r} unavailable: {exc}", file=sys.stderr
+        )
         return None
     store.inline_model = model
     return model, int(store.backfill_inline_vectors())
@@ -70,6 +72,10 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("migrate", help="apply pending database migrations (safe to repeat)")
     add_store_arguments(parser)
-    parser.add_argument("--inline-vectors", action=argparse.BooleanOptionalAction, default=True,
-                        help="PostgreSQL: give rows without one their inline vector copy (default on)")
+    parser.add_argument(
+        "--inline-vectors",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="PostgreSQL: give rows without one their inline vector copy (default on)",
+    )
     parser.set_defaults(func=_run)

@@ -21,7 +21,9 @@ def ensure_dev_key(store: Store, out: TextIO) -> str | None:
     key, secret = create_api_key(store, DEV_ORG, SCOPES, name="first-run development key")
     bar = "=" * 72
     print(bar, file=out)
-    print(f"First run: created org {DEV_ORG!r} and API key {key.key_id} (scopes {','.join(SCOPES)}).", file=out)
+    print(
+        f"First run: created org {DEV_ORG!r} and API key {key.key_id} (scopes {','.join(SCOPES)}).", file=out
+    )
     print("It is shown only this once. Use it as:  Authorization: Bearer <key>", file=out)
     print(f"\n    {secret}\n", file=out)
     print(bar, file=out, flush=True)
@@ -41,8 +43,10 @@ def _run(args: argparse.Namespace) -> int:
         ensure_dev_key(store, sys.stdout)
         if args.workers > 1:  # each worker process builds its own app (own pool) via server.asgi:create
             store.close()
-            print(f"Loci listening on http://{args.host}:{args.port} with {args.workers} workers  (docs: /docs)",
-                  flush=True)
+            print(
+                f"Loci listening on http://{args.host}:{args.port} with {args.workers} workers  (docs: /docs)",
+                flush=True,
+            )
             run_workers(settings, host=args.host, port=args.port, workers=args.workers, log_level="info")
             return 0
         app = create_app(settings, store=store)
@@ -58,7 +62,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="run the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
-    parser.add_argument("--workers", type=int, default=1,
-                        help="worker processes (default 1); more than one needs PostgreSQL")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes (default 1); more than one needs PostgreSQL"
+    )
     add_store_arguments(parser)
     parser.set_defaults(func=_run)

@@ -45,8 +45,11 @@ def default_models(store: Store, settings: Settings) -> list[str]:
 
         return [create_embedder(settings.embedder).model]  # constructing loads no weights
     except Exception as exc:
-        log.warning("no vectors exported: embedder %r unavailable (%s); name models with --model",
-                    settings.embedder, exc)
+        log.warning(
+            "no vectors exported: embedder %r unavailable (%s); name models with --model",
+            settings.embedder,
+            exc,
+        )
         return []
 
 
@@ -73,13 +76,17 @@ def _export(args: argparse.Namespace) -> int:
     try:
         models = args.model or (default_models(store, settings) if args.with_vectors else [])
         with _output(args.out) as out:
-            header = export_org(store, args.org, out, models=models, with_vectors=args.with_vectors,
-                                with_keys=args.with_keys)
+            header = export_org(
+                store, args.org, out, models=models, with_vectors=args.with_vectors, with_keys=args.with_keys
+            )
     finally:
         store.close()
     c = header.counts
-    print(f"exported org {header.org_id!r}: {c.memories} memories, {c.embeddings} vectors "
-          f"({','.join(header.models) or 'none'}), {c.events} events, {c.api_keys} api keys", file=sys.stderr)
+    print(
+        f"exported org {header.org_id!r}: {c.memories} memories, {c.embeddings} vectors "
+        f"({','.join(header.models) or 'none'}), {c.events} events, {c.api_keys} api keys",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -94,10 +101,12 @@ def _import(args: argparse.Namespace) -> int:
                 result = import_org(store, f, org_id=args.org, batch_size=args.batch_size)
     finally:
         store.close()
-    print(f"imported into org {result.org_id!r}: {result.memories} memories, {result.embeddings} vectors, "
-          f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
-          f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked) "
-          f"in {result.batches} batches")
+    print(
+        f"imported into org {result.org_id!r}: {result.memories} memories, {result.embeddings} vectors, "
+        f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
+        f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked) "
+        f"in {result.batches} batches"
+    )
     log.debug("import result %s", msgspec.json.encode(result).decode())
     return 0
 
@@ -108,19 +117,36 @@ def register(subparsers: Any) -> None:
         p = subparsers.add_parser("export", help="write one org (memories, vectors, events, keys) as JSONL")
         p.add_argument("--org", required=True)
         p.add_argument("--out", default="-", help="output file, or - for stdout (default)")
-        p.add_argument("--with-vectors", dest="with_vectors", action=argparse.BooleanOptionalAction,
-                       default=True, help="include cached embedding vectors (base64 float32; default on)")
-        p.add_argument("--with-keys", dest="with_keys", action="store_true",
-                       help="include the org's API keys (hashes only, never secrets)")
-        p.add_argument("--model", action="append", default=None,
-                       help="embedding model whose vectors to export (repeatable; default: the configured one)")
+        p.add_argument(
+            "--with-vectors",
+            dest="with_vectors",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="include cached embedding vectors (base64 float32; default on)",
+        )
+        p.add_argument(
+            "--with-keys",
+            dest="with_keys",
+            action="store_true",
+            help="include the org's API keys (hashes only, never secrets)",
+        )
+        p.add_argument(
+            "--model",
+            action="append",
+            default=None,
+            help="embedding model whose vectors to export (repeatable; default: the configured one)",
+        )
         add_store_arguments(p)
         p.set_defaults(func=_export)
     if "import" not in present:
         p = subparsers.add_parser("import", help="load a JSONL export (idempotent; ids kept)")
         p.add_argument("--in", dest="in_", default="-", help="input file, or - for stdin (default)")
         p.add_argument("--org", default=None, help="import into this org (default: the org in the file)")
-        p.add_argument("--batch-size", type=int, default=PAGE,
-                       help="records per transaction; 0 = the whole file in one transaction")
+        p.add_argument(
+            "--batch-size",
+            type=int,
+            default=PAGE,
+            help="records per transaction; 0 = the whole file in one transaction",
+        )
         add_store_arguments(p)
         p.set_defaults(func=_import)

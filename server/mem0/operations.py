@@ -56,8 +56,11 @@ def scopes_of(body: V1CreateRequest) -> Scopes:
                 )
             given[key] = value
     if not any(given.values()):
-        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
-                           details={"rule": "scope_filter"})
+        raise InvalidInput(
+            "one of user_id, agent_id, run_id or app_id is required",
+            field="user_id",
+            details={"rule": "scope_filter"},
+        )
     return Scopes(**given)
 
 
@@ -258,8 +261,11 @@ def history(svc: Services, org_id: str, memory_id: str) -> list[Mem0HistoryItem]
 def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
     """The mem0 update as a MemoryEdit; the memory's run_id/app_id survive a metadata replacement."""
     if not isinstance(body.timestamp, UnsetType):
-        raise InvalidInput("a memory's timestamp cannot be changed (it orders listings)", field="timestamp",
-                           details={"rule": "timestamp_unchanged"})
+        raise InvalidInput(
+            "a memory's timestamp cannot be changed (it orders listings)",
+            field="timestamp",
+            details={"rule": "timestamp_unchanged"},
+        )
     text = body.text if not isinstance(body.text, UnsetType) else body.data
     metadata: dict[str, Any] | UnsetType = UNSET
     if not isinstance(body.metadata, UnsetType):
@@ -269,8 +275,11 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
         }
     valid_to = UNSET if isinstance(body.expiration_date, UnsetType) else valid_to_for(body.expiration_date)
     if isinstance(text, UnsetType) and isinstance(metadata, UnsetType) and isinstance(valid_to, UnsetType):
-        raise InvalidInput("nothing to update: give text, metadata or expiration_date", field="text",
-                           details={"rule": "something_to_update"})
+        raise InvalidInput(
+            "nothing to update: give text, metadata or expiration_date",
+            field="text",
+            details={"rule": "something_to_update"},
+        )
     return MemoryEdit(text=text, metadata=metadata, valid_to=valid_to)
 
 
@@ -294,6 +303,9 @@ def ids_selection(**ids: str | None) -> Selection:
     """DELETE /v1/memories/?user_id=...: at least one id; `*` means any value of that id."""
     given = {k: v for k, v in ids.items() if v}
     if not given:
-        raise InvalidInput("one of user_id, agent_id, run_id or app_id is required", field="user_id",
-                           details={"rule": "scope_filter"})
+        raise InvalidInput(
+            "one of user_id, agent_id, run_id or app_id is required",
+            field="user_id",
+            details={"rule": "scope_filter"},
+        )
     return select(given)

@@ -61,10 +61,16 @@ def writes_of(body: AssembleRequest) -> bool:
     return body.ingest.store_turn != "none" or body.ingest.extract
 
 
-@post("/v0/context/assemble", operation_id="assembleContext", status_code=200, tags=["context"],
-      summary="Assemble the context for one agent turn; optionally extract and ingest the turn",
-      guards=[require_auth], opt={"scope": "read"},
-      responses=error_responses(400, 401, 403, 409, 422, 429, 500))
+@post(
+    "/v0/context/assemble",
+    operation_id="assembleContext",
+    status_code=200,
+    tags=["context"],
+    summary="Assemble the context for one agent turn; optionally extract and ingest the turn",
+    guards=[require_auth],
+    opt={"scope": "read"},
+    responses=error_responses(400, 401, 403, 409, 422, 429, 500),
+)
 async def assemble_context(
     request: Request[Any, Any, Any],
     trace: Annotated[bool, QueryParameter(description="include verbose trace/debug fields")] = False,
@@ -85,16 +91,37 @@ async def assemble_context(
     def prepare(org_id: str) -> None:  # outside the write transaction; skipped on a replay
         now = utcnow()
         outcome = pipeline.run_assemble(
-            svc.store, svc.memories.embeddings, org_id=org_id, agent_id=agent, request=body,
-            request_id=rid, now=now, redactor_factory=redactor_factory)
+            svc.store,
+            svc.memories.embeddings,
+            org_id=org_id,
+            agent_id=agent,
+            request=body,
+            request_id=rid,
+            now=now,
+            redactor_factory=redactor_factory,
+        )
         observe_stages(outcome.timings)
         plan = plan_turn(
-            svc.extractor, body.turn, org_id=org_id, entity_id=body.entity_id, namespace=body.namespace,
-            agent_id=agent, timestamp=to_utc(body.as_of) if body.as_of is not None else now, now=now,
-            store_turn=body.ingest.store_turn, extract=body.ingest.extract, mode=body.ingest.upsert_conflicts,
-            provenance={"request_id": rid}, subject=body.ingest.subject)
-        ready.update(now=now, response=outcome.response, plan=plan,
-                     embedded=embed_texts(svc.memories.embeddings, plan.texts()))
+            svc.extractor,
+            body.turn,
+            org_id=org_id,
+            entity_id=body.entity_id,
+            namespace=body.namespace,
+            agent_id=agent,
+            timestamp=to_utc(body.as_of) if body.as_of is not None else now,
+            now=now,
+            store_turn=body.ingest.store_turn,
+            extract=body.ingest.extract,
+            mode=body.ingest.upsert_conflicts,
+            provenance={"request_id": rid},
+            subject=body.ingest.subject,
+        )
+        ready.update(
+            now=now,
+            response=outcome.response,
+            plan=plan,
+            embedded=embed_texts(svc.memories.embeddings, plan.texts()),
+        )
 
     def work(org_id: str) -> StoredResponse:
         response: AssembleResponse = ready["response"]
@@ -105,22 +132,41 @@ async def assemble_context(
             response.extracted.entities = list(plan.extraction.entities)
             response.extracted.truncated = plan.extraction.truncated
         response.cost.llm_tokens += plan.extraction.llm_tokens
-        response.flags.degraded = (response.flags.degraded or plan.extraction.degraded
-                                   or not ready["embedded"])
-        svc.store.append_events([Event(
-            event_id=event_id(), org_id=org_id, type="context.assembled", at=ready["now"],
-            entity_id=body.entity_id,
-            data={"namespace": body.namespace, "request_id": rid, "agent_id": agent,
-                  "facts": len(response.context.facts), "upserts": len(response.extracted.upserts),
-                  "degraded": response.flags.degraded})])
+        response.flags.degraded = response.flags.degraded or plan.extraction.degraded or not ready["embedded"]
+        svc.store.append_events(
+            [
+                Event(
+                    event_id=event_id(),
+                    org_id=org_id,
+                    type="context.assembled",
+                    at=ready["now"],
+                    entity_id=body.entity_id,
+                    data={
+                        "namespace": body.namespace,
+                        "request_id": rid,
+                        "agent_id": agent,
+                        "facts": len(response.context.facts),
+                        "upserts": len(response.extracted.upserts),
+                        "degraded": response.flags.degraded,
+                    },
+                )
+            ]
+        )
         return ok_json(response)
 
     return await run_write(request, raw, work, prepare=prepare)
 
 
-@post("/v0/recall", operation_id="recall", status_code=200, tags=["context"],
-      summary="Explicit recall: ranked matches for a query", guards=[require_auth], opt={"scope": "read"},
-      responses=error_responses(400, 401, 403, 422, 429, 500))
+@post(
+    "/v0/recall",
+    operation_id="recall",
+    status_code=200,
+    tags=["context"],
+    summary="Explicit recall: ranked matches for a query",
+    guards=[require_auth],
+    opt={"scope": "read"},
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+)
 async def recall(
     request: Request[Any, Any, Any],
     x_service_agent: Annotated[str | None, AGENT_DOC] = None,
@@ -131,9 +177,18 @@ async def recall(
     org_id = principal_of(request).org_id
     svc = services_of(request)
     rid = request_id_of(request.scope)
-    return await anyio.to_thread.run_sync(lambda: pipeline.recall(
-        svc.store, svc.memories.embeddings, org_id=org_id, agent_id=agent, request=body, request_id=rid,
-        now=utcnow(), redactor_factory=redactor_factory))
+    return await anyio.to_thread.run_sync(
+        lambda: pipeline.recall(
+            svc.store,
+            svc.memories.embeddings,
+            org_id=org_id,
+            agent_id=agent,
+            request=body,
+            request_id=rid,
+            now=utcnow(),
+            redactor_factory=redactor_factory,
+        )
+    )
 
 
 ROUTES = [assemble_context, recall]

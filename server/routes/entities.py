@@ -39,8 +39,12 @@ async def get_entity_graph(
     limit: Annotated[
         int, QueryParameter(ge=1, le=MAX_LIMIT, description="memories, 1 to 500")
     ] = DEFAULT_LIMIT,
-    as_of: Annotated[str | None, QueryParameter(
-        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="what was valid then (RFC 3339)")] = None,
+    as_of: Annotated[
+        str | None,
+        QueryParameter(
+            format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="what was valid then (RFC 3339)"
+        ),
+    ] = None,
 ) -> EntityGraph:
     org_id = principal_of(request).org_id
     store = services_of(request).store

@@ -9,8 +9,15 @@ from server.http import error_responses
 from server.schemas.health import Health
 
 
-@get("/v0/health", operation_id="getHealth", summary="Liveness and readiness", tags=["health"],
-     security=[], sync_to_thread=False, responses=error_responses(429, 500))
+@get(
+    "/v0/health",
+    operation_id="getHealth",
+    summary="Liveness and readiness",
+    tags=["health"],
+    security=[],
+    sync_to_thread=False,
+    responses=error_responses(429, 500),
+)
 def health() -> Health:
     return Health(status="ok", now=utcnow())
 

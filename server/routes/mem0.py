@@ -139,8 +139,11 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
     body = parse_body(data, Mem0ListRequest)
     sel = select(body.filters)
     if not sel.names_entity:
-        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
-                           details={"rule": "scope_filter"})
+        raise InvalidInput(
+            "filters must name a user_id, agent_id, run_id or app_id",
+            field="filters",
+            details={"rule": "scope_filter"},
+        )
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
@@ -213,8 +216,11 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
     sel = select(filters)
     if not sel.names_entity:
-        raise InvalidInput("filters must name a user_id, agent_id, run_id or app_id", field="filters",
-                           details={"rule": "scope_filter"})
+        raise InvalidInput(
+            "filters must name a user_id, agent_id, run_id or app_id",
+            field="filters",
+            details={"rule": "scope_filter"},
+        )
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
     found: list[Mem0Memory] = await _in_thread(
         lambda: ops.search(
@@ -373,7 +379,9 @@ async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     return result
 
 
-EntityTypePath = Annotated[Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")]
+EntityTypePath = Annotated[
+    Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")
+]
 EntityNamePath = Annotated[str, PathParameter(description="the entity's id", max_length=256)]
 
 

@@ -39,8 +39,14 @@ def parse_create(data: Any) -> tuple[list[MemoryCreate], bool]:
     return [parse_body(data, MemoryCreate)], False
 
 
-@post("/v0/memories", operation_id="createMemory", summary="Create one memory or a batch (up to 200)",
-      status_code=200, responses=error_responses(), **_COMMON)
+@post(
+    "/v0/memories",
+    operation_id="createMemory",
+    summary="Create one memory or a batch (up to 200)",
+    status_code=200,
+    responses=error_responses(),
+    **_COMMON,
+)
 async def create_memory(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
@@ -62,32 +68,50 @@ async def create_memory(
     return await run_write(request, raw, work, prepare=prepare)
 
 
-@get("/v0/memories/{memory_id:str}", operation_id="getMemory", summary="Get one memory",
-     responses=error_responses(401, 403, 404, 429, 500), **_COMMON)
+@get(
+    "/v0/memories/{memory_id:str}",
+    operation_id="getMemory",
+    summary="Get one memory",
+    responses=error_responses(401, 403, 404, 429, 500),
+    **_COMMON,
+)
 async def get_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
     return await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id)
 
 
-@patch("/v0/memories/{memory_id:str}", operation_id="updateMemory",
-       summary="Update tags, metadata, archived or valid_to of one memory",
-       responses=error_responses(), **_COMMON)
+@patch(
+    "/v0/memories/{memory_id:str}",
+    operation_id="updateMemory",
+    summary="Update tags, metadata, archived or valid_to of one memory",
+    responses=error_responses(),
+    **_COMMON,
+)
 async def update_memory(
-    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
+    request: Request[Any, Any, Any],
+    memory_id: MemoryIdPath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Memory]:
     raw, data = await read_json(request)
     changes = parse_body(data, MemoryPatch)
     svc = services_of(request)
     return await run_write(
-        request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes)))
+        request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes))
+    )
 
 
-@delete("/v0/memories/{memory_id:str}", operation_id="deleteMemory", summary="Delete one memory",
-        status_code=200, responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
+@delete(
+    "/v0/memories/{memory_id:str}",
+    operation_id="deleteMemory",
+    summary="Delete one memory",
+    status_code=200,
+    responses=error_responses(401, 403, 404, 409, 422, 429, 500),
+    **_COMMON,
+)
 async def delete_memory(
-    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
+    request: Request[Any, Any, Any],
+    memory_id: MemoryIdPath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Deleted]:
     svc = services_of(request)
@@ -112,43 +136,79 @@ def csv_pattern(names: tuple[str, ...]) -> str:
     return f"^{item}(?:,{item})*$"
 
 
-@get("/v0/memories", operation_id="listMemories", summary="List memories with filters, paginated",
-     responses=error_responses(401, 403, 422, 429, 500), **_COMMON)
+@get(
+    "/v0/memories",
+    operation_id="listMemories",
+    summary="List memories with filters, paginated",
+    responses=error_responses(401, 403, 422, 429, 500),
+    **_COMMON,
+)
 async def list_memories(
     request: Request[Any, Any, Any],
     namespace: Annotated[str | None, QueryParameter(max_length=64)] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
-    agent_id: Annotated[str | None, QueryParameter(max_length=128, description="else X-Service-Agent")] = None,
-    memory_type: Annotated[str | None, QueryParameter(
-        name="type", pattern=csv_pattern(MEMORY_TYPES), description="a type or a comma list")] = None,
-    status: Annotated[str | None, QueryParameter(
-        pattern=csv_pattern(STATUSES), description="a status or a comma list")] = None,
+    agent_id: Annotated[
+        str | None, QueryParameter(max_length=128, description="else X-Service-Agent")
+    ] = None,
+    memory_type: Annotated[
+        str | None,
+        QueryParameter(name="type", pattern=csv_pattern(MEMORY_TYPES), description="a type or a comma list"),
+    ] = None,
+    status: Annotated[
+        str | None, QueryParameter(pattern=csv_pattern(STATUSES), description="a status or a comma list")
+    ] = None,
     tag: Annotated[str | None, QueryParameter(max_length=64)] = None,
     archived: Annotated[bool | None, QueryParameter()] = None,
-    since: Annotated[str | None, QueryParameter(
-        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp >= since (RFC 3339, years 1-9999 in UTC)")] = None,
-    until: Annotated[str | None, QueryParameter(
-        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="timestamp < until (RFC 3339, years 1-9999 in UTC)")] = None,
-    q: Annotated[str | None, QueryParameter(
-        max_length=MAX_QUERY_LENGTH, pattern=r"^[^\u0000-\u001f\u007f]*$",
-        description="text search: the text contains q (ASCII case-insensitive; no control characters)")
+    since: Annotated[
+        str | None,
+        QueryParameter(
+            format=DATE_TIME_FORMAT,
+            pattern=DATE_TIME_PATTERN,
+            description="timestamp >= since (RFC 3339, years 1-9999 in UTC)",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        QueryParameter(
+            format=DATE_TIME_FORMAT,
+            pattern=DATE_TIME_PATTERN,
+            description="timestamp < until (RFC 3339, years 1-9999 in UTC)",
+        ),
+    ] = None,
+    q: Annotated[
+        str | None,
+        QueryParameter(
+            max_length=MAX_QUERY_LENGTH,
+            pattern=r"^[^\u0000-\u001f\u007f]*$",
+            description="text search: the text contains q (ASCII case-insensitive; no control characters)",
+        ),
     ] = None,
     sort: Annotated[Literal["timestamp_desc", "timestamp_asc"], QueryParameter()] = "timestamp_desc",
     page_size: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE_SIZE, description="max 200")] = 50,
-    cursor: Annotated[str | None, QueryParameter(
-        pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
+    cursor: Annotated[
+        str | None, QueryParameter(pattern=CURSOR_PATTERN, description="next_cursor of the previous page")
+    ] = None,
     x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
     filters = ListFilters(
-        namespace=namespace, entity_id=entity_id, agent_id=agent_id or header_agent,
-        types=_csv(memory_type), statuses=_csv(status), tag=tag, archived=archived,
-        since=query_datetime(since, "since"), until=query_datetime(until, "until"), q=q or None, sort=sort,
+        namespace=namespace,
+        entity_id=entity_id,
+        agent_id=agent_id or header_agent,
+        types=_csv(memory_type),
+        statuses=_csv(status),
+        tag=tag,
+        archived=archived,
+        since=query_datetime(since, "since"),
+        until=query_datetime(until, "until"),
+        q=q or None,
+        sort=sort,
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)
     page = await anyio.to_thread.run_sync(
-        lambda: svc.memories.list_page(org_id, filters, page_size=page_size, cursor=cursor))
+        lambda: svc.memories.list_page(org_id, filters, page_size=page_size, cursor=cursor)
+    )
     return MemoryList(items=page.items, next_cursor=page.next_cursor)
 
 

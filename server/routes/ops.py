@@ -55,10 +55,18 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
     "pruneMemories": (PruneRequest,),
 }
 
+
 # --- POST /v0/summarize ----------------------------------------------------------------------------
-@post("/v0/summarize", operation_id="summarize", status_code=200, tags=["operations"],
-      summary="Summarize what is known about one entity (extractive, or by the configured LLM)",
-      guards=[require_auth], opt={"scope": "read"}, responses=error_responses(400, 401, 403, 422, 429, 500))
+@post(
+    "/v0/summarize",
+    operation_id="summarize",
+    status_code=200,
+    tags=["operations"],
+    summary="Summarize what is known about one entity (extractive, or by the configured LLM)",
+    guards=[require_auth],
+    opt={"scope": "read"},
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+)
 async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse:
     _, data = await read_json(request)
     body = parse_body(data, SummarizeRequest)
@@ -67,19 +75,38 @@ async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse
 
     def work() -> SummarizeResponse:
         redactor = Redactor(body.policy)
-        result = summarize(store, org_id=org_id, entity_id=body.entity_id, namespace=body.namespace,
-                           max_tokens=body.max_tokens, now=utcnow(), llm=OpenAIChat.from_env(),
-                           redactor=redactor)
-        return SummarizeResponse(summary=result.summary, sources=result.sources, origin=result.origin,
-                                 token_count=result.token_count, redaction=redactor.report())
+        result = summarize(
+            store,
+            org_id=org_id,
+            entity_id=body.entity_id,
+            namespace=body.namespace,
+            max_tokens=body.max_tokens,
+            now=utcnow(),
+            llm=OpenAIChat.from_env(),
+            redactor=redactor,
+        )
+        return SummarizeResponse(
+            summary=result.summary,
+            sources=result.sources,
+            origin=result.origin,
+            token_count=result.token_count,
+            redaction=redactor.report(),
+        )
 
     return await anyio.to_thread.run_sync(work)
 
 
 # --- POST /v0/prune --------------------------------------------------------------------------------
-@post("/v0/prune", operation_id="pruneMemories", status_code=200, tags=["operations"],
-      summary="Delete or archive the memories that rules select (dry run by default)",
-      guards=[require_auth], opt={"scope": "write"}, responses=error_responses())
+@post(
+    "/v0/prune",
+    operation_id="pruneMemories",
+    status_code=200,
+    tags=["operations"],
+    summary="Delete or archive the memories that rules select (dry run by default)",
+    guards=[require_auth],
+    opt={"scope": "write"},
+    responses=error_responses(),
+)
 async def prune_memories(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
@@ -88,7 +115,8 @@ async def prune_memories(
     body = parse_body(data, PruneRequest)
     store = services_of(request).store
     return await run_write(
-        request, raw, lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow())))
+        request, raw, lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow()))
+    )
 
 
 # --- GET /v0/observability/events ------------------------------------------------------------------
@@ -97,53 +125,97 @@ def wants_stream(request: Request[Any, Any, Any]) -> bool:
     return any(part.split(";", 1)[0].strip().lower() == SSE_MEDIA_TYPE for part in accept.split(","))
 
 
-@get("/v0/observability/events", operation_id="listEvents", tags=["operations"],
-     summary="The org's event log: a page (JSON) or a live stream (Accept: text/event-stream)",
-     description=(
-         "Events in append order. `next_cursor` resumes after the last item; it is null when the page "
-         "is empty (the end of the log: keep your cursor and poll later). With `Accept: "
-         "text/event-stream` the same events are sent as server-sent events (`id:` is the event's "
-         "cursor, `event:` its type, `data:` the item as JSON), then new ones as they are written "
-         "(polled every 0.5 s; `: keep-alive` comments every 15 s); `Last-Event-ID` resumes after that "
-         "event. `max_events` and `timeout` end the stream early (for tests and tools)."),
-     guards=[require_auth], opt={"scope": "read"}, responses=error_responses(401, 403, 422, 429, 500))
+@get(
+    "/v0/observability/events",
+    operation_id="listEvents",
+    tags=["operations"],
+    summary="The org's event log: a page (JSON) or a live stream (Accept: text/event-stream)",
+    description=(
+        "Events in append order. `next_cursor` resumes after the last item; it is null when the page "
+        "is empty (the end of the log: keep your cursor and poll later). With `Accept: "
+        "text/event-stream` the same events are sent as server-sent events (`id:` is the event's "
+        "cursor, `event:` its type, `data:` the item as JSON), then new ones as they are written "
+        "(polled every 0.5 s; `: keep-alive` comments every 15 s); `Last-Event-ID` resumes after that "
+        "event. `max_events` and `timeout` end the stream early (for tests and tools)."
+    ),
+    guards=[require_auth],
+    opt={"scope": "read"},
+    responses=error_responses(401, 403, 422, 429, 500),
+)
 async def list_events(
     request: Request[Any, Any, Any],
-    event_type: Annotated[str | None, QueryParameter(
-        name="type", min_length=1, max_length=MAX_TYPE_LENGTH,
-        description="only events of this type, e.g. memory.created")] = None,
+    event_type: Annotated[
+        str | None,
+        QueryParameter(
+            name="type",
+            min_length=1,
+            max_length=MAX_TYPE_LENGTH,
+            description="only events of this type, e.g. memory.created",
+        ),
+    ] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
-    memory_id: Annotated[str | None, QueryParameter(
-        max_length=128, description="only events about this memory (its history)")] = None,
-    since: Annotated[str | None, QueryParameter(
-        format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="only events at or after this time (RFC 3339)")] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
-                     ] = EVENTS_DEFAULT_LIMIT,
-    cursor: Annotated[str | None, QueryParameter(
-        pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
-    max_events: Annotated[int | None, QueryParameter(
-        ge=1, le=MAX_STREAM_EVENTS, description="stream only: end after this many events")] = None,
-    timeout: Annotated[float | None, QueryParameter(
-        ge=0, le=MAX_STREAM_SECONDS, schema_extra={"minimum": 0},
-        description="stream only: end after this many seconds")] = None,
-    last_event_id: Annotated[str | None, HeaderParameter(
-        name="Last-Event-ID", required=False, pattern=CURSOR_PATTERN,
-        description="stream only: resume after this event")] = None,
+    memory_id: Annotated[
+        str | None, QueryParameter(max_length=128, description="only events about this memory (its history)")
+    ] = None,
+    since: Annotated[
+        str | None,
+        QueryParameter(
+            format=DATE_TIME_FORMAT,
+            pattern=DATE_TIME_PATTERN,
+            description="only events at or after this time (RFC 3339)",
+        ),
+    ] = None,
+    limit: Annotated[
+        int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
+    ] = EVENTS_DEFAULT_LIMIT,
+    cursor: Annotated[
+        str | None, QueryParameter(pattern=CURSOR_PATTERN, description="next_cursor of the previous page")
+    ] = None,
+    max_events: Annotated[
+        int | None,
+        QueryParameter(ge=1, le=MAX_STREAM_EVENTS, description="stream only: end after this many events"),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        QueryParameter(
+            ge=0,
+            le=MAX_STREAM_SECONDS,
+            schema_extra={"minimum": 0},
+            description="stream only: end after this many seconds",
+        ),
+    ] = None,
+    last_event_id: Annotated[
+        str | None,
+        HeaderParameter(
+            name="Last-Event-ID",
+            required=False,
+            pattern=CURSOR_PATTERN,
+            description="stream only: resume after this event",
+        ),
+    ] = None,
 ) -> Response[EventList]:
     if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
         raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
     after = event_stream.decode_cursor(cursor) if cursor else None
     org_id = principal_of(request).org_id
     store = services_of(request).store
-    query = EventQuery(type=event_type, entity_id=entity_id, memory_id=memory_id,
-                       since=query_datetime(since, "since"), limit=limit)
+    query = EventQuery(
+        type=event_type,
+        entity_id=entity_id,
+        memory_id=memory_id,
+        since=query_datetime(since, "since"),
+        limit=limit,
+    )
     read = event_stream.reader(store, org_id, query)
     if wants_stream(request):
         if last_event_id:
             after = event_stream.decode_cursor(last_event_id, field="Last-Event-ID")
         frames = event_stream.stream(read, after=after, limit=limit, max_events=max_events, timeout=timeout)
-        return Stream(frames, media_type=SSE_MEDIA_TYPE,  # type: ignore[return-value]
-                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return Stream(
+            frames,
+            media_type=SSE_MEDIA_TYPE,  # type: ignore[return-value]
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
     page = await anyio.to_thread.run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
     return Response(page)
 

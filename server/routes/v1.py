@@ -58,9 +58,14 @@ MAX_QUERY = 20000
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
 
 
-@post("/v1/memories/", operation_id="createMemoriesV1", status_code=200,
-      summary="Create memories from chat messages (mem0-compatible; also without the trailing slash)",
-      responses=error_responses(), **_COMMON)
+@post(
+    "/v1/memories/",
+    operation_id="createMemoriesV1",
+    status_code=200,
+    summary="Create memories from chat messages (mem0-compatible; also without the trailing slash)",
+    responses=error_responses(),
+    **_COMMON,
+)
 async def create_memories_v1(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
@@ -69,24 +74,42 @@ async def create_memories_v1(
 
 
 def _search_item(m: Memory, score: float | None) -> V1SearchItem:
-    return V1SearchItem(id=m.memory_id, memory=m.text, user_id=m.entity_id, agent_id=m.agent_id, score=score,
-                        created_at=m.created_at, metadata=dict(m.metadata))
+    return V1SearchItem(
+        id=m.memory_id,
+        memory=m.text,
+        user_id=m.entity_id,
+        agent_id=m.agent_id,
+        score=score,
+        created_at=m.created_at,
+        metadata=dict(m.metadata),
+    )
 
 
-@get("/v1/memories", operation_id="listMemoriesV1",
-     summary="Search (with query) or list newest first (mem0-compatible)",
-     responses=error_responses(401, 403, 422, 429, 500), **_COMMON)
+@get(
+    "/v1/memories",
+    operation_id="listMemoriesV1",
+    summary="Search (with query) or list newest first (mem0-compatible)",
+    responses=error_responses(401, 403, 422, 429, 500),
+    **_COMMON,
+)
 async def list_memories_v1(
     request: Request[Any, Any, Any],
-    user_id: Annotated[str | None, QueryParameter(
-        min_length=1, max_length=256, description="the memories' entity_id; this or agent_id is required")] = None,
-    agent_id: Annotated[str | None, QueryParameter(
-        min_length=1, max_length=128, description="this or user_id is required")] = None,
+    user_id: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1, max_length=256, description="the memories' entity_id; this or agent_id is required"
+        ),
+    ] = None,
+    agent_id: Annotated[
+        str | None, QueryParameter(min_length=1, max_length=128, description="this or user_id is required")
+    ] = None,
     search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200")] = V1_DEFAULT_LIMIT,
 ) -> V1SearchResponse:
     if not user_id and not agent_id:
-        raise InvalidInput("user_id or agent_id is required", field="user_id", details={"rule": "user_or_agent"})
+        raise InvalidInput(
+            "user_id or agent_id is required", field="user_id", details={"rule": "user_or_agent"}
+        )
     if search is not None and len(search) > MAX_QUERY:
         raise InvalidInput(f"query must be at most {MAX_QUERY} characters", field="query")
     query = search
@@ -96,35 +119,62 @@ async def list_memories_v1(
 
     def run() -> V1SearchResponse:
         if query is None or not query.strip():
-            rows = svc.store.list_memories(org_id, ListQuery(
-                namespace=NAMESPACE, entity_id=user_id or None, agent_id=agent_id or None,
-                statuses=("active", "disputed"), archived=False, sort="timestamp_desc", limit=limit))
+            rows = svc.store.list_memories(
+                org_id,
+                ListQuery(
+                    namespace=NAMESPACE,
+                    entity_id=user_id or None,
+                    agent_id=agent_id or None,
+                    statuses=("active", "disputed"),
+                    archived=False,
+                    sort="timestamp_desc",
+                    limit=limit,
+                ),
+            )
             return V1SearchResponse(results=[_search_item(m, None) for m in rows])
-        found = pipeline.recall(svc.store, svc.memories.embeddings, org_id=org_id, agent_id=agent_id or None,
-                                request=RecallRequest(query=query, entity_id=user_id or None,
-                                                      namespace=NAMESPACE, limit=min(limit, 100)),
-                                request_id=rid, now=utcnow())
+        found = pipeline.recall(
+            svc.store,
+            svc.memories.embeddings,
+            org_id=org_id,
+            agent_id=agent_id or None,
+            request=RecallRequest(
+                query=query, entity_id=user_id or None, namespace=NAMESPACE, limit=min(limit, 100)
+            ),
+            request_id=rid,
+            now=utcnow(),
+        )
         by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
-        return V1SearchResponse(results=[_search_item(by_id[x.memory_id], x.score)
-                                         for x in found.matches if x.memory_id in by_id])
+        return V1SearchResponse(
+            results=[_search_item(by_id[x.memory_id], x.score) for x in found.matches if x.memory_id in by_id]
+        )
 
     return await anyio.to_thread.run_sync(run)
 
 
-@get("/v1/memories/{memory_id:str}", operation_id="getMemoryV1",
-     summary="Get one memory (mem0-compatible; also with a trailing slash)",
-     responses=error_responses(401, 403, 404, 429, 500), **_COMMON)
+@get(
+    "/v1/memories/{memory_id:str}",
+    operation_id="getMemoryV1",
+    summary="Get one memory (mem0-compatible; also with a trailing slash)",
+    responses=error_responses(401, 403, 404, 429, 500),
+    **_COMMON,
+)
 async def get_memory_v1(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Mem0Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
     return record(await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id))
 
 
-@delete("/v1/memories/{memory_id:str}", operation_id="deleteMemoryV1", status_code=200,
-        summary="Delete one memory, irreversibly (mem0-compatible)",
-        responses=error_responses(401, 403, 404, 409, 422, 429, 500), **_COMMON)
+@delete(
+    "/v1/memories/{memory_id:str}",
+    operation_id="deleteMemoryV1",
+    status_code=200,
+    summary="Delete one memory, irreversibly (mem0-compatible)",
+    responses=error_responses(401, 403, 404, 409, 422, 429, 500),
+    **_COMMON,
+)
 async def delete_memory_v1(
-    request: Request[Any, Any, Any], memory_id: MemoryIdPath,
+    request: Request[Any, Any, Any],
+    memory_id: MemoryIdPath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[V1Deleted]:
     svc = services_of(request)

@@ -47,9 +47,14 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
 _PRIVATE: dict[str, Any] = {"guards": [require_auth], "opt": {"scope": "admin"}, "tags": ["private"]}
 
 
-@post("/v0/memories:batch_upsert", operation_id="batchUpsertMemories", status_code=200,
-      summary="Structured batch upsert with supersession (private; admin scope)",
-      responses=error_responses(), **_PRIVATE)
+@post(
+    "/v0/memories:batch_upsert",
+    operation_id="batchUpsertMemories",
+    status_code=200,
+    summary="Structured batch upsert with supersession (private; admin scope)",
+    responses=error_responses(),
+    **_PRIVATE,
+)
 async def batch_upsert(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
@@ -63,20 +68,36 @@ async def batch_upsert(
 
     def prepare(org_id: str) -> None:  # check and build every item, embed; no transaction yet
         prepared.extend(build_memories(body.items, org_id=org_id, agent_id=agent, now=utcnow()))
-        embed_texts(svc.memories.embeddings, list(dict.fromkeys(
-            m.text for m, item in zip(prepared, body.items, strict=True) if not item.negated)))
+        embed_texts(
+            svc.memories.embeddings,
+            list(
+                dict.fromkeys(
+                    m.text for m, item in zip(prepared, body.items, strict=True) if not item.negated
+                )
+            ),
+        )
 
     def work(org_id: str) -> StoredResponse:
-        outcomes = upsert_memories(svc.store, prepared, mode=body.upsert_conflicts,
-                                   negated=[item.negated for item in body.items], now=utcnow())
+        outcomes = upsert_memories(
+            svc.store,
+            prepared,
+            mode=body.upsert_conflicts,
+            negated=[item.negated for item in body.items],
+            now=utcnow(),
+        )
         return ok_json(results(outcomes))
 
     return await run_write(request, raw, work, prepare=prepare)
 
 
-@post("/v0/extract", operation_id="extract", status_code=200,
-      summary="Extract entities and facts from a text; stores nothing (private; admin scope)",
-      responses=error_responses(400, 401, 403, 422, 429, 500), **_PRIVATE)
+@post(
+    "/v0/extract",
+    operation_id="extract",
+    status_code=200,
+    summary="Extract entities and facts from a text; stores nothing (private; admin scope)",
+    responses=error_responses(400, 401, 403, 422, 429, 500),
+    **_PRIVATE,
+)
 async def extract(request: Request[Any, Any, Any]) -> ExtractResult:
     _, data = await read_json(request)
     body = parse_body(data, ExtractRequest)
@@ -86,8 +107,9 @@ async def extract(request: Request[Any, Any, Any]) -> ExtractResult:
     def run() -> ExtractResult:
         now = utcnow()
         result = svc.extractor.extract(body.text, subject=subject_for(body.entity_id), reference_time=now)
-        facts = preview_memories(result, org_id=org_id, timestamp=now, namespace=body.namespace,
-                                 entity_id=body.entity_id, now=now)
+        facts = preview_memories(
+            result, org_id=org_id, timestamp=now, namespace=body.namespace, entity_id=body.entity_id, now=now
+        )
         return ExtractResult(entities=list(result.entities), facts=facts, truncated=result.truncated)
 
     return await anyio.to_thread.run_sync(run)

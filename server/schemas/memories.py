@@ -12,8 +12,14 @@ from engine.models import Memory
 from server.schemas.errors import ErrorBody
 
 __all__ = [
-    "Deleted", "ErrorBody", "Memory", "MemoryBatch", "MemoryCreate", "MemoryItems",
-    "MemoryList", "MemoryPatch",
+    "Deleted",
+    "ErrorBody",
+    "Memory",
+    "MemoryBatch",
+    "MemoryCreate",
+    "MemoryItems",
+    "MemoryList",
+    "MemoryPatch",
 ]
 
 

@@ -19,8 +19,15 @@ from engine.redact import RedactionPolicy, RedactionReport
 from engine.summarize import Origin
 
 __all__ = [
-    "EVENTS_MAX_LIMIT", "EventItem", "EventList", "MAX_SUMMARY_TOKENS", "MIN_SUMMARY_TOKENS",
-    "PruneRequest", "PruneResult", "SummarizeRequest", "SummarizeResponse",
+    "EVENTS_MAX_LIMIT",
+    "EventItem",
+    "EventList",
+    "MAX_SUMMARY_TOKENS",
+    "MIN_SUMMARY_TOKENS",
+    "PruneRequest",
+    "PruneResult",
+    "SummarizeRequest",
+    "SummarizeResponse",
 ]
 
 MIN_SUMMARY_TOKENS = 32  # below this not even one fact line fits
@@ -31,8 +38,11 @@ EVENTS_MAX_LIMIT = 500
 
 SummaryTokens = Annotated[
     int,
-    Meta(ge=MIN_SUMMARY_TOKENS, le=MAX_SUMMARY_TOKENS,
-         description=f"token budget of the summary, {MIN_SUMMARY_TOKENS} to {MAX_SUMMARY_TOKENS}"),
+    Meta(
+        ge=MIN_SUMMARY_TOKENS,
+        le=MAX_SUMMARY_TOKENS,
+        description=f"token budget of the summary, {MIN_SUMMARY_TOKENS} to {MAX_SUMMARY_TOKENS}",
+    ),
 ]
 
 

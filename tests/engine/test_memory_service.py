@@ -57,9 +57,14 @@ def events(store: Store, org: str = "acme") -> list[tuple[str, str | None]]:
 def test_create_sets_server_fields(store: Store) -> None:
     svc, _ = service(store)
     given = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
-    a, b = svc.create("acme", [MemoryCreate(type="note", text="a"),
-                               MemoryCreate(type="fact", text="b", timestamp=given, agent_id="own")],
-                      agent_id="header-agent")
+    a, b = svc.create(
+        "acme",
+        [
+            MemoryCreate(type="note", text="a"),
+            MemoryCreate(type="fact", text="b", timestamp=given, agent_id="own"),
+        ],
+        agent_id="header-agent",
+    )
     assert a.memory_id.startswith("mem_") and a.memory_id != b.memory_id
     assert a.org_id == "acme" and a.timestamp == T0 and a.created_at == a.updated_at == T0
     assert b.timestamp == given and b.created_at == T0
@@ -167,9 +172,11 @@ def test_update_semantics_and_events(store: Store) -> None:
 def test_other_org_is_not_found(store: Store) -> None:
     svc, _ = service(store)
     (m,) = svc.create("acme", [MemoryCreate(type="note", text="x")])
-    for call in (lambda: svc.get("other", m.memory_id),
-                 lambda: svc.update("other", m.memory_id, MemoryPatch(tags=["t"])),
-                 lambda: svc.delete("other", m.memory_id)):
+    for call in (
+        lambda: svc.get("other", m.memory_id),
+        lambda: svc.update("other", m.memory_id, MemoryPatch(tags=["t"])),
+        lambda: svc.delete("other", m.memory_id),
+    ):
         with pytest.raises(NotFound):
             call()
     assert store.get_memory("acme", m.memory_id) == m and events(store, "other") == []
@@ -185,8 +192,9 @@ def test_delete(store: Store) -> None:
 
 def test_list_pages_with_cursor(store: Store) -> None:
     svc, _ = service(store)
-    made = svc.create("acme", [MemoryCreate(type="note", text=str(i), timestamp=T0 + timedelta(hours=i))
-                               for i in range(5)])
+    made = svc.create(
+        "acme", [MemoryCreate(type="note", text=str(i), timestamp=T0 + timedelta(hours=i)) for i in range(5)]
+    )
     first = svc.list_page("acme", ListFilters(sort="timestamp_asc"), page_size=2)
     assert [m.text for m in first.items] == ["0", "1"] and first.next_cursor
     second = svc.list_page("acme", ListFilters(sort="timestamp_asc"), page_size=2, cursor=first.next_cursor)

@@ -68,8 +68,9 @@ def test_vectors_of_the_same_commit_are_not_read_back() -> None:
 
     rows: list[Memory] = []
     now = utcnow()
-    first = Memory(memory_id="m1", org_id="o", type="note", text="first", timestamp=now, created_at=now,
-                   updated_at=now)
+    first = Memory(
+        memory_id="m1", org_id="o", type="note", text="first", timestamp=now, created_at=now, updated_at=now
+    )
     rows.append(first)
     import threading
 
@@ -77,15 +78,17 @@ def test_vectors_of_the_same_commit_are_not_read_back() -> None:
     scope = Scope(org_id="o", now=now)
     registry.vector_search(scope, "m", vec, 1)  # builds the index and loads model "m"
     reads.clear()
-    second = Memory(memory_id="m2", org_id="o", type="note", text="second", timestamp=now, created_at=now,
-                    updated_at=now)
+    second = Memory(
+        memory_id="m2", org_id="o", type="note", text="second", timestamp=now, created_at=now, updated_at=now
+    )
     registry.apply_vectors("m", {text_hash("second"): vec})
     registry.apply_put([second])
     registry.end_commit()
     assert reads == []  # taken from the commit's own vectors
     assert [h.memory_id for h in registry.vector_search(scope, "m", vec, 2)] == ["m2"]
-    third = Memory(memory_id="m3", org_id="o", type="note", text="second", timestamp=now, created_at=now,
-                   updated_at=now)
+    third = Memory(
+        memory_id="m3", org_id="o", type="note", text="second", timestamp=now, created_at=now, updated_at=now
+    )
     registry.apply_put([third])  # a later commit: the store is asked again
     assert reads == [[text_hash("second")]]
 
@@ -97,7 +100,9 @@ def test_ids_are_ulids_in_order() -> None:
         assert ids._crockford(value) == str(ULID.from_int(value))
     made = [ids.memory_id() for _ in range(2000)]
     assert made == sorted(made) and len(set(made)) == len(made)
-    assert all(m.startswith("mem_") and len(m) == 30 and str(ULID.from_str(m[4:])) == m[4:] for m in made[:20])
+    assert all(
+        m.startswith("mem_") and len(m) == 30 and str(ULID.from_str(m[4:])) == m[4:] for m in made[:20]
+    )
 
 
 def test_put_memories_replaces_keys_and_tags_in_one_batch(tmp_path: Path) -> None:
@@ -107,8 +112,17 @@ def test_put_memories_replaces_keys_and_tags_in_one_batch(tmp_path: Path) -> Non
     now = utcnow()
 
     def mem(mid: str, keys: list[str], tags: list[str]) -> Any:
-        return Memory(memory_id=mid, org_id="o", type="fact", text=mid, timestamp=now, created_at=now,
-                      updated_at=now, keys=keys, tags=tags)
+        return Memory(
+            memory_id=mid,
+            org_id="o",
+            type="fact",
+            text=mid,
+            timestamp=now,
+            created_at=now,
+            updated_at=now,
+            keys=keys,
+            tags=tags,
+        )
 
     store.put_memories([mem("a", ["k1"], ["t1"]), mem("b", ["k2"], [])])
     store.put_memories([mem("a", ["k3"], ["t2"]), mem("b", ["k2"], ["t3"]), mem("b", ["k4"], [])])

@@ -10,8 +10,23 @@ pytestmark = pytest.mark.slow
 
 
 def test_encoder_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "encoder", "--variants", "onnx-fp32,onnx", "--sample", "12", "--queries", "3",
-                 "--batches", "1"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "encoder",
+                "--variants",
+                "onnx-fp32,onnx",
+                "--sample",
+                "12",
+                "--queries",
+                "3",
+                "--batches",
+                "1",
+            ]
+        )
+        == 0
+    )
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| onnx")]
     assert [r.split("|")[1].strip() for r in rows] == ["onnx-fp32", "onnx"]
     fp32_min = float(rows[0].split("|")[2])

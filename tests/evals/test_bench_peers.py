@@ -26,15 +26,33 @@ def test_locomo_data_is_turns_in_order_and_distinct_questions() -> None:
     assert [t.timestamp for t in turns] == sorted(t.timestamp for t in turns)
 
 
-@pytest.mark.skipif(peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')")
+@pytest.mark.skipif(
+    peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')"
+)
 def test_peers_bench_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "peers.md"
-    code = main(["bench", "peers", "--turns", "12", "--reads", "3", "--singles", "2",
-                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
+    code = main(
+        [
+            "bench",
+            "peers",
+            "--turns",
+            "12",
+            "--reads",
+            "3",
+            "--singles",
+            "2",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     printed = capsys.readouterr().out
     assert "| read p50 ms |" in printed and "| bulk writes / s" in printed and "mem0 2.2.1" in printed
     assert out.read_text().strip() in printed
     assert not any((tmp_path / "cache").iterdir())  # scratch stores removed
     cells = [line.split("|")[2:5] for line in printed.splitlines() if line.startswith("| read p50")]
-    assert all(math.isfinite(float(c.strip().rstrip("x"))) and float(c.strip().rstrip("x")) > 0 for c in cells[0])
+    assert all(
+        math.isfinite(float(c.strip().rstrip("x"))) and float(c.strip().rstrip("x")) > 0 for c in cells[0]
+    )

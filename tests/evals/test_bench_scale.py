@@ -17,12 +17,20 @@ pytestmark = pytest.mark.integration
 def test_scale_memories_spread_over_entities_and_orgs() -> None:
     templates = corpus.memories(50)
     mems = scale.scale_memories(0, 40, templates, entities=4, orgs=2)
-    assert [m.entity_id for m in mems[:5]] == ["ent:user-00000", "ent:user-00001", "ent:user-00002",
-                                               "ent:user-00003", "ent:user-00000"]
+    assert [m.entity_id for m in mems[:5]] == [
+        "ent:user-00000",
+        "ent:user-00001",
+        "ent:user-00002",
+        "ent:user-00003",
+        "ent:user-00000",
+    ]
     # entity j belongs to org j mod 2, whatever the memory
     assert {(m.entity_id, m.org_id) for m in mems} == {
-        ("ent:user-00000", "org_scale_000"), ("ent:user-00001", "org_scale_001"),
-        ("ent:user-00002", "org_scale_000"), ("ent:user-00003", "org_scale_001")}
+        ("ent:user-00000", "org_scale_000"),
+        ("ent:user-00001", "org_scale_001"),
+        ("ent:user-00002", "org_scale_000"),
+        ("ent:user-00003", "org_scale_001"),
+    }
     assert {m.text for m in mems} <= {t.text for t in templates}
     # facts about the corpus user are about the memory's entity
     assert all(m.subject != corpus.ENTITY for m in mems)
@@ -32,10 +40,34 @@ def test_scale_memories_spread_over_entities_and_orgs() -> None:
 def test_bench_scale_tiny_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
     scale.add_arguments(parser)
-    args = parser.parse_args(["--memories", "2000", "--entities", "10", "--orgs", "2", "--workers", "1",
-                              "--calls", "8", "--concurrency", "4,1", "--distinct-texts", "300", "--repeat", "2",
-                              "--embedder", "hash", "--batch", "700", "--cache-dir", str(tmp_path),
-                              "--out", str(tmp_path / "out.txt")])
+    args = parser.parse_args(
+        [
+            "--memories",
+            "2000",
+            "--entities",
+            "10",
+            "--orgs",
+            "2",
+            "--workers",
+            "1",
+            "--calls",
+            "8",
+            "--concurrency",
+            "4,1",
+            "--distinct-texts",
+            "300",
+            "--repeat",
+            "2",
+            "--embedder",
+            "hash",
+            "--batch",
+            "700",
+            "--cache-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "out.txt"),
+        ]
+    )
     assert scale.run_args(args, progress=io.StringIO()) == 0
     out = capsys.readouterr().out
     assert "load: 2000 memories, 10 entities, 2 orgs, 300 distinct texts (hash:256)" in out

@@ -12,8 +12,14 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
 def _turn(day: int, text: str, *facts: GoldFact) -> Turn:
-    return Turn(turn_id=f"t{day}", speaker="Ann", text=text, timestamp=T0 + timedelta(days=day),
-                session=f"s{day}", facts=facts)
+    return Turn(
+        turn_id=f"t{day}",
+        speaker="Ann",
+        text=text,
+        timestamp=T0 + timedelta(days=day),
+        session=f"s{day}",
+        facts=facts,
+    )
 
 
 def _conv() -> Conversation:
@@ -23,11 +29,17 @@ def _conv() -> Conversation:
         _turn(5, "I moved to Lisbon.", GoldFact(predicate="lives_in", value="Lisbon")),
         _turn(6, "Still in Lisbon, love it.", GoldFact(predicate="lives_in", value="Lisbon")),
         _turn(7, "I got a cat too.", GoldFact(predicate="has_pet", value="cat", action="add")),
-        _turn(9, "Sadly I no longer have a dog.", GoldFact(predicate="has_pet", value="dog", action="remove")),
+        _turn(
+            9, "Sadly I no longer have a dog.", GoldFact(predicate="has_pet", value="dog", action="remove")
+        ),
         _turn(12, "Nice weather today."),
     )
-    return Conversation(conversation_id="c", speakers=("Ann",),
-                        sessions=tuple(Session(session_id=t.session, date=t.timestamp) for t in turns), turns=turns)
+    return Conversation(
+        conversation_id="c",
+        speakers=("Ann",),
+        sessions=tuple(Session(session_id=t.session, date=t.timestamp) for t in turns),
+        turns=turns,
+    )
 
 
 def test_gold_timeline_single_valued() -> None:
@@ -59,7 +71,10 @@ def test_budget_curve_rows_and_monotone_budget() -> None:
     curve = budget_curve(data, presets=("balanced", "fast"), budgets=(256, 2400), backend=backend)
     assert backend.loads == [c.conversation_id for c in data.conversations]
     assert list(zip(curve["preset"], curve["budget"], strict=True)) == [
-        ("balanced", 256), ("balanced", 2400), ("fast", 256), ("fast", 2400),
+        ("balanced", 256),
+        ("balanced", 2400),
+        ("fast", 256),
+        ("fast", 2400),
     ]
     assert (curve["overflow_count"] == 0).all()
     for _, group in curve.groupby("preset"):
@@ -72,10 +87,16 @@ def test_budget_curve_rows_and_monotone_budget() -> None:
 def test_stored_timeline_of_a_superseded_fact() -> None:
     turns = (
         _turn(0, "I work at Acme.", GoldFact(predicate="works_at", value="Acme")),
-        _turn(10, "I switched jobs: Globex now instead of Acme.", GoldFact(predicate="works_at", value="Globex")),
+        _turn(
+            10, "I switched jobs: Globex now instead of Acme.", GoldFact(predicate="works_at", value="Globex")
+        ),
     )
-    conv = Conversation(conversation_id="w", speakers=("Ann",),
-                        sessions=tuple(Session(session_id=t.session, date=t.timestamp) for t in turns), turns=turns)
+    conv = Conversation(
+        conversation_id="w",
+        speakers=("Ann",),
+        sessions=tuple(Session(session_id=t.session, date=t.timestamp) for t in turns),
+        turns=turns,
+    )
     gold = gold_timeline(conv, "works_at")
     stored = stored_timeline(conv, "works_at")
     assert list(gold["value"]) == ["Acme", "Globex"]

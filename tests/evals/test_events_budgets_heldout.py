@@ -26,7 +26,9 @@ def test_ingest_events_protocol() -> None:
 
 
 def test_budgets_are_more_configurations_and_a_table(tmp_path: Path) -> None:
-    config = RunConfig(dataset="synthetic", budget=1200, budgets=(600, 1200, 2400), rank_depth=0, baselines=False)
+    config = RunConfig(
+        dataset="synthetic", budget=1200, budgets=(600, 1200, 2400), rank_depth=0, baselines=False
+    )
     assert list(configurations(config)) == [CHOSEN, f"{CHOSEN}@600", f"{CHOSEN}@2400"]
     result = run_eval(config, dataset=tiny_dataset(entities=2), out_dir=tmp_path)
     table = budget_table(result.summaries, config)
@@ -48,10 +50,18 @@ def test_halves() -> None:
 
 def test_heldout_chooses_on_one_half_and_scores_the_other(tmp_path: Path) -> None:
     data = tiny_dataset(entities=4)
-    off = {"expand": {"neighbors": 0, "day_weight": 0}, "weights": {"semantic": 0, "bm25": 0, "graph_prior": 0,
-                                                                     "recency_decay": 1, "confidence": 0}}
-    config = HeldoutConfig(dataset="synthetic", ingest="facts", candidates={"default": {}, "recency-only": off},
-                           budgets=(600, 1200), embedder="hash", categories=())
+    off = {
+        "expand": {"neighbors": 0, "day_weight": 0},
+        "weights": {"semantic": 0, "bm25": 0, "graph_prior": 0, "recency_decay": 1, "confidence": 0},
+    }
+    config = HeldoutConfig(
+        dataset="synthetic",
+        ingest="facts",
+        candidates={"default": {}, "recency-only": off},
+        budgets=(600, 1200),
+        embedder="hash",
+        categories=(),
+    )
     result = run_heldout(config, dataset=data, out_dir=tmp_path)
     ids = [c.conversation_id for c in data.conversations]
     assert result.halves == {"A": ids[:2], "B": ids[2:]}

@@ -15,8 +15,15 @@ T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
 def _dataset(lines: list[tuple[str, str, tuple[GoldFact, ...]]]) -> Dataset:
     turns = tuple(
-        Turn(turn_id=f"c:S1:{i}", speaker=speaker, text=text, timestamp=T0 + timedelta(seconds=i), session="S1",
-             index=i, facts=facts)  # fmt: skip
+        Turn(
+            turn_id=f"c:S1:{i}",
+            speaker=speaker,
+            text=text,
+            timestamp=T0 + timedelta(seconds=i),
+            session="S1",
+            index=i,
+            facts=facts,
+        )  # fmt: skip
         for i, (speaker, text, facts) in enumerate(lines)
     )
     conv = Conversation(conversation_id="c", speakers=("Alice", "assistant"),
@@ -30,9 +37,17 @@ HAND = _dataset(
         ("assistant", "I live in Paris.", ()),  # assistant turns are never extracted
         ("Alice", "The weather has been awful all week.", ()),
         ("Alice", "I moved to Lisbon last month.", (GoldFact(predicate="lives_in", value="Lisbon"),)),
-        ("Alice", "Unpacking boxes in Porto, the move went fine.", (GoldFact(predicate="lives_in", value="Porto"),)),
+        (
+            "Alice",
+            "Unpacking boxes in Porto, the move went fine.",
+            (GoldFact(predicate="lives_in", value="Porto"),),
+        ),
         ("Alice", "I love jazz.", (GoldFact(predicate="likes", value="jazz", action="add"),)),
-        ("Alice", "Honestly I don't like jazz anymore.", (GoldFact(predicate="likes", value="jazz", action="remove"),)),
+        (
+            "Alice",
+            "Honestly I don't like jazz anymore.",
+            (GoldFact(predicate="likes", value="jazz", action="remove"),),
+        ),
         ("Alice", "My budget is now $1,200.", (GoldFact(predicate="budget", value="1200"),)),
     ]
 )
@@ -58,11 +73,15 @@ class _Scripted(RuleExtractor):
     """The rule extractor plus scripted drafts: a wrong value on a chatter turn, a negation of a
     value stated earlier (true, not an extra) and one of a value never stated (an extra)."""
 
-    def extract(self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:
+    def extract(
+        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+    ) -> ExtractResult:
         result = super().extract(text, subject=subject, reference_time=reference_time)
+
         def draft(predicate: str, name: str, negated: bool = False) -> FactDraft:
             return FactDraft(subject=subject, predicate=predicate, object=name, object_type="string",
                              object_name=name, negated=negated, text=name)  # fmt: skip
+
         if text.startswith("The weather"):
             result.facts.append(draft("lives_in", "Rome"))
         if text.startswith("I moved to Lisbon"):
@@ -85,7 +104,9 @@ def test_extras_are_split_by_chatter_and_fact_turns() -> None:
 
 
 def test_a_negated_draft_does_not_catch_an_added_fact() -> None:
-    ds = _dataset([("Alice", "I don't like jazz anymore.", (GoldFact(predicate="likes", value="jazz", action="add"),))])
+    ds = _dataset(
+        [("Alice", "I don't like jazz anymore.", (GoldFact(predicate="likes", value="jazz", action="add"),))]
+    )
     report = coverage(ds)
     assert [(r.caught, r.total) for r in report.rows] == [(0, 1)]
 

@@ -18,7 +18,13 @@ from tests.evals._tiny import tiny_dataset
 
 def test_coefficients_to_weights_clips_and_normalizes() -> None:
     w = coefficients_to_weights([2.0, -1.0, 1.0, 0.0, 1.0])
-    assert w == {"semantic": 2 / 4, "bm25": 0.0, "graph_prior": 1 / 4, "recency_decay": 0.0, "confidence": 1 / 4}
+    assert w == {
+        "semantic": 2 / 4,
+        "bm25": 0.0,
+        "graph_prior": 1 / 4,
+        "recency_decay": 0.0,
+        "confidence": 1 / 4,
+    }
     with pytest.raises(InvalidInput):
         coefficients_to_weights([-1.0, 0.0, -2.0, 0.0, 0.0])
 
@@ -58,8 +64,16 @@ def _rows(seed: int = 0) -> list[ComponentRow]:
                 label = int(m < 2)
                 norms = rng.uniform(0, 1, 5)
                 norms[1] = rng.uniform(0.6, 1.0) if label else rng.uniform(0.0, 0.5)
-                rows.append(ComponentRow(conversation_id=f"c{conv}", question_id=f"c{conv}:q{q}",
-                                         memory_id=f"m{m}", turn_id=None, norms=tuple(norms), label=label))
+                rows.append(
+                    ComponentRow(
+                        conversation_id=f"c{conv}",
+                        question_id=f"c{conv}:q{q}",
+                        memory_id=f"m{m}",
+                        turn_id=None,
+                        norms=tuple(norms),
+                        label=label,
+                    )
+                )
     return rows
 
 

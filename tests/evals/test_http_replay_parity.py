@@ -15,8 +15,10 @@ def test_http_replay_matches_engine_replay_on_synthetic_scenarios() -> None:
     dataset = generate(SyntheticConfig(seed=3, entities=3))
     config = ReplayConfig(embedder="hash")
     with LocalApi() as api:
-        http = metrics_frame(score(r) for r in replay(
-            dataset, HttpBackend("http://testserver", api.secret, client=api.client), config))
+        http = metrics_frame(
+            score(r)
+            for r in replay(dataset, HttpBackend("http://testserver", api.secret, client=api.client), config)
+        )
     engine = metrics_frame(score(r) for r in replay(dataset, EngineBackend(config), config))
     assert len(http) == len(engine) > 0
     assert http[COLUMNS].mean().round(6).to_dict() == engine[COLUMNS].mean().round(6).to_dict()

@@ -28,8 +28,15 @@ def _free_port() -> int:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     port, token = _free_port(), secrets.token_hex(8)
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path_factory.mktemp("jupyter-runtime"))}
-    cmd = [sys.executable, "-m", "jupyterlab", f"--config={CONFIG}", "--ip=127.0.0.1", f"--port={port}",
-           f"--IdentityProvider.token={token}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--config={CONFIG}",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        f"--IdentityProvider.token={token}",
+    ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -38,7 +45,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
         deadline = time.monotonic() + 120
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"jupyter lab exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+                raise AssertionError(
+                    f"jupyter lab exited: {proc.stderr.read().decode() if proc.stderr else ''}"
+                )
             try:
                 if httpx.get(f"{base}/api/status", params={"token": token}, timeout=2).status_code == 200:
                     break
@@ -58,7 +67,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
 
 def test_lab_serves_a_py_notebook_as_a_notebook(lab: tuple[str, str]) -> None:
     base, token = lab
-    r = httpx.get(f"{base}/api/contents/01_quickstart.py", params={"type": "notebook", "token": token}, timeout=30)
+    r = httpx.get(
+        f"{base}/api/contents/01_quickstart.py", params={"type": "notebook", "token": token}, timeout=30
+    )
     assert r.status_code == 200, r.text
     doc = r.json()
     assert doc["type"] == "notebook"
@@ -71,7 +82,10 @@ def test_lab_opens_python_files_with_the_jupytext_notebook_viewer(lab: tuple[str
     base, token = lab
     page = httpx.get(f"{base}/lab", params={"token": token}, timeout=30)
     assert page.status_code == 200 and "JupyterLab" in page.text
-    r = httpx.get(f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin", params={"token": token},
-                  timeout=30)
+    r = httpx.get(
+        f"{base}/lab/api/settings/@jupyterlab/docmanager-extension:plugin",
+        params={"token": token},
+        timeout=30,
+    )
     assert r.status_code == 200
     assert r.json()["schema"]["properties"]["defaultViewers"]["default"]["python"] == "Jupytext Notebook"

@@ -10,9 +10,13 @@ T0 = datetime(2024, 1, 1, tzinfo=UTC)
 TIMES = {"old": T0, "new": T0 + timedelta(days=30), "same": T0}
 
 
-def _rec(qid: str, evidence: tuple[str, ...], seen: tuple[str, ...], category: str = "knowledge-update") -> QuestionRecord:
+def _rec(
+    qid: str, evidence: tuple[str, ...], seen: tuple[str, ...], category: str = "knowledge-update"
+) -> QuestionRecord:
     lines = tuple(ContextLine(section="sources", text=t, tokens=1, turn_ids=(t,)) for t in seen)
-    return QuestionRecord(question_id=qid, conversation_id="c", category=category, evidence=evidence, lines=lines)
+    return QuestionRecord(
+        question_id=qid, conversation_id="c", category=category, evidence=evidence, lines=lines
+    )
 
 
 def test_latest_evidence_cases() -> None:
@@ -27,13 +31,27 @@ def test_latest_evidence_cases() -> None:
 
 
 def test_table_rates_per_configuration() -> None:
-    turns = tuple(Turn(turn_id=t, speaker="u", text=t, timestamp=when, session="s") for t, when in TIMES.items())
-    data = Dataset(name="d", conversations=(Conversation(conversation_id="c", speakers=("u",),
-                                                         sessions=(Session(session_id="s", date=T0),), turns=turns),),
-                   questions=())
+    turns = tuple(
+        Turn(turn_id=t, speaker="u", text=t, timestamp=when, session="s") for t, when in TIMES.items()
+    )
+    data = Dataset(
+        name="d",
+        conversations=(
+            Conversation(
+                conversation_id="c",
+                speakers=("u",),
+                sessions=(Session(session_id="s", date=T0),),
+                turns=turns,
+            ),
+        ),
+        questions=(),
+    )
     records = {
-        "a": [_rec("q1", ("old", "new"), ("new",)), _rec("q2", ("old", "new"), ("old",)),
-              _rec("q3", ("old", "new"), ("new",), category="single-hop")],
+        "a": [
+            _rec("q1", ("old", "new"), ("new",)),
+            _rec("q2", ("old", "new"), ("old",)),
+            _rec("q3", ("old", "new"), ("new",), category="single-hop"),
+        ],
         "b": [_rec("q1", ("old", "new"), ())],
     }
     table = latest_evidence_table(records, data)

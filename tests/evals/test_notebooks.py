@@ -32,7 +32,9 @@ def test_notebook_shape(path: Path) -> None:
     for cell in nb.cells:
         if cell.cell_type == "code":
             tree = ast.parse(cell.source)
-            assert not [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Lambda)]
+            assert not [
+                n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.ClassDef | ast.Lambda)
+            ]
 
 
 def _kernel_available(name: str) -> bool:
@@ -54,14 +56,21 @@ def test_notebook_executes(path: Path, tmp_path: Path) -> None:
     env_ok = os.environ.get("HF_HUB_OFFLINE") == "1"
     assert env_ok, "tests run offline (tests/conftest.py sets HF_HUB_OFFLINE)"
     if not _kernel_available("python3"):  # fall back: the paired .py file is plain Python
-        done = subprocess.run([sys.executable, str(path)], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "MPLBACKEND": "Agg"}, timeout=900)
+        done = subprocess.run(
+            [sys.executable, str(path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MPLBACKEND": "Agg"},
+            timeout=900,
+        )
         assert done.returncode == 0, done.stderr[-4000:]
         return
     nb = jupytext.read(path)
     # jupyter_client starts kernel.json's "python" as sys.executable: the running interpreter
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}})
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     client.execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]

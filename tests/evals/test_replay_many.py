@@ -10,7 +10,11 @@ from tests.evals._tiny import CountingBackend, tiny_dataset
 
 def test_full_weights_names_every_channel_and_rejects_unknown() -> None:
     assert full_weights({"bm25": 1}) == {
-        "semantic": 0.0, "bm25": 1.0, "graph_prior": 0.0, "recency_decay": 0.0, "confidence": 0.0,
+        "semantic": 0.0,
+        "bm25": 1.0,
+        "graph_prior": 0.0,
+        "recency_decay": 0.0,
+        "confidence": 0.0,
     }
     with pytest.raises(InvalidInput):
         full_weights({"bm52": 1.0})
@@ -49,4 +53,6 @@ def test_limit_questions_caps_per_conversation() -> None:
     data = tiny_dataset(entities=2)
     base = ReplayConfig(rank_depth=0)
     out = replay_many(data, CountingBackend(base), {"x": base}, limit_questions=1)
-    assert sorted(r.conversation_id for r in out["x"]) == sorted(c.conversation_id for c in data.conversations)
+    assert sorted(r.conversation_id for r in out["x"]) == sorted(
+        c.conversation_id for c in data.conversations
+    )

@@ -18,7 +18,11 @@ def test_configurations_put_chosen_first_then_presets_then_baselines() -> None:
     assert cfgs[CHOSEN].preset == "fast" and cfgs["preset:factual"].preset == "factual"
     # a baseline zeroes every other channel (a weight left out would take the preset's value)
     assert cfgs["bm25-only"].weights == {
-        "semantic": 0.0, "bm25": 1.0, "graph_prior": 0.0, "recency_decay": 0.0, "confidence": 0.0,
+        "semantic": 0.0,
+        "bm25": 1.0,
+        "graph_prior": 0.0,
+        "recency_decay": 0.0,
+        "confidence": 0.0,
     }
     assert cfgs["semantic-only"].weights == BASELINES["semantic-only"]
     assert all(c.budget == 800 for c in cfgs.values())
@@ -45,8 +49,15 @@ def test_run_writes_the_run_directory(tmp_path: Path) -> None:
     # written once per conversation, asked under three configurations
     assert backend.loads == [c.conversation_id for c in data.conversations]
     names = {p.name for p in run_dir.iterdir()}
-    assert {"config.json", "questions.jsonl", "summary.json", "report.md", "recall_at_k.png",
-            "recall_in_context_by_category.png", "utilization.png"} <= names
+    assert {
+        "config.json",
+        "questions.jsonl",
+        "summary.json",
+        "report.md",
+        "recall_at_k.png",
+        "recall_in_context_by_category.png",
+        "utilization.png",
+    } <= names
     cfg = json.loads((run_dir / "config.json").read_text())
     assert "commit" in cfg["git"] and cfg["run"]["dataset"] == "synthetic"
     assert set(cfg["configurations"]) == {CHOSEN, "bm25-only", "semantic-only"}
@@ -69,8 +80,25 @@ def test_run_writes_the_run_directory(tmp_path: Path) -> None:
 def test_cli_runs_a_dataset_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "tiny.json"
     path.write_bytes(encode_dataset(tiny_dataset(entities=2)))
-    code = main(["eval", "run", "--dataset", str(path), "--preset", "fast", "--weights", '{"bm25": 0.7, "semantic": 0.3}',
-                 "--budget", "600", "--rank-depth", "0", "--out", str(tmp_path / "runs"), "--quiet"])
+    code = main(
+        [
+            "eval",
+            "run",
+            "--dataset",
+            str(path),
+            "--preset",
+            "fast",
+            "--weights",
+            '{"bm25": 0.7, "semantic": 0.3}',
+            "--budget",
+            "600",
+            "--rank-depth",
+            "0",
+            "--out",
+            str(tmp_path / "runs"),
+            "--quiet",
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "bm25-only" in out and "semantic-only" in out and "written to" in out

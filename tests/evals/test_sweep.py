@@ -47,13 +47,21 @@ def test_simplex_grid() -> None:
 
 
 def test_grid_candidates_are_the_product_plus_preset_references() -> None:
-    config = SweepConfig(mode="grid", presets=("balanced", "fast"), normalizations=("minmax", "zscore"),
-                         half_lives=(7, 45), weights=({"bm25": 1.0}, {"semantic": 1.0}))
+    config = SweepConfig(
+        mode="grid",
+        presets=("balanced", "fast"),
+        normalizations=("minmax", "zscore"),
+        half_lives=(7, 45),
+        weights=({"bm25": 1.0}, {"semantic": 1.0}),
+    )
     cands = candidates(config)
     assert len(cands) == 2 * 2 + 2 * 2 * 2 * 2  # references + presets x norms x weights x half-lives
     refs = [c for c in cands if c.weights is None]
     assert {(c.preset, c.normalization) for c in refs} == {
-        ("balanced", "minmax"), ("balanced", "zscore"), ("fast", "minmax"), ("fast", "zscore"),
+        ("balanced", "minmax"),
+        ("balanced", "zscore"),
+        ("fast", "minmax"),
+        ("fast", "zscore"),
     }
 
 
@@ -70,8 +78,16 @@ def _rec(qid: str, conv: str, in_context: bool) -> QuestionRecord:
     from evals.metrics import ContextLine
 
     line = ContextLine(section="sources", text="x", tokens=1, turn_ids=("t1",) if in_context else ())
-    return QuestionRecord(question_id=qid, conversation_id=conv, category="c", evidence=("t1",),
-                          ranked=("t1",), lines=(line,), context_tokens=1, budget=100)
+    return QuestionRecord(
+        question_id=qid,
+        conversation_id=conv,
+        category="c",
+        evidence=("t1",),
+        ranked=("t1",),
+        lines=(line,),
+        context_tokens=1,
+        budget=100,
+    )
 
 
 def test_scores_are_split_by_conversation() -> None:
@@ -81,8 +97,12 @@ def test_scores_are_split_by_conversation() -> None:
         cand.name(): [_rec("q1", "a", True), _rec("q2", "a", False), _rec("q3", "b", True)],
         other.name(): [_rec("q1", "a", True), _rec("q2", "a", True), _rec("q3", "b", False)],
     }
-    table = score_candidates(records, {cand.name(): cand, other.name(): other},
-                             Split(tune=("a",), held_out=("b",)), "recall_in_context")
+    table = score_candidates(
+        records,
+        {cand.name(): cand, other.name(): other},
+        Split(tune=("a",), held_out=("b",)),
+        "recall_in_context",
+    )
     # best by the tuning conversation "a": other (2/2) before cand (1/2)
     assert list(table["name"]) == [other.name(), cand.name()]
     assert list(table["train_recall_in_context"]) == [1.0, (1 + 0) / 2]
@@ -92,8 +112,12 @@ def test_scores_are_split_by_conversation() -> None:
 
 def test_retrieval_block() -> None:
     c = Candidate(preset="fast", normalization="zscore", weights={"bm25": 1.0}, half_life=7)
-    assert retrieval_block(c) == {"preset": "fast", "normalization": "zscore", "weights": {"bm25": 1.0},
-                                  "recency_half_life_days": 7}
+    assert retrieval_block(c) == {
+        "preset": "fast",
+        "normalization": "zscore",
+        "weights": {"bm25": 1.0},
+        "recency_half_life_days": 7,
+    }
 
 
 def test_run_sweep_writes_once_per_conversation(tmp_path: Path) -> None:

@@ -32,17 +32,30 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, data_dir: Path, *, database_url: str | None = None, env: dict[str, str] | None = None,
-                 start_timeout: float = 90.0) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        database_url: str | None = None,
+        env: dict[str, str] | None = None,
+        start_timeout: float = 90.0,
+    ) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.start_timeout = start_timeout
         self.log_path = data_dir / "server.log"
-        self.env = {**os.environ, "LOCI_DATA_DIR": str(data_dir), "LOCI_EMBEDDER": "hash",
-                    "LOCI_RATE_LIMIT": "1000000/minute", "LOCI_WARM_EMBEDDER": "0", "HF_HUB_OFFLINE": "1",
-                    **({"LOCI_DATABASE_URL": database_url} if database_url else {}), **(env or {})}
+        self.env = {
+            **os.environ,
+            "LOCI_DATA_DIR": str(data_dir),
+            "LOCI_EMBEDDER": "hash",
+            "LOCI_RATE_LIMIT": "1000000/minute",
+            "LOCI_WARM_EMBEDDER": "0",
+            "HF_HUB_OFFLINE": "1",
+            **({"LOCI_DATABASE_URL": database_url} if database_url else {}),
+            **(env or {}),
+        }
         self.proc: subprocess.Popen[bytes] | None = None
 
     def url(self, path: str) -> str:
@@ -50,8 +63,14 @@ class LiveServer:
 
     def cli(self, *args: str) -> str:
         """Run a `loci` command against the same database; its standard output."""
-        done = subprocess.run([sys.executable, "-c", CLI, *args], cwd=ROOT, env=self.env, capture_output=True,
-                              check=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", CLI, *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
         return done.stdout.decode()
 
     def key(self, scopes: str, org: str = "acme") -> str:
@@ -59,8 +78,14 @@ class LiveServer:
 
     def start(self) -> None:
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen([sys.executable, "-c", CLI, "serve", "--port", str(self.port)], cwd=ROOT,
-                                     env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CLI, "serve", "--port", str(self.port)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -93,6 +118,7 @@ class LiveServer:
         self.start()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

@@ -25,8 +25,12 @@ def _paths(app: Litestar) -> set[str]:
 
 def build_app(settings: Settings, store: Store, *, metrics_token: str | None = None) -> Litestar:
     app = app_module.create_app(settings, store=store, embedder=HashEmbedder())
-    missing = [h for paths, handlers in ((("/v0/summarize",), ops.ROUTES), (("/metrics",), observability.ROUTES))
-               if not set(paths) <= _paths(app) for h in handlers]
+    missing = [
+        h
+        for paths, handlers in ((("/v0/summarize",), ops.ROUTES), (("/metrics",), observability.ROUTES))
+        if not set(paths) <= _paths(app)
+        for h in handlers
+    ]
     if missing:  # not wired into create_app yet: add them for the test
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(app_module, "ROUTES", [*app_module.ROUTES, *missing])
@@ -43,10 +47,19 @@ def at(day: str) -> datetime:
     return datetime.fromisoformat(day).replace(tzinfo=UTC)
 
 
-def put(store: Store, org: str, text: str, *, type: str = "fact", when: str = "2024-01-01",
-        **fields: Any) -> Memory:
+def put(
+    store: Store, org: str, text: str, *, type: str = "fact", when: str = "2024-01-01", **fields: Any
+) -> Memory:
     """Store a memory directly (exact control over status, validity, sensitivity...)."""
-    m = Memory(memory_id=memory_id(), org_id=org, type=type, text=text,  # type: ignore[arg-type]
-               timestamp=at(when), created_at=at(when), updated_at=at(when), **fields)
+    m = Memory(
+        memory_id=memory_id(),
+        org_id=org,
+        type=type,
+        text=text,  # type: ignore[arg-type]
+        timestamp=at(when),
+        created_at=at(when),
+        updated_at=at(when),
+        **fields,
+    )
     store.put_memories([m])
     return m

@@ -14,15 +14,31 @@ from server.config import Settings
 
 
 def test_settings_from_env() -> None:
-    s = Settings.from_env({"LOCI_DATA_DIR": "/srv/loci", "LOCI_RATE_LIMIT": "10/second",
-                           "LOCI_CORS_ORIGINS": "https://a.example, https://b.example,",
-                           "LOCI_EMBEDDER": "hash", "LOCI_IDEMPOTENCY_TTL_HOURS": "48"})
-    assert (s.data_dir, s.rate_limit, s.embedder, s.idempotency_ttl_hours) == ("/srv/loci", "10/second", "hash", 48.0)
+    s = Settings.from_env(
+        {
+            "LOCI_DATA_DIR": "/srv/loci",
+            "LOCI_RATE_LIMIT": "10/second",
+            "LOCI_CORS_ORIGINS": "https://a.example, https://b.example,",
+            "LOCI_EMBEDDER": "hash",
+            "LOCI_IDEMPOTENCY_TTL_HOURS": "48",
+        }
+    )
+    assert (s.data_dir, s.rate_limit, s.embedder, s.idempotency_ttl_hours) == (
+        "/srv/loci",
+        "10/second",
+        "hash",
+        48.0,
+    )
     assert s.cors_origins == ("https://a.example", "https://b.example")
     assert s.store_target == "/srv/loci" and s.database_url is None
     d = Settings.from_env({})
     assert (d.data_dir, d.rate_limit, d.embedder, d.idempotency_ttl_hours, d.cors_origins) == (
-        "./data", "600/minute", "minilm", 24.0, ())
+        "./data",
+        "600/minute",
+        "minilm",
+        24.0,
+        (),
+    )
     assert Settings.from_env({"LOCI_DATABASE_URL": "sqlite:///x.db"}).store_target == "sqlite:///x.db"
 
 
@@ -31,8 +47,11 @@ def test_default_store_and_named_embedder(tmp_path: Path) -> None:
     services = app.state.loci
     _, secret = create_api_key(services.store, "acme")
     with TestClient(app) as client:
-        r = client.post("/v0/memories", json={"type": "note", "text": "kept on disk"},
-                        headers={"Authorization": f"Bearer {secret}"})
+        r = client.post(
+            "/v0/memories",
+            json={"type": "note", "text": "kept on disk"},
+            headers={"Authorization": f"Bearer {secret}"},
+        )
         assert r.status_code == 200
     assert (tmp_path / "loci.db").exists()
     embedder = services.memories.embeddings.embedder
@@ -51,7 +70,7 @@ def test_unknown_embedder_does_not_fail_writes(tmp_path: Path) -> None:
     app = create_app(Settings(data_dir=str(tmp_path), embedder="nope"))
     _, secret = create_api_key(app.state.loci.store, "acme")
     with TestClient(app) as client:
-        r = client.post("/v0/memories", json={"type": "note", "text": "x"},
-                        headers={"Authorization": f"Bearer {secret}"})
+        r = client.post(
+            "/v0/memories", json={"type": "note", "text": "x"}, headers={"Authorization": f"Bearer {secret}"}
+        )
     assert r.status_code == 200
-

@@ -45,16 +45,25 @@ def test_requested_workers() -> None:
 
 
 def test_settings_env_round_trips() -> None:
-    settings = Settings(data_dir="/srv/loci", database_url="postgresql://u@h/db", rate_limit="7/hour",
-                        cors_origins=("https://a.example", "https://b.example"), embedder="hash",
-                        idempotency_ttl_hours=1.5)
+    settings = Settings(
+        data_dir="/srv/loci",
+        database_url="postgresql://u@h/db",
+        rate_limit="7/hour",
+        cors_origins=("https://a.example", "https://b.example"),
+        embedder="hash",
+        idempotency_ttl_hours=1.5,
+    )
     assert Settings.from_env(settings_env(settings)) == settings
     assert Settings.from_env(settings_env(Settings())) == Settings()
 
 
 def test_factory_builds_the_app_from_the_environment(tmp_path: Path) -> None:
-    env = {"LOCI_DATA_DIR": str(tmp_path), "LOCI_EMBEDDER": "hash", "LOCI_RATE_LIMIT": "9/minute",
-           "LOCI_WARM_EMBEDDER": "0"}
+    env = {
+        "LOCI_DATA_DIR": str(tmp_path),
+        "LOCI_EMBEDDER": "hash",
+        "LOCI_RATE_LIMIT": "9/minute",
+        "LOCI_WARM_EMBEDDER": "0",
+    }
     app = create(env)
     assert isinstance(app.state.loci.limiter, FixedWindowLimiter)
     with TestClient(app) as client:
@@ -84,11 +93,15 @@ def test_two_uvicorn_workers_share_one_database_and_quota(pg_database: str) -> N
         store.close()
     port = _free_port()
     settings = Settings(database_url=pg_database, rate_limit="5/hour", embedder="hash")
-    code = ("import sys; from server.asgi import run_workers; from server.config import Settings; "
-            "run_workers(Settings.from_env(), host='127.0.0.1', port=int(sys.argv[1]), workers=2, "
-            "log_level='warning')")
+    code = (
+        "import sys; from server.asgi import run_workers; from server.config import Settings; "
+        "run_workers(Settings.from_env(), host='127.0.0.1', port=int(sys.argv[1]), workers=2, "
+        "log_level='warning')"
+    )
     env = {**os.environ, **settings_env(settings), "LOCI_WARM_EMBEDDER": "0"}
-    proc = subprocess.Popen([sys.executable, "-c", code, str(port)], cwd=ROOT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(port)], cwd=ROOT, env=env, start_new_session=True
+    )
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {secret}"}
     try:
@@ -101,8 +114,12 @@ def test_two_uvicorn_workers_share_one_database_and_quota(pg_database: str) -> N
                 time.sleep(0.2)
         else:
             pytest.fail("the workers did not start")
-        created = httpx.post(f"{base}/v0/memories", json={"type": "note", "text": "Alice lives in Paris"},
-                             headers=auth, timeout=10)
+        created = httpx.post(
+            f"{base}/v0/memories",
+            json={"type": "note", "text": "Alice lives in Paris"},
+            headers=auth,
+            timeout=10,
+        )
         assert created.status_code == 200
         got = [httpx.get(f"{base}/v0/memories", headers=auth, timeout=10) for _ in range(5)]
         # one quota across both workers: the POST took 1 of 5, then 3, 2, 1, 0 left, then refused

@@ -24,10 +24,21 @@ def call(client, method: str, path: str, headers: dict[str, str]):
 
 
 @pytest.mark.parametrize(("method", "path"), ROUTES)
-@pytest.mark.parametrize("authorization", [
-    None, "", "Bearer", "Basic dXNlcjpwYXNz", "Bearer loci_unknown", "Bearer not-a-loci-key", "loci_x",
-])
-def test_bad_credentials_are_401(client, store: Store, method: str, path: str, authorization: str | None) -> None:
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Basic dXNlcjpwYXNz",
+        "Bearer loci_unknown",
+        "Bearer not-a-loci-key",
+        "loci_x",
+    ],
+)
+def test_bad_credentials_are_401(
+    client, store: Store, method: str, path: str, authorization: str | None
+) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     r = call(client, method, path, headers)
     assert r.status_code == 401

@@ -52,9 +52,12 @@ BODY_CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("POST", "/v0/memories", memory_body(timestamp=LOW), "timestamp"),
     ("POST", "/v0/memories", memory_body(valid_from=HIGH), "valid_from"),
     ("POST", "/v0/memories", {"items": [memory_body(), memory_body(valid_to=LOW)]}, "items[1].valid_to"),
-    ("POST", "/v0/memories:batch_upsert",
-     {"items": [{"subject": "ent:u", "predicate": "lives_in", "object_text": "Rome", "timestamp": HIGH}]},
-     "items[0].timestamp"),
+    (
+        "POST",
+        "/v0/memories:batch_upsert",
+        {"items": [{"subject": "ent:u", "predicate": "lives_in", "object_text": "Rome", "timestamp": HIGH}]},
+        "items[0].timestamp",
+    ),
     ("POST", "/v0/context/assemble", {**ASSEMBLE, "as_of": LOW}, "as_of"),
     ("POST", "/v0/recall", {"query": "where", "as_of": HIGH}, "as_of"),
     ("POST", "/v0/prune", {"older_than": LOW, "dry_run": False}, "older_than"),
@@ -62,36 +65,52 @@ BODY_CASES: list[tuple[str, str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("method", "path", "body", "field"), BODY_CASES)
-def test_a_date_time_without_a_utc_form_is_422_naming_it(client: TestClient[Litestar], auth: dict[str, str],
-                                                         store: Store, method: str, path: str,
-                                                         body: dict[str, Any], field: str) -> None:
+def test_a_date_time_without_a_utc_form_is_422_naming_it(
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    method: str,
+    path: str,
+    body: dict[str, Any],
+    field: str,
+) -> None:
     before = _stored(store)
     body = _refused(client.request(method, path, json=body, headers=auth), 422, field)
     assert body["details"]["rule"] == "date_time_range"
     assert _stored(store) == before
 
 
-def test_patching_valid_to_out_of_range_is_422(client: TestClient[Litestar], auth: dict[str, str],
-                                                store: Store) -> None:
+def test_patching_valid_to_out_of_range_is_422(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     memory_id = client.post("/v0/memories", json=memory_body(), headers=auth).json()["memory_id"]
     before = _stored(store)
-    _refused(client.patch(f"/v0/memories/{memory_id}", json={"valid_to": HIGH}, headers=auth), 422, "valid_to")
+    _refused(
+        client.patch(f"/v0/memories/{memory_id}", json={"valid_to": HIGH}, headers=auth), 422, "valid_to"
+    )
     assert _stored(store) == before
 
 
-@pytest.mark.parametrize(("path", "query", "field"), [
-    ("/v0/memories", {"since": LOW}, "since"), ("/v0/memories", {"until": HIGH}, "until"),
-    ("/v0/observability/events", {"since": LOW}, "since"),
-    ("/v0/memories", {"until": "0.5"}, "until"), ("/v0/memories", {"since": "1700000000"}, "since"),
-])
-def test_query_date_times_are_rfc_3339_within_range(client: TestClient[Litestar], auth: dict[str, str],
-                                                    path: str, query: dict[str, str], field: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [
+        ("/v0/memories", {"since": LOW}, "since"),
+        ("/v0/memories", {"until": HIGH}, "until"),
+        ("/v0/observability/events", {"since": LOW}, "since"),
+        ("/v0/memories", {"until": "0.5"}, "until"),
+        ("/v0/memories", {"since": "1700000000"}, "since"),
+    ],
+)
+def test_query_date_times_are_rfc_3339_within_range(
+    client: TestClient[Litestar], auth: dict[str, str], path: str, query: dict[str, str], field: str
+) -> None:
     _refused(client.get(path, params=query, headers=auth), 422, field)
 
 
 @pytest.mark.parametrize("path", ["/v0/memories", "/v0/context/assemble", "/v1/memories"])
-def test_invalid_utf8_in_a_json_string_is_400(client: TestClient[Litestar], auth: dict[str, str],
-                                              store: Store, path: str) -> None:
+def test_invalid_utf8_in_a_json_string_is_400(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, path: str
+) -> None:
     before = _stored(store)
     raw = b'{"type":"note","text":"ab\xff","entity_id":"ent:u","turn":"x\xff","user_id":"u","messages":[]}'
     body = _refused(client.post(path, content=raw, headers={**auth, "Content-Type": "application/json"}), 400)
@@ -101,39 +120,52 @@ def test_invalid_utf8_in_a_json_string_is_400(client: TestClient[Litestar], auth
 
 def _with_metadata(depth: int) -> bytes:
     """A memory body whose metadata nests `depth` objects (the body itself is one more level)."""
-    return b'{"type":"note","text":"x","metadata":' + b'{"a":' * (depth - 1) + b"{}" + b"}" * (depth - 1) + b"}"
+    return (
+        b'{"type":"note","text":"x","metadata":' + b'{"a":' * (depth - 1) + b"{}" + b"}" * (depth - 1) + b"}"
+    )
 
 
 @pytest.mark.parametrize("raw", [_with_metadata(10_000), b"[" * 10_000, _with_metadata(MAX_JSON_DEPTH)])
-def test_nesting_deeper_than_the_limit_is_400(client: TestClient[Litestar], auth: dict[str, str],
-                                              store: Store, raw: bytes) -> None:
+def test_nesting_deeper_than_the_limit_is_400(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, raw: bytes
+) -> None:
     before = _stored(store)
-    body = _refused(client.post("/v0/memories", content=raw, headers={**auth, "Content-Type": "application/json"}),
-                    400)
+    body = _refused(
+        client.post("/v0/memories", content=raw, headers={**auth, "Content-Type": "application/json"}), 400
+    )
     assert body["details"]["max_depth"] == MAX_JSON_DEPTH
     assert _stored(store) == before
 
 
 def test_nesting_up_to_the_limit_is_stored(client: TestClient[Litestar], auth: dict[str, str]) -> None:
-    r = client.post("/v0/memories", content=_with_metadata(MAX_JSON_DEPTH - 1),
-                    headers={**auth, "Content-Type": "application/json"})
+    r = client.post(
+        "/v0/memories",
+        content=_with_metadata(MAX_JSON_DEPTH - 1),
+        headers={**auth, "Content-Type": "application/json"},
+    )
     assert r.status_code == 200, r.text
 
 
 def test_a_million_tags_are_refused(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     before = _stored(store)
     _refused(client.post("/v0/memories", json=memory_body(tags=["t"] * 1_000_000), headers=auth), 422, "tags")
-    _refused(client.post("/v0/memories", json=memory_body(tags=[f"t{i}" for i in range(65)]), headers=auth),
-             422, "tags")
+    _refused(
+        client.post("/v0/memories", json=memory_body(tags=[f"t{i}" for i in range(65)]), headers=auth),
+        422,
+        "tags",
+    )
     assert _stored(store) == before
 
 
 def _request(*headers: tuple[bytes, bytes]) -> Request[Any, Any, Any]:
-    return Request({"type": "http", "method": "POST", "path": "/", "headers": list(headers), "query_string": b""})
+    return Request(
+        {"type": "http", "method": "POST", "path": "/", "headers": list(headers), "query_string": b""}
+    )
 
 
-@pytest.mark.parametrize("value", [b"", b"   ", "a\u00e9".encode("latin-1"), b"x" * 129,
-                                   "\u00e9".encode() * 129])
+@pytest.mark.parametrize(
+    "value", [b"", b"   ", "a\u00e9".encode("latin-1"), b"x" * 129, "\u00e9".encode() * 129]
+)
 def test_a_bad_x_service_agent_is_422(value: bytes) -> None:
     with pytest.raises(InvalidInput) as caught:
         bounded_header(_request((b"x-service-agent", value)), "X-Service-Agent")
@@ -157,8 +189,14 @@ def test_headers_over_real_http(tmp_path: Path) -> None:
         body = json.dumps(memory_body()).encode()
 
         def post(*extra: bytes) -> tuple[int, dict[str, Any]]:
-            head = b"".join([b"POST /v0/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
-                             b"Content-Length: %d\r\nConnection: close\r\n" % len(body), *extra, b"\r\n"])
+            head = b"".join(
+                [
+                    b"POST /v0/memories HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n",
+                    b"Content-Length: %d\r\nConnection: close\r\n" % len(body),
+                    *extra,
+                    b"\r\n",
+                ]
+            )
             with socket.create_connection(("127.0.0.1", server.port), timeout=30) as sock:
                 sock.sendall(head + body)
                 data = b""
@@ -204,7 +242,8 @@ def _operational_error() -> Exception:
 
 @pytest.mark.parametrize("error", [Unavailable("PostgreSQL unavailable"), "psycopg"])
 def test_the_gateways_key_lookup_during_an_outage_is_503_with_retry_after(
-        app: Litestar, auth: dict[str, str], store: Store, error: Any) -> None:
+    app: Litestar, auth: dict[str, str], store: Store, error: Any
+) -> None:
     exc = _operational_error() if error == "psycopg" else error
     gateway: Any = app.asgi_handler
     while not isinstance(gateway, Gateway):
@@ -217,8 +256,9 @@ def test_the_gateways_key_lookup_during_an_outage_is_503_with_retry_after(
     assert r.headers["x-request-id"] == body["request_id"]
 
 
-def test_a_route_during_an_outage_is_503_with_retry_after(app: Litestar, auth: dict[str, str], store: Store,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_route_during_an_outage_is_503_with_retry_after(
+    app: Litestar, auth: dict[str, str], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def down(*args: Any, **kwargs: Any) -> Any:
         raise _operational_error()
 
@@ -239,9 +279,12 @@ def test_options_allow_lists_every_method_the_document_gives_a_path(client: Test
         assert {m.strip() for m in r.headers["allow"].split(",")} == documented, path
 
 
-def test_whole_numbers_written_as_floats_are_integers(client: TestClient[Litestar], auth: dict[str, str]) -> None:
-    r = client.post("/v0/recall", json={"query": "Berlin", "limit": 59.0, "retrieval": {"top_k": 5.0}},
-                    headers=auth)
+def test_whole_numbers_written_as_floats_are_integers(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    r = client.post(
+        "/v0/recall", json={"query": "Berlin", "limit": 59.0, "retrieval": {"top_k": 5.0}}, headers=auth
+    )
     assert r.status_code == 200, r.text
     _refused(client.post("/v0/recall", json={"query": "Berlin", "limit": 59.5}, headers=auth), 422, "limit")
     r = client.post("/v0/summarize", json={"entity_id": "ent:u", "max_tokens": 64.0}, headers=auth)
@@ -249,17 +292,28 @@ def test_whole_numbers_written_as_floats_are_integers(client: TestClient[Litesta
 
 
 def test_mem0_dates_at_the_ends_of_the_calendar(client: TestClient[Litestar], auth: dict[str, str]) -> None:
-    added = client.post("/v3/memories/add/", headers=auth,
-                        json={"messages": [{"role": "user", "content": "I live in Rome"}], "user_id": "u"})
+    added = client.post(
+        "/v3/memories/add/",
+        headers=auth,
+        json={"messages": [{"role": "user", "content": "I live in Rome"}], "user_id": "u"},
+    )
     memory_id = added.json()["results"][0]["id"]
-    r = client.post("/v3/memories/", json={"filters": {"user_id": "u"}, "end_date": "9999-12-31"}, headers=auth)
+    r = client.post(
+        "/v3/memories/", json={"filters": {"user_id": "u"}, "end_date": "9999-12-31"}, headers=auth
+    )
     assert r.status_code == 200, r.text
     r = client.put(f"/v1/memories/{memory_id}/", json={"expiration_date": "9999-12-31"}, headers=auth)
     assert r.status_code == 200, r.text
-    r = client.post("/v3/memories/search/", headers=auth,
-                    json={"query": "x", "filters": {"user_id": "u", "created_at": {"gte": 1e300}}})
+    r = client.post(
+        "/v3/memories/search/",
+        headers=auth,
+        json={"query": "x", "filters": {"user_id": "u", "created_at": {"gte": 1e300}}},
+    )
     assert _refused(r, 422, "filters")["details"]["rule"] == "filter_language"
-    oldest = client.post("/v0/memories", json=memory_body(valid_from="0001-01-01T00:00:00Z",
-                                                         valid_to="0001-01-01T00:00:00Z"), headers=auth)
+    oldest = client.post(
+        "/v0/memories",
+        json=memory_body(valid_from="0001-01-01T00:00:00Z", valid_to="0001-01-01T00:00:00Z"),
+        headers=auth,
+    )
     r = client.get(f"/v1/memories/{oldest.json()['memory_id']}/", headers=auth)
     assert r.status_code == 200, r.text

@@ -22,7 +22,7 @@ def table_rows(out: str, first_col: str) -> tuple[list[str], list[list[str]]]:
     start = next(i for i, line in enumerate(lines) if line.startswith(f"{first_col} | "))
     header = lines[start].split(" | ")
     body = []
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if " | " not in line:
             break
         body.append(line.split(" | "))
@@ -35,14 +35,41 @@ def numbers(cell: str) -> list[float]:
 
 def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(capsys, tmp_path: Path) -> None:
     out_file = tmp_path / "bench.txt"
-    code = main(["bench", "assemble", "--sizes", "120,200", "--calls", "5", "--embedder", "hash",
-                 "--cache-dir", str(tmp_path / "cache"), "--out", str(out_file)])
+    code = main(
+        [
+            "bench",
+            "assemble",
+            "--sizes",
+            "120,200",
+            "--calls",
+            "5",
+            "--embedder",
+            "hash",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out_file),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     header, rows = table_rows(out, "size")
-    assert header == ["size", "calls", "p50 ms", "p95 ms", "embed p50/p95", "channels p50/p95",
-                      "fuse p50/p95", "expand p50/p95", "budget p50/p95", "render p50/p95", "other p50/p95",
-                      "http p50 ms", "http p95 ms", "target (p50/p95)"]
+    assert header == [
+        "size",
+        "calls",
+        "p50 ms",
+        "p95 ms",
+        "embed p50/p95",
+        "channels p50/p95",
+        "fuse p50/p95",
+        "expand p50/p95",
+        "budget p50/p95",
+        "render p50/p95",
+        "other p50/p95",
+        "http p50 ms",
+        "http p95 ms",
+        "target (p50/p95)",
+    ]
     assert [r[0] for r in rows] == ["120", "200"] and all(r[1] == "5" for r in rows)
     for row in rows:
         assert len(row) == len(header)
@@ -61,21 +88,39 @@ def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(capsys, tmp_p
 
 
 def test_bench_assemble_without_http_marks_http_cells(capsys, tmp_path: Path) -> None:
-    code = main(["bench", "assemble", "--sizes", "60", "--calls", "3", "--embedder", "hash", "--no-http",
-                 "--cache-dir", str(tmp_path)])
+    code = main(
+        [
+            "bench",
+            "assemble",
+            "--sizes",
+            "60",
+            "--calls",
+            "3",
+            "--embedder",
+            "hash",
+            "--no-http",
+            "--cache-dir",
+            str(tmp_path),
+        ]
+    )
     header, rows = table_rows(capsys.readouterr().out, "size")
     assert code == 0 and len(rows) == 1 and rows[0][11:13] == ["-", "-"]
 
 
 def test_bench_ingest_prints_rates_and_turn_rows(capsys, tmp_path: Path) -> None:
-    code = main(["bench", "ingest", "--n", "40", "--turns", "4", "--embedder", "hash",
-                 "--cache-dir", str(tmp_path)])
+    code = main(
+        ["bench", "ingest", "--n", "40", "--turns", "4", "--embedder", "hash", "--cache-dir", str(tmp_path)]
+    )
     out = capsys.readouterr().out
     assert code == 0
     header, rows = table_rows(out, "mode")
     assert header == ["mode", "path", "memories", "seconds", "memories/s"]
-    assert [(r[0], r[1]) for r in rows] == [("single", "in process"), ("batch", "in process"),
-                                            ("single", "http"), ("batch", "http")]
+    assert [(r[0], r[1]) for r in rows] == [
+        ("single", "in process"),
+        ("batch", "in process"),
+        ("single", "http"),
+        ("batch", "http"),
+    ]
     for row in rows:
         assert row[2] == "40"
         # seconds are printed to 3 decimals: the rate must agree with some duration that rounds to it

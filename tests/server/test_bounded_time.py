@@ -39,7 +39,9 @@ class SlowExtractor:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
 
-    def extract(self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:
+    def extract(
+        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+    ) -> ExtractResult:
         end = time.perf_counter() + self.seconds
         n = 0
         while time.perf_counter() < end:
@@ -57,7 +59,9 @@ def store(tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture
 def served(store: Store) -> Iterator[tuple[Litestar, str, dict[str, str]]]:
     """The app under a real uvicorn (in a thread of this process) on a free port."""
-    app = create_app(Settings(embedder="hash", rate_limit="1000000/minute"), store=store, embedder=HashEmbedder())
+    app = create_app(
+        Settings(embedder="hash", rate_limit="1000000/minute"), store=store, embedder=HashEmbedder()
+    )
     _, secret = create_api_key(store, "acme", SCOPES)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
@@ -74,9 +78,12 @@ def served(store: Store) -> Iterator[tuple[Litestar, str, dict[str, str]]]:
 
 def _assemble(base: str, auth: dict[str, str], turn: str, out: dict[str, Any]) -> None:
     t = time.perf_counter()
-    r = httpx.post(f"{base}/v0/context/assemble", json={"entity_id": "ent:u", "turn": turn}, headers=auth,
-                   timeout=120)
-    out.update(status=r.status_code, seconds=time.perf_counter() - t, finished=time.perf_counter(), body=r.json())
+    r = httpx.post(
+        f"{base}/v0/context/assemble", json={"entity_id": "ent:u", "turn": turn}, headers=auth, timeout=120
+    )
+    out.update(
+        status=r.status_code, seconds=time.perf_counter() - t, finished=time.perf_counter(), body=r.json()
+    )
 
 
 def test_health_answers_while_a_heavy_request_runs(served: tuple[Litestar, str, dict[str, str]]) -> None:
@@ -100,7 +107,9 @@ def test_health_answers_while_a_heavy_request_runs(served: tuple[Litestar, str, 
     assert max(latencies) < (slow["finished"] - started) / 4
 
 
-def test_the_redos_turn_costs_about_what_a_short_turn_does(served: tuple[Litestar, str, dict[str, str]]) -> None:
+def test_the_redos_turn_costs_about_what_a_short_turn_does(
+    served: tuple[Litestar, str, dict[str, str]],
+) -> None:
     _, base, auth = served
     runs: dict[str, list[float]] = {"short": [], "digits": []}
     for _ in range(3):  # alternated, best of three each
@@ -114,19 +123,26 @@ def test_the_redos_turn_costs_about_what_a_short_turn_does(served: tuple[Litesta
 
 
 def test_an_extraction_cut_at_its_budget_says_so_and_the_turn_is_stored(store: Store) -> None:
-    app = create_app(Settings(embedder="hash", rate_limit="1000000/minute"), store=store, embedder=HashEmbedder())
+    app = create_app(
+        Settings(embedder="hash", rate_limit="1000000/minute"), store=store, embedder=HashEmbedder()
+    )
     clock = iter(range(1_000_000))
     app.state.loci.extractor = RuleExtractor(budget_ms=1500, clock=lambda: float(next(clock)))
     _, secret = create_api_key(store, "acme", SCOPES)
     with TestClient(app) as client:
-        r = client.post("/v0/context/assemble", headers={"Authorization": f"Bearer {secret}"},
-                        json={"entity_id": "ent:u", "turn": "I live in Berlin. I work at Acme. I have a dog."})
+        r = client.post(
+            "/v0/context/assemble",
+            headers={"Authorization": f"Bearer {secret}"},
+            json={"entity_id": "ent:u", "turn": "I live in Berlin. I work at Acme. I have a dog."},
+        )
         assert r.status_code == 200, r.text
         extracted = r.json()["extracted"]
         assert extracted["truncated"] is True
         assert extracted["upserts"][0]["action"] == "UPSERTED"  # the turn itself
-        turn = client.get(f"/v0/memories/{extracted['upserts'][0]['memory_id']}",
-                          headers={"Authorization": f"Bearer {secret}"}).json()
+        turn = client.get(
+            f"/v0/memories/{extracted['upserts'][0]['memory_id']}",
+            headers={"Authorization": f"Bearer {secret}"},
+        ).json()
         assert turn["text"].startswith("I live in Berlin.")
         schema = client.get("/schema/openapi.json").json()["components"]["schemas"]
         assert "truncated" in schema["Extracted"]["properties"]

@@ -20,15 +20,28 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def test_keys_create_prints_key_on_last_line(capsys, tmp_path: Path) -> None:
-    code, out = run(capsys, "keys", "create", "--org", "acme", "--scopes", "read,write", "--name", "ci",
-                    "--data-dir", str(tmp_path))
+    code, out = run(
+        capsys,
+        "keys",
+        "create",
+        "--org",
+        "acme",
+        "--scopes",
+        "read,write",
+        "--name",
+        "ci",
+        "--data-dir",
+        str(tmp_path),
+    )
     assert code == 0
     secret = out.rstrip("\n").splitlines()[-1]
     assert secret.startswith("loci_") and secret.strip() == secret
     store = open_store(str(tmp_path))  # the database `loci serve --data-dir` uses
     try:
         key = store.find_api_key(hash_key(secret))
-        assert key is not None and key.org_id == "acme" and key.scopes == ["read", "write"] and key.name == "ci"
+        assert (
+            key is not None and key.org_id == "acme" and key.scopes == ["read", "write"] and key.name == "ci"
+        )
     finally:
         store.close()
 

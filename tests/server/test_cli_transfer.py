@@ -35,8 +35,19 @@ def test_export_file_then_import_twice(capsys, tmp_path: Path) -> None:
     fill(src)
     src.close()
     out = tmp_path / "acme.jsonl"
-    code, _, err = run(capsys, "export", "--org", ORG, "--out", str(out), "--with-keys", "--model", MODEL,
-                       "--data-dir", str(tmp_path / "src"))
+    code, _, err = run(
+        capsys,
+        "export",
+        "--org",
+        ORG,
+        "--out",
+        str(out),
+        "--with-keys",
+        "--model",
+        MODEL,
+        "--data-dir",
+        str(tmp_path / "src"),
+    )
     assert code == 0 and "10 memories, 8 vectors (hash:16), 3 events, 2 api keys" in err
     header = msgspec.json.decode(out.read_bytes().splitlines()[0], type=HeaderLine)
     assert header.counts.memories == 10 and header.with_keys
@@ -82,8 +93,10 @@ def test_migrate_sqlite_is_repeatable(capsys, tmp_path: Path) -> None:
 def test_migrate_never_prints_a_password() -> None:
     from server.commands.migrate import display_target
 
-    assert display_target("postgresql://loci:s3cret@db.example:5432/loci?sslmode=require&password=x") == \
-        "postgresql://db.example:5432/loci"
+    assert (
+        display_target("postgresql://loci:s3cret@db.example:5432/loci?sslmode=require&password=x")
+        == "postgresql://db.example:5432/loci"
+    )
     assert display_target("/var/lib/loci") == "/var/lib/loci"
 
 
@@ -107,18 +120,47 @@ def test_export_sqlite_import_postgres_cli(capsys, tmp_path: Path, pg_database: 
     fill(src)
     src.close()
     out = tmp_path / "acme.jsonl"
-    assert run(capsys, "export", "--org", ORG, "--out", str(out), "--model", MODEL, "--with-keys",
-               "--data-dir", str(tmp_path))[0] == 0
+    assert (
+        run(
+            capsys,
+            "export",
+            "--org",
+            ORG,
+            "--out",
+            str(out),
+            "--model",
+            MODEL,
+            "--with-keys",
+            "--data-dir",
+            str(tmp_path),
+        )[0]
+        == 0
+    )
     assert run(capsys, "import", "--in", str(out), "--database-url", pg_database)[0] == 0
     back = tmp_path / "back.jsonl"
-    assert run(capsys, "export", "--org", ORG, "--out", str(back), "--model", MODEL, "--with-keys",
-               "--database-url", pg_database)[0] == 0
+    assert (
+        run(
+            capsys,
+            "export",
+            "--org",
+            ORG,
+            "--out",
+            str(back),
+            "--model",
+            MODEL,
+            "--with-keys",
+            "--database-url",
+            pg_database,
+        )[0]
+        == 0
+    )
     assert back.read_bytes().splitlines()[1:] == out.read_bytes().splitlines()[1:]  # all but exported_at
 
 
 @pytest.mark.integration
-def test_migrate_postgres_backfills_inline_vectors(capsys, monkeypatch: pytest.MonkeyPatch,
-                                                   pg_database: str) -> None:
+def test_migrate_postgres_backfills_inline_vectors(
+    capsys, monkeypatch: pytest.MonkeyPatch, pg_database: str
+) -> None:
     """Rows written without inline copies (as before schema migration 3) get them from `loci migrate`,
     in batches, for the configured embedder's model; a second run finds nothing to do."""
     import numpy as np
@@ -131,8 +173,19 @@ def test_migrate_postgres_backfills_inline_vectors(capsys, monkeypatch: pytest.M
     monkeypatch.setenv("LOCI_EMBEDDER", "hash")
     model = create_embedder("hash").model
     plain = PostgresStore(pg_database, max_size=1)  # no inline model: rows without copies
-    mems = [Memory(memory_id=f"mem_{i}", org_id=f"org_{i % 2}", type="note", text=f"text {i}", timestamp=T0,
-                   created_at=T0, updated_at=T0, entity_id="ent:x") for i in range(5)]
+    mems = [
+        Memory(
+            memory_id=f"mem_{i}",
+            org_id=f"org_{i % 2}",
+            type="note",
+            text=f"text {i}",
+            timestamp=T0,
+            created_at=T0,
+            updated_at=T0,
+            entity_id="ent:x",
+        )
+        for i in range(5)
+    ]
     plain.put_embeddings(model, {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems[:4]})
     plain.put_embeddings("other", {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems})
     plain.put_memories(mems)
@@ -145,8 +198,11 @@ def test_migrate_postgres_backfills_inline_vectors(capsys, monkeypatch: pytest.M
         code, out, _ = run(capsys, "migrate", "--database-url", pg_database)
         assert code == 0 and f"inline vectors ({model}): 0 rows given a copy" in out
         with plain._conn() as conn:
-            rows = dict(conn.execute("SELECT memory_id, embedding_model FROM memories"
-                                     " WHERE embedding IS NOT NULL").fetchall())
+            rows = dict(
+                conn.execute(
+                    "SELECT memory_id, embedding_model FROM memories WHERE embedding IS NOT NULL"
+                ).fetchall()
+            )
         assert rows == {f"mem_{i}": model for i in range(4)}
         with plain._conn() as conn:
             filled = conn.execute("SELECT count(*) FROM memories WHERE tsv_small = tsv").fetchone()

@@ -21,7 +21,9 @@ ASSEMBLE = "/v0/context/assemble"
 READ_ONLY = {"extract": False, "store_turn": "none"}
 
 
-def assemble(client: TestClient[Litestar], headers: dict[str, str], turn: str, **fields: Any) -> dict[str, Any]:
+def assemble(
+    client: TestClient[Litestar], headers: dict[str, str], turn: str, **fields: Any
+) -> dict[str, Any]:
     r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": turn, **fields}, headers=headers)
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
@@ -40,8 +42,13 @@ def test_paris_then_berlin(client, auth, store: Store) -> None:
     berlin = second["extracted"]["upserts"][1]
     assert berlin["action"] == "SUPERSEDED" and berlin["supersedes"] == [paris_id]
 
-    body = assemble(client, auth, "Where do I live these days?", ingest=READ_ONLY,
-                    **{"return": {"include_structured_facts": True}})
+    body = assemble(
+        client,
+        auth,
+        "Where do I live these days?",
+        ingest=READ_ONLY,
+        **{"return": {"include_structured_facts": True}},
+    )
     assert any("Berlin" in line for line in body["context"]["facts"])
     assert not any("Paris" in line for line in body["context"]["facts"])
     assert [f["object_text"] for f in body["context"]["facts_struct"]] == ["ent:berlin"]
@@ -50,7 +57,10 @@ def test_paris_then_berlin(client, auth, store: Store) -> None:
     by_text = {m["text"]: m for m in listed["items"]}
     assert by_text["User lives in Paris"]["status"] == "superseded"
     assert by_text["User lives in Paris"]["valid_to"] == by_text["User lives in Berlin"]["valid_from"]
-    assert by_text["User lives in Berlin"]["status"] == "active" and by_text["User lives in Berlin"]["valid_to"] is None
+    assert (
+        by_text["User lives in Berlin"]["status"] == "active"
+        and by_text["User lives in Berlin"]["valid_to"] is None
+    )
 
 
 def test_retrieval_sees_the_state_before_the_turn(client, auth) -> None:
@@ -77,8 +87,11 @@ def test_extracted_shape_and_provenance(client, auth, store: Store) -> None:
 
 
 def test_request_id_is_the_gateways(client, auth) -> None:
-    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY},
-                    headers={**auth, "X-Request-Id": "trace-77"})
+    r = client.post(
+        ASSEMBLE,
+        json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY},
+        headers={**auth, "X-Request-Id": "trace-77"},
+    )
     assert r.json()["request_id"] == r.headers["x-request-id"] == "trace-77"
 
 
@@ -91,7 +104,10 @@ def test_store_turn_types(client, auth, store: Store, store_turn: str, kind: str
 
 def test_store_turn_none_and_extract_false(client, auth, store: Store) -> None:
     body = assemble(client, auth, "I live in Paris", ingest={"store_turn": "none"})
-    assert len(body["extracted"]["upserts"]) == 1 and "source_turn" not in body["extracted"]["facts"][0]["provenance"]
+    assert (
+        len(body["extracted"]["upserts"]) == 1
+        and "source_turn" not in body["extracted"]["facts"][0]["provenance"]
+    )
     assert store.count_memories("acme") == 1
     body = assemble(client, auth, "I live in Rome", ingest={"extract": False})
     assert body["extracted"]["facts"] == [] and len(body["extracted"]["upserts"]) == 1
@@ -130,12 +146,19 @@ def test_idempotent_assemble_writes_once(client, auth, store: Store) -> None:
 def test_trace_query_parameter(client, auth) -> None:
     plain = assemble(client, auth, "hello", ingest=READ_ONLY)
     assert "timings" not in plain["trace"] and "debug" not in plain["trace"]
-    r = client.post(ASSEMBLE + "?trace=true", json={"entity_id": "ent:user", "turn": "hello", "ingest": READ_ONLY},
-                    headers=auth)
+    r = client.post(
+        ASSEMBLE + "?trace=true",
+        json={"entity_id": "ent:user", "turn": "hello", "ingest": READ_ONLY},
+        headers=auth,
+    )
     traced = r.json()["trace"]
     assert {"timings", "debug", "summary", "budget"} <= set(traced)
-    assert client.post(ASSEMBLE + "?trace=maybe", json={"entity_id": "e", "turn": "x"},
-                       headers=auth).json()["details"]["field"] == "trace"
+    assert (
+        client.post(ASSEMBLE + "?trace=maybe", json={"entity_id": "e", "turn": "x"}, headers=auth).json()[
+            "details"
+        ]["field"]
+        == "trace"
+    )
 
 
 def test_service_agent_scopes_writes_and_retrieval(client, auth, store: Store) -> None:
@@ -146,8 +169,9 @@ def test_service_agent_scopes_writes_and_retrieval(client, auth, store: Store) -
     seen_by_a = assemble(client, assemble_a, "Where do I live?", ingest=READ_ONLY)
     seen_by_b = assemble(client, {**auth, "X-Service-Agent": "agent-b"}, "Where do I live?", ingest=READ_ONLY)
     assert seen_by_a["context"]["facts"] and seen_by_b["context"]["facts"] == []
-    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "x"},
-                    headers={**auth, "X-Service-Agent": "a" * 129})
+    r = client.post(
+        ASSEMBLE, json={"entity_id": "ent:user", "turn": "x"}, headers={**auth, "X-Service-Agent": "a" * 129}
+    )
     assert r.status_code == 422 and r.json()["details"]["field"] == "X-Service-Agent"
 
 
@@ -162,10 +186,14 @@ def test_scopes(client, make_key, store: Store) -> None:
     r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "I live in Paris"}, headers=reader)
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "write"
     assert store.count_memories("acme") == 0
-    ok = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY}, headers=reader)
+    ok = client.post(
+        ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY}, headers=reader
+    )
     assert ok.status_code == 200
     writer = make_key("acme", scopes=("write",))
-    assert client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi"}, headers=writer).status_code == 403
+    assert (
+        client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hi"}, headers=writer).status_code == 403
+    )
     assert client.post("/v0/recall", json={"query": "x"}, headers=reader).status_code == 200
     assert client.post(ASSEMBLE, json={"entity_id": "e", "turn": "x"}).status_code == 401
 
@@ -194,7 +222,9 @@ BOUNDS = [
 
 
 @pytest.mark.parametrize(("case", "fields", "field"), BOUNDS, ids=[b[0] for b in BOUNDS])
-def test_bounds_are_422_naming_the_field(client, auth, store: Store, case: str, fields: dict, field: str) -> None:
+def test_bounds_are_422_naming_the_field(
+    client, auth, store: Store, case: str, fields: dict, field: str
+) -> None:
     body: dict[str, Any] = {"entity_id": "ent:user", "turn": "I live in Paris", **fields}
     body = {k: v for k, v in body.items() if v is not None}
     r = client.post(ASSEMBLE, json=body, headers=auth)
@@ -203,22 +233,34 @@ def test_bounds_are_422_naming_the_field(client, auth, store: Store, case: str, 
     assert store.count_memories("acme") == 0
 
 
-@pytest.mark.parametrize("fields", [
-    {"turn": "t" * 20000, "goal": "g" * 2000, "seed_context": {"snippets": ["s" * 4000]}},
-    {"budget": {"max_context_tokens": 256}, "retrieval": {"top_k": 1, "depth": 0}},
-    {"budget": {"max_context_tokens": 8192}, "retrieval": {"top_k": 100, "depth": 2, "preset": "graphy",
-                                                             "normalization": "softmax"}},
-])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"turn": "t" * 20000, "goal": "g" * 2000, "seed_context": {"snippets": ["s" * 4000]}},
+        {"budget": {"max_context_tokens": 256}, "retrieval": {"top_k": 1, "depth": 0}},
+        {
+            "budget": {"max_context_tokens": 8192},
+            "retrieval": {"top_k": 100, "depth": 2, "preset": "graphy", "normalization": "softmax"},
+        },
+    ],
+)
 def test_values_at_the_bounds_pass(client, auth, fields: dict) -> None:
-    r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "hello", **fields, "ingest": READ_ONLY},
-                    headers=auth)
+    r = client.post(
+        ASSEMBLE, json={"entity_id": "ent:user", "turn": "hello", **fields, "ingest": READ_ONLY}, headers=auth
+    )
     assert r.status_code == 200, r.text
 
 
 def test_weights_renormalized_flag(client, auth) -> None:
-    body = assemble(client, auth, "hi", ingest=READ_ONLY,
-                    retrieval={"weights": {"semantic": 2, "bm25": 1, "graph_prior": 0, "recency_decay": 0,
-                                           "confidence": 1}})
+    body = assemble(
+        client,
+        auth,
+        "hi",
+        ingest=READ_ONLY,
+        retrieval={
+            "weights": {"semantic": 2, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 1}
+        },
+    )
     assert body["flags"]["weights_renormalized"] is True
     assert body["retrieval_summary"]["weights_used"]["semantic"] == pytest.approx(2 / 4)
 
@@ -237,9 +279,18 @@ class DegradedExtractor:
 
     name = "llm"
 
-    def extract(self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:
-        draft = FactDraft(subject=subject, predicate="lives_in", object="ent:oslo", object_type="entity",
-                          object_name="Oslo", text="User lives in Oslo", confidence=0.9)
+    def extract(
+        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+    ) -> ExtractResult:
+        draft = FactDraft(
+            subject=subject,
+            predicate="lives_in",
+            object="ent:oslo",
+            object_type="entity",
+            object_name="Oslo",
+            text="User lives in Oslo",
+            confidence=0.9,
+        )
         return ExtractResult(facts=[draft], degraded=True, llm_tokens=42, extractor="rules")
 
 
@@ -262,15 +313,27 @@ def test_llm_extractor_degraded_and_tokens(app: Litestar, client, auth, store: S
 def test_recall_matches(client, auth) -> None:
     assemble(client, auth, "I live in Paris")
     assemble(client, auth, "I work at Acme")
-    r = client.post("/v0/recall", json={"query": "where does the user live Paris", "entity_id": "ent:user",
-                                        "limit": 3}, headers=auth)
+    r = client.post(
+        "/v0/recall",
+        json={"query": "where does the user live Paris", "entity_id": "ent:user", "limit": 3},
+        headers=auth,
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     matches = body["matches"]
     assert 1 <= len(matches) <= 3
     top = matches[0]
     assert "Paris" in top["text"]
-    assert set(top) >= {"memory_id", "type", "text", "metadata", "score", "score_components", "reason", "timestamp"}
+    assert set(top) >= {
+        "memory_id",
+        "type",
+        "text",
+        "metadata",
+        "score",
+        "score_components",
+        "reason",
+        "timestamp",
+    }
     assert sum(c["contrib"] for c in top["score_components"].values()) == pytest.approx(top["score"])
     assert [m["score"] for m in matches] == sorted((m["score"] for m in matches), reverse=True)
     assert body["request_id"] == r.headers["x-request-id"]
@@ -280,11 +343,17 @@ def test_recall_scoping_and_bounds(client, auth, make_key) -> None:
     assemble(client, auth, "I live in Paris")
     other = client.post("/v0/recall", json={"query": "Paris"}, headers=make_key("globex")).json()
     assert other["matches"] == []
-    wrong_entity = client.post("/v0/recall", json={"query": "Paris", "entity_id": "ent:bob"}, headers=auth).json()
+    wrong_entity = client.post(
+        "/v0/recall", json={"query": "Paris", "entity_id": "ent:bob"}, headers=auth
+    ).json()
     assert wrong_entity["matches"] == []
-    for body, field in [({"query": "x", "limit": 0}, "limit"), ({"query": "x", "limit": 101}, "limit"),
-                        ({}, "query"), ({"query": "q" * 20001}, "query"),
-                        ({"query": "x", "retrieval": {"preset": "nope"}}, "retrieval.preset")]:
+    for body, field in [
+        ({"query": "x", "limit": 0}, "limit"),
+        ({"query": "x", "limit": 101}, "limit"),
+        ({}, "query"),
+        ({"query": "q" * 20001}, "query"),
+        ({"query": "x", "retrieval": {"preset": "nope"}}, "retrieval.preset"),
+    ]:
         r = client.post("/v0/recall", json=body, headers=auth)
         assert r.status_code == 422 and r.json()["details"]["field"] == field, (body, r.text)
 
@@ -316,15 +385,20 @@ def test_openapi_documents_the_operations(client) -> None:
         envelope = "Mem0ErrorBody" if path.startswith("/v1/") else "ErrorBody"  # /v1 adds mem0's `detail`
         for status in errors:
             assert op["responses"][status]["content"]["application/json"]["schema"] == {
-                "$ref": f"#/components/schemas/{envelope}"}
+                "$ref": f"#/components/schemas/{envelope}"
+            }
     schemas = doc["components"]["schemas"]
     assert schemas["AssembleRequest"]["properties"]["turn"]["maxLength"] == 20000
     assert schemas["Budget"]["properties"]["max_context_tokens"]["minimum"] == 256
     assert schemas["UpsertRequest"]["properties"]["items"]["maxItems"] == 200
     params = {p["name"] for p in doc["paths"]["/v0/context/assemble"]["post"]["parameters"]}
     assert {"trace", "Idempotency-Key", "X-Service-Agent"} <= params
-    assert {p["name"] for p in doc["paths"]["/v1/memories"]["get"]["parameters"]} >= {"user_id", "agent_id",
-                                                                                       "query", "limit"}
+    assert {p["name"] for p in doc["paths"]["/v1/memories"]["get"]["parameters"]} >= {
+        "user_id",
+        "agent_id",
+        "query",
+        "limit",
+    }
 
 
 # --- concurrency -----------------------------------------------------------------------------------
@@ -367,7 +441,9 @@ def test_concurrent_turns_leave_one_current_city(client, auth, store: Store) -> 
     cities = ["Paris", "Berlin", "Rome", "Oslo", "Lisbon", "Vienna"]
 
     def call(i: int) -> None:
-        r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": f"I live in {cities[i]}"}, headers=auth)
+        r = client.post(
+            ASSEMBLE, json={"entity_id": "ent:user", "turn": f"I live in {cities[i]}"}, headers=auth
+        )
         assert r.status_code == 200, r.text
 
     _run_threads(len(cities), call)
@@ -377,18 +453,31 @@ def test_concurrent_turns_leave_one_current_city(client, auth, store: Store) -> 
 
 
 def test_recall_redacts_pii_unless_off(client, auth) -> None:
-    client.post("/v0/memories", json={"type": "note", "text": "Reach Dana at dana@example.com", "entity_id": "ent:user"},
-                headers=auth)
-    redacted = client.post("/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user"}, headers=auth).json()
-    assert "dana@example.com" not in redacted["matches"][0]["text"] and redacted["redaction"]["applied"] is True
-    raw = client.post("/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user",
-                                          "policy": {"pii_redaction": "off"}}, headers=auth).json()
+    client.post(
+        "/v0/memories",
+        json={"type": "note", "text": "Reach Dana at dana@example.com", "entity_id": "ent:user"},
+        headers=auth,
+    )
+    redacted = client.post(
+        "/v0/recall", json={"query": "reach Dana", "entity_id": "ent:user"}, headers=auth
+    ).json()
+    assert (
+        "dana@example.com" not in redacted["matches"][0]["text"] and redacted["redaction"]["applied"] is True
+    )
+    raw = client.post(
+        "/v0/recall",
+        json={"query": "reach Dana", "entity_id": "ent:user", "policy": {"pii_redaction": "off"}},
+        headers=auth,
+    ).json()
     assert "dana@example.com" in raw["matches"][0]["text"]
 
 
 def test_ingest_subject_names_who_first_person_statements_are_about(client, auth) -> None:
-    body = {"entity_id": "ent:household", "turn": "I live in Paris",
-            "ingest": {"subject": "ent:alice", "store_turn": "none"}}
+    body = {
+        "entity_id": "ent:household",
+        "turn": "I live in Paris",
+        "ingest": {"subject": "ent:alice", "store_turn": "none"},
+    }
     r = client.post("/v0/context/assemble", json=body, headers=auth)
     assert r.status_code == 200, r.text
     facts = r.json()["extracted"]["facts"]

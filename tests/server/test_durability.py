@@ -40,7 +40,10 @@ class Writers:
         self.threads = [threading.Thread(target=self._run, args=(w,), daemon=True) for w in range(WRITERS)]
 
     def _body(self, writer: int, n: int) -> dict[str, Any]:
-        texts = [f"round {self.round} writer {writer} write {n} item {k}" for k in range(BATCH if writer % 2 else 1)]
+        texts = [
+            f"round {self.round} writer {writer} write {n} item {k}"
+            for k in range(BATCH if writer % 2 else 1)
+        ]
         if writer % 2:
             return {"items": [{"type": "note", "text": t} for t in texts]}
         return {"type": "note", "text": texts[0]}
@@ -133,28 +136,38 @@ def _allow_connections(admin_url: str, database: str, allow: bool) -> None:
     from psycopg import sql
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
-            sql.Identifier(database), sql.Literal(allow)))
+        conn.execute(
+            sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+                sql.Identifier(database), sql.Literal(allow)
+            )
+        )
         if not allow:
-            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,)
+            )
 
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_a_database_outage_is_503_with_retry_after_then_recovers(tmp_path: Path, pg_server: Any,
-                                                                 pg_database: str) -> None:
+def test_a_database_outage_is_503_with_retry_after_then_recovers(
+    tmp_path: Path, pg_server: Any, pg_database: str
+) -> None:
     database = urlsplit(pg_database).path.lstrip("/")
     with LiveServer(tmp_path, database_url=pg_database) as server:
         auth = {"Authorization": f"Bearer {server.key('read,write')}"}
         assert httpx.get(server.url("/v0/memories"), headers=auth, timeout=30).status_code == 200
         _allow_connections(pg_server.admin_url, database, False)
         try:
-            for method, path, body in (("GET", "/v0/memories", None),
-                                       ("POST", "/v0/memories", {"type": "note", "text": "x"})):
+            for method, path, body in (
+                ("GET", "/v0/memories", None),
+                ("POST", "/v0/memories", {"type": "note", "text": "x"}),
+            ):
                 r = httpx.request(method, server.url(path), json=body, headers=auth, timeout=60)
                 assert r.status_code == 503, r.text
                 assert r.json()["error"] == "unavailable" and int(r.headers["retry-after"]) > 0
         finally:
             _allow_connections(pg_server.admin_url, database, True)
-        r = httpx.post(server.url("/v0/memories"), json={"type": "note", "text": "back"}, headers=auth, timeout=60)
+        r = httpx.post(
+            server.url("/v0/memories"), json={"type": "note", "text": "back"}, headers=auth, timeout=60
+        )
         assert r.status_code == 200, r.text

@@ -32,8 +32,15 @@ def test_unknown_route_404(client, auth, path: str) -> None:
     assert_envelope(client.get(path), 404, "not_found")
 
 
-@pytest.mark.parametrize(("method", "path"), [("PUT", "/v0/memories"), ("DELETE", "/v0/health"),
-                                              ("POST", "/v0/memories/mem_x"), ("PUT", "/v0/health")])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("PUT", "/v0/memories"),
+        ("DELETE", "/v0/health"),
+        ("POST", "/v0/memories/mem_x"),
+        ("PUT", "/v0/health"),
+    ],
+)
 def test_wrong_method_405(client, auth, method: str, path: str) -> None:
     r = client.request(method, path, headers=auth)
     assert_envelope(r, 405, "method_not_allowed")
@@ -92,13 +99,21 @@ def test_cors_header_on_success_and_errors(cors_client) -> None:
         r = cors_client.get(path, headers=origin)
         assert r.headers["access-control-allow-origin"] == "https://app.example", path
         assert "X-Request-Id" in r.headers["access-control-expose-headers"]
-    assert "access-control-allow-origin" not in cors_client.get("/v0/health", headers={"Origin": "https://evil.example"}).headers
+    assert (
+        "access-control-allow-origin"
+        not in cors_client.get("/v0/health", headers={"Origin": "https://evil.example"}).headers
+    )
 
 
 def test_cors_preflight(cors_client) -> None:
-    r = cors_client.options("/v0/memories", headers={
-        "Origin": "https://app.example", "Access-Control-Request-Method": "POST",
-        "Access-Control-Request-Headers": "authorization,content-type"})
+    r = cors_client.options(
+        "/v0/memories",
+        headers={
+            "Origin": "https://app.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
     assert r.status_code == 204
     assert r.headers["access-control-allow-origin"] == "https://app.example"
     assert "POST" in r.headers["access-control-allow-methods"]
@@ -107,7 +122,10 @@ def test_cors_preflight(cors_client) -> None:
 
 
 def test_no_cors_header_without_config(client) -> None:
-    assert "access-control-allow-origin" not in client.get("/v0/health", headers={"Origin": "https://a.b"}).headers
+    assert (
+        "access-control-allow-origin"
+        not in client.get("/v0/health", headers={"Origin": "https://a.b"}).headers
+    )
 
 
 def test_app_type(app) -> None:

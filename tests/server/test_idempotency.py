@@ -35,7 +35,10 @@ def test_same_key_other_body_is_409(client, auth, store: Store) -> None:
 def test_same_key_other_path_is_409(client, auth) -> None:
     mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
     headers = {**auth, "Idempotency-Key": "k"}
-    assert client.patch(f"/v0/memories/{mem['memory_id']}", json={"tags": ["a"]}, headers=headers).status_code == 200
+    assert (
+        client.patch(f"/v0/memories/{mem['memory_id']}", json={"tags": ["a"]}, headers=headers).status_code
+        == 200
+    )
     assert client.delete(f"/v0/memories/{mem['memory_id']}", headers=headers).status_code == 409
 
 
@@ -113,9 +116,15 @@ def test_lost_race_replays_winner(store: Store) -> None:
     from engine.memory_service import MemoryCreate, MemoryService
     from engine.models import IdempotencyRecord
 
-    winner = IdempotencyRecord(org_id="acme", key="k", fingerprint=fingerprint("POST", "/p", b"{}"),
-                               status_code=200, body=b'{"winner":true}', created_at=now,
-                               expires_at=now + timedelta(hours=24))
+    winner = IdempotencyRecord(
+        org_id="acme",
+        key="k",
+        fingerprint=fingerprint("POST", "/p", b"{}"),
+        status_code=200,
+        body=b'{"winner":true}',
+        created_at=now,
+        expires_at=now + timedelta(hours=24),
+    )
     store.put_idempotency(winner)  # committed by the other process
     real_get = store.get_idempotency
     misses = [1]

@@ -39,7 +39,9 @@ def test_list_shows_only_own_org(client, two_orgs) -> None:
     a, b, mem = two_orgs
     client.post("/v0/memories", json=memory_body("of b"), headers=b)
     assert [m["text"] for m in client.get("/v0/memories", headers=b).json()["items"]] == ["of b"]
-    assert [m["memory_id"] for m in client.get("/v0/memories", headers=a).json()["items"]] == [mem["memory_id"]]
+    assert [m["memory_id"] for m in client.get("/v0/memories", headers=a).json()["items"]] == [
+        mem["memory_id"]
+    ]
 
 
 def test_create_ignores_org_in_body(client, two_orgs, store: Store) -> None:

@@ -10,8 +10,9 @@ from tests.server.conftest import memory_body
 
 def test_create_returns_the_memory_with_server_fields(client, auth, store: Store) -> None:
     before = datetime.now(UTC)
-    r = client.post("/v0/memories", json=memory_body(tags=["home"], org_id="evil", memory_id="mem_x"),
-                    headers=auth)
+    r = client.post(
+        "/v0/memories", json=memory_body(tags=["home"], org_id="evil", memory_id="mem_x"), headers=auth
+    )
     assert r.status_code == 200
     body = r.json()
     assert body["memory_id"].startswith("mem_") and body["memory_id"] != "mem_x"
@@ -27,12 +28,26 @@ def test_create_returns_the_memory_with_server_fields(client, auth, store: Store
 
 def test_every_field_round_trips_through_http(client, auth) -> None:
     full = {
-        "namespace": "ns1", "agent_id": "agent-7", "entity_id": "ent:alice", "type": "fact",
-        "text": "Alice lives in Paris", "metadata": {"k": [1, 2]}, "tags": ["a", "b"],
-        "timestamp": "2024-03-01T10:00:00Z", "archived": False, "sensitivity": "pii",
-        "subject": "ent:alice", "predicate": "lives_in", "object": {"city": "Paris"},
-        "object_type": "json", "unit": "m", "keys": ["ent:alice|lives_in"],
-        "valid_from": "2024-03-01T10:00:00Z", "valid_to": None, "confidence": 0.75, "status": "active",
+        "namespace": "ns1",
+        "agent_id": "agent-7",
+        "entity_id": "ent:alice",
+        "type": "fact",
+        "text": "Alice lives in Paris",
+        "metadata": {"k": [1, 2]},
+        "tags": ["a", "b"],
+        "timestamp": "2024-03-01T10:00:00Z",
+        "archived": False,
+        "sensitivity": "pii",
+        "subject": "ent:alice",
+        "predicate": "lives_in",
+        "object": {"city": "Paris"},
+        "object_type": "json",
+        "unit": "m",
+        "keys": ["ent:alice|lives_in"],
+        "valid_from": "2024-03-01T10:00:00Z",
+        "valid_to": None,
+        "confidence": 0.75,
+        "status": "active",
         "provenance": {"source_turn": "mem_1"},
     }
     created = client.post("/v0/memories", json=full, headers=auth).json()
@@ -72,15 +87,19 @@ def test_batch_limits(client, auth, store: Store) -> None:
 def test_agent_header_fills_agent_id(client, auth) -> None:
     r = client.post("/v0/memories", json=memory_body(), headers={**auth, "X-Service-Agent": "bot-1"})
     assert r.json()["agent_id"] == "bot-1"
-    r = client.post("/v0/memories", json=memory_body(agent_id="own"), headers={**auth, "X-Service-Agent": "bot-1"})
+    r = client.post(
+        "/v0/memories", json=memory_body(agent_id="own"), headers={**auth, "X-Service-Agent": "bot-1"}
+    )
     assert r.json()["agent_id"] == "own"
 
 
 def test_patch_changes_only_allowed_fields(client, auth, store: Store) -> None:
     m = client.post("/v0/memories", json=memory_body(tags=["a"]), headers=auth).json()
-    r = client.patch(f"/v0/memories/{m['memory_id']}", headers={**auth, "X-Service-Agent": "ignored"},
-                     json={"tags": ["b"], "metadata": {"x": 1}, "valid_to": "2030-01-01T00:00:00Z",
-                           "org_id": "other"})
+    r = client.patch(
+        f"/v0/memories/{m['memory_id']}",
+        headers={**auth, "X-Service-Agent": "ignored"},
+        json={"tags": ["b"], "metadata": {"x": 1}, "valid_to": "2030-01-01T00:00:00Z", "org_id": "other"},
+    )
     assert r.status_code == 200
     body = r.json()
     assert body["tags"] == ["b"] and body["metadata"] == {"x": 1}
@@ -94,7 +113,9 @@ def test_patch_changes_only_allowed_fields(client, auth, store: Store) -> None:
 
 def test_patch_archive_and_delete_append_events(client, auth, store: Store) -> None:
     m = client.post("/v0/memories", json=memory_body(), headers=auth).json()
-    assert client.patch(f"/v0/memories/{m['memory_id']}", json={"archived": True}, headers=auth).json()["archived"]
+    assert client.patch(f"/v0/memories/{m['memory_id']}", json={"archived": True}, headers=auth).json()[
+        "archived"
+    ]
     r = client.delete(f"/v0/memories/{m['memory_id']}", headers=auth)
     assert r.status_code == 200 and r.json() == {"deleted": True, "memory_id": m["memory_id"]}
     assert client.get(f"/v0/memories/{m['memory_id']}", headers=auth).status_code == 404
@@ -104,12 +125,29 @@ def test_patch_archive_and_delete_append_events(client, auth, store: Store) -> N
 
 
 def test_list_filters(client, auth) -> None:
-    client.post("/v0/memories", json={"items": [
-        memory_body("a", namespace="n1", type="fact", tags=["x"], entity_id="ent:a", agent_id="g1",
-                    timestamp="2024-01-01T00:00:00Z"),
-        memory_body("b", namespace="n1", type="event", entity_id="ent:b", timestamp="2024-02-01T00:00:00Z"),
-        memory_body("c", namespace="n2", archived=True, status="superseded", timestamp="2024-03-01T00:00:00Z"),
-    ]}, headers=auth)
+    client.post(
+        "/v0/memories",
+        json={
+            "items": [
+                memory_body(
+                    "a",
+                    namespace="n1",
+                    type="fact",
+                    tags=["x"],
+                    entity_id="ent:a",
+                    agent_id="g1",
+                    timestamp="2024-01-01T00:00:00Z",
+                ),
+                memory_body(
+                    "b", namespace="n1", type="event", entity_id="ent:b", timestamp="2024-02-01T00:00:00Z"
+                ),
+                memory_body(
+                    "c", namespace="n2", archived=True, status="superseded", timestamp="2024-03-01T00:00:00Z"
+                ),
+            ]
+        },
+        headers=auth,
+    )
 
     def texts(**params: object) -> list[str]:
         r = client.get("/v0/memories", params=params, headers=auth)
@@ -130,5 +168,8 @@ def test_list_filters(client, auth) -> None:
     assert texts(until="2024-02-01T00:00:00Z") == ["a"]
     r = client.get("/v0/memories", headers={**auth, "X-Service-Agent": "g1"})
     assert [m["text"] for m in r.json()["items"]] == ["a"]
-    assert client.get("/v0/memories", params={"type": "bogus"}, headers=auth).json()["details"]["field"] == "type"
+    assert (
+        client.get("/v0/memories", params={"type": "bogus"}, headers=auth).json()["details"]["field"]
+        == "type"
+    )
     assert client.get("/v0/memories", params={"sort": "x"}, headers=auth).json()["details"]["field"] == "sort"

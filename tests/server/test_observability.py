@@ -67,7 +67,11 @@ def test_metrics_families_and_route_templates(client, auth, store: Store) -> Non
     assert value(text, "loci_http_requests_total", route="unmatched", method="GET", status="404") == 1
     assert value(text, "loci_http_request_duration_seconds_count", route=template, method="GET") == 3
     assert value(text, "loci_memories_stored") == store.count_memories() == 1
-    for family in ("loci_assemble_stage_seconds", "loci_embed_cache_hits_total", "loci_embed_cache_misses_total"):
+    for family in (
+        "loci_assemble_stage_seconds",
+        "loci_embed_cache_hits_total",
+        "loci_embed_cache_misses_total",
+    ):
         assert f"# TYPE {family.removesuffix('_total')} " in text or f"# TYPE {family} " in text
     assert mem["memory_id"] not in text and "/no/such/path" not in text  # raw paths never become labels
 
@@ -87,10 +91,26 @@ def test_each_app_has_its_own_registry(settings: Settings, store: Store, auth) -
         for _ in range(3):
             a.get("/v0/health")
         b.get("/v0/health")
-        assert value(a.get("/metrics").text, "loci_http_requests_total", route="/v0/health", method="GET",
-                     status="200") == 3
-        assert value(b.get("/metrics").text, "loci_http_requests_total", route="/v0/health", method="GET",
-                     status="200") == 1
+        assert (
+            value(
+                a.get("/metrics").text,
+                "loci_http_requests_total",
+                route="/v0/health",
+                method="GET",
+                status="200",
+            )
+            == 3
+        )
+        assert (
+            value(
+                b.get("/metrics").text,
+                "loci_http_requests_total",
+                route="/v0/health",
+                method="GET",
+                status="200",
+            )
+            == 1
+        )
 
 
 def test_rate_limited_requests_keep_their_route(store: Store, auth) -> None:
@@ -157,12 +177,19 @@ def test_access_log_lines(client, auth, caplog: pytest.LogCaptureFixture) -> Non
     assert len(lines) == 2
     first, second = lines
     assert set(first) == {"request_id", "method", "route", "status", "duration_ms", "org_id"}
-    assert (first["method"], first["route"], first["status"], first["org_id"]) == ("POST", "/v0/memories", 200, "acme")
+    assert (first["method"], first["route"], first["status"], first["org_id"]) == (
+        "POST",
+        "/v0/memories",
+        200,
+        "acme",
+    )
     assert first["request_id"] == mem.headers["x-request-id"] and first["duration_ms"] >= 0
     assert (second["route"], second["status"]) == ("unmatched", 404) and "org_id" not in second
 
 
-def test_logs_never_hold_keys_query_strings_or_memory_text(client, auth, caplog: pytest.LogCaptureFixture) -> None:
+def test_logs_never_hold_keys_query_strings_or_memory_text(
+    client, auth, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     secret = auth["Authorization"].removeprefix("Bearer ")
     mem = client.post("/v0/memories", json=memory_body(SECRET_TEXT, entity_id="ent:z"), headers=auth).json()
@@ -177,6 +204,13 @@ def test_logs_never_hold_keys_query_strings_or_memory_text(client, auth, caplog:
     assert len([r for r in records if r.name == "loci.access"]) == 8
     for r in records:
         text = r.getMessage() + str(getattr(r, "access", ""))
-        for forbidden in (secret, "loci_not-a-real-key-but-secret", "Bearer", "hunter2", "Zanzibar", cursor,
-                          "tag=x"):
+        for forbidden in (
+            secret,
+            "loci_not-a-real-key-but-secret",
+            "Bearer",
+            "hunter2",
+            "Zanzibar",
+            cursor,
+            "tag=x",
+        ):
             assert forbidden not in text, (forbidden, text)

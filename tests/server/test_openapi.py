@@ -69,8 +69,12 @@ def test_both_document_paths_and_docs_page(client, doc) -> None:
 
 
 def test_operation_ids(doc) -> None:
-    found = {(path, method): op["operationId"] for path, item in doc["paths"].items()
-             for method, op in item.items() if isinstance(op, dict) and "operationId" in op}
+    found = {
+        (path, method): op["operationId"]
+        for path, item in doc["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "operationId" in op
+    }
     assert found == EXPECTED
 
 
@@ -107,14 +111,19 @@ def test_no_two_path_items_differ_only_in_parameter_names(doc) -> None:
         assert shape not in seen, f"{path} and {seen[shape]} differ only in parameter names"
         seen[shape] = path
     assert "mem0ErrorBody" not in doc["components"]["schemas"]
-    assert doc["components"]["schemas"]["Mem0ErrorBody"]["required"] == ["error", "message", "request_id",
-                                                                         "detail"]
+    assert doc["components"]["schemas"]["Mem0ErrorBody"]["required"] == [
+        "error",
+        "message",
+        "request_id",
+        "detail",
+    ]
 
 
 def test_request_bodies(doc) -> None:
     create = doc["paths"]["/v0/memories"]["post"]["requestBody"]["content"]["application/json"]["schema"]
-    assert create == {"oneOf": [{"$ref": "#/components/schemas/MemoryCreate"},
-                                {"$ref": "#/components/schemas/MemoryBatch"}]}
+    assert create == {
+        "oneOf": [{"$ref": "#/components/schemas/MemoryCreate"}, {"$ref": "#/components/schemas/MemoryBatch"}]
+    }
     schemas = doc["components"]["schemas"]
     assert schemas["MemoryCreate"]["properties"]["namespace"]["maxLength"] == 64
     assert schemas["MemoryCreate"]["properties"]["text"]["maxLength"] == 20000
@@ -126,8 +135,22 @@ def test_request_bodies(doc) -> None:
 
 def test_list_parameters(doc) -> None:
     params = {p["name"]: p for p in doc["paths"]["/v0/memories"]["get"]["parameters"]}
-    assert {"namespace", "entity_id", "agent_id", "type", "status", "tag", "archived", "since", "until",
-            "q", "sort", "page_size", "cursor", "X-Service-Agent"} <= set(params)
+    assert {
+        "namespace",
+        "entity_id",
+        "agent_id",
+        "type",
+        "status",
+        "tag",
+        "archived",
+        "since",
+        "until",
+        "q",
+        "sort",
+        "page_size",
+        "cursor",
+        "X-Service-Agent",
+    } <= set(params)
     assert params["page_size"]["schema"]["maximum"] == 200
 
 

@@ -48,12 +48,26 @@ def est(text: str) -> int:  # the read path's estimate for ASCII: ceil(chars / 3
 
 # --- summarize ------------------------------------------------------------------------------------
 def seed_alice(store: Store, org: str = "acme") -> dict[str, str]:
-    paris = put(store, org, "Alice lives in Paris", when="2024-03-01", entity_id="ent:alice",
-                valid_from=at("2024-03-01"))
-    rome = put(store, org, "Alice lives in Rome", when="2023-01-01", entity_id="ent:alice",
-               status="superseded", valid_to=at("2024-03-01"))
-    run = put(store, org, "Alice ran the Berlin marathon", type="event", when="2024-05-01",
-              entity_id="ent:alice")
+    paris = put(
+        store,
+        org,
+        "Alice lives in Paris",
+        when="2024-03-01",
+        entity_id="ent:alice",
+        valid_from=at("2024-03-01"),
+    )
+    rome = put(
+        store,
+        org,
+        "Alice lives in Rome",
+        when="2023-01-01",
+        entity_id="ent:alice",
+        status="superseded",
+        valid_to=at("2024-03-01"),
+    )
+    run = put(
+        store, org, "Alice ran the Berlin marathon", type="event", when="2024-05-01", entity_id="ent:alice"
+    )
     return {"paris": paris.memory_id, "rome": rome.memory_id, "run": run.memory_id}
 
 
@@ -62,10 +76,17 @@ def test_summarize_extractive(client, auth, store: Store) -> None:
     r = client.post("/v0/summarize", json={"entity_id": "ent:alice"}, headers=auth)
     assert r.status_code == 200, r.text
     body = r.json()
-    expected = ("Facts:\n- Alice lives in Paris (since 2024-03-01)\n"
-                "Recent events:\n- 2024-05-01: Alice ran the Berlin marathon")
-    assert body == {"summary": expected, "sources": [ids["paris"], ids["run"]], "origin": "extractive",
-                    "token_count": est(expected), "redaction": {"applied": False, "rules": []}}
+    expected = (
+        "Facts:\n- Alice lives in Paris (since 2024-03-01)\n"
+        "Recent events:\n- 2024-05-01: Alice ran the Berlin marathon"
+    )
+    assert body == {
+        "summary": expected,
+        "sources": [ids["paris"], ids["run"]],
+        "origin": "extractive",
+        "token_count": est(expected),
+        "redaction": {"applied": False, "rules": []},
+    }
 
 
 def test_summarize_respects_max_tokens_and_namespace(client, auth, store: Store) -> None:
@@ -80,8 +101,14 @@ def test_summarize_respects_max_tokens_and_namespace(client, auth, store: Store)
 
 def test_summarize_redaction_policies(client, auth, store: Store) -> None:
     email = put(store, "acme", "Alice's email is alice@example.com", when="2024-02-01", entity_id="ent:alice")
-    plain = put(store, "acme", "Support desk is desk@example.org", when="2024-01-01", entity_id="ent:alice",
-                sensitivity="none")
+    plain = put(
+        store,
+        "acme",
+        "Support desk is desk@example.org",
+        when="2024-01-01",
+        entity_id="ent:alice",
+        sensitivity="none",
+    )
     url, base = "/v0/summarize", {"entity_id": "ent:alice"}
 
     auto = client.post(url, json=base, headers=auth).json()
@@ -89,10 +116,15 @@ def test_summarize_redaction_policies(client, auth, store: Store) -> None:
     assert auto["sources"] == [email.memory_id, plain.memory_id]
     assert auto["redaction"] == {"applied": True, "rules": ["email"]}  # no map under egress none
 
-    allowed = client.post(url, json={**base, "policy": {"egress_rehydration": "allowed"}}, headers=auth).json()
+    allowed = client.post(
+        url, json={**base, "policy": {"egress_rehydration": "allowed"}}, headers=auth
+    ).json()
     assert allowed["summary"] == auto["summary"]
-    assert allowed["redaction"] == {"applied": True, "rules": ["email"],
-                                    "placeholders": {"[EMAIL_1]": "alice@example.com"}}
+    assert allowed["redaction"] == {
+        "applied": True,
+        "rules": ["email"],
+        "placeholders": {"[EMAIL_1]": "alice@example.com"},
+    }
 
     off = client.post(url, json={**base, "policy": {"pii_redaction": "off"}}, headers=auth).json()
     assert "alice@example.com" in off["summary"]
@@ -100,25 +132,32 @@ def test_summarize_redaction_policies(client, auth, store: Store) -> None:
     assert store.get_memory("acme", email.memory_id).text == "Alice's email is alice@example.com"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "entity_id"),
-    ({"entity_id": "ent:a", "max_tokens": 31}, "max_tokens"),
-    ({"entity_id": "ent:a", "max_tokens": 4097}, "max_tokens"),
-    ({"entity_id": "ent:a", "max_tokens": "many"}, "max_tokens"),
-    ({"entity_id": "ent:a", "namespace": "n" * 65}, "namespace"),
-    ({"entity_id": "ent:a", "policy": {"pii_redaction": "sometimes"}}, "policy.pii_redaction"),
-    ({"entity_id": "ent:a", "policy": {"egress_rehydration": "always"}}, "policy.egress_rehydration"),
-    ({"entity_id": "ent:a", "colour": "blue"}, "colour"),
-    ({"entity_id": ""}, "entity_id"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "entity_id"),
+        ({"entity_id": "ent:a", "max_tokens": 31}, "max_tokens"),
+        ({"entity_id": "ent:a", "max_tokens": 4097}, "max_tokens"),
+        ({"entity_id": "ent:a", "max_tokens": "many"}, "max_tokens"),
+        ({"entity_id": "ent:a", "namespace": "n" * 65}, "namespace"),
+        ({"entity_id": "ent:a", "policy": {"pii_redaction": "sometimes"}}, "policy.pii_redaction"),
+        ({"entity_id": "ent:a", "policy": {"egress_rehydration": "always"}}, "policy.egress_rehydration"),
+        ({"entity_id": "ent:a", "colour": "blue"}, "colour"),
+        ({"entity_id": ""}, "entity_id"),
+    ],
+)
 def test_summarize_bad_input(client, auth, body: dict[str, Any], field: str) -> None:
     assert field_of(client.post("/v0/summarize", json=body, headers=auth)) == field
 
 
 def test_summarize_bounds_are_inclusive(client, auth) -> None:
     for n in (32, 4096):
-        assert client.post("/v0/summarize", json={"entity_id": "ent:a", "max_tokens": n},
-                           headers=auth).status_code == 200
+        assert (
+            client.post(
+                "/v0/summarize", json={"entity_id": "ent:a", "max_tokens": n}, headers=auth
+            ).status_code
+            == 200
+        )
 
 
 def test_summarize_malformed_json_is_400(client, auth) -> None:
@@ -136,20 +175,39 @@ def test_summarize_scope_and_auth(client, make_key: KeyMaker) -> None:
 
 def test_summarize_org_isolation(client, make_key: KeyMaker, store: Store) -> None:
     seed_alice(store, "acme")
-    r = client.post("/v0/summarize", json={"entity_id": "ent:alice", "org_id": "acme"}, headers=make_key("other"))
+    r = client.post(
+        "/v0/summarize", json={"entity_id": "ent:alice", "org_id": "acme"}, headers=make_key("other")
+    )
     assert r.status_code == 200
-    assert r.json() == {"summary": "", "sources": [], "origin": "extractive", "token_count": 0,
-                        "redaction": {"applied": False, "rules": []}}
+    assert r.json() == {
+        "summary": "",
+        "sources": [],
+        "origin": "extractive",
+        "token_count": 0,
+        "redaction": {"applied": False, "rules": []},
+    }
 
 
 # --- prune --------------------------------------------------------------------------------------------
 def seed_prunable(store: Store, org: str = "acme") -> dict[str, str]:
-    old = put(store, org, "Bob works at Initech", when="2023-01-01", entity_id="ent:bob", status="superseded",
-              valid_to=at("2024-01-01"))
+    old = put(
+        store,
+        org,
+        "Bob works at Initech",
+        when="2023-01-01",
+        entity_id="ent:bob",
+        status="superseded",
+        valid_to=at("2024-01-01"),
+    )
     fuzzy = put(store, org, "Bob might like jazz", when="2023-06-01", entity_id="ent:bob", status="disputed")
     current = put(store, org, "Bob works at Globex", when="2024-01-01", entity_id="ent:bob")
     note = put(store, org, "Call Bob back", type="note", when="2022-01-01", entity_id="ent:bob")
-    return {"old": old.memory_id, "fuzzy": fuzzy.memory_id, "current": current.memory_id, "note": note.memory_id}
+    return {
+        "old": old.memory_id,
+        "fuzzy": fuzzy.memory_id,
+        "current": current.memory_id,
+        "note": note.memory_id,
+    }
 
 
 def test_prune_dry_run_then_delete(client, auth, store: Store) -> None:
@@ -162,7 +220,9 @@ def test_prune_dry_run_then_delete(client, auth, store: Store) -> None:
 
     real = client.post("/v0/prune", json={**body, "dry_run": False}, headers=auth).json()
     assert real == {"dry_run": False, "count": 2, "memory_ids": [ids["old"], ids["fuzzy"]]}
-    assert store.get_memories("acme", list(ids.values())) == store.get_memories("acme", [ids["current"], ids["note"]])
+    assert store.get_memories("acme", list(ids.values())) == store.get_memories(
+        "acme", [ids["current"], ids["note"]]
+    )
     events = [e for _, e in store.list_events("acme", EventQuery(type="memories.pruned"))]
     assert len(events) == 1 and events[0].data["memory_ids"] == [ids["old"], ids["fuzzy"]]
 
@@ -170,27 +230,33 @@ def test_prune_dry_run_then_delete(client, auth, store: Store) -> None:
 def test_prune_archive_and_current_facts_protected(client, auth, store: Store) -> None:
     ids = seed_prunable(store)
     # older_than alone never removes a fact that is still true: only the note (and non-current facts)
-    r = client.post("/v0/prune", json={"older_than": "2025-01-01T00:00:00Z", "types": ["note"],
-                                       "action": "archive", "dry_run": False}, headers=auth).json()
+    r = client.post(
+        "/v0/prune",
+        json={"older_than": "2025-01-01T00:00:00Z", "types": ["note"], "action": "archive", "dry_run": False},
+        headers=auth,
+    ).json()
     assert r == {"dry_run": False, "count": 1, "memory_ids": [ids["note"]]}
     assert store.get_memory("acme", ids["note"]).archived is True  # type: ignore[union-attr]
     r = client.post("/v0/prune", json={"older_than": "2025-01-01T00:00:00Z"}, headers=auth).json()
     assert ids["current"] not in r["memory_ids"] and r["count"] == 3
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({}, "body"),
-    ({"dry_run": False}, "body"),
-    ({"statuses": ["active"]}, "statuses[0]"),
-    ({"statuses": []}, "statuses"),
-    ({"types": ["memo"]}, "types[0]"),
-    ({"max_confidence": 1.5}, "max_confidence"),
-    ({"older_than": "last week"}, "older_than"),
-    ({"archived": True, "action": "shred"}, "action"),
-    ({"archived": True, "dry_run": "no"}, "dry_run"),
-    ({"archived": True, "everything": True}, "everything"),
-    ({"archived": True, "namespace": ""}, "namespace"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "body"),
+        ({"dry_run": False}, "body"),
+        ({"statuses": ["active"]}, "statuses[0]"),
+        ({"statuses": []}, "statuses"),
+        ({"types": ["memo"]}, "types[0]"),
+        ({"max_confidence": 1.5}, "max_confidence"),
+        ({"older_than": "last week"}, "older_than"),
+        ({"archived": True, "action": "shred"}, "action"),
+        ({"archived": True, "dry_run": "no"}, "dry_run"),
+        ({"archived": True, "everything": True}, "everything"),
+        ({"archived": True, "namespace": ""}, "namespace"),
+    ],
+)
 def test_prune_bad_input(client, auth, body: dict[str, Any], field: str) -> None:
     assert field_of(client.post("/v0/prune", json=body, headers=auth)) == field
 
@@ -225,8 +291,10 @@ def test_prune_org_isolation(client, make_key: KeyMaker, store: Store) -> None:
 
 # --- events: JSON pages -----------------------------------------------------------------------------
 def make_events(client: TestClient[Litestar], auth: dict[str, str], n: int, **fields: Any) -> list[str]:
-    return [client.post("/v0/memories", json=memory_body(f"note {i}", **fields), headers=auth).json()["memory_id"]
-            for i in range(n)]
+    return [
+        client.post("/v0/memories", json=memory_body(f"note {i}", **fields), headers=auth).json()["memory_id"]
+        for i in range(n)
+    ]
 
 
 def test_events_page_shape_and_cursor(client, auth) -> None:
@@ -239,13 +307,18 @@ def test_events_page_shape_and_cursor(client, auth) -> None:
     assert set(item) == {"event_id", "type", "at", "memory_id", "entity_id", "data"}
     assert (item["type"], item["memory_id"], item["entity_id"]) == ("memory.created", ids[0], "ent:carol")
     assert item["event_id"].startswith("evt_") and item["data"] == {"namespace": "default", "type": "note"}
-    second = client.get("/v0/observability/events", params={"limit": 2, "cursor": page["next_cursor"]},
-                        headers=auth).json()
+    second = client.get(
+        "/v0/observability/events", params={"limit": 2, "cursor": page["next_cursor"]}, headers=auth
+    ).json()
     assert [i["memory_id"] for i in second["items"]] == [ids[2]] and second["next_cursor"]
-    end = client.get("/v0/observability/events", params={"cursor": second["next_cursor"]}, headers=auth).json()
+    end = client.get(
+        "/v0/observability/events", params={"cursor": second["next_cursor"]}, headers=auth
+    ).json()
     assert end == {"items": [], "next_cursor": None}
     ids.append(make_events(client, auth, 1)[0])  # a later write shows up after the kept cursor
-    later = client.get("/v0/observability/events", params={"cursor": second["next_cursor"]}, headers=auth).json()
+    later = client.get(
+        "/v0/observability/events", params={"cursor": second["next_cursor"]}, headers=auth
+    ).json()
     assert [i["memory_id"] for i in later["items"]] == [ids[3]]
 
 
@@ -253,11 +326,16 @@ def test_events_filters(client, auth, store: Store) -> None:
     ids = make_events(client, auth, 2, entity_id="ent:dan")
     make_events(client, auth, 1, entity_id="ent:erin")
     client.patch(f"/v0/memories/{ids[0]}", json={"archived": True}, headers=auth)
-    store.append_events([Event(event_id="evt_old", org_id="acme", type="memory.created", at=at("2020-01-01"))])
+    store.append_events(
+        [Event(event_id="evt_old", org_id="acme", type="memory.created", at=at("2020-01-01"))]
+    )
     url = "/v0/observability/events"
     by_entity = client.get(url, params={"entity_id": "ent:dan"}, headers=auth).json()["items"]
     assert [(i["type"], i["memory_id"]) for i in by_entity] == [
-        ("memory.created", ids[0]), ("memory.created", ids[1]), ("memory.archived", ids[0])]
+        ("memory.created", ids[0]),
+        ("memory.created", ids[1]),
+        ("memory.archived", ids[0]),
+    ]
     by_type = client.get(url, params={"type": "memory.archived"}, headers=auth).json()["items"]
     assert [i["memory_id"] for i in by_type] == [ids[0]]
     recent = client.get(url, params={"since": "2021-01-01T00:00:00Z"}, headers=auth).json()["items"]
@@ -266,16 +344,19 @@ def test_events_filters(client, auth, store: Store) -> None:
     assert len(everything) == 5
 
 
-@pytest.mark.parametrize(("params", "field"), [
-    ({"limit": 0}, "limit"),
-    ({"limit": 501}, "limit"),
-    ({"limit": "ten"}, "limit"),
-    ({"cursor": "not-a-cursor"}, "cursor"),
-    ({"cursor": event_stream.encode_cursor(1)[:-2]}, "cursor"),
-    ({"since": "yesterday"}, "since"),
-    ({"type": "t" * 65}, "type"),
-    ({"entity_id": "e" * 257}, "entity_id"),
-])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 501}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"cursor": event_stream.encode_cursor(1)[:-2]}, "cursor"),
+        ({"since": "yesterday"}, "since"),
+        ({"type": "t" * 65}, "type"),
+        ({"entity_id": "e" * 257}, "entity_id"),
+    ],
+)
 def test_events_bad_input(client, auth, params: dict[str, Any], field: str) -> None:
     assert field_of(client.get("/v0/observability/events", params=params, headers=auth)) == field
 
@@ -294,9 +375,12 @@ def test_events_scope_and_isolation(client, auth, make_key: KeyMaker) -> None:
     assert client.get("/v0/observability/events", headers=other).json() == {"items": [], "next_cursor": None}
     # a cursor is a position, not a capability: with another org's key it still shows only that org
     cursor = client.get("/v0/observability/events", headers=auth).json()["next_cursor"]
-    assert client.get("/v0/observability/events", params={"cursor": cursor}, headers=other).json()["items"] == []
-    r = client.get("/v0/observability/events", params={"max_events": 1, "timeout": 0},
-                   headers={**other, **SSE})
+    assert (
+        client.get("/v0/observability/events", params={"cursor": cursor}, headers=other).json()["items"] == []
+    )
+    r = client.get(
+        "/v0/observability/events", params={"max_events": 1, "timeout": 0}, headers={**other, **SSE}
+    )
     assert "event:" not in r.text
 
 
@@ -327,22 +411,37 @@ def test_stream_replays_then_ends_at_max_events(client, auth) -> None:
     page = client.get("/v0/observability/events", params={"limit": 1}, headers=auth).json()
     assert frames[0]["id"] == page["next_cursor"]  # the id is the event's cursor
     # Last-Event-ID resumes after that event (and wins over ?cursor)
-    r = client.get("/v0/observability/events", params={"timeout": 0},
-                   headers={**auth, **SSE, "Last-Event-ID": frames[1]["id"]})
+    r = client.get(
+        "/v0/observability/events",
+        params={"timeout": 0},
+        headers={**auth, **SSE, "Last-Event-ID": frames[1]["id"]},
+    )
     assert [msgspec.json.decode(f["data"])["memory_id"] for f in parse_sse(r.text)] == ids[2:]
 
 
 def test_stream_bad_input(client, auth) -> None:
     headers = {**auth, **SSE}
-    assert field_of(client.get("/v0/observability/events", headers={**headers, "Last-Event-ID": "x"})) == \
-        "Last-Event-ID"
-    assert field_of(client.get("/v0/observability/events", params={"max_events": 0}, headers=headers)) == \
-        "max_events"
-    assert field_of(client.get("/v0/observability/events", params={"timeout": -1}, headers=headers)) == "timeout"
+    assert (
+        field_of(client.get("/v0/observability/events", headers={**headers, "Last-Event-ID": "x"}))
+        == "Last-Event-ID"
+    )
+    assert (
+        field_of(client.get("/v0/observability/events", params={"max_events": 0}, headers=headers))
+        == "max_events"
+    )
+    assert (
+        field_of(client.get("/v0/observability/events", params={"timeout": -1}, headers=headers)) == "timeout"
+    )
 
 
-async def drive(app: Litestar, headers: dict[str, str], *, on_hello: Any, disconnect_after_hello: bool = False,
-                query: str = "") -> tuple[int, bytes]:
+async def drive(
+    app: Litestar,
+    headers: dict[str, str],
+    *,
+    on_hello: Any,
+    disconnect_after_hello: bool = False,
+    query: str = "",
+) -> tuple[int, bytes]:
     """Call the ASGI app directly, reading the body as it streams; `on_hello` runs (in a thread) once the
     stream has started. Returns the status and everything received."""
     received: list[bytes] = []
@@ -371,11 +470,20 @@ async def drive(app: Litestar, headers: dict[str, str], *, on_hello: Any, discon
             if not message.get("more_body", False):
                 complete.set()
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-             "scheme": "http", "path": "/v0/observability/events", "raw_path": b"/v0/observability/events",
-             "query_string": query.encode(), "root_path": "", "client": ("127.0.0.1", 5000),
-             "server": ("testserver", 80),
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/v0/observability/events",
+        "raw_path": b"/v0/observability/events",
+        "query_string": query.encode(),
+        "root_path": "",
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
 
     async def writer() -> None:
         await hello.wait()
@@ -394,10 +502,20 @@ def test_stream_sends_events_written_after_connect(app: Litestar, auth, store: S
     def write_two() -> None:
         for i in range(2):
             written.append(put(store, "acme", f"live {i}", type="note").memory_id)
-            store.append_events([Event(event_id=f"evt_live{i}", org_id="acme", type="memory.created",
-                                       at=at("2024-01-01"), memory_id=written[-1])])
-        store.append_events([Event(event_id="evt_elsewhere", org_id="other", type="memory.created",
-                                   at=at("2024-01-01"))])
+            store.append_events(
+                [
+                    Event(
+                        event_id=f"evt_live{i}",
+                        org_id="acme",
+                        type="memory.created",
+                        at=at("2024-01-01"),
+                        memory_id=written[-1],
+                    )
+                ]
+            )
+        store.append_events(
+            [Event(event_id="evt_elsewhere", org_id="other", type="memory.created", at=at("2024-01-01"))]
+        )
 
     status, body = anyio.run(lambda: drive(app, {**auth, **SSE}, on_hello=write_two, query="max_events=2"))
     assert status == 200
@@ -408,8 +526,9 @@ def test_stream_sends_events_written_after_connect(app: Litestar, auth, store: S
 
 def test_stream_stops_when_the_client_disconnects(app: Litestar, auth) -> None:
     # no max_events and no timeout: only the disconnect can end it (fail_after guards the test)
-    status, body = anyio.run(lambda: drive(app, {**auth, **SSE}, on_hello=lambda: None,
-                                           disconnect_after_hello=True))
+    status, body = anyio.run(
+        lambda: drive(app, {**auth, **SSE}, on_hello=lambda: None, disconnect_after_hello=True)
+    )
     assert status == 200 and body.startswith(b"retry: 1000\n")
 
 
@@ -428,8 +547,15 @@ def test_stream_heartbeat_and_timeout_with_a_fake_clock() -> None:
 
     async def collect() -> list[bytes]:
         out = []
-        async for chunk in event_stream.stream(lambda after, limit: [], after=None, limit=10, timeout=30.0,
-                                               poll=0.0, heartbeat=15.0, clock=lambda: next(ticks)):
+        async for chunk in event_stream.stream(
+            lambda after, limit: [],
+            after=None,
+            limit=10,
+            timeout=30.0,
+            poll=0.0,
+            heartbeat=15.0,
+            clock=lambda: next(ticks),
+        ):
             out.append(chunk)
         return out
 
@@ -440,14 +566,20 @@ def test_stream_heartbeat_and_timeout_with_a_fake_clock() -> None:
 # --- the OpenAPI document -----------------------------------------------------------------------------
 def test_operations_are_documented(client) -> None:
     doc = client.get("/schema/openapi.json").json()
-    ops_found = {(path, method): op["operationId"] for path, item in doc["paths"].items()
-                 for method, op in item.items() if isinstance(op, dict) and "operationId" in op}
+    ops_found = {
+        (path, method): op["operationId"]
+        for path, item in doc["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "operationId" in op
+    }
     assert ops_found[("/v0/summarize", "post")] == "summarize"
     assert ops_found[("/v0/prune", "post")] == "pruneMemories"
     assert ops_found[("/v0/observability/events", "get")] == "listEvents"
     events = doc["paths"]["/v0/observability/events"]["get"]
     params = {p["name"]: p for p in events["parameters"]}
-    assert {"type", "entity_id", "since", "limit", "cursor", "max_events", "timeout", "Last-Event-ID"} <= set(params)
+    assert {"type", "entity_id", "since", "limit", "cursor", "max_events", "timeout", "Last-Event-ID"} <= set(
+        params
+    )
     assert (params["limit"]["schema"]["minimum"], params["limit"]["schema"]["maximum"]) == (1, 500)
     assert "text/event-stream" in events["description"]
     assert {"401", "403", "422"} <= set(events["responses"])

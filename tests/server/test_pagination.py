@@ -12,7 +12,9 @@ from tests.server.conftest import memory_body
 
 
 def seed(client, auth, n: int) -> list[str]:
-    items = [memory_body(f"m{i}", timestamp=f"2024-01-{1 + i % 28:02d}T{i % 24:02d}:00:00Z") for i in range(n)]
+    items = [
+        memory_body(f"m{i}", timestamp=f"2024-01-{1 + i % 28:02d}T{i % 24:02d}:00:00Z") for i in range(n)
+    ]
     r = client.post("/v0/memories", json={"items": items}, headers=auth)
     assert r.status_code == 200
     return [m["memory_id"] for m in r.json()["items"]]
@@ -58,8 +60,11 @@ def test_paging_under_concurrent_writes(client, auth, sort: str) -> None:
         rng = random.Random(seed_value)
         while not stop.is_set():
             day = rng.randint(1, 28)  # lands anywhere in the range being paged, and "now"
-            body = memory_body("new", timestamp=f"2024-01-{day:02d}T12:30:00Z") if rng.random() < 0.5 \
+            body = (
+                memory_body("new", timestamp=f"2024-01-{day:02d}T12:30:00Z")
+                if rng.random() < 0.5
                 else memory_body("new")
+            )
             r = client.post("/v0/memories", json=body, headers=auth)
             assert r.status_code == 200
             written.append(r.json()["memory_id"])
@@ -81,10 +86,12 @@ def test_paging_under_concurrent_writes(client, auth, sort: str) -> None:
 
 def test_cursor_bound_to_filters_and_sort(client, auth) -> None:
     seed(client, auth, 6)
-    cursor = client.get("/v0/memories", params={"page_size": 2, "namespace": "default"},
-                        headers=auth).json()["next_cursor"]
-    ok = client.get("/v0/memories", params={"page_size": 3, "namespace": "default", "cursor": cursor},
-                    headers=auth)
+    cursor = client.get("/v0/memories", params={"page_size": 2, "namespace": "default"}, headers=auth).json()[
+        "next_cursor"
+    ]
+    ok = client.get(
+        "/v0/memories", params={"page_size": 3, "namespace": "default", "cursor": cursor}, headers=auth
+    )
     assert ok.status_code == 200  # page size may change between pages
     for params in ({"namespace": "other"}, {"sort": "timestamp_asc", "namespace": "default"}, {}):
         r = client.get("/v0/memories", params={"cursor": cursor, **params}, headers=auth)

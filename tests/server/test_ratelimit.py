@@ -71,7 +71,9 @@ def test_headers_and_429_without_effect(limited, store: Store) -> None:
     assert r.status_code == 429
     body = r.json()
     assert body["error"] == "rate_limited" and body["request_id"] == r.headers["x-request-id"]
-    assert r.headers["retry-after"] == r.headers["x-ratelimit-reset"] == str(math.ceil(window_end - clock.now))
+    assert (
+        r.headers["retry-after"] == r.headers["x-ratelimit-reset"] == str(math.ceil(window_end - clock.now))
+    )
     assert r.headers["x-ratelimit-remaining"] == "0"
     assert store.count_memories("acme") == 3  # the limited request stored nothing
     clock.now = window_end

@@ -128,8 +128,10 @@ def test_a_connection_dropped_by_the_server_fails_open_once_then_counts_again(pa
     for limiter in (a, b):  # a pool opens its connections in the background: have them open first
         limiter._pool.wait()
     with psycopg.connect(pg_database, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                      " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
     # Each broken pooled connection (a pool may hold several): that hit is let through, not an error and
     # not counted, and the connection is replaced; then counting goes on where it was (1 of 3 used).
     for limiter, counted_before in ((a, 1), (b, 3)):

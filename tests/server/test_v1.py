@@ -27,20 +27,36 @@ def test_infer_events_add_update_none_delete(client, auth, store: Store) -> None
     (gone,) = add(client, auth, "I no longer work at Acme")
     assert gone["event"] == "DELETE" and gone["id"] == job["id"]
     old = store.get_memory("acme", paris["id"])
-    assert old is not None and old.status == "superseded" and old.entity_id == "alice" and old.subject == "ent:alice"
+    assert (
+        old is not None
+        and old.status == "superseded"
+        and old.entity_id == "alice"
+        and old.subject == "ent:alice"
+    )
 
 
 def test_infer_false_stores_messages_as_events(client, auth, store: Store) -> None:
-    body = {"messages": [{"role": "user", "content": "I live in Paris"},
-                         {"role": "assistant", "content": "Noted, Paris it is."}],
-            "agent_id": "travel-bot", "run_id": "run-7", "metadata": {"channel": "web"}, "infer": False}
+    body = {
+        "messages": [
+            {"role": "user", "content": "I live in Paris"},
+            {"role": "assistant", "content": "Noted, Paris it is."},
+        ],
+        "agent_id": "travel-bot",
+        "run_id": "run-7",
+        "metadata": {"channel": "web"},
+        "infer": False,
+    }
     r = client.post("/v1/memories", json=body, headers=auth)  # no trailing slash works too
     results = r.json()["results"]
     assert [x["event"] for x in results] == ["ADD", "ADD"]
     assert [x["memory"] for x in results] == ["I live in Paris", "Noted, Paris it is."]
     m = store.get_memory("acme", results[1]["id"])
     assert m is not None and m.type == "event" and m.agent_id == "travel-bot" and m.entity_id is None
-    assert m.metadata["role"] == "assistant" and m.metadata["run_id"] == "run-7" and m.metadata["channel"] == "web"
+    assert (
+        m.metadata["role"] == "assistant"
+        and m.metadata["run_id"] == "run-7"
+        and m.metadata["channel"] == "web"
+    )
     assert store.count_memories("acme") == 2
 
 
@@ -58,15 +74,18 @@ def test_metadata_and_run_id_on_inferred_facts(client, auth, store: Store) -> No
     assert got["run_id"] == "r1" and got["user_id"] == "alice" and got["memory"] == "User lives in Paris"
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"messages": [{"role": "user", "content": "hi"}]}, "user_id"),
-    ({"messages": [], "user_id": "a"}, "messages"),
-    ({"user_id": "a"}, "messages"),
-    ({"messages": [{"role": "robot", "content": "hi"}], "user_id": "a"}, "messages[0].role"),
-    ({"messages": [{"role": "user", "content": "x" * 20001}], "user_id": "a"}, "messages[0].content"),
-    ({"messages": [{"role": "user", "content": "hi"}], "agent_id": "a" * 129}, "agent_id"),
-    ({"messages": [{"role": "user", "content": "  "}], "user_id": "a", "infer": False}, "messages"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"messages": [{"role": "user", "content": "hi"}]}, "user_id"),
+        ({"messages": [], "user_id": "a"}, "messages"),
+        ({"user_id": "a"}, "messages"),
+        ({"messages": [{"role": "robot", "content": "hi"}], "user_id": "a"}, "messages[0].role"),
+        ({"messages": [{"role": "user", "content": "x" * 20001}], "user_id": "a"}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": "hi"}], "agent_id": "a" * 129}, "agent_id"),
+        ({"messages": [{"role": "user", "content": "  "}], "user_id": "a", "infer": False}, "messages"),
+    ],
+)
 def test_create_validation(client, auth, store: Store, body: dict, field: str) -> None:
     r = client.post("/v1/memories/", json=body, headers=auth)
     assert r.status_code == 422, r.text
@@ -100,7 +119,9 @@ def test_search_with_query(client, auth) -> None:
     add(client, auth, "I live in Paris")
     add(client, auth, "I work at Acme")
     add(client, auth, "I love pizza")
-    results = client.get("/v1/memories", params={"user_id": "alice", "query": "pizza"}, headers=auth).json()["results"]
+    results = client.get("/v1/memories", params={"user_id": "alice", "query": "pizza"}, headers=auth).json()[
+        "results"
+    ]
     assert results and results[0]["memory"] == "User likes pizza"
     assert all(isinstance(x["score"], float) for x in results)
     assert [x["score"] for x in results] == sorted((x["score"] for x in results), reverse=True)
@@ -113,10 +134,15 @@ def test_filter_by_agent(client, auth) -> None:
     assert [x["memory"] for x in results] == ["agent two note"]
 
 
-@pytest.mark.parametrize(("params", "field"), [
-    ({}, "user_id"), ({"user_id": "a", "limit": 0}, "limit"), ({"user_id": "a", "limit": 201}, "limit"),
-    ({"user_id": "a", "query": "q" * 20001}, "query"),
-])
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({}, "user_id"),
+        ({"user_id": "a", "limit": 0}, "limit"),
+        ({"user_id": "a", "limit": 201}, "limit"),
+        ({"user_id": "a", "query": "q" * 20001}, "query"),
+    ],
+)
 def test_list_validation(client, auth, params: dict, field: str) -> None:
     r = client.get("/v1/memories", params=params, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == field
@@ -150,13 +176,22 @@ def test_both_families_see_the_same_memories(client, auth) -> None:
     (x,) = add(client, auth, "I live in Paris")
     v0 = client.get(f"/v0/memories/{x['id']}", headers=auth).json()
     assert v0["text"] == "User lives in Paris" and v0["entity_id"] == "alice"
-    created = client.post("/v0/memories", json={"type": "note", "text": "prefers aisle seats", "entity_id": "alice"},
-                          headers=auth).json()
+    created = client.post(
+        "/v0/memories",
+        json={"type": "note", "text": "prefers aisle seats", "entity_id": "alice"},
+        headers=auth,
+    ).json()
     listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
     assert {m["id"] for m in listed} == {x["id"], created["memory_id"]}
-    ctx = client.post("/v0/context/assemble", json={"entity_id": "alice", "turn": "where do I live?",
-                                                     "ingest": {"extract": False, "store_turn": "none"}},
-                      headers=auth).json()
+    ctx = client.post(
+        "/v0/context/assemble",
+        json={
+            "entity_id": "alice",
+            "turn": "where do I live?",
+            "ingest": {"extract": False, "store_turn": "none"},
+        },
+        headers=auth,
+    ).json()
     assert any("Paris" in line for line in ctx["context"]["facts"])
     client.delete(f"/v0/memories/{x['id']}", headers=auth)
     assert client.get(f"/v1/memories/{x['id']}", headers=auth).status_code == 404

@@ -23,9 +23,12 @@ CREATE_LIMITS = [
     ("type", "type", {"type": "diary"}, {"type": "profile"}),
     ("status", "status", {"status": "gone"}, {"status": "disputed"}),
     ("subject", "subject", {"subject": "alice"}, {"subject": "ent:alice"}),
-    ("valid_to_before_from", "valid_to",
-     {"valid_from": "2024-02-01T00:00:00Z", "valid_to": "2024-01-01T00:00:00Z"},
-     {"valid_from": "2024-01-01T00:00:00Z", "valid_to": "2024-02-01T00:00:00Z"}),
+    (
+        "valid_to_before_from",
+        "valid_to",
+        {"valid_from": "2024-02-01T00:00:00Z", "valid_to": "2024-01-01T00:00:00Z"},
+        {"valid_from": "2024-01-01T00:00:00Z", "valid_to": "2024-02-01T00:00:00Z"},
+    ),
 ]
 
 
@@ -39,21 +42,28 @@ def test_create_limit(client, auth, store: Store, case: str, field: str, over: d
     assert client.post("/v0/memories", json=memory_body(**at), headers=auth).status_code == 200
 
 
-@pytest.mark.parametrize(("case", "field", "over", "at"), CREATE_LIMITS[:4], ids=[c[0] for c in CREATE_LIMITS[:4]])
-def test_batch_limit_names_index(client, auth, store: Store, case: str, field: str, over: dict, at: dict) -> None:
+@pytest.mark.parametrize(
+    ("case", "field", "over", "at"), CREATE_LIMITS[:4], ids=[c[0] for c in CREATE_LIMITS[:4]]
+)
+def test_batch_limit_names_index(
+    client, auth, store: Store, case: str, field: str, over: dict, at: dict
+) -> None:
     r = client.post("/v0/memories", json={"items": [memory_body(), memory_body(**over)]}, headers=auth)
     assert r.status_code == 422
     assert r.json()["details"]["field"] == f"items[1].{field}" and r.json()["details"]["index"] == 1
     assert store.count_memories() == 0
 
 
-@pytest.mark.parametrize(("patch", "field"), [
-    ({"tags": ["g" * 65]}, "tags[0]"),
-    ({"archived": "yes"}, "archived"),
-    ({"valid_to": "not a date"}, "valid_to"),
-    ({"metadata": []}, "metadata"),
-    ({"namespace": "other"}, "namespace"),
-])
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"tags": ["g" * 65]}, "tags[0]"),
+        ({"archived": "yes"}, "archived"),
+        ({"valid_to": "not a date"}, "valid_to"),
+        ({"metadata": []}, "metadata"),
+        ({"namespace": "other"}, "namespace"),
+    ],
+)
 def test_patch_limit(client, auth, store: Store, patch: dict, field: str) -> None:
     mem = client.post("/v0/memories", json=memory_body(tags=["t"]), headers=auth).json()
     r = client.patch(f"/v0/memories/{mem['memory_id']}", json=patch, headers=auth)
@@ -63,8 +73,12 @@ def test_patch_limit(client, auth, store: Store, patch: dict, field: str) -> Non
 
 
 def test_patch_valid_to_before_valid_from(client, auth) -> None:
-    mem = client.post("/v0/memories", json=memory_body(valid_from="2024-02-01T00:00:00Z"), headers=auth).json()
-    r = client.patch(f"/v0/memories/{mem['memory_id']}", json={"valid_to": "2024-01-01T00:00:00Z"}, headers=auth)
+    mem = client.post(
+        "/v0/memories", json=memory_body(valid_from="2024-02-01T00:00:00Z"), headers=auth
+    ).json()
+    r = client.patch(
+        f"/v0/memories/{mem['memory_id']}", json={"valid_to": "2024-01-01T00:00:00Z"}, headers=auth
+    )
     assert r.status_code == 422 and r.json()["details"]["field"] == "valid_to"
 
 
@@ -80,7 +94,10 @@ def test_header_limit(client, auth, store: Store, header: str) -> None:
     r = client.post("/v0/memories", json=memory_body(), headers={**auth, header: "h" * 129})
     assert r.status_code == 422 and r.json()["details"]["field"] == header
     assert store.count_memories() == 0
-    assert client.post("/v0/memories", json=memory_body(), headers={**auth, header: "h" * 128}).status_code == 200
+    assert (
+        client.post("/v0/memories", json=memory_body(), headers={**auth, header: "h" * 128}).status_code
+        == 200
+    )
 
 
 def test_list_agent_header_limit(client, auth) -> None:
@@ -98,12 +115,15 @@ def test_missing_required_field(client, auth) -> None:
     assert r.status_code == 422 and r.json()["details"]["field"] == "text"
 
 
-@pytest.mark.parametrize(("content", "ctype"), [
-    (b"{not json", "application/json"),
-    (b"", "application/json"),
-    (b'{"type": "note", "text": "x"}', "text/plain"),
-    (b"type=note", "application/x-www-form-urlencoded"),
-])
+@pytest.mark.parametrize(
+    ("content", "ctype"),
+    [
+        (b"{not json", "application/json"),
+        (b"", "application/json"),
+        (b'{"type": "note", "text": "x"}', "text/plain"),
+        (b"type=note", "application/x-www-form-urlencoded"),
+    ],
+)
 def test_malformed_body_is_400(client, auth, store: Store, content: bytes, ctype: str) -> None:
     r = client.post("/v0/memories", content=content, headers={**auth, "Content-Type": ctype})
     assert r.status_code == 400 and r.json()["error"] == "bad_request"

@@ -22,14 +22,26 @@ def upsert(client, auth, items: list[dict[str, Any]], **fields: Any) -> dict[str
 
 
 def test_colon_path_routes_and_outcomes(client, auth, store: Store) -> None:
-    body = upsert(client, auth, [fact(object_text="ent:paris"), fact("budget", object_num=800, unit="USD"),
-                                 {"type": "note", "text": "likes window seats"}])
+    body = upsert(
+        client,
+        auth,
+        [
+            fact(object_text="ent:paris"),
+            fact("budget", object_num=800, unit="USD"),
+            {"type": "note", "text": "likes window seats"},
+        ],
+    )
     assert [u["index"] for u in body["upserts"]] == [0, 1, 2]
     assert [u["action"] for u in body["upserts"]] == ["UPSERTED"] * 3
     paris = store.get_memory("acme", body["upserts"][0]["memory_id"])
     assert paris is not None
     assert (paris.text, paris.object, paris.object_type, paris.keys, paris.entity_id) == (
-        "User lives in Paris", "ent:paris", "entity", ["ent:user|lives_in"], "ent:user")
+        "User lives in Paris",
+        "ent:paris",
+        "entity",
+        ["ent:user|lives_in"],
+        "ent:user",
+    )
     budget = store.get_memory("acme", body["upserts"][1]["memory_id"])
     assert budget is not None and (budget.object, budget.unit, budget.object_type) == (800, "USD", "number")
     assert "800 USD" in budget.text
@@ -37,8 +49,11 @@ def test_colon_path_routes_and_outcomes(client, auth, store: Store) -> None:
 
 def test_supersession_skip_and_order_within_batch(client, auth, store: Store) -> None:
     first = upsert(client, auth, [fact(object_text="ent:paris")])["upserts"][0]
-    body = upsert(client, auth, [fact(object_text="ent:paris"), fact(object_text="ent:berlin"),
-                                 fact(object_text="ent:lisbon")])
+    body = upsert(
+        client,
+        auth,
+        [fact(object_text="ent:paris"), fact(object_text="ent:berlin"), fact(object_text="ent:lisbon")],
+    )
     skipped, berlin, lisbon = body["upserts"]
     assert skipped == {**skipped, "action": "SKIPPED", "memory_id": first["memory_id"]}
     assert berlin["action"] == "SUPERSEDED" and berlin["supersedes"] == [first["memory_id"]]
@@ -50,7 +65,11 @@ def test_supersession_skip_and_order_within_batch(client, auth, store: Store) ->
 def test_negation_and_off_mode(client, auth, store: Store) -> None:
     works = upsert(client, auth, [fact("works_at", object_text="ent:acme")])["upserts"][0]
     ended = upsert(client, auth, [fact("works_at", object_text="ent:acme", negated=True)])["upserts"][0]
-    assert ended["action"] == "SUPERSEDED" and ended["negation"] is True and ended["supersedes"] == [works["memory_id"]]
+    assert (
+        ended["action"] == "SUPERSEDED"
+        and ended["negation"] is True
+        and ended["supersedes"] == [works["memory_id"]]
+    )
     upsert(client, auth, [fact(object_text="ent:rome")])
     off = upsert(client, auth, [fact(object_text="ent:oslo")], upsert_conflicts="off")["upserts"][0]
     assert off["action"] == "UPSERTED"
@@ -70,14 +89,24 @@ INVALID = [
     ("object_text", fact(object_text="o" * 4001), "items[3].object_text"),
     ("key", fact(object_text="x", keys=["k" * 129]), "items[3].keys[0]"),
     ("type", {"type": "diary", "text": "x"}, "items[3].type"),
-    ("valid_to", fact(object_text="x", valid_from="2024-02-01T00:00:00Z", valid_to="2024-01-01T00:00:00Z"),
-     "items[3].valid_to"),
+    (
+        "valid_to",
+        fact(object_text="x", valid_from="2024-02-01T00:00:00Z", valid_to="2024-01-01T00:00:00Z"),
+        "items[3].valid_to",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "item", "field"), INVALID, ids=[c[0] for c in INVALID])
-def test_invalid_item_rejects_the_batch(client, auth, store: Store, case: str, item: dict, field: str) -> None:
-    items = [fact(object_text="ent:paris"), fact("likes", object_text="tea"), {"type": "note", "text": "n"}, item]
+def test_invalid_item_rejects_the_batch(
+    client, auth, store: Store, case: str, item: dict, field: str
+) -> None:
+    items = [
+        fact(object_text="ent:paris"),
+        fact("likes", object_text="tea"),
+        {"type": "note", "text": "n"},
+        item,
+    ]
     r = client.post(BATCH, json={"items": items}, headers=auth)
     assert r.status_code == 422, r.text
     body = r.json()
@@ -132,21 +161,34 @@ def test_extract_stores_nothing(client, auth, store: Store) -> None:
 
 
 def test_extract_entity_and_namespace(client, auth) -> None:
-    body = client.post("/v0/extract", json={"text": "I work at Acme", "entity_id": "ent:anna", "namespace": "crm"},
-                       headers=auth).json()
+    body = client.post(
+        "/v0/extract",
+        json={"text": "I work at Acme", "entity_id": "ent:anna", "namespace": "crm"},
+        headers=auth,
+    ).json()
     (f,) = body["facts"]
-    assert (f["subject"], f["entity_id"], f["namespace"], f["keys"]) == ("ent:anna", "ent:anna", "crm",
-                                                                          ["ent:anna|works_at"])
+    assert (f["subject"], f["entity_id"], f["namespace"], f["keys"]) == (
+        "ent:anna",
+        "ent:anna",
+        "crm",
+        ["ent:anna|works_at"],
+    )
 
 
 def test_extract_bounds(client, auth) -> None:
     assert client.post("/v0/extract", json={"text": "t" * 20000}, headers=auth).status_code == 200
-    for body, field in [({"text": "t" * 20001}, "text"), ({}, "text"), ({"text": "x", "namespace": "n" * 65}, "namespace")]:
+    for body, field in [
+        ({"text": "t" * 20001}, "text"),
+        ({}, "text"),
+        ({"text": "x", "namespace": "n" * 65}, "namespace"),
+    ]:
         r = client.post("/v0/extract", json=body, headers=auth)
         assert r.status_code == 422 and r.json()["details"]["field"] == field
 
 
-@pytest.mark.parametrize("path", ["/v0/context/assemble", "/v0/recall", BATCH, "/v0/extract", "/v1/memories/"])
+@pytest.mark.parametrize(
+    "path", ["/v0/context/assemble", "/v0/recall", BATCH, "/v0/extract", "/v1/memories/"]
+)
 def test_malformed_bodies_are_400(client, auth, store: Store, path: str) -> None:
     r = client.post(path, content=b"{not json", headers={**auth, "Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "bad_request"

@@ -51,16 +51,26 @@ def _scan_entities(sentence: str, out: Collector) -> None:
         eid = f"ent:{slug(dm.iso)}"
         out.entities.setdefault(
             eid,
-            Entity(entity_id=eid, type="date", name=sentence[dm.start : dm.end], confidence=0.9,
-                   attributes={"iso": dm.iso, "relative": dm.relative}),  # fmt: skip
+            Entity(
+                entity_id=eid,
+                type="date",
+                name=sentence[dm.start : dm.end],
+                confidence=0.9,
+                attributes={"iso": dm.iso, "relative": dm.relative},
+            ),  # fmt: skip
         )
     q = parse_money(sentence) or parse_measure(sentence)
     if q:
         eid = "ent:" + slug(f"{q.value} {q.unit or ''}")
         out.entities.setdefault(
             eid,
-            Entity(entity_id=eid, type="quantity", name=format_quantity(q.value, q.unit), confidence=0.9,
-                   attributes={"value": q.value, "unit": q.unit}),  # fmt: skip
+            Entity(
+                entity_id=eid,
+                type="quantity",
+                name=format_quantity(q.value, q.unit),
+                confidence=0.9,
+                attributes={"value": q.value, "unit": q.unit},
+            ),  # fmt: skip
         )
 
 
@@ -82,8 +92,9 @@ def budget_from_env() -> float:
     try:
         return float(value) if value else DEFAULT_BUDGET_MS
     except ValueError:
-        raise InvalidInput(f"{BUDGET_ENV} must be a number of milliseconds, not {value!r}",
-                           field=BUDGET_ENV) from None
+        raise InvalidInput(
+            f"{BUDGET_ENV} must be a number of milliseconds, not {value!r}", field=BUDGET_ENV
+        ) from None
 
 
 def _extract_sentence(raw: str, subject: str, out: Collector) -> None:
@@ -107,7 +118,9 @@ class RuleExtractor:
 
     name = "rules"
 
-    def __init__(self, budget_ms: float | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self, budget_ms: float | None = None, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self.budget_ms = budget_from_env() if budget_ms is None else budget_ms
         self.clock = clock
 
@@ -123,8 +136,12 @@ class RuleExtractor:
                 truncated = True
                 break
             _extract_sentence(raw, subject, out)
-        return ExtractResult(entities=list(out.entities.values()), facts=list(out.facts), extractor=self.name,
-                             truncated=truncated)
+        return ExtractResult(
+            entities=list(out.entities.values()),
+            facts=list(out.facts),
+            extractor=self.name,
+            truncated=truncated,
+        )
 
 
 def extract(text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:

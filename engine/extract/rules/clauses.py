@@ -40,9 +40,17 @@ LEAD = re.compile(
 )
 _LEAD = LEAD
 _SELF = re.compile(r"^(?:I|we)\s+(?P<vp>.+)$", re.IGNORECASE)
-_MY_REL = re.compile(rf"^my\s+(?:(?:older|younger|little|big|baby|eldest|youngest|new)\s+)?(?P<rel>{_REL})(?:,)?\s+(?P<name>{_NAME})(?:,)?\s+(?P<vp>.+)$", re.IGNORECASE)
-_APPOS = re.compile(rf"^(?P<name>{_NAME}),\s+my\s+(?:(?:older|younger|little|big|new|current)\s+)?(?P<rel>{_REL}),\s+(?P<vp>.+)$", re.IGNORECASE)
-_OTHER = re.compile(rf"^(?P<name>{_NAME})\s+(?P<vp>(?:lives|works|is|moved|has|loves|likes|enjoys|hates|studies|speaks|plays|just|recently|got|was|joined|started|no longer|does not|did not|turned|owns|drives)\b.*)$")
+_MY_REL = re.compile(
+    rf"^my\s+(?:(?:older|younger|little|big|baby|eldest|youngest|new)\s+)?(?P<rel>{_REL})(?:,)?\s+(?P<name>{_NAME})(?:,)?\s+(?P<vp>.+)$",
+    re.IGNORECASE,
+)
+_APPOS = re.compile(
+    rf"^(?P<name>{_NAME}),\s+my\s+(?:(?:older|younger|little|big|new|current)\s+)?(?P<rel>{_REL}),\s+(?P<vp>.+)$",
+    re.IGNORECASE,
+)
+_OTHER = re.compile(
+    rf"^(?P<name>{_NAME})\s+(?P<vp>(?:lives|works|is|moved|has|loves|likes|enjoys|hates|studies|speaks|plays|just|recently|got|was|joined|started|no longer|does not|did not|turned|owns|drives)\b.*)$"
+)
 _ADVERBS = re.compile(
     r"^(?:just|currently|now|recently|also|really|actually|still|finally|officially|absolutely|"
     r"totally|kind of|kinda|sort of|definitely|truly|mostly|usually|generally|basically|honestly|"
@@ -52,10 +60,17 @@ _ADVERBS = re.compile(
 _STRONG_NEG = (
     re.compile(r"^no longer\s+(?P<vp>.+)$", re.IGNORECASE),
     re.compile(r"^used to\s+(?P<vp>.+)$", re.IGNORECASE),
-    re.compile(r"^(?P<aux>am|is|are|was|were) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
-    re.compile(r"^(?:do|does|did) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE),
+    re.compile(
+        r"^(?P<aux>am|is|are|was|were) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"^(?:do|does|did) not\s++(?P<vp>.*?\S)\s+(?:anymore|any more|any longer)\b.*$", re.IGNORECASE
+    ),
     re.compile(r"^(?P<aux>am|is|are) no longer\s+(?P<vp>.+)$", re.IGNORECASE),
-    re.compile(r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>(?-i:[a-z]+ing)\b.*)$", re.IGNORECASE),
+    re.compile(
+        r"^(?:(?:have|has) )?(?:stopped|quit|gave up|given up)\s+(?P<vp>(?-i:[a-z]+ing)\b.*)$", re.IGNORECASE
+    ),
     re.compile(r"^(?:do|does|will) not\s++(?P<vp>.*?\S)\s+again\b.*$", re.IGNORECASE),
 )
 _PLAIN_NEG = re.compile(r"^(?:(?P<aux>am|is|are)|do|does|did|have|has) not\s+(?P<vp>.+)$", re.IGNORECASE)
@@ -169,7 +184,12 @@ def _strip_adverbs(vp: str) -> str:
     while previous != vp:
         previous = vp
         vp = _ADVERBS.sub("", vp)
-        vp = re.sub(r"^(am|is|are)\s+(?:just|currently|now|also|really|still|finally|officially)\s+", r"\1 ", vp, flags=re.I)
+        vp = re.sub(
+            r"^(am|is|are)\s+(?:just|currently|now|also|really|still|finally|officially)\s+",
+            r"\1 ",
+            vp,
+            flags=re.I,
+        )
     return vp
 
 
@@ -179,7 +199,9 @@ def _negation(vp: str) -> tuple[str, bool, bool]:
         if m:
             inner = m.group("vp")
             aux = m.groupdict().get("aux")
-            if "stopped" in m.group(0)[:12].lower() or re.match(r"^(?:have |has )?(?:quit|gave up|given up)", vp, re.I):
+            if "stopped" in m.group(0)[:12].lower() or re.match(
+                r"^(?:have |has )?(?:quit|gave up|given up)", vp, re.I
+            ):
                 inner = _ing_to_base(inner)
             return (f"{aux} {inner}" if aux else inner), True, False
     m = _PLAIN_NEG.match(vp)
@@ -213,7 +235,12 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
                 subject, subject_name, is_self, vp = user, "User", True, joint.group("vp")
         elif m3 and is_person_name(m3.group("name")):
             name = m3.group("name")
-            subject, subject_name, is_self, vp = collector.entity(name, "person", 0.7), name, False, m3.group("vp")
+            subject, subject_name, is_self, vp = (
+                collector.entity(name, "person", 0.7),
+                name,
+                False,
+                m3.group("vp"),
+            )
         else:
             # possessive and other sentence-level patterns still see the sentence
             return [Clause(user, "User", True, "", sentence, user=user)]
@@ -222,7 +249,12 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     aux = re.match(r"^(am|is|are)\s", parts[0].strip())
     for i, part in enumerate(parts):
         part = _strip_adverbs(part.strip())
-        if i > 0 and aux and not _VERB_START.match(part) and not re.match(r"^(?:love|like|live|work|speak|play|own|eat|hate)\b", part):
+        if (
+            i > 0
+            and aux
+            and not _VERB_START.match(part)
+            and not re.match(r"^(?:love|like|live|work|speak|play|own|eat|hate)\b", part)
+        ):
             part = f"{aux.group(1)} {part}"  # "I'm vegan and allergic to soy"
         inner, strong, plain = _negation(part)
         inner = _strip_adverbs(inner)

@@ -21,7 +21,9 @@ _MINE = re.compile(
 #: candidate numbers libphonenumber may reject before it gives up on a text (with its default, 65535,
 #: one long run of digits and dashes is tried at every position)
 MAX_PHONE_TRIES = 64
-_THEIRS = re.compile(r"(?P<name>(?-i:[A-Z][a-z]+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE)
+_THEIRS = re.compile(
+    r"(?P<name>(?-i:[A-Z][a-z]+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE
+)
 
 
 def _phones(text: str) -> list[str]:

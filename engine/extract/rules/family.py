@@ -18,9 +18,17 @@ PETS = (
     "guinea pig|ferret|snake|lizard|gecko|golden retriever|labrador|lab|beagle|poodle|corgi|"
     "dachshund|husky|terrier|bulldog|german shepherd|border collie|tabby|chihuahua|pug"
 )
-_PET_SINGULAR = {"puppy": "puppy", "puppies": "puppy", "kittens": "kitten", "fish": "fish", "goldfish": "goldfish"}
+_PET_SINGULAR = {
+    "puppy": "puppy",
+    "puppies": "puppy",
+    "kittens": "kitten",
+    "fish": "fish",
+    "goldfish": "goldfish",
+}
 
-_MARRIED_TO = re.compile(rf"^(?:am|is|got|have been|has been) (?P<k>married|engaged) to {_NAME}", re.IGNORECASE)
+_MARRIED_TO = re.compile(
+    rf"^(?:am|is|got|have been|has been) (?P<k>married|engaged) to {_NAME}", re.IGNORECASE
+)
 _DATING = re.compile(
     rf"^(?:(?:am|is|have been|has been) (?:dating|seeing|in a relationship with)"
     rf"|(?:have |has )?(?:started|begun|began) (?:dating|seeing|going out with)) {_NAME}"
@@ -30,17 +38,33 @@ _TOGETHER = re.compile(
     r"(?P<k>together|a couple|dating|an item|engaged|married)\b"
 )
 _BROKE_UP = re.compile(rf"^(?:have |has )?(?:(?:broke|broken|split) up with|dumped|divorced) {_NAME}")
-_SPLIT_WITH = re.compile(rf"^{_NAME} and I (?:have )?(?:broke up|split up|separated|split|got divorced|called it quits)\b")
+_SPLIT_WITH = re.compile(
+    rf"^{_NAME} and I (?:have )?(?:broke up|split up|separated|split|got divorced|called it quits)\b"
+)
 _PET_GONE = re.compile(
     rf"^(?:had to |have had to |just |recently )?(?:rehome|rehomed|re-home|re-homed|give away|gave away|gave up|"
     rf"give up|put down|had to put down) (?:our|my) (?:\w+ )?(?P<k>{PETS})(?: {_NAME})?\b",
     re.IGNORECASE,
 )
-_STATUS = re.compile(r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)$", re.IGNORECASE)
-_KIDS = re.compile(rf"^(?:have|has) (?P<c>\d+|{NUMBER_WORDS}) (?:kids|children|sons|daughters|boys|girls)\b", re.IGNORECASE)
-_CHILD_NAMED = re.compile(rf"^(?:have|has|had) an? (?:\d+[- ]year[- ]old |baby |little |new |newborn )?(?P<r>son|daughter|kid|child|boy|girl) (?:named|called) {_NAME}", re.IGNORECASE)
-_SIB_NAMED = re.compile(rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother) (?:named|called) {_NAME}", re.IGNORECASE)
-_MY_REL_NAME = re.compile(rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$))", re.IGNORECASE)
+_STATUS = re.compile(
+    r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)$",
+    re.IGNORECASE,
+)
+_KIDS = re.compile(
+    rf"^(?:have|has) (?P<c>\d+|{NUMBER_WORDS}) (?:kids|children|sons|daughters|boys|girls)\b", re.IGNORECASE
+)
+_CHILD_NAMED = re.compile(
+    rf"^(?:have|has|had) an? (?:\d+[- ]year[- ]old |baby |little |new |newborn )?(?P<r>son|daughter|kid|child|boy|girl) (?:named|called) {_NAME}",
+    re.IGNORECASE,
+)
+_SIB_NAMED = re.compile(
+    rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother) (?:named|called) {_NAME}",
+    re.IGNORECASE,
+)
+_MY_REL_NAME = re.compile(
+    rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$))",
+    re.IGNORECASE,
+)
 _HAVE_PET = re.compile(
     rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
     rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?"
@@ -52,7 +76,9 @@ _PET_DIED = re.compile(
     rf"was put down|had to be put down|crossed the rainbow bridge)\b",
     re.IGNORECASE,
 )
-_MY_PET = re.compile(rf"\bmy (?:\w+ )?(?P<k>{PETS})(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE)
+_MY_PET = re.compile(
+    rf"\bmy (?:\w+ )?(?P<k>{PETS})(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE
+)
 
 
 def _pet(out: Collector, clause: Clause, kind: str, name: str | None, *, negated: bool | None = None) -> None:
@@ -68,7 +94,9 @@ def _relation(out: Collector, clause: Clause, rel: str, name: str, confidence: f
     if not is_person_name(name):
         return
     pid = out.entity(name, "person", 0.85, relation=rel.lower())
-    out.fact(clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence)
+    out.fact(
+        clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence
+    )
 
 
 def extract(clause: Clause, out: Collector) -> None:

@@ -13,9 +13,15 @@ from engine.extract.rules.text import clean_object, is_capitalized, split_list
 
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
 _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
-_CALL_ME = re.compile(rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go by) {_NAME}", re.IGNORECASE)
+_CALL_ME = re.compile(
+    rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go by) {_NAME}",
+    re.IGNORECASE,
+)
 _AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")
-_AGE = re.compile(rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?:\s*(?:years?|yrs?)(?: old)?| y/?o)?(?P<rest>.*)$", re.IGNORECASE)
+_AGE = re.compile(
+    rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?:\s*(?:years?|yrs?)(?: old)?| y/?o)?(?P<rest>.*)$",
+    re.IGNORECASE,
+)
 _AGE_TURNED = re.compile(
     rf"^(?:have |has )?(?:turned|celebrated turning|am celebrating turning) (?P<n>\d{{1,3}}|{NUMBER_WORDS})\b"
     r"|^(?:have |has )?(?:celebrated|am celebrating) my (?P<n2>\d{1,3})(?:st|nd|rd|th) birthday\b",
@@ -38,7 +44,9 @@ _MOVED = re.compile(
     r"(?P<o>.+)$",
     re.IGNORECASE,
 )
-_MY_HOME = re.compile(r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>[A-Z].+)$")
+_MY_HOME = re.compile(
+    r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>[A-Z].+)$"
+)
 _FLAT = re.compile(
     r"^(?:have|has|have got|has got|got|rent|rents) (?:an? |my |our )?(?:own )?"
     r"(?:(?:small|little|tiny|new|nice|cozy|cosy|big|lovely|one-bedroom|two-bedroom) )*"
@@ -46,18 +54,27 @@ _FLAT = re.compile(
     re.IGNORECASE,
 )
 _FROM = re.compile(r"^(?:am|is|are) (?:originally )?from (?P<o>.+)$|^grew up in (?P<o2>.+)$", re.IGNORECASE)
-_NATIONALITY = re.compile(r"^(?:am|is) (?:an? )?(?P<o>[A-Z][a-z]+)(?: citizen| national)?(?:$|\s*,|\s+(?:but|and|by)\b)")
+_NATIONALITY = re.compile(
+    r"^(?:am|is) (?:an? )?(?P<o>[A-Z][a-z]+)(?: citizen| national)?(?:$|\s*,|\s+(?:but|and|by)\b)"
+)
 _SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
 _LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?:how )?(?:to )?(?P<o>.+)$", re.IGNORECASE)
-_LANG_ADJ = re.compile(r"^(?:fluent|some|a little|a bit of|basic|native|conversational|decent)\s+", re.IGNORECASE)
+_LANG_ADJ = re.compile(
+    r"^(?:fluent|some|a little|a bit of|basic|native|conversational|decent)\s+", re.IGNORECASE
+)
 
 
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
-    obj = clean_object(re.split(r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b|\s+(?:in|on|by|this|last|next) "
-                                r"(?:January|February|March|April|May|June|July|August|September|October|November|"
-                                r"December|spring|summer|fall|autumn|winter)\b|\s+over the (?:summer|winter|holidays|weekend)\b", text)[0])
+    obj = clean_object(
+        re.split(
+            r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b|\s+(?:in|on|by|this|last|next) "
+            r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+            r"December|spring|summer|fall|autumn|winter)\b|\s+over the (?:summer|winter|holidays|weekend)\b",
+            text,
+        )[0]
+    )
     obj = re.sub(r"^(?:the city of|downtown|central|a town called|a city called)\s+", "", obj, flags=re.I)
     obj = re.sub(r"\s+(?:in|on|at|since|from|by|during)$", "", obj)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4:
@@ -109,7 +126,10 @@ def extract(clause: Clause, out: Collector) -> None:
             out.fact(clause, "name", m.group("name"), confidence=0.75)
     if not clause.plain_negation:
         m = _AGE.match(vp)
-        if m and not re.match(r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)", m.group("rest")):
+        if m and not re.match(
+            r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)",
+            m.group("rest"),
+        ):
             _age(out, clause, m.group("n"), 0.9)
         m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
         if m:

@@ -22,11 +22,19 @@ _GOAL = re.compile(
     r"have decided|decided) to (?P<o>.+)$",
     re.IGNORECASE,
 )
-_GOAL_ING = re.compile(r"^(?:am|is) (?P<v>saving(?: up)?|training|studying|preparing) for (?P<o>.+)$", re.IGNORECASE)
-_MY_GOAL = re.compile(r"\bmy (?:main |big |biggest |new |current )?(?P<k>goal|plan|dream|resolution|new year'?s resolution|ambition) (?:for \w+ )?is to (?P<o>.+)$", re.IGNORECASE)
+_GOAL_ING = re.compile(
+    r"^(?:am|is) (?P<v>saving(?: up)?|training|studying|preparing) for (?P<o>.+)$", re.IGNORECASE
+)
+_MY_GOAL = re.compile(
+    r"\bmy (?:main |big |biggest |new |current )?(?P<k>goal|plan|dream|resolution|new year'?s resolution|ambition) (?:for \w+ )?is to (?P<o>.+)$",
+    re.IGNORECASE,
+)
 _PLAN_VERBS = {"plan", "plans", "am planning", "is planning", "intend", "intends", "am going", "is going",
                "have decided", "decided"}  # fmt: skip
-_BUDGET = re.compile(r"\bmy (?:monthly |weekly |annual |yearly |total |max(?:imum)? |new |overall )?budget(?: for [a-z ]+?)? is (?!not\b)(?P<q>.+)$", re.IGNORECASE)
+_BUDGET = re.compile(
+    r"\bmy (?:monthly |weekly |annual |yearly |total |max(?:imum)? |new |overall )?budget(?: for [a-z ]+?)? is (?!not\b)(?P<q>.+)$",
+    re.IGNORECASE,
+)
 _BUDGET_VP = re.compile(
     r"^(?:have|has) (?:a|an|got a) (?:\w+ )?budget of (?P<q>.+)$|^(?:can|could) (?:only )?(?:spend|afford) (?P<q2>.+)$"
     r"|^(?:am|is) willing to spend (?P<q3>.+)$|^(?:want|need) to (?:keep it|stay) under (?P<q4>.+)$",
@@ -43,9 +51,18 @@ _BUDGET_SENTENCE = re.compile(
 )
 _DIGIT = re.compile(r"\d")
 _THAT_IS_BUDGET = re.compile(r"\b(?:that|this) is (?:my|our) (?:\w+ )?budget\b", re.IGNORECASE)
-_MY_QTY = re.compile(r"\bmy (?:monthly |new |current |annual |yearly )?(?P<k>rent|salary|income|weight|height) is (?!not\b)(?P<q>.+)$", re.IGNORECASE)
-_EARN = re.compile(r"^(?:earn|earns|make|makes) (?P<q>.+?)(?: a year| per year| annually| a month| per month)?$", re.IGNORECASE)
-_PAY_RENT = re.compile(r"^(?:pay|pays) (?P<q>.+?) (?:in|for|a month in|per month in|monthly in|a month for) rent\b", re.IGNORECASE)
+_MY_QTY = re.compile(
+    r"\bmy (?:monthly |new |current |annual |yearly )?(?P<k>rent|salary|income|weight|height) is (?!not\b)(?P<q>.+)$",
+    re.IGNORECASE,
+)
+_EARN = re.compile(
+    r"^(?:earn|earns|make|makes) (?P<q>.+?)(?: a year| per year| annually| a month| per month)?$",
+    re.IGNORECASE,
+)
+_PAY_RENT = re.compile(
+    r"^(?:pay|pays) (?P<q>.+?) (?:in|for|a month in|per month in|monthly in|a month for) rent\b",
+    re.IGNORECASE,
+)
 _WEIGH = re.compile(r"^(?:weigh|weighs) (?P<q>.+)$", re.IGNORECASE)
 _TALL = re.compile(r"^(?:am|is) (?P<q>.+?) tall$", re.IGNORECASE)
 _QTY_KIND = {"income": "salary"}

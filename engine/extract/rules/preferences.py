@@ -22,10 +22,22 @@ _DISLIKES = re.compile(
     r"^(?:dislike|dislikes|hate|hates|detest|detests|loathe|can not stand|can not bear|am not a fan of) (?P<o>.+)$",
     re.IGNORECASE,
 )
-_FAV = re.compile(r"\bmy (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?) (?:is|are) (?!not\b)(?P<o>.+)$", re.IGNORECASE)
-_FAV_REV = re.compile(r"^(?P<o>[^,]+?) (?:is|are) my (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?)$", re.IGNORECASE)
-_ALLERGIC = re.compile(r"^(?:am|is) (?:severely |very |mildly |deathly |super |also )?(?:allergic|intolerant) to (?P<o>.+)$", re.IGNORECASE)
-_ALLERGY = re.compile(r"^(?:have|has) (?:an? )?(?:severe |mild |bad |serious )?(?!(?:an?|severe|mild|bad|serious) (?:allerg|intoler))(?P<o>[a-z][a-z ]*?) (?:allergy|allergies|intolerance)\b", re.IGNORECASE)
+_FAV = re.compile(
+    r"\bmy (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?) (?:is|are) (?!not\b)(?P<o>.+)$",
+    re.IGNORECASE,
+)
+_FAV_REV = re.compile(
+    r"^(?P<o>[^,]+?) (?:is|are) my (?:all[- ]time |absolute )?favou?rite (?P<c>[a-z]+(?: [a-z]+)?)$",
+    re.IGNORECASE,
+)
+_ALLERGIC = re.compile(
+    r"^(?:am|is) (?:severely |very |mildly |deathly |super |also )?(?:allergic|intolerant) to (?P<o>.+)$",
+    re.IGNORECASE,
+)
+_ALLERGY = re.compile(
+    r"^(?:have|has) (?:an? )?(?:severe |mild |bad |serious )?(?!(?:an?|severe|mild|bad|serious) (?:allerg|intoler))(?P<o>[a-z][a-z ]*?) (?:allergy|allergies|intolerance)\b",
+    re.IGNORECASE,
+)
 _ALLERGY_TO = re.compile(
     r"^(?:have|has|have developed|has developed|developed) (?:an? )?(?:severe |mild |bad |serious |new )?"
     r"(?:allergy|allergies|intolerance|sensitivity) to (?P<o>.+)$",
@@ -41,9 +53,14 @@ _NOT_INTERESTS = re.compile(
     r"an argument|character|shape|\d)",
     re.IGNORECASE,
 )
-_OVER = re.compile(r"^(?:am|is) (?:so |totally |completely |kind of |kinda |officially )?over (?P<o>[a-z][^,;]*)(?:[,;].*)?$", re.IGNORECASE)
+_OVER = re.compile(
+    r"^(?:am|is) (?:so |totally |completely |kind of |kinda |officially )?over (?P<o>[a-z][^,;]*)(?:[,;].*)?$",
+    re.IGNORECASE,
+)
 _NOT_OVER = re.compile(r"^(?:the\b|it|that|this|him|her|them|there|here|budget|\d)", re.IGNORECASE)
-_LOST_INTEREST = re.compile(r"^(?:have |has )?lost (?:all |my |any )?interest in (?P<o>[^,;]+)$", re.IGNORECASE)
+_LOST_INTEREST = re.compile(
+    r"^(?:have |has )?lost (?:all |my |any )?interest in (?P<o>[^,;]+)$", re.IGNORECASE
+)
 _DIETS = (
     r"vegetarian|vegan|pescatarian|pescetarian|keto|ketogenic|paleo|gluten[- ]free|kosher|halal|"
     r"flexitarian|low[- ]carb|dairy[- ]free|plant[- ]based|carnivore|mediterranean|intermittent fasting"
@@ -57,9 +74,16 @@ _DIET = re.compile(
 _INTOLERANT = re.compile(r"^(?:am|is) (?P<o>lactose|gluten) intolerant\b", re.IGNORECASE)
 _EATS = re.compile(r"^(?:eat|eats|drink|drinks|consume) (?P<o>.+)$", re.IGNORECASE)
 _PLAYS = re.compile(r"^(?:play|plays|(?:am|is) playing) (?:the )?(?P<o>.+)$", re.IGNORECASE)
-_HOBBY = re.compile(r"\bmy (?:main |favorite )?hobb(?:y|ies) (?:is|are|include|includes) (?!not\b)(?P<o>.+)$", re.IGNORECASE)
-_OWNS = re.compile(r"^(?:drive|drives|own|owns|have|has|bought|got|use|ride) (?:an? |the |my )?(?:new |used |old |brand new )?(?P<o>.+)$", re.IGNORECASE)
-_SKIP_OBJECTS = re.compile(r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE)
+_HOBBY = re.compile(
+    r"\bmy (?:main |favorite )?hobb(?:y|ies) (?:is|are|include|includes) (?!not\b)(?P<o>.+)$", re.IGNORECASE
+)
+_OWNS = re.compile(
+    r"^(?:drive|drives|own|owns|have|has|bought|got|use|ride) (?:an? |the |my )?(?:new |used |old |brand new )?(?P<o>.+)$",
+    re.IGNORECASE,
+)
+_SKIP_OBJECTS = re.compile(
+    r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE
+)
 
 
 def _items(raw: str) -> list[str]:
@@ -97,7 +121,12 @@ def extract(clause: Clause, out: Collector) -> None:
         for item in _items(m.group("o")):
             out.fact(clause, "dislikes", item, confidence=0.8)
     m = _INTO.match(vp)
-    if m and not clause.plain_negation and not _NOT_INTERESTS.match(m.group("o")) and not is_org(m.group("o").split()[0]):
+    if (
+        m
+        and not clause.plain_negation
+        and not _NOT_INTERESTS.match(m.group("o"))
+        and not is_org(m.group("o").split()[0])
+    ):
         for item in _items(m.group("o")):
             out.fact(clause, "likes", item, confidence=0.75)
     m = _OVER.match(vp) or _LOST_INTEREST.match(vp)

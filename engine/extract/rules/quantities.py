@@ -12,7 +12,9 @@ _WORDS: dict[str, int] = {
     "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
     "ninety": 90, "hundred": 100,
 }  # fmt: skip
-NUMBER_WORDS = r"(?:" + "|".join(sorted((w for w in _WORDS if w not in ("a", "an")), key=len, reverse=True)) + r")"
+NUMBER_WORDS = (
+    r"(?:" + "|".join(sorted((w for w in _WORDS if w not in ("a", "an")), key=len, reverse=True)) + r")"
+)
 
 _CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CURRENCY_WORDS = {

@@ -20,7 +20,10 @@ _CONTRACTIONS: tuple[tuple[str, str], ...] = (
     (r"\bwon't\b", "will not"),
     (r"\b(\w+)n't\b", r"\1 not"),
     (r"\b(he|she|it|that|there|what|where)'s\b", r"\1 is"),
-    (r"\b(my (?:\w+ )?(?:name|birthday|email|number|budget|goal|plan|rent|salary|job|title|age))'s\b", r"\1 is"),
+    (
+        r"\b(my (?:\w+ )?(?:name|birthday|email|number|budget|goal|plan|rent|salary|job|title|age))'s\b",
+        r"\1 is",
+    ),
 )
 _CONTRACTION_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _CONTRACTIONS)
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
@@ -74,7 +77,9 @@ def is_statement(sentence: str) -> bool:
         return False
     if _QUESTION_START.match(s) and not re.match(r"^(?:am|is|are|was|were|have|has|had)\s", s, re.I):
         return False
-    if _QUESTION_START.match(s) and re.match(r"^(?:am|is|are|have|has)\s+(?:i|you|we|he|she|they)\b", s, re.I):
+    if _QUESTION_START.match(s) and re.match(
+        r"^(?:am|is|are|have|has)\s+(?:i|you|we|he|she|they)\b", s, re.I
+    ):
         return False
     return not (_HYPOTHETICAL.search(s) or _REPORTED.search(s))
 

@@ -40,30 +40,48 @@ _WORK_CUE = re.compile(
     re.IGNORECASE,
 )
 _FIRST_CUE = re.compile(r" (?:day|week|month) (?:at|with) ")
-_FIRST_DAYS = re.compile(r"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
-_MY_EMPLOYER = re.compile(r"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+_FIRST_DAYS = re.compile(
+    r"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:[A-Z]).+)$",
+    re.IGNORECASE,
+)
+_MY_EMPLOYER = re.compile(
+    r"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE
+)
 _AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
 _IS_TITLE = re.compile(
     r"^(?:am|is|became|become|got promoted to|have become|has become|was promoted to) (?:an? |the |now an? )?"
     r"(?P<t>[A-Za-z0-9][A-Za-z0-9 \-]*?)(?: (?:at|for|with|of) (?P<o>.+))?$",
     re.IGNORECASE,
 )
-_MY_TITLE = re.compile(r"\bmy (?:job title|title|job|role|position|occupation) is (?!not\b)(?:an? |the )?(?P<t>[a-z][a-z \-]+)", re.IGNORECASE)
+_MY_TITLE = re.compile(
+    r"\bmy (?:job title|title|job|role|position|occupation) is (?!not\b)(?:an? |the )?(?P<t>[a-z][a-z \-]+)",
+    re.IGNORECASE,
+)
 _STUDY = re.compile(
     r"^(?:(?:am|is) )?(?:study|studies|studying|majoring in|major in|doing a (?:phd|master'?s|degree|bachelor'?s) in) "
     r"(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
     re.IGNORECASE,
 )
-_STUDENT_AT = re.compile(r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$", re.IGNORECASE)
+_STUDENT_AT = re.compile(
+    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$",
+    re.IGNORECASE,
+)
 _TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
 
 
-def _org(out: Collector, clause: Clause, raw: str, *, negated: bool | None = None, confidence: float = 0.85) -> bool:
+def _org(
+    out: Collector, clause: Clause, raw: str, *, negated: bool | None = None, confidence: float = 0.85
+) -> bool:
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
     text = re.sub(r"^(?:my job at|my position at|my job with)\s+", "", text, flags=re.I)
-    obj = clean_object(re.split(r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|"
-                                r"today|tonight|tomorrow)\b", text)[0])
+    obj = clean_object(
+        re.split(
+            r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|"
+            r"today|tonight|tomorrow)\b",
+            text,
+        )[0]
+    )
     obj = re.sub(r"^the\s+", "", obj)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4 or is_place(obj):
         return False
@@ -95,7 +113,9 @@ def extract(clause: Clause, out: Collector) -> None:
             _org(out, clause, m.group("o"), negated=False, confidence=0.8)
         m = _FIRST_DAYS.match(LEAD.sub("", s).strip()) if not vp and _FIRST_CUE.search(s) else None
         if m and _WORK_CUE.search(s):  # "First week at Siemens done, the new job is intense"
-            raw = re.split(r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o"))[0]
+            raw = re.split(
+                r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o")
+            )[0]
             _org(out, clause, raw, negated=False, confidence=0.7)
     if not vp:
         return

@@ -77,8 +77,9 @@ class PhoneRule:
     def _scan(
         self, text: str, offset: int, window_end: int, region: str, by_span: dict[tuple[int, int], Detection]
     ) -> None:
-        matcher = PhoneNumberMatcher(text[offset:window_end], region, leniency=Leniency.VALID,
-                                     max_tries=MAX_TRIES)
+        matcher = PhoneNumberMatcher(
+            text[offset:window_end], region, leniency=Leniency.VALID, max_tries=MAX_TRIES
+        )
         for m in matcher:
             start, end = m.start + offset, m.end + offset
             span = (start, end)

@@ -92,8 +92,9 @@ class KeywordIndex:
         vocab = len(vocab_map)
         self.df_live.extend(np.zeros(vocab - self.df_live.size, dtype=np.int64))
         lens = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
-        flat = np.fromiter(map(vocab_map.__getitem__, chain.from_iterable(docs)), dtype=np.int64,
-                           count=int(lens.sum()))
+        flat = np.fromiter(
+            map(vocab_map.__getitem__, chain.from_iterable(docs)), dtype=np.int64, count=int(lens.sum())
+        )
         rows = np.repeat(np.arange(len(docs), dtype=np.int64), lens)
         pair, tf = np.unique(rows * vocab + flat, return_counts=True)  # sorted by (row, term)
         p_rows, p_terms = pair // vocab, pair % vocab
@@ -134,8 +135,10 @@ class KeywordIndex:
             return base_rows, base_tfs
         cached = self._post_cache.get(tid)
         if cached is None:
-            cached = (np.concatenate((base_rows, np.asarray(more[0], dtype=np.int64))),
-                      np.concatenate((base_tfs, np.asarray(more[1], dtype=np.float64))))
+            cached = (
+                np.concatenate((base_rows, np.asarray(more[0], dtype=np.int64))),
+                np.concatenate((base_tfs, np.asarray(more[1], dtype=np.float64))),
+            )
             self._post_cache[tid] = cached
         return cached
 

@@ -28,6 +28,8 @@ _US = timedelta(microseconds=1)
 def _micros(value: datetime) -> int:
     """`engine.timeutil.to_micros`, faster for the aware datetimes the engine holds."""
     return (value - _EPOCH) // _US if value.tzinfo is not None else to_micros(value)
+
+
 Mask = npt.NDArray[np.bool_]
 
 
@@ -108,7 +110,9 @@ class Columns:
         self.agent.extend([self.agents.add(m.agent_id) for m in memories])
         self.status.extend([self.statuses.add(m.status) for m in memories])
         self.type.extend([self.types.add(m.type) for m in memories])
-        self.start.extend([_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories])
+        self.start.extend(
+            [_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories]
+        )
         self.valid_to.extend([INF if m.valid_to is None else _micros(m.valid_to) for m in memories])
         self.ts.extend([_micros(m.timestamp) for m in memories])
         return first

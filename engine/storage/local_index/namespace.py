@@ -148,8 +148,9 @@ class NamespaceIndex:
                 start = end
         return order
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
+    ) -> list[Adjacent]:
         if span <= 0 or not memory_ids:
             return []
         order = self._event_order(scope)

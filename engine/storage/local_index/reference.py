@@ -73,7 +73,9 @@ def keyword_hits(candidates: Sequence[Memory], text: str, k: int) -> list[Hit]:
     return [Hit(candidates[i].memory_id, float(scores[i])) for i in ranked[:k]]
 
 
-def vector_hits(candidates: Sequence[Memory], vectors: Mapping[str, Vector], query: Vector, k: int) -> list[Hit]:
+def vector_hits(
+    candidates: Sequence[Memory], vectors: Mapping[str, Vector], query: Vector, k: int
+) -> list[Hit]:
     """`vectors` maps memory_id -> L2-normalized vector; memories without one are not candidates."""
     if k <= 0:
         return []

@@ -23,8 +23,9 @@ REBUILD_MIN_DEAD = 1024
 
 
 class IndexRegistry:
-    def __init__(self, load_namespace: NamespaceLoader, load_vectors: VectorLoader,
-                 store_lock: threading.RLock) -> None:
+    def __init__(
+        self, load_namespace: NamespaceLoader, load_vectors: VectorLoader, store_lock: threading.RLock
+    ) -> None:
         self._load_namespace = load_namespace
         self._load_vectors = load_vectors
         self._store_lock = store_lock
@@ -139,8 +140,9 @@ class IndexRegistry:
         with idx.lock:
             return idx.graph_search(scope, seeds, depth, k)
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
+    ) -> list[Adjacent]:
         idx = self.get(scope.org_id, scope.namespace)
         with idx.lock:
             return idx.adjacent_events(scope, memory_ids, span, max_gap_us)

@@ -73,9 +73,7 @@ def list_api_keys(conn: psycopg.Connection[Any], org_id: str | None) -> list[Api
 
 def revoke_api_key(conn: psycopg.Connection[Any], key_id: str, at: datetime) -> bool:
     """Set revoked_at (kept if already revoked); False only when the key is unknown."""
-    row = conn.execute(
-        "SELECT doc FROM api_keys WHERE key_id = %s FOR UPDATE", (enc(key_id),)
-    ).fetchone()
+    row = conn.execute("SELECT doc FROM api_keys WHERE key_id = %s FOR UPDATE", (enc(key_id),)).fetchone()
     if row is None:
         return False
     key = _key_decoder.decode(row[0])

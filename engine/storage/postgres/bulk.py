@@ -43,14 +43,33 @@ from engine.storage.postgres.vectors import hnsw_index_name
 REBUILD_MIN = 10_000
 
 _MEMORY_TYPES = (
-    "text", "text", "text", "text", "text", "text", "text", "text", "text[]",
-    "timestamptz", "bool", "text", "text", "timestamptz", "timestamptz", "text", "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text[]",
+    "timestamptz",
+    "bool",
+    "text",
+    "text",
+    "timestamptz",
+    "timestamptz",
+    "text",
+    "text",
 )
 assert len(_MEMORY_TYPES) == len(COLUMNS)
 
 
-def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
-                  inline: tuple[str, Mapping[str, Vector]] | None = None, vector_oid: int = 0) -> int:
+def copy_memories(
+    conn: psycopg.Connection[Any],
+    memories: Sequence[Memory],
+    inline: tuple[str, Mapping[str, Vector]] | None = None,
+    vector_oid: int = 0,
+) -> int:
     """COPY new memories and their conflict keys; returns the number of memories written.
     `inline` = (model, text hash -> vector): the inline copies (rows.py), where they fit."""
     if not memories:
@@ -73,10 +92,15 @@ def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
                     if arr is not None and arr.shape[0] > inline_dims_max(m, model):
                         arr = None
                     copy.write_row((*row_of(m), enc(model), arr))
-        keys = [(enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
-                for m in memories for key in dict.fromkeys(m.keys or ())]
+        keys = [
+            (enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
+            for m in memories
+            for key in dict.fromkeys(m.keys or ())
+        ]
         if keys:
-            with cur.copy("COPY memory_keys (org_id, namespace, key, memory_id) FROM STDIN (FORMAT BINARY)") as copy:
+            with cur.copy(
+                "COPY memory_keys (org_id, namespace, key, memory_id) FROM STDIN (FORMAT BINARY)"
+            ) as copy:
                 copy.set_types(["text", "text", "text", "text"])
                 for row in keys:
                     copy.write_row(row)
@@ -84,8 +108,9 @@ def copy_memories(conn: psycopg.Connection[Any], memories: Sequence[Memory],
 
 
 def stored_vectors(conn: psycopg.Connection[Any], model: str, dims: int) -> int:
-    row = conn.execute("SELECT count(*) FROM embeddings WHERE model = %s AND dims = %s",
-                       (enc(model), dims)).fetchone()
+    row = conn.execute(
+        "SELECT count(*) FROM embeddings WHERE model = %s AND dims = %s", (enc(model), dims)
+    ).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -93,16 +118,21 @@ def drop_hnsw_index(conn: psycopg.Connection[Any], model: str, dims: int) -> Non
     conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(hnsw_index_name(model, dims))))
 
 
-def copy_vectors(conn: psycopg.Connection[Any], model: str, vectors: Mapping[str, Vector],
-                 vector_oid: int) -> dict[int, int]:
+def copy_vectors(
+    conn: psycopg.Connection[Any], model: str, vectors: Mapping[str, Vector], vector_oid: int
+) -> dict[int, int]:
     """Stage and insert vectors (existing (model, text_hash) rows are kept); returns {dims: count}."""
     by_dims: dict[int, int] = {}
     if not vectors:
         return by_dims
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS loci_stage_embeddings"
-                 " (text_hash text, dims int, embedding vector) ON COMMIT DROP")
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS loci_stage_embeddings"
+        " (text_hash text, dims int, embedding vector) ON COMMIT DROP"
+    )
     with conn.cursor() as cur:
-        with cur.copy("COPY loci_stage_embeddings (text_hash, dims, embedding) FROM STDIN (FORMAT BINARY)") as copy:
+        with cur.copy(
+            "COPY loci_stage_embeddings (text_hash, dims, embedding) FROM STDIN (FORMAT BINARY)"
+        ) as copy:
             copy.set_types(["text", "int4", vector_oid])
             for h, vec in vectors.items():
                 arr = np.asarray(vec, dtype=np.float32).reshape(-1)
@@ -112,6 +142,8 @@ def copy_vectors(conn: psycopg.Connection[Any], model: str, vectors: Mapping[str
         cur.execute(
             "INSERT INTO embeddings (model, text_hash, dims, embedding)"
             " SELECT %s, text_hash, dims, embedding FROM loci_stage_embeddings"
-            " ON CONFLICT (model, text_hash) DO NOTHING", (enc(model),))
+            " ON CONFLICT (model, text_hash) DO NOTHING",
+            (enc(model),),
+        )
         cur.execute("TRUNCATE loci_stage_embeddings")
     return by_dims

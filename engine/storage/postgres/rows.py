@@ -60,8 +60,23 @@ class _StoredMemory(msgspec.Struct, kw_only=True):
 _decoder = msgspec.json.Decoder(_StoredMemory)
 
 COLUMNS = (
-    "org_id", "memory_id", "namespace", "agent_id", "entity_id", "type", "text", "text_hash", "tags",
-    "ts", "archived", "subject", "object_entity", "valid_from", "valid_to", "status", "doc",
+    "org_id",
+    "memory_id",
+    "namespace",
+    "agent_id",
+    "entity_id",
+    "type",
+    "text",
+    "text_hash",
+    "tags",
+    "ts",
+    "archived",
+    "subject",
+    "object_entity",
+    "valid_from",
+    "valid_to",
+    "status",
+    "doc",
 )
 #: the inline vector columns (migration 3), after COLUMNS
 INLINE_COLUMNS = ("embedding_model", "embedding")
@@ -85,17 +100,24 @@ _ENTRY_FIXED = 256 + len("superseded") + len("document")
 def inline_dims_max(m: Memory, model: str) -> int:
     """The most dimensions an inline vector of `m` may have for its entity-index entry to fit
     (4 bytes per dimension plus an 8-byte header); 0 or less means no inline copy."""
-    used = _ENTRY_FIXED + 64 + sum(  # 64: the text hash (32 hex digits) with room to spare
-        len(enc(s).encode("utf-8", "surrogatepass"))
-        for s in (m.org_id, m.memory_id, m.namespace, m.entity_id or "", model))
+    used = (
+        _ENTRY_FIXED
+        + 64
+        + sum(  # 64: the text hash (32 hex digits) with room to spare
+            len(enc(s).encode("utf-8", "surrogatepass"))
+            for s in (m.org_id, m.memory_id, m.namespace, m.entity_id or "", model)
+        )
+    )
     return (BTREE_ENTRY_MAX - used - 8) // 4
 
 
 def inline_fits_sql(m: str, model_param: str, dims: str) -> str:
     """`inline_dims_max(...) >= dims` in SQL, for row alias `m` (columns hold `enc`-ed strings)."""
-    return (f"({BTREE_ENTRY_MAX} - {_ENTRY_FIXED} - 64 - 8 - octet_length({m}.org_id) - octet_length({m}.memory_id)"
-            f" - octet_length({m}.namespace) - coalesce(octet_length({m}.entity_id), 0)"
-            f" - octet_length({model_param})) / 4 >= {dims}")
+    return (
+        f"({BTREE_ENTRY_MAX} - {_ENTRY_FIXED} - 64 - 8 - octet_length({m}.org_id) - octet_length({m}.memory_id)"
+        f" - octet_length({m}.namespace) - coalesce(octet_length({m}.entity_id), 0)"
+        f" - octet_length({model_param})) / 4 >= {dims}"
+    )
 
 
 # Copy `embeddings` rows of the inline model into the memory rows of their text (`{rows}` narrows
@@ -115,7 +137,9 @@ def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[s
     have no copy yet (written before the vector) and replace copies that differ (a replaced vector).
     Touches no row whose copy is already right."""
     conn.execute(
-        _COPY_INLINE.format(rows="e.text_hash = ANY(%(hashes)s) AND m.embedding IS DISTINCT FROM e.embedding"),
+        _COPY_INLINE.format(
+            rows="e.text_hash = ANY(%(hashes)s) AND m.embedding IS DISTINCT FROM e.embedding"
+        ),
         {"model": enc(model), "hashes": list(hashes)},
         prepare=False,
     )
@@ -123,27 +147,40 @@ def refresh_inline(conn: psycopg.Connection[Any], model: str, hashes: Sequence[s
 
 def _page_rows(missing: str) -> str:
     """Rows of `m` in the page's key range whose column `missing` is NULL, not locked by a writer."""
+
     def within(a: str) -> str:
-        return f"({a}org_id, {a}memory_id) >= (%(fo)s, %(fm)s) AND ({a}org_id, {a}memory_id) <= (%(lo)s, %(lm)s)"
-    return (f"{within('m.')} AND m.ctid IN (SELECT ctid FROM memories WHERE {within('')}"
-            f" AND {missing} IS NULL FOR UPDATE SKIP LOCKED)")
+        return (
+            f"({a}org_id, {a}memory_id) >= (%(fo)s, %(fm)s) AND ({a}org_id, {a}memory_id) <= (%(lo)s, %(lm)s)"
+        )
+
+    return (
+        f"{within('m.')} AND m.ctid IN (SELECT ctid FROM memories WHERE {within('')}"
+        f" AND {missing} IS NULL FOR UPDATE SKIP LOCKED)"
+    )
 
 
-def backfill_inline_page(conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None,
-                         limit: int) -> tuple[int, tuple[str, str] | None]:
+def backfill_inline_page(
+    conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None, limit: int
+) -> tuple[int, tuple[str, str] | None]:
     """Give the next `limit` rows in primary-key order after `after` their inline copy of `model`'s
     vector where they have none (and their vector is stored and fits), and their inline tsvector;
     (vector copies made, last key read, None when no rows are left). Rows another transaction holds
     locked are skipped."""
-    where, params = ("", {}) if after is None else ("WHERE (org_id, memory_id) > (%(ao)s, %(am)s)",
-                                                   {"ao": after[0], "am": after[1]})
-    keys = conn.execute(f"SELECT org_id, memory_id FROM memories {where} ORDER BY org_id, memory_id"
-                        " LIMIT %(n)s", {**params, "n": limit}).fetchall()
+    where, params = (
+        ("", {})
+        if after is None
+        else ("WHERE (org_id, memory_id) > (%(ao)s, %(am)s)", {"ao": after[0], "am": after[1]})
+    )
+    keys = conn.execute(
+        f"SELECT org_id, memory_id FROM memories {where} ORDER BY org_id, memory_id LIMIT %(n)s",
+        {**params, "n": limit},
+    ).fetchall()
     if not keys:
         return 0, None
     page = {"fo": keys[0][0], "fm": keys[0][1], "lo": keys[-1][0], "lm": keys[-1][1]}
-    made = conn.execute(_COPY_INLINE.format(rows=_page_rows("embedding")), {**page, "model": enc(model)},
-                        prepare=False).rowcount
+    made = conn.execute(
+        _COPY_INLINE.format(rows=_page_rows("embedding")), {**page, "model": enc(model)}, prepare=False
+    ).rowcount
     conn.execute(  # and the inline tsvector, by the trigger's rule, where it is missing
         f"UPDATE memories m SET tsv_small = m.tsv WHERE {_page_rows('tsv_small')}"
         f" AND {tsv_inline_fits('m', 'm.tsv')}",
@@ -182,9 +219,22 @@ def object_entity(m: Memory) -> str | None:
 def row_of(m: Memory) -> tuple[Any, ...]:
     m = normalized(m)
     return (
-        enc(m.org_id), enc(m.memory_id), enc(m.namespace), enc_opt(m.agent_id), enc_opt(m.entity_id),
-        enc(m.type), enc(m.text), text_hash(m.text), enc_all(m.tags), m.timestamp, m.archived,
-        enc_opt(m.subject), enc_opt(object_entity(m)), m.valid_from, m.valid_to, enc(m.status),
+        enc(m.org_id),
+        enc(m.memory_id),
+        enc(m.namespace),
+        enc_opt(m.agent_id),
+        enc_opt(m.entity_id),
+        enc(m.type),
+        enc(m.text),
+        text_hash(m.text),
+        enc_all(m.tags),
+        m.timestamp,
+        m.archived,
+        enc_opt(m.subject),
+        enc_opt(object_entity(m)),
+        m.valid_from,
+        m.valid_to,
+        enc(m.status),
         _encoder.encode(m).decode("utf-8"),
     )
 
@@ -209,7 +259,8 @@ def put(conn: psycopg.Connection[Any], memories: Sequence[Memory], inline_model:
             cur.execute("DELETE FROM memory_keys WHERE org_id = %s AND memory_id = ANY(%s)", (org, ids))
         key_rows = [
             (enc(m.org_id), enc(m.namespace), enc(key), enc(m.memory_id))
-            for m in memories for key in dict.fromkeys(m.keys or ())
+            for m in memories
+            for key in dict.fromkeys(m.keys or ())
         ]
         if key_rows:
             cur.executemany(
@@ -254,16 +305,21 @@ def list_query(conn: psycopg.Connection[Any], org_id: str, q: ListQuery) -> list
     if q.archived is not None:
         w.add("archived = %(archived)s", archived=q.archived)
     if q.text is not None:  # ASCII case folding only, as in the other stores
-        w.add(f"strpos(translate(text, '{string.ascii_uppercase}', '{string.ascii_lowercase}'), %(text)s) > 0",
-              text=enc(ascii_lower(q.text)))
+        w.add(
+            f"strpos(translate(text, '{string.ascii_uppercase}', '{string.ascii_lowercase}'), %(text)s) > 0",
+            text=enc(ascii_lower(q.text)),
+        )
     if q.since is not None:
         w.add("ts >= %(since)s", since=to_utc(q.since))
     if q.until is not None:
         w.add("ts < %(until)s", until=to_utc(q.until))
     desc = q.sort == "timestamp_desc"
     if q.after is not None:
-        w.add(f"(ts, memory_id) {'<' if desc else '>'} (%(after_ts)s, %(after_id)s)",
-              after_ts=to_utc(q.after[0]), after_id=enc(q.after[1]))
+        w.add(
+            f"(ts, memory_id) {'<' if desc else '>'} (%(after_ts)s, %(after_id)s)",
+            after_ts=to_utc(q.after[0]),
+            after_id=enc(q.after[1]),
+        )
     order = "ts DESC, memory_id DESC" if desc else "ts ASC, memory_id ASC"
     stmt = f"SELECT doc FROM memories WHERE {w.sql} ORDER BY {order} LIMIT %(limit)s"
     params = {**w.params, "limit": max(q.limit, 0)}

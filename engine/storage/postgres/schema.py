@@ -25,9 +25,11 @@ TSV_INLINE_BUDGET = 2200
 def tsv_inline_fits(row: str, tsv: str) -> str:
     """The rule for keeping `tsv_small`, in SQL: tsvector `tsv` of row `row` (an alias, or NEW) fits
     beside the row's ids. One rule for the trigger and the backfill (memories.backfill_inline_page)."""
-    return (f"pg_column_size({tsv}) + octet_length({row}.org_id) + octet_length({row}.memory_id)"
-            f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
-            f" <= {TSV_INLINE_BUDGET}")
+    return (
+        f"pg_column_size({tsv}) + octet_length({row}.org_id) + octet_length({row}.memory_id)"
+        f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
+        f" <= {TSV_INLINE_BUDGET}"
+    )
 
 
 # Any 64-bit constant unique to Loci's migrations ("loci" in ASCII, then 1).

@@ -160,8 +160,13 @@ def exact_vector_statement(
         ORDER BY distance, ts DESC, memory_id
         LIMIT %(k)s
         """
-    ).format(vt=vt, model=sql.Literal(enc(model)), dims=sql.Literal(dims), where=sql.SQL(where),
-             counted=sql.SQL(", (SELECT count(*) FROM scored)" if cap is not None else ""))
+    ).format(
+        vt=vt,
+        model=sql.Literal(enc(model)),
+        dims=sql.Literal(dims),
+        where=sql.SQL(where),
+        counted=sql.SQL(", (SELECT count(*) FROM scored)" if cap is not None else ""),
+    )
     return stmt, params
 
 
@@ -175,15 +180,21 @@ def bounded_scope_size(conn: psycopg.Connection[Any], scope: Scope, limit: int) 
     where, params = scope_filter(scope)
     params["lim"] = limit + 1
     row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %(lim)s) AS c", params,
+        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %(lim)s) AS c",
+        params,
         prepare=False,
     ).fetchone()
     return int(row[0]) if row else 0
 
 
 def vector_search(
-    conn: psycopg.Connection[Any], scope: Scope, model: str, query: Vector, k: int,
-    *, exact_max: int = EXACT_SCAN_MAX,
+    conn: psycopg.Connection[Any],
+    scope: Scope,
+    model: str,
+    query: Vector,
+    k: int,
+    *,
+    exact_max: int = EXACT_SCAN_MAX,
 ) -> list[Hit]:
     """Exact for scopes of at most `exact_max` candidates, HNSW otherwise (module docstring)."""
     if k <= 0:
@@ -298,8 +309,9 @@ def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
     return int(row[0]) if row else 0
 
 
-def adjacent_events(conn: psycopg.Connection[Any], scope: Scope, memory_ids: Sequence[str], span: int,
-                    max_gap: timedelta) -> list[Adjacent]:
+def adjacent_events(
+    conn: psycopg.Connection[Any], scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+) -> list[Adjacent]:
     """`Store.adjacent_events`: per in-scope event anchor, `span` in-scope events on each side in
     (ts, memory_id) order (two index-ordered LATERAL scans), then cut where a gap exceeds `max_gap`."""
     if span <= 0 or not memory_ids:

@@ -94,8 +94,13 @@ class PostgresStore:
         self._returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._current: ContextVar[Conn | None] = ContextVar(f"loci_pg_conn_{id(self)}", default=None)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
-            url, min_size=min_size, max_size=max(max_size, min_size), timeout=timeout,
-            configure=self._configure, open=True, name="loci",
+            url,
+            min_size=min_size,
+            max_size=max(max_size, min_size),
+            timeout=timeout,
+            configure=self._configure,
+            open=True,
+            name="loci",
             check=self._check_if_idle if check_connections else None,
         )
 
@@ -291,8 +296,11 @@ class PostgresStore:
                         rebuild.append(dims)
         if model is not None:
             for dims in counts:
-                if dims not in rebuild and (model, dims) not in self._indexed \
-                        and ensure_hnsw_index(self.url, model, dims):
+                if (
+                    dims not in rebuild
+                    and (model, dims) not in self._indexed
+                    and ensure_hnsw_index(self.url, model, dims)
+                ):
                     self._indexed.add((model, dims))
         inline = self._inline_vectors(memories_, model, vectors)
         with self._conn() as conn:
@@ -321,8 +329,9 @@ class PostgresStore:
             if after is None:
                 return made
 
-    def _inline_vectors(self, memories_: Sequence[Memory], model: str | None,
-                        vectors: Mapping[str, Vector]) -> tuple[str, dict[str, Vector]] | None:
+    def _inline_vectors(
+        self, memories_: Sequence[Memory], model: str | None, vectors: Mapping[str, Vector]
+    ) -> tuple[str, dict[str, Vector]] | None:
         """(inline model, text hash -> vector) for the memories of a bulk load: the load's own vectors
         when it brings them for the inline model, the rest from `embeddings`; None without a model."""
         if self.inline_model is None:
@@ -348,8 +357,9 @@ class PostgresStore:
         with self._read() as conn:
             return search.graph_search(conn, scope, seeds, depth, k)
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+    ) -> list[Adjacent]:
         with self._read() as conn:
             return search.adjacent_events(conn, scope, memory_ids, span, max_gap)
 
@@ -395,4 +405,3 @@ class PostgresStore:
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         with self._conn() as conn:
             return bookkeeping.list_events(conn, org_id, query)
-

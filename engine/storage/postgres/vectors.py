@@ -97,8 +97,12 @@ def _create_hnsw_statement(name: str, model: str, dims: int) -> sql.Composed:
     return sql.SQL(
         "CREATE INDEX IF NOT EXISTS {name} ON embeddings USING hnsw ((embedding::{vt}) vector_cosine_ops)"
         " WHERE model = {model} AND dims = {dims}"
-    ).format(name=sql.Identifier(name), vt=vector_type(dims), model=sql.Literal(enc(model)),
-             dims=sql.Literal(int(dims)))
+    ).format(
+        name=sql.Identifier(name),
+        vt=vector_type(dims),
+        model=sql.Literal(enc(model)),
+        dims=sql.Literal(int(dims)),
+    )
 
 
 def ensure_hnsw_index(url: str, model: str, dims: int, *, lock_timeout_ms: int = 2000) -> bool:
@@ -127,8 +131,9 @@ def ensure_hnsw_index(url: str, model: str, dims: int, *, lock_timeout_ms: int =
         return False
 
 
-def build_hnsw_index(url: str, model: str, dims: int, *, maintenance_work_mem: str = "512MB",
-                     parallel_workers: int = 2) -> None:
+def build_hnsw_index(
+    url: str, model: str, dims: int, *, maintenance_work_mem: str = "512MB", parallel_workers: int = 2
+) -> None:
     """(Re-)create the HNSW index for (model, dims) after a bulk load, on its own autocommit connection,
     with more build memory (a graph that fits in `maintenance_work_mem` builds several times faster)
     and up to `parallel_workers` parallel maintenance workers. No lock timeout: it waits for writers."""
@@ -138,7 +143,9 @@ def build_hnsw_index(url: str, model: str, dims: int, *, maintenance_work_mem: s
     stmt = _create_hnsw_statement(name, model, dims)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (maintenance_work_mem,))
-        conn.execute("SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),))
+        conn.execute(
+            "SELECT set_config('max_parallel_maintenance_workers', %s, false)", (str(parallel_workers),)
+        )
         conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
         try:
             conn.execute(stmt)

@@ -110,7 +110,7 @@ def _v1(conn: sqlite3.Connection) -> None:
             data       TEXT NOT NULL
         );
         CREATE INDEX events_org_seq ON events (org_id, seq);
-        """
+        """,
     )
 
 
@@ -129,14 +129,10 @@ def _v2(conn: sqlite3.Connection) -> None:
         CREATE INDEX memory_tags_memory ON memory_tags (org_id, memory_id);
         CREATE INDEX events_org_type_seq ON events (org_id, type, seq);
         CREATE INDEX idempotency_expires ON idempotency (expires_at);
-        """
+        """,
     )
     rows = conn.execute("SELECT org_id, memory_id, tags FROM memories").fetchall()
-    pairs = {
-        (org, tag, mid)
-        for org, mid, tags in rows
-        for tag in msgspec.json.decode(tags, type=list[str])
-    }
+    pairs = {(org, tag, mid) for org, mid, tags in rows for tag in msgspec.json.decode(tags, type=list[str])}
     conn.executemany("INSERT INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", sorted(pairs))
 
 

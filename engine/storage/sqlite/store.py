@@ -119,8 +119,10 @@ class SQLiteStore:
 
     # --- memories -------------------------------------------------------------------------------
     def _load_namespace(self, org_id: str, namespace: str) -> list[Memory]:
-        rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND namespace = ?",
-                       (org_id, namespace))
+        rows = self._q(
+            f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND namespace = ?",
+            (org_id, namespace),
+        )
         return [codec.row_memory(r) for r in rows]
 
     def put_memories(self, memories: Sequence[Memory]) -> None:
@@ -135,17 +137,23 @@ class SQLiteStore:
             latest = {(m.org_id, m.memory_id): m for m in memories}.values()  # a repeated id: the last wins
             keys = [(m.org_id, m.namespace, k, m.memory_id) for m in latest for k in m.keys or ()]
             if keys:
-                c.executemany("INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
-                              keys)
+                c.executemany(
+                    "INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
+                    keys,
+                )
             tags = [(m.org_id, t, m.memory_id) for m in latest for t in m.tags]
             if tags:
-                c.executemany("INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags)
+                c.executemany(
+                    "INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags
+                )
             batch = list(memories)
             self._after_commit.append(lambda: self._index.apply_put(batch))
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
-        rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id = ?",
-                       (org_id, memory_id))
+        rows = self._q(
+            f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id = ?",
+            (org_id, memory_id),
+        )
         return codec.row_memory(rows[0]) if rows else None
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
@@ -154,14 +162,18 @@ class SQLiteStore:
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            for r in self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
-                             f"AND memory_id IN ({marks})", (org_id, *chunk)):
+            for r in self._q(
+                f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
+                (org_id, *chunk),
+            ):
                 found[r[1]] = codec.row_memory(r)
         return [found[i] for i in memory_ids if i in found]
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
         with self.transaction():
-            cur = self._conn.execute("DELETE FROM memories WHERE org_id = ? AND memory_id = ?", (org_id, memory_id))
+            cur = self._conn.execute(
+                "DELETE FROM memories WHERE org_id = ? AND memory_id = ?", (org_id, memory_id)
+            )
             if cur.rowcount == 0:
                 return False
             self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
@@ -170,8 +182,11 @@ class SQLiteStore:
     def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
         where = ["org_id = ?"]
         params: list[Any] = [org_id]
-        for column, value in (("namespace", query.namespace), ("entity_id", query.entity_id),
-                              ("agent_id", query.agent_id)):
+        for column, value in (
+            ("namespace", query.namespace),
+            ("entity_id", query.entity_id),
+            ("agent_id", query.agent_id),
+        ):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
@@ -199,8 +214,10 @@ class SQLiteStore:
             where.append(f"(ts, memory_id) {'<' if desc else '>'} (?, ?)")
             params += [to_micros(query.after[0]), query.after[1]]
         order = "DESC" if desc else "ASC"
-        sql = (f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE {' AND '.join(where)} "
-               f"ORDER BY ts {order}, memory_id {order} LIMIT ?")
+        sql = (
+            f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE {' AND '.join(where)} "
+            f"ORDER BY ts {order}, memory_id {order} LIMIT ?"
+        )
         params.append(max(query.limit, 0))
         return [codec.row_memory(r) for r in self._q(sql, params)]
 
@@ -223,11 +240,17 @@ class SQLiteStore:
         after: tuple[int, str] | None = None
         while True:
             if after is None:
-                rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
-                               "ORDER BY ts, memory_id LIMIT 1000", (org_id,))
+                rows = self._q(
+                    f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
+                    "ORDER BY ts, memory_id LIMIT 1000",
+                    (org_id,),
+                )
             else:
-                rows = self._q(f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
-                               "AND (ts, memory_id) > (?, ?) ORDER BY ts, memory_id LIMIT 1000", (org_id, *after))
+                rows = self._q(
+                    f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? "
+                    "AND (ts, memory_id) > (?, ?) ORDER BY ts, memory_id LIMIT 1000",
+                    (org_id, *after),
+                )
             if not rows:
                 return
             for r in rows:
@@ -241,8 +264,10 @@ class SQLiteStore:
         for start in range(0, len(unique), _CHUNK):
             chunk = unique[start : start + _CHUNK]
             marks = ", ".join("?" * len(chunk))
-            for h, blob in self._q(f"SELECT text_hash, vector FROM embeddings WHERE model = ? "
-                                   f"AND text_hash IN ({marks})", (model, *chunk)):
+            for h, blob in self._q(
+                f"SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})",
+                (model, *chunk),
+            ):
                 out[h] = np.frombuffer(blob, dtype=np.float32).copy()
         return out
 
@@ -270,8 +295,9 @@ class SQLiteStore:
         self._sync_index()
         return self._index.graph_search(scope, seeds, depth, k)
 
-    def adjacent_events(self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-                        ) -> list[Adjacent]:
+    def adjacent_events(
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+    ) -> list[Adjacent]:
         self._sync_index()
         return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
 
@@ -283,8 +309,10 @@ class SQLiteStore:
     def create_api_key(self, key: ApiKey) -> None:
         try:
             with self.transaction():
-                self._conn.execute(f"INSERT INTO api_keys ({codec.API_KEY_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                   codec.api_key_row(key))
+                self._conn.execute(
+                    f"INSERT INTO api_keys ({codec.API_KEY_SELECT}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    codec.api_key_row(key),
+                )
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"api key {key.key_id!r} or its hash already exists") from exc
 
@@ -296,26 +324,36 @@ class SQLiteStore:
         if org_id is None:
             rows = self._q(f"SELECT {codec.API_KEY_SELECT} FROM api_keys ORDER BY created_at, key_id")
         else:
-            rows = self._q(f"SELECT {codec.API_KEY_SELECT} FROM api_keys WHERE org_id = ? "
-                           "ORDER BY created_at, key_id", (org_id,))
+            rows = self._q(
+                f"SELECT {codec.API_KEY_SELECT} FROM api_keys WHERE org_id = ? ORDER BY created_at, key_id",
+                (org_id,),
+            )
         return [codec.row_api_key(r) for r in rows]
 
     def revoke_api_key(self, key_id: str, at: datetime) -> bool:
         with self.transaction():
-            cur = self._conn.execute("UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?",
-                                     (to_micros(at), key_id))
+            cur = self._conn.execute(
+                "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE key_id = ?",
+                (to_micros(at), key_id),
+            )
             return cur.rowcount > 0
 
     # --- idempotency -----------------------------------------------------------------------------
     def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
-        rows = self._q(f"SELECT {codec.IDEMPOTENCY_SELECT} FROM idempotency WHERE org_id = ? AND key = ? "
-                       "AND expires_at > ?", (org_id, key, to_micros(now)))
+        rows = self._q(
+            f"SELECT {codec.IDEMPOTENCY_SELECT} FROM idempotency WHERE org_id = ? AND key = ? "
+            "AND expires_at > ?",
+            (org_id, key, to_micros(now)),
+        )
         return codec.row_idempotency(rows[0]) if rows else None
 
     def put_idempotency(self, record: IdempotencyRecord) -> None:
         with self.transaction():
-            self._conn.execute(f"INSERT OR REPLACE INTO idempotency ({codec.IDEMPOTENCY_SELECT}) "
-                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", codec.idempotency_row(record))
+            self._conn.execute(
+                f"INSERT OR REPLACE INTO idempotency ({codec.IDEMPOTENCY_SELECT}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                codec.idempotency_row(record),
+            )
 
     # --- events ----------------------------------------------------------------------------------
     def append_events(self, events: Sequence[Event]) -> None:
@@ -347,6 +385,8 @@ class SQLiteStore:
             where.append("at >= ?")
             params.append(to_micros(query.since))
         params.append(max(query.limit, 0))
-        rows = self._q(f"SELECT {codec.EVENT_SELECT} FROM events WHERE {' AND '.join(where)} "
-                       "ORDER BY seq LIMIT ?", params)
+        rows = self._q(
+            f"SELECT {codec.EVENT_SELECT} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
+            params,
+        )
         return [codec.row_event(r) for r in rows]

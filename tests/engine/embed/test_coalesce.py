@@ -39,7 +39,9 @@ class GatedRun:
         return _rows(texts)
 
 
-def _call_all(c: Coalescer, calls: list[list[str]], *, first_alone: bool = True) -> list[np.ndarray | BaseException]:
+def _call_all(
+    c: Coalescer, calls: list[list[str]], *, first_alone: bool = True
+) -> list[np.ndarray | BaseException]:
     out: list[np.ndarray | BaseException] = [np.zeros(0)] * len(calls)
 
     def run(i: int) -> None:

@@ -52,8 +52,13 @@ def test_registry_builds_it() -> None:
 
 
 def test_query_fast_path_equals_encode(embedder: MiniLMEmbedder) -> None:
-    texts = ["Where does Alice live?", "Bob likes jazz", "a", "The stock market fell sharply today",
-             "Ünïcödé text 東京"]
+    texts = [
+        "Where does Alice live?",
+        "Bob likes jazz",
+        "a",
+        "The stock market fell sharply today",
+        "Ünïcödé text 東京",
+    ]
     big = embedder.embed(texts)  # > SMALL_BATCH: SentenceTransformer.encode
     small = np.vstack([embedder.embed([t]) for t in texts])  # fast path
     assert np.allclose(big, small, atol=1e-5)
@@ -67,16 +72,22 @@ def test_lean_pass_applies_and_equals_the_module_stack(embedder: MiniLMEmbedder)
     model = embedder._load()
     lean = LeanBert.from_model(model)
     assert lean is not None  # all-MiniLM-L6-v2 is the case it is written for
-    texts = ["Where does Alice live?", "a", "The stock market fell sharply today, again and again",
-             "Ünïcödé text 東京", "x " * 400]  # the last is truncated at max_seq_length
+    texts = [
+        "Where does Alice live?",
+        "a",
+        "The stock market fell sharply today, again and again",
+        "Ünïcödé text 東京",
+        "x " * 400,
+    ]  # the last is truncated at max_seq_length
     for batch in ([texts[0]], texts[:2], texts[:3], texts):
         np.testing.assert_allclose(lean(batch), MiniLMEmbedder._module_forward(model, batch), atol=1e-5)
     embedder.embed(["warm"])
     assert isinstance(embedder._lean, LeanBert)  # the query path uses it
 
 
-def test_lean_pass_is_compiled_and_falls_back_to_eager(embedder: MiniLMEmbedder,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lean_pass_is_compiled_and_falls_back_to_eager(
+    embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The pass runs as a frozen TorchScript module (no GIL between its operations); where TorchScript
     or the inference optimizations are unavailable, the same pass runs as they allow, same vectors."""
     import torch
@@ -106,8 +117,10 @@ def test_lean_pass_refuses_what_it_does_not_reproduce(embedder: MiniLMEmbedder) 
     from engine.embed.bert_fast import LeanBert
 
     model = embedder._load()
-    for target, attr, value in ((model[1], "pooling_mode", "cls"),
-                                (model[0].auto_model.config, "hidden_act", "relu")):
+    for target, attr, value in (
+        (model[1], "pooling_mode", "cls"),
+        (model[0].auto_model.config, "hidden_act", "relu"),
+    ):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(target, attr, value)
             assert LeanBert.from_model(model) is None, attr

@@ -17,9 +17,15 @@ from engine.errors import UnknownName
 
 pytestmark = pytest.mark.slow
 
-TEXTS = ["Where does Alice live?", "a", "  Bob likes jazz and late-night radio  ", "The stock market fell sharply today",
-         "Ünïcödé text 東京", "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
-         "x " * 400]  # the last is truncated at max_seq_length
+TEXTS = [
+    "Where does Alice live?",
+    "a",
+    "  Bob likes jazz and late-night radio  ",
+    "The stock market fell sharply today",
+    "Ünïcödé text 東京",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+    "x " * 400,
+]  # the last is truncated at max_seq_length
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +61,13 @@ def test_large_batches_are_sorted_chunked_and_put_back_in_order(cache: Path) -> 
     emb = MiniLMEmbedder(runtime="onnx-fp32", cache_dir=cache)
     texts = [f"memory number {i} " + "word " * (i % 37) for i in range(80)]
     batched = emb.embed(texts)
-    singles = np.vstack([emb.embed([t]) for t in texts[:: 7]])
-    np.testing.assert_allclose(batched[:: 7], singles, atol=1e-5)
+    singles = np.vstack([emb.embed([t]) for t in texts[::7]])
+    np.testing.assert_allclose(batched[::7], singles, atol=1e-5)
 
 
-def test_the_graph_is_cached_per_weights_and_quantization(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_graph_is_cached_per_weights_and_quantization(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     model_dir = Path(_model_path())
     first = onnx_encoder.graph_file(model_dir, cache, "t", ())
     assert isinstance(first, Path) and first.is_file() and oct(first.stat().st_mode & 0o777) == "0o644"
@@ -81,8 +89,9 @@ def test_an_unwritable_cache_builds_in_memory(tmp_path: Path) -> None:
     assert encoder(["hello"]).shape == (1, 384)
 
 
-def test_falls_back_to_torch_without_onnxruntime(monkeypatch: pytest.MonkeyPatch, torch_rows: np.ndarray,
-                                                 tmp_path: Path) -> None:
+def test_falls_back_to_torch_without_onnxruntime(
+    monkeypatch: pytest.MonkeyPatch, torch_rows: np.ndarray, tmp_path: Path
+) -> None:
     real_import = builtins.__import__
 
     def no_ort(name: str, *args: Any, **kwargs: Any) -> Any:

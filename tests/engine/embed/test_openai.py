@@ -27,8 +27,9 @@ class FakeServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fake.requests.append({"path": self.path, "body": body,
-                                      "auth": self.headers.get("Authorization")})
+                fake.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
                 if fake.mode == "500":
                     self.send_response(500)
                     self.end_headers()
@@ -37,8 +38,10 @@ class FakeServer:
                     payload = b"not json"
                 else:
                     # vector = [len(text), 1, 0]; returned in reverse order to test index sorting
-                    data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
-                            for i, t in enumerate(body["input"])]
+                    data = [
+                        {"index": i, "embedding": [float(len(t)), 1.0, 0.0]}
+                        for i, t in enumerate(body["input"])
+                    ]
                     payload = json.dumps({"data": data[::-1], "model": body["model"]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")

@@ -33,11 +33,50 @@ MAX_TINY_STEP = 8.0  # time per character, SMALL over TINY (cubic 16)
 MAX_RATIO = 4.0  # time per character, LARGE over SMALL (linear about 1, quadratic 20)
 MAX_STEP = 2.5  # time per character, MIDDLE over SMALL (linear about 1, quadratic 4)
 #: packages and modules whose patterns see request text (bodies, queries, headers, error messages)
-REACHED = ("engine.extract", "engine.redact", "engine.retrieval", "engine.write", "engine.storage.local_index",
-           "engine.embed.hash", "server.gateway", "server.errors", "server.http", "server.event_stream")
+REACHED = (
+    "engine.extract",
+    "engine.redact",
+    "engine.retrieval",
+    "engine.write",
+    "engine.storage.local_index",
+    "engine.embed.hash",
+    "server.gateway",
+    "server.errors",
+    "server.http",
+    "server.event_stream",
+)
 
-UNITS = ["1", "a", "A", " ", "\u2003", "\r", ".", ",", "-", "'", "@", ":", "1,", "1.", "a ", "Aa ", "a.",
-         "A-", "a1", "é", "中", "🙂", " \u2003", "a, ", "a and ", ", I ", " now", "1 2-3 ", "\u0661"]
+UNITS = [
+    "1",
+    "a",
+    "A",
+    " ",
+    "\u2003",
+    "\r",
+    ".",
+    ",",
+    "-",
+    "'",
+    "@",
+    ":",
+    "1,",
+    "1.",
+    "a ",
+    "Aa ",
+    "a.",
+    "A-",
+    "a1",
+    "é",
+    "中",
+    "🙂",
+    " \u2003",
+    "a, ",
+    "a and ",
+    ", I ",
+    " now",
+    "1 2-3 ",
+    "\u0661",
+]
 
 
 def _modules() -> Iterator[Any]:
@@ -91,7 +130,9 @@ def per_char(run: Callable[[str], Any], text: str) -> float:
     return best / max(len(text), 1)
 
 
-def _ratio(run: Callable[[str], Any], make: Callable[[int], str], small: int, large: int, bound: float) -> float:
+def _ratio(
+    run: Callable[[str], Any], make: Callable[[int], str], small: int, large: int, bound: float
+) -> float:
     """Time per character at `large` over that at `small`, both measured afresh up to 3 times while the
     ratio exceeds `bound` (a busy machine inflates one measurement, rarely three)."""
     best = float("inf")
@@ -126,7 +167,12 @@ def repeat(unit: str, prefix: str = "", suffix: str = "") -> Callable[[int], str
 
 def test_the_walk_finds_the_patterns_of_every_reached_package() -> None:
     names = " ".join(PATTERNS)
-    for where in ("extract.rules.quantities", "extract.rules.clauses", "redact.rules.email", "server.gateway"):
+    for where in (
+        "extract.rules.quantities",
+        "extract.rules.clauses",
+        "redact.rules.email",
+        "server.gateway",
+    ):
         assert where in names
     assert len(PATTERNS) > 150
 
@@ -145,13 +191,17 @@ def _pumped(draw: st.DrawFn, pattern: re.Pattern[str]) -> tuple[str, str, str]:
     i = draw(st.integers(0, len(example) - 1))
     k = draw(st.integers(1, min(3, len(example) - i)))
     tail = draw(st.sampled_from(["", "!", "\x00", "1", " x", "\u2003"]))
-    return example[:i], example[i:i + k], tail
+    return example[:i], example[i : i + k], tail
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(PATTERNS))
-@settings(max_examples=4, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+@settings(
+    max_examples=4,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_every_pattern_is_linear_on_its_own_matches_pumped(name: str, data: st.DataObject) -> None:
     pattern = PATTERNS[name]
@@ -160,10 +210,18 @@ def test_every_pattern_is_linear_on_its_own_matches_pumped(name: str, data: st.D
     assert ratio <= MAX_RATIO, f"{name} grows {ratio:.1f}x per character on {head!r} + {piece!r}* + {tail!r}"
 
 
-ADVERSARIAL_TEXTS = [repeat(u) for u in ("1", "a", " ", "\u2003", ".", ",", "-", "A-", "a.", "1 2-3 ", "中")] + [
-    repeat("\u2003", "I love "), repeat(" now", "I live in Berlin"), repeat("tea, ", "I like "),
-    repeat("A-", "", "'s birthday is May 1"), repeat("0 ", "I am not ", " anymore"), repeat("1", "My number is "),
-    repeat(" ", "I can not eat x", " I am allergic"), repeat("Ab ", "my sister "), repeat("1.", "I earn $"),
+ADVERSARIAL_TEXTS = [
+    repeat(u) for u in ("1", "a", " ", "\u2003", ".", ",", "-", "A-", "a.", "1 2-3 ", "中")
+] + [
+    repeat("\u2003", "I love "),
+    repeat(" now", "I live in Berlin"),
+    repeat("tea, ", "I like "),
+    repeat("A-", "", "'s birthday is May 1"),
+    repeat("0 ", "I am not ", " anymore"),
+    repeat("1", "My number is "),
+    repeat(" ", "I can not eat x", " I am allergic"),
+    repeat("Ab ", "my sister "),
+    repeat("1.", "I earn $"),
 ]
 
 

@@ -57,7 +57,10 @@ class FakeLLM:
                 if fake.mode == "slow":
                     time.sleep(1.0)
                 content = json.dumps(GOOD) if fake.mode in ("good", "slow") else '{"facts": [ {"subject": '
-                body: dict[str, Any] = {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": usage}
+                body: dict[str, Any] = {
+                    "choices": [{"message": {"role": "assistant", "content": content}}],
+                    "usage": usage,
+                }
                 if fake.mode == "no_choices":
                     body = {"usage": usage}
                 if fake.mode == "wrong_shape":
@@ -78,7 +81,9 @@ class FakeLLM:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def close(self) -> None:
@@ -131,7 +136,9 @@ def test_unusable_replies_fall_back_to_rules(fake: FakeLLM, mode: str) -> None:
     result = make(fake).extract("I live in Lisbon.", reference_time=REF)
     assert result.degraded
     assert result.llm_tokens == 150  # the endpoint reported usage, so the tokens were spent
-    assert [(f.predicate, f.object) for f in result.facts] == [("lives_in", "ent:lisbon")]  # the rules' answer
+    assert [(f.predicate, f.object) for f in result.facts] == [
+        ("lives_in", "ent:lisbon")
+    ]  # the rules' answer
     assert result.extractor == "llm->rules"
 
 

@@ -64,7 +64,9 @@ def score(
         fp += len(got - want)
         fn += len(want - got)
         if got != want:
-            misses.append(f"{sentence!r}: missing {sorted(map(str, want - got))} extra {sorted(map(str, got - want))}")
+            misses.append(
+                f"{sentence!r}: missing {sorted(map(str, want - got))} extra {sorted(map(str, got - want))}"
+            )
     return tp, fp, fn, misses
 
 
@@ -82,7 +84,9 @@ def test_scoring_counts_misses_and_extras() -> None:
         def extract(
             self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
         ) -> ExtractResult:
-            return super().extract("I live in Berlin. I love jazz.", subject=subject, reference_time=reference_time)
+            return super().extract(
+                "I live in Berlin. I love jazz.", subject=subject, reference_time=reference_time
+            )
 
     table: list[tuple[str, list[Expected]]] = [
         ("x", [(U, "lives_in", "ent:berlin", None), (U, "works_at", "ent:acme", None)])
@@ -106,8 +110,10 @@ def test_precision_and_recall_floors() -> None:
             assert tp / (tp + fn) >= BLIND3_RECALL_FLOOR, misses
         totals = [totals[0] + tp, totals[1] + fp, totals[2] + fn]
         all_misses += misses
-        print(f"\n{name}: {len(table)} sentences tp={tp} fp={fp} fn={fn} "
-              f"precision={tp / (tp + fp):.3f} recall={tp / (tp + fn):.3f}")
+        print(
+            f"\n{name}: {len(table)} sentences tp={tp} fp={fp} fn={fn} "
+            f"precision={tp / (tp + fp):.3f} recall={tp / (tp + fn):.3f}"
+        )
     tp, fp, fn = totals
     precision, recall = tp / (tp + fp), tp / (tp + fn)
     print(f"all: precision={precision:.3f} recall={recall:.3f}")

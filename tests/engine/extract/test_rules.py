@@ -119,13 +119,20 @@ def test_statements() -> None:
 
 
 def test_first_person_subject_is_the_given_entity() -> None:
-    assert facts("I live in Berlin.", subject="ent:dana") == [("ent:dana", "lives_in", "ent:berlin", None, False)]
+    assert facts("I live in Berlin.", subject="ent:dana") == [
+        ("ent:dana", "lives_in", "ent:berlin", None, False)
+    ]
 
 
 def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
     result = RuleExtractor().extract("I moved to Lisbon last month.", reference_time=REF)
     (fact,) = result.facts
-    assert (fact.predicate, fact.object, fact.object_type, fact.object_name) == ("lives_in", "ent:lisbon", "entity", "Lisbon")
+    assert (fact.predicate, fact.object, fact.object_type, fact.object_name) == (
+        "lives_in",
+        "ent:lisbon",
+        "entity",
+        "Lisbon",
+    )
     assert fact.event_date == "2026-10"
     assert fact.text == "User lives in Lisbon"
 
@@ -145,7 +152,9 @@ def test_numbers_carry_their_unit_and_a_readable_name() -> None:
 
 
 def test_contact_details_are_pii() -> None:
-    result = RuleExtractor().extract("My email is Dana@Example.com, call me at (415) 555-0134.", reference_time=REF)
+    result = RuleExtractor().extract(
+        "My email is Dana@Example.com, call me at (415) 555-0134.", reference_time=REF
+    )
     by_predicate = {f.predicate: f for f in result.facts}
     assert by_predicate["email"].object == "dana@example.com"
     assert by_predicate["phone"].object == "+14155550134"
@@ -190,7 +199,10 @@ def test_confidence_is_in_range_and_deterministic() -> None:
 
 def test_multi_sentence_turn() -> None:
     got = facts("Hey! Quick update: I moved to Austin. My new budget is $1,200. What's new with you?")
-    assert got == [("ent:user", "lives_in", "ent:austin", None, False), ("ent:user", "budget", 1200, "USD", False)]
+    assert got == [
+        ("ent:user", "lives_in", "ent:austin", None, False),
+        ("ent:user", "budget", 1200, "USD", False),
+    ]
 
 
 def test_empty_text() -> None:

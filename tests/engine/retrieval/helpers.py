@@ -10,8 +10,25 @@ from engine.models import Memory
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def mem(mid: str, text: str = "some text", *, type: str = "note", days_ago: float = 0.0, org: str = "o1",
-        entity: str | None = "ent:alice", **kw: Any) -> Memory:
+def mem(
+    mid: str,
+    text: str = "some text",
+    *,
+    type: str = "note",
+    days_ago: float = 0.0,
+    org: str = "o1",
+    entity: str | None = "ent:alice",
+    **kw: Any,
+) -> Memory:
     ts = NOW - timedelta(days=days_ago)
-    return Memory(memory_id=mid, org_id=org, entity_id=entity, type=type, text=text,  # type: ignore[arg-type]
-                  timestamp=ts, created_at=ts, updated_at=ts, **kw)
+    return Memory(
+        memory_id=mid,
+        org_id=org,
+        entity_id=entity,
+        type=type,
+        text=text,  # type: ignore[arg-type]
+        timestamp=ts,
+        created_at=ts,
+        updated_at=ts,
+        **kw,
+    )

@@ -29,8 +29,11 @@ text_st = st.lists(st.sampled_from(WORDS), min_size=1, max_size=60).map(" ".join
 long_text_st = st.integers(min_value=1, max_value=20000).map(lambda n: ("lorem ipsum 東 " * n)[:n])
 
 memory_st = st.tuples(
-    st.sampled_from(MEMORY_TYPES), text_st | long_text_st, st.floats(min_value=0, max_value=800),
-    st.sampled_from([None, "likes", "lives_in"]), st.none() | st.floats(min_value=0, max_value=1),
+    st.sampled_from(MEMORY_TYPES),
+    text_st | long_text_st,
+    st.floats(min_value=0, max_value=800),
+    st.sampled_from([None, "likes", "lives_in"]),
+    st.none() | st.floats(min_value=0, max_value=1),
 )
 
 
@@ -39,8 +42,10 @@ def options(draw: st.DrawFn) -> dict[str, Any]:
     body: dict[str, Any] = {
         "turn": draw(st.sampled_from(["What does Alice like?", "Acme Paris tea", "", "東京 café 🙂"])),
         # small budgets are where trimming happens: draw them more often
-        "budget": {"max_context_tokens": draw(st.integers(256, 600) | st.integers(256, 8192)),
-                   "tokenizer": draw(st.sampled_from(TOKENIZERS))},
+        "budget": {
+            "max_context_tokens": draw(st.integers(256, 600) | st.integers(256, 8192)),
+            "tokenizer": draw(st.sampled_from(TOKENIZERS)),
+        },
         "retrieval": {
             "preset": draw(st.sampled_from(["balanced", "fast", "factual", "recent", "graphy"])),
             "normalization": draw(st.sampled_from(["minmax", "zscore", "softmax"])),
@@ -60,7 +65,9 @@ def options(draw: st.DrawFn) -> dict[str, Any]:
     return body
 
 
-@given(memories=st.lists(memory_st, max_size=60), body=options(), pin=st.lists(st.integers(0, 39), max_size=5))
+@given(
+    memories=st.lists(memory_st, max_size=60), body=options(), pin=st.lists(st.integers(0, 39), max_size=5)
+)
 def test_context_never_exceeds_budget(memories: list[Any], body: dict[str, Any], pin: list[int]) -> None:
     store = InMemoryStore()
     records = [
@@ -72,8 +79,15 @@ def test_context_never_exceeds_budget(memories: list[Any], body: dict[str, Any],
     cache.embed([m.text for m in records])
     body["must_include"] = [f"m{i}" for i in pin]
     request = msgspec.convert({"entity_id": "ent:alice", **body}, AssembleRequest)
-    resp = assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r",
-                    now=records[0].timestamp if records else mem("x").timestamp)
+    resp = assemble(
+        store,
+        cache,
+        org_id="o1",
+        agent_id=None,
+        request=request,
+        request_id="r",
+        now=records[0].timestamp if records else mem("x").timestamp,
+    )
     c = resp.context
     budget = body["budget"]["max_context_tokens"]
     tok = get_tokenizer(body["budget"]["tokenizer"])

@@ -19,13 +19,13 @@ from .helpers import NOW, mem
 
 def item(i: str, n_chars: int, rank: int, *, pinned: bool = False, section: str = "sources") -> RenderItem:
     text = "x" * n_chars
-    return RenderItem(id=i, section=section, plain=text, line=text, rank=rank, score=1.0 / (rank + 1),
-                      pinned=pinned)
+    return RenderItem(
+        id=i, section=section, plain=text, line=text, rank=rank, score=1.0 / (rank + 1), pinned=pinned
+    )
 
 
 def test_format_lines() -> None:
-    f = mem("f", "Alice lives in Paris", type="fact", valid_from=NOW - timedelta(days=1),
-            valid_to=NOW)
+    f = mem("f", "Alice lives in Paris", type="fact", valid_from=NOW - timedelta(days=1), valid_to=NOW)
     assert format_line("facts", "f", f.text, f) == "Alice lives in Paris (valid 2025-12-31 to 2026-01-01)"
     e = mem("e", "flew  to\nBerlin", type="event", days_ago=2)
     assert format_line("recent_events", "e", e.text, e) == "flew to Berlin"  # dated by its day's header
@@ -72,36 +72,79 @@ def test_build_items_limits_and_caps() -> None:
     memories["e"] = mem("e", "y " * 2000, type="event")
     ranked = ["f0", "f1", "f2", "e"]
     scores = dict.fromkeys(ranked, 0.5)
-    items, actions = build_items(ranked, scores, memories, {}, include=["facts", "recent_events"],
-                                 max_facts=2, max_events=6, pinned=frozenset({"f2"}), redactor=NoRedaction())
+    items, actions = build_items(
+        ranked,
+        scores,
+        memories,
+        {},
+        include=["facts", "recent_events"],
+        max_facts=2,
+        max_events=6,
+        pinned=frozenset({"f2"}),
+        redactor=NoRedaction(),
+    )
     assert [it.id for it in items] == ["f0", "f1", "f2", "e"]  # f2 pinned: not limited
-    items, actions = build_items(ranked, scores, memories, {}, include=["facts", "recent_events"],
-                                 max_facts=1, max_events=6, pinned=frozenset(), redactor=NoRedaction())
+    items, actions = build_items(
+        ranked,
+        scores,
+        memories,
+        {},
+        include=["facts", "recent_events"],
+        max_facts=1,
+        max_events=6,
+        pinned=frozenset(),
+        redactor=NoRedaction(),
+    )
     assert [it.id for it in items] == ["f0", "e"]
     assert [a.action for a in actions] == ["limit", "limit", "truncate"]
     assert tokens.estimate(items[1].line) <= MAX_LINE_TOKENS
-    items, _ = build_items(ranked, scores, memories, {}, include=["sources"], max_facts=5, max_events=5,
-                           pinned=frozenset(), redactor=NoRedaction())
+    items, _ = build_items(
+        ranked,
+        scores,
+        memories,
+        {},
+        include=["sources"],
+        max_facts=5,
+        max_events=5,
+        pinned=frozenset(),
+        redactor=NoRedaction(),
+    )
     assert items == []
 
 
 def test_sections_group_events_by_day_newest_day_first() -> None:
     def ev(i: str, when: int, day: str, rank: int) -> RenderItem:
-        return RenderItem(id=i, section="recent_events", plain="", line=i, rank=rank, score=1, when=when,
-                          group=day)
+        return RenderItem(
+            id=i, section="recent_events", plain="", line=i, rank=rank, score=1, when=when, group=day
+        )
 
     a, b = ev("a", 1, "2023-05-08", 0), ev("b", 2, "2023-05-08", 3)
     c = ev("c", 5, "2023-06-01", 1)
     f = RenderItem(id="f", section="facts", plain="", line="f", rank=2, score=0.1)
     # days newest first; within a day in time order (a conversation reads top to bottom)
-    assert sections([b, c, f, a]) == (["f"], ["2023-06-01 (Thursday):", "c", "2023-05-08 (Monday):", "a", "b"], [])
+    assert sections([b, c, f, a]) == (
+        ["f"],
+        ["2023-06-01 (Thursday):", "c", "2023-05-08 (Monday):", "a", "b"],
+        [],
+    )
 
 
 def test_fit_pays_each_day_header_once() -> None:
     tok = get_tokenizer("o200k_base")
     header = tok.line_tokens(day_header("2023-05-08"))
-    items = [RenderItem(id=f"e{r}", section="recent_events", plain="", line="Caroline: I went to the park.",
-                        rank=r, score=1.0, when=r, group="2023-05-08") for r in range(3)]
+    items = [
+        RenderItem(
+            id=f"e{r}",
+            section="recent_events",
+            plain="",
+            line="Caroline: I went to the park.",
+            rank=r,
+            score=1.0,
+            when=r,
+            group="2023-05-08",
+        )
+        for r in range(3)
+    ]
     line = tok.line_tokens(items[0].line)
     plan = fit(items, budget=header + 3 * line, tokenizer=tok)
     assert [it.id for it in plan.kept] == ["e0", "e1", "e2"] and plan.used == header + 3 * line
@@ -113,9 +156,10 @@ def test_fit_pays_each_day_header_once() -> None:
 def test_extractive_summary() -> None:
     assert first_sentence("Alice moved. Then more.") == "Alice moved."
     assert first_sentence("no period here") == "no period here."
-    kept = [RenderItem(id="a", section="facts", plain="Alice moved to Paris. Long.", line="", rank=1,
-                       score=1),
-            RenderItem(id="b", section="facts", plain="Bob likes tea", line="", rank=0, score=1)]
+    kept = [
+        RenderItem(id="a", section="facts", plain="Alice moved to Paris. Long.", line="", rank=1, score=1),
+        RenderItem(id="b", section="facts", plain="Bob likes tea", line="", rank=0, score=1),
+    ]
     assert extractive(kept, 100) == "Bob likes tea. Alice moved to Paris."
     short = extractive(kept, 6)
     assert tokens.line_tokens(short) <= 6
@@ -123,8 +167,10 @@ def test_extractive_summary() -> None:
 
 
 def test_beyond_summarizes_only_what_the_context_left_out() -> None:
-    items = [RenderItem(id=i, section="recent_events", plain=f"{i} said something. More.", line=i, rank=r,
-                        score=1) for r, i in enumerate(["a", "b", "c"])]
+    items = [
+        RenderItem(id=i, section="recent_events", plain=f"{i} said something. More.", line=i, rank=r, score=1)
+        for r, i in enumerate(["a", "b", "c"])
+    ]
     assert beyond(items, items[:1], 100) == "b said something. c said something."
     assert beyond(items, items, 100) == ""  # everything is shown: nothing to add
     tok = get_tokenizer("o200k_base")

@@ -14,9 +14,11 @@ def test_source_of_order() -> None:
 
 def test_clamps_by_predicate_and_source_and_keeps_pinned() -> None:
     memories = {
-        "p1": mem("p1", predicate="likes"), "p2": mem("p2", predicate="likes"),
+        "p1": mem("p1", predicate="likes"),
+        "p2": mem("p2", predicate="likes"),
         "p3": mem("p3", predicate="likes"),
-        "s1": mem("s1", metadata={"source": "doc"}), "s2": mem("s2", metadata={"source": "doc"}),
+        "s1": mem("s1", metadata={"source": "doc"}),
+        "s2": mem("s2", metadata={"source": "doc"}),
         "s3": mem("s3", metadata={"source": "doc"}),
     }
     ranked = ["p1", "p2", "p3", "s1", "s2", "s3", "snippet:1"]

@@ -28,11 +28,14 @@ def test_speaker_of() -> None:
 
 
 def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
-    memories = {m.memory_id: m for m in (
-        mem("e1", "Caroline: I painted a lake.", type="event"),
-        mem("e2", "Melanie: Nice!", type="event"),
-        mem("f1", "Caroline: not an event", type="fact"),
-    )}
+    memories = {
+        m.memory_id: m
+        for m in (
+            mem("e1", "Caroline: I painted a lake.", type="event"),
+            mem("e2", "Melanie: Nice!", type="event"),
+            mem("f1", "Caroline: not an event", type="fact"),
+        )
+    }
     hits = speaker_hits(["e1", "e2", "f1"], memories, ["ent:caroline"], [Hit("e2", 0.5)])
     assert sorted((h.memory_id, h.raw) for h in hits) == [("e1", 1.0), ("e2", 0.5)]
     assert speaker_hits(["e1"], memories, [], []) == []
@@ -59,18 +62,27 @@ def _store() -> tuple[InMemoryStore, EmbeddingCache]:
 _ZERO = ScoreComponent(raw=0.0, norm=0.0, weight=0.0, contrib=0.0)
 
 
-def _ask(store: InMemoryStore, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?",
-         **retrieval: Any) -> Any:
-    body = {"entity_id": "ent:alice", "turn": turn, "retrieval": retrieval,
-            "return": {"max_events": 10, "include_raw_matches": True, "trace": True}}
+def _ask(
+    store: InMemoryStore, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?", **retrieval: Any
+) -> Any:
+    body = {
+        "entity_id": "ent:alice",
+        "turn": turn,
+        "retrieval": retrieval,
+        "return": {"max_events": 10, "include_raw_matches": True, "trace": True},
+    }
     request = msgspec.convert(body, AssembleRequest)
     return run_assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
 
 
 def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
     store, cache = _store()
-    out = _ask(store, cache, top_k=1, weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0,
-                                               "confidence": 0})
+    out = _ask(
+        store,
+        cache,
+        top_k=1,
+        weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0},
+    )
     matches = {m.memory_id: m for m in out.response.matches or []}
     anchor = matches["d1_1"]  # the only bm25 hit ("hiking")
     for neighbour in ("d1_0", "d1_2", "d1_3"):  # two places each side, same stretch of conversation
@@ -84,11 +96,18 @@ def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
 
 def test_expansion_off_and_day_boost() -> None:
     store, cache = _store()
-    off = _ask(store, cache, top_k=1, expand={"neighbors": 0, "day_weight": 0},
-               weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0})
+    off = _ask(
+        store,
+        cache,
+        top_k=1,
+        expand={"neighbors": 0, "day_weight": 0},
+        weights={"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0},
+    )
     assert [m.memory_id for m in off.response.matches or []] == ["d1_1"]
     bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
-    day = _ask(store, cache, turn="Caroline hiking bobcat", expand={"neighbors": 0, "day_weight": 0.5}, weights=bm25)
+    day = _ask(
+        store, cache, turn="Caroline hiking bobcat", expand={"neighbors": 0, "day_weight": 0.5}, weights=bm25
+    )
     matches = {m.memory_id: m for m in day.response.matches or []}
     first = {mid: m.score - m.score_components.get("day_boost", _ZERO).contrib for mid, m in matches.items()}
     # both day-1 hits are lifted by half the day's best score; Caroline's lone day-2 turn is not

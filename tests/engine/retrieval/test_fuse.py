@@ -17,8 +17,11 @@ def _setup(**opts: object):
         "b": mem("b", days_ago=45, predicate="likes"),
         "c": mem("c", days_ago=90, confidence=0.2, subject="ent:bob"),
     }
-    hits = ChannelHits(semantic=[Hit("a", 0.9), Hit("b", 0.5)], bm25=[Hit("b", 4.0), Hit("c", 2.0)],
-                       graph=[Hit("c", hops_to_prior(1))])
+    hits = ChannelHits(
+        semantic=[Hit("a", 0.9), Hit("b", 0.5)],
+        bm25=[Hit("b", 4.0), Hit("c", 2.0)],
+        graph=[Hit("c", hops_to_prior(1))],
+    )
     opts.setdefault("weights", OLD_SPEC_WEIGHTS)  # hand-computed values below use these
     cfg = resolve(RetrievalOptions(**opts))  # type: ignore[arg-type]
     return memories, hits, cfg
@@ -38,10 +41,18 @@ def test_scores_hand_computed_minmax() -> None:
 
 @pytest.mark.parametrize("normalization", ["minmax", "zscore", "softmax"])
 def test_contribs_sum_exactly_to_score(normalization: str) -> None:
-    memories, hits, cfg = _setup(normalization=normalization, predicate_boosts={"likes": 0.3},
-                                 entity_boosts=["ent:bob"])
-    f = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, reference=NOW, seeded=frozenset({"a"}),
-             snippets=frozenset({"snippet:1"}))
+    memories, hits, cfg = _setup(
+        normalization=normalization, predicate_boosts={"likes": 0.3}, entity_boosts=["ent:bob"]
+    )
+    f = fuse(
+        ["a", "b", "c", "snippet:1"],
+        memories,
+        hits,
+        cfg,
+        reference=NOW,
+        seeded=frozenset({"a"}),
+        snippets=frozenset({"snippet:1"}),
+    )
     for i in range(4):
         comps = f.components(i)
         assert sum(c.contrib for c in comps.values()) == float(f.score[i])
@@ -52,8 +63,15 @@ def test_contribs_sum_exactly_to_score(normalization: str) -> None:
 
 def test_boosts_are_components() -> None:
     memories, hits, cfg = _setup(predicate_boosts={"likes": 0.3}, entity_boosts=["ent:bob"])
-    f = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, reference=NOW, seeded=frozenset({"a"}),
-             snippets=frozenset({"snippet:1"}))
+    f = fuse(
+        ["a", "b", "c", "snippet:1"],
+        memories,
+        hits,
+        cfg,
+        reference=NOW,
+        seeded=frozenset({"a"}),
+        snippets=frozenset({"snippet:1"}),
+    )
     assert f.components(0)["seed_boost"].contrib == SEED_BOOST
     assert f.components(1)["predicate_boost"].contrib == 0.3
     assert f.components(2)["entity_boost"].contrib == ENTITY_BOOST
@@ -81,6 +99,7 @@ def test_recency_from_as_of_and_valid_from() -> None:
 
 
 def test_graph_seeds() -> None:
-    seeds = graph_seeds("ent:alice", ["ent:acme"],
-                        ["Did Bob visit Paris with Alice? The ent:carol_x note.", "What"])
+    seeds = graph_seeds(
+        "ent:alice", ["ent:acme"], ["Did Bob visit Paris with Alice? The ent:carol_x note.", "What"]
+    )
     assert seeds == ["ent:acme", "ent:carol_x", "ent:bob", "ent:paris"]  # the scope entity is not a seed

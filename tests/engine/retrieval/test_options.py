@@ -66,16 +66,29 @@ def test_bounds_name_the_field(patch: dict, field: str) -> None:
 
 
 def test_edges_accepted() -> None:
-    req = decode({**BASE, "turn": "x" * 20000, "goal": "g" * 2000, "budget": {"max_context_tokens": 256},
-                  "retrieval": {"top_k": 100, "depth": 0, "preset": "graphy", "normalization": "softmax",
-                                "weights": {"semantic": 1, "bm25": 0.5}}})
+    req = decode(
+        {
+            **BASE,
+            "turn": "x" * 20000,
+            "goal": "g" * 2000,
+            "budget": {"max_context_tokens": 256},
+            "retrieval": {
+                "top_k": 100,
+                "depth": 0,
+                "preset": "graphy",
+                "normalization": "softmax",
+                "weights": {"semantic": 1, "bm25": 0.5},
+            },
+        }
+    )
     assert req.retrieval.top_k == 100 and req.retrieval.weights is not None
     assert req.retrieval.weights.semantic == 1.0
 
 
 def test_recall_request() -> None:
-    req = msgspec.convert({"query": "tea", "entity_id": "ent:a", "limit": 5, "return": {"trace": True}},
-                          RecallRequest)
+    req = msgspec.convert(
+        {"query": "tea", "entity_id": "ent:a", "limit": 5, "return": {"trace": True}}, RecallRequest
+    )
     assert req.limit == 5 and req.return_.trace
     with pytest.raises(msgspec.ValidationError, match=r"\$\.limit"):
         msgspec.convert({"query": "q", "limit": 0}, RecallRequest)

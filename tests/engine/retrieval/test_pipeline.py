@@ -20,13 +20,15 @@ from .helpers import NOW
 
 
 def req(**body: Any) -> AssembleRequest:
-    return msgspec.convert({"entity_id": "ent:alice", "turn": "What does Alice like? green tea", **body},
-                           AssembleRequest)
+    return msgspec.convert(
+        {"entity_id": "ent:alice", "turn": "What does Alice like? green tea", **body}, AssembleRequest
+    )
 
 
 def run(store: InMemoryStore, cache: EmbeddingCache | None, **body: Any) -> AssembleResponse:
-    return assemble(store, cache, org_id="o1", agent_id=None, request=req(**body), request_id="req_1",
-                    now=NOW)
+    return assemble(
+        store, cache, org_id="o1", agent_id=None, request=req(**body), request_id="req_1", now=NOW
+    )
 
 
 def all_lines(resp: AssembleResponse) -> str:
@@ -37,8 +39,16 @@ def all_lines(resp: AssembleResponse) -> str:
 def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
     resp = run(store, cache)
     enc = msgspec.json.decode(msgspec.json.encode(resp))
-    assert {"context", "trace", "extracted", "retrieval_summary", "flags", "cost", "redaction",
-            "request_id"} <= set(enc)
+    assert {
+        "context",
+        "trace",
+        "extracted",
+        "retrieval_summary",
+        "flags",
+        "cost",
+        "redaction",
+        "request_id",
+    } <= set(enc)
     assert "matches" not in enc and "raw_memories" not in enc and "facts_struct" not in enc["context"]
     assert enc["request_id"] == "req_1"
     assert enc["extracted"] == {"entities": [], "facts": [], "upserts": [], "truncated": False}
@@ -86,8 +96,12 @@ def test_as_of_shows_what_was_true_then(store: InMemoryStore, cache: EmbeddingCa
 
 
 def test_matches_components_sum_and_reasons(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    resp = run(store, cache, **{"return": {"include_raw_matches": True}},
-               retrieval={"predicate_boosts": {"likes": 0.2}, "entity_boosts": ["ent:acme"]})
+    resp = run(
+        store,
+        cache,
+        **{"return": {"include_raw_matches": True}},
+        retrieval={"predicate_boosts": {"likes": 0.2}, "entity_boosts": ["ent:acme"]},
+    )
     assert resp.matches
     scores = [m.score for m in resp.matches]
     for m in resp.matches:
@@ -99,14 +113,25 @@ def test_matches_components_sum_and_reasons(store: InMemoryStore, cache: Embeddi
 
 
 def test_optional_parts(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    resp = run(store, cache, turn="Does Alice still work at Acme?",
-               **{"return": {"include_raw_memories": True, "include_structured_facts": True,
-                             "include_scores": True, "trace": True}})
+    resp = run(
+        store,
+        cache,
+        turn="Does Alice still work at Acme?",
+        **{
+            "return": {
+                "include_raw_memories": True,
+                "include_structured_facts": True,
+                "include_scores": True,
+                "trace": True,
+            }
+        },
+    )
     assert resp.raw_memories and all(m.org_id == "o1" for m in resp.raw_memories)
     fs = resp.context.facts_struct
     assert fs and all(f.type in ("fact", "profile") and f.score is not None for f in fs)
-    paris = next(f for f in fs if f.memory_id == "m_paris") if any(
-        f.memory_id == "m_paris" for f in fs) else None
+    paris = (
+        next(f for f in fs if f.memory_id == "m_paris") if any(f.memory_id == "m_paris" for f in fs) else None
+    )
     if paris is not None:
         assert paris.object_text == "Paris" and paris.predicate == "lives_in"
     assert resp.trace.timings and resp.trace.timings.total > 0
@@ -120,8 +145,12 @@ def test_include_controls_sections(store: InMemoryStore, cache: EmbeddingCache) 
 
 
 def test_events_newest_first_and_max_events(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    resp = run(store, cache, turn="Alice trip conference dentist cat",
-               **{"return": {"max_events": 2, "max_facts": 1}})
+    resp = run(
+        store,
+        cache,
+        turn="Alice trip conference dentist cat",
+        **{"return": {"max_events": 2, "max_facts": 1}},
+    )
     ev = resp.context.recent_events
     headers = [line for line in ev if re.fullmatch(r"\d{4}-\d{2}-\d{2} \(\w+\):", line)]
     assert len(headers) >= 1 and len(ev) - len(headers) <= 2  # one header line per day, then its events
@@ -131,9 +160,14 @@ def test_events_newest_first_and_max_events(store: InMemoryStore, cache: Embeddi
 
 
 def test_must_include_and_seeds(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    resp = run(store, cache, turn="unrelated words", must_include=["e_old", "x_other_org", "m_london"],
-               seed_context={"memory_ids": ["d_doc"], "snippets": ["The user prefers short answers."]},
-               **{"return": {"include_raw_matches": True}})
+    resp = run(
+        store,
+        cache,
+        turn="unrelated words",
+        must_include=["e_old", "x_other_org", "m_london"],
+        seed_context={"memory_ids": ["d_doc"], "snippets": ["The user prefers short answers."]},
+        **{"return": {"include_raw_matches": True}},
+    )
     lines = all_lines(resp)
     assert "Alice adopted a cat named Tom" in lines  # pinned
     assert "in another org" not in lines and "London" not in lines  # not in scope: ignored
@@ -149,8 +183,12 @@ def test_diversity_counts(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert resp.retrieval_summary.diversity_actions.clamped_by_predicate >= 2
     likes = [f for f in resp.context.facts if " likes " in f]
     assert len(likes) == 1
-    off = run(store, cache, turn="What does Alice like",
-              retrieval={"diversity": {"enable": False, "max_per_predicate": 1}})
+    off = run(
+        store,
+        cache,
+        turn="What does Alice like",
+        retrieval={"diversity": {"enable": False, "max_per_predicate": 1}},
+    )
     assert off.retrieval_summary.diversity_actions.clamped_by_predicate == 0
 
 
@@ -167,8 +205,13 @@ def test_degraded_embedder(store: InMemoryStore) -> None:
 
 
 def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    resp = run(store, cache, retrieval={"weights": {"semantic": 1, "bm25": 1, "graph_prior": 0,
-                                                    "recency_decay": 0, "confidence": 0}})
+    resp = run(
+        store,
+        cache,
+        retrieval={
+            "weights": {"semantic": 1, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+        },
+    )
     assert resp.flags.weights_renormalized
     assert resp.retrieval_summary.weights_used.semantic == 0.5
 
@@ -183,28 +226,42 @@ def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -
 
 @pytest.mark.parametrize("normalization", ["minmax", "zscore", "softmax"])
 def test_normalizations_run(store: InMemoryStore, cache: EmbeddingCache, normalization: str) -> None:
-    resp = run(store, cache, retrieval={"normalization": normalization}, **{"return": {"include_raw_matches": True}})
+    resp = run(
+        store, cache, retrieval={"normalization": normalization}, **{"return": {"include_raw_matches": True}}
+    )
     assert resp.retrieval_summary.normalization == normalization
     assert all(sum(c.contrib for c in m.score_components.values()) == m.score for m in resp.matches or [])
 
 
 def test_graph_depth_reaches_neighbours(store: InMemoryStore, cache: EmbeddingCache) -> None:
     graph_only = {"graph_prior": 1, "semantic": 0, "bm25": 0, "recency_decay": 0, "confidence": 0}
-    resp = run(store, cache, turn="Tell me about Acme", retrieval={"depth": 1, "weights": graph_only},
-               **{"return": {"include_raw_matches": True}})
+    resp = run(
+        store,
+        cache,
+        turn="Tell me about Acme",
+        retrieval={"depth": 1, "weights": graph_only},
+        **{"return": {"include_raw_matches": True}},
+    )
     by_id = {m.memory_id: m for m in resp.matches or []}
     # hop 0: memories touching ent:acme; hop 1: through m_acme's entity ent:alice, everything else
     assert by_id["m_acme_hq"].score == by_id["m_acme"].score == 1.0
     assert by_id["m_tea"].score == 0.0 and "graph: 1 hop from a seed entity" in by_id["m_tea"].reason
-    shallow = run(store, cache, turn="Tell me about Acme", retrieval={"depth": 0, "weights": graph_only},
-                  **{"return": {"include_raw_matches": True}})
+    shallow = run(
+        store,
+        cache,
+        turn="Tell me about Acme",
+        retrieval={"depth": 0, "weights": graph_only},
+        **{"return": {"include_raw_matches": True}},
+    )
     assert {m.memory_id for m in shallow.matches or []} >= {"m_acme", "m_acme_hq"}
     assert shallow.retrieval_summary.candidate_counts.graph == 2
 
 
 def test_rerank_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
     plain = run(store, cache, **{"return": {"include_raw_matches": True}})
-    rr = run(store, cache, retrieval={"rerank": {"enable": True}}, **{"return": {"include_raw_matches": True}})
+    rr = run(
+        store, cache, retrieval={"rerank": {"enable": True}}, **{"return": {"include_raw_matches": True}}
+    )
     assert rr.retrieval_summary.rerank and rr.cost.retrieval_ops == plain.cost.retrieval_ops + 1
     assert {m.memory_id for m in rr.matches or []} == {m.memory_id for m in plain.matches or []}
 
@@ -232,16 +289,36 @@ def test_run_assemble_returns_timings(store: InMemoryStore, cache: EmbeddingCach
 
 
 def test_recall(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    r = recall(store, cache, org_id="o1", agent_id=None,
-               request=msgspec.convert({"query": "green tea", "entity_id": "ent:alice", "limit": 3,
-                                        "return": {"include_raw_memories": True}}, RecallRequest),
-               request_id="req_2", now=NOW)
+    r = recall(
+        store,
+        cache,
+        org_id="o1",
+        agent_id=None,
+        request=msgspec.convert(
+            {
+                "query": "green tea",
+                "entity_id": "ent:alice",
+                "limit": 3,
+                "return": {"include_raw_memories": True},
+            },
+            RecallRequest,
+        ),
+        request_id="req_2",
+        now=NOW,
+    )
     assert 0 < len(r.matches) <= 3 and r.request_id == "req_2"
     assert r.matches[0].memory_id in ("m_tea", "n_recipe")
     assert [m.score for m in r.matches] == sorted((m.score for m in r.matches), reverse=True)
     assert r.raw_memories and len(r.raw_memories) == len(r.matches)
-    whole = recall(store, cache, org_id="o1", agent_id=None,
-                   request=RecallRequest(query="green tea"), request_id="r", now=NOW)
+    whole = recall(
+        store,
+        cache,
+        org_id="o1",
+        agent_id=None,
+        request=RecallRequest(query="green tea"),
+        request_id="r",
+        now=NOW,
+    )
     assert "x_bob" in {m.memory_id for m in whole.matches}  # no entity: the whole namespace
 
 
@@ -262,10 +339,21 @@ class CityRedactor:
 
 
 def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: EmbeddingCache) -> None:
-    request = req(turn="Where does Alice live? Paris", budget={"max_context_tokens": 256},
-                  **{"return": {"include_raw_matches": True, "include_structured_facts": True}})
-    resp = assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW,
-                    redactor_factory=lambda policy: CityRedactor())
+    request = req(
+        turn="Where does Alice live? Paris",
+        budget={"max_context_tokens": 256},
+        **{"return": {"include_raw_matches": True, "include_structured_facts": True}},
+    )
+    resp = assemble(
+        store,
+        cache,
+        org_id="o1",
+        agent_id=None,
+        request=request,
+        request_id="r",
+        now=NOW,
+        redactor_factory=lambda policy: CityRedactor(),
+    )
     text = all_lines(resp)
     assert "[CITY_PLACEHOLDER_WITH_A_LONG_NAME_1]" in text and "Paris" not in text
     assert resp.redaction.applied and resp.redaction.rules == ["city"]

@@ -14,8 +14,11 @@ def test_preset_weights_sum_to_one(name: str) -> None:
 
 def test_balanced_is_the_held_out_choice() -> None:
     p = get_preset("balanced")
-    assert p.weights == Weights() == Weights(semantic=0.32, bm25=0.47, graph_prior=0.16, recency_decay=0.0,
-                                             confidence=0.05)
+    assert (
+        p.weights
+        == Weights()
+        == Weights(semantic=0.32, bm25=0.47, graph_prior=0.16, recency_decay=0.0, confidence=0.05)
+    )
     assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (100, 2, 45, False)
     assert (p.neighbors, p.neighbor_weight, p.day_weight) == (2, 0.35, 0.2)
 

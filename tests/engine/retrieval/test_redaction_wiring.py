@@ -21,17 +21,38 @@ def _setup() -> tuple[object, EmbeddingCache]:
     store = open_store("memory")
     cache = EmbeddingCache(HashEmbedder(), store)
     service = MemoryService(store, embeddings=cache)
-    service.create("org", [msgspec.convert({"type": "note", "text": "Reach Bob at bob@example.com",
-                                            "entity_id": "ent:u"}, MemoryCreate)], agent_id=None)
+    service.create(
+        "org",
+        [
+            msgspec.convert(
+                {"type": "note", "text": "Reach Bob at bob@example.com", "entity_id": "ent:u"}, MemoryCreate
+            )
+        ],
+        agent_id=None,
+    )
     return store, cache
 
 
 def test_recall_matches_and_raw_memories_are_redacted() -> None:
     store, cache = _setup()
-    req = msgspec.convert({"query": "how do I reach Bob by email", "entity_id": "ent:u",
-                           "return": {"include_raw_memories": True}}, RecallRequest)
-    out = pipeline.recall(store, cache, org_id="org", agent_id=None, request=req, request_id="r", now=NOW,
-                          redactor_factory=redactor_factory)
+    req = msgspec.convert(
+        {
+            "query": "how do I reach Bob by email",
+            "entity_id": "ent:u",
+            "return": {"include_raw_memories": True},
+        },
+        RecallRequest,
+    )
+    out = pipeline.recall(
+        store,
+        cache,
+        org_id="org",
+        agent_id=None,
+        request=req,
+        request_id="r",
+        now=NOW,
+        redactor_factory=redactor_factory,
+    )
     assert out.matches and all("bob@example.com" not in m.text for m in out.matches)
     assert "[EMAIL_1]" in out.matches[0].text
     assert out.raw_memories and "bob@example.com" not in out.raw_memories[0].text
@@ -42,17 +63,40 @@ def test_recall_matches_and_raw_memories_are_redacted() -> None:
 
 def test_recall_policy_off_returns_values_as_stored() -> None:
     store, cache = _setup()
-    req = msgspec.convert({"query": "reach Bob email", "entity_id": "ent:u",
-                           "policy": {"pii_redaction": "off"}}, RecallRequest)
-    out = pipeline.recall(store, cache, org_id="org", agent_id=None, request=req, request_id="r", now=NOW,
-                          redactor_factory=redactor_factory)
+    req = msgspec.convert(
+        {"query": "reach Bob email", "entity_id": "ent:u", "policy": {"pii_redaction": "off"}}, RecallRequest
+    )
+    out = pipeline.recall(
+        store,
+        cache,
+        org_id="org",
+        agent_id=None,
+        request=req,
+        request_id="r",
+        now=NOW,
+        redactor_factory=redactor_factory,
+    )
     assert "bob@example.com" in out.matches[0].text and not out.redaction.applied
 
 
 def test_assemble_raw_memories_are_redacted() -> None:
     store, cache = _setup()
-    req = msgspec.convert({"entity_id": "ent:u", "turn": "how do I reach Bob by email?",
-                           "return": {"include_raw_memories": True}}, AssembleRequest)
-    out = pipeline.assemble(store, cache, org_id="org", agent_id=None, request=req, request_id="r", now=NOW,
-                            redactor_factory=redactor_factory)
+    req = msgspec.convert(
+        {
+            "entity_id": "ent:u",
+            "turn": "how do I reach Bob by email?",
+            "return": {"include_raw_memories": True},
+        },
+        AssembleRequest,
+    )
+    out = pipeline.assemble(
+        store,
+        cache,
+        org_id="org",
+        agent_id=None,
+        request=req,
+        request_id="r",
+        now=NOW,
+        redactor_factory=redactor_factory,
+    )
     assert out.raw_memories and all("bob@example.com" not in m.text for m in out.raw_memories)

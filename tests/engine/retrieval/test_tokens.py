@@ -56,8 +56,11 @@ def test_bpe_counts_equal_tiktoken_on_locomo_turns() -> None:
 
     ref = _reference()["locomo_turns"]
     dataset = load_dataset("locomo")
-    texts = {f"{c.conversation_id}/{t.turn_id}": f"{t.speaker}: {t.text}" for c in dataset.conversations
-             for t in c.turns}
+    texts = {
+        f"{c.conversation_id}/{t.turn_id}": f"{t.speaker}: {t.text}"
+        for c in dataset.conversations
+        for t in c.turns
+    }
     for i, name in enumerate(BPE):
         tok = tokens.get_tokenizer(name)
         assert {k: tok.count(texts[k]) for k in ref} == {k: v[i] for k, v in ref.items()}

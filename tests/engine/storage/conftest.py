@@ -36,7 +36,9 @@ STORE_FACTORIES: dict[str, StoreFactory] = {
 }
 # pytest marks per backend
 STORE_MARKS: dict[str, list[pytest.MarkDecorator]] = {
-    "postgres": [pytest.mark.integration], "postgres-inline": [pytest.mark.integration]}
+    "postgres": [pytest.mark.integration],
+    "postgres-inline": [pytest.mark.integration],
+}
 STORE_PARAMS: list[Any] = [pytest.param(name, marks=STORE_MARKS.get(name, [])) for name in STORE_FACTORIES]
 
 

@@ -13,13 +13,27 @@ GAP = timedelta(minutes=30)
 
 def _conversation(store: Store) -> None:
     # two sessions a day apart; a fact and another entity's event interleaved in time
-    turns = [mem(memory_id=f"mem_s1_{i}", type="event", entity_id="ent:a", text=f"s1 turn {i}", timestamp=at(i))
-             for i in range(5)]
-    turns += [mem(memory_id=f"mem_s2_{i}", type="event", entity_id="ent:a", text=f"s2 turn {i}",
-                  timestamp=at(1440 + i)) for i in range(3)]
-    others = [mem(memory_id="mem_fact", type="fact", entity_id="ent:a", text="a fact", timestamp=at(2.5)),
-              mem(memory_id="mem_other", type="event", entity_id="ent:b", text="b", timestamp=at(1.5)),
-              mem(memory_id="mem_arch", type="event", entity_id="ent:a", text="x", timestamp=at(3.5), archived=True)]
+    turns = [
+        mem(memory_id=f"mem_s1_{i}", type="event", entity_id="ent:a", text=f"s1 turn {i}", timestamp=at(i))
+        for i in range(5)
+    ]
+    turns += [
+        mem(
+            memory_id=f"mem_s2_{i}",
+            type="event",
+            entity_id="ent:a",
+            text=f"s2 turn {i}",
+            timestamp=at(1440 + i),
+        )
+        for i in range(3)
+    ]
+    others = [
+        mem(memory_id="mem_fact", type="fact", entity_id="ent:a", text="a fact", timestamp=at(2.5)),
+        mem(memory_id="mem_other", type="event", entity_id="ent:b", text="b", timestamp=at(1.5)),
+        mem(
+            memory_id="mem_arch", type="event", entity_id="ent:a", text="x", timestamp=at(3.5), archived=True
+        ),
+    ]
     store.put_memories([*turns, *others])
 
 
@@ -27,8 +41,12 @@ def test_neighbours_both_sides_nearest_first(store: Store) -> None:
     _conversation(store)
     scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
     got = store.adjacent_events(scope, ["mem_s1_2"], 2, GAP)
-    assert got == [Adjacent("mem_s1_2", "mem_s1_1", -1), Adjacent("mem_s1_2", "mem_s1_0", -2),
-                   Adjacent("mem_s1_2", "mem_s1_3", 1), Adjacent("mem_s1_2", "mem_s1_4", 2)]
+    assert got == [
+        Adjacent("mem_s1_2", "mem_s1_1", -1),
+        Adjacent("mem_s1_2", "mem_s1_0", -2),
+        Adjacent("mem_s1_2", "mem_s1_3", 1),
+        Adjacent("mem_s1_2", "mem_s1_4", 2),
+    ]
 
 
 def test_a_gap_ends_the_stretch_and_other_ids_get_none(store: Store) -> None:
@@ -38,7 +56,8 @@ def test_a_gap_ends_the_stretch_and_other_ids_get_none(store: Store) -> None:
     # the first turn of session 2: nothing before it within the gap (session 1 ended a day earlier)
     assert got == [Adjacent("mem_s2_0", "mem_s2_1", 1), Adjacent("mem_s2_0", "mem_s2_2", 2)]
     assert store.adjacent_events(scope, ["mem_s1_4"], 2, timedelta(days=2))[-1] == Adjacent(
-        "mem_s1_4", "mem_s2_1", 2)
+        "mem_s1_4", "mem_s2_1", 2
+    )
     assert store.adjacent_events(scope, ["mem_s1_2"], 0, GAP) == []
 
 
@@ -51,4 +70,6 @@ def test_scope_applies_to_anchors_and_neighbours(store: Store) -> None:
     assert store.adjacent_events(other_org, ["mem_s1_2"], 2, GAP) == []
     before = Scope(org_id="org_a", entity_id="ent:a", now=NOW, as_of=at(2))  # turns 3 and 4 not yet said
     assert store.adjacent_events(before, ["mem_s1_2"], 2, GAP) == [
-        Adjacent("mem_s1_2", "mem_s1_1", -1), Adjacent("mem_s1_2", "mem_s1_0", -2)]
+        Adjacent("mem_s1_2", "mem_s1_1", -1),
+        Adjacent("mem_s1_2", "mem_s1_0", -2),
+    ]

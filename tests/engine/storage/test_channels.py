@@ -27,19 +27,21 @@ def _random_corpus(rng: random.Random, n: int) -> list[Memory]:
         words = rng.choices(WORDS, weights=[1 / (j + 1) for j in range(len(WORDS))], k=rng.randint(0, 12))
         status = rng.choice(["active"] * 6 + ["superseded", "disputed"])
         valid_to = at(rng.choice([500, 20_000])) if rng.random() < 0.2 else None
-        out.append(mem(
-            memory_id=f"mem_r{i:06d}",
-            text=" ".join(words),
-            entity_id=rng.choice([None, "ent:a", "ent:b", "ent:c"]),
-            subject=rng.choice([None, "ent:a", "ent:b", "ent:d"]),
-            object=rng.choice([None, "ent:c", "ent:e", "plain text"]),
-            agent_id=rng.choice([None, "g1", "g2"]),
-            archived=rng.random() < 0.1,
-            status=status,
-            valid_to=valid_to,
-            valid_from=at(rng.randint(0, 3000)) if rng.random() < 0.3 else None,
-            timestamp=at(rng.randint(0, 3000)),
-        ))
+        out.append(
+            mem(
+                memory_id=f"mem_r{i:06d}",
+                text=" ".join(words),
+                entity_id=rng.choice([None, "ent:a", "ent:b", "ent:c"]),
+                subject=rng.choice([None, "ent:a", "ent:b", "ent:d"]),
+                object=rng.choice([None, "ent:c", "ent:e", "plain text"]),
+                agent_id=rng.choice([None, "g1", "g2"]),
+                archived=rng.random() < 0.1,
+                status=status,
+                valid_to=valid_to,
+                valid_from=at(rng.randint(0, 3000)) if rng.random() < 0.3 else None,
+                timestamp=at(rng.randint(0, 3000)),
+            )
+        )
     return out
 
 
@@ -55,7 +57,9 @@ SCOPES = [
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
-    skip_on_postgres(store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)")
+    skip_on_postgres(
+        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
+    )
     rng = random.Random(7)
     corpus = _random_corpus(rng, 400)
     if incremental:  # index built first, then patched write by write (vs built in bulk from the rows)
@@ -74,7 +78,9 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
         bm25 = BM25Okapi([tokenize(m.text) for m in docs])
         for q in queries:
             expected = {
-                m.memory_id: float(s) for m, s in zip(docs, bm25.get_scores(tokenize(q)), strict=True) if s > 0
+                m.memory_id: float(s)
+                for m, s in zip(docs, bm25.get_scores(tokenize(q)), strict=True)
+                if s > 0
             }
             hits = store.keyword_search(scope, q, 1000)
             assert {h.memory_id for h in hits} == set(expected), (scope, q)
@@ -89,7 +95,9 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
 
 
 def test_keyword_edge_cases(store: Store) -> None:
-    skip_on_postgres(store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)")
+    skip_on_postgres(
+        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
+    )
     scope = Scope(org_id="org_a", now=NOW)
     store.put_memories([mem(text="alpha beta"), mem(text="gamma"), mem(text=""), mem(text="delta")])
     assert store.keyword_search(scope, "", 5) == []
@@ -111,8 +119,10 @@ def test_vector_matches_numpy(store: Store, path: str, monkeypatch: pytest.Monke
     rng = random.Random(n)
     nprng = np.random.default_rng(n)
     corpus = _random_corpus(rng, n)
-    corpus = [m if i % 10 else mem(memory_id=m.memory_id + "x", text=corpus[i - 1].text, timestamp=m.timestamp)
-              for i, m in enumerate(corpus)]  # some share a text (and so a vector)
+    corpus = [
+        m if i % 10 else mem(memory_id=m.memory_id + "x", text=corpus[i - 1].text, timestamp=m.timestamp)
+        for i, m in enumerate(corpus)
+    ]  # some share a text (and so a vector)
     dim = 24
     vecs = {}
     for m in corpus:
@@ -152,7 +162,9 @@ def test_graph_depth(store: Store) -> None:
         mem(text="d-x", entity_id="ent:d", object="x", object_type="entity", timestamp=at(4)),
         mem(text="x", entity_id="x", timestamp=at(5)),
         mem(text="a again", entity_id="ent:a", timestamp=at(6)),
-        mem(text="c-q, superseded", subject="ent:c", object="ent:q", object_type="string", status="superseded"),
+        mem(
+            text="c-q, superseded", subject="ent:c", object="ent:q", object_type="string", status="superseded"
+        ),
         mem(text="z", subject="ent:z", object="ent:q", timestamp=at(7)),
         mem(text="b-q superseded", subject="ent:b", object="ent:q", status="superseded", timestamp=at(8)),
     ]

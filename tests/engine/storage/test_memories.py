@@ -97,7 +97,9 @@ def test_list_text_filter(store: Store) -> None:
 
 def test_list_filters(store: Store) -> None:
     a = mem(namespace="n1", entity_id="ent:a", agent_id="g1", type="fact", tags=["t1", "t2"], timestamp=at(1))
-    b = mem(namespace="n1", entity_id="ent:b", agent_id="g2", type="event", status="superseded", timestamp=at(2))
+    b = mem(
+        namespace="n1", entity_id="ent:b", agent_id="g2", type="event", status="superseded", timestamp=at(2)
+    )
     c = mem(namespace="n2", archived=True, tags=["t2"], timestamp=at(3))
     d = mem(org_id="org_b", namespace="n1", timestamp=at(4))
     store.put_memories([a, b, c, d])

@@ -24,8 +24,14 @@ MODEL = "hash:8"
 
 def _mem(i: int, entity: str, **kw: object) -> Memory:
     fields: dict[str, object] = {
-        "memory_id": f"mem_{i:05d}", "org_id": "org_a", "entity_id": entity, "type": "note",
-        "text": f"text number {i}", "timestamp": T0 + timedelta(seconds=i), "created_at": T0, "updated_at": T0,
+        "memory_id": f"mem_{i:05d}",
+        "org_id": "org_a",
+        "entity_id": entity,
+        "type": "note",
+        "text": f"text number {i}",
+        "timestamp": T0 + timedelta(seconds=i),
+        "created_at": T0,
+        "updated_at": T0,
     }
     fields.update(kw)
     return Memory(**fields)  # type: ignore[arg-type]
@@ -45,13 +51,25 @@ def test_bulk_load_round_trips_and_rebuilds_the_index(postgres_store: PostgresSt
     rng = np.random.default_rng(3)
     vecs = _unit(rng, 400, 8)
     mems = [_mem(i, "ent:a" if i % 4 == 0 else "ent:b") for i in range(400)]
-    mems[0] = _mem(0, "ent:a", type="fact", subject="ent:a", predicate="lives_in", object="ent:paris",
-                   object_type="entity", keys=["ent:a|lives_in"], tags=["geo"], valid_from=T0)
+    mems[0] = _mem(
+        0,
+        "ent:a",
+        type="fact",
+        subject="ent:a",
+        predicate="lives_in",
+        object="ent:paris",
+        object_type="entity",
+        keys=["ent:a|lives_in"],
+        tags=["geo"],
+        valid_from=T0,
+    )
     vectors = {text_hash(m.text): vecs[i] for i, m in enumerate(mems)}
     assert postgres_store.bulk_load(mems, model=MODEL, vectors=vectors, rebuild_index=True) == 400
     assert postgres_store.count_memories("org_a") == 400
     assert postgres_store.get_memory("org_a", "mem_00000") == mems[0]
-    assert [m.memory_id for m in postgres_store.find_by_key("org_a", "default", "ent:a|lives_in")] == ["mem_00000"]
+    assert [m.memory_id for m in postgres_store.find_by_key("org_a", "default", "ent:a|lives_in")] == [
+        "mem_00000"
+    ]
     got = postgres_store.get_embeddings(MODEL, [text_hash(mems[7].text)])
     assert np.array_equal(got[text_hash(mems[7].text)], vecs[7])  # binary COPY is exact for float32
     assert _index_exists(postgres_store.url, hnsw_index_name(MODEL, 8))
@@ -75,8 +93,12 @@ def test_small_scope_vector_search_is_exact_and_skips_hnsw(postgres_store: Postg
     n, dims, k = 2000, 8, 10
     vecs = _unit(rng, n, dims)
     mems = [_mem(i, "ent:a" if i % 20 == 0 else "ent:b") for i in range(n)]
-    postgres_store.bulk_load(mems, model=MODEL, vectors={text_hash(m.text): vecs[i] for i, m in enumerate(mems)},
-                             rebuild_index=True)
+    postgres_store.bulk_load(
+        mems,
+        model=MODEL,
+        vectors={text_hash(m.text): vecs[i] for i, m in enumerate(mems)},
+        rebuild_index=True,
+    )
     query = _unit(rng, 1, dims)[0]
     scope = Scope(org_id="org_a", entity_id="ent:a", now=T0 + timedelta(days=1))
     expected = sorted(range(0, n, 20), key=lambda i: -float(vecs[i] @ query))[:k]
@@ -96,4 +118,6 @@ def test_small_scope_vector_search_is_exact_and_skips_hnsw(postgres_store: Postg
     for hits in (forced, capped):
         assert len(hits) == k and all(int(h.memory_id[4:]) % 20 == 0 for h in hits)
     # Through the store: the same exact answer.
-    assert [h.memory_id for h in postgres_store.vector_search(scope, MODEL, query, k)] == [h.memory_id for h in exact]
+    assert [h.memory_id for h in postgres_store.vector_search(scope, MODEL, query, k)] == [
+        h.memory_id for h in exact
+    ]

@@ -29,8 +29,18 @@ KEY = "ent:alice|lives_in"
 
 def _fact(memory_id: str, city: str, at: datetime) -> Memory:
     return Memory(
-        memory_id=memory_id, org_id="org_a", type="fact", text=f"Alice lives in {city}", subject="ent:alice",
-        predicate="lives_in", object=city, keys=[KEY], timestamp=at, valid_from=at, created_at=at, updated_at=at,
+        memory_id=memory_id,
+        org_id="org_a",
+        type="fact",
+        text=f"Alice lives in {city}",
+        subject="ent:alice",
+        predicate="lives_in",
+        object=city,
+        keys=[KEY],
+        timestamp=at,
+        valid_from=at,
+        created_at=at,
+        updated_at=at,
     )
 
 
@@ -43,7 +53,8 @@ def supersede_write(store: PostgresStore, new: Memory, pause: float, read_barrie
         time.sleep(pause)  # widen the race window
         ended = [
             msgspec.structs.replace(m, status="superseded", valid_to=new.valid_from)
-            for m in existing if m.status == "active"
+            for m in existing
+            if m.status == "active"
         ]
         store.put_memories([*ended, new])
 
@@ -106,10 +117,17 @@ def test_idempotency_key_runs_once_across_workers(pg_database: str) -> None:
                 return
             time.sleep(0.3)
             store.put_memories([_fact("mem_idem", "oslo", T0)])
-            store.put_idempotency(IdempotencyRecord(
-                org_id="org_a", key="idem-1", fingerprint="fp", status_code=201, body=b'{"ok":1}',
-                created_at=T0, expires_at=T0 + timedelta(days=1),
-            ))
+            store.put_idempotency(
+                IdempotencyRecord(
+                    org_id="org_a",
+                    key="idem-1",
+                    fingerprint="fp",
+                    status_code=201,
+                    body=b'{"ok":1}',
+                    created_at=T0,
+                    expires_at=T0 + timedelta(days=1),
+                )
+            )
             outcomes.append("processed")
 
     try:

@@ -32,8 +32,13 @@ T0 = datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 def _mem(memory_id: str, text: str, **kw: object) -> Memory:
     fields: dict[str, object] = {
-        "memory_id": memory_id, "org_id": "org_a", "type": "note", "text": text,
-        "timestamp": T0, "created_at": T0, "updated_at": T0,
+        "memory_id": memory_id,
+        "org_id": "org_a",
+        "type": "note",
+        "text": text,
+        "timestamp": T0,
+        "created_at": T0,
+        "updated_at": T0,
     }
     fields.update(kw)
     return Memory(**fields)  # type: ignore[arg-type]
@@ -42,13 +47,31 @@ def _mem(memory_id: str, text: str, **kw: object) -> Memory:
 def test_every_field_round_trips(postgres_store: PostgresStore) -> None:
     plus2 = timezone(timedelta(hours=2))
     full = Memory(
-        memory_id="mem_full", org_id="org_a", namespace="ns1", agent_id="agent-7", entity_id="ent:alice",
-        type="fact", text="Alice lives in Paris", metadata={"n": 1, "f": 1.0, "nested": {"x": [1, 2.5, None]}},
-        tags=["home", "geo"], timestamp=datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=plus2), archived=False,
-        sensitivity="pii", subject="ent:alice", predicate="lives_in", object="ent:paris", object_type="entity",
-        unit="city", keys=["ent:alice|lives_in"], valid_from=datetime(2024, 1, 1, tzinfo=UTC),
-        valid_to=datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=UTC), confidence=0.875, status="disputed",
-        provenance={"source": "turn", "turn": 3}, created_at=T0, updated_at=T0 + timedelta(microseconds=1),
+        memory_id="mem_full",
+        org_id="org_a",
+        namespace="ns1",
+        agent_id="agent-7",
+        entity_id="ent:alice",
+        type="fact",
+        text="Alice lives in Paris",
+        metadata={"n": 1, "f": 1.0, "nested": {"x": [1, 2.5, None]}},
+        tags=["home", "geo"],
+        timestamp=datetime(2024, 1, 2, 3, 4, 5, 678901, tzinfo=plus2),
+        archived=False,
+        sensitivity="pii",
+        subject="ent:alice",
+        predicate="lives_in",
+        object="ent:paris",
+        object_type="entity",
+        unit="city",
+        keys=["ent:alice|lives_in"],
+        valid_from=datetime(2024, 1, 1, tzinfo=UTC),
+        valid_to=datetime(2025, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+        confidence=0.875,
+        status="disputed",
+        provenance={"source": "turn", "turn": 3},
+        created_at=T0,
+        updated_at=T0 + timedelta(microseconds=1),
     )
     objects: list[object] = ["text", 5, 5.0, True, False, {"a": 1.0, "b": 1}, None, 0, -2.5e-7]
     rows = [full] + [_mem(f"mem_obj_{i}", f"object {i}", object=o) for i, o in enumerate(objects)]
@@ -105,7 +128,9 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
         drop_database(pg_server, name)
 
 
-def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_migration_3_on_a_database_with_memories(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A schema-2 database with memories migrates in place: `tsv` keeps its values and is kept by the
     trigger from then on, keyword and semantic search find the old rows before any backfill (through
     the heap and the join), and the backfill gives them their copies with the same results."""
@@ -116,39 +141,58 @@ def test_migration_3_on_a_database_with_memories(pg_server: PgServer, monkeypatc
     try:
         monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
         assert migrate(url) == [1, 2]
-        rows = [_mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
-                for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])]
+        rows = [
+            _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+            for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])
+        ]
         with psycopg.connect(url) as conn, conn.cursor() as cur:  # rows as schema 2 stored them
-            cur.executemany(f"INSERT INTO memories ({', '.join(pg_rows.COLUMNS)})"  # noqa: S608
-                             f" VALUES ({', '.join('%s' for _ in pg_rows.COLUMNS)})",
-                             [pg_rows.row_of(m) for m in rows])
+            cur.executemany(
+                f"INSERT INTO memories ({', '.join(pg_rows.COLUMNS)})"  # noqa: S608
+                f" VALUES ({', '.join('%s' for _ in pg_rows.COLUMNS)})",
+                [pg_rows.row_of(m) for m in rows],
+            )
         monkeypatch.undo()
         assert migrate(url) == [3]
         with _store_keeping(url, "hash:4") as store:
             vecs = {text_hash(m.text): np.eye(4, dtype=np.float32)[i] for i, m in enumerate(rows)}
             with store._conn() as conn, conn.cursor() as cur:  # vectors stored without touching the rows
-                cur.executemany("INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES"
-                                 " ('hash:4', %s, 4, %b)", list(vecs.items()))
+                cur.executemany(
+                    "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES ('hash:4', %s, 4, %b)",
+                    list(vecs.items()),
+                )
             scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
             q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
 
             def results() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-                return ([(h.memory_id, round(h.raw, 6)) for h in store.keyword_search(scope, "tomatoes garden", 5)],
-                        _ranked(store, scope, "hash:4", q, 3))
+                return (
+                    [
+                        (h.memory_id, round(h.raw, 6))
+                        for h in store.keyword_search(scope, "tomatoes garden", 5)
+                    ],
+                    _ranked(store, scope, "hash:4", q, 3),
+                )
 
             before = results()
             assert [mid for mid, _ in before[0]] == ["mem_0", "mem_2"]
             assert [mid for mid, _ in before[1]] == ["mem_2", "mem_1", "mem_0"]
             assert store.backfill_inline_vectors(batch=2) == 3
             with store._conn() as conn:
-                filled = conn.execute("SELECT count(*) FROM memories WHERE tsv_small = tsv"
-                                      " AND embedding_model = 'hash:4' AND embedding IS NOT NULL").fetchone()
+                filled = conn.execute(
+                    "SELECT count(*) FROM memories WHERE tsv_small = tsv"
+                    " AND embedding_model = 'hash:4' AND embedding IS NOT NULL"
+                ).fetchone()
             assert filled == (3,)
             assert results() == before
             store.put_memories([msgspec.structs.replace(rows[1], text="the sea has tomatoes")])
-            assert {h.memory_id for h in store.keyword_search(scope, "sea tomatoes", 5)} == {"mem_0", "mem_1", "mem_2"}
+            assert {h.memory_id for h in store.keyword_search(scope, "sea tomatoes", 5)} == {
+                "mem_0",
+                "mem_1",
+                "mem_2",
+            }
             with store._conn() as conn:  # the trigger recomputed both tsvectors for the new text
-                row = conn.execute("SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'").fetchone()
+                row = conn.execute(
+                    "SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'"
+                ).fetchone()
             assert row == ("'sea':2 'tomato':4", True)
     finally:
         drop_database(pg_server, name)
@@ -167,8 +211,12 @@ def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: Post
     dims, n = 16, 3000
     vecs = _unit(rng, n, dims)
     mems = [
-        _mem(f"mem_{i:05d}", f"text number {i}", agent_id="b" if i % 50 == 0 else "a",
-             timestamp=T0 + timedelta(seconds=i))
+        _mem(
+            f"mem_{i:05d}",
+            f"text number {i}",
+            agent_id="b" if i % 50 == 0 else "a",
+            timestamp=T0 + timedelta(seconds=i),
+        )
         for i in range(n)
     ]
     postgres_store.put_memories(mems)
@@ -252,14 +300,34 @@ def test_keyword_search_stems_ors_and_scores_by_ts_rank(postgres_store: Postgres
 
 def test_graph_search_hops(postgres_store: PostgresStore) -> None:
     rows = [
-        _mem("g_alice", "Alice works at Acme", type="fact", subject="ent:alice", predicate="works_at",
-             object="ent:acme", object_type="entity"),
-        _mem("g_acme", "Acme is in Lyon", type="fact", subject="ent:acme", predicate="located_in",
-             object="ent:lyon"),
+        _mem(
+            "g_alice",
+            "Alice works at Acme",
+            type="fact",
+            subject="ent:alice",
+            predicate="works_at",
+            object="ent:acme",
+            object_type="entity",
+        ),
+        _mem(
+            "g_acme",
+            "Acme is in Lyon",
+            type="fact",
+            subject="ent:acme",
+            predicate="located_in",
+            object="ent:lyon",
+        ),
         _mem("g_lyon", "Lyon note", entity_id="ent:lyon"),
         _mem("g_bob", "Bob unrelated", entity_id="ent:bob"),
-        _mem("g_old", "Alice worked at Initech", type="fact", subject="ent:alice", predicate="works_at",
-             object="ent:initech", status="superseded"),
+        _mem(
+            "g_old",
+            "Alice worked at Initech",
+            type="fact",
+            subject="ent:alice",
+            predicate="works_at",
+            object="ent:initech",
+            status="superseded",
+        ),
     ]
     postgres_store.put_memories(rows)
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
@@ -267,9 +335,12 @@ def test_graph_search_hops(postgres_store: PostgresStore) -> None:
     # alice: 0 (g_alice); acme: 1 (g_acme names acme); lyon: 2 (g_lyon); superseded fact not an edge.
     assert [(h.memory_id, h.raw) for h in hits] == [("g_alice", 0.0), ("g_acme", 1.0), ("g_lyon", 2.0)]
     assert [h.memory_id for h in postgres_store.graph_search(scope, ["ent:alice"], 1, 10)] == [
-        "g_alice", "g_acme"]
-    assert postgres_store.graph_search(scope, ["ent:alice"], 0, 10) == [postgres_store.graph_search(
-        scope, ["ent:alice"], 2, 1)[0]]
+        "g_alice",
+        "g_acme",
+    ]
+    assert postgres_store.graph_search(scope, ["ent:alice"], 0, 10) == [
+        postgres_store.graph_search(scope, ["ent:alice"], 2, 1)[0]
+    ]
 
 
 def test_calls_outside_a_transaction_do_not_see_its_uncommitted_writes(postgres_store: PostgresStore) -> None:
@@ -316,8 +387,9 @@ def _store_keeping(url: str, model: str) -> Iterator[PostgresStore]:
         store.close()
 
 
-def _plan(conn: psycopg.Connection[Any], stmt: sql.Composable, params: dict[str, Any], *,
-          analyze: bool = False) -> str:
+def _plan(
+    conn: psycopg.Connection[Any], stmt: sql.Composable, params: dict[str, Any], *, analyze: bool = False
+) -> str:
     head = "EXPLAIN (ANALYZE, BUFFERS OFF, TIMING OFF) " if analyze else "EXPLAIN "
     return "\n".join(r[0] for r in conn.execute(sql.SQL(head) + stmt, params).fetchall())
 
@@ -329,8 +401,10 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
     not made, fails this."""
     with _store_keeping(pg_database, "hash:8") as store:
         rng = np.random.default_rng(3)
-        mems = [_mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
-                for i in range(500)]
+        mems = [
+            _mem(f"mem_{i:04d}", f"text {i}", entity_id=f"ent:e{i % 5}", timestamp=T0 + timedelta(seconds=i))
+            for i in range(500)
+        ]
         vecs = _unit(rng, len(mems), 8)
         store.put_embeddings("hash:8", {text_hash(m.text): vecs[i] for i, m in enumerate(mems)})
         store.put_memories(mems)  # vectors first, as the service writes: each row takes its copy
@@ -340,8 +414,10 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
             conn.execute("VACUUM (ANALYZE) memories")  # the visibility map an index-only scan relies on
             conn.execute("SET enable_seqscan = off")  # a 500-row table would be read whole otherwise
             conn.execute("SET enable_bitmapscan = off")
-            for scope in (Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
-                          Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0)):
+            for scope in (
+                Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
+                Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0),
+            ):
                 stmt, params = search.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
                 # Without the slim index beside it: whether the planner prefers the index-only scan
                 # also depends on the visibility map, which this fixture's VACUUM leaves empty (at 1M
@@ -351,7 +427,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                     plan = _plan(conn, stmt, params, analyze=True)
                     raise psycopg.Rollback()
                 assert "Index Only Scan using memories_by_entity_vec on memories" in plan, plan
-                subplan = plan[plan.index("embeddings_pkey"):]
+                subplan = plan[plan.index("embeddings_pkey") :]
                 assert "never executed" in subplan.splitlines()[0], plan
                 rows = conn.execute(stmt, params).fetchall()
                 assert rows[0][3] == (100 if scope.as_of is None else 50)
@@ -359,15 +435,21 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 where, wparams = search.scope_filter(scope)
                 plan = _plan(conn, sql.SQL(f"SELECT count(*) FROM memories m WHERE {where}"), wparams)  # noqa: S608
                 assert "Index Only Scan using memories_by_entity_kw on memories" in plan, plan
-            names = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")}
-            storage = conn.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass"
-                                   " AND attname = 'embedding'").fetchone()
+            names = {
+                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'memories'")
+            }
+            storage = conn.execute(
+                "SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass"
+                " AND attname = 'embedding'"
+            ).fetchone()
         assert storage == ("p",)  # the copy stays in the heap row (no TOAST write per memory)
         assert {"memories_by_entity_vec", "memories_by_entity_kw", "memories_by_entity_long"} <= names
         assert not names & {"memories_by_entity", "memories_by_entity_ts"}
 
 
-def _ranked(store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+def _ranked(
+    store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int
+) -> list[tuple[str, float]]:
     return [(h.memory_id, round(h.raw, 5)) for h in store.vector_search(scope, model, query, k)]
 
 
@@ -381,8 +463,10 @@ def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
         first = {text_hash(t): vecs[i] for i, t in enumerate(texts[:40])}
         store.put_embeddings("hash:8", first)
         store.put_embeddings("other:8", {text_hash(t): vecs[-1 - i] for i, t in enumerate(texts)})
-        mems = [_mem(f"mem_{i:03d}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
-                for i, t in enumerate(texts)]
+        mems = [
+            _mem(f"mem_{i:03d}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+            for i, t in enumerate(texts)
+        ]
         store.put_memories(mems)  # texts 40.. have no hash:8 vector yet
         with psycopg.connect(store.url) as conn:
             copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
@@ -399,8 +483,11 @@ def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
         for _ in range(5):
             q = _unit(rng, 1, 8)[0]
             got = _ranked(store, scope, "hash:8", q, 20)
-            sims = sorted((-float(expected[text_hash(m.text)] @ q), m.memory_id) for m in mems
-                           if text_hash(m.text) in expected)
+            sims = sorted(
+                (-float(expected[text_hash(m.text)] @ q), m.memory_id)
+                for m in mems
+                if text_hash(m.text) in expected
+            )
             assert [mid for mid, _ in got] == [mid for _, mid in sims[:20]]
             assert [raw for _, raw in got] == pytest.approx([-s for s, _ in sims[:20]], abs=1e-5)
             other = _ranked(store, scope, "other:8", q, 60)  # never inline: through the join
@@ -431,14 +518,20 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
         # The widest ids the API accepts, in 4-byte characters: no 384-dim copy fits their btree entry, and
         # the write still succeeds (a copy that did not fit would fail the insert).
         wide = "\U0001d518"
-        w = _mem("mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA", "first text", org_id="org_" + "o" * 60,
-                 namespace=wide * 64, entity_id="ent:" + wide * 252)
+        w = _mem(
+            "mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA",
+            "first text",
+            org_id="org_" + "o" * 60,
+            namespace=wide * 64,
+            entity_id="ent:" + wide * 252,
+        )
         assert pg_rows.inline_dims_max(w, "hash:384") < 384
         store.put_memories([w, msgspec.structs.replace(w, status="superseded")])
         # The longest entity id that still takes a 384-dim copy: written, then its status changed.
         for n in range(252, 0, -1):
-            fit = msgspec.structs.replace(w, memory_id=f"mem_fit_{n}", namespace="default",
-                                          entity_id="ent:" + wide * n)
+            fit = msgspec.structs.replace(
+                w, memory_id=f"mem_fit_{n}", namespace="default", entity_id="ent:" + wide * n
+            )
             if pg_rows.inline_dims_max(fit, "hash:384") >= 384:
                 break
         store.put_memories([fit])
@@ -465,13 +558,16 @@ def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
         assert rows["mem_2"] is None
 
 
-def test_a_connection_used_moments_ago_is_not_pinged(postgres_store: PostgresStore,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_connection_used_moments_ago_is_not_pinged(
+    postgres_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from psycopg_pool import ConnectionPool
 
     pings: list[object] = []
     original = ConnectionPool.check_connection
-    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(lambda c: (pings.append(c), original(c))[1]))
+    monkeypatch.setattr(
+        ConnectionPool, "check_connection", staticmethod(lambda c: (pings.append(c), original(c))[1])
+    )
     postgres_store.count_memories()
     before = len(pings)
     for _ in range(5):
@@ -482,14 +578,16 @@ def test_a_connection_used_moments_ago_is_not_pinged(postgres_store: PostgresSto
     assert len(pings) == before + 1  # idle past the threshold: checked
 
 
-def test_an_idle_connection_dropped_by_the_server_is_replaced(postgres_store: PostgresStore,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_idle_connection_dropped_by_the_server_is_replaced(
+    postgres_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("engine.storage.postgres.store.CHECK_IDLE_S", 0.01)
     postgres_store.put_memories([_mem("mem_1", "still here")])
     with psycopg.connect(postgres_store.url, autocommit=True) as admin:
         killed = admin.execute(
             "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()) t").fetchone()
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()) t"
+        ).fetchone()
     assert killed is not None and killed[0] >= 1
     time.sleep(0.05)
     assert postgres_store.get_memory("org_a", "mem_1") is not None  # a reconnect, not an error
@@ -499,9 +597,16 @@ def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -
     """btree entries are limited to 2,704 bytes: the covering index must take the longest namespace and
     entity id the API accepts, in 4-byte characters, with the agent id beside them."""
     wide = "\U0001d518"  # 4 bytes in UTF-8
-    m = _mem("mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA", "a fact with the widest ids", org_id="org_" + "o" * 60,
-             namespace=wide * 64, entity_id="ent:" + wide * 252, agent_id=wide * 128,
-             valid_from=T0, valid_to=T0 + timedelta(days=1))
+    m = _mem(
+        "mem_01JDXQ8Y0S3N9V4WTM6Z2R7KQA",
+        "a fact with the widest ids",
+        org_id="org_" + "o" * 60,
+        namespace=wide * 64,
+        entity_id="ent:" + wide * 252,
+        agent_id=wide * 128,
+        valid_from=T0,
+        valid_to=T0 + timedelta(days=1),
+    )
     postgres_store.put_memories([m])
     scope = Scope(org_id=m.org_id, namespace=m.namespace, entity_id=m.entity_id, agent_id=m.agent_id, now=T0)
     assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
@@ -512,22 +617,44 @@ def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store
     for the index entry, and a row whose copy is cleared as before a backfill) are ranked exactly as
     the single query over `tsv` ranks them; the copy equals `tsv` and follows text updates."""
     long_text = "garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
-    mems = [_mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i)) for i, t in enumerate([
-        "my garden has tomatoes", "tomatoes again and tomatoes", "the garden", "nothing here", long_text,
-        "garden tomatoes garden"])]
+    mems = [
+        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+        for i, t in enumerate(
+            [
+                "my garden has tomatoes",
+                "tomatoes again and tomatoes",
+                "the garden",
+                "nothing here",
+                long_text,
+                "garden tomatoes garden",
+            ]
+        )
+    ]
     postgres_store.put_memories(mems)
     postgres_store.put_memories([msgspec.structs.replace(mems[3], text="now the garden too")])
     with psycopg.connect(postgres_store.url, autocommit=True) as conn:
         conn.execute("UPDATE memories SET tsv_small = NULL WHERE memory_id = 'mem_5'")
-        small = dict(conn.execute("SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories").fetchall())
+        small = dict(
+            conn.execute(
+                "SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories"
+            ).fetchall()
+        )
         scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
         where, params = search.scope_filter(scope)
         plain = conn.execute(
             f"SELECT m.memory_id, ts_rank(m.tsv, w.q, 1) FROM memories m,"  # noqa: S608
             f" (SELECT replace(plainto_tsquery('english', %(t)s)::text, ' & ', ' | ')::tsquery AS q) w"
-            f" WHERE m.tsv @@ w.q AND {where} ORDER BY 2 DESC, m.ts DESC, m.memory_id", {**params, "t": "garden tomatoes"},
+            f" WHERE m.tsv @@ w.q AND {where} ORDER BY 2 DESC, m.ts DESC, m.memory_id",
+            {**params, "t": "garden tomatoes"},
         ).fetchall()
-    assert small == {"mem_0": True, "mem_1": True, "mem_2": True, "mem_3": True, "mem_4": False, "mem_5": False}
+    assert small == {
+        "mem_0": True,
+        "mem_1": True,
+        "mem_2": True,
+        "mem_3": True,
+        "mem_4": False,
+        "mem_5": False,
+    }
     hits = postgres_store.keyword_search(scope, "garden tomatoes", 10)
     assert [h.memory_id for h in hits] == [r[0] for r in plain]
     assert [h.raw for h in hits] == pytest.approx([r[1] for r in plain])

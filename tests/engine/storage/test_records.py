@@ -12,8 +12,14 @@ from tests.engine.storage.conftest import at
 
 
 def _key(key_id: str, org: str = "org_a", minute: int = 0, **kw: object) -> ApiKey:
-    return ApiKey(key_id=key_id, org_id=org, key_hash=f"hash-{key_id}", scopes=["read", "write"],
-                  created_at=at(minute), **kw)  # type: ignore[arg-type]
+    return ApiKey(
+        key_id=key_id,
+        org_id=org,
+        key_hash=f"hash-{key_id}",
+        scopes=["read", "write"],
+        created_at=at(minute),
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def test_api_keys(store: Store) -> None:
@@ -28,8 +34,9 @@ def test_api_keys(store: Store) -> None:
     with pytest.raises(Conflict):
         store.create_api_key(_key("key_1"))
     with pytest.raises(Conflict):
-        store.create_api_key(ApiKey(key_id="key_9", org_id="org_a", key_hash="hash-key_2", scopes=[],
-                                    created_at=at(0)))
+        store.create_api_key(
+            ApiKey(key_id="key_9", org_id="org_a", key_hash="hash-key_2", scopes=[], created_at=at(0))
+        )
     assert store.revoke_api_key("key_1", at(10)) is True
     assert store.revoke_api_key("key_1", at(20)) is True  # already revoked: the first time stays
     assert store.revoke_api_key("key_missing", at(10)) is False
@@ -39,8 +46,15 @@ def test_api_keys(store: Store) -> None:
 
 
 def _idem(key: str, org: str = "org_a", expires: int = 60, body: bytes = b'{"ok":true}') -> IdempotencyRecord:
-    return IdempotencyRecord(org_id=org, key=key, fingerprint="fp", status_code=201, body=body,
-                             created_at=at(0), expires_at=at(expires))
+    return IdempotencyRecord(
+        org_id=org,
+        key=key,
+        fingerprint="fp",
+        status_code=201,
+        body=body,
+        created_at=at(0),
+        expires_at=at(expires),
+    )
 
 
 def test_idempotency(store: Store) -> None:
@@ -56,8 +70,15 @@ def test_idempotency(store: Store) -> None:
 
 
 def _event(i: int, org: str = "org_a", type_: str = "memory.created", entity: str | None = None) -> Event:
-    return Event(event_id=f"evt_{i}", org_id=org, type=type_, at=at(i), entity_id=entity,
-                 memory_id=f"mem_{i}", data={"i": i, "flag": True})
+    return Event(
+        event_id=f"evt_{i}",
+        org_id=org,
+        type=type_,
+        at=at(i),
+        entity_id=entity,
+        memory_id=f"mem_{i}",
+        data={"i": i, "flag": True},
+    )
 
 
 def test_events(store: Store) -> None:
@@ -70,7 +91,10 @@ def test_events(store: Store) -> None:
     assert everything[0][1] == _event(1)
     assert [e.event_id for _, e in store.list_events("org_b", EventQuery())] == ["evt_3"]
     q = EventQuery
-    assert [e.event_id for _, e in store.list_events("org_a", q(type="context.assembled"))] == ["evt_2", "evt_5"]
+    assert [e.event_id for _, e in store.list_events("org_a", q(type="context.assembled"))] == [
+        "evt_2",
+        "evt_5",
+    ]
     assert [e.event_id for _, e in store.list_events("org_a", q(entity_id="ent:a"))] == ["evt_4", "evt_5"]
     assert [e.event_id for _, e in store.list_events("org_a", q(since=at(2)))] == ["evt_2", "evt_4", "evt_5"]
     assert [e.event_id for _, e in store.list_events("org_a", q(memory_id="mem_4"))] == ["evt_4"]

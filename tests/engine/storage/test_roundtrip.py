@@ -25,9 +25,7 @@ _json = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
-_times = st.datetimes(
-    min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC)
-)
+_times = st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=st.just(UTC))
 _opt_time = st.none() | _times
 _name = st.text(min_size=1, max_size=64)
 
@@ -57,7 +55,9 @@ def memories(draw: st.DrawFn, org_id: str = "org_h") -> Memory:
             | st.text(max_size=100)
             | st.dictionaries(st.text(max_size=8), _json, max_size=3)
         ),
-        object_type=draw(st.none() | st.sampled_from(["literal", "string", "number", "date", "json", "entity"])),
+        object_type=draw(
+            st.none() | st.sampled_from(["literal", "string", "number", "date", "json", "entity"])
+        ),
         unit=draw(st.none() | st.text(max_size=32)),
         keys=draw(st.none() | st.lists(st.text(min_size=1, max_size=40), max_size=3)),
         valid_from=draw(_opt_time),
@@ -111,8 +111,14 @@ def test_roundtrip_after_reopen(store_factory: Callable[[], Store], batch: list[
 
 
 def test_bool_object_is_not_int(store: Store) -> None:
-    base: dict[str, Any] = dict(org_id="org_a", type="fact", text="t", timestamp=datetime(2024, 1, 1, tzinfo=UTC),
-                                created_at=datetime(2024, 1, 1, tzinfo=UTC), updated_at=datetime(2024, 1, 1, tzinfo=UTC))
+    base: dict[str, Any] = dict(
+        org_id="org_a",
+        type="fact",
+        text="t",
+        timestamp=datetime(2024, 1, 1, tzinfo=UTC),
+        created_at=datetime(2024, 1, 1, tzinfo=UTC),
+        updated_at=datetime(2024, 1, 1, tzinfo=UTC),
+    )
     values: list[Any] = [True, 1, 1.0, "1", None, {"a": True}, {"a": 1}, False, 0, 0.0]
     ms = [Memory(memory_id=f"mem_{i}", object=v, **base) for i, v in enumerate(values)]
     ms.append(Memory(memory_id="mem_keys_empty", keys=[], **base))

@@ -35,7 +35,9 @@ def _corpus() -> dict[str, Memory]:
         "agent": mem(**common, agent_id="g1", timestamp=at(10)),
         "other_entity": mem(text="apple pie", entity_id="ent:y", subject="ent:x", timestamp=at(10)),
         "archived": mem(**common, archived=True, timestamp=at(10)),
-        "superseded": mem(**common, status="superseded", valid_from=at(10), valid_to=at(500), timestamp=at(10)),
+        "superseded": mem(
+            **common, status="superseded", valid_from=at(10), valid_to=at(500), timestamp=at(10)
+        ),
         "disputed": mem(**common, status="disputed", timestamp=at(10)),
         "expired": mem(**common, valid_to=at(900), timestamp=at(10)),
         "expires_later": mem(**common, valid_to=at(2000), timestamp=at(10)),
@@ -74,12 +76,36 @@ def test_scope_semantics_every_channel(store: Store) -> None:
         (Scope(org_id="org_b", now=NOW), {"org_b"}),
         (Scope(org_id="org_c", now=NOW), set()),
         # as_of: status ignored, validity decides
-        (Scope(org_id="org_a", now=NOW, as_of=at(100)),
-         {"plain", "agent", "other_entity", "superseded", "disputed", "expired", "expires_later", "expires_now"}),
-        (Scope(org_id="org_a", now=NOW, as_of=at(500)),
-         {"plain", "agent", "other_entity", "disputed", "expired", "expires_later", "expires_now"}),
-        (Scope(org_id="org_a", now=NOW, as_of=at(950)),
-         {"plain", "agent", "other_entity", "disputed", "expires_later", "expires_now", "future_valid", "new"}),
+        (
+            Scope(org_id="org_a", now=NOW, as_of=at(100)),
+            {
+                "plain",
+                "agent",
+                "other_entity",
+                "superseded",
+                "disputed",
+                "expired",
+                "expires_later",
+                "expires_now",
+            },
+        ),
+        (
+            Scope(org_id="org_a", now=NOW, as_of=at(500)),
+            {"plain", "agent", "other_entity", "disputed", "expired", "expires_later", "expires_now"},
+        ),
+        (
+            Scope(org_id="org_a", now=NOW, as_of=at(950)),
+            {
+                "plain",
+                "agent",
+                "other_entity",
+                "disputed",
+                "expires_later",
+                "expires_now",
+                "future_valid",
+                "new",
+            },
+        ),
     ]
     for scope, expected in cases:
         assert {n for n, m in corpus.items() if in_scope(m, scope)} == expected, scope  # oracle agrees
@@ -108,7 +134,9 @@ def test_index_follows_reputs_and_deletes(store: Store) -> None:
     # a vector arriving after the index exists is picked up
     c = mem(text="apple banana", entity_id="ent:x", timestamp=at(3))
     store.put_memories([c])
-    assert c.memory_id not in {h.memory_id for h in store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 20)}
+    assert c.memory_id not in {
+        h.memory_id for h in store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 20)
+    }
     _embed(store, [c], emb)
     got = {h.memory_id for h in store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 3)}
     assert got == {a.memory_id, b.memory_id, c.memory_id}

@@ -33,7 +33,7 @@ def test_durable_after_close_and_reopen(tmp_path: Path) -> None:
     assert s2.find_by_key("org_a", "default", "k") == [a]
     assert s2.list_memories("org_a", ListQuery(tag="t")) == [a]
     assert np.array_equal(s2.get_embeddings("m", ["h"])["h"], np.ones(3, dtype=np.float32))
-    (seq, event), = s2.list_events("org_a", EventQuery())
+    ((seq, event),) = s2.list_events("org_a", EventQuery())
     s2.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
     assert s2.list_events("org_a", EventQuery(after=seq))[0][0] > seq
     hits = s2.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
@@ -61,7 +61,9 @@ def test_migrates_an_older_database(tmp_path: Path) -> None:
     assert migrate(conn, target=1) == 1
     old = mem(tags=["alpha", "beta"], keys=["ent:a|lives_in"])
     conn.execute(MEMORY_INSERT, memory_row(old))  # written by version-1 code: no memory_tags rows
-    conn.execute("INSERT INTO memory_keys VALUES (?, ?, ?, ?)", ("org_a", "default", "ent:a|lives_in", old.memory_id))
+    conn.execute(
+        "INSERT INTO memory_keys VALUES (?, ?, ?, ?)", ("org_a", "default", "ent:a|lives_in", old.memory_id)
+    )
     conn.close()
     s = SQLiteStore(path)
     assert schema_version(s._conn) == LATEST == len(MIGRATIONS)

@@ -110,7 +110,11 @@ def test_concurrent_writes_and_searches(store: Store) -> None:
     def writer(n: int) -> None:
         try:
             for i in range(25):
-                m = mem(text=f"writer{n} word{i % 5} apple", entity_id=f"ent:w{n}", status="superseded" if i % 6 == 0 else "active")
+                m = mem(
+                    text=f"writer{n} word{i % 5} apple",
+                    entity_id=f"ent:w{n}",
+                    status="superseded" if i % 6 == 0 else "active",
+                )
                 with store.transaction():
                     store.put_memories([m])
                     store.put_embeddings(emb.model, {text_hash(m.text): emb.embed([m.text])[0]})

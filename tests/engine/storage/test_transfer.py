@@ -39,8 +39,12 @@ from tests.engine.storage.transfer_data import (
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[dict[str, Store]]:
-    opened = {"memory": open_store("memory"), "sqlite_a": open_store(f"sqlite://{tmp_path / 'a.db'}"),
-              "sqlite_b": open_store(f"sqlite://{tmp_path / 'b.db'}"), "memory_b": open_store("memory")}
+    opened = {
+        "memory": open_store("memory"),
+        "sqlite_a": open_store(f"sqlite://{tmp_path / 'a.db'}"),
+        "sqlite_b": open_store(f"sqlite://{tmp_path / 'b.db'}"),
+        "memory_b": open_store("memory"),
+    }
     yield opened
     for s in opened.values():
         s.close()
@@ -67,7 +71,9 @@ def test_header_counts_and_order(stores: dict[str, Store]) -> None:
     assert len(lines) == 1 + 10 + 8 + 3 + 2
     kinds = [msgspec.json.decode(line)["kind"] for line in lines[1:]]
     assert kinds[-5:] == ["event"] * 3 + ["api_key"] * 2
-    mem_ids = [msgspec.json.decode(line)["memory"]["memory_id"] for line in lines if b'"kind":"memory"' in line]
+    mem_ids = [
+        msgspec.json.decode(line)["memory"]["memory_id"] for line in lines if b'"kind":"memory"' in line
+    ]
     # (timestamp, memory_id) order: 7 and 8 share a timestamp a day later
     assert mem_ids == [f"mem_{n:04d}" for n in (1, 2, 3, 4, 5, 6, 9, 10, 7, 8)]
     assert b"Not acme" not in dump(src) and b"evt_x" not in dump(src) and b"key_o" not in dump(src)
@@ -134,7 +140,10 @@ def test_revocation_in_file_is_applied_to_existing_key(stores: dict[str, Store])
     fill(src)
     dst.create_api_key(msgspec.structs.replace(org_keys()[1], revoked_at=None))
     load(dst, dump(src))
-    assert {k.key_id: k.revoked_at for k in dst.list_api_keys(ORG)} == {"key_a": None, "key_b": org_keys()[1].revoked_at}
+    assert {k.key_id: k.revoked_at for k in dst.list_api_keys(ORG)} == {
+        "key_a": None,
+        "key_b": org_keys()[1].revoked_at,
+    }
 
 
 def test_import_into_another_org(stores: dict[str, Store]) -> None:
@@ -182,9 +191,11 @@ def test_header_is_required_and_checked(stores: dict[str, Store]) -> None:
     bad = dump(stores["memory"]).replace(b'"version":1', b'"version":99', 1)
     with pytest.raises(InvalidInput, match="version 99"):
         load(dst, bad)
-    mixed = dump(stores["memory"]).splitlines(keepends=True)[0] + \
-        b'{"kind":"api_key","api_key":{"key_id":"k","org_id":"zzz","key_hash":"x","scopes":[],' \
+    mixed = (
+        dump(stores["memory"]).splitlines(keepends=True)[0]
+        + b'{"kind":"api_key","api_key":{"key_id":"k","org_id":"zzz","key_hash":"x","scopes":[],'
         b'"created_at":"2024-01-01T00:00:00Z"}}\n'
+    )
     with pytest.raises(InvalidInput, match="org 'zzz'"):
         load(dst, mixed)
 

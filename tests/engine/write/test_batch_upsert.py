@@ -24,29 +24,41 @@ def test_fact_from_object_num_renders_text_and_key() -> None:
 
 
 def test_entity_object_and_given_text() -> None:
-    (a, b) = build(UpsertItem(subject="ent:anna", predicate="lives in", object_text="ent:new-york"),
-                   UpsertItem(type="note", text="hello", entity_id="ent:anna"))
+    (a, b) = build(
+        UpsertItem(subject="ent:anna", predicate="lives in", object_text="ent:new-york"),
+        UpsertItem(type="note", text="hello", entity_id="ent:anna"),
+    )
     assert a.text == "Anna lives in New York" and a.object_type == "entity" and a.predicate == "lives_in"
     assert b.type == "note" and b.text == "hello" and b.keys is None and b.valid_from is None
     assert entity_name("ent:user") == "User"
 
 
 def test_repeated_key_is_ordered_unless_dated() -> None:
-    a, b, c = build(UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:paris"),
-                    UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:berlin"),
-                    UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:rome",
-                               valid_from=NOW))
+    a, b, c = build(
+        UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:paris"),
+        UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:berlin"),
+        UpsertItem(subject="ent:user", predicate="lives_in", object_text="ent:rome", valid_from=NOW),
+    )
     assert a.valid_from == NOW and b.valid_from == NOW + timedelta(microseconds=1) and c.valid_from == NOW
 
 
-@pytest.mark.parametrize(("item", "field"), [
-    (UpsertItem(predicate="likes", object_text="x"), "items[1].subject"),
-    (UpsertItem(subject="ent:u", object_text="x"), "items[1].predicate"),
-    (UpsertItem(subject="ent:u", predicate="likes"), "items[1].object_text"),
-    (UpsertItem(subject="ent:u", predicate="likes", object_text="x", object_num=2), "items[1].object_num"),
-    (UpsertItem(type="event"), "items[1].text"),
-    (UpsertItem(type="note", text="x", valid_from=NOW, valid_to=NOW - timedelta(days=1)), "items[1].valid_to"),
-])
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        (UpsertItem(predicate="likes", object_text="x"), "items[1].subject"),
+        (UpsertItem(subject="ent:u", object_text="x"), "items[1].predicate"),
+        (UpsertItem(subject="ent:u", predicate="likes"), "items[1].object_text"),
+        (
+            UpsertItem(subject="ent:u", predicate="likes", object_text="x", object_num=2),
+            "items[1].object_num",
+        ),
+        (UpsertItem(type="event"), "items[1].text"),
+        (
+            UpsertItem(type="note", text="x", valid_from=NOW, valid_to=NOW - timedelta(days=1)),
+            "items[1].valid_to",
+        ),
+    ],
+)
 def test_first_invalid_item_is_named(item: UpsertItem, field: str) -> None:
     ok = UpsertItem(subject="ent:u", predicate="likes", object_text="tea")
     with pytest.raises(InvalidInput) as err:

@@ -46,7 +46,12 @@ def test_draft_to_memory_fields() -> None:
     m = draft_to_memory(draft, org_id=ORG, timestamp=T1, namespace="ns", agent_id="agent-1",
                         source_turn="mem_turn1", now=NOW)  # fmt: skip
     assert m.memory_id.startswith("mem_") and m.type == "fact"
-    assert (m.subject, m.predicate, m.object, m.object_type) == ("ent:user", "lives_in", "ent:lisbon", "entity")
+    assert (m.subject, m.predicate, m.object, m.object_type) == (
+        "ent:user",
+        "lives_in",
+        "ent:lisbon",
+        "entity",
+    )
     assert m.keys == ["ent:user|lives_in"]
     assert m.valid_from == T1 and m.timestamp == T1 and m.valid_to is None
     assert m.text == "User lives in Lisbon"
@@ -67,7 +72,10 @@ def test_paris_then_berlin(store: Store) -> None:
     (berlin,), out2 = turn(store, "I moved to Berlin.", T2, source_turn="mem_t2")
     assert [(o.action, o.supersedes) for o in out2] == [("SUPERSEDED", [paris.memory_id])]
     rows = {m.memory_id: m for m in store.list_memories(ORG, ListQuery())}
-    assert rows[berlin.memory_id].status == "active" and rows[berlin.memory_id].provenance["source_turn"] == "mem_t2"
+    assert (
+        rows[berlin.memory_id].status == "active"
+        and rows[berlin.memory_id].provenance["source_turn"] == "mem_t2"
+    )
     assert rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == T2
     types = [e.type for _, e in store.list_events(ORG, EventQuery())]
     assert types == ["memory.created", "memory.created", "memory.superseded"]

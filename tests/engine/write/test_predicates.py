@@ -22,7 +22,10 @@ def test_single_and_multi_valued() -> None:
 
 def test_unknown_predicates() -> None:
     assert is_single_valued("favorite_cheese")
-    assert spec_for("favorite_cheese").template.format(s="User", o="brie", a="a") == "User's favorite cheese is brie"
+    assert (
+        spec_for("favorite_cheese").template.format(s="User", o="brie", a="a")
+        == "User's favorite cheese is brie"
+    )
     unknown = spec_for("collects")
     assert not unknown.single_valued and unknown.name == "collects"
 

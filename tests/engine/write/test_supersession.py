@@ -136,7 +136,9 @@ def test_replay_of_a_historical_value_is_skipped() -> None:
     berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
     replay = fact("lives_in", "ent:paris", at=T0)
     res = resolve(replay, [paris_old, berlin], now=NOW)
-    assert res.outcome.action == "SKIPPED" and res.outcome.memory_id == paris_old.memory_id and res.writes == []
+    assert (
+        res.outcome.action == "SKIPPED" and res.outcome.memory_id == paris_old.memory_id and res.writes == []
+    )
 
 
 def test_moving_back_to_an_old_value_supersedes() -> None:
@@ -153,7 +155,9 @@ def test_multi_valued_accumulates() -> None:
     res = resolve(fact("likes", "hiking", at=T0 + timedelta(days=1)), [jazz], now=NOW)
     assert res.outcome.action == "UPSERTED" and res.outcome.supersedes == []
     assert [m.status for m in res.writes] == ["active"]
-    assert resolve(fact("likes", "Jazz", at=T0 + timedelta(days=2)), [jazz], now=NOW).outcome.action == "SKIPPED"
+    assert (
+        resolve(fact("likes", "Jazz", at=T0 + timedelta(days=2)), [jazz], now=NOW).outcome.action == "SKIPPED"
+    )
 
 
 def test_negation_ends_the_matching_value_only() -> None:
@@ -226,7 +230,9 @@ def test_paris_then_berlin_in_a_store(store: Store) -> None:
     assert outcome.action == "SUPERSEDED" and outcome.supersedes == [paris.memory_id]
     rows = {m.memory_id: m for m in store.find_by_key(ORG, "default", "ent:user|lives_in")}
     assert rows[berlin.memory_id].status == "active"
-    assert rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == berlin.valid_from
+    assert (
+        rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == berlin.valid_from
+    )
     events = [e.type for _, e in store.list_events(ORG, EventQuery())]
     assert events == ["memory.created", "memory.created", "memory.superseded"]
     active = store.list_memories(ORG, ListQuery(statuses=("active",)))
@@ -272,7 +278,11 @@ def _race(stores: list[Any], writers: int = 8, per_writer: int = 5) -> None:
             barrier.wait()
             for j in range(per_writer):
                 t = times[w * per_writer + j]
-                apply(stores[w % len(stores)], fact("lives_in", f"ent:city-{t}", at=T0 + timedelta(minutes=t)), now=NOW)
+                apply(
+                    stores[w % len(stores)],
+                    fact("lives_in", f"ent:city-{t}", at=T0 + timedelta(minutes=t)),
+                    now=NOW,
+                )
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 

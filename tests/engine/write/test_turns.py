@@ -17,10 +17,16 @@ T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 RULES = create_extractor("rules")
 
 
-@pytest.mark.parametrize(("entity", "subject"), [
-    ("ent:user", "ent:user"), ("alice", "ent:alice"), ("User 42", "ent:user-42"), (None, "ent:user"),
-    ("ent:has space", "ent:ent-has-space"),
-])
+@pytest.mark.parametrize(
+    ("entity", "subject"),
+    [
+        ("ent:user", "ent:user"),
+        ("alice", "ent:alice"),
+        ("User 42", "ent:user-42"),
+        (None, "ent:user"),
+        ("ent:has space", "ent:ent-has-space"),
+    ],
+)
 def test_subject_for(entity: str | None, subject: str) -> None:
     assert subject_for(entity) == subject
 
@@ -32,23 +38,39 @@ def test_plan_touches_no_store_and_lists_texts() -> None:
     assert plan.writes_anything
     empty = plan_turn(RULES, "   ", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
     assert empty.turn is None and empty.extraction.facts == [] and not empty.writes_anything
-    none = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="e", timestamp=T0, now=T0,
-                     store_turn="none", extract=False)
+    none = plan_turn(
+        RULES,
+        "I live in Paris",
+        org_id="o",
+        entity_id="e",
+        timestamp=T0,
+        now=T0,
+        store_turn="none",
+        extract=False,
+    )
     assert not none.writes_anything and none.texts() == []
 
 
 def test_commit_supersedes_and_links_the_turn() -> None:
     store = InMemoryStore()
-    first = commit_turn(store, plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user",
-                                         timestamp=T0, now=T0), now=T0)
+    first = commit_turn(
+        store,
+        plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user", timestamp=T0, now=T0),
+        now=T0,
+    )
     t1 = T0 + timedelta(days=30)
-    second = commit_turn(store, plan_turn(RULES, "I moved to Berlin", org_id="o", entity_id="ent:user",
-                                          timestamp=t1, now=t1), now=t1)
+    second = commit_turn(
+        store,
+        plan_turn(RULES, "I moved to Berlin", org_id="o", entity_id="ent:user", timestamp=t1, now=t1),
+        now=t1,
+    )
     turn_id = second.extracted.upserts[0].memory_id
     (fact,) = second.extracted.facts
     assert fact.provenance["source_turn"] == turn_id and fact.valid_from == t1
     paris_id = first.extracted.upserts[1].memory_id
-    assert second.extracted.upserts[1].action == "SUPERSEDED" and second.extracted.upserts[1].supersedes == [paris_id]
+    assert second.extracted.upserts[1].action == "SUPERSEDED" and second.extracted.upserts[1].supersedes == [
+        paris_id
+    ]
     paris = store.get_memory("o", paris_id)
     assert paris is not None and paris.status == "superseded" and paris.valid_to == t1
     assert store.count_memories("o") == 4  # two turns, two facts
@@ -58,15 +80,31 @@ def test_commit_supersedes_and_links_the_turn() -> None:
 
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
-    plan = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0, now=T0,
-                     store_turn="none", metadata={"run_id": "r1"})
+    plan = plan_turn(
+        RULES,
+        "I live in Paris",
+        org_id="o",
+        entity_id="alice",
+        timestamp=T0,
+        now=T0,
+        store_turn="none",
+        metadata={"run_id": "r1"},
+    )
     out = commit_turn(store, plan, now=T0)
     (fact,) = out.extracted.facts
     assert fact.entity_id == "alice" and fact.subject == "ent:alice" and fact.metadata["run_id"] == "r1"
     assert [u.action for u in out.extracted.upserts] == ["UPSERTED"]
-    again = commit_turn(store, plan_turn(RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0,
-                                         now=T0, store_turn="none"), now=T0)
-    assert again.extracted.upserts[0].action == "SKIPPED" and again.extracted.upserts[0].memory_id == fact.memory_id
+    again = commit_turn(
+        store,
+        plan_turn(
+            RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0, now=T0, store_turn="none"
+        ),
+        now=T0,
+    )
+    assert (
+        again.extracted.upserts[0].action == "SKIPPED"
+        and again.extracted.upserts[0].memory_id == fact.memory_id
+    )
     assert again.extracted.facts[0].memory_id == fact.memory_id  # the existing fact, as stored
     assert len(store.list_memories("o", ListQuery())) == 1
 
