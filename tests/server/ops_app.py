@@ -11,12 +11,12 @@ from litestar import Litestar
 
 import server.app as app_module
 from engine.embed.hash import HashEmbedder
-from engine.ids import memory_id
 from engine.models import Memory
 from engine.storage.base import Store
 from server import observability
 from server.config import Settings
 from server.routes import ops
+from tests.factories import memory
 
 
 def _paths(app: Litestar) -> set[str]:
@@ -51,15 +51,6 @@ def put(
     store: Store, org: str, text: str, *, type: str = "fact", when: str = "2024-01-01", **fields: Any
 ) -> Memory:
     """Store a memory directly (exact control over status, validity, sensitivity...)."""
-    m = Memory(
-        memory_id=memory_id(),
-        org_id=org,
-        type=type,
-        text=text,  # type: ignore[arg-type]
-        timestamp=at(when),
-        created_at=at(when),
-        updated_at=at(when),
-        **fields,
-    )
+    m = memory(org_id=org, type=type, text=text, at=at(when), **fields)
     store.put_memories([m])
     return m

@@ -166,24 +166,16 @@ def test_migrate_postgres_backfills_inline_vectors(
     import numpy as np
 
     from engine.embed.registry import create_embedder
-    from engine.models import Memory, text_hash
+    from engine.models import text_hash
     from engine.storage.postgres import PostgresStore
     from tests.engine.storage.conftest import T0
+    from tests.factories import memory
 
     monkeypatch.setenv("LOCI_EMBEDDER", "hash")
     model = create_embedder("hash").model
     plain = PostgresStore(pg_database, max_size=1)  # no inline model: rows without copies
     mems = [
-        Memory(
-            memory_id=f"mem_{i}",
-            org_id=f"org_{i % 2}",
-            type="note",
-            text=f"text {i}",
-            timestamp=T0,
-            created_at=T0,
-            updated_at=T0,
-            entity_id="ent:x",
-        )
+        memory(memory_id=f"mem_{i}", org_id=f"org_{i % 2}", text=f"text {i}", at=T0, entity_id="ent:x")
         for i in range(5)
     ]
     plain.put_embeddings(model, {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems[:4]})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import pytest
@@ -16,22 +17,13 @@ from engine.redact import (
     redact_memories,
     redact_texts,
 )
+from tests.factories import memory
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 
-def _memory(**fields: object) -> Memory:
-    base: dict[str, object] = {
-        "memory_id": "mem_1",
-        "org_id": "org_a",
-        "type": "note",
-        "text": "",
-        "timestamp": T0,
-        "created_at": T0,
-        "updated_at": T0,
-    }
-    base.update(fields)
-    return msgspec.convert(base, Memory)
+def _memory(**fields: Any) -> Memory:
+    return memory(at=T0, **{"memory_id": "mem_1", "text": "", **fields})
 
 
 def test_same_value_same_placeholder_and_counting_per_stem() -> None:

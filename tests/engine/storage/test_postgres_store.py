@@ -22,6 +22,7 @@ from engine.storage.postgres import PostgresStore, search
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
+from tests.factories import memory
 from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server, postgres_store
 
 pytestmark = pytest.mark.integration
@@ -30,18 +31,8 @@ __all__ = ["pg_database", "pg_server", "postgres_store"]  # fixtures used by nam
 T0 = datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
-def _mem(memory_id: str, text: str, **kw: object) -> Memory:
-    fields: dict[str, object] = {
-        "memory_id": memory_id,
-        "org_id": "org_a",
-        "type": "note",
-        "text": text,
-        "timestamp": T0,
-        "created_at": T0,
-        "updated_at": T0,
-    }
-    fields.update(kw)
-    return Memory(**fields)  # type: ignore[arg-type]
+def _mem(memory_id: str, text: str, **kw: Any) -> Memory:
+    return memory(memory_id=memory_id, text=text, at=T0, **kw)
 
 
 def test_every_field_round_trips(postgres_store: PostgresStore) -> None:
