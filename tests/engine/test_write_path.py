@@ -58,7 +58,7 @@ def test_a_rolled_back_write_stores_its_vector_when_retried(tmp_path: Path) -> N
 
 def test_vectors_of_the_same_commit_are_not_read_back() -> None:
     reads: list[Sequence[str]] = []
-    vec = np.ones(4, dtype=np.float32) / 2
+    vec: Vector = np.full(4, 0.5, dtype=np.float32)
 
     def load_vectors(model: str, hashes: Sequence[str]) -> dict[str, Vector]:
         reads.append(list(hashes))

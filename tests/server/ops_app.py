@@ -15,7 +15,7 @@ from engine.models import Memory
 from engine.storage.base import Store
 from server import observability
 from server.config import Settings
-from server.routes import ops
+from server.routes import ROUTES, ops
 from tests.factories import memory
 
 
@@ -33,7 +33,7 @@ def build_app(settings: Settings, store: Store, *, metrics_token: str | None = N
     ]
     if missing:  # not wired into create_app yet: add them for the test
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(app_module, "ROUTES", [*app_module.ROUTES, *missing])
+            mp.setattr(app_module, "ROUTES", [*ROUTES, *missing])
             app = app_module.create_app(settings, store=store, embedder=HashEmbedder())
     found = getattr(app.state, "observability", None)
     if not isinstance(found, observability.Observability):

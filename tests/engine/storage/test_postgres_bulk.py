@@ -11,7 +11,7 @@ import pytest
 from psycopg import sql
 
 from engine.models import Memory, text_hash
-from engine.storage.base import Scope
+from engine.storage.base import Scope, Vector
 from engine.storage.postgres import PostgresStore, search
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
 from tests.factories import memory
@@ -29,9 +29,10 @@ def _mem(i: int, entity: str, **kw: Any) -> Memory:
     return memory(memory_id=f"mem_{i:05d}", entity_id=entity, at=T0, **fields)
 
 
-def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+def _unit(rng: np.random.Generator, n: int, dims: int) -> Vector:
     x = rng.normal(size=(n, dims)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+    unit: Vector = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit
 
 
 def _index_exists(url: str, name: str) -> bool:
