@@ -26,8 +26,9 @@ test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine server evals tests loci
-	$(BIN)/mypy engine server loci
+	$(BIN)/ruff check engine server evals tests loci notebooks
+	$(BIN)/ruff format --check engine server evals tests loci notebooks
+	$(BIN)/mypy engine server evals tests loci
 
 # JupyterLab on notebooks/ (the jupytext .py files open as notebooks; see notebooks/jupyter_lab_config.py)
 lab: $(STAMP)

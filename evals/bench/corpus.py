@@ -374,8 +374,8 @@ def ingest_drafts(n: int, seed: int) -> list[MemoryCreate]:
         out.append(
             MemoryCreate(
                 entity_id=ENTITY,
-                type=kind,
-                text=text,  # type: ignore[arg-type]
+                type=kind,  # type: ignore[arg-type]
+                text=text,
                 subject=spo[0] if spo else None,
                 predicate=spo[1] if spo else None,
                 object=spo[2] if spo else None,

@@ -21,7 +21,8 @@ Shot = Callable[[Any, str], Path]
 
 
 def _rows(page: Any) -> list[str]:
-    return page.locator("table.grid tbody tr").all_inner_texts()
+    rows: list[str] = page.locator("table.grid tbody tr").all_inner_texts()
+    return rows
 
 
 def test_sign_in_then_filter_and_page_the_table(page: Any, loci: Loci, shot: Shot) -> None:

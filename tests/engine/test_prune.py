@@ -15,26 +15,15 @@ from engine.errors import InvalidInput
 from engine.models import Memory
 from engine.prune import PruneRequest, PruneResult, prune
 from engine.storage import EventQuery, Store, open_store
+from tests.factories import memory
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 ORG = "org_a"
 
 
 def _m(memory_id: str, *, days_ago: float = 1, type: str = "fact", **fields: Any) -> Memory:
-    ts = NOW - timedelta(days=days_ago)
-    base: dict[str, Any] = {
-        "memory_id": memory_id,
-        "org_id": ORG,
-        "namespace": "default",
-        "entity_id": "ent:alice",
-        "type": type,
-        "text": memory_id,
-        "timestamp": ts,
-        "created_at": ts,
-        "updated_at": ts,
-    }
-    base.update(fields)
-    return msgspec.convert(base, Memory)
+    fields = {"org_id": ORG, "entity_id": "ent:alice", "text": memory_id, **fields}
+    return memory(memory_id=memory_id, at=NOW, days_ago=days_ago, type=type, **fields)
 
 
 @pytest.fixture(params=["memory", "sqlite://:memory:"])

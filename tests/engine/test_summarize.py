@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-import msgspec
 import pytest
 
 from engine.errors import Unavailable
@@ -17,26 +16,15 @@ from engine.redact import RedactionPolicy, Redactor
 from engine.retrieval import tokens
 from engine.storage import Store, open_store
 from engine.summarize import OpenAIChat, summarize
+from tests.factories import memory
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 ORG = "org_a"
 
 
 def _m(memory_id: str, *, days_ago: float, text: str, type: str = "fact", **fields: Any) -> Memory:
-    ts = NOW - timedelta(days=days_ago)
-    base: dict[str, Any] = {
-        "memory_id": memory_id,
-        "org_id": ORG,
-        "namespace": "default",
-        "entity_id": "ent:alice",
-        "type": type,
-        "text": text,
-        "timestamp": ts,
-        "created_at": ts,
-        "updated_at": ts,
-    }
-    base.update(fields)
-    return msgspec.convert(base, Memory)
+    fields = {"org_id": ORG, "entity_id": "ent:alice", **fields}
+    return memory(memory_id=memory_id, at=NOW, days_ago=days_ago, text=text, type=type, **fields)
 
 
 @pytest.fixture(params=["memory", "sqlite://:memory:"])

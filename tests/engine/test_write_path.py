@@ -6,7 +6,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -16,11 +15,12 @@ from engine import ids
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.memory_service import MemoryCreate, MemoryService
-from engine.models import text_hash
+from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Vector
 from engine.storage.local_index import IndexRegistry
 from engine.storage.sqlite import SQLiteStore
 from engine.timeutil import utcnow
+from tests.factories import memory
 
 
 def _sqlite(tmp_path: Path) -> SQLiteStore:
@@ -57,10 +57,8 @@ def test_a_rolled_back_write_stores_its_vector_when_retried(tmp_path: Path) -> N
 
 
 def test_vectors_of_the_same_commit_are_not_read_back() -> None:
-    from engine.models import Memory
-
     reads: list[Sequence[str]] = []
-    vec = np.ones(4, dtype=np.float32) / 2
+    vec: Vector = np.full(4, 0.5, dtype=np.float32)
 
     def load_vectors(model: str, hashes: Sequence[str]) -> dict[str, Vector]:
         reads.append(list(hashes))
@@ -68,9 +66,7 @@ def test_vectors_of_the_same_commit_are_not_read_back() -> None:
 
     rows: list[Memory] = []
     now = utcnow()
-    first = Memory(
-        memory_id="m1", org_id="o", type="note", text="first", timestamp=now, created_at=now, updated_at=now
-    )
+    first = memory(memory_id="m1", org_id="o", text="first", at=now)
     rows.append(first)
     import threading
 
@@ -78,17 +74,13 @@ def test_vectors_of_the_same_commit_are_not_read_back() -> None:
     scope = Scope(org_id="o", now=now)
     registry.vector_search(scope, "m", vec, 1)  # builds the index and loads model "m"
     reads.clear()
-    second = Memory(
-        memory_id="m2", org_id="o", type="note", text="second", timestamp=now, created_at=now, updated_at=now
-    )
+    second = memory(memory_id="m2", org_id="o", text="second", at=now)
     registry.apply_vectors("m", {text_hash("second"): vec})
     registry.apply_put([second])
     registry.end_commit()
     assert reads == []  # taken from the commit's own vectors
     assert [h.memory_id for h in registry.vector_search(scope, "m", vec, 2)] == ["m2"]
-    third = Memory(
-        memory_id="m3", org_id="o", type="note", text="second", timestamp=now, created_at=now, updated_at=now
-    )
+    third = memory(memory_id="m3", org_id="o", text="second", at=now)
     registry.apply_put([third])  # a later commit: the store is asked again
     assert reads == [[text_hash("second")]]
 
@@ -106,23 +98,12 @@ def test_ids_are_ulids_in_order() -> None:
 
 
 def test_put_memories_replaces_keys_and_tags_in_one_batch(tmp_path: Path) -> None:
-    from engine.models import Memory
 
     store = _sqlite(tmp_path)
     now = utcnow()
 
-    def mem(mid: str, keys: list[str], tags: list[str]) -> Any:
-        return Memory(
-            memory_id=mid,
-            org_id="o",
-            type="fact",
-            text=mid,
-            timestamp=now,
-            created_at=now,
-            updated_at=now,
-            keys=keys,
-            tags=tags,
-        )
+    def mem(mid: str, keys: list[str], tags: list[str]) -> Memory:
+        return memory(memory_id=mid, org_id="o", type="fact", text=mid, at=now, keys=keys, tags=tags)
 
     store.put_memories([mem("a", ["k1"], ["t1"]), mem("b", ["k2"], [])])
     store.put_memories([mem("a", ["k3"], ["t2"]), mem("b", ["k2"], ["t3"]), mem("b", ["k4"], [])])

@@ -16,6 +16,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextResourceContents
 
 from tests.integrations.conftest import LiveServer, serve_env
 
@@ -84,7 +85,9 @@ async def _walkthrough(client: Client) -> None:
     assert [m["memory_id"] for m in listed["items"]] == [note_id]
     assert _data(await client.call_tool("get_memory", {"memory_id": note_id}))["text"] == "call mum"
     resource = await client.read_resource(f"loci://memories/{note_id}")
-    assert json.loads(resource.contents[0].text)["memory_id"] == note_id
+    content = resource.contents[0]
+    assert isinstance(content, TextResourceContents)
+    assert json.loads(content.text)["memory_id"] == note_id
     assert _data(await client.call_tool("forget", {"memory_id": note_id, "mode": "archive"}))["archived"][
         "archived"
     ]

@@ -11,12 +11,12 @@ from litestar import Litestar
 
 import server.app as app_module
 from engine.embed.hash import HashEmbedder
-from engine.ids import memory_id
 from engine.models import Memory
 from engine.storage.base import Store
 from server import observability
 from server.config import Settings
-from server.routes import ops
+from server.routes import ROUTES, ops
+from tests.factories import memory
 
 
 def _paths(app: Litestar) -> set[str]:
@@ -33,7 +33,7 @@ def build_app(settings: Settings, store: Store, *, metrics_token: str | None = N
     ]
     if missing:  # not wired into create_app yet: add them for the test
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(app_module, "ROUTES", [*app_module.ROUTES, *missing])
+            mp.setattr(app_module, "ROUTES", [*ROUTES, *missing])
             app = app_module.create_app(settings, store=store, embedder=HashEmbedder())
     found = getattr(app.state, "observability", None)
     if not isinstance(found, observability.Observability):
@@ -51,15 +51,6 @@ def put(
     store: Store, org: str, text: str, *, type: str = "fact", when: str = "2024-01-01", **fields: Any
 ) -> Memory:
     """Store a memory directly (exact control over status, validity, sensitivity...)."""
-    m = Memory(
-        memory_id=memory_id(),
-        org_id=org,
-        type=type,
-        text=text,  # type: ignore[arg-type]
-        timestamp=at(when),
-        created_at=at(when),
-        updated_at=at(when),
-        **fields,
-    )
+    m = memory(org_id=org, type=type, text=text, at=at(when), **fields)
     store.put_memories([m])
     return m

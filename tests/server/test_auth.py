@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from httpx import Response
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.keys import create_api_key, hash_key
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from tests.server.conftest import memory_body
+from tests.server.conftest import KeyMaker, memory_body
 
 ROUTES = [
     ("GET", "/v0/memories"),
@@ -18,7 +21,7 @@ ROUTES = [
 ]
 
 
-def call(client, method: str, path: str, headers: dict[str, str]):
+def call(client: TestClient[Litestar], method: str, path: str, headers: dict[str, str]) -> Response:
     body = memory_body() if method == "POST" else ({"tags": []} if method == "PATCH" else None)
     return client.request(method, path, json=body, headers=headers)
 
@@ -37,7 +40,7 @@ def call(client, method: str, path: str, headers: dict[str, str]):
     ],
 )
 def test_bad_credentials_are_401(
-    client, store: Store, method: str, path: str, authorization: str | None
+    client: TestClient[Litestar], store: Store, method: str, path: str, authorization: str | None
 ) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
     r = call(client, method, path, headers)
@@ -47,7 +50,7 @@ def test_bad_credentials_are_401(
     assert store.count_memories() == 0
 
 
-def test_revoked_key_is_401(client, store: Store) -> None:
+def test_revoked_key_is_401(client: TestClient[Litestar], store: Store) -> None:
     key, secret = create_api_key(store, "acme")
     headers = {"Authorization": f"Bearer {secret}"}
     assert client.get("/v0/memories", headers=headers).status_code == 200
@@ -62,7 +65,7 @@ def test_key_is_stored_hashed(store: Store) -> None:
     assert store.find_api_key(hash_key(secret)) is not None
 
 
-def test_read_only_key_cannot_write(client, make_key, store: Store) -> None:
+def test_read_only_key_cannot_write(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:
     reader = make_key("acme", ("read",))
     assert client.get("/v0/memories", headers=reader).status_code == 200
     for method, path in ROUTES:
@@ -74,7 +77,7 @@ def test_read_only_key_cannot_write(client, make_key, store: Store) -> None:
     assert store.count_memories() == 0
 
 
-def test_write_only_key_cannot_read(client, make_key) -> None:
+def test_write_only_key_cannot_read(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     writer = make_key("acme", ("write",))
     assert client.post("/v0/memories", json=memory_body(), headers=writer).status_code == 200
     for method, path in ROUTES:
@@ -83,11 +86,11 @@ def test_write_only_key_cannot_read(client, make_key) -> None:
             assert r.status_code == 403 and r.json()["details"]["required_scope"] == "read"
 
 
-def test_health_needs_no_auth(client) -> None:
+def test_health_needs_no_auth(client: TestClient[Litestar]) -> None:
     r = client.get("/v0/health")
     assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["now"].endswith("Z")
 
 
-def test_auth_is_checked_before_validation(client, store: Store) -> None:
+def test_auth_is_checked_before_validation(client: TestClient[Litestar], store: Store) -> None:
     r = client.post("/v0/memories", json={"type": "nope"}, headers={"Idempotency-Key": "k" * 300})
     assert r.status_code == 401

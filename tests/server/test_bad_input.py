@@ -8,12 +8,13 @@ import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 from litestar import Litestar, Request
 from litestar.testing import TestClient
+from litestar.types import HTTPScope
 
 from engine.errors import InvalidInput, Unavailable
 from engine.storage import open_store
@@ -159,7 +160,10 @@ def test_a_million_tags_are_refused(client: TestClient[Litestar], auth: dict[str
 
 def _request(*headers: tuple[bytes, bytes]) -> Request[Any, Any, Any]:
     return Request(
-        {"type": "http", "method": "POST", "path": "/", "headers": list(headers), "query_string": b""}
+        cast(
+            "HTTPScope",
+            {"type": "http", "method": "POST", "path": "/", "headers": list(headers), "query_string": b""},
+        )
     )
 
 

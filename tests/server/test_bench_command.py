@@ -33,7 +33,9 @@ def numbers(cell: str) -> list[float]:
     return [float(x) for x in cell.split("/")]
 
 
-def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(capsys, tmp_path: Path) -> None:
+def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     out_file = tmp_path / "bench.txt"
     code = main(
         [
@@ -87,7 +89,9 @@ def test_bench_assemble_prints_a_row_per_size_with_stages_and_http(capsys, tmp_p
     assert not list((tmp_path / "cache").glob("assemble-*"))  # scratch data dirs are removed
 
 
-def test_bench_assemble_without_http_marks_http_cells(capsys, tmp_path: Path) -> None:
+def test_bench_assemble_without_http_marks_http_cells(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     code = main(
         [
             "bench",
@@ -107,7 +111,7 @@ def test_bench_assemble_without_http_marks_http_cells(capsys, tmp_path: Path) ->
     assert code == 0 and len(rows) == 1 and rows[0][11:13] == ["-", "-"]
 
 
-def test_bench_ingest_prints_rates_and_turn_rows(capsys, tmp_path: Path) -> None:
+def test_bench_ingest_prints_rates_and_turn_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = main(
         ["bench", "ingest", "--n", "40", "--turns", "4", "--embedder", "hash", "--cache-dir", str(tmp_path)]
     )
@@ -136,7 +140,7 @@ def test_bench_ingest_prints_rates_and_turn_rows(capsys, tmp_path: Path) -> None
     assert turns[1][3] == "-" and numbers(turns[1][7])[0] > 0  # http: total only
 
 
-def test_bench_rejects_bad_sizes(capsys) -> None:
+def test_bench_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["bench", "assemble", "--sizes", "10,x"])
 

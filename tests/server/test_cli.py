@@ -19,7 +19,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
-def test_keys_create_prints_key_on_last_line(capsys, tmp_path: Path) -> None:
+def test_keys_create_prints_key_on_last_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out = run(
         capsys,
         "keys",
@@ -46,7 +46,9 @@ def test_keys_create_prints_key_on_last_line(capsys, tmp_path: Path) -> None:
         store.close()
 
 
-def test_keys_list_never_prints_secrets_and_revoke(capsys, tmp_path: Path) -> None:
+def test_keys_list_never_prints_secrets_and_revoke(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     _, out = run(capsys, "keys", "create", "--org", "acme", "--data-dir", str(tmp_path))
     secret = out.splitlines()[-1]
     run(capsys, "keys", "create", "--org", "other", "--data-dir", str(tmp_path))
@@ -63,13 +65,15 @@ def test_keys_list_never_prints_secrets_and_revoke(capsys, tmp_path: Path) -> No
     assert main(["keys", "revoke", "key_nope", "--data-dir", str(tmp_path)]) == 1
 
 
-def test_data_dir_from_env(capsys, tmp_path: Path, monkeypatch) -> None:
+def test_data_dir_from_env(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LOCI_DATA_DIR", str(tmp_path / "envdir"))
     run(capsys, "keys", "create", "--org", "acme")
     assert (tmp_path / "envdir" / "loci.db").exists()
 
 
-def test_bad_scopes_fail_cleanly(capsys, tmp_path: Path) -> None:
+def test_bad_scopes_fail_cleanly(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["keys", "create", "--org", "acme", "--scopes", "root", "--data-dir", str(tmp_path)]) == 2
     assert "scopes" in capsys.readouterr().err
 

@@ -26,11 +26,13 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_commands_are_registered_once() -> None:
-    choices = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert {"export", "import", "migrate"} <= set(choices)
+    subparsers = build_parser()._subparsers
+    assert subparsers is not None
+    choices = subparsers._group_actions[0].choices
+    assert choices is not None and {"export", "import", "migrate"} <= set(choices)
 
 
-def test_export_file_then_import_twice(capsys, tmp_path: Path) -> None:
+def test_export_file_then_import_twice(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     src = open_store(str(tmp_path / "src"))
     fill(src)
     src.close()
@@ -63,7 +65,9 @@ def test_export_file_then_import_twice(capsys, tmp_path: Path) -> None:
     assert "events (3 already present)" in text
 
 
-def test_export_to_stdout_without_keys_or_vectors(capsys, tmp_path: Path, monkeypatch) -> None:
+def test_export_to_stdout_without_keys_or_vectors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = open_store(str(tmp_path))
     fill(src)
     src.close()
@@ -76,14 +80,14 @@ def test_export_to_stdout_without_keys_or_vectors(capsys, tmp_path: Path, monkey
     assert (header.counts.embeddings, header.counts.api_keys, len(lines)) == (0, 0, 1 + 10 + 3)
 
 
-def test_import_of_a_bad_file_fails_cleanly(capsys, tmp_path: Path) -> None:
+def test_import_of_a_bad_file_fails_cleanly(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"kind":"memory"}\n')
     code, _, err = run(capsys, "import", "--in", str(bad), "--data-dir", str(tmp_path / "d"))
     assert code == 2 and "error: line 1" in err
 
 
-def test_migrate_sqlite_is_repeatable(capsys, tmp_path: Path) -> None:
+def test_migrate_sqlite_is_repeatable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "migrate", "--data-dir", str(tmp_path))
     assert code == 0 and "schema version 2 (before 0, latest 2); migrated 0 -> 2" in out
     code, out, _ = run(capsys, "migrate", "--database-url", f"sqlite://{tmp_path / 'loci.db'}")
@@ -101,7 +105,7 @@ def test_migrate_never_prints_a_password() -> None:
 
 
 @pytest.mark.integration
-def test_migrate_postgres_is_repeatable(capsys, pg_server: PgServer) -> None:
+def test_migrate_postgres_is_repeatable(capsys: pytest.CaptureFixture[str], pg_server: PgServer) -> None:
     name = f"{pg_server.prefix}_migrate_cli"
     url = create_database(pg_server, name)  # empty: no schema yet
     try:
@@ -115,7 +119,9 @@ def test_migrate_postgres_is_repeatable(capsys, pg_server: PgServer) -> None:
 
 
 @pytest.mark.integration
-def test_export_sqlite_import_postgres_cli(capsys, tmp_path: Path, pg_database: str) -> None:
+def test_export_sqlite_import_postgres_cli(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, pg_database: str
+) -> None:
     src = open_store(str(tmp_path))
     fill(src)
     src.close()
@@ -159,31 +165,23 @@ def test_export_sqlite_import_postgres_cli(capsys, tmp_path: Path, pg_database: 
 
 @pytest.mark.integration
 def test_migrate_postgres_backfills_inline_vectors(
-    capsys, monkeypatch: pytest.MonkeyPatch, pg_database: str
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pg_database: str
 ) -> None:
     """Rows written without inline copies (as before schema migration 3) get them from `loci migrate`,
     in batches, for the configured embedder's model; a second run finds nothing to do."""
     import numpy as np
 
     from engine.embed.registry import create_embedder
-    from engine.models import Memory, text_hash
+    from engine.models import text_hash
     from engine.storage.postgres import PostgresStore
     from tests.engine.storage.conftest import T0
+    from tests.factories import memory
 
     monkeypatch.setenv("LOCI_EMBEDDER", "hash")
     model = create_embedder("hash").model
     plain = PostgresStore(pg_database, max_size=1)  # no inline model: rows without copies
     mems = [
-        Memory(
-            memory_id=f"mem_{i}",
-            org_id=f"org_{i % 2}",
-            type="note",
-            text=f"text {i}",
-            timestamp=T0,
-            created_at=T0,
-            updated_at=T0,
-            entity_id="ent:x",
-        )
+        memory(memory_id=f"mem_{i}", org_id=f"org_{i % 2}", text=f"text {i}", at=T0, entity_id="ent:x")
         for i in range(5)
     ]
     plain.put_embeddings(model, {text_hash(m.text): np.ones(8, dtype=np.float32) for m in mems[:4]})

@@ -16,6 +16,7 @@ from engine.extract import ExtractResult, FactDraft
 from engine.storage.base import EventQuery, ListQuery, Store
 from server.app import create_app
 from server.config import Settings
+from tests.server.conftest import KeyMaker
 
 ASSEMBLE = "/v0/context/assemble"
 READ_ONLY = {"extract": False, "store_turn": "none"}
@@ -34,7 +35,7 @@ def facts(store: Store, org: str = "acme") -> list[Any]:
 
 
 # --- the "done means" exchange of issue 4 -----------------------------------------------------------
-def test_paris_then_berlin(client, auth, store: Store) -> None:
+def test_paris_then_berlin(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     first = assemble(client, auth, "I live in Paris")
     paris_id = first["extracted"]["upserts"][1]["memory_id"]
     assert first["extracted"]["upserts"][1]["action"] == "UPSERTED"
@@ -63,7 +64,7 @@ def test_paris_then_berlin(client, auth, store: Store) -> None:
     )
 
 
-def test_retrieval_sees_the_state_before_the_turn(client, auth) -> None:
+def test_retrieval_sees_the_state_before_the_turn(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     body = assemble(client, auth, "I live in Paris")
     assert body["context"]["facts"] == [] and body["context"]["recent_events"] == []
     assert [f["text"] for f in body["extracted"]["facts"]] == ["User lives in Paris"]
@@ -71,7 +72,9 @@ def test_retrieval_sees_the_state_before_the_turn(client, auth) -> None:
     assert again["context"]["facts"] and "Paris" in again["context"]["facts"][0]
 
 
-def test_extracted_shape_and_provenance(client, auth, store: Store) -> None:
+def test_extracted_shape_and_provenance(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     body = assemble(client, auth, "I live in Paris")
     turn_up, fact_up = body["extracted"]["upserts"]
     turn = store.get_memory("acme", turn_up["memory_id"])
@@ -86,7 +89,7 @@ def test_extracted_shape_and_provenance(client, auth, store: Store) -> None:
     assert kinds == ["context.assembled"]
 
 
-def test_request_id_is_the_gateways(client, auth) -> None:
+def test_request_id_is_the_gateways(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.post(
         ASSEMBLE,
         json={"entity_id": "ent:user", "turn": "hi", "ingest": READ_ONLY},
@@ -96,13 +99,17 @@ def test_request_id_is_the_gateways(client, auth) -> None:
 
 
 @pytest.mark.parametrize(("store_turn", "kind"), [("event", "event"), ("note", "note"), ("fact", "fact")])
-def test_store_turn_types(client, auth, store: Store, store_turn: str, kind: str) -> None:
+def test_store_turn_types(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, store_turn: str, kind: str
+) -> None:
     body = assemble(client, auth, "I live in Paris", ingest={"store_turn": store_turn})
     turn = store.get_memory("acme", body["extracted"]["upserts"][0]["memory_id"])
     assert turn is not None and turn.type == kind and turn.text == "I live in Paris"
 
 
-def test_store_turn_none_and_extract_false(client, auth, store: Store) -> None:
+def test_store_turn_none_and_extract_false(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     body = assemble(client, auth, "I live in Paris", ingest={"store_turn": "none"})
     assert (
         len(body["extracted"]["upserts"]) == 1
@@ -114,20 +121,26 @@ def test_store_turn_none_and_extract_false(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 2
 
 
-def test_upsert_conflicts_off_keeps_both(client, auth, store: Store) -> None:
+def test_upsert_conflicts_off_keeps_both(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     assemble(client, auth, "I live in Paris", ingest={"upsert_conflicts": "off"})
     body = assemble(client, auth, "I live in Berlin", ingest={"upsert_conflicts": "off"})
     assert body["extracted"]["upserts"][1]["action"] == "UPSERTED"
     assert sorted(m.status for m in facts(store)) == ["active", "active"]
 
 
-def test_same_turn_later_statement_wins(client, auth, store: Store) -> None:
+def test_same_turn_later_statement_wins(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     assemble(client, auth, "I live in Paris. Actually, I moved to Berlin.")
     active = [m.object for m in facts(store) if m.status == "active"]
     assert active == ["ent:berlin"]
 
 
-def test_idempotent_assemble_writes_once(client, auth, store: Store) -> None:
+def test_idempotent_assemble_writes_once(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     headers = {**auth, "Idempotency-Key": "turn-1"}
     body = {"entity_id": "ent:user", "turn": "I live in Paris"}
     first = client.post(ASSEMBLE, json=body, headers=headers)
@@ -143,7 +156,7 @@ def test_idempotent_assemble_writes_once(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == count
 
 
-def test_trace_query_parameter(client, auth) -> None:
+def test_trace_query_parameter(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     plain = assemble(client, auth, "hello", ingest=READ_ONLY)
     assert "timings" not in plain["trace"] and "debug" not in plain["trace"]
     r = client.post(
@@ -161,7 +174,9 @@ def test_trace_query_parameter(client, auth) -> None:
     )
 
 
-def test_service_agent_scopes_writes_and_retrieval(client, auth, store: Store) -> None:
+def test_service_agent_scopes_writes_and_retrieval(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     assemble_a = {**auth, "X-Service-Agent": "agent-a"}
     body = assemble(client, assemble_a, "I live in Paris")
     fact = store.get_memory("acme", body["extracted"]["upserts"][1]["memory_id"])
@@ -175,13 +190,13 @@ def test_service_agent_scopes_writes_and_retrieval(client, auth, store: Store) -
     assert r.status_code == 422 and r.json()["details"]["field"] == "X-Service-Agent"
 
 
-def test_as_of_dates_the_turn(client, auth, store: Store) -> None:
+def test_as_of_dates_the_turn(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     body = assemble(client, auth, "I live in Paris", as_of="2024-03-01T12:00:00Z")
     fact = store.get_memory("acme", body["extracted"]["upserts"][1]["memory_id"])
     assert fact is not None and fact.valid_from == datetime.fromisoformat("2024-03-01T12:00:00+00:00")
 
 
-def test_scopes(client, make_key, store: Store) -> None:
+def test_scopes(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:
     reader = make_key("acme", scopes=("read",))
     r = client.post(ASSEMBLE, json={"entity_id": "ent:user", "turn": "I live in Paris"}, headers=reader)
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "write"
@@ -223,7 +238,12 @@ BOUNDS = [
 
 @pytest.mark.parametrize(("case", "fields", "field"), BOUNDS, ids=[b[0] for b in BOUNDS])
 def test_bounds_are_422_naming_the_field(
-    client, auth, store: Store, case: str, fields: dict, field: str
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    case: str,
+    fields: dict[str, Any],
+    field: str,
 ) -> None:
     body: dict[str, Any] = {"entity_id": "ent:user", "turn": "I live in Paris", **fields}
     body = {k: v for k, v in body.items() if v is not None}
@@ -244,14 +264,16 @@ def test_bounds_are_422_naming_the_field(
         },
     ],
 )
-def test_values_at_the_bounds_pass(client, auth, fields: dict) -> None:
+def test_values_at_the_bounds_pass(
+    client: TestClient[Litestar], auth: dict[str, str], fields: dict[str, Any]
+) -> None:
     r = client.post(
         ASSEMBLE, json={"entity_id": "ent:user", "turn": "hello", **fields, "ingest": READ_ONLY}, headers=auth
     )
     assert r.status_code == 200, r.text
 
 
-def test_weights_renormalized_flag(client, auth) -> None:
+def test_weights_renormalized_flag(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     body = assemble(
         client,
         auth,
@@ -294,15 +316,17 @@ class DegradedExtractor:
         return ExtractResult(facts=[draft], degraded=True, llm_tokens=42, extractor="rules")
 
 
-def test_broken_embedder_degrades_but_writes(settings: Settings, store: Store, make_key) -> None:
-    app = create_app(settings, store=store, embedder=BrokenEmbedder())  # type: ignore[arg-type]
+def test_broken_embedder_degrades_but_writes(settings: Settings, store: Store, make_key: KeyMaker) -> None:
+    app = create_app(settings, store=store, embedder=BrokenEmbedder())
     with TestClient(app) as client:
         body = assemble(client, make_key("acme"), "I live in Paris")
     assert body["flags"]["degraded"] is True
     assert [m.object for m in facts(store)] == ["ent:paris"]
 
 
-def test_llm_extractor_degraded_and_tokens(app: Litestar, client, auth, store: Store) -> None:
+def test_llm_extractor_degraded_and_tokens(
+    app: Litestar, client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     app.state.loci.extractor = DegradedExtractor()
     body = assemble(client, auth, "anything at all")
     assert body["flags"]["degraded"] is True and body["cost"]["llm_tokens"] == 42
@@ -310,7 +334,7 @@ def test_llm_extractor_degraded_and_tokens(app: Litestar, client, auth, store: S
 
 
 # --- recall ------------------------------------------------------------------------------------------
-def test_recall_matches(client, auth) -> None:
+def test_recall_matches(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     assemble(client, auth, "I live in Paris")
     assemble(client, auth, "I work at Acme")
     r = client.post(
@@ -339,7 +363,9 @@ def test_recall_matches(client, auth) -> None:
     assert body["request_id"] == r.headers["x-request-id"]
 
 
-def test_recall_scoping_and_bounds(client, auth, make_key) -> None:
+def test_recall_scoping_and_bounds(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
+) -> None:
     assemble(client, auth, "I live in Paris")
     other = client.post("/v0/recall", json={"query": "Paris"}, headers=make_key("globex")).json()
     assert other["matches"] == []
@@ -371,7 +397,7 @@ NEW_OPERATIONS = {
 }
 
 
-def test_openapi_documents_the_operations(client) -> None:
+def test_openapi_documents_the_operations(client: TestClient[Litestar]) -> None:
     doc = client.get("/schema/openapi.json").json()
     for (path, method), (op_id, body) in NEW_OPERATIONS.items():
         op = doc["paths"][path][method]
@@ -423,7 +449,9 @@ def _run_threads(n: int, fn: Any) -> None:
     assert not errors, errors
 
 
-def test_concurrent_retries_write_once(client, auth, store: Store) -> None:
+def test_concurrent_retries_write_once(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     headers = {**auth, "Idempotency-Key": "race-turn"}
     bodies: list[bytes] = []
 
@@ -437,7 +465,9 @@ def test_concurrent_retries_write_once(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 2  # one turn, one fact
 
 
-def test_concurrent_turns_leave_one_current_city(client, auth, store: Store) -> None:
+def test_concurrent_turns_leave_one_current_city(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     cities = ["Paris", "Berlin", "Rome", "Oslo", "Lisbon", "Vienna"]
 
     def call(i: int) -> None:
@@ -452,7 +482,7 @@ def test_concurrent_turns_leave_one_current_city(client, auth, store: Store) -> 
     assert len(current) == 1 and current[0].status == "active"
 
 
-def test_recall_redacts_pii_unless_off(client, auth) -> None:
+def test_recall_redacts_pii_unless_off(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     client.post(
         "/v0/memories",
         json={"type": "note", "text": "Reach Dana at dana@example.com", "entity_id": "ent:user"},
@@ -472,7 +502,9 @@ def test_recall_redacts_pii_unless_off(client, auth) -> None:
     assert "dana@example.com" in raw["matches"][0]["text"]
 
 
-def test_ingest_subject_names_who_first_person_statements_are_about(client, auth) -> None:
+def test_ingest_subject_names_who_first_person_statements_are_about(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
     body = {
         "entity_id": "ent:household",
         "turn": "I live in Paris",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import pytest
+from httpx import Response
 from litestar import Litestar, get
 from litestar.testing import TestClient
 
@@ -16,7 +18,7 @@ from server.config import Settings
 REQ_ID = re.compile(r"^req_[0-9A-HJKMNP-TV-Z]{26}$")
 
 
-def assert_envelope(r, status: int, code: str) -> None:
+def assert_envelope(r: Response, status: int, code: str) -> None:
     assert r.status_code == status, r.text
     body = r.json()
     assert set(body) == {"error", "message", "request_id", "details"}
@@ -27,7 +29,7 @@ def assert_envelope(r, status: int, code: str) -> None:
 
 
 @pytest.mark.parametrize("path", ["/nope", "/v0/nope", "/v0/memories/a/b", "/v1/nope"])
-def test_unknown_route_404(client, auth, path: str) -> None:
+def test_unknown_route_404(client: TestClient[Litestar], auth: dict[str, str], path: str) -> None:
     assert_envelope(client.get(path, headers=auth), 404, "not_found")
     assert_envelope(client.get(path), 404, "not_found")
 
@@ -41,13 +43,13 @@ def test_unknown_route_404(client, auth, path: str) -> None:
         ("PUT", "/v0/health"),
     ],
 )
-def test_wrong_method_405(client, auth, method: str, path: str) -> None:
+def test_wrong_method_405(client: TestClient[Litestar], auth: dict[str, str], method: str, path: str) -> None:
     r = client.request(method, path, headers=auth)
     assert_envelope(r, 405, "method_not_allowed")
     assert "allow" in r.headers
 
 
-def test_internal_error_500_hides_details(store: Store, auth) -> None:
+def test_internal_error_500_hides_details(store: Store, auth: dict[str, str]) -> None:
     app = create_app(Settings(embedder="hash"), store=store, embedder=HashEmbedder())
 
     @get("/v0/boom", sync_to_thread=False)
@@ -61,7 +63,9 @@ def test_internal_error_500_hides_details(store: Store, auth) -> None:
     assert "secret" not in r.text and "Traceback" not in r.text
 
 
-def test_engine_failure_in_route_is_500(client, auth, store: Store, monkeypatch) -> None:
+def test_engine_failure_in_route_is_500(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise ValueError("db exploded at /var/lib/secret")
 
@@ -71,13 +75,13 @@ def test_engine_failure_in_route_is_500(client, auth, store: Store, monkeypatch)
     assert "exploded" not in r.text
 
 
-def test_401_and_health_carry_headers(client) -> None:
+def test_401_and_health_carry_headers(client: TestClient[Litestar]) -> None:
     assert_envelope(client.get("/v0/memories"), 401, "unauthorized")
     r = client.get("/v0/health")
     assert REQ_ID.match(r.headers["x-request-id"]) and "x-ratelimit-remaining" in r.headers
 
 
-def test_request_ids_are_unique_and_echoed(client) -> None:
+def test_request_ids_are_unique_and_echoed(client: TestClient[Litestar]) -> None:
     a, b = client.get("/v0/health"), client.get("/v0/health")
     assert a.headers["x-request-id"] != b.headers["x-request-id"]
     r = client.get("/nope", headers={"X-Request-Id": "client-trace-42"})
@@ -87,13 +91,13 @@ def test_request_ids_are_unique_and_echoed(client) -> None:
 
 
 @pytest.fixture
-def cors_client(store: Store):
+def cors_client(store: Store) -> Iterator[TestClient[Litestar]]:
     settings = Settings(embedder="hash", cors_origins=("https://app.example",))
     with TestClient(create_app(settings, store=store, embedder=HashEmbedder())) as c:
         yield c
 
 
-def test_cors_header_on_success_and_errors(cors_client) -> None:
+def test_cors_header_on_success_and_errors(cors_client: TestClient[Litestar]) -> None:
     origin = {"Origin": "https://app.example"}
     for path in ("/v0/health", "/v0/memories", "/nope"):
         r = cors_client.get(path, headers=origin)
@@ -105,7 +109,7 @@ def test_cors_header_on_success_and_errors(cors_client) -> None:
     )
 
 
-def test_cors_preflight(cors_client) -> None:
+def test_cors_preflight(cors_client: TestClient[Litestar]) -> None:
     r = cors_client.options(
         "/v0/memories",
         headers={
@@ -121,12 +125,12 @@ def test_cors_preflight(cors_client) -> None:
     assert REQ_ID.match(r.headers["x-request-id"]) and "x-ratelimit-remaining" in r.headers
 
 
-def test_no_cors_header_without_config(client) -> None:
+def test_no_cors_header_without_config(client: TestClient[Litestar]) -> None:
     assert (
         "access-control-allow-origin"
         not in client.get("/v0/health", headers={"Origin": "https://a.b"}).headers
     )
 
 
-def test_app_type(app) -> None:
+def test_app_type(app: Litestar) -> None:
     assert isinstance(app, Litestar)

@@ -6,6 +6,8 @@ import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.errors import Conflict
 from engine.storage.base import EventQuery, Store
@@ -13,7 +15,7 @@ from server.idempotency import Idempotency, StoredResponse, fingerprint
 from tests.server.conftest import memory_body
 
 
-def test_same_key_same_body_replays(client, auth, store: Store) -> None:
+def test_same_key_same_body_replays(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     headers = {**auth, "Idempotency-Key": "create-1"}
     first = client.post("/v0/memories", json=memory_body(), headers=headers)
     second = client.post("/v0/memories", json=memory_body(), headers=headers)
@@ -24,7 +26,7 @@ def test_same_key_same_body_replays(client, auth, store: Store) -> None:
     assert len(store.list_events("acme", EventQuery())) == 1
 
 
-def test_same_key_other_body_is_409(client, auth, store: Store) -> None:
+def test_same_key_other_body_is_409(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     headers = {**auth, "Idempotency-Key": "create-2"}
     assert client.post("/v0/memories", json=memory_body("one"), headers=headers).status_code == 200
     r = client.post("/v0/memories", json=memory_body("two"), headers=headers)
@@ -32,7 +34,7 @@ def test_same_key_other_body_is_409(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 1
 
 
-def test_same_key_other_path_is_409(client, auth) -> None:
+def test_same_key_other_path_is_409(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
     headers = {**auth, "Idempotency-Key": "k"}
     assert (
@@ -42,7 +44,7 @@ def test_same_key_other_path_is_409(client, auth) -> None:
     assert client.delete(f"/v0/memories/{mem['memory_id']}", headers=headers).status_code == 409
 
 
-def test_patch_and_delete_replay(client, auth, store: Store) -> None:
+def test_patch_and_delete_replay(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
     path = f"/v0/memories/{mem['memory_id']}"
     p1 = client.patch(path, json={"tags": ["x"]}, headers={**auth, "Idempotency-Key": "p"})
@@ -56,7 +58,9 @@ def test_patch_and_delete_replay(client, auth, store: Store) -> None:
     assert client.delete(path, headers=auth).status_code == 404
 
 
-def test_failed_request_is_not_recorded(client, auth, store: Store) -> None:
+def test_failed_request_is_not_recorded(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     headers = {**auth, "Idempotency-Key": "retry-me"}
     assert client.delete("/v0/memories/mem_missing", headers=headers).status_code == 404
     mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
@@ -64,7 +68,9 @@ def test_failed_request_is_not_recorded(client, auth, store: Store) -> None:
     assert r.status_code == 200 and r.json()["memory_id"] != mem["memory_id"]
 
 
-def test_concurrent_duplicates_write_once(client, auth, store: Store) -> None:
+def test_concurrent_duplicates_write_once(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     headers = {**auth, "Idempotency-Key": "race"}
     results: list[bytes] = []
     barrier = threading.Barrier(8)
@@ -129,8 +135,10 @@ def test_lost_race_replays_winner(store: Store) -> None:
     real_get = store.get_idempotency
     misses = [1]
 
-    def stale_get(org_id: str, key: str, at: datetime):  # our read happened before their commit
-        return None if misses and misses.pop() else real_get(org_id, key, at)
+    def stale_get(
+        org_id: str, key: str, now: datetime
+    ) -> IdempotencyRecord | None:  # our read happened before their commit
+        return None if misses and misses.pop() else real_get(org_id, key, now)
 
     def unique_violation(record: object) -> None:
         raise Conflict("duplicate idempotency key")

@@ -8,18 +8,23 @@ import re
 from pathlib import Path
 
 import pytest
+from httpx import Response
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from server.routes.ui import UI_DIR
-from tests.server.conftest import memory_body
+from tests.server.conftest import KeyMaker, memory_body
 
 
-def _texts(r) -> list[str]:
+def _texts(r: Response) -> list[str]:
     assert r.status_code == 200, r.text
     return [m["text"] for m in r.json()["items"]]
 
 
 # --- q: text search in the list --------------------------------------------------------------------------
-def test_list_text_filter_pages_and_combines(client, auth, make_key) -> None:
+def test_list_text_filter_pages_and_combines(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
+) -> None:
     items = [memory_body(f"Berlin note {i}", timestamp=f"2024-01-0{1 + i}T00:00:00Z") for i in range(5)]
     items += [memory_body("Paris note", type="fact"), memory_body("BERLIN fact", type="fact")]
     assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code == 200
@@ -54,14 +59,18 @@ def test_list_text_filter_pages_and_combines(client, auth, make_key) -> None:
 
 
 @pytest.mark.parametrize("q", ["a\tb", "x" * 257, "nul\x00"])
-def test_list_text_filter_rejects_bad_queries(client, auth, q: str) -> None:
+def test_list_text_filter_rejects_bad_queries(
+    client: TestClient[Litestar], auth: dict[str, str], q: str
+) -> None:
     r = client.get("/v0/memories", params={"q": q}, headers=auth)
     assert r.status_code == 422, r.text
     assert r.json()["error"] == "validation_error"
 
 
 # --- a memory's history --------------------------------------------------------------------------------
-def test_events_filtered_by_memory(client, auth, make_key) -> None:
+def test_events_filtered_by_memory(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
+) -> None:
     created = client.post(
         "/v0/memories", json=memory_body("Alice likes tea", entity_id="ent:alice"), headers=auth
     ).json()
@@ -95,7 +104,7 @@ def _fact(subject: str, predicate: str, obj: str) -> dict[str, object]:
     }
 
 
-def test_entity_graph_route(client, auth, make_key) -> None:
+def test_entity_graph_route(client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker) -> None:
     items = [
         _fact("ent:alice", "works_at", "ent:acme"),
         _fact("ent:acme", "located_in", "ent:berlin"),
@@ -128,7 +137,7 @@ def test_entity_graph_route(client, auth, make_key) -> None:
 
 
 # --- who am I ---------------------------------------------------------------------------------------------
-def test_own_key(client, make_key) -> None:
+def test_own_key(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     for scopes in (("read",), ("write",), ("read", "write", "admin")):
         r = client.get("/v0/keys/self", headers=make_key("acme", scopes))
         assert r.status_code == 200
@@ -150,7 +159,7 @@ def _ui_files() -> list[Path]:
     return sorted(p for p in UI_DIR.rglob("*") if p.is_file())
 
 
-def test_ui_is_served_without_a_key_with_a_strict_csp(client) -> None:
+def test_ui_is_served_without_a_key_with_a_strict_csp(client: TestClient[Litestar]) -> None:
     for path in ("/ui", "/ui/", "/ui/index.html"):
         r = client.get(path)
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/html"), path
@@ -164,7 +173,7 @@ def test_ui_is_served_without_a_key_with_a_strict_csp(client) -> None:
     assert client.get("/ui/../server/app.py").status_code == 404
 
 
-def test_every_asset_the_pages_name_is_served(client) -> None:
+def test_every_asset_the_pages_name_is_served(client: TestClient[Litestar]) -> None:
     for file in _ui_files():
         if file.suffix not in {".html", ".js"}:
             continue

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
+
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.storage.base import EventQuery, Store
 from tests.server.conftest import memory_body
 
 
-def test_create_returns_the_memory_with_server_fields(client, auth, store: Store) -> None:
+def test_create_returns_the_memory_with_server_fields(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     before = datetime.now(UTC)
     r = client.post(
         "/v0/memories", json=memory_body(tags=["home"], org_id="evil", memory_id="mem_x"), headers=auth
@@ -26,7 +32,7 @@ def test_create_returns_the_memory_with_server_fields(client, auth, store: Store
     assert store.get_memory("evil", body["memory_id"]) is None
 
 
-def test_every_field_round_trips_through_http(client, auth) -> None:
+def test_every_field_round_trips_through_http(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     full = {
         "namespace": "ns1",
         "agent_id": "agent-7",
@@ -57,13 +63,15 @@ def test_every_field_round_trips_through_http(client, auth) -> None:
         assert got[field] == value, field
 
 
-def test_object_forms_round_trip(client, auth) -> None:
+def test_object_forms_round_trip(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     for value in ["Paris", 42, 2.5, True, {"a": 1}, None]:
         created = client.post("/v0/memories", json=memory_body(object=value), headers=auth).json()
         assert client.get(f"/v0/memories/{created['memory_id']}", headers=auth).json()["object"] == value
 
 
-def test_batch_create_is_all_or_nothing(client, auth, store: Store) -> None:
+def test_batch_create_is_all_or_nothing(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     r = client.post("/v0/memories", json={"items": [memory_body("one"), memory_body("two")]}, headers=auth)
     assert r.status_code == 200
     items = r.json()["items"]
@@ -75,7 +83,7 @@ def test_batch_create_is_all_or_nothing(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 2
 
 
-def test_batch_limits(client, auth, store: Store) -> None:
+def test_batch_limits(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     assert client.post("/v0/memories", json={"items": []}, headers=auth).status_code == 422
     r = client.post("/v0/memories", json={"items": [memory_body(str(i)) for i in range(201)]}, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == "items"
@@ -84,7 +92,7 @@ def test_batch_limits(client, auth, store: Store) -> None:
     assert r.status_code == 200 and len(r.json()["items"]) == 200
 
 
-def test_agent_header_fills_agent_id(client, auth) -> None:
+def test_agent_header_fills_agent_id(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.post("/v0/memories", json=memory_body(), headers={**auth, "X-Service-Agent": "bot-1"})
     assert r.json()["agent_id"] == "bot-1"
     r = client.post(
@@ -93,7 +101,9 @@ def test_agent_header_fills_agent_id(client, auth) -> None:
     assert r.json()["agent_id"] == "own"
 
 
-def test_patch_changes_only_allowed_fields(client, auth, store: Store) -> None:
+def test_patch_changes_only_allowed_fields(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     m = client.post("/v0/memories", json=memory_body(tags=["a"]), headers=auth).json()
     r = client.patch(
         f"/v0/memories/{m['memory_id']}",
@@ -111,7 +121,9 @@ def test_patch_changes_only_allowed_fields(client, auth, store: Store) -> None:
     assert store.get_memory("acme", m["memory_id"]).text == m["text"]  # type: ignore[union-attr]
 
 
-def test_patch_archive_and_delete_append_events(client, auth, store: Store) -> None:
+def test_patch_archive_and_delete_append_events(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     m = client.post("/v0/memories", json=memory_body(), headers=auth).json()
     assert client.patch(f"/v0/memories/{m['memory_id']}", json={"archived": True}, headers=auth).json()[
         "archived"
@@ -124,7 +136,7 @@ def test_patch_archive_and_delete_append_events(client, auth, store: Store) -> N
     assert kinds == ["memory.created", "memory.archived", "memory.deleted"]
 
 
-def test_list_filters(client, auth) -> None:
+def test_list_filters(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     client.post(
         "/v0/memories",
         json={
@@ -149,7 +161,7 @@ def test_list_filters(client, auth) -> None:
         headers=auth,
     )
 
-    def texts(**params: object) -> list[str]:
+    def texts(**params: Any) -> list[str]:
         r = client.get("/v0/memories", params=params, headers=auth)
         assert r.status_code == 200, r.text
         return [m["text"] for m in r.json()["items"]]

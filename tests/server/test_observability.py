@@ -50,7 +50,9 @@ def value(text: str, name: str, **labels: str) -> float | None:
 
 
 # --- /metrics ---------------------------------------------------------------------------------------
-def test_metrics_families_and_route_templates(client, auth, store: Store) -> None:
+def test_metrics_families_and_route_templates(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     mem = client.post("/v0/memories", json=memory_body("Alice lives in Paris"), headers=auth).json()
     for _ in range(2):
         assert client.get(f"/v0/memories/{mem['memory_id']}", headers=auth).status_code == 200
@@ -85,7 +87,7 @@ def test_metrics_need_no_key_but_honour_a_token(settings: Settings, store: Store
         assert c.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape"}).status_code == 200
 
 
-def test_each_app_has_its_own_registry(settings: Settings, store: Store, auth) -> None:
+def test_each_app_has_its_own_registry(settings: Settings, store: Store, auth: dict[str, str]) -> None:
     one, two = build_app(settings, store), build_app(settings, store)
     with TestClient(one) as a, TestClient(two) as b:
         for _ in range(3):
@@ -113,7 +115,7 @@ def test_each_app_has_its_own_registry(settings: Settings, store: Store, auth) -
         )
 
 
-def test_rate_limited_requests_keep_their_route(store: Store, auth) -> None:
+def test_rate_limited_requests_keep_their_route(store: Store, auth: dict[str, str]) -> None:
     app = build_app(Settings(embedder="hash", rate_limit="2/minute"), store)
     with TestClient(app) as c:
         codes = [c.get("/v0/memories", headers=auth).status_code for _ in range(3)]
@@ -169,7 +171,9 @@ def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
     return [json.loads(r.getMessage()) for r in caplog.records if r.name == "loci.access"]
 
 
-def test_access_log_lines(client, auth, caplog: pytest.LogCaptureFixture) -> None:
+def test_access_log_lines(
+    client: TestClient[Litestar], auth: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO)
     mem = client.post("/v0/memories", json=memory_body("hello"), headers=auth)
     client.get("/nowhere")
@@ -188,7 +192,7 @@ def test_access_log_lines(client, auth, caplog: pytest.LogCaptureFixture) -> Non
 
 
 def test_logs_never_hold_keys_query_strings_or_memory_text(
-    client, auth, caplog: pytest.LogCaptureFixture
+    client: TestClient[Litestar], auth: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     secret = auth["Authorization"].removeprefix("Bearer ")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 EXPECTED = {
     ("/v0/health", "get"): "getHealth",
@@ -56,19 +59,20 @@ MEM0_ERRORS = {op for (path, _), op in EXPECTED.items() if op.startswith("mem0")
 
 
 @pytest.fixture
-def doc(client) -> dict:
+def doc(client: TestClient[Litestar]) -> dict[str, Any]:
     r = client.get("/schema/openapi.json")
     assert r.status_code == 200
-    return r.json()
+    body: dict[str, Any] = r.json()
+    return body
 
 
-def test_both_document_paths_and_docs_page(client, doc) -> None:
+def test_both_document_paths_and_docs_page(client: TestClient[Litestar], doc: dict[str, Any]) -> None:
     assert client.get("/docs/openapi.json").json() == doc
     r = client.get("/docs")
     assert r.status_code == 200 and "text/html" in r.headers["content-type"]
 
 
-def test_operation_ids(doc) -> None:
+def test_operation_ids(doc: dict[str, Any]) -> None:
     found = {
         (path, method): op["operationId"]
         for path, item in doc["paths"].items()
@@ -78,14 +82,14 @@ def test_operation_ids(doc) -> None:
     assert found == EXPECTED
 
 
-def test_bearer_scheme(doc) -> None:
+def test_bearer_scheme(doc: dict[str, Any]) -> None:
     scheme = doc["components"]["securitySchemes"]["bearer"]
     assert scheme["type"] == "http" and scheme["scheme"] == "bearer" and scheme["bearerFormat"] == "APIKey"
     assert doc["security"] == [{"bearer": []}]
     assert doc["paths"]["/v0/health"]["get"]["security"] == []
 
 
-def test_error_envelope_documented_per_status(doc) -> None:
+def test_error_envelope_documented_per_status(doc: dict[str, Any]) -> None:
     envelope = doc["components"]["schemas"]["ErrorBody"]
     assert set(envelope["required"]) >= {"error", "message", "request_id"}
     for (path, method), op_id in EXPECTED.items():
@@ -103,7 +107,7 @@ def test_error_envelope_documented_per_status(doc) -> None:
     assert {"400", "409", "422"} <= set(doc["paths"]["/v0/memories"]["post"]["responses"])
 
 
-def test_no_two_path_items_differ_only_in_parameter_names(doc) -> None:
+def test_no_two_path_items_differ_only_in_parameter_names(doc: dict[str, Any]) -> None:
     """OpenAPI 3.1 forbids templated paths that are the same but for their parameters' names."""
     seen: dict[str, str] = {}
     for path in doc["paths"]:
@@ -119,7 +123,7 @@ def test_no_two_path_items_differ_only_in_parameter_names(doc) -> None:
     ]
 
 
-def test_request_bodies(doc) -> None:
+def test_request_bodies(doc: dict[str, Any]) -> None:
     create = doc["paths"]["/v0/memories"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert create == {
         "oneOf": [{"$ref": "#/components/schemas/MemoryCreate"}, {"$ref": "#/components/schemas/MemoryBatch"}]
@@ -133,7 +137,7 @@ def test_request_bodies(doc) -> None:
     assert set(schemas["MemoryPatch"]["properties"]) == {"tags", "metadata", "archived", "valid_to"}
 
 
-def test_list_parameters(doc) -> None:
+def test_list_parameters(doc: dict[str, Any]) -> None:
     params = {p["name"]: p for p in doc["paths"]["/v0/memories"]["get"]["parameters"]}
     assert {
         "namespace",
@@ -154,7 +158,7 @@ def test_list_parameters(doc) -> None:
     assert params["page_size"]["schema"]["maximum"] == 200
 
 
-def test_docs_page_works_offline(client) -> None:
+def test_docs_page_works_offline(client: TestClient[Litestar]) -> None:
     """The interactive docs load Swagger UI from Loci itself, not from a CDN."""
     page = client.get("/docs").text
     assert "/static/swagger-ui/swagger-ui-bundle.js" in page and "cdn" not in page.lower()
@@ -163,7 +167,7 @@ def test_docs_page_works_offline(client) -> None:
         assert r.status_code == 200 and len(r.content) > 1000, asset
 
 
-def test_budget_tokenizer_documented(doc) -> None:
+def test_budget_tokenizer_documented(doc: dict[str, Any]) -> None:
     budget = doc["components"]["schemas"]["Budget"]["properties"]
     tokenizer = budget["tokenizer"]
     assert set(tokenizer["enum"]) == {"o200k_base", "cl100k_base", "estimate"}

@@ -71,7 +71,7 @@ def seed_alice(store: Store, org: str = "acme") -> dict[str, str]:
     return {"paris": paris.memory_id, "rome": rome.memory_id, "run": run.memory_id}
 
 
-def test_summarize_extractive(client, auth, store: Store) -> None:
+def test_summarize_extractive(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     ids = seed_alice(store)
     r = client.post("/v0/summarize", json={"entity_id": "ent:alice"}, headers=auth)
     assert r.status_code == 200, r.text
@@ -89,7 +89,9 @@ def test_summarize_extractive(client, auth, store: Store) -> None:
     }
 
 
-def test_summarize_respects_max_tokens_and_namespace(client, auth, store: Store) -> None:
+def test_summarize_respects_max_tokens_and_namespace(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     seed_alice(store)
     put(store, "acme", "Alice likes tea", namespace="work", entity_id="ent:alice")
     r = client.post("/v0/summarize", json={"entity_id": "ent:alice", "max_tokens": 32}, headers=auth)
@@ -99,7 +101,9 @@ def test_summarize_respects_max_tokens_and_namespace(client, auth, store: Store)
     assert r.json()["summary"] == "Facts:\n- Alice likes tea"
 
 
-def test_summarize_redaction_policies(client, auth, store: Store) -> None:
+def test_summarize_redaction_policies(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     email = put(store, "acme", "Alice's email is alice@example.com", when="2024-02-01", entity_id="ent:alice")
     plain = put(
         store,
@@ -146,11 +150,13 @@ def test_summarize_redaction_policies(client, auth, store: Store) -> None:
         ({"entity_id": ""}, "entity_id"),
     ],
 )
-def test_summarize_bad_input(client, auth, body: dict[str, Any], field: str) -> None:
+def test_summarize_bad_input(
+    client: TestClient[Litestar], auth: dict[str, str], body: dict[str, Any], field: str
+) -> None:
     assert field_of(client.post("/v0/summarize", json=body, headers=auth)) == field
 
 
-def test_summarize_bounds_are_inclusive(client, auth) -> None:
+def test_summarize_bounds_are_inclusive(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     for n in (32, 4096):
         assert (
             client.post(
@@ -160,12 +166,12 @@ def test_summarize_bounds_are_inclusive(client, auth) -> None:
         )
 
 
-def test_summarize_malformed_json_is_400(client, auth) -> None:
+def test_summarize_malformed_json_is_400(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.post("/v0/summarize", content=b"{", headers={**auth, "Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
 
 
-def test_summarize_scope_and_auth(client, make_key: KeyMaker) -> None:
+def test_summarize_scope_and_auth(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     body = {"entity_id": "ent:a"}
     assert client.post("/v0/summarize", json=body).status_code == 401
     assert client.post("/v0/summarize", json=body, headers=make_key("acme", ("read",))).status_code == 200
@@ -173,7 +179,7 @@ def test_summarize_scope_and_auth(client, make_key: KeyMaker) -> None:
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "read"
 
 
-def test_summarize_org_isolation(client, make_key: KeyMaker, store: Store) -> None:
+def test_summarize_org_isolation(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:
     seed_alice(store, "acme")
     r = client.post(
         "/v0/summarize", json={"entity_id": "ent:alice", "org_id": "acme"}, headers=make_key("other")
@@ -210,7 +216,7 @@ def seed_prunable(store: Store, org: str = "acme") -> dict[str, str]:
     }
 
 
-def test_prune_dry_run_then_delete(client, auth, store: Store) -> None:
+def test_prune_dry_run_then_delete(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     ids = seed_prunable(store)
     body = {"entity_id": "ent:bob", "statuses": ["superseded", "disputed"]}
     dry = client.post("/v0/prune", json=body, headers=auth)
@@ -227,7 +233,9 @@ def test_prune_dry_run_then_delete(client, auth, store: Store) -> None:
     assert len(events) == 1 and events[0].data["memory_ids"] == [ids["old"], ids["fuzzy"]]
 
 
-def test_prune_archive_and_current_facts_protected(client, auth, store: Store) -> None:
+def test_prune_archive_and_current_facts_protected(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     ids = seed_prunable(store)
     # older_than alone never removes a fact that is still true: only the note (and non-current facts)
     r = client.post(
@@ -257,11 +265,13 @@ def test_prune_archive_and_current_facts_protected(client, auth, store: Store) -
         ({"archived": True, "namespace": ""}, "namespace"),
     ],
 )
-def test_prune_bad_input(client, auth, body: dict[str, Any], field: str) -> None:
+def test_prune_bad_input(
+    client: TestClient[Litestar], auth: dict[str, str], body: dict[str, Any], field: str
+) -> None:
     assert field_of(client.post("/v0/prune", json=body, headers=auth)) == field
 
 
-def test_prune_idempotency(client, auth, store: Store) -> None:
+def test_prune_idempotency(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     ids = seed_prunable(store)
     headers = {**auth, "Idempotency-Key": "prune-1"}
     body = {"statuses": ["superseded"], "dry_run": False}
@@ -274,14 +284,14 @@ def test_prune_idempotency(client, auth, store: Store) -> None:
     assert other.status_code == 409 and other.json()["error"] == "conflict"
 
 
-def test_prune_scope(client, make_key: KeyMaker) -> None:
+def test_prune_scope(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     body = {"archived": True}
     r = client.post("/v0/prune", json=body, headers=make_key("acme", ("read",)))
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "write"
     assert client.post("/v0/prune", json=body, headers=make_key("acme", ("write",))).status_code == 200
 
 
-def test_prune_org_isolation(client, make_key: KeyMaker, store: Store) -> None:
+def test_prune_org_isolation(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:
     seed_prunable(store, "acme")
     body = {"statuses": ["superseded", "disputed"], "dry_run": False, "org_id": "acme"}
     r = client.post("/v0/prune", json=body, headers=make_key("other"))
@@ -297,7 +307,7 @@ def make_events(client: TestClient[Litestar], auth: dict[str, str], n: int, **fi
     ]
 
 
-def test_events_page_shape_and_cursor(client, auth) -> None:
+def test_events_page_shape_and_cursor(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     ids = make_events(client, auth, 3, entity_id="ent:carol")
     first = client.get("/v0/observability/events", params={"limit": 2}, headers=auth)
     assert first.status_code == 200, first.text
@@ -322,7 +332,7 @@ def test_events_page_shape_and_cursor(client, auth) -> None:
     assert [i["memory_id"] for i in later["items"]] == [ids[3]]
 
 
-def test_events_filters(client, auth, store: Store) -> None:
+def test_events_filters(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     ids = make_events(client, auth, 2, entity_id="ent:dan")
     make_events(client, auth, 1, entity_id="ent:erin")
     client.patch(f"/v0/memories/{ids[0]}", json={"archived": True}, headers=auth)
@@ -357,16 +367,20 @@ def test_events_filters(client, auth, store: Store) -> None:
         ({"entity_id": "e" * 257}, "entity_id"),
     ],
 )
-def test_events_bad_input(client, auth, params: dict[str, Any], field: str) -> None:
+def test_events_bad_input(
+    client: TestClient[Litestar], auth: dict[str, str], params: dict[str, Any], field: str
+) -> None:
     assert field_of(client.get("/v0/observability/events", params=params, headers=auth)) == field
 
 
-def test_events_limit_bounds(client, auth) -> None:
+def test_events_limit_bounds(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     for n in (1, 500):
         assert client.get("/v0/observability/events", params={"limit": n}, headers=auth).status_code == 200
 
 
-def test_events_scope_and_isolation(client, auth, make_key: KeyMaker) -> None:
+def test_events_scope_and_isolation(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
+) -> None:
     make_events(client, auth, 2)
     assert client.get("/v0/observability/events").status_code == 401
     r = client.get("/v0/observability/events", headers=make_key("acme", ("write",)))
@@ -398,7 +412,7 @@ def parse_sse(text: str) -> list[dict[str, str]]:
     return frames
 
 
-def test_stream_replays_then_ends_at_max_events(client, auth) -> None:
+def test_stream_replays_then_ends_at_max_events(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     ids = make_events(client, auth, 3)
     r = client.get("/v0/observability/events", params={"max_events": 2}, headers={**auth, **SSE})
     assert r.status_code == 200
@@ -419,7 +433,7 @@ def test_stream_replays_then_ends_at_max_events(client, auth) -> None:
     assert [msgspec.json.decode(f["data"])["memory_id"] for f in parse_sse(r.text)] == ids[2:]
 
 
-def test_stream_bad_input(client, auth) -> None:
+def test_stream_bad_input(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     headers = {**auth, **SSE}
     assert (
         field_of(client.get("/v0/observability/events", headers={**headers, "Last-Event-ID": "x"}))
@@ -496,7 +510,7 @@ async def drive(
     return status, b"".join(received)
 
 
-def test_stream_sends_events_written_after_connect(app: Litestar, auth, store: Store) -> None:
+def test_stream_sends_events_written_after_connect(app: Litestar, auth: dict[str, str], store: Store) -> None:
     written: list[str] = []
 
     def write_two() -> None:
@@ -524,7 +538,7 @@ def test_stream_sends_events_written_after_connect(app: Litestar, auth, store: S
     assert [msgspec.json.decode(f["data"])["memory_id"] for f in frames] == written
 
 
-def test_stream_stops_when_the_client_disconnects(app: Litestar, auth) -> None:
+def test_stream_stops_when_the_client_disconnects(app: Litestar, auth: dict[str, str]) -> None:
     # no max_events and no timeout: only the disconnect can end it (fail_after guards the test)
     status, body = anyio.run(
         lambda: drive(app, {**auth, **SSE}, on_hello=lambda: None, disconnect_after_hello=True)
@@ -564,7 +578,7 @@ def test_stream_heartbeat_and_timeout_with_a_fake_clock() -> None:
 
 
 # --- the OpenAPI document -----------------------------------------------------------------------------
-def test_operations_are_documented(client) -> None:
+def test_operations_are_documented(client: TestClient[Litestar]) -> None:
     doc = client.get("/schema/openapi.json").json()
     ops_found = {
         (path, method): op["operationId"]

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import random
 import threading
+from typing import Any
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from tests.server.conftest import memory_body
 
 
-def seed(client, auth, n: int) -> list[str]:
+def seed(client: TestClient[Litestar], auth: dict[str, str], n: int) -> list[str]:
     items = [
         memory_body(f"m{i}", timestamp=f"2024-01-{1 + i % 28:02d}T{i % 24:02d}:00:00Z") for i in range(n)
     ]
@@ -20,8 +23,10 @@ def seed(client, auth, n: int) -> list[str]:
     return [m["memory_id"] for m in r.json()["items"]]
 
 
-def page_all(client, auth, page_size: int, **params: object) -> list[dict]:
-    seen: list[dict] = []
+def page_all(
+    client: TestClient[Litestar], auth: dict[str, str], page_size: int, **params: Any
+) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
     cursor = None
     while True:
         q = {"page_size": page_size, **params, **({"cursor": cursor} if cursor else {})}
@@ -36,7 +41,7 @@ def page_all(client, auth, page_size: int, **params: object) -> list[dict]:
 
 
 @pytest.mark.parametrize("sort", ["timestamp_desc", "timestamp_asc"])
-def test_pages_cover_everything_once(client, auth, sort: str) -> None:
+def test_pages_cover_everything_once(client: TestClient[Litestar], auth: dict[str, str], sort: str) -> None:
     ids = seed(client, auth, 23)
     seen = page_all(client, auth, 5, sort=sort)
     assert sorted(m["memory_id"] for m in seen) == sorted(ids)
@@ -44,14 +49,16 @@ def test_pages_cover_everything_once(client, auth, sort: str) -> None:
     assert keys == sorted(keys, reverse=(sort == "timestamp_desc"))
 
 
-def test_last_page_has_null_cursor(client, auth) -> None:
+def test_last_page_has_null_cursor(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     seed(client, auth, 4)
     assert client.get("/v0/memories", params={"page_size": 4}, headers=auth).json()["next_cursor"] is None
     assert client.get("/v0/memories", params={"page_size": 3}, headers=auth).json()["next_cursor"] is not None
 
 
 @pytest.mark.parametrize("sort", ["timestamp_desc", "timestamp_asc"])
-def test_paging_under_concurrent_writes(client, auth, sort: str) -> None:
+def test_paging_under_concurrent_writes(
+    client: TestClient[Litestar], auth: dict[str, str], sort: str
+) -> None:
     before = set(seed(client, auth, 60))
     stop = threading.Event()
     written: list[str] = []
@@ -84,7 +91,7 @@ def test_paging_under_concurrent_writes(client, auth, sort: str) -> None:
     assert written, "the writers did not run while paging"
 
 
-def test_cursor_bound_to_filters_and_sort(client, auth) -> None:
+def test_cursor_bound_to_filters_and_sort(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     seed(client, auth, 6)
     cursor = client.get("/v0/memories", params={"page_size": 2, "namespace": "default"}, headers=auth).json()[
         "next_cursor"
@@ -99,6 +106,6 @@ def test_cursor_bound_to_filters_and_sort(client, auth) -> None:
 
 
 @pytest.mark.parametrize("cursor", ["garbage!", "AAAA", "x" * 10])
-def test_malformed_cursor_is_422(client, auth, cursor: str) -> None:
+def test_malformed_cursor_is_422(client: TestClient[Litestar], auth: dict[str, str], cursor: str) -> None:
     r = client.get("/v0/memories", params={"cursor": cursor}, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == "cursor"

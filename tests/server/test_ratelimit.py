@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pytest
+from litestar import Litestar
 from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
@@ -25,8 +27,12 @@ class FakeClock:
         return self.now
 
 
+#: a client of an app limited to 3 requests a minute, its key's headers, and the limiter's clock
+Limited = tuple[TestClient[Litestar], dict[str, str], FakeClock]
+
+
 @pytest.fixture
-def limited(store: Store):
+def limited(store: Store) -> Iterator[Limited]:
     clock = FakeClock(1_000_020.0 + 12.25)  # 12.25 s into a 60 s window (1_000_020 = 16667 * 60)
     limiter = FixedWindowLimiter(Rate(3, 60), clock=clock)
     app = create_app(Settings(embedder="hash"), store=store, embedder=HashEmbedder(), limiter=limiter)
@@ -57,7 +63,7 @@ def test_fixed_window_counts_and_resets() -> None:
     assert lim.hit("k").allowed and lim.peek("k").remaining == 1
 
 
-def test_headers_and_429_without_effect(limited, store: Store) -> None:
+def test_headers_and_429_without_effect(limited: Limited, store: Store) -> None:
     client, auth, clock = limited
     window_end = (clock.now // 60 + 1) * 60
     remaining = []
@@ -80,7 +86,7 @@ def test_headers_and_429_without_effect(limited, store: Store) -> None:
     assert client.post("/v0/memories", json=memory_body(), headers=auth).status_code == 200
 
 
-def test_limited_idempotent_request_records_nothing(limited, store: Store) -> None:
+def test_limited_idempotent_request_records_nothing(limited: Limited, store: Store) -> None:
     client, auth, clock = limited
     for _ in range(3):
         client.get("/v0/memories", headers=auth)
@@ -91,7 +97,7 @@ def test_limited_idempotent_request_records_nothing(limited, store: Store) -> No
     assert r.status_code == 200 and r.json()["text"] == "b"  # the key was not taken by the 429
 
 
-def test_unauthenticated_requests_limited_per_address(limited) -> None:
+def test_unauthenticated_requests_limited_per_address(limited: Limited) -> None:
     client, auth, _ = limited
     for _ in range(3):
         assert client.get("/v0/memories", headers={"Authorization": "Bearer loci_bogus"}).status_code == 401
@@ -100,7 +106,7 @@ def test_unauthenticated_requests_limited_per_address(limited) -> None:
     assert client.get("/v0/memories", headers=auth).status_code == 200  # a valid key has its own bucket
 
 
-def test_errors_and_unknown_routes_carry_rate_headers(limited) -> None:
+def test_errors_and_unknown_routes_carry_rate_headers(limited: Limited) -> None:
     client, auth, _ = limited
     for path in ("/v0/health", "/nope", "/v0/memories/mem_missing"):
         r = client.get(path, headers=auth)

@@ -47,8 +47,12 @@ def test_is_postgres_url() -> None:
     assert not is_postgres_url("postgresql")
 
 
+#: two workers' limiters on one database, and their shared clock
+LimiterPair = tuple[PostgresWindowLimiter, PostgresWindowLimiter, FakeClock]
+
+
 @pytest.fixture
-def pair(pg_database: str) -> Iterator[tuple[PostgresWindowLimiter, PostgresWindowLimiter, FakeClock]]:
+def pair(pg_database: str) -> Iterator[LimiterPair]:
     clock = FakeClock(1_000_020.0 + 12.25)  # 12.25 s into the 60 s window starting at 1_000_020
     a = PostgresWindowLimiter(pg_database, Rate(3, 60), clock=clock)
     b = PostgresWindowLimiter(pg_database, Rate(3, 60), clock=clock)  # table exists: no error
@@ -58,7 +62,7 @@ def pair(pg_database: str) -> Iterator[tuple[PostgresWindowLimiter, PostgresWind
 
 
 @pytest.mark.integration
-def test_two_limiters_share_the_quota(pair) -> None:
+def test_two_limiters_share_the_quota(pair: LimiterPair) -> None:
     a, b, clock = pair
     first = a.hit("key:k1")
     assert (first.allowed, first.limit, first.remaining, first.reset_after) == (True, 3, 2, 48)  # ceil(47.75)
@@ -76,7 +80,7 @@ def test_two_limiters_share_the_quota(pair) -> None:
 
 
 @pytest.mark.integration
-def test_old_windows_are_pruned(pair, pg_database: str) -> None:
+def test_old_windows_are_pruned(pair: LimiterPair, pg_database: str) -> None:
     a, b, clock = pair
     a.hit("key:k1")
     b.hit("key:k2")
@@ -88,7 +92,7 @@ def test_old_windows_are_pruned(pair, pg_database: str) -> None:
 
 
 @pytest.mark.integration
-def test_concurrent_hits_count_exactly(pair) -> None:
+def test_concurrent_hits_count_exactly(pair: LimiterPair) -> None:
     a, b, _ = pair
     a.rate = b.rate = Rate(100, 60)
     allowed: list[bool] = []
@@ -110,7 +114,7 @@ def test_concurrent_hits_count_exactly(pair) -> None:
 
 
 @pytest.mark.integration
-def test_fails_open_when_the_database_is_gone(pair) -> None:
+def test_fails_open_when_the_database_is_gone(pair: LimiterPair) -> None:
     a, _, _ = pair
     a.close()  # a closed pool raises like a lost server
     assert a.hit("key:k1").allowed
@@ -120,7 +124,9 @@ def test_fails_open_when_the_database_is_gone(pair) -> None:
 
 
 @pytest.mark.integration
-def test_a_connection_dropped_by_the_server_fails_open_once_then_counts_again(pair, pg_database: str) -> None:
+def test_a_connection_dropped_by_the_server_fails_open_once_then_counts_again(
+    pair: LimiterPair, pg_database: str
+) -> None:
     a, b, _ = pair
     assert a.hit("key:k2").remaining == 2
     with a._pool.connection() as conn:  # hits do not wait for the WAL flush

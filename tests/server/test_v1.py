@@ -5,18 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.storage.base import Store
+from tests.server.conftest import KeyMaker
 
 
-def add(client, auth, *contents: str, path: str = "/v1/memories/", **fields: Any) -> list[dict[str, Any]]:
+def add(
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    *contents: str,
+    path: str = "/v1/memories/",
+    **fields: Any,
+) -> list[dict[str, Any]]:
     body = {"messages": [{"role": "user", "content": c} for c in contents], "user_id": "alice", **fields}
     r = client.post(path, json=body, headers=auth)
     assert r.status_code == 200, r.text
     return r.json()["results"]  # type: ignore[no-any-return]
 
 
-def test_infer_events_add_update_none_delete(client, auth, store: Store) -> None:
+def test_infer_events_add_update_none_delete(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     (paris,) = add(client, auth, "I live in Paris")
     assert paris["event"] == "ADD" and paris["memory"] == "User lives in Paris"
     (berlin,) = add(client, auth, "I moved to Berlin")
@@ -35,7 +46,9 @@ def test_infer_events_add_update_none_delete(client, auth, store: Store) -> None
     )
 
 
-def test_infer_false_stores_messages_as_events(client, auth, store: Store) -> None:
+def test_infer_false_stores_messages_as_events(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     body = {
         "messages": [
             {"role": "user", "content": "I live in Paris"},
@@ -60,13 +73,17 @@ def test_infer_false_stores_messages_as_events(client, auth, store: Store) -> No
     assert store.count_memories("acme") == 2
 
 
-def test_infer_with_nothing_to_extract_keeps_the_messages(client, auth, store: Store) -> None:
+def test_infer_with_nothing_to_extract_keeps_the_messages(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     results = add(client, auth, "Hello there, how are you?")
     assert [(x["event"], x["memory"]) for x in results] == [("ADD", "Hello there, how are you?")]
     assert store.count_memories("acme") == 1
 
 
-def test_metadata_and_run_id_on_inferred_facts(client, auth, store: Store) -> None:
+def test_metadata_and_run_id_on_inferred_facts(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     (x,) = add(client, auth, "I live in Paris", run_id="r1", metadata={"k": "v"})
     m = store.get_memory("acme", x["id"])
     assert m is not None and m.metadata["run_id"] == "r1" and m.metadata["k"] == "v"
@@ -86,7 +103,9 @@ def test_metadata_and_run_id_on_inferred_facts(client, auth, store: Store) -> No
         ({"messages": [{"role": "user", "content": "  "}], "user_id": "a", "infer": False}, "messages"),
     ],
 )
-def test_create_validation(client, auth, store: Store, body: dict, field: str) -> None:
+def test_create_validation(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, body: dict[str, Any], field: str
+) -> None:
     r = client.post("/v1/memories/", json=body, headers=auth)
     assert r.status_code == 422, r.text
     assert r.json()["error"] == "validation_error" and r.json()["details"]["field"] == field
@@ -96,7 +115,7 @@ def test_create_validation(client, auth, store: Store, body: dict, field: str) -
     assert store.count_memories() == 0
 
 
-def test_list_newest_first_and_limit(client, auth) -> None:
+def test_list_newest_first_and_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     add(client, auth, "first note here", infer=False)
     add(client, auth, "second note here", infer=False)
     add(client, auth, "third note here", infer=False)
@@ -108,14 +127,14 @@ def test_list_newest_first_and_limit(client, auth) -> None:
     assert set(results[0]) >= {"id", "memory", "user_id", "score", "created_at"}
 
 
-def test_list_hides_superseded(client, auth) -> None:
+def test_list_hides_superseded(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     add(client, auth, "I live in Paris")
     add(client, auth, "I moved to Berlin")
     results = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
     assert [x["memory"] for x in results] == ["User lives in Berlin"]
 
 
-def test_search_with_query(client, auth) -> None:
+def test_search_with_query(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     add(client, auth, "I live in Paris")
     add(client, auth, "I work at Acme")
     add(client, auth, "I love pizza")
@@ -127,7 +146,7 @@ def test_search_with_query(client, auth) -> None:
     assert [x["score"] for x in results] == sorted((x["score"] for x in results), reverse=True)
 
 
-def test_filter_by_agent(client, auth) -> None:
+def test_filter_by_agent(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     add(client, auth, "agent one note", infer=False, agent_id="one")
     add(client, auth, "agent two note", infer=False, agent_id="two")
     results = client.get("/v1/memories", params={"agent_id": "two"}, headers=auth).json()["results"]
@@ -143,13 +162,17 @@ def test_filter_by_agent(client, auth) -> None:
         ({"user_id": "a", "query": "q" * 20001}, "query"),
     ],
 )
-def test_list_validation(client, auth, params: dict, field: str) -> None:
+def test_list_validation(
+    client: TestClient[Litestar], auth: dict[str, str], params: dict[str, Any], field: str
+) -> None:
     r = client.get("/v1/memories", params=params, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == field
     assert client.get("/v1/memories", params={"user_id": "a", "limit": 200}, headers=auth).status_code == 200
 
 
-def test_get_and_delete(client, auth, make_key, store: Store) -> None:
+def test_get_and_delete(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker, store: Store
+) -> None:
     (x,) = add(client, auth, "a note to delete", infer=False)
     got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
     assert got["id"] == x["id"] and got["memory"] == "a note to delete" and got["type"] == "event"
@@ -163,7 +186,7 @@ def test_get_and_delete(client, auth, make_key, store: Store) -> None:
     assert store.count_memories() == 0
 
 
-def test_scopes_and_auth(client, make_key) -> None:
+def test_scopes_and_auth(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     reader = make_key("acme", scopes=("read",))
     body = {"messages": [{"role": "user", "content": "hi"}], "user_id": "a"}
     assert client.post("/v1/memories/", json=body, headers=reader).status_code == 403
@@ -172,7 +195,7 @@ def test_scopes_and_auth(client, make_key) -> None:
     assert r.status_code == 401 and r.json()["error"] == "unauthorized"
 
 
-def test_both_families_see_the_same_memories(client, auth) -> None:
+def test_both_families_see_the_same_memories(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     (x,) = add(client, auth, "I live in Paris")
     v0 = client.get(f"/v0/memories/{x['id']}", headers=auth).json()
     assert v0["text"] == "User lives in Paris" and v0["entity_id"] == "alice"
@@ -197,7 +220,7 @@ def test_both_families_see_the_same_memories(client, auth) -> None:
     assert client.get(f"/v1/memories/{x['id']}", headers=auth).status_code == 404
 
 
-def test_create_idempotency(client, auth, store: Store) -> None:
+def test_create_idempotency(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     headers = {**auth, "Idempotency-Key": "v1-1"}
     body = {"messages": [{"role": "user", "content": "I live in Paris"}], "user_id": "alice"}
     a = client.post("/v1/memories/", json=body, headers=headers)

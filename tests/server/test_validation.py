@@ -3,7 +3,11 @@ stored or changed. Each case sits just over the limit; the matching case at the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.storage.base import Store
 from tests.server.conftest import memory_body
@@ -33,7 +37,15 @@ CREATE_LIMITS = [
 
 
 @pytest.mark.parametrize(("case", "field", "over", "at"), CREATE_LIMITS, ids=[c[0] for c in CREATE_LIMITS])
-def test_create_limit(client, auth, store: Store, case: str, field: str, over: dict, at: dict) -> None:
+def test_create_limit(
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    case: str,
+    field: str,
+    over: dict[str, Any],
+    at: dict[str, Any],
+) -> None:
     r = client.post("/v0/memories", json=memory_body(**over), headers=auth)
     assert r.status_code == 422, r.text
     body = r.json()
@@ -46,7 +58,13 @@ def test_create_limit(client, auth, store: Store, case: str, field: str, over: d
     ("case", "field", "over", "at"), CREATE_LIMITS[:4], ids=[c[0] for c in CREATE_LIMITS[:4]]
 )
 def test_batch_limit_names_index(
-    client, auth, store: Store, case: str, field: str, over: dict, at: dict
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    case: str,
+    field: str,
+    over: dict[str, Any],
+    at: dict[str, Any],
 ) -> None:
     r = client.post("/v0/memories", json={"items": [memory_body(), memory_body(**over)]}, headers=auth)
     assert r.status_code == 422
@@ -64,7 +82,9 @@ def test_batch_limit_names_index(
         ({"namespace": "other"}, "namespace"),
     ],
 )
-def test_patch_limit(client, auth, store: Store, patch: dict, field: str) -> None:
+def test_patch_limit(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, patch: dict[str, Any], field: str
+) -> None:
     mem = client.post("/v0/memories", json=memory_body(tags=["t"]), headers=auth).json()
     r = client.patch(f"/v0/memories/{mem['memory_id']}", json=patch, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == field
@@ -72,7 +92,7 @@ def test_patch_limit(client, auth, store: Store, patch: dict, field: str) -> Non
     assert after == mem
 
 
-def test_patch_valid_to_before_valid_from(client, auth) -> None:
+def test_patch_valid_to_before_valid_from(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     mem = client.post(
         "/v0/memories", json=memory_body(valid_from="2024-02-01T00:00:00Z"), headers=auth
     ).json()
@@ -82,7 +102,7 @@ def test_patch_valid_to_before_valid_from(client, auth) -> None:
     assert r.status_code == 422 and r.json()["details"]["field"] == "valid_to"
 
 
-def test_page_size_limit(client, auth) -> None:
+def test_page_size_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.get("/v0/memories", params={"page_size": 201}, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == "page_size"
     assert client.get("/v0/memories", params={"page_size": 200}, headers=auth).status_code == 200
@@ -90,7 +110,7 @@ def test_page_size_limit(client, auth) -> None:
 
 
 @pytest.mark.parametrize("header", ["Idempotency-Key", "X-Service-Agent"])
-def test_header_limit(client, auth, store: Store, header: str) -> None:
+def test_header_limit(client: TestClient[Litestar], auth: dict[str, str], store: Store, header: str) -> None:
     r = client.post("/v0/memories", json=memory_body(), headers={**auth, header: "h" * 129})
     assert r.status_code == 422 and r.json()["details"]["field"] == header
     assert store.count_memories() == 0
@@ -100,17 +120,17 @@ def test_header_limit(client, auth, store: Store, header: str) -> None:
     )
 
 
-def test_list_agent_header_limit(client, auth) -> None:
+def test_list_agent_header_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.get("/v0/memories", headers={**auth, "X-Service-Agent": "h" * 129})
     assert r.status_code == 422 and r.json()["details"]["field"] == "X-Service-Agent"
 
 
-def test_list_namespace_limit(client, auth) -> None:
+def test_list_namespace_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.get("/v0/memories", params={"namespace": "n" * 65}, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == "namespace"
 
 
-def test_missing_required_field(client, auth) -> None:
+def test_missing_required_field(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.post("/v0/memories", json={"type": "note"}, headers=auth)
     assert r.status_code == 422 and r.json()["details"]["field"] == "text"
 
@@ -124,11 +144,13 @@ def test_missing_required_field(client, auth) -> None:
         (b"type=note", "application/x-www-form-urlencoded"),
     ],
 )
-def test_malformed_body_is_400(client, auth, store: Store, content: bytes, ctype: str) -> None:
+def test_malformed_body_is_400(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, content: bytes, ctype: str
+) -> None:
     r = client.post("/v0/memories", content=content, headers={**auth, "Content-Type": ctype})
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
     assert store.count_memories() == 0
 
 
-def test_non_object_body_is_422(client, auth) -> None:
+def test_non_object_body_is_422(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     assert client.post("/v0/memories", json=[1, 2], headers=auth).status_code == 422

@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from engine.storage.base import ListQuery, Store
+from tests.server.conftest import KeyMaker
 
 BATCH = "/v0/memories:batch_upsert"
 
@@ -15,13 +18,17 @@ def fact(predicate: str = "lives_in", **fields: Any) -> dict[str, Any]:
     return {"type": "fact", "subject": "ent:user", "predicate": predicate, **fields}
 
 
-def upsert(client, auth, items: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+def upsert(
+    client: TestClient[Litestar], auth: dict[str, str], items: list[dict[str, Any]], **fields: Any
+) -> dict[str, Any]:
     r = client.post(BATCH, json={"items": items, **fields}, headers=auth)
     assert r.status_code == 200, r.text
     return r.json()  # type: ignore[no-any-return]
 
 
-def test_colon_path_routes_and_outcomes(client, auth, store: Store) -> None:
+def test_colon_path_routes_and_outcomes(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     body = upsert(
         client,
         auth,
@@ -47,7 +54,9 @@ def test_colon_path_routes_and_outcomes(client, auth, store: Store) -> None:
     assert "800 USD" in budget.text
 
 
-def test_supersession_skip_and_order_within_batch(client, auth, store: Store) -> None:
+def test_supersession_skip_and_order_within_batch(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
     first = upsert(client, auth, [fact(object_text="ent:paris")])["upserts"][0]
     body = upsert(
         client,
@@ -62,7 +71,7 @@ def test_supersession_skip_and_order_within_batch(client, auth, store: Store) ->
     assert [m.object for m in active] == ["ent:lisbon"]
 
 
-def test_negation_and_off_mode(client, auth, store: Store) -> None:
+def test_negation_and_off_mode(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     works = upsert(client, auth, [fact("works_at", object_text="ent:acme")])["upserts"][0]
     ended = upsert(client, auth, [fact("works_at", object_text="ent:acme", negated=True)])["upserts"][0]
     assert (
@@ -99,7 +108,12 @@ INVALID = [
 
 @pytest.mark.parametrize(("case", "item", "field"), INVALID, ids=[c[0] for c in INVALID])
 def test_invalid_item_rejects_the_batch(
-    client, auth, store: Store, case: str, item: dict, field: str
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    case: str,
+    item: dict[str, Any],
+    field: str,
 ) -> None:
     items = [
         fact(object_text="ent:paris"),
@@ -115,7 +129,7 @@ def test_invalid_item_rejects_the_batch(
     assert store.count_memories("acme") == 0
 
 
-def test_batch_limits(client, auth, store: Store) -> None:
+def test_batch_limits(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     assert client.post(BATCH, json={"items": []}, headers=auth).json()["details"]["field"] == "items"
     many = [{"type": "note", "text": f"n{i}"} for i in range(201)]
     assert client.post(BATCH, json={"items": many}, headers=auth).json()["details"]["field"] == "items"
@@ -124,7 +138,7 @@ def test_batch_limits(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 0
 
 
-def test_admin_scope(client, make_key, store: Store) -> None:
+def test_admin_scope(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:
     rw = make_key("acme", scopes=("read", "write"))
     r = client.post(BATCH, json={"items": [fact(object_text="x")]}, headers=rw)
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "admin"
@@ -132,7 +146,7 @@ def test_admin_scope(client, make_key, store: Store) -> None:
     assert store.count_memories() == 0
 
 
-def test_batch_idempotency(client, auth, store: Store) -> None:
+def test_batch_idempotency(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     headers = {**auth, "Idempotency-Key": "b1"}
     body = {"items": [fact(object_text="ent:paris"), fact(object_text="ent:berlin")]}
     a = client.post(BATCH, json=body, headers=headers)
@@ -141,14 +155,14 @@ def test_batch_idempotency(client, auth, store: Store) -> None:
     assert store.count_memories("acme") == 2
 
 
-def test_agent_header_fills_agent(client, auth, store: Store) -> None:
+def test_agent_header_fills_agent(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     out = upsert(client, {**auth, "X-Service-Agent": "planner"}, [fact(object_text="x")])
     m = store.get_memory("acme", out["upserts"][0]["memory_id"])
     assert m is not None and m.agent_id == "planner"
 
 
 # --- /v0/extract -----------------------------------------------------------------------------------
-def test_extract_stores_nothing(client, auth, store: Store) -> None:
+def test_extract_stores_nothing(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     r = client.post("/v0/extract", json={"text": "I live in Paris. My budget is $800."}, headers=auth)
     assert r.status_code == 200, r.text
     body = r.json()
@@ -160,7 +174,7 @@ def test_extract_stores_nothing(client, auth, store: Store) -> None:
     assert store.count_memories() == 0
 
 
-def test_extract_entity_and_namespace(client, auth) -> None:
+def test_extract_entity_and_namespace(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     body = client.post(
         "/v0/extract",
         json={"text": "I work at Acme", "entity_id": "ent:anna", "namespace": "crm"},
@@ -175,7 +189,7 @@ def test_extract_entity_and_namespace(client, auth) -> None:
     )
 
 
-def test_extract_bounds(client, auth) -> None:
+def test_extract_bounds(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     assert client.post("/v0/extract", json={"text": "t" * 20000}, headers=auth).status_code == 200
     for body, field in [
         ({"text": "t" * 20001}, "text"),
@@ -189,7 +203,9 @@ def test_extract_bounds(client, auth) -> None:
 @pytest.mark.parametrize(
     "path", ["/v0/context/assemble", "/v0/recall", BATCH, "/v0/extract", "/v1/memories/"]
 )
-def test_malformed_bodies_are_400(client, auth, store: Store, path: str) -> None:
+def test_malformed_bodies_are_400(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, path: str
+) -> None:
     r = client.post(path, content=b"{not json", headers={**auth, "Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error"] == "bad_request"
     r = client.post(path, content=b"text=1", headers={**auth, "Content-Type": "text/plain"})

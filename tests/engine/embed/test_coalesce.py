@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.coalesce import Coalescer
 from engine.embed.hash import HashEmbedder
+from engine.storage.base import Vector
 from engine.storage.in_memory import InMemoryStore
 
 
@@ -130,7 +132,11 @@ def test_an_idle_call_runs_at_once_alone() -> None:
 
 
 def test_many_threads_each_get_exactly_their_rows() -> None:
-    c = Coalescer(lambda texts: (time.sleep(0.002), _rows(texts))[1], max_texts=4)
+    def slow_rows(texts: list[str]) -> np.ndarray:
+        time.sleep(0.002)
+        return _rows(texts)
+
+    c = Coalescer(slow_rows, max_texts=4)
     texts = [chr(ord("a") + i % 26) * (1 + i % 7) for i in range(200)]
     results: dict[int, np.ndarray] = {}
     lock = threading.Lock()
@@ -157,7 +163,7 @@ class CountingStore(InMemoryStore):
         super().__init__()
         self.lookups = 0
 
-    def get_embeddings(self, model: str, text_hashes):  # type: ignore[no-untyped-def]
+    def get_embeddings(self, model: str, text_hashes: Sequence[str]) -> dict[str, Vector]:
         self.lookups += 1
         return super().get_embeddings(model, text_hashes)
 

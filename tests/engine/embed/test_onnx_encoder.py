@@ -73,7 +73,12 @@ def test_the_graph_is_cached_per_weights_and_quantization(
     assert isinstance(first, Path) and first.is_file() and oct(first.stat().st_mode & 0o777) == "0o644"
     built: list[int] = []
     real = onnx_encoder._build_bytes
-    monkeypatch.setattr(onnx_encoder, "_build_bytes", lambda *a: built.append(1) or real(*a))
+
+    def counted(*a: Any) -> bytes:
+        built.append(1)
+        return real(*a)
+
+    monkeypatch.setattr(onnx_encoder, "_build_bytes", counted)
     assert onnx_encoder.graph_file(model_dir, cache, "t", ()) == first and not built  # read, not rebuilt
     other = onnx_encoder.graph_file(model_dir, cache, "t", ("l0.qkv",))
     assert other != first and built == [1]

@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 from msgspec import UNSET
 
-from engine.models import Memory
 from engine.redact.pipeline_adapter import redactor_factory
 from engine.retrieval.options import Policy
 from engine.retrieval.redaction_hook import RedactorFactory
+from tests.factories import memory
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
@@ -17,27 +17,10 @@ T0 = datetime(2024, 5, 1, tzinfo=UTC)
 def test_adapter_redacts_by_memory_sensitivity_and_reports() -> None:
     factory: RedactorFactory = redactor_factory
     r = factory(Policy(egress_rehydration="allowed"))
-    secret = Memory(
-        memory_id="m1",
-        org_id="o",
-        type="fact",
-        text="x",
-        timestamp=T0,
-        created_at=T0,
-        updated_at=T0,
-        sensitivity="pii",
-        object="Paris",
+    secret = memory(
+        memory_id="m1", org_id="o", type="fact", text="x", at=T0, sensitivity="pii", object="Paris"
     )
-    plain = Memory(
-        memory_id="m2",
-        org_id="o",
-        type="note",
-        text="x",
-        timestamp=T0,
-        created_at=T0,
-        updated_at=T0,
-        sensitivity="none",
-    )
+    plain = memory(memory_id="m2", org_id="o", type="note", text="x", at=T0, sensitivity="none")
     assert r.redact("- lives in Paris", secret) == "- lives in [PII_1]"
     assert r.redact("mail a@x.com", plain) == "mail a@x.com"
     assert r.redact("seed a@x.com", None) == "seed [EMAIL_1]"

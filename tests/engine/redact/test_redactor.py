@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import pytest
@@ -16,22 +17,13 @@ from engine.redact import (
     redact_memories,
     redact_texts,
 )
+from tests.factories import memory
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 
 
-def _memory(**fields: object) -> Memory:
-    base: dict[str, object] = {
-        "memory_id": "mem_1",
-        "org_id": "org_a",
-        "type": "note",
-        "text": "",
-        "timestamp": T0,
-        "created_at": T0,
-        "updated_at": T0,
-    }
-    base.update(fields)
-    return msgspec.convert(base, Memory)
+def _memory(**fields: Any) -> Memory:
+    return memory(at=T0, **{"memory_id": "mem_1", "text": "", **fields})
 
 
 def test_same_value_same_placeholder_and_counting_per_stem() -> None:
@@ -200,23 +192,32 @@ def test_each_rule_alone_only_fires_itself(rule: str) -> None:
     assert out.count("[") == 1
 
 
-def test_detections_are_shared_across_redactors_and_equal_to_a_fresh_scan(monkeypatch) -> None:
+def test_detections_are_shared_across_redactors_and_equal_to_a_fresh_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Every Redactor of one rule configuration shares one detection cache: a text's rules run once,
     and what comes back is what scanning it again gives (a copy: callers may change their list)."""
     from engine.redact import redactor as mod
+    from engine.redact.base import Detection
     from engine.redact.rules.email import EmailRule
+    from engine.redact.rules.phone import DEFAULT_REGIONS
 
     text = "write to ana.cached@example.com or call +1 212 736 5000, card 4111 1111 1111 1111"
     calls: list[str] = []
     original = EmailRule.detect
-    monkeypatch.setattr(EmailRule, "detect", lambda self, t: (calls.append(t), original(self, t))[1])
+
+    def counted(self: EmailRule, t: str) -> list[Detection]:
+        calls.append(t)
+        return original(self, t)
+
+    monkeypatch.setattr(EmailRule, "detect", counted)
     first = Redactor().detect(text)
     first.clear()
     second = Redactor().detect(text)
     assert calls == [text]
-    assert second == list(mod._detector(None, mod.DEFAULT_REGIONS).compute(text))
+    assert second == list(mod._detector(None, DEFAULT_REGIONS).compute(text))
     assert {d.rule for d in second} == {"email", "phone", "card"}
-    assert [r.name for r in mod._detector(["email"], mod.DEFAULT_REGIONS).rules] == ["email"]
+    assert [r.name for r in mod._detector(["email"], DEFAULT_REGIONS).rules] == ["email"]
     long = "x" * (mod.DETECT_CACHE_MAX_CHARS + 1) + " ana.cached@example.com"
     Redactor().detect(long)
     Redactor().detect(long)

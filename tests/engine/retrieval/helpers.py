@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.models import Memory
+from tests.factories import memory
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -20,15 +21,6 @@ def mem(
     entity: str | None = "ent:alice",
     **kw: Any,
 ) -> Memory:
-    ts = NOW - timedelta(days=days_ago)
-    return Memory(
-        memory_id=mid,
-        org_id=org,
-        entity_id=entity,
-        type=type,
-        text=text,  # type: ignore[arg-type]
-        timestamp=ts,
-        created_at=ts,
-        updated_at=ts,
-        **kw,
+    return memory(
+        memory_id=mid, org_id=org, entity_id=entity, type=type, text=text, at=NOW, days_ago=days_ago, **kw
     )

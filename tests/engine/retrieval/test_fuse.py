@@ -1,7 +1,10 @@
+from typing import Any
+
 import pytest
 
+from engine.models import Memory
 from engine.retrieval.channels import ChannelHits, graph_seeds, hops_to_prior
-from engine.retrieval.config import resolve
+from engine.retrieval.config import ResolvedRetrieval, resolve
 from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse
 from engine.retrieval.options import RetrievalOptions, WeightsIn
 from engine.storage.base import Hit
@@ -11,7 +14,7 @@ from .helpers import NOW, mem
 OLD_SPEC_WEIGHTS = WeightsIn(semantic=0.45, bm25=0.25, graph_prior=0.15, recency_decay=0.1, confidence=0.05)
 
 
-def _setup(**opts: object):
+def _setup(**opts: Any) -> tuple[dict[str, Memory], ChannelHits, ResolvedRetrieval]:
     memories = {
         "a": mem("a", days_ago=0, confidence=1.0),
         "b": mem("b", days_ago=45, predicate="likes"),
@@ -23,7 +26,7 @@ def _setup(**opts: object):
         graph=[Hit("c", hops_to_prior(1))],
     )
     opts.setdefault("weights", OLD_SPEC_WEIGHTS)  # hand-computed values below use these
-    cfg = resolve(RetrievalOptions(**opts))  # type: ignore[arg-type]
+    cfg = resolve(RetrievalOptions(**opts))
     return memories, hits, cfg
 
 

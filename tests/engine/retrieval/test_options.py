@@ -1,10 +1,12 @@
+from typing import Any
+
 import msgspec
 import pytest
 
 from engine.retrieval.options import AssembleRequest, RecallRequest
 
 
-def decode(body: dict) -> AssembleRequest:
+def decode(body: dict[str, Any]) -> AssembleRequest:
     return msgspec.convert(body, AssembleRequest)
 
 
@@ -59,7 +61,7 @@ def test_budget_precedence() -> None:
         ({"as_of": "yesterday"}, "$.as_of"),
     ],
 )
-def test_bounds_name_the_field(patch: dict, field: str) -> None:
+def test_bounds_name_the_field(patch: dict[str, Any], field: str) -> None:
     with pytest.raises(msgspec.ValidationError) as info:
         decode({**BASE, **patch})
     assert field in str(info.value)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -11,8 +12,10 @@ from engine.embed.cache import EmbeddingCache
 from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.pipeline import assemble, recall, run_assemble
+from engine.retrieval.redaction_hook import NoRedaction
 from engine.retrieval.responses import AssembleResponse, Redaction
 from engine.retrieval.tokens import get_tokenizer
+from engine.storage.base import Vector
 from engine.storage.in_memory import InMemoryStore
 
 from .conftest import FailingEmbedder
@@ -322,7 +325,7 @@ def test_recall(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert "x_bob" in {m.memory_id for m in whole.matches}  # no entity: the whole namespace
 
 
-class CityRedactor:
+class CityRedactor(NoRedaction):
     """A stand-in for engine.redact: replaces 'Paris' with a long placeholder."""
 
     def __init__(self) -> None:
@@ -374,7 +377,7 @@ def test_the_query_embeds_while_the_other_channels_run(store: InMemoryStore, cac
     class WaitsForKeywords:
         model, dim = inner.model, inner.dim
 
-        def embed(self, texts: list[str]) -> Any:
+        def embed(self, texts: Sequence[str]) -> Vector:
             if not started.wait(5.0):
                 raise AssertionError("the keyword channel did not run while the query was embedding")
             return inner.embed(texts)

@@ -12,12 +12,12 @@ from engine.memory_service import MemoryCreate, MemoryService
 from engine.redact.pipeline_adapter import redactor_factory
 from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest, RecallRequest
-from engine.storage import open_store
+from engine.storage import Store, open_store
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def _setup() -> tuple[object, EmbeddingCache]:
+def _setup() -> tuple[Store, EmbeddingCache]:
     store = open_store("memory")
     cache = EmbeddingCache(HashEmbedder(), store)
     service = MemoryService(store, embeddings=cache)
@@ -57,7 +57,7 @@ def test_recall_matches_and_raw_memories_are_redacted() -> None:
     assert "[EMAIL_1]" in out.matches[0].text
     assert out.raw_memories and "bob@example.com" not in out.raw_memories[0].text
     assert out.redaction.applied and out.redaction.rules == ["email"]
-    stored = next(iter(store.iter_memories("org")))  # type: ignore[attr-defined]
+    stored = next(iter(store.iter_memories("org")))
     assert "bob@example.com" in stored.text  # stored data is never altered
 
 

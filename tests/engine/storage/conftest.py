@@ -16,6 +16,7 @@ import pytest
 from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import Store
+from tests.factories import memory
 from tests.pg_fixture import postgres_url_for
 
 StoreFactory = Callable[[Path], Store]
@@ -74,19 +75,9 @@ _counter = itertools.count(1)  # next() is atomic under the GIL, so threads get 
 
 
 def mem(**overrides: Any) -> Memory:
-    """A Memory with sensible defaults; `memory_id` defaults to a fresh sortable id."""
+    """The shared factory's Memory, with an id and a timestamp (T0 + n minutes) that follow creation order."""
     n = next(_counter)
-    fields: dict[str, Any] = {
-        "memory_id": f"mem_{n:08d}",
-        "org_id": "org_a",
-        "type": "note",
-        "text": "hello world",
-        "timestamp": at(n),
-        "created_at": at(0),
-        "updated_at": at(0),
-    }
-    fields.update(overrides)
-    return Memory(**fields)
+    return memory(at=T0, **{"memory_id": f"mem_{n:08d}", "timestamp": at(n), **overrides})
 
 
 def skip_on_postgres(store: Store, why: str) -> None:

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import msgspec
 import pytest
 
+from engine.models import Memory
 from engine.storage.base import ListQuery, Store
 from tests.engine.storage.conftest import at, mem
 
@@ -67,7 +71,7 @@ def test_find_by_key(store: Store) -> None:
     assert store.find_by_key("org_a", "n1", "ent:al") == []
 
 
-def _ids(ms: list) -> list[str]:
+def _ids(ms: Sequence[Memory]) -> list[str]:
     return [m.memory_id for m in ms]
 
 
@@ -79,7 +83,7 @@ def test_list_text_filter(store: Store) -> None:
     e = mem(text="a\x00nul \x01x\x02y", timestamp=at(5))
     store.put_memories([a, b, c, d, e])
 
-    def found(text: str, **more: object) -> list[str]:
+    def found(text: str, **more: Any) -> list[str]:
         return _ids(store.list_memories("org_a", ListQuery(text=text, sort="timestamp_asc", **more)))
 
     assert found("berlin") == _ids([a, b])  # substring, ASCII case-insensitive, own org only

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -10,9 +11,10 @@ import pytest
 from psycopg import sql
 
 from engine.models import Memory, text_hash
-from engine.storage.base import Scope
+from engine.storage.base import Scope, Vector
 from engine.storage.postgres import PostgresStore, search
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
+from tests.factories import memory
 from tests.pg_fixture import pg_database, pg_server, postgres_store
 
 pytestmark = pytest.mark.integration
@@ -22,24 +24,15 @@ T0 = datetime(2024, 3, 1, 12, 0, 0, tzinfo=UTC)
 MODEL = "hash:8"
 
 
-def _mem(i: int, entity: str, **kw: object) -> Memory:
-    fields: dict[str, object] = {
-        "memory_id": f"mem_{i:05d}",
-        "org_id": "org_a",
-        "entity_id": entity,
-        "type": "note",
-        "text": f"text number {i}",
-        "timestamp": T0 + timedelta(seconds=i),
-        "created_at": T0,
-        "updated_at": T0,
-    }
-    fields.update(kw)
-    return Memory(**fields)  # type: ignore[arg-type]
+def _mem(i: int, entity: str, **kw: Any) -> Memory:
+    fields = {"text": f"text number {i}", "timestamp": T0 + timedelta(seconds=i), **kw}
+    return memory(memory_id=f"mem_{i:05d}", entity_id=entity, at=T0, **fields)
 
 
-def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+def _unit(rng: np.random.Generator, n: int, dims: int) -> Vector:
     x = rng.normal(size=(n, dims)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+    unit: Vector = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit
 
 
 def _index_exists(url: str, name: str) -> bool:

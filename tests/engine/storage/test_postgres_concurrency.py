@@ -18,6 +18,7 @@ import pytest
 from engine.models import Event, IdempotencyRecord, Memory
 from engine.storage.base import EventQuery
 from engine.storage.postgres import PostgresStore
+from tests.factories import memory
 from tests.pg_fixture import pg_database, pg_server, postgres_store
 
 pytestmark = pytest.mark.integration
@@ -28,19 +29,16 @@ KEY = "ent:alice|lives_in"
 
 
 def _fact(memory_id: str, city: str, at: datetime) -> Memory:
-    return Memory(
+    return memory(
         memory_id=memory_id,
-        org_id="org_a",
         type="fact",
         text=f"Alice lives in {city}",
         subject="ent:alice",
         predicate="lives_in",
         object=city,
         keys=[KEY],
-        timestamp=at,
+        at=at,
         valid_from=at,
-        created_at=at,
-        updated_at=at,
     )
 
 

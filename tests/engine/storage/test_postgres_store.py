@@ -17,11 +17,12 @@ from psycopg import sql
 
 from engine.models import Memory, text_hash
 from engine.storage import open_store
-from engine.storage.base import Scope
+from engine.storage.base import Scope, Vector
 from engine.storage.postgres import PostgresStore, search
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
+from tests.factories import memory
 from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server, postgres_store
 
 pytestmark = pytest.mark.integration
@@ -30,18 +31,8 @@ __all__ = ["pg_database", "pg_server", "postgres_store"]  # fixtures used by nam
 T0 = datetime(2024, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
 
-def _mem(memory_id: str, text: str, **kw: object) -> Memory:
-    fields: dict[str, object] = {
-        "memory_id": memory_id,
-        "org_id": "org_a",
-        "type": "note",
-        "text": text,
-        "timestamp": T0,
-        "created_at": T0,
-        "updated_at": T0,
-    }
-    fields.update(kw)
-    return Memory(**fields)  # type: ignore[arg-type]
+def _mem(memory_id: str, text: str, **kw: Any) -> Memory:
+    return memory(memory_id=memory_id, text=text, at=T0, **kw)
 
 
 def test_every_field_round_trips(postgres_store: PostgresStore) -> None:
@@ -198,9 +189,10 @@ def test_migration_3_on_a_database_with_memories(
         drop_database(pg_server, name)
 
 
-def _unit(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+def _unit(rng: np.random.Generator, n: int, dims: int) -> Vector:
     x = rng.normal(size=(n, dims)).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
+    unit: Vector = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return unit
 
 
 def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: PostgresStore) -> None:
@@ -469,7 +461,9 @@ def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
         ]
         store.put_memories(mems)  # texts 40.. have no hash:8 vector yet
         with psycopg.connect(store.url) as conn:
-            copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
+            copies: dict[str, bool] = dict(
+                conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall()
+            )
         assert sum(copies.values()) == 40
         store.put_embeddings("hash:8", {text_hash(t): vecs[40 + i] for i, t in enumerate(texts[40:50])})
         replaced = _unit(rng, 1, 8)[0]
@@ -537,7 +531,9 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
         store.put_memories([fit])
         store.put_memories([msgspec.structs.replace(fit, status="superseded", type="document")])
         with psycopg.connect(store.url) as conn:
-            copies = dict(conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall())
+            copies: dict[str, bool] = dict(
+                conn.execute("SELECT memory_id, embedding IS NOT NULL FROM memories").fetchall()
+            )
         assert copies == {"mem_1": True, w.memory_id: False, fit.memory_id: True}
         scope = Scope(org_id=fit.org_id, entity_id=fit.entity_id, now=T0, as_of=T0)
         assert [h.memory_id for h in store.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
@@ -553,7 +549,7 @@ def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
         store.bulk_load(mems[2:])  # no vector for t2 anywhere
         with psycopg.connect(store.url) as conn:
             register_vector(conn, store._vector_oid)
-            rows = dict(conn.execute("SELECT memory_id, embedding FROM memories").fetchall())
+            rows: dict[str, Any] = dict(conn.execute("SELECT memory_id, embedding FROM memories").fetchall())
         assert np.allclose(rows["mem_0"], vecs[0]) and np.allclose(rows["mem_1"], vecs[1])
         assert rows["mem_2"] is None
 
@@ -565,9 +561,12 @@ def test_a_connection_used_moments_ago_is_not_pinged(
 
     pings: list[object] = []
     original = ConnectionPool.check_connection
-    monkeypatch.setattr(
-        ConnectionPool, "check_connection", staticmethod(lambda c: (pings.append(c), original(c))[1])
-    )
+
+    def counted(conn: Any) -> None:
+        pings.append(conn)
+        original(conn)
+
+    monkeypatch.setattr(ConnectionPool, "check_connection", staticmethod(counted))
     postgres_store.count_memories()
     before = len(pings)
     for _ in range(5):
@@ -634,7 +633,7 @@ def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store
     postgres_store.put_memories([msgspec.structs.replace(mems[3], text="now the garden too")])
     with psycopg.connect(postgres_store.url, autocommit=True) as conn:
         conn.execute("UPDATE memories SET tsv_small = NULL WHERE memory_id = 'mem_5'")
-        small = dict(
+        small: dict[str, bool] = dict(
             conn.execute(
                 "SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories"
             ).fetchall()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from engine.storage.base import EventQuery, Store
 from tests.engine.storage.conftest import at
 
 
-def _key(key_id: str, org: str = "org_a", minute: int = 0, **kw: object) -> ApiKey:
+def _key(key_id: str, org: str = "org_a", minute: int = 0, **kw: Any) -> ApiKey:
     return ApiKey(
         key_id=key_id,
         org_id=org,
@@ -19,7 +21,7 @@ def _key(key_id: str, org: str = "org_a", minute: int = 0, **kw: object) -> ApiK
         scopes=["read", "write"],
         created_at=at(minute),
         **kw,
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_api_keys(store: Store) -> None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from engine.models import MEMORY_TYPES, STATUSES, Memory
 from engine.storage.base import Store
+from tests.factories import memory
 
 _json_leaf = (
     st.none()
@@ -111,18 +112,11 @@ def test_roundtrip_after_reopen(store_factory: Callable[[], Store], batch: list[
 
 
 def test_bool_object_is_not_int(store: Store) -> None:
-    base: dict[str, Any] = dict(
-        org_id="org_a",
-        type="fact",
-        text="t",
-        timestamp=datetime(2024, 1, 1, tzinfo=UTC),
-        created_at=datetime(2024, 1, 1, tzinfo=UTC),
-        updated_at=datetime(2024, 1, 1, tzinfo=UTC),
-    )
+    base: dict[str, Any] = dict(org_id="org_a", type="fact", text="t", at=datetime(2024, 1, 1, tzinfo=UTC))
     values: list[Any] = [True, 1, 1.0, "1", None, {"a": True}, {"a": 1}, False, 0, 0.0]
-    ms = [Memory(memory_id=f"mem_{i}", object=v, **base) for i, v in enumerate(values)]
-    ms.append(Memory(memory_id="mem_keys_empty", keys=[], **base))
-    ms.append(Memory(memory_id="mem_keys_none", keys=None, **base))
+    ms = [memory(memory_id=f"mem_{i}", object=v, **base) for i, v in enumerate(values)]
+    ms.append(memory(memory_id="mem_keys_empty", keys=[], **base))
+    ms.append(memory(memory_id="mem_keys_none", keys=None, **base))
     store.put_memories(ms)
     for m in ms:
         assert_same(store.get_memory("org_a", m.memory_id), m)

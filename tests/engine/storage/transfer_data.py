@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -11,6 +12,7 @@ from engine.embed.hash import HashEmbedder
 from engine.models import ApiKey, Event, Memory, text_hash
 from engine.storage.base import Store
 from engine.storage.transfer import iter_org_events, iter_org_memories
+from tests.factories import memory
 
 ORG = "acme"
 OTHER = "other"
@@ -18,18 +20,9 @@ MODEL = "hash:16"
 T0 = datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 
-def _m(n: int, text: str, org: str = ORG, **kw: object) -> Memory:
-    fields: dict[str, object] = {
-        "memory_id": f"mem_{n:04d}",
-        "org_id": org,
-        "type": "note",
-        "text": text,
-        "timestamp": T0 + timedelta(microseconds=n),
-        "created_at": T0,
-        "updated_at": T0 + timedelta(seconds=n),
-    }
-    fields.update(kw)
-    return Memory(**fields)  # type: ignore[arg-type]
+def _m(n: int, text: str, org: str = ORG, **kw: Any) -> Memory:
+    fields = {"timestamp": T0 + timedelta(microseconds=n), "updated_at": T0 + timedelta(seconds=n), **kw}
+    return memory(memory_id=f"mem_{n:04d}", org_id=org, text=text, at=T0, **fields)
 
 
 def org_memories() -> list[Memory]:

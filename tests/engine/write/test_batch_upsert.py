@@ -7,12 +7,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from engine.errors import InvalidInput
+from engine.models import Memory
 from engine.write.batch_upsert import UpsertItem, build_memories, entity_name
 
 NOW = datetime(2025, 5, 1, tzinfo=UTC)
 
 
-def build(*items: UpsertItem):  # type: ignore[no-untyped-def]
+def build(*items: UpsertItem) -> list[Memory]:
     return build_memories(items, org_id="o", agent_id="agent", now=NOW)
 
 

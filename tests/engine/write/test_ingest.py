@@ -22,6 +22,7 @@ from engine.write.ingest import (
     v1_event,
 )
 from engine.write.supersession import Outcome
+from tests.factories import memory
 
 ORG = "org_a"
 T1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
@@ -154,9 +155,9 @@ def test_a_turn_is_all_or_nothing(store: Store) -> None:
 
 def test_upsert_memories_adds_conflict_keys(store: Store) -> None:
     def item(obj: str, at: datetime) -> Memory:
-        return Memory(memory_id=f"mem_{obj}", org_id=ORG, type="fact", text=f"User lives in {obj}", timestamp=at,
+        return memory(memory_id=f"mem_{obj}", org_id=ORG, type="fact", text=f"User lives in {obj}", at=at,
                       subject="ent:user", predicate="moved_to", object=obj, object_type="string",
-                      valid_from=at, created_at=at, updated_at=at)  # fmt: skip
+                      valid_from=at)  # fmt: skip
 
     outcomes = upsert_memories(store, [item("Paris", T1), item("Berlin", T2)], now=NOW)
     assert [(o.action, o.supersedes) for o in outcomes] == [("UPSERTED", []), ("SUPERSEDED", ["mem_Paris"])]

@@ -16,11 +16,11 @@ import msgspec
 import pytest
 
 from engine.errors import UnknownName
-from engine.ids import memory_id
 from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
 from engine.write.supersession import apply, resolve, same_value
+from tests.factories import memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -39,12 +39,11 @@ def fact(
     subject: str = "ent:user",
     keys: list[str] | None = None,
 ) -> Memory:
-    return Memory(
-        memory_id=memory_id(), org_id=ORG, type="fact", text=f"{subject} {predicate} {obj}", timestamp=at,
+    return memory(
+        org_id=ORG, type="fact", text=f"{subject} {predicate} {obj}", at=at,
         subject=subject, predicate=predicate, object=obj, unit=unit,
         keys=keys if keys is not None else [f"{subject}|{predicate}"], valid_from=at, valid_to=valid_to,
-        confidence=confidence, status=status,  # type: ignore[arg-type]
-        created_at=at, updated_at=at,
+        confidence=confidence, status=status,
     )  # fmt: skip
 
 
