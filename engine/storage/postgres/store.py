@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -252,9 +252,7 @@ class PostgresStore:
         for h, vec in vectors.items():
             arr = np.asarray(vec, dtype=np.float32).reshape(-1)
             values.append((enc(model), enc(h), int(arr.shape[0]), arr))
-        for dims in {r[2] for r in values}:
-            if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
-                self._indexed.add((model, dims))
+        self._ensure_indexes(model, {r[2] for r in values})
         with self._conn() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES (%s, %s, %s, %b)"
@@ -287,21 +285,9 @@ class PostgresStore:
             counts[dims] = counts.get(dims, 0) + 1
         rebuild: list[int] = []
         if model is not None and counts and not self.in_transaction:
-            with self._conn() as conn:
-                for dims, n in counts.items():
-                    if dims > HNSW_MAX_DIMS:
-                        continue
-                    big = n >= max(bulk.REBUILD_MIN, bulk.stored_vectors(conn, model, dims))
-                    if rebuild_index if rebuild_index is not None else big:
-                        rebuild.append(dims)
+            rebuild = self._indexes_to_rebuild(model, counts, rebuild_index)
         if model is not None:
-            for dims in counts:
-                if (
-                    dims not in rebuild
-                    and (model, dims) not in self._indexed
-                    and ensure_hnsw_index(self.url, model, dims)
-                ):
-                    self._indexed.add((model, dims))
+            self._ensure_indexes(model, [dims for dims in counts if dims not in rebuild])
         inline = self._inline_vectors(memories_, model, vectors)
         with self._conn() as conn:
             for dims in rebuild:
@@ -313,6 +299,27 @@ class PostgresStore:
             build_hnsw_index(self.url, model or "", dims, maintenance_work_mem=maintenance_work_mem)
             self._indexed.add((model or "", dims))
         return written
+
+    def _ensure_indexes(self, model: str, dims_list: Iterable[int]) -> None:
+        """Create the HNSW index of each (model, dims) not known to exist yet."""
+        for dims in dims_list:
+            if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
+                self._indexed.add((model, dims))
+
+    def _indexes_to_rebuild(
+        self, model: str, counts: Mapping[int, int], rebuild_index: bool | None
+    ) -> list[int]:
+        """The dims whose HNSW index a bulk load of `counts` vectors per dims drops and rebuilds:
+        `rebuild_index` if given, else when the load is large next to what is stored."""
+        rebuild: list[int] = []
+        with self._conn() as conn:
+            for dims, n in counts.items():
+                if dims > HNSW_MAX_DIMS:
+                    continue
+                big = n >= max(bulk.REBUILD_MIN, bulk.stored_vectors(conn, model, dims))
+                if rebuild_index if rebuild_index is not None else big:
+                    rebuild.append(dims)
+        return rebuild
 
     def backfill_inline_vectors(self, batch: int = 5_000) -> int:
         """Give every row without an inline copy of `inline_model`'s vector one (where its vector is
