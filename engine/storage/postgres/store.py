@@ -51,16 +51,16 @@ class PostgresStore:
     `check_connections` tests a pooled connection on checkout (one round trip) when it has been idle
     for more than `CHECK_IDLE_S` seconds, so a database restart or a dropped idle connection costs a
     reconnect, not an error; a connection returned moments ago is handed out unchecked (a ping before
-    each of the ~8 reads of an assemble cost ~2 ms of CPU per call at 1M memories). `timeout` is how long a
-    call waits for a free pooled connection before raising engine.errors.Unavailable.
+    each of an assemble's reads would cost CPU on every call). `timeout` is how long a call waits for a
+    free pooled connection before raising engine.errors.Unavailable.
 
     `inline_model`: the embedding model whose vectors memory rows carry a copy of (schema migration 3;
     the server sets its embedder's model). An entity-scoped exact semantic search for that model then
-    reads the scope's vectors from the entity index instead of joining `embeddings` row by row (~4x
-    less work at 1,000 candidates). A copy is taken when a memory is written and its text's vector for
-    that model is already stored (the service embeds before it writes; `bulk_load` copies too), and
-    only if it fits the row's btree entry (`rows.inline_dims_max`: 384 dims with ids of up to
-    ~400 bytes). Rows without a copy are scored through the join: results are the same either way.
+    reads the scope's vectors from the entity index instead of joining `embeddings` row by row. A copy
+    is taken when a memory is written and its text's vector for that model is already stored (the
+    service embeds before it writes; `bulk_load` copies too), and only if it fits the row's btree entry
+    (`rows.inline_dims_max`: 384 dims with ids of up to ~400 bytes). Rows without a copy are scored
+    through the join: results are the same either way.
 
     Each worker process holds up to `max_size` connections: size PostgreSQL's max_connections (or a
     pgbouncer in front) for workers x max_size. psycopg prepares statements run 5+ times on a
@@ -161,9 +161,8 @@ class PostgresStore:
     @contextmanager
     def _read(self) -> Iterator[Conn]:
         """For reads: the transaction's connection inside `transaction()`, else a pooled one in
-        autocommit, so a read costs its statements only, not BEGIN and COMMIT round trips as well
-        (at 1M memories on the busy 2-core machine, ~11 store reads per assemble paid ~0.5-1 ms each
-        for those). Same semantics: under READ COMMITTED each statement takes its own snapshot anyway."""
+        autocommit, so a read costs its statements only, not BEGIN and COMMIT round trips as well.
+        Same semantics: under READ COMMITTED each statement takes its own snapshot anyway."""
         current = self._current.get()
         if current is not None:
             yield current
