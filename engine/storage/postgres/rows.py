@@ -7,10 +7,12 @@ for filtering and indexes.
 
 from __future__ import annotations
 
+import functools
+import operator
 import string
+import types
 from collections.abc import Iterator, Sequence
-from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 import psycopg
@@ -26,36 +28,33 @@ from engine.timeutil import to_utc
 _encoder = msgspec.json.Encoder()
 
 
-class _StoredMemory(msgspec.Struct, kw_only=True):
-    """Memory's fields without its constraints: what was stored is returned as it was, even a record
-    built in code that would not pass the wire validation (Memory() itself does not validate)."""
+def _unconstrained(tp: Any) -> Any:
+    """`tp` without msgspec constraints or enumerations, inside unions and lists too."""
+    origin = get_origin(tp)
+    if origin is Annotated:
+        return _unconstrained(get_args(tp)[0])
+    if origin is Literal:
+        return str
+    if origin in (Union, types.UnionType):
+        return functools.reduce(operator.or_, [_unconstrained(a) for a in get_args(tp)])
+    if origin is list:
+        return list[_unconstrained(get_args(tp)[0])]  # type: ignore[misc]
+    return tp
 
-    memory_id: str
-    org_id: str
-    namespace: str = "default"
-    agent_id: str | None = None
-    entity_id: str | None = None
-    type: str
-    text: str
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    tags: list[str] = msgspec.field(default_factory=list)
-    timestamp: datetime
-    archived: bool = False
-    sensitivity: str = "auto"
-    subject: str | None = None
-    predicate: str | None = None
-    object: str | bool | int | float | dict[str, Any] | None = None
-    object_type: str | None = None
-    unit: str | None = None
-    keys: list[str] | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    confidence: float | None = None
-    status: str = "active"
-    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
-    created_at: datetime
-    updated_at: datetime
 
+def _field(f: msgspec.structs.FieldInfo) -> tuple[Any, ...]:
+    if f.default_factory is not msgspec.NODEFAULT:
+        return (f.name, _unconstrained(f.type), msgspec.field(default_factory=f.default_factory))
+    if f.default is not msgspec.NODEFAULT:
+        return (f.name, _unconstrained(f.type), f.default)
+    return (f.name, _unconstrained(f.type))
+
+
+# Memory's fields without their constraints: what was stored is returned as it was, even a record built
+# in code that would not pass the wire validation (Memory() itself does not validate).
+_StoredMemory = msgspec.defstruct(
+    "_StoredMemory", [_field(f) for f in msgspec.structs.fields(Memory)], kw_only=True
+)
 
 _decoder = msgspec.json.Decoder(_StoredMemory)
 
