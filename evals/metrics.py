@@ -12,9 +12,8 @@ Ranking metrics use binary relevance (a turn is evidence or not) on the ranked t
 - nDCG@10 = Σ_{i≤10, ranked[i] ∈ evidence} 1/log2(i+1) / Σ_{i≤min(|evidence|,10)} 1/log2(i+1)
 These are the definitions of `ranx` (recall@k, mrr, ndcg@k with the default Järvelin gains), and
 `tests/evals/test_metrics_ranx.py` checks them against it. The per-question functions are ours
-because ranx JIT-compiles with numba: about 45 s the first time on this machine and still 7-45 s
-per process afterwards (numba caches only part of it; the range is machine load), too slow for
-per-question calls in tests and the eval gate.
+because ranx JIT-compiles with numba on first use in every process (numba caches only part of it),
+too slow for per-question calls in tests and the eval gate.
 
 Context: `recall_in_context` is the share of evidence turns found in the rendered lines (by memory
 id, by the start of the turn's text, or for a fact line by its fact's source turn);

@@ -118,28 +118,70 @@ def _engine_status(exc: engine_errors.LociError) -> int:
     return 500
 
 
+def _engine_failure(exc: engine_errors.LociError, request_id: str) -> Failure:
+    status = _engine_status(exc)
+    if status == 500:
+        log.error("unmapped engine error", exc_info=exc)
+        return Failure(
+            status=500,
+            body=ErrorBody(error="internal_error", message="internal error", request_id=request_id),
+        )
+    headers: dict[str, str] = {}
+    if isinstance(exc, engine_errors.RateLimited):
+        headers["Retry-After"] = str(exc.retry_after)
+    if status == 503:
+        headers["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
+    return Failure(
+        status=status,
+        headers=headers,
+        body=ErrorBody(error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)),
+    )
+
+
+def _validation_failure(exc: ValidationException, request_id: str) -> Failure:
+    """Litestar's parameter validation: details.field names the first offending field (its wire name)."""
+    details: dict[str, Any] = {}
+    extra = exc.extra if isinstance(exc.extra, list) else []
+    if extra and isinstance(extra[0], dict):
+        first = extra[0]
+        if "key" in first:
+            source = first.get("source", "")
+            source = str(getattr(source, "value", source))
+            details["field"] = _wire_name(str(first["key"]), source)
+            details["source"] = source
+        message = str(first.get("message") or exc.detail)
+    else:
+        message = exc.detail
+    details["errors"] = [
+        {k: str(getattr(v, "value", v)) for k, v in e.items()} for e in extra if isinstance(e, dict)
+    ]
+    return Failure(
+        status=422,
+        body=ErrorBody(error="validation_error", message=message, request_id=request_id, details=details),
+    )
+
+
+def _method_not_allowed(exc: MethodNotAllowedException, request_id: str) -> Failure:
+    headers: dict[str, str] = {}
+    allow = (exc.headers or {}).get("allow", "")
+    if allow:
+        headers["Allow"] = allow
+    return Failure(
+        status=405,
+        headers=headers,
+        body=ErrorBody(
+            error="method_not_allowed",
+            message="method not allowed",
+            request_id=request_id,
+            details={"allow": [m.strip() for m in allow.split(",") if m.strip()]},
+        ),
+    )
+
+
 def failure_for(exc: BaseException, request_id: str) -> Failure:
     """The status, envelope and extra headers for any exception."""
-    headers: dict[str, str] = {}
     if isinstance(exc, engine_errors.LociError):
-        status = _engine_status(exc)
-        if status == 500:
-            log.error("unmapped engine error", exc_info=exc)
-            return Failure(
-                status=500,
-                body=ErrorBody(error="internal_error", message="internal error", request_id=request_id),
-            )
-        if isinstance(exc, engine_errors.RateLimited):
-            headers["Retry-After"] = str(exc.retry_after)
-        if status == 503:
-            headers["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
-        return Failure(
-            status=status,
-            headers=headers,
-            body=ErrorBody(
-                error=exc.code, message=exc.message, request_id=request_id, details=dict(exc.details)
-            ),
-        )
+        return _engine_failure(exc, request_id)
     if isinstance(exc, BadRequest):
         return Failure(
             status=400,
@@ -155,39 +197,9 @@ def failure_for(exc: BaseException, request_id: str) -> Failure:
             body=ErrorBody(error="unavailable", message="the database is unavailable", request_id=request_id),
         )
     if isinstance(exc, ValidationException):
-        details: dict[str, Any] = {}
-        extra = exc.extra if isinstance(exc.extra, list) else []
-        if extra and isinstance(extra[0], dict):
-            first = extra[0]
-            if "key" in first:
-                source = first.get("source", "")
-                source = str(getattr(source, "value", source))
-                details["field"] = _wire_name(str(first["key"]), source)
-                details["source"] = source
-            message = str(first.get("message") or exc.detail)
-        else:
-            message = exc.detail
-        details["errors"] = [
-            {k: str(getattr(v, "value", v)) for k, v in e.items()} for e in extra if isinstance(e, dict)
-        ]
-        return Failure(
-            status=422,
-            body=ErrorBody(error="validation_error", message=message, request_id=request_id, details=details),
-        )
+        return _validation_failure(exc, request_id)
     if isinstance(exc, MethodNotAllowedException):
-        allow = (exc.headers or {}).get("allow", "")
-        if allow:
-            headers["Allow"] = allow
-        return Failure(
-            status=405,
-            headers=headers,
-            body=ErrorBody(
-                error="method_not_allowed",
-                message="method not allowed",
-                request_id=request_id,
-                details={"allow": [m.strip() for m in allow.split(",") if m.strip()]},
-            ),
-        )
+        return _method_not_allowed(exc, request_id)
     if isinstance(exc, NotFoundException):
         return Failure(
             status=404, body=ErrorBody(error="not_found", message="not found", request_id=request_id)

@@ -6,20 +6,16 @@ Why: a query is one short text, and the eager module stack of transformers spend
 each forward pass on Python and dispatch around tiny matrices. This pass is the arithmetic only:
 embeddings + LayerNorm, then per layer a fused QKV projection, `scaled_dot_product_attention` with the
 padding mask, output projection + residual + LayerNorm, GELU feed-forward + residual + LayerNorm; then
-the masked mean and L2 normalization. Measured on the bench machine (1 torch thread): one text
-11.5 -> 9.6 ms, two texts 14.0 -> 11.6 ms.
+the masked mean and L2 normalization.
 
 The pass is compiled with TorchScript, so it runs start to end in C++ without taking Python's GIL
-between operations. In eager mode each of its ~90 operations gives the GIL back and must win it again;
+between operations. In eager mode each of its operations gives the GIL back and must win it again;
 in a server whose other threads run Python (HTTP, psycopg, fusion), each re-acquisition can wait up to
-the interpreter's switch interval (5 ms by default). Measured with one pure-Python thread beside it:
-eager 12 ms alone, 507 ms contended; scripted 11 ms alone, 34 ms contended. Same vectors (max
-difference 0.0). (A shorter switch interval, 0.5 ms, helped that test further but made no measurable
-difference to a server at 1M memories, where the two cores are simply busy, so servers keep Python's.)
-The scripted module is then frozen and optimized for inference (weights become constants and the
-linear layers run on prepacked oneDNN weights): one text 12.6 -> 9.7 ms, four 19.6 -> 18.5 ms, vectors
+the interpreter's switch interval (5 ms by default), so a contended eager pass is many times slower
+than a scripted one with the same vectors. The scripted module is then frozen and optimized for
+inference (weights become constants and the linear layers run on prepacked oneDNN weights), vectors
 within 2e-7 of the eager pass. Each layer's matrices are read whole for every pass, so a query's cost
-is mostly reading the weights: four texts cost twice one.
+is mostly reading the weights: a few texts in one pass cost far less than the same texts one by one.
 
 `LeanBert.from_model(st)` returns None for anything it does not reproduce exactly (another
 architecture or activation, relative position embeddings, other pooling); the caller then keeps the
@@ -82,7 +78,7 @@ def _scripted_forward(
             scripted = torch.jit.script(eager)
         except Exception:  # a torch without TorchScript: the same pass, eager
             return eager
-        try:  # weights as constants, linear layers on prepacked oneDNN weights: one text 12.6 -> 9.7 ms
+        try:  # weights as constants, linear layers on prepacked oneDNN weights
             return torch.jit.optimize_for_inference(torch.jit.freeze(scripted))
         except Exception:  # e.g. a torch build without oneDNN: the scripted pass as it is
             return scripted

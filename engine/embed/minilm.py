@@ -15,7 +15,7 @@ Runtimes (`LOCI_MINILM_RUNTIME`):
   Also the fallback when onnxruntime is missing or the graph cannot be built.
 
 Queries (batches of at most `SMALL_BATCH` texts) run on one thread: the matrices are tiny, and on a
-busy 2-core machine two threads spin-wait on each other. Concurrent query calls are merged into one
+busy machine with few cores two threads spin-wait on each other. Concurrent query calls are merged into one
 forward pass (`engine.embed.coalesce`). Larger batches (memory writes) use `LOCI_TORCH_THREADS` threads
 (default: min(2, cpu count)); on onnxruntime they run in their own session, so a query never waits
 behind a write's batch.
@@ -138,9 +138,8 @@ class MiniLMEmbedder:
     def _set_threads(self, n: int) -> None:
         """torch.set_num_threads applies to the calling OS thread only (OpenMP keeps it per thread), and
         calls arrive on many threads (the server's worker threads, the query-embedding pool): set it in
-        each thread that runs the model, whenever that thread's last setting differs. (With a process-wide
-        memo, a thread that never set it ran single queries on 2 spinning OpenMP threads: 60-130 ms
-        instead of ~9.)"""
+        each thread that runs the model, whenever that thread's last setting differs (a process-wide memo
+        would leave a thread that never set it running single queries on spinning OpenMP threads)."""
         if getattr(self._thread_state, "threads", None) != n:
             import torch
 

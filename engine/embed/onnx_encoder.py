@@ -156,7 +156,7 @@ class OnnxEncoder:
                 opts.inter_op_num_threads = 1
                 opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
                 opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-                # no spin-waiting pool threads: on a busy 2-core machine they steal the core they wait for
+                # no spin-waiting pool threads: on a busy machine they steal the core they wait for
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 source = str(self.graph) if isinstance(self.graph, Path) else self.graph
                 session = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])

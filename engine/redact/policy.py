@@ -1,7 +1,7 @@
 """The request's redaction policy and the report a response carries.
 
-`RedactionPolicy` mirrors the spec's `policy` object (`pii_redaction`, `egress_rehydration`).
-`RedactionReport` is the spec's Redaction (`applied`, `rules`) plus `placeholders` (placeholder ->
+`RedactionPolicy` mirrors the API's `policy` object (`pii_redaction`, `egress_rehydration`).
+`RedactionReport` is the API's Redaction (`applied`, `rules`) plus `placeholders` (placeholder ->
 original value), present only when `egress_rehydration="allowed"`; encoded with `omit_defaults`, so
 the key is absent otherwise and original values never leave under `none`.
 """

@@ -42,8 +42,8 @@ DETECT_CACHE_SIZE = 16384
 class _Detector:
     """The rules of one configuration and their detections per text, shared by every Redactor with
     that configuration. Detection is a pure function of (rules, text), and assemble redacts the same
-    memory texts turn after turn: the regex rules cost ~1.3 ms of a 1M-memory assemble, a lookup
-    nearly nothing. Remembers up to `DETECT_CACHE_SIZE` texts of up to `DETECT_CACHE_MAX_CHARS`."""
+    memory texts turn after turn: running the regex rules costs far more than a lookup. Remembers up
+    to `DETECT_CACHE_SIZE` texts of up to `DETECT_CACHE_MAX_CHARS`."""
 
     def __init__(self, rules: Sequence[str] | None, phone_regions: Sequence[str]) -> None:
         self.rules = create_rules(rules, phone_regions=phone_regions)

@@ -1,7 +1,7 @@
 """Resolve a request's retrieval options against its preset into the settings that run.
 
 Order of precedence: an explicit request value, then the preset's value (`engine.retrieval.presets`), then the
-spec default (the `balanced` preset). Weights: a key the request leaves out takes the preset's weight;
+default (the `balanced` preset). Weights: a key the request leaves out takes the preset's weight;
 when the weights do not sum to 1 they are divided by their sum and `weights_renormalized` is set.
 """
 

@@ -107,27 +107,18 @@ def _channel(
     return raw, norm, mask
 
 
-def fuse(
+def _priors_and_boosts(
     ids: Sequence[str],
     memories: Mapping[str, Memory],
-    hits: ChannelHits,
     cfg: ResolvedRetrieval,
     *,
     reference: datetime,
-    seeded: frozenset[str] = frozenset(),
-    snippets: frozenset[str] = frozenset(),
-    context: Mapping[str, tuple[float, float]] | None = None,
-) -> Fused:
-    """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
+    seeded: frozenset[str],
+    snippets: frozenset[str],
+    context: Mapping[str, tuple[float, float]] | None,
+) -> tuple[F64, F64, npt.NDArray[np.bool_], F64]:
+    """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), boosts."""
     n = len(ids)
-    index = {mid: i for i, mid in enumerate(ids)}
-    raw = np.zeros((n, 5), dtype=np.float64)
-    norm = np.zeros((n, 5), dtype=np.float64)
-    hit = np.zeros((n, 3), dtype=bool)
-    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
-        raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
-
-    # priors: recency and confidence (snippets have neither)
     ref_us = to_micros(reference)
     ages = np.zeros(n, dtype=np.float64)
     conf = np.zeros(n, dtype=np.float64)
@@ -155,6 +146,45 @@ def fuse(
             boosts[i, 3] = SEED_BOOST
         if context and mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
+    return ages, conf, real, boosts
+
+
+def _score(contrib: F64, boosts: F64) -> F64:
+    """Channel contributions, then boosts, added left to right (the order `Fused.components` lists)."""
+    score = np.zeros(contrib.shape[0], dtype=np.float64)
+    for j in range(contrib.shape[1]):
+        score = score + contrib[:, j]
+    for j in range(boosts.shape[1]):
+        col = boosts[:, j]
+        if col.any():
+            # add only where non-zero: a zero component is not listed, and x + 0.0 == x anyway
+            score = score + col
+    return score
+
+
+def fuse(
+    ids: Sequence[str],
+    memories: Mapping[str, Memory],
+    hits: ChannelHits,
+    cfg: ResolvedRetrieval,
+    *,
+    reference: datetime,
+    seeded: frozenset[str] = frozenset(),
+    snippets: frozenset[str] = frozenset(),
+    context: Mapping[str, tuple[float, float]] | None = None,
+) -> Fused:
+    """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
+    n = len(ids)
+    index = {mid: i for i, mid in enumerate(ids)}
+    raw = np.zeros((n, 5), dtype=np.float64)
+    norm = np.zeros((n, 5), dtype=np.float64)
+    hit = np.zeros((n, 3), dtype=bool)
+    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
+        raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
+
+    ages, conf, real, boosts = _priors_and_boosts(
+        ids, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
+    )
     recency = np.where(real, np.power(0.5, ages / float(cfg.recency_half_life_days)), 0.0)
     raw[:, 3] = norm[:, 3] = recency
     raw[:, 4] = norm[:, 4] = conf
@@ -164,14 +194,7 @@ def fuse(
 
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
     contrib = norm * weights
-    score = np.zeros(n, dtype=np.float64)
-    for j in range(5):
-        score = score + contrib[:, j]
-    for j in range(len(BOOSTS)):
-        col = boosts[:, j]
-        if col.any():
-            # add only where non-zero: a zero component is not listed, and x + 0.0 == x anyway
-            score = score + col
+    score = _score(contrib, boosts)
     return Fused(
         ids=list(ids),
         raw=raw,

@@ -3,7 +3,7 @@
 Limits are msgspec constraints, so a bad value is a validation error naming the field (the server
 turns msgspec.ValidationError into a 422 whose `details.field` is the path, e.g. `$.retrieval.top_k`).
 Retrieval knobs default to None meaning "the preset's value" (see `engine.retrieval.presets`); the documented
-defaults are those of the `balanced` preset (the spec's defaults).
+defaults are those of the `balanced` preset.
 """
 
 from __future__ import annotations

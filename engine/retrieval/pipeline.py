@@ -24,11 +24,12 @@ from engine.retrieval import tokens
 from engine.retrieval.channels import graph_seeds
 from engine.retrieval.config import resolve
 from engine.retrieval.fuse import reasons
-from engine.retrieval.options import AssembleRequest, RecallRequest
+from engine.retrieval.options import AssembleRequest, RecallRequest, ReturnOptions
 from engine.retrieval.redaction_hook import Redactor, RedactorFactory, no_redaction
-from engine.retrieval.render import build_items, fact_struct, sections
+from engine.retrieval.render import RenderItem, build_items, fact_struct, sections
 from engine.retrieval.responses import (
     AssembleResponse,
+    BudgetAction,
     ContextBlock,
     Flags,
     Match,
@@ -109,6 +110,88 @@ def _chars_per_token(tok: tokens.Tokenizer, block: ContextBlock) -> float:
     return round(chars / block.token_counts.used, 2)
 
 
+def _context_block(
+    items: list[RenderItem],
+    plan: budget_mod.BudgetPlan,
+    pre_actions: list[BudgetAction],
+    budget: int,
+    tok: tokens.Tokenizer,
+    *,
+    with_summary: bool,
+) -> ContextBlock:
+    """The sections of the kept items, the summary of the rest, and their token counts."""
+    facts, events, sources = sections(plan.kept)
+    summary = ""
+    if with_summary:
+        summary = summary_mod.beyond(items, plan.kept, budget_mod.summary_allowance(budget, plan.used), tok)
+    used = budget_mod.context_tokens(facts, events, summary, sources, tok)
+    if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
+        raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
+    return ContextBlock(
+        facts=facts,
+        recent_events=events,
+        summary=summary,
+        sources=sources,
+        token_counts=TokenCounts(
+            planned=plan.planned + tok.line_tokens(summary), budget=budget, dropped=plan.dropped, used=used
+        ),
+        budget_actions=[*pre_actions, *plan.actions],
+    )
+
+
+def _assemble_response(
+    r: Retrieved,
+    ret: ReturnOptions,
+    block: ContextBlock,
+    plan: budget_mod.BudgetPlan,
+    *,
+    scores: dict[str, float],
+    redactor: Redactor,
+    tok: tokens.Tokenizer,
+    budget_origin: str,
+    request_id: str,
+) -> AssembleResponse:
+    """The response around `block`, with the structured facts, matches and raw memories asked for."""
+    kept_ids = [it.id for it in sorted(plan.kept, key=lambda it: it.rank)]
+    if ret.include_structured_facts:
+        block.facts_struct = [
+            fact_struct(r.memories[mid], scores[mid] if ret.include_scores else None, redactor)
+            for mid in kept_ids
+            if mid in r.memories and r.memories[mid].type in ("fact", "profile")
+        ]
+    shortlist = _shortlist(r, r.cfg.top_k, {it.id for it in plan.kept})
+    matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
+    raw = (
+        [redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
+        if ret.include_raw_memories
+        else None
+    )
+    redaction = redactor.result()  # after every text of the response went through the redactor
+    trace = Trace(
+        summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tok.count(block.summary)),
+        budget=TraceBudget(
+            origin=budget_origin,
+            chars_per_token=_chars_per_token(tok, block),
+            method=tok.method,
+            tokenizer=tok.name,
+        ),
+    )
+    response = AssembleResponse(
+        context=block,
+        trace=trace,
+        retrieval_summary=_summary(r, len(plan.actions)),
+        flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
+        cost=r.cost,
+        redaction=redaction,
+        request_id=request_id,
+    )
+    if matches is not None:
+        response.matches = matches
+    if raw is not None:  # whole records, redacted under the policy like every other text
+        response.raw_memories = raw
+    return response
+
+
 def run_assemble(
     store: Store,
     embeddings: EmbeddingCache | None,
@@ -170,71 +253,28 @@ def run_assemble(
         redactor=redactor,
         tokenizer=tok,
     )
-    with_summary = "summary" in ret.include
     plan = budget_mod.fit(items, budget, tok)
     timings.budget = (time.perf_counter() - t) * 1000.0
 
     # --- render -----------------------------------------------------------------------------------
     t = time.perf_counter()
-    facts, events, sources = sections(plan.kept)
-    summary = ""
-    if with_summary:
-        summary = summary_mod.beyond(items, plan.kept, budget_mod.summary_allowance(budget, plan.used), tok)
-    used = budget_mod.context_tokens(facts, events, summary, sources, tok)
-    if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
-        raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
-    block = ContextBlock(
-        facts=facts,
-        recent_events=events,
-        summary=summary,
-        sources=sources,
-        token_counts=TokenCounts(
-            planned=plan.planned + tok.line_tokens(summary), budget=budget, dropped=plan.dropped, used=used
-        ),
-        budget_actions=[*pre_actions, *plan.actions],
-    )
-    kept_ids = [it.id for it in sorted(plan.kept, key=lambda it: it.rank)]
-    if ret.include_structured_facts:
-        block.facts_struct = [
-            fact_struct(r.memories[mid], scores[mid] if ret.include_scores else None, redactor)
-            for mid in kept_ids
-            if mid in r.memories and r.memories[mid].type in ("fact", "profile")
-        ]
-    shortlist = _shortlist(r, r.cfg.top_k, {it.id for it in plan.kept})
-    matches = [_match(r, mid, redactor) for mid in shortlist] if ret.include_raw_matches else None
-    raw = (
-        [redactor.redact_memory(r.memories[mid]) for mid in kept_ids if mid in r.memories]
-        if ret.include_raw_memories
-        else None
-    )
-    redaction = redactor.result()  # after every text of the response went through the redactor
-    trace = Trace(
-        summary=TraceSummary(origin=summary_mod.ORIGIN, tokens_out=tok.count(summary)),
-        budget=TraceBudget(
-            origin=budget_origin,
-            chars_per_token=_chars_per_token(tok, block),
-            method=tok.method,
-            tokenizer=tok.name,
-        ),
-    )
-    response = AssembleResponse(
-        context=block,
-        trace=trace,
-        retrieval_summary=_summary(r, len(plan.actions)),
-        flags=Flags(degraded=r.degraded, weights_renormalized=r.cfg.weights_renormalized),
-        cost=r.cost,
-        redaction=redaction,
+    block = _context_block(items, plan, pre_actions, budget, tok, with_summary="summary" in ret.include)
+    response = _assemble_response(
+        r,
+        ret,
+        block,
+        plan,
+        scores=scores,
+        redactor=redactor,
+        tok=tok,
+        budget_origin=budget_origin,
         request_id=request_id,
     )
-    if matches is not None:
-        response.matches = matches
-    if raw is not None:  # whole records, redacted under the policy like every other text
-        response.raw_memories = raw
     timings.render = (time.perf_counter() - t) * 1000.0
     timings.total = (time.perf_counter() - start) * 1000.0
     if ret.trace:
-        trace.timings = timings
-        trace.debug = TraceDebug(
+        response.trace.timings = timings
+        response.trace.debug = TraceDebug(
             query=query,
             graph_seeds=seeds,
             channels_skipped=r.channels_skipped,

@@ -1,6 +1,6 @@
 """Retrieval presets: named, documented data. A preset sets the channel weights and the retrieval knobs
 a request leaves unset; anything the request sets explicitly (weights, top_k, depth, half-life, rerank)
-wins over the preset. `balanced` is the spec's defaults.
+wins over the preset. `balanced` holds the defaults.
 
 | preset   | semantic | bm25 | graph_prior | recency_decay | confidence | top_k | depth | half-life | extra |
 |----------|---------:|-----:|------------:|--------------:|-----------:|------:|------:|----------:|-------|
@@ -62,7 +62,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
 
 
 PRESETS: Mapping[str, Preset] = {
-    "balanced": Preset(name="balanced", description="the spec defaults: every channel, depth 2"),
+    "balanced": Preset(name="balanced", description="the defaults: every channel, depth 2"),
     "fast": Preset(
         name="fast",
         description="no graph channel (depth 0, weight 0), fewer candidates per channel, no rerank",

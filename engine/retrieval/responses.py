@@ -2,7 +2,7 @@
 
 Optional parts (`facts_struct`, `matches`, `raw_memories`, `trace.timings`) are `UNSET` unless asked
 for, so msgspec leaves them out of the JSON. `retrieval_summary`, `flags` and `request_id` sit at the
-top level as in the spec's sample response.
+top level of the response.
 """
 
 from __future__ import annotations

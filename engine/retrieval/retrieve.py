@@ -75,6 +75,76 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+def _union(
+    store: Store,
+    scope: Scope,
+    hits: ChannelHits,
+    *,
+    seed_ids: Sequence[str],
+    snippets: Sequence[str],
+    must_include: Sequence[str],
+    cost: Cost,
+) -> tuple[list[str], dict[str, Memory], dict[str, str], frozenset[str], frozenset[str]]:
+    """(candidate ids, their memories, snippet pseudo id -> text, pinned ids, seeded ids): the channels'
+    hits and the newest events first, then the explicit ids that pass the loose scope, then snippets."""
+    memories: dict[str, Memory] = {m.memory_id: m for m in hits.recent}
+    ids: list[str] = []
+    for h in (*hits.semantic, *hits.bm25, *hits.graph):
+        ids.append(h.memory_id)
+    ids.extend(memories)
+    explicit = list(dict.fromkeys((*seed_ids, *must_include)))
+    channel_ids = list(dict.fromkeys(ids))
+    to_fetch = [mid for mid in dict.fromkeys((*channel_ids, *explicit)) if mid not in memories]
+    if to_fetch:
+        for m in store.get_memories(scope.org_id, to_fetch):
+            memories[m.memory_id] = m
+        cost.retrieval_ops += 1
+    loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None)
+    allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
+    union = [mid for mid in channel_ids if mid in memories]
+    in_channels = set(channel_ids)
+    union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)
+    snippet_map = {f"snippet:{i + 1}": s for i, s in enumerate(snippets) if s.strip()}
+    union.extend(snippet_map)
+    pinned = frozenset(mid for mid in must_include if mid in allowed_explicit)
+    seeded = frozenset(mid for mid in seed_ids if mid in allowed_explicit)
+    return union, memories, snippet_map, pinned, seeded
+
+
+def _diversify(
+    ranked: list[str], memories: dict[str, Memory], cfg: ResolvedRetrieval, pinned: frozenset[str]
+) -> tuple[list[str], DiversityActions]:
+    result = diversify(
+        ranked,
+        memories,
+        max_per_predicate=cfg.max_per_predicate,
+        max_per_source=cfg.max_per_source,
+        pinned=pinned,
+    )
+    actions = DiversityActions(
+        clamped_by_predicate=result.clamped_by_predicate, clamped_by_source=result.clamped_by_source
+    )
+    return result.kept, actions
+
+
+def _rerank(
+    store: Store,
+    model: str,
+    ranked: list[str],
+    memories: dict[str, Memory],
+    fused: Fused,
+    position: dict[str, int],
+    cost: Cost,
+) -> list[str]:
+    """MMR over the ranking, with the stored embeddings of the candidates' texts."""
+    wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
+    found = store.get_embeddings(model, list(set(wanted.values())))
+    cost.retrieval_ops += 1
+    vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
+    scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
+    return [ranked[i] for i in rerank.mmr(scores, vectors)]
+
+
 def retrieve(
     store: Store,
     embeddings: EmbeddingCache | None,
@@ -124,27 +194,9 @@ def retrieve(
         degraded = True
     errors.extend(hits.errors)
     cost.retrieval_ops += hits.ops
-    memories: dict[str, Memory] = {m.memory_id: m for m in hits.recent}
-    ids: list[str] = []
-    for h in (*hits.semantic, *hits.bm25, *hits.graph):
-        ids.append(h.memory_id)
-    ids.extend(memories)
-    explicit = list(dict.fromkeys((*seed_ids, *must_include)))
-    channel_ids = list(dict.fromkeys(ids))
-    to_fetch = [mid for mid in dict.fromkeys((*channel_ids, *explicit)) if mid not in memories]
-    if to_fetch:
-        for m in store.get_memories(scope.org_id, to_fetch):
-            memories[m.memory_id] = m
-        cost.retrieval_ops += 1
-    loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None)
-    allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
-    union = [mid for mid in channel_ids if mid in memories]
-    in_channels = set(channel_ids)
-    union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)
-    snippet_map = {f"snippet:{i + 1}": s for i, s in enumerate(snippets) if s.strip()}
-    union.extend(snippet_map)
-    pinned = frozenset(mid for mid in must_include if mid in allowed_explicit)
-    seeded = frozenset(mid for mid in seed_ids if mid in allowed_explicit)
+    union, memories, snippet_map, pinned, seeded = _union(
+        store, scope, hits, seed_ids=seed_ids, snippets=snippets, must_include=must_include, cost=cost
+    )
     timings.channels = _ms(t)
 
     # --- fuse, expand with conversation context, fuse again, diversify, rerank ----------------------
@@ -177,25 +229,10 @@ def retrieve(
     ranked = [union[int(i)] for i in order]
     div = DiversityActions()
     if cfg.diversity:
-        result = diversify(
-            ranked,
-            memories,
-            max_per_predicate=cfg.max_per_predicate,
-            max_per_source=cfg.max_per_source,
-            pinned=pinned,
-        )
-        ranked = result.kept
-        div = DiversityActions(
-            clamped_by_predicate=result.clamped_by_predicate, clamped_by_source=result.clamped_by_source
-        )
+        ranked, div = _diversify(ranked, memories, cfg, pinned)
     position = {mid: i for i, mid in enumerate(union)}
     if cfg.rerank and model is not None and not degraded and len(ranked) > 1:
-        wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
-        found = store.get_embeddings(model, list(set(wanted.values())))
-        cost.retrieval_ops += 1
-        vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
-        scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
-        ranked = [ranked[i] for i in rerank.mmr(scores, vectors)]
+        ranked = _rerank(store, model, ranked, memories, fused, position, cost)
     timings.fuse += _ms(t)
 
     counts = CandidateCounts(

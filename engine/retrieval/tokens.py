@@ -1,11 +1,11 @@
-"""Token counting for the budget: exact BPE counts in the LLM's tokenizer, or the old estimate.
+"""Token counting for the budget: exact BPE counts in the LLM's tokenizer, or an estimate.
 
 `budget.tokenizer` chooses one (`get_tokenizer(name)`):
 - `o200k_base` (default; GPT-4o, GPT-4.1, o-series) and `cl100k_base` (GPT-4, GPT-3.5): exact counts
   from `rs_bpe`, whose compiled extension carries OpenAI's BPE ranks (nothing is downloaded; its
   counts equal tiktoken's, see tests/engine/retrieval/test_tokens.py).
-- `estimate`: `ceil(ascii_chars / 3) + non_ascii_chars`, no tokenizer at all (over-counts English by
-  about half in o200k_base).
+- `estimate`: `ceil(ascii_chars / 3) + non_ascii_chars`, no tokenizer at all (over-counts English
+  compared with o200k_base).
 
 What the budget counts (`Tokenizer.line_tokens`): each rendered string of the context (a fact, an
 event, a day header, a source, the summary) costs its own token count plus `LINE_OVERHEAD` (1) for
@@ -124,7 +124,7 @@ NAMES: Mapping[str, str] = {name: name for name in TOKENIZERS}
 
 
 def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
-    """The tokenizer called `name` (loaded once per process: about 0.2 s for a BPE one)."""
+    """The tokenizer called `name` (loaded once per process: a BPE one takes a moment to load)."""
     found = _LOADED.get(name)
     if found is not None:
         return found

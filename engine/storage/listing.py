@@ -23,7 +23,7 @@ def ascii_lower(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
-def list_matches(m: Memory, q: ListQuery) -> bool:
+def _fields_match(m: Memory, q: ListQuery) -> bool:
     if q.namespace is not None and m.namespace != q.namespace:
         return False
     if q.entity_id is not None and m.entity_id != q.entity_id:
@@ -38,8 +38,11 @@ def list_matches(m: Memory, q: ListQuery) -> bool:
         return False
     if q.archived is not None and m.archived != q.archived:
         return False
-    if q.text is not None and ascii_lower(q.text) not in ascii_lower(m.text):
-        return False
+    return not (q.text is not None and ascii_lower(q.text) not in ascii_lower(m.text))
+
+
+def _in_window(m: Memory, q: ListQuery) -> bool:
+    """`since` <= timestamp < `until`, and strictly after the `after` cursor in the sort order."""
     ts = to_micros(m.timestamp)
     if q.since is not None and ts < to_micros(q.since):
         return False
@@ -53,6 +56,10 @@ def list_matches(m: Memory, q: ListQuery) -> bool:
         if q.sort == "timestamp_asc" and not pos > after:
             return False
     return True
+
+
+def list_matches(m: Memory, q: ListQuery) -> bool:
+    return _fields_match(m, q) and _in_window(m, q)
 
 
 def paginate_sorted(rows: Sequence[Memory], q: ListQuery) -> list[Memory]:

@@ -1,7 +1,7 @@
 """Structured batch upsert (POST /v0/memories:batch_upsert): wire records and item -> Memory.
 
 An item is memory-like. Facts carry their object as `object_text` (string) or `object_num` (number,
-with `unit`), as in the spec's structured payloads; the stored Memory keeps it in `object`.
+with `unit`), as in the API's structured payloads; the stored Memory keeps it in `object`.
 
 Rules (each broken rule is InvalidInput naming `items[<i>].<field>`, with `details.index`):
 - a `fact` needs `subject` and `predicate`, and one of `object_text` / `object_num` unless `negated`

@@ -48,7 +48,7 @@ Action = Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
 
 
 class Outcome(msgspec.Struct, kw_only=True):
-    """Per-item result; `memory_id`, `action`, `supersedes` are the spec's upsert outcome."""
+    """Per-item result; `memory_id`, `action`, `supersedes` are the API's upsert outcome."""
 
     memory_id: str | None
     action: Action

@@ -31,7 +31,7 @@ from evals.bench.vectors import DEFAULT_CACHE_DIR, VectorCache
 
 #: the pipeline's stages; "other" = total minus their sum (work between the timed stages)
 STAGES: tuple[str, ...] = ("embed", "channels", "fuse", "expand", "budget", "render", "other", "total")
-#: (size, stage "total" p50 target ms or None, p95 target ms or None) from issue 3
+#: (size, stage "total" p50 target ms or None, p95 target ms or None): the latency targets
 TARGETS: dict[int, tuple[float | None, float | None]] = {10_000: (25.0, 50.0), 100_000: (None, 100.0)}
 
 

@@ -4,10 +4,10 @@ The cache is the `embeddings` table of a SQLiteStore at `<cache_dir>/vectors.db`
 (model, text hash) exactly like the service's own cache; `fill_store` copies the vectors a bench store
 needs into that store's embeddings table (so the bench store's semantic index finds them).
 
-`max_embed` bounds how many uncached texts one run embeds (MiniLM on a busy 2-core machine does 20 to
-270 texts/s). Texts beyond it get a STAND-IN vector: a deterministic random unit vector seeded by the
-text hash, never persisted; `standins` counts them and the bench reports it, because such a run measures
-latency (the index has the same size and shape) but not retrieval quality.
+`max_embed` bounds how many uncached texts one run embeds (MiniLM on a busy CPU embeds slowly).
+Texts beyond it get a STAND-IN vector: a deterministic random unit vector seeded by the text hash,
+never persisted; `standins` counts them and the bench reports it, because such a run measures latency
+(the index has the same size and shape) but not retrieval quality.
 """
 
 from __future__ import annotations

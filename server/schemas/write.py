@@ -15,7 +15,7 @@ class ExtractRequest(msgspec.Struct, kw_only=True):
 
 
 class ExtractResult(msgspec.Struct, kw_only=True):
-    """The spec's ExtractResult: entities and fact Memory records (not stored)."""
+    """The API's ExtractResult: entities and fact Memory records (not stored)."""
 
     entities: list[Entity]
     facts: list[Memory]

@@ -1,4 +1,4 @@
-"""The rule extractor: deterministic, no network, a few hundred microseconds per sentence.
+"""The rule extractor: deterministic, no network, cheap per sentence.
 
 Every pattern runs in time linear in its input (tests/engine/extract/test_linear_time.py), and one text
 gets a time budget (`LOCI_EXTRACT_BUDGET_MS`, default 500; 0 turns it off): past it, extraction

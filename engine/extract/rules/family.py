@@ -99,28 +99,31 @@ def _relation(out: Collector, clause: Clause, rel: str, name: str, confidence: f
     )
 
 
-def extract(clause: Clause, out: Collector) -> None:
+def _self_statements(clause: Clause, out: Collector) -> None:
+    """Sentence-level: "my husband's name is ...", "my dog Max", and (without a verb phrase) a pet
+    that died, "Sam and I are together", "Sam and I split up"."""
     s, vp = clause.sentence, clause.vp
-    if clause.is_self:
-        m = _MY_REL_NAME.search(s.rstrip(" .!"))
-        if m:
-            _relation(out, clause, m.group("r"), m.group("n"), 0.9)
-        m = _MY_PET.search(s)
-        if m:
-            _pet(out, clause, m.group("k"), m.group("n"), negated=False)
-        m = _PET_DIED.search(s)
-        if m and not vp:
-            _pet(out, clause, m.group("k"), m.group("n"), negated=True)
-        m = _TOGETHER.match(s.rstrip(" .!"))
-        if m and not vp:
-            married = m.group("k") == "married"
-            _relation(out, clause, "wife" if married else "partner", m.group("n"), 0.8)
-        m = _SPLIT_WITH.match(s.rstrip(" .!"))
-        if m and not vp and is_person_name(m.group("n")):
-            out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
-                     object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
-    if not vp or clause.plain_negation:
-        return
+    m = _MY_REL_NAME.search(s.rstrip(" .!"))
+    if m:
+        _relation(out, clause, m.group("r"), m.group("n"), 0.9)
+    m = _MY_PET.search(s)
+    if m:
+        _pet(out, clause, m.group("k"), m.group("n"), negated=False)
+    m = _PET_DIED.search(s)
+    if m and not vp:
+        _pet(out, clause, m.group("k"), m.group("n"), negated=True)
+    m = _TOGETHER.match(s.rstrip(" .!"))
+    if m and not vp:
+        married = m.group("k") == "married"
+        _relation(out, clause, "wife" if married else "partner", m.group("n"), 0.8)
+    m = _SPLIT_WITH.match(s.rstrip(" .!"))
+    if m and not vp and is_person_name(m.group("n")):
+        out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
+                 object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
+
+
+def _partner(clause: Clause, out: Collector, vp: str) -> None:
+    """Married or engaged to, dating, and marital status."""
     m = _MARRIED_TO.match(vp)
     if m:
         rel = "wife" if m.group("k").lower() == "married" else "fiance"
@@ -132,6 +135,9 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _STATUS.match(vp)
     if m:
         out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
+
+
+def _children_and_siblings(clause: Clause, out: Collector, vp: str) -> None:
     m = _KIDS.match(vp)
     if m:
         n = word_number(m.group("c"))
@@ -143,6 +149,10 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _SIB_NAMED.match(vp)
     if m:
         _relation(out, clause, m.group("r"), m.group("n"), 0.85)
+
+
+def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:
+    """A pet one has or gave away, and a partner one broke up with."""
     m = _HAVE_PET.match(vp)
     if m:
         _pet(out, clause, m.group("k"), m.group("n"))
@@ -153,3 +163,14 @@ def extract(clause: Clause, out: Collector) -> None:
     if m and clause.is_self and not clause.negated and is_person_name(m.group("n") or ""):
         out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
                  object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    if clause.is_self:
+        _self_statements(clause, out)
+    vp = clause.vp
+    if not vp or clause.plain_negation:
+        return
+    _partner(clause, out, vp)
+    _children_and_siblings(clause, out, vp)
+    _pets_and_break_ups(clause, out, vp)

@@ -91,61 +91,72 @@ def _age(out: Collector, clause: Clause, raw: str, confidence: float) -> None:
         out.fact(clause, "age", n, unit="years", object_name=str(n), confidence=confidence)
 
 
-def extract(clause: Clause, out: Collector) -> None:
-    s, vp = clause.sentence, clause.vp
-    if clause.is_self:
-        m = _MY_NAME.search(s)
-        if m and is_person_name(m.group("name")):
-            out.fact(clause, "name", m.group("name"), confidence=0.95, negated=False)
-        m = _CALL_ME.search(s)
-        if m:
-            out.fact(clause, "nickname", m.group("name"), confidence=0.85, negated=False)
-        m = _MY_AGE.search(s)
-        if m:
-            _age(out, clause, m.group("n"), 0.9)
-        m = _BIRTHDAY.search(s)
-        if m:
-            dm = find_absolute(m.group("o"))
-            if dm:
-                out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9, negated=False)
-        m = _MY_HOME.search(s)
-        if m:
-            _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.75)
-    m = _OTHER_BIRTHDAY.search(s)
+def _self_statements(clause: Clause, out: Collector) -> None:
+    """Sentence-level self statements: my name, what to call me, my age, birthday and home."""
+    s = clause.sentence
+    m = _MY_NAME.search(s)
+    if m and is_person_name(m.group("name")):
+        out.fact(clause, "name", m.group("name"), confidence=0.95, negated=False)
+    m = _CALL_ME.search(s)
+    if m:
+        out.fact(clause, "nickname", m.group("name"), confidence=0.85, negated=False)
+    m = _MY_AGE.search(s)
+    if m:
+        _age(out, clause, m.group("n"), 0.9)
+    m = _BIRTHDAY.search(s)
+    if m:
+        dm = find_absolute(m.group("o"))
+        if dm:
+            out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9, negated=False)
+    m = _MY_HOME.search(s)
+    if m:
+        _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.75)
+
+
+def _other_birthday(clause: Clause, out: Collector) -> None:
+    m = _OTHER_BIRTHDAY.search(clause.sentence)
     if m and is_person_name(m.group("name")):
         dm = find_absolute(m.group("o"))
         if dm:
             pid = out.entity(m.group("name"), "person")
             out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.85, negated=False,
                      subject=pid, subject_name=m.group("name"))  # fmt: skip
-    if not vp:
-        return
-    if clause.is_self and not clause.negated and not clause.plain_negation:
+
+
+def _name_and_age(clause: Clause, out: Collector, vp: str) -> None:
+    """A name ("I'm Anna") and an age ("I'm 34", "I turned 40", "I'm a 29-year-old ...")."""
+    if clause.is_self and not clause.negated:
         m = _AM_NAME.match(vp)
         if m and is_person_name(m.group("name")) and m.group("name") not in NATIONALITIES:
             out.fact(clause, "name", m.group("name"), confidence=0.75)
-    if not clause.plain_negation:
-        m = _AGE.match(vp)
-        if m and not re.match(
-            r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)",
-            m.group("rest"),
-        ):
-            _age(out, clause, m.group("n"), 0.9)
-        m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
-        if m:
-            _age(out, clause, m.group("n") or m.groupdict().get("n2") or "", 0.9)
-    m = _BORN.match(vp)
+    m = _AGE.match(vp)
+    if m and not re.match(
+        r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)",
+        m.group("rest"),
+    ):
+        _age(out, clause, m.group("n"), 0.9)
+    m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
     if m:
-        raw = m.group("o")
-        dm = find_absolute(raw)
-        if dm and len(dm.iso) == 10:
-            out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9)
-        elif re.fullmatch(r"(?:19|20)\d{2}", clean_object(raw)):
-            out.fact(clause, "birth_year", int(clean_object(raw)), confidence=0.9, unit=None)
-        else:
-            _place(out, clause, "born_in", raw, 0.85)
-    if clause.plain_negation:
+        _age(out, clause, m.group("n") or m.groupdict().get("n2") or "", 0.9)
+
+
+def _born(clause: Clause, out: Collector, vp: str) -> None:
+    """Born on/in ...: a birthday, a birth year, or a birthplace."""
+    m = _BORN.match(vp)
+    if not m:
         return
+    raw = m.group("o")
+    dm = find_absolute(raw)
+    if dm and len(dm.iso) == 10:
+        out.fact(clause, "birthday", dm.iso, object_type="date", confidence=0.9)
+    elif re.fullmatch(r"(?:19|20)\d{2}", clean_object(raw)):
+        out.fact(clause, "birth_year", int(clean_object(raw)), confidence=0.9, unit=None)
+    else:
+        _place(out, clause, "born_in", raw, 0.85)
+
+
+def _residence(clause: Clause, out: Collector, vp: str) -> None:
+    """Where one lives: "I live in", "I have a flat in", "I moved to" (or a plan to move)."""
     m = _LIVES.match(vp)
     if m:
         _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.9)
@@ -160,12 +171,20 @@ def extract(clause: Clause, out: Collector) -> None:
         if place and is_capitalized(place) and len(place.split()) <= 4:
             out.entity(place, "place", 0.7)
             out.fact(clause, "plans", f"move to {place}", confidence=0.7)
+
+
+def _origin(clause: Clause, out: Collector, vp: str) -> None:
+    """Where one is from, and nationality."""
     m = _FROM.match(vp)
     if m:
         _place(out, clause, "from", m.group("o") or m.group("o2"), 0.8)
     m = _NATIONALITY.match(vp)
     if m and m.group("o") in NATIONALITIES:
         out.fact(clause, "nationality", m.group("o"), confidence=0.8)
+
+
+def _languages(clause: Clause, out: Collector, vp: str) -> None:
+    """Languages spoken, and what one is learning."""
     m = _SPEAKS.match(vp)
     if m:
         for item in split_list(m.group("o")):
@@ -177,3 +196,20 @@ def extract(clause: Clause, out: Collector) -> None:
         obj = clean_object(m.group("o"))
         if obj and not find_relative(obj, out.reference):
             out.fact(clause, "learning", obj, confidence=0.75)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    if clause.is_self:
+        _self_statements(clause, out)
+    _other_birthday(clause, out)
+    vp = clause.vp
+    if not vp:
+        return
+    if not clause.plain_negation:
+        _name_and_age(clause, out, vp)
+    _born(clause, out, vp)
+    if clause.plain_negation:
+        return
+    _residence(clause, out, vp)
+    _origin(clause, out, vp)
+    _languages(clause, out, vp)

@@ -93,27 +93,29 @@ def _budget_sentence(out: Collector, clause: Clause, s: str) -> None:
         _qty(out, clause, "budget", parse_money(s[: cue.start()]), 0.8)
 
 
-def extract(clause: Clause, out: Collector) -> None:
-    s, vp = clause.sentence, clause.vp
-    if clause.is_self:
-        m = _MY_GOAL.search(s)
-        if m:
-            obj, when = _goal_text(m.group("o"), out)
-            if obj:
-                kind = "plans" if m.group("k").lower() == "plan" else "goal"
-                out.fact(clause, kind, obj, confidence=0.85, event_date=when, negated=False)
-        m = _BUDGET.search(s)
-        if m:
-            _qty(out, clause, "budget", parse_money(m.group("q")) or parse_quantity(m.group("q")), 0.9)
-        if _DIGIT.search(s):  # every budget pattern below needs an amount
-            _budget_sentence(out, clause, s)
-        m = _MY_QTY.search(s)
-        if m:
-            kind = _QTY_KIND.get(m.group("k").lower(), m.group("k").lower())
-            q = parse_money(m.group("q")) if kind in ("rent", "salary") else parse_measure(m.group("q"))
-            _qty(out, clause, kind, q, 0.85)
-    if not vp or clause.plain_negation or clause.negated:
-        return
+def _self_statements(clause: Clause, out: Collector) -> None:
+    """Sentence-level: "my goal/plan is ...", "my budget is ...", "my rent/salary/weight is ..."."""
+    s = clause.sentence
+    m = _MY_GOAL.search(s)
+    if m:
+        obj, when = _goal_text(m.group("o"), out)
+        if obj:
+            kind = "plans" if m.group("k").lower() == "plan" else "goal"
+            out.fact(clause, kind, obj, confidence=0.85, event_date=when, negated=False)
+    m = _BUDGET.search(s)
+    if m:
+        _qty(out, clause, "budget", parse_money(m.group("q")) or parse_quantity(m.group("q")), 0.9)
+    if _DIGIT.search(s):  # every budget pattern below needs an amount
+        _budget_sentence(out, clause, s)
+    m = _MY_QTY.search(s)
+    if m:
+        kind = _QTY_KIND.get(m.group("k").lower(), m.group("k").lower())
+        q = parse_money(m.group("q")) if kind in ("rent", "salary") else parse_measure(m.group("q"))
+        _qty(out, clause, kind, q, 0.85)
+
+
+def _goals(clause: Clause, out: Collector, vp: str) -> None:
+    """Goals and plans in the verb phrase: "I want to ...", "I plan to ...", "I'm saving for ..."."""
     m = _GOAL.match(vp)
     if m:
         obj, when = _goal_text(m.group("o"), out)
@@ -127,6 +129,10 @@ def extract(clause: Clause, out: Collector) -> None:
         obj, when = _goal_text(m.group("o"), out)
         if obj:
             out.fact(clause, "goal", f"{base} for {obj}", confidence=0.7, event_date=when)
+
+
+def _quantities(clause: Clause, out: Collector, vp: str) -> None:
+    """Budget, salary, rent, weight and height stated in the verb phrase."""
     m = _BUDGET_VP.match(vp)
     if m:
         raw = m.group("q") or m.group("q2") or m.group("q3") or m.group("q4")
@@ -143,3 +149,13 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _TALL.match(vp)
     if m:
         _qty(out, clause, "height", parse_measure(m.group("q")), 0.85)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    if clause.is_self:
+        _self_statements(clause, out)
+    vp = clause.vp
+    if not vp or clause.plain_negation or clause.negated:
+        return
+    _goals(clause, out, vp)
+    _quantities(clause, out, vp)

@@ -95,8 +95,8 @@ def _items(raw: str) -> list[str]:
     return items
 
 
-def extract(clause: Clause, out: Collector) -> None:
-    s, vp = clause.sentence, clause.vp
+def _favorites(clause: Clause, out: Collector) -> None:
+    s = clause.sentence
     m = _FAV.search(s) or _FAV_REV.match(s.rstrip(" .!"))
     if m:  # "my favorite" is always the speaker's
         obj = clean_object(m.group("o"))
@@ -104,13 +104,17 @@ def extract(clause: Clause, out: Collector) -> None:
         if obj and len(obj.split()) <= 6:
             out.fact(clause, f"favorite_{cat}", strip_article(obj), confidence=0.9, negated=False,
                      subject=clause.user, subject_name="User")  # fmt: skip
-    if clause.is_self:
-        m = _HOBBY.search(s)
-        if m:
-            for item in _items(m.group("o")):
-                out.fact(clause, "hobby", item, confidence=0.85, negated=False)
-    if not vp:
-        return
+
+
+def _hobbies(clause: Clause, out: Collector) -> None:
+    m = _HOBBY.search(clause.sentence)
+    if m:
+        for item in _items(m.group("o")):
+            out.fact(clause, "hobby", item, confidence=0.85, negated=False)
+
+
+def _likes(clause: Clause, out: Collector, vp: str) -> None:
+    """Likes and dislikes, what one is into, and what one is over."""
     m = _LIKES.match(vp)
     if m:
         predicate = "dislikes" if clause.plain_negation else "likes"
@@ -133,6 +137,10 @@ def extract(clause: Clause, out: Collector) -> None:
     if m and not clause.plain_negation and not clause.negated and not _NOT_OVER.match(m.group("o")):
         for item in _items(m.group("o")):
             out.fact(clause, "likes", item, confidence=0.7, negated=True)
+
+
+def _food(clause: Clause, out: Collector, vp: str) -> None:
+    """Allergies and intolerances, diet, and what one eats, drinks or avoids."""
     m = _ALLERGIC.match(vp) or _ALLERGY_TO.match(vp) or _ALLERGY.match(vp)
     if m and not clause.plain_negation:
         for item in _items(m.group("o")):
@@ -156,14 +164,31 @@ def extract(clause: Clause, out: Collector) -> None:
                 out.fact(clause, "avoids", item, confidence=0.75, negated=False)
             elif not drink:
                 out.fact(clause, "eats", item, confidence=0.7)
+
+
+def _plays_and_owns(clause: Clause, out: Collector, vp: str) -> None:
+    if clause.plain_negation:
+        return
     m = _PLAYS.match(vp)
-    if m and not clause.plain_negation:
+    if m:
         for item in _items(m.group("o")):
             out.fact(clause, "plays", item, confidence=0.8)
     m = _OWNS.match(vp)
-    if m and not clause.plain_negation:
+    if m:
         obj = clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", m.group("o"))[0])
         first = obj.split()[0] if obj else ""
         if obj and (is_product(obj) or is_org(first) or is_product(first)) and first[:1].isupper():
             out.entity(obj, "product", 0.75)
             out.fact(clause, "owns", obj, confidence=0.75)
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    _favorites(clause, out)
+    if clause.is_self:
+        _hobbies(clause, out)
+    vp = clause.vp
+    if not vp:
+        return
+    _likes(clause, out, vp)
+    _food(clause, out, vp)
+    _plays_and_owns(clause, out, vp)

@@ -102,23 +102,25 @@ def _title(out: Collector, clause: Clause, raw: str, confidence: float) -> bool:
     return True
 
 
-def extract(clause: Clause, out: Collector) -> None:
+def _self_statements(clause: Clause, out: Collector) -> None:
+    """Sentence-level: "my job title is ...", "my employer is ...", "first week at Siemens done"."""
     s, vp = clause.sentence, clause.vp
-    if clause.is_self:
-        m = _MY_TITLE.search(s)
-        if m:
-            _title(out, clause, re.split(r"\s+(?:at|for|with|of)\s", m.group("t"))[0], 0.85)
-        m = _MY_EMPLOYER.search(s)
-        if m:
-            _org(out, clause, m.group("o"), negated=False, confidence=0.8)
-        m = _FIRST_DAYS.match(LEAD.sub("", s).strip()) if not vp and _FIRST_CUE.search(s) else None
-        if m and _WORK_CUE.search(s):  # "First week at Siemens done, the new job is intense"
-            raw = re.split(
-                r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o")
-            )[0]
-            _org(out, clause, raw, negated=False, confidence=0.7)
-    if not vp:
-        return
+    m = _MY_TITLE.search(s)
+    if m:
+        _title(out, clause, re.split(r"\s+(?:at|for|with|of)\s", m.group("t"))[0], 0.85)
+    m = _MY_EMPLOYER.search(s)
+    if m:
+        _org(out, clause, m.group("o"), negated=False, confidence=0.8)
+    m = _FIRST_DAYS.match(LEAD.sub("", s).strip()) if not vp and _FIRST_CUE.search(s) else None
+    if m and _WORK_CUE.search(s):  # "First week at Siemens done, the new job is intense"
+        raw = re.split(r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o"))[
+            0
+        ]
+        _org(out, clause, raw, negated=False, confidence=0.7)
+
+
+def _works_or_left(clause: Clause, out: Collector, vp: str) -> None:
+    """Works at (with a title after "as"), or left: a works_at negation."""
     m = _WORKS.match(vp)
     if m:
         raw = m.group("o") or m.group("o2")
@@ -129,8 +131,10 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _LEFT.match(vp)
     if m and not clause.plain_negation:
         _org(out, clause, m.group("o"), negated=True, confidence=0.85)
-    if clause.plain_negation:
-        return
+
+
+def _new_jobs_and_titles(clause: Clause, out: Collector, vp: str) -> None:
+    """An accepted offer or a switch, "I'm at X" about work, "I work as ...", "I'm a ... at X"."""
     m = _OFFER.match(vp) or _SWITCHED.match(vp)
     if m:
         raw = m.group("o") or m.group("o2")
@@ -145,9 +149,13 @@ def extract(clause: Clause, out: Collector) -> None:
             _org(out, clause, parts[1])
     m = _IS_TITLE.match(vp)
     if m and m.group("t").lower().split()[-1:] == ["student"]:
-        m = None  # "a student at X" is studies_at, below
+        m = None  # "a student at X" is studies_at, in _studies
     if m and _title(out, clause, m.group("t"), 0.8) and m.group("o"):
         _org(out, clause, m.group("o"), negated=clause.negated)
+
+
+def _studies(clause: Clause, out: Collector, vp: str) -> None:
+    """Field of study and school."""
     m = _STUDY.match(vp)
     if m and not re.match(r"^(?:am|is) studying for\b", vp, re.I):
         field = clean_object(m.group("f"))
@@ -158,6 +166,19 @@ def extract(clause: Clause, out: Collector) -> None:
     m = _STUDENT_AT.match(vp)
     if m:
         _school(out, clause, m.group("o") or m.group("o2"))
+
+
+def extract(clause: Clause, out: Collector) -> None:
+    if clause.is_self:
+        _self_statements(clause, out)
+    vp = clause.vp
+    if not vp:
+        return
+    _works_or_left(clause, out, vp)
+    if clause.plain_negation:
+        return
+    _new_jobs_and_titles(clause, out, vp)
+    _studies(clause, out, vp)
 
 
 def _school(out: Collector, clause: Clause, raw: str) -> None:

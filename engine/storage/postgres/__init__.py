@@ -12,11 +12,10 @@ server: `tests/pg_fixture.py`.
 Nothing is held in process that another worker would need: any number of server processes can share
 one database.
 
-Writes: every embedding insert also updates the per-model HNSW index (measured here: a few hundred
-384-dim vectors per second on 2 cores). For big loads use `PostgresStore.bulk_load(memories,
-model=..., vectors=...)` (module `bulk`): binary COPY, and the HNSW index dropped and rebuilt once
-after the load (measured: 8,500 memories/s on the shared 2-core machine at load 8, 15-18k/s when it
-was quieter; 50k 384-dim vectors + HNSW build in 17-25 s).
+Writes: every embedding insert also updates the per-model HNSW index, which makes row-by-row inserts
+slow. For big loads use `PostgresStore.bulk_load(memories, model=..., vectors=...)` (module `bulk`):
+binary COPY, and the HNSW index dropped and rebuilt once after the load (docs/benchmarks.md has the
+load rates).
 
 Reads at scale: entity-scoped semantic search (what assemble does) is exact over the scope's rows when
 the scope holds at most `search.EXACT_SCAN_MAX` memories, instead of filtering the shared HNSW index

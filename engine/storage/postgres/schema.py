@@ -24,7 +24,7 @@ TSV_INLINE_BUDGET = 2200
 
 def tsv_inline_fits(row: str, tsv: str) -> str:
     """The rule for keeping `tsv_small`, in SQL: tsvector `tsv` of row `row` (an alias, or NEW) fits
-    beside the row's ids. One rule for the trigger and the backfill (memories.backfill_inline_page)."""
+    beside the row's ids. One rule for the trigger and the backfill (rows.backfill_inline_page)."""
     return (
         f"pg_column_size({tsv}) + octet_length({row}.org_id) + octet_length({row}.memory_id)"
         f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
@@ -125,11 +125,10 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         2,
         # The entity scope every assemble reads: equality on (org, namespace, entity), newest first for
         # the recent events, and INCLUDE the columns the candidate filter and the exact semantic scan
-        # read, so that scan reads index pages only instead of one heap page per candidate. At 1M
-        # memories / 1,000 entities: recent events 3.5 -> 0.7 ms, semantic 11.6 -> 6.4 ms (p50).
-        # agent_id stays out (an agent-scoped read fetches the heap rows, as before): ids of up to 256
-        # characters must keep a worst-case entry under btree's 2,704-byte limit. Building it takes
-        # a write lock on `memories` for the build (~5 s per million rows on the bench machine).
+        # read, so that scan reads index pages only instead of one heap page per candidate.
+        # agent_id stays out (an agent-scoped read fetches the heap rows): ids of up to 256 characters
+        # must keep a worst-case entry under btree's 2,704-byte limit. Building it takes a write lock
+        # on `memories` while it builds.
         """
         CREATE INDEX memories_by_entity_ts ON memories (org_id, namespace, entity_id, ts, memory_id)
             INCLUDE (text_hash, type, status, archived, valid_from, valid_to);
@@ -140,31 +139,29 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         3,
         # Entity scopes read from the index alone (the exact semantic scan and the keyword channel).
         #
-        # Inline vectors. The exact semantic scan of an entity scope (every assemble) joined each of
-        # the scope's ~1,000 rows to `embeddings` by primary key: 4 buffer reads and a B-tree descent
-        # per row, ~75% of that statement's time. Each row may now carry a copy of its text's vector
-        # for one model (`embedding_model`, chosen by the store's `inline_model`; see memories.py for
-        # when a copy is made), INCLUDEd in memories_by_entity_vec so that scan reads index pages only.
-        # Rows without a copy (written before this migration, before their vector existed, or with
-        # ids too long for the btree entry limit) are scored through the join, as before.
+        # Inline vectors. Through a join, the exact semantic scan of an entity scope (every assemble)
+        # pays buffer reads and a B-tree descent into `embeddings` per row, most of that statement's
+        # time. Each row may carry a copy of its text's vector for one model (`embedding_model`,
+        # chosen by the store's `inline_model`; see rows.py for when a copy is made), INCLUDEd in
+        # memories_by_entity_vec so that scan reads index pages only. Rows without a copy (written
+        # before this migration, before their vector existed, or with ids too long for the btree
+        # entry limit) are scored through the join.
         #
-        # Inline tsvectors. The keyword channel fetched each candidate's heap row for `tsv`. `tsv_small`
-        # holds the same tsvector when it fits an index entry beside the row's ids (short texts, the
-        # common case), INCLUDEd in memories_by_entity_kw (which replaces the slim memories_by_entity_ts
-        # of migration 2 for recent events and scope counts too); rows without it (long texts) are
-        # found through the partial index memories_by_entity_long. `tsv` stops being a generated
-        # column (DROP EXPRESSION keeps its values, no rewrite): one trigger computes both, once.
+        # Inline tsvectors. Otherwise the keyword channel fetches each candidate's heap row for `tsv`.
+        # `tsv_small` holds the same tsvector when it fits an index entry beside the row's ids (short
+        # texts, the common case), INCLUDEd in memories_by_entity_kw (which replaces the slim
+        # memories_by_entity_ts of migration 2 for recent events and scope counts too); rows without it
+        # (long texts) are found through the partial index memories_by_entity_long. `tsv` stops being a
+        # generated column (DROP EXPRESSION keeps its values, no rewrite): one trigger computes both, once.
         #
-        # Measured at 1M memories / 1,000 entities (384 dims): semantic 11 -> 2.8 ms, keyword 4.7 ->
-        # 1.8 ms per call; memories_by_entity_vec is ~2.6 GB. On an existing database: the columns
-        # are added empty (no table rewrite), the indexes built under a write lock (seconds per
-        # million rows), and `loci migrate` fills the copies in batches afterwards, online.
+        # On an existing database: the columns are added empty (no table rewrite), the indexes built
+        # under a write lock, and `loci migrate` fills the copies in batches afterwards, online.
         """
         ALTER TABLE memories ADD COLUMN embedding_model text, ADD COLUMN embedding vector,
             ADD COLUMN tsv_small tsvector;
         -- The copy lives in the heap row too (INCLUDE needs a column): kept in the row, not TOASTed
         -- (only copies that fit a btree entry are made, so the row always fits a page; other columns
-        -- still move out when needed). Bulk loads 4,852 -> 5,822 memories/s (300k, same machine).
+        -- still move out when needed), which makes bulk loads faster.
         ALTER TABLE memories ALTER COLUMN embedding SET STORAGE PLAIN;
         ALTER TABLE memories ALTER COLUMN tsv DROP EXPRESSION;
         CREATE FUNCTION loci_memories_tsv() RETURNS trigger LANGUAGE plpgsql AS $fn$

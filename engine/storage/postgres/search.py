@@ -12,12 +12,11 @@ Two plans, chosen per query by the size of the scope:
   then an entity scope is scored from the entity index's pages alone), else its text's row in
   `embeddings` by the (model, text_hash) primary key; the distances are materialized (a CTE without
   ORDER BY, so the planner cannot walk the HNSW index, which stops after ef_search neighbours), then
-  sorted: exact, and its cost grows with the scope (at 384 dims per 1,000 candidates: ~2.5 ms
-  inline, ~10 ms through the join, on the bench machine),
-  not with the table. Why: the HNSW index is shared by every org and entity; an
-  entity-scoped query (assemble always has one) keeps maybe 1 in 1,000 of the index's neighbours, so
-  an iterative scan walks tens of thousands of index entries (up to `hnsw.max_scan_tuples`) and can
-  still come back short. At 1M memories / 1,000 entities that was the slow path.
+  sorted: exact, and its cost grows with the scope (more through the join than inline), not with the
+  table. Why: the HNSW index is shared by every org and entity; an entity-scoped query (assemble
+  always has one) keeps maybe 1 in 1,000 of the index's neighbours, so an iterative scan walks tens of
+  thousands of index entries (up to `hnsw.max_scan_tuples`) and can still come back short: on a large
+  table with many entities that is the slow path.
 - HNSW (`vector_statement`), for larger scopes: the per-model HNSW expression index (see vectors.py),
   ordered by (distance, newer timestamp, memory_id): the planner walks the index and adds an
   incremental sort for the tie-breakers. With filters, a plain HNSW scan stops after
@@ -31,14 +30,13 @@ raw = 1 - cosine distance (0 for a zero vector).
 
 Plans are made per call: every query here runs with `prepare=False` (an unnamed statement, planned
 with its actual parameters). psycopg otherwise prepares a statement after 5 runs on a connection, and
-after 5 more PostgreSQL may switch to a generic plan made without the parameters: measured at 1M
-memories, the keyword query went from 5-30 ms to 130-240 ms per call that way (the generic plan
-cannot see how selective the entity is). Planning costs well under a millisecond here.
+after 5 more PostgreSQL may switch to a generic plan made without the parameters, which cannot see
+how selective the entity is and is far slower on a large table; planning each call costs much less.
 
 Keyword (`keyword_search`): PostgreSQL full-text search over the column
 `tsv = to_tsvector('english', text)` (GIN index; kept by a trigger, schema migration 3). In an entity
 scope, rows whose tsvector is also inline in the entity index (`tsv_small`) are matched there without
-reading their heap rows (4.7 -> 1.8 ms per query at 1M memories). The query goes through
+reading their heap rows. The query goes through
 `plainto_tsquery('english')` and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
 growing with its frequency in the document, summed and divided by 1 + log(document length).
 How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
@@ -282,7 +280,7 @@ def graph_search(
         frontier = nxt
     ents = list(distance)
     # One equality (hash) join per column, not one join ON a three-way OR (a nested loop of scope rows
-    # x entities: 40 ms for 1,000 rows x 73 entities at 1M memories); entities are distinct, so each
+    # x entities); entities are distinct, so each
     # memory appears once and LEAST (which skips NULLs) is its smallest distance.
     final_sql = f"""
         WITH d AS MATERIALIZED (SELECT * FROM unnest(%(ents)s::text[], %(dists)s::int[]) AS d(ent, dist))

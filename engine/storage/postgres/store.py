@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from datetime import datetime, timedelta
@@ -51,16 +51,16 @@ class PostgresStore:
     `check_connections` tests a pooled connection on checkout (one round trip) when it has been idle
     for more than `CHECK_IDLE_S` seconds, so a database restart or a dropped idle connection costs a
     reconnect, not an error; a connection returned moments ago is handed out unchecked (a ping before
-    each of the ~8 reads of an assemble cost ~2 ms of CPU per call at 1M memories). `timeout` is how long a
-    call waits for a free pooled connection before raising engine.errors.Unavailable.
+    each of an assemble's reads would cost CPU on every call). `timeout` is how long a call waits for a
+    free pooled connection before raising engine.errors.Unavailable.
 
     `inline_model`: the embedding model whose vectors memory rows carry a copy of (schema migration 3;
     the server sets its embedder's model). An entity-scoped exact semantic search for that model then
-    reads the scope's vectors from the entity index instead of joining `embeddings` row by row (~4x
-    less work at 1,000 candidates). A copy is taken when a memory is written and its text's vector for
-    that model is already stored (the service embeds before it writes; `bulk_load` copies too), and
-    only if it fits the row's btree entry (`rows.inline_dims_max`: 384 dims with ids of up to
-    ~400 bytes). Rows without a copy are scored through the join: results are the same either way.
+    reads the scope's vectors from the entity index instead of joining `embeddings` row by row. A copy
+    is taken when a memory is written and its text's vector for that model is already stored (the
+    service embeds before it writes; `bulk_load` copies too), and only if it fits the row's btree entry
+    (`rows.inline_dims_max`: 384 dims with ids of up to ~400 bytes). Rows without a copy are scored
+    through the join: results are the same either way.
 
     Each worker process holds up to `max_size` connections: size PostgreSQL's max_connections (or a
     pgbouncer in front) for workers x max_size. psycopg prepares statements run 5+ times on a
@@ -161,9 +161,8 @@ class PostgresStore:
     @contextmanager
     def _read(self) -> Iterator[Conn]:
         """For reads: the transaction's connection inside `transaction()`, else a pooled one in
-        autocommit, so a read costs its statements only, not BEGIN and COMMIT round trips as well
-        (at 1M memories on the busy 2-core machine, ~11 store reads per assemble paid ~0.5-1 ms each
-        for those). Same semantics: under READ COMMITTED each statement takes its own snapshot anyway."""
+        autocommit, so a read costs its statements only, not BEGIN and COMMIT round trips as well.
+        Same semantics: under READ COMMITTED each statement takes its own snapshot anyway."""
         current = self._current.get()
         if current is not None:
             yield current
@@ -252,9 +251,7 @@ class PostgresStore:
         for h, vec in vectors.items():
             arr = np.asarray(vec, dtype=np.float32).reshape(-1)
             values.append((enc(model), enc(h), int(arr.shape[0]), arr))
-        for dims in {r[2] for r in values}:
-            if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
-                self._indexed.add((model, dims))
+        self._ensure_indexes(model, {r[2] for r in values})
         with self._conn() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES (%s, %s, %s, %b)"
@@ -287,21 +284,9 @@ class PostgresStore:
             counts[dims] = counts.get(dims, 0) + 1
         rebuild: list[int] = []
         if model is not None and counts and not self.in_transaction:
-            with self._conn() as conn:
-                for dims, n in counts.items():
-                    if dims > HNSW_MAX_DIMS:
-                        continue
-                    big = n >= max(bulk.REBUILD_MIN, bulk.stored_vectors(conn, model, dims))
-                    if rebuild_index if rebuild_index is not None else big:
-                        rebuild.append(dims)
+            rebuild = self._indexes_to_rebuild(model, counts, rebuild_index)
         if model is not None:
-            for dims in counts:
-                if (
-                    dims not in rebuild
-                    and (model, dims) not in self._indexed
-                    and ensure_hnsw_index(self.url, model, dims)
-                ):
-                    self._indexed.add((model, dims))
+            self._ensure_indexes(model, [dims for dims in counts if dims not in rebuild])
         inline = self._inline_vectors(memories_, model, vectors)
         with self._conn() as conn:
             for dims in rebuild:
@@ -313,6 +298,27 @@ class PostgresStore:
             build_hnsw_index(self.url, model or "", dims, maintenance_work_mem=maintenance_work_mem)
             self._indexed.add((model or "", dims))
         return written
+
+    def _ensure_indexes(self, model: str, dims_list: Iterable[int]) -> None:
+        """Create the HNSW index of each (model, dims) not known to exist yet."""
+        for dims in dims_list:
+            if (model, dims) not in self._indexed and ensure_hnsw_index(self.url, model, dims):
+                self._indexed.add((model, dims))
+
+    def _indexes_to_rebuild(
+        self, model: str, counts: Mapping[int, int], rebuild_index: bool | None
+    ) -> list[int]:
+        """The dims whose HNSW index a bulk load of `counts` vectors per dims drops and rebuilds:
+        `rebuild_index` if given, else when the load is large next to what is stored."""
+        rebuild: list[int] = []
+        with self._conn() as conn:
+            for dims, n in counts.items():
+                if dims > HNSW_MAX_DIMS:
+                    continue
+                big = n >= max(bulk.REBUILD_MIN, bulk.stored_vectors(conn, model, dims))
+                if rebuild_index if rebuild_index is not None else big:
+                    rebuild.append(dims)
+        return rebuild
 
     def backfill_inline_vectors(self, batch: int = 5_000) -> int:
         """Give every row without an inline copy of `inline_model`'s vector one (where its vector is
