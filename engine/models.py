@@ -1,4 +1,4 @@
-"""The records the engine works on. Constrained aliases carry the spec's Limits table, so the server's
+"""The records the engine works on. Constrained aliases carry the API's limits, so the server's
 wire Structs reuse them and validation and the OpenAPI document come from one source.
 
 Conventions:
@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-# --- the spec's enumerations -------------------------------------------------------------------
+# --- the API's enumerations --------------------------------------------------------------------
 MemoryType = Literal["fact", "event", "document", "note", "profile", "chunk"]
 MEMORY_TYPES: tuple[str, ...] = ("fact", "event", "document", "note", "profile", "chunk")
 Status = Literal["active", "superseded", "disputed"]
@@ -29,7 +29,7 @@ ObjectType = Literal["literal", "string", "number", "date", "json", "entity"]
 SPACES = "\\t\\n\\u000b\\f\\r \\u001c-\\u001f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 NOT_BLANK_PATTERN = f"[^{SPACES}]"
 
-# --- the spec's Limits table as constrained types ------------------------------------------------
+# --- the API's limits as constrained types ------------------------------------------------------
 Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
 AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
 EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
@@ -56,7 +56,7 @@ ObjectValue = ObjectString | bool | int | float | dict[str, Any] | None
 
 
 class Memory(msgspec.Struct, kw_only=True):
-    """A stored memory: every field of the spec's Memory resource, plus `created_at`/`updated_at`."""
+    """A stored memory: every field of the API's Memory resource, plus `created_at`/`updated_at`."""
 
     memory_id: str
     org_id: str

@@ -32,7 +32,7 @@ def test_answerable_questions_with_evidence(locomo: Dataset) -> None:
     answerable = [q for q in locomo.questions if q.answerable]
     assert len(answerable) == 1986 - 446
     assert all(q.category != "adversarial" for q in answerable)
-    # design.md: 1,535 questions of categories 1-4 with resolvable evidence
+    # 1,535 questions of categories 1-4 have resolvable evidence
     assert sum(1 for q in answerable if q.evidence) == 1535
 
 

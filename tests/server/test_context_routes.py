@@ -34,7 +34,7 @@ def facts(store: Store, org: str = "acme") -> list[Any]:
     return store.list_memories(org, ListQuery(types=("fact",), limit=200))
 
 
-# --- the "done means" exchange of issue 4 -----------------------------------------------------------
+# --- a fact that changes: Paris, then Berlin -----------------------------------------------------------
 def test_paris_then_berlin(client: TestClient[Litestar], auth: dict[str, str], store: Store) -> None:
     first = assemble(client, auth, "I live in Paris")
     paris_id = first["extracted"]["upserts"][1]["memory_id"]

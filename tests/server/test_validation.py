@@ -1,4 +1,4 @@
-"""Every limit of the spec's Limits table that applies to /v0/memories: 422 naming the field, nothing
+"""Every limit of the API that applies to /v0/memories: 422 naming the field, nothing
 stored or changed. Each case sits just over the limit; the matching case at the limit succeeds."""
 
 from __future__ import annotations
