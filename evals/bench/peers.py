@@ -193,6 +193,15 @@ def mem0_version() -> str | None:
         return None
 
 
+def split_turns(data: list[Turn], turns: int, singles: int) -> tuple[list[Turn], list[Turn]]:
+    """The bulk-loaded turns and the single writes; the singles keep theirs even when the bulk load
+    asks for the whole corpus."""
+    if len(data) <= singles:
+        raise ValueError(f"{len(data)} turns cannot give {singles} single writes and a bulk load")
+    split = min(turns, len(data) - singles)
+    return data[:split], data[split : split + singles]
+
+
 def run(
     embedder: Embedder,
     *,
@@ -210,7 +219,7 @@ def run(
             print(msg, file=progress, flush=True)
 
     data, questions = locomo_data(turns + singles, reads)
-    bulk, single = data[:turns], data[turns:]
+    bulk, single = split_turns(data, turns, singles)
     with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
         loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
         try:

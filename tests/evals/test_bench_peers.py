@@ -26,6 +26,16 @@ def test_locomo_data_is_turns_in_order_and_distinct_questions() -> None:
     assert [t.timestamp for t in turns] == sorted(t.timestamp for t in turns)
 
 
+def test_single_writes_keep_their_turns_when_the_bulk_load_takes_the_whole_corpus() -> None:
+    data = [peers.Turn(f"t{i}", None) for i in range(10)]
+    bulk, single = peers.split_turns(data, turns=10, singles=3)
+    assert [t.text for t in single] == ["t7", "t8", "t9"] and len(bulk) == 7
+    bulk, single = peers.split_turns(data, turns=4, singles=3)
+    assert len(bulk) == 4 and [t.text for t in single] == ["t4", "t5", "t6"]
+    with pytest.raises(ValueError):
+        peers.split_turns(data, turns=10, singles=10)
+
+
 @pytest.mark.skipif(
     peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')"
 )
