@@ -8,6 +8,7 @@ Loci does not have answer 501 `not_supported` (see UNSUPPORTED and docs/integrat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -22,7 +23,7 @@ from server.errors import failure_for, request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
-from server.mem0.filters import merge_ids, select
+from server.mem0.filters import Selection, merge_ids, select
 from server.mem0.records import entities, record
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.mem0 import (
@@ -130,6 +131,18 @@ async def add_v3(
 
 
 # --- list and search ------------------------------------------------------------------------------------
+def _scoped(filters: Mapping[str, Any] | None) -> Selection:
+    """The selection of mem0 filters that name an entity (list and search refuse to read a whole org)."""
+    sel = select(filters)
+    if not sel.names_entity:
+        raise InvalidInput(
+            "filters must name a user_id, agent_id, run_id or app_id",
+            field="filters",
+            details={"rule": "scope_filter"},
+        )
+    return sel
+
+
 def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
     return str(request.url.with_replacements(query=f"page={number}&page_size={size}"))
 
@@ -137,13 +150,7 @@ def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
 async def _list(request: Request[Any, Any, Any], page: int | None, page_size: int | None) -> Mem0Page:
     _, data = await read_json(request)
     body = parse_body(data, Mem0ListRequest)
-    sel = select(body.filters)
-    if not sel.names_entity:
-        raise InvalidInput(
-            "filters must name a user_id, agent_id, run_id or app_id",
-            field="filters",
-            details={"rule": "scope_filter"},
-        )
+    sel = _scoped(body.filters)
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
@@ -214,13 +221,7 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"metadata": body.metadata}]}
     if body.categories:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
-    sel = select(filters)
-    if not sel.names_entity:
-        raise InvalidInput(
-            "filters must name a user_id, agent_id, run_id or app_id",
-            field="filters",
-            details={"rule": "scope_filter"},
-        )
+    sel = _scoped(filters)
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
     found: list[Mem0Memory] = await _in_thread(
         lambda: ops.search(
