@@ -24,7 +24,7 @@ from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, r
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
 from server.mem0.filters import Selection, merge_ids, select
-from server.mem0.records import entities, record
+from server.mem0.records import day_start, entities, record
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.mem0 import (
     DEFAULT_PAGE_SIZE,
@@ -154,8 +154,8 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
-    since = ops.day_start(body.start_date)
-    until = ops.day_start(body.end_date, next_day=True)
+    since = day_start(body.start_date)
+    until = day_start(body.end_date, next_day=True)
     wanted = set(body.categories or ())
 
     def run() -> tuple[int, list[Any]]:
