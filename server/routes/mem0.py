@@ -81,10 +81,6 @@ def _org(request: Request[Any, Any, Any]) -> str:
     return principal_of(request).org_id
 
 
-async def _in_thread(fn: Any) -> Any:
-    return await anyio.to_thread.run_sync(fn)
-
-
 # --- key check ------------------------------------------------------------------------------------------
 @get(
     "/v1/ping/",
@@ -166,7 +162,7 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
             found = (m for m in found if wanted.intersection(m.tags))
         return ops.page(found, number=number, size=size)
 
-    count, items = await _in_thread(run)
+    count, items = await anyio.to_thread.run_sync(run)
     last = (count + size - 1) // size
     return Mem0Page(
         count=count,
@@ -223,7 +219,7 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
     sel = _scoped(filters)
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
-    found: list[Mem0Memory] = await _in_thread(
+    return await anyio.to_thread.run_sync(
         lambda: ops.search(
             svc,
             org_id,
@@ -236,7 +232,6 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
             now=utcnow(),
         )
     )
-    return found
 
 
 @post(
@@ -329,8 +324,7 @@ async def memory_history(request: Request[Any, Any, Any], memory_id: MemoryIdPat
 
 async def history_of(request: Request[Any, Any, Any], memory_id: str) -> list[Mem0HistoryItem]:
     org_id, svc = _org(request), services_of(request)
-    result: list[Mem0HistoryItem] = await _in_thread(lambda: ops.history(svc, org_id, memory_id))
-    return result
+    return await anyio.to_thread.run_sync(ops.history, svc, org_id, memory_id)
 
 
 # --- bulk delete and entities ---------------------------------------------------------------------------
@@ -374,10 +368,9 @@ async def delete_all(
 )
 async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     org_id, svc = _org(request), services_of(request)
-    result: Mem0EntityList = await _in_thread(
+    return await anyio.to_thread.run_sync(
         lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id)
     )
-    return result
 
 
 EntityTypePath = Annotated[

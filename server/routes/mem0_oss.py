@@ -84,8 +84,7 @@ async def oss_list(
         found = ops.scan(svc, org_id, select(ids), now=utcnow(), show_expired=show_expired)
         return Mem0Results(results=[record(m) for m in itertools.islice(found, top_k)])
 
-    result: Mem0Results = await anyio.to_thread.run_sync(run)
-    return result
+    return await anyio.to_thread.run_sync(run)
 
 
 @get(
