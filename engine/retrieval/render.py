@@ -23,7 +23,7 @@ import msgspec
 from engine.models import Memory
 from engine.retrieval.redaction_hook import Redactor
 from engine.retrieval.responses import BudgetAction, FactStruct
-from engine.retrieval.tokens import Tokenizer, get_tokenizer
+from engine.retrieval.tokens import ESTIMATE, Tokenizer
 
 MAX_LINE_TOKENS = 160
 MAX_SOURCE_TOKENS = 400
@@ -129,10 +129,10 @@ def build_items(
     max_events: int,
     pinned: frozenset[str],
     redactor: Redactor,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer = ESTIMATE,
 ) -> tuple[list[RenderItem], list[BudgetAction]]:
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
-    tok = tokenizer or get_tokenizer("estimate")
+    tok = tokenizer
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
     counts = {"facts": 0, "recent_events": 0}
