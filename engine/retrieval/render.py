@@ -53,6 +53,11 @@ def _day(value: datetime | None) -> str | None:
     return value.date().isoformat() if value is not None else None
 
 
+def memory_day(memory: Memory) -> str:
+    """The day a memory belongs to (its valid_from, else its timestamp), YYYY-MM-DD."""
+    return (memory.valid_from or memory.timestamp).date().isoformat()
+
+
 def day_header(day: str) -> str:
     """The header line of one day of events, e.g. `2023-05-08 (Monday):`."""
     try:
@@ -102,9 +107,8 @@ def _item(
         )
     when, group = 0, ""
     if memory is not None:
-        start = memory.valid_from or memory.timestamp
-        when = to_micros(start)
-        group = start.date().isoformat() if section == "recent_events" else ""
+        when = to_micros(memory.valid_from or memory.timestamp)
+        group = memory_day(memory) if section == "recent_events" else ""
     return RenderItem(
         id=mid,
         section=section,
