@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import msgspec
+
 from evals.metrics import metrics_frame, score, summarize
 from evals.model import Dataset, Question
 from evals.replay import Backend, EngineBackend, ReplayConfig, evidence_questions
@@ -41,17 +43,7 @@ def budget_curve(
 
     cfg = base or ReplayConfig(rank_depth=0)
     configs = {
-        f"{preset}@{budget}": ReplayConfig(
-            preset=preset,
-            normalization=cfg.normalization,
-            weights=cfg.weights,
-            recency_half_life_days=cfg.recency_half_life_days,
-            budget=budget,
-            rank_depth=0,
-            extract=cfg.extract,
-            embedder=cfg.embedder,
-            store=cfg.store,
-        )
+        f"{preset}@{budget}": msgspec.structs.replace(cfg, preset=preset, budget=budget, rank_depth=0)
         for preset in presets
         for budget in budgets
     }

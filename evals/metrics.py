@@ -95,10 +95,10 @@ def estimate_tokens(text: str, chars_per_token: float = 4.0) -> int:
 
 
 def turn_needles(
-    text: str, memory_ids: Iterable[str] = (), *, prefix_chars: int = 60, min_chars: int = 16
+    text: str, memory_ids: Iterable[str] = (), *, prefix_chars: int | None = 60, min_chars: int = 16
 ) -> tuple[str, ...]:
     """What identifies a turn inside rendered context: its memory ids, and the first
-    `prefix_chars` characters of its text when the text is long enough not to match by chance."""
+    `prefix_chars` characters (None: all) of its text when the text is long enough not to match by chance."""
     needles = [m for m in memory_ids if m]
     folded = _fold(text)
     if len(folded) >= min_chars:
@@ -109,11 +109,7 @@ def turn_needles(
 def whole_turn_needles(text: str, memory_ids: Iterable[str] = (), *, min_chars: int = 16) -> tuple[str, ...]:
     """What shows a turn WHOLE inside rendered context: its memory ids, and its whole folded text when
     that is long enough not to match by chance."""
-    needles = [m for m in memory_ids if m]
-    folded = _fold(text)
-    if len(folded) >= min_chars:
-        needles.append(folded)
-    return tuple(needles)
+    return turn_needles(text, memory_ids, prefix_chars=None, min_chars=min_chars)
 
 
 def lines_with_turns(lines: Sequence[str], needles: Mapping[str, Sequence[str]]) -> list[frozenset[str]]:

@@ -24,7 +24,7 @@ import msgspec
 
 from engine.retrieval.render import RenderItem, day_header
 from engine.retrieval.responses import BudgetAction
-from engine.retrieval.tokens import LINE_OVERHEAD, Tokenizer, get_tokenizer
+from engine.retrieval.tokens import ESTIMATE, LINE_OVERHEAD, Tokenizer
 
 MIN_TRUNCATE_TOKENS = 24
 SUMMARY_MAX_TOKENS = 120
@@ -51,9 +51,9 @@ def context_tokens(
     recent_events: Sequence[str],
     summary: str,
     sources: Sequence[str],
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer = ESTIMATE,
 ) -> int:
-    tok = tokenizer or get_tokenizer("estimate")
+    tok = tokenizer
     total = tok.line_tokens(summary)
     for line in (*facts, *recent_events, *sources):
         total += tok.line_tokens(line)
@@ -122,8 +122,8 @@ class _Fitter:
         )
 
 
-def fit(items: Sequence[RenderItem], budget: int, tokenizer: Tokenizer | None = None) -> BudgetPlan:
-    tok = tokenizer or get_tokenizer("estimate")
+def fit(items: Sequence[RenderItem], budget: int, tokenizer: Tokenizer = ESTIMATE) -> BudgetPlan:
+    tok = tokenizer
     state = _Fitter(max(0, budget), tok)
     planned = 0
     groups: set[str] = set()

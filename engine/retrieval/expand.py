@@ -27,6 +27,7 @@ import msgspec
 from engine.models import Memory
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
+from engine.retrieval.render import memory_day
 from engine.storage.base import Hit, Scope, Store
 
 ANCHORS = 40
@@ -64,17 +65,13 @@ class Context(msgspec.Struct, kw_only=True):
     ops: int = 0
 
 
-def _day(m: Memory) -> str:
-    return (m.valid_from or m.timestamp).date().isoformat()
-
-
 def _day_best(
     events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
 ) -> dict[str, tuple[tuple[str, float], ...]]:
     """Per day, its two best event candidates (id, first-fusion score), best first."""
     days: dict[str, list[tuple[str, float]]] = {}
     for mid in events:
-        days.setdefault(_day(memories[mid]), []).append((mid, score[mid]))
+        days.setdefault(memory_day(memories[mid]), []).append((mid, score[mid]))
     return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
 
 
@@ -107,7 +104,7 @@ def context_boosts(
     best = _day_best(events, memories, score) if cfg.day_weight > 0 else {}
     for mid in (*events, *out.added):
         nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
-        top = best.get(_day(memories[mid]), ())
+        top = best.get(memory_day(memories[mid]), ())
         # the day's best score, when the day has other candidates: a lone event does not lift itself
         same_day = cfg.day_weight * top[0][1] if len(top) > 1 else 0.0
         if nb or same_day:

@@ -23,7 +23,7 @@ import msgspec
 from engine.models import Memory
 from engine.retrieval.redaction_hook import Redactor
 from engine.retrieval.responses import BudgetAction, FactStruct
-from engine.retrieval.tokens import Tokenizer, get_tokenizer
+from engine.retrieval.tokens import ESTIMATE, Tokenizer
 
 MAX_LINE_TOKENS = 160
 MAX_SOURCE_TOKENS = 400
@@ -51,6 +51,11 @@ class RenderItem(msgspec.Struct, kw_only=True):
 
 def _day(value: datetime | None) -> str | None:
     return value.date().isoformat() if value is not None else None
+
+
+def memory_day(memory: Memory) -> str:
+    """The day a memory belongs to (its valid_from, else its timestamp), YYYY-MM-DD."""
+    return (memory.valid_from or memory.timestamp).date().isoformat()
 
 
 def day_header(day: str) -> str:
@@ -102,9 +107,8 @@ def _item(
         )
     when, group = 0, ""
     if memory is not None:
-        start = memory.valid_from or memory.timestamp
-        when = to_micros(start)
-        group = start.date().isoformat() if section == "recent_events" else ""
+        when = to_micros(memory.valid_from or memory.timestamp)
+        group = memory_day(memory) if section == "recent_events" else ""
     return RenderItem(
         id=mid,
         section=section,
@@ -129,10 +133,10 @@ def build_items(
     max_events: int,
     pinned: frozenset[str],
     redactor: Redactor,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer = ESTIMATE,
 ) -> tuple[list[RenderItem], list[BudgetAction]]:
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
-    tok = tokenizer or get_tokenizer("estimate")
+    tok = tokenizer
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
     counts = {"facts": 0, "recent_events": 0}

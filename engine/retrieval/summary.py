@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from engine.retrieval.render import RenderItem
-from engine.retrieval.tokens import ELLIPSIS, LINE_OVERHEAD, Tokenizer, get_tokenizer
+from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, LINE_OVERHEAD, Tokenizer
 
 ORIGIN = "extractive"
 MAX_SENTENCE_CHARS = 240
@@ -58,15 +58,13 @@ def beyond(
     items: Sequence[RenderItem],
     kept: Sequence[RenderItem],
     max_tokens: int,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer = ESTIMATE,
 ) -> str:
     """A summary of the ranked items left out of the context, whose line cost is <= max_tokens."""
     shown = {it.id for it in kept}
-    return _digest(
-        (it for it in items if it.id not in shown), max_tokens, tokenizer or get_tokenizer("estimate")
-    )
+    return _digest((it for it in items if it.id not in shown), max_tokens, tokenizer)
 
 
-def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer | None = None) -> str:
+def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:
     """First sentences of the kept items (repeats the lines), whose line cost is <= max_tokens."""
-    return _digest(kept, max_tokens, tokenizer or get_tokenizer("estimate"))
+    return _digest(kept, max_tokens, tokenizer)

@@ -19,7 +19,7 @@ requests).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Literal
 
@@ -117,10 +117,10 @@ class BpeTokenizer(Tokenizer):
         return int(self._cached(text))
 
 
+#: the estimate, and the default of every function that takes a tokenizer
+ESTIMATE = EstimateTokenizer()
 _LOCK = threading.Lock()
-_LOADED: dict[str, Tokenizer] = {"estimate": EstimateTokenizer()}
-#: every name get_tokenizer accepts, for error messages
-NAMES: Mapping[str, str] = {name: name for name in TOKENIZERS}
+_LOADED: dict[str, Tokenizer] = {"estimate": ESTIMATE}
 
 
 def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
@@ -128,20 +128,16 @@ def get_tokenizer(name: str = DEFAULT_TOKENIZER) -> Tokenizer:
     found = _LOADED.get(name)
     if found is not None:
         return found
-    if name not in NAMES:
+    if name not in TOKENIZERS:
         from engine.errors import UnknownName
 
-        raise UnknownName("tokenizer", name, NAMES, field="budget.tokenizer")
+        raise UnknownName("tokenizer", name, TOKENIZERS, field="budget.tokenizer")
     with _LOCK:
         if name not in _LOADED:
             _LOADED[name] = BpeTokenizer(name)
         return _LOADED[name]
 
 
-# --- the estimate as plain functions (the entity summary and older callers use these) ------------
-def line_tokens(text: str) -> int:
-    return estimate(text) + LINE_OVERHEAD if text else 0
-
-
-def truncate(text: str, max_tokens: int) -> str:
-    return _truncate(estimate, text, max_tokens)
+# the estimate as plain functions (the entity summary and older callers use these)
+line_tokens = ESTIMATE.line_tokens
+truncate = ESTIMATE.truncate

@@ -21,24 +21,22 @@ import os
 import sys
 
 
-def _sizes(text: str) -> list[int]:
+def _size_list(text: str, minimum: int, rule: str) -> list[int]:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from exc
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError("sizes must be positive")
+    if not sizes or any(s < minimum for s in sizes):
+        raise argparse.ArgumentTypeError(f"sizes must be {rule}")
     return sizes
+
+
+def _sizes(text: str) -> list[int]:
+    return _size_list(text, 1, "positive")
 
 
 def _sizes_or_zero(text: str) -> list[int]:
-    try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"sizes must be comma-separated integers, got {text!r}") from exc
-    if not sizes or any(s < 0 for s in sizes):
-        raise argparse.ArgumentTypeError("sizes must be >= 0")
-    return sizes
+    return _size_list(text, 0, ">= 0")
 
 
 def _emit(text: str, out: str | None) -> None:
@@ -48,15 +46,29 @@ def _emit(text: str, out: str | None) -> None:
             fh.write(text + "\n\n")
 
 
-def _header(args: argparse.Namespace) -> str:
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _header(command: str) -> str:
+    """The command line and the machine's load as the bench starts."""
+    return f"$ loci bench {command}\n(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+
+
+def _report(header: str, table: str, out: str | None) -> int:
+    """The header, the table and the machine's load as the bench ends, to stdout and --out."""
+    _emit(f"{header}\n{table}\n(load average at end: {_load()})", out)
+    return 0
+
+
+def _in_process_command(args: argparse.Namespace) -> str:
     if args.bench == "assemble":
         opts = f"--sizes {','.join(map(str, args.sizes))} --calls {args.calls}"
         opts += f" --max-embed {args.max_embed}" if args.max_embed is not None else ""
     else:
         opts = f"--n {args.n} --turns {args.turns}"
     opts += f" --embedder {args.embedder}" + ("" if args.http else " --no-http")
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"$ loci bench {args.bench} {opts}\n(load average at start: {load}; {os.cpu_count()} CPUs)"
+    return f"{args.bench} {opts}"
 
 
 def _assemble(args: argparse.Namespace) -> int:
@@ -64,7 +76,7 @@ def _assemble(args: argparse.Namespace) -> int:
     from evals.bench import assemble
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = _header(args)
+    header = _header(_in_process_command(args))
     table = assemble.run(
         args.sizes,
         args.calls,
@@ -74,9 +86,7 @@ def _assemble(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
         max_embed=args.max_embed,
     )
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
-    return 0
+    return _report(header, table.format(), args.out)
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -84,7 +94,7 @@ def _ingest(args: argparse.Namespace) -> int:
     from evals.bench import ingest
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = _header(args)
+    header = _header(_in_process_command(args))
     table = ingest.run(
         args.n,
         create_embedder(args.embedder),
@@ -93,42 +103,30 @@ def _ingest(args: argparse.Namespace) -> int:
         http=args.http,
         cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
     )
-    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    _emit(f"{header}\n{table.format()}\n(load average at end: {load})", args.out)
-    return 0
-
-
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return _report(header, table.format(), args.out)
 
 
 def _writes(args: argparse.Namespace) -> int:
     from evals.bench import writes
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = (
-        f"$ loci bench writes --sizes {','.join(map(str, args.sizes))} --batches {args.batches} "
-        f"--singles {args.singles}\n(load average at start: {_load()}; {os.cpu_count()} CPUs)"
+    header = _header(
+        f"writes --sizes {','.join(map(str, args.sizes))} --batches {args.batches} --singles {args.singles}"
     )
     table = writes.run(
         args.sizes, batches=args.batches, singles=args.singles, cache_dir=args.cache_dir or DEFAULT_CACHE_DIR
     )
-    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
-    return 0
+    return _report(header, table.format(), args.out)
 
 
 def _encoder(args: argparse.Namespace) -> int:
     from evals.bench import encoder
 
-    header = (
-        f"$ loci bench encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}\n"
-        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
-    )
+    header = _header(f"encoder --sample {args.sample} --queries {args.queries} --batches {args.batches}")
     table = encoder.run(
         variants=args.variants.split(","), sample=args.sample, queries=args.queries, batches=args.batches
     )
-    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
-    return 0
+    return _report(header, table.format(), args.out)
 
 
 def _peers(args: argparse.Namespace) -> int:
@@ -140,10 +138,7 @@ def _peers(args: argparse.Namespace) -> int:
         return 2
     from engine.embed.registry import create_embedder
 
-    header = (
-        f"$ loci bench peers --turns {args.turns} --reads {args.reads} --singles {args.singles}\n"
-        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
-    )
+    header = _header(f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}")
     table = peers.run(
         create_embedder("minilm"),
         turns=args.turns,
@@ -151,29 +146,28 @@ def _peers(args: argparse.Namespace) -> int:
         singles=args.singles,
         cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
     )
-    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
-    return 0
+    return _report(header, table.format(), args.out)
 
 
 def _redos(args: argparse.Namespace) -> int:
     from evals.bench import redos
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    header = (
-        f"$ loci bench redos --calls {args.calls} --embedder {args.embedder}\n"
-        f"(load average at start: {_load()}; {os.cpu_count()} CPUs)"
-    )
+    header = _header(f"redos --calls {args.calls} --embedder {args.embedder}")
     table = redos.run(args.calls, args.embedder, args.cache_dir or DEFAULT_CACHE_DIR)
-    _emit(f"{header}\n{table.format()}\n(load average at end: {_load()})", args.out)
-    return 0
+    return _report(header, table.format(), args.out)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
         default=os.environ.get("LOCI_EMBEDDER", "minilm"),
         help="minilm (default, $LOCI_EMBEDDER) or hash",
     )
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    _embedder_option(parser)
     parser.add_argument(
         "--http",
         action=argparse.BooleanOptionalAction,
@@ -251,11 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_peers)
     d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
     d.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
-    d.add_argument(
-        "--embedder",
-        default=os.environ.get("LOCI_EMBEDDER", "minilm"),
-        help="minilm (default, $LOCI_EMBEDDER) or hash",
-    )
+    _embedder_option(d)
     d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     d.add_argument("--out", default=None, help="also append the table to this file")
     d.set_defaults(func=_redos)

@@ -30,6 +30,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions
 from engine.retrieval.pipeline import run_assemble
+from engine.timeutil import utcnow
 from evals.bench.harness import Pct, bench_dir, open_bench_store, pct
 from evals.bench.vectors import DEFAULT_CACHE_DIR
 
@@ -116,17 +117,11 @@ class LociSide:
             agent_id=None,
             request=request,
             request_id="req_peer",
-            now=time_now(),
+            now=utcnow(),
         )
 
     def close(self) -> None:
         self.store.close()
-
-
-def time_now() -> Any:
-    from engine.timeutil import utcnow
-
-    return utcnow()
 
 
 def mem0_config(data_dir: str, model_path: str) -> dict[str, Any]:

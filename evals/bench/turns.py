@@ -92,25 +92,6 @@ TOPICS = [
     "the hiring plan",
     "a vacation",
 ]
-VERBS = [
-    "met",
-    "called",
-    "had lunch with",
-    "argued with",
-    "went hiking with",
-    "emailed",
-    "visited",
-    "texted",
-    "worked late with",
-    "celebrated with",
-]
-PREDICATES = [
-    ("likes", THINGS),
-    ("lives_in", PLACES[:10]),
-    ("works_at", ["Acme", "Globex", "Initech", "Umbrella", "Stark Industries", "Wayne Enterprises"]),
-    ("allergic_to", ["peanuts", "cats", "pollen", "shellfish"]),
-    ("speaks", ["French", "Spanish", "Japanese", "German"]),
-]
 TURNS = [
     "What does the user think about {thing}?",
     "Remind me what happened with {person} in {place}.",

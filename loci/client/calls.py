@@ -1,13 +1,15 @@
-"""Each API call as data (method, path, body, query, answer type, whether it writes): the sync and async
-clients send the same `Call`s, so they cannot drift apart. Bodies and answers are the server's own
-wire Structs."""
+"""Each API call as data (method, path, body, query, answer type, whether it writes), with the headers
+every attempt sends and the reading of its answer: the sync and async clients send the same `Call`s the
+same way, so they cannot drift apart. Bodies and answers are the server's own wire Structs."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
+import httpx
 import msgspec
 
 from engine.memory_service import MemoryCreate, MemoryPatch
@@ -15,12 +17,16 @@ from engine.models import Memory
 from engine.prune import PruneRequest, PruneResult
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.responses import AssembleResponse, RecallResponse
+from loci.client.errors import APIError, error_for
+from loci.client.sse import MEDIA_TYPE
 from server.schemas.health import Health
 from server.schemas.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
 from server.schemas.ops import EventList, SummarizeRequest, SummarizeResponse
 
 T = TypeVar("T")
 AGENT_HEADER = "X-Service-Agent"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+EVENTS_PATH = "/v0/observability/events"
 
 
 class Call(msgspec.Struct, Generic[T], kw_only=True):
@@ -32,6 +38,28 @@ class Call(msgspec.Struct, Generic[T], kw_only=True):
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     #: a logical write: sent with one Idempotency-Key for all its attempts
     writes: bool = False
+
+
+def request_headers(call: Call[Any], idempotency_key: str | None) -> dict[str, str]:
+    """The headers of every attempt of `call`: one key for all attempts of a logical write, so a retry
+    never writes twice."""
+    headers = dict(call.headers)
+    if call.writes:
+        headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
+    if call.body is not None:
+        headers["Content-Type"] = "application/json"
+    return headers
+
+
+def error_of(r: httpx.Response) -> APIError:
+    return error_for(r.status_code, r.content, r.headers.get("X-Request-Id"))
+
+
+def answer(call: Call[T], r: httpx.Response) -> T:
+    """The decoded answer of `call`; an error answer raises its APIError."""
+    if r.is_error:
+        raise error_of(r)
+    return msgspec.json.decode(r.content, type=call.answer)
 
 
 def _body(value: Any) -> bytes:
@@ -139,10 +167,15 @@ def list_events(
     cursor: str | None = None,
 ) -> Call[EventList]:
     params = _query({"type": type, "entity_id": entity_id, "since": since, "limit": limit, "cursor": cursor})
-    return Call(method="GET", path="/v0/observability/events", answer=EventList, params=params)
+    return Call(method="GET", path=EVENTS_PATH, answer=EventList, params=params)
 
 
 def stream_params(
     *, type: str | None, entity_id: str | None, max_events: int | None, timeout: float | None
 ) -> dict[str, str]:
     return _query({"type": type, "entity_id": entity_id, "max_events": max_events, "timeout": timeout})
+
+
+def stream_headers(after: str | None) -> dict[str, str]:
+    """Ask for server-sent events, resuming after the event `after` when given."""
+    return {"Accept": MEDIA_TYPE, **({"Last-Event-ID": after} if after else {})}

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 import httpx
-import msgspec
 
 from engine.memory_service import MemoryCreate, MemoryPatch
 from engine.models import Memory
@@ -19,16 +17,15 @@ from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.responses import AssembleResponse, RecallResponse
 from loci.client import calls
 from loci.client.calls import Call
-from loci.client.errors import ConnectionFailed, error_for
+from loci.client.errors import ConnectionFailed
 from loci.client.retry import RETRY_STATUSES, RetryPolicy
-from loci.client.sse import MEDIA_TYPE, Parser, StreamedEvent
+from loci.client.sse import Parser, StreamedEvent
 from server.schemas.health import Health
 from server.schemas.memories import Deleted, MemoryList
 from server.schemas.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"
-IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 def headers_for(api_key: str | None) -> dict[str, str]:
@@ -67,11 +64,7 @@ class LociClient:
 
     # --- sending ---------------------------------------------------------------------------------------
     def _send(self, call: Call[Any], idempotency_key: str | None = None) -> httpx.Response:
-        headers = dict(call.headers)
-        if call.writes:  # one key for every attempt of this logical write: a retry never writes twice
-            headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
-        if call.body is not None:
-            headers["Content-Type"] = "application/json"
+        headers = calls.request_headers(call, idempotency_key)
         for attempt in range(self.retry.max_retries + 1):
             last = attempt == self.retry.max_retries
             try:
@@ -91,10 +84,7 @@ class LociClient:
 
     def call(self, call: Call[T], idempotency_key: str | None = None) -> T:
         """Send one call (with retries) and decode its answer; an error answer raises its APIError."""
-        r = self._send(call, idempotency_key)
-        if r.is_error:
-            raise error_for(r.status_code, r.content, r.headers.get("X-Request-Id"))
-        return msgspec.json.decode(r.content, type=call.answer)
+        return calls.answer(call, self._send(call, idempotency_key))
 
     # --- memories --------------------------------------------------------------------------------------
     def health(self) -> Health:
@@ -199,20 +189,20 @@ class LociClient:
         seen = 0
         failures = 0
         while max_events is None or seen < max_events:
-            headers = {"Accept": MEDIA_TYPE, **({"Last-Event-ID": after} if after else {})}
+            headers = calls.stream_headers(after)
             left = None if max_events is None else max_events - seen
             params = calls.stream_params(type=type, entity_id=entity_id, max_events=left, timeout=timeout)
             try:
                 with self._http.stream(
                     "GET",
-                    "/v0/observability/events",
+                    calls.EVENTS_PATH,
                     params=params,
                     headers=headers,
                     timeout=httpx.Timeout(self._http.timeout.connect, read=None),
                 ) as r:
                     if r.is_error:
                         r.read()
-                        raise error_for(r.status_code, r.content, r.headers.get("X-Request-Id"))
+                        raise calls.error_of(r)
                     parser = Parser()
                     for line in r.iter_lines():
                         event = parser.feed(line)

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import msgspec
+
 from evals.curves import budget_curve
-from evals.model import Conversation, GoldFact, Session, Turn
-from evals.replay import ReplayConfig
+from evals.model import Conversation, GoldFact, Question, Session, Turn
+from evals.replay import Answer, Loaded, ReplayConfig
 from evals.timeline import gold_timeline, stored_timeline
 from tests.evals._tiny import CountingBackend, tiny_dataset
 
@@ -82,6 +84,23 @@ def test_budget_curve_rows_and_monotone_budget() -> None:
         assert large >= small
         assert group["n"].nunique() == 1
     assert curve["utilization"].between(0, 1).all()
+
+
+def test_budget_curve_keeps_every_setting_of_the_base_config() -> None:
+    data = tiny_dataset(entities=1)
+    base = ReplayConfig(
+        rank_depth=0, max_events=3, max_facts=2, tokenizer="cl100k_base", retrieval={"top_k": 7}
+    )
+    seen: list[ReplayConfig] = []
+
+    class Recording(CountingBackend):
+        def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
+            seen.append(config)
+            return super().ask(loaded, question, config)
+
+    budget_curve(data, presets=("fast",), budgets=(600,), base=base, backend=Recording(base))
+    expected = msgspec.structs.replace(base, preset="fast", budget=600, rank_depth=0)
+    assert seen and all(c == expected for c in seen)
 
 
 def test_stored_timeline_of_a_superseded_fact() -> None:
