@@ -18,6 +18,7 @@ import msgspec
 from engine.errors import InvalidInput
 from engine.models import Memory
 from engine.timeutil import to_utc
+from server.mem0.records import meta_str
 
 Predicate = Callable[[Memory], bool]
 ENTITY_KEYS = ("user_id", "agent_id", "run_id", "app_id")
@@ -43,8 +44,7 @@ def field_value(m: Memory, key: str) -> Any:
     if key == "agent_id":
         return m.agent_id
     if key in ("run_id", "app_id"):
-        value = m.metadata.get(key)
-        return value if isinstance(value, str) else None
+        return meta_str(m, key)
     if key in ("memory_id", "id"):
         return m.memory_id
     if key in TIME_KEYS:

@@ -8,7 +8,7 @@ under its Idempotency-Key (`server.http.run_write`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -20,10 +20,9 @@ from engine.models import Event, Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
-from engine.timeutil import shift
 from engine.write.ingest import v1_event
 from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
-from server.mem0.filters import Selection, select
+from server.mem0.filters import ENTITY_KEYS, Selection, select
 from server.mem0.records import SCOPE_KEYS, record, valid_to_for
 from server.mem0.records import history as history_records
 from server.schemas.mem0 import MAX_TOP_K, Mem0HistoryItem, Mem0Memory, Mem0UpdateRequest
@@ -34,7 +33,6 @@ NAMESPACE = "default"
 LIVE = ("active", "disputed")
 SCAN_PAGE = 500
 MAX_HISTORY = 1000
-ID_KEYS = ("user_id", "agent_id", "run_id", "app_id")
 
 
 # --- add -------------------------------------------------------------------------------------------
@@ -47,9 +45,9 @@ class Scopes(msgspec.Struct, frozen=True, kw_only=True):
 
 def scopes_of(body: V1CreateRequest) -> Scopes:
     """The ids at the top level, else string equalities in `filters` (mem0 v3 clients)."""
-    given = {k: getattr(body, k) for k in ID_KEYS}
+    given = {k: getattr(body, k) for k in ENTITY_KEYS}
     for key, value in (body.filters or {}).items():
-        if key in ID_KEYS and given[key] is None:
+        if key in ENTITY_KEYS and given[key] is None:
             if not isinstance(value, str) or not value or len(value) > 128 or value == "*":
                 raise InvalidInput(
                     f"filters.{key} must be an id (1 to 128 characters)", field=f"filters.{key}"
@@ -185,13 +183,6 @@ def scan(
             continue
         if sel.predicate(m):
             yield m
-
-
-def day_start(day: date | None, *, next_day: bool = False) -> datetime | None:
-    """00:00 UTC of `day` (of the day after, for an inclusive end date)."""
-    if day is None:
-        return None
-    return shift(datetime.combine(day, time.min, UTC), timedelta(days=1 if next_day else 0))
 
 
 def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, list[Memory]]:

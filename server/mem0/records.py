@@ -16,7 +16,8 @@ from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem
 SCOPE_KEYS = ("run_id", "app_id")
 
 
-def _meta_str(m: Memory, key: str) -> str | None:
+def meta_str(m: Memory, key: str) -> str | None:
+    """A mem0 id kept in the metadata (run_id, app_id), if it is a string."""
     value = m.metadata.get(key)
     return value if isinstance(value, str) else None
 
@@ -26,19 +27,26 @@ def expiration_date(valid_to: datetime | None) -> date | None:
     return None if valid_to is None else shift(valid_to, -timedelta(microseconds=1)).date()
 
 
+def day_start(day: date | None, *, next_day: bool = False) -> datetime | None:
+    """00:00 UTC of `day` (of the day after, for an inclusive end date)."""
+    if day is None:
+        return None
+    return shift(datetime.combine(day, time.min, UTC), timedelta(days=1 if next_day else 0))
+
+
 def valid_to_for(day: date | None) -> datetime | None:
     """A memory that expires after `day` is valid until the start of the next day (UTC)."""
-    return None if day is None else shift(datetime.combine(day, time.min, UTC), timedelta(days=1))
+    return day_start(day, next_day=True)
 
 
 def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
-    run_id = _meta_str(m, "run_id")
+    run_id = meta_str(m, "run_id")
     return Mem0Memory(
         id=m.memory_id,
         memory=m.text,
         user_id=m.entity_id,
         agent_id=m.agent_id,
-        app_id=_meta_str(m, "app_id"),
+        app_id=meta_str(m, "app_id"),
         run_id=run_id,
         session_id=run_id,
         metadata={k: v for k, v in m.metadata.items() if k not in SCOPE_KEYS},
@@ -99,8 +107,8 @@ def entities(memories: Iterable[Memory], owner: str) -> Mem0EntityList:
         for kind, name in (
             ("user", m.entity_id),
             ("agent", m.agent_id),
-            ("app", _meta_str(m, "app_id")),
-            ("run", _meta_str(m, "run_id")),
+            ("app", meta_str(m, "app_id")),
+            ("run", meta_str(m, "run_id")),
         ):
             if not name:
                 continue

@@ -8,6 +8,7 @@ Loci does not have answer 501 `not_supported` (see UNSUPPORTED and docs/integrat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -22,8 +23,8 @@ from server.errors import failure_for, request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
-from server.mem0.filters import merge_ids, select
-from server.mem0.records import entities, record
+from server.mem0.filters import Selection, merge_ids, select
+from server.mem0.records import day_start, entities, record
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.mem0 import (
     DEFAULT_PAGE_SIZE,
@@ -80,10 +81,6 @@ def _org(request: Request[Any, Any, Any]) -> str:
     return principal_of(request).org_id
 
 
-async def _in_thread(fn: Any) -> Any:
-    return await anyio.to_thread.run_sync(fn)
-
-
 # --- key check ------------------------------------------------------------------------------------------
 @get(
     "/v1/ping/",
@@ -130,6 +127,18 @@ async def add_v3(
 
 
 # --- list and search ------------------------------------------------------------------------------------
+def _scoped(filters: Mapping[str, Any] | None) -> Selection:
+    """The selection of mem0 filters that name an entity (list and search refuse to read a whole org)."""
+    sel = select(filters)
+    if not sel.names_entity:
+        raise InvalidInput(
+            "filters must name a user_id, agent_id, run_id or app_id",
+            field="filters",
+            details={"rule": "scope_filter"},
+        )
+    return sel
+
+
 def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
     return str(request.url.with_replacements(query=f"page={number}&page_size={size}"))
 
@@ -137,18 +146,12 @@ def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
 async def _list(request: Request[Any, Any, Any], page: int | None, page_size: int | None) -> Mem0Page:
     _, data = await read_json(request)
     body = parse_body(data, Mem0ListRequest)
-    sel = select(body.filters)
-    if not sel.names_entity:
-        raise InvalidInput(
-            "filters must name a user_id, agent_id, run_id or app_id",
-            field="filters",
-            details={"rule": "scope_filter"},
-        )
+    sel = _scoped(body.filters)
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
-    since = ops.day_start(body.start_date)
-    until = ops.day_start(body.end_date, next_day=True)
+    since = day_start(body.start_date)
+    until = day_start(body.end_date, next_day=True)
     wanted = set(body.categories or ())
 
     def run() -> tuple[int, list[Any]]:
@@ -159,7 +162,7 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
             found = (m for m in found if wanted.intersection(m.tags))
         return ops.page(found, number=number, size=size)
 
-    count, items = await _in_thread(run)
+    count, items = await anyio.to_thread.run_sync(run)
     last = (count + size - 1) // size
     return Mem0Page(
         count=count,
@@ -214,15 +217,9 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"metadata": body.metadata}]}
     if body.categories:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
-    sel = select(filters)
-    if not sel.names_entity:
-        raise InvalidInput(
-            "filters must name a user_id, agent_id, run_id or app_id",
-            field="filters",
-            details={"rule": "scope_filter"},
-        )
+    sel = _scoped(filters)
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
-    found: list[Mem0Memory] = await _in_thread(
+    return await anyio.to_thread.run_sync(
         lambda: ops.search(
             svc,
             org_id,
@@ -235,7 +232,6 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
             now=utcnow(),
         )
     )
-    return found
 
 
 @post(
@@ -328,8 +324,7 @@ async def memory_history(request: Request[Any, Any, Any], memory_id: MemoryIdPat
 
 async def history_of(request: Request[Any, Any, Any], memory_id: str) -> list[Mem0HistoryItem]:
     org_id, svc = _org(request), services_of(request)
-    result: list[Mem0HistoryItem] = await _in_thread(lambda: ops.history(svc, org_id, memory_id))
-    return result
+    return await anyio.to_thread.run_sync(ops.history, svc, org_id, memory_id)
 
 
 # --- bulk delete and entities ---------------------------------------------------------------------------
@@ -373,10 +368,9 @@ async def delete_all(
 )
 async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     org_id, svc = _org(request), services_of(request)
-    result: Mem0EntityList = await _in_thread(
+    return await anyio.to_thread.run_sync(
         lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id)
     )
-    return result
 
 
 EntityTypePath = Annotated[

@@ -4,6 +4,7 @@ over the same adapter as the platform routes (server.mem0). The key may also com
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -81,10 +82,9 @@ async def oss_list(
 
     def run() -> Mem0Results:
         found = ops.scan(svc, org_id, select(ids), now=utcnow(), show_expired=show_expired)
-        return Mem0Results(results=[record(m) for m in ops.page(found, number=1, size=top_k)[1]])
+        return Mem0Results(results=[record(m) for m in itertools.islice(found, top_k)])
 
-    result: Mem0Results = await anyio.to_thread.run_sync(run)
-    return result
+    return await anyio.to_thread.run_sync(run)
 
 
 @get(

@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 from litestar import Request, Response, delete, get, post
-from litestar.params import PathParameter, QueryParameter
+from litestar.params import QueryParameter
 
 from engine.errors import InvalidInput
 from engine.models import Memory
@@ -39,7 +39,7 @@ from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0.operations import NAMESPACE
 from server.mem0.records import record
-from server.routes.mem0 import MEM0_COMMON, add_response
+from server.routes.mem0 import MEM0_COMMON, MemoryIdPath, add_response
 from server.schemas.mem0 import Mem0Memory
 from server.schemas.v1 import (
     V1_DEFAULT_LIMIT,
@@ -55,7 +55,6 @@ from server.services import services_of
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {"createMemoriesV1": (V1CreateRequest,)}
 _COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["v1"]}
 MAX_QUERY = 20000
-MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
 
 
 @post(

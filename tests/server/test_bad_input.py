@@ -295,6 +295,25 @@ def test_whole_numbers_written_as_floats_are_integers(
     assert r.status_code == 200, r.text
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v3/memories/", {"filters": {"created_at": {"gte": "2020-01-01"}}}),
+        ("/v2/memories/", {"filters": {"categories": "work"}}),
+        ("/v3/memories/search/", {"query": "x", "filters": {"created_at": {"gte": "2020-01-01"}}}),
+        ("/v2/memories/search/", {"query": "x"}),
+        ("/v1/memories/search/", {"query": "x", "metadata": {"k": "v"}}),
+        ("/search", {"query": "x", "categories": ["work"]}),
+    ],
+)
+def test_mem0_list_and_search_need_an_entity(
+    client: TestClient[Litestar], auth: dict[str, str], path: str, body: dict[str, Any]
+) -> None:
+    refused = _refused(client.post(path, json=body, headers=auth), 422, "filters")
+    assert refused["details"]["rule"] == "scope_filter"
+    assert "must name a user_id" in refused["message"]
+
+
 def test_mem0_dates_at_the_ends_of_the_calendar(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     added = client.post(
         "/v3/memories/add/",

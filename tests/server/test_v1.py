@@ -226,3 +226,35 @@ def test_create_idempotency(client: TestClient[Litestar], auth: dict[str, str], 
     a = client.post("/v1/memories/", json=body, headers=headers)
     b = client.post("/v1/memories/", json=body, headers=headers)
     assert a.content == b.content and store.count_memories("acme") == 1
+
+
+def test_oss_list_is_the_newest_top_k_and_reads_no_further(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.mem0.operations import SCAN_PAGE
+
+    total = SCAN_PAGE + 100  # more than one store page
+    for first in range(0, total, 200):
+        items = [
+            {
+                "type": "note",
+                "text": f"note {i}",
+                "entity_id": "alice",
+                "timestamp": f"2024-01-01T{i // 60:02d}:{i % 60:02d}:00Z",
+            }
+            for i in range(first, min(first + 200, total))
+        ]
+        r = client.post("/v0/memories", json={"items": items}, headers=auth)
+        assert r.status_code == 200, r.text
+    reads: list[object] = []
+    list_memories = store.list_memories
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return list_memories(*args, **kwargs)
+
+    monkeypatch.setattr(store, "list_memories", counted)
+    r = client.get("/memories", params={"user_id": "alice", "top_k": 3}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert [m["memory"] for m in r.json()["results"]] == [f"note {total - 1 - k}" for k in range(3)]
+    assert len(reads) == 1  # the first store page holds the newest three: no need to read the rest
