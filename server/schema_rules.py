@@ -18,6 +18,7 @@ from typing import Any
 import msgspec.inspect as mi
 
 from engine.models import MEMORY_TYPES, NOT_BLANK_PATTERN
+from server.mem0.filters import ENTITY_KEYS
 
 #: RFC 3339 date-times as msgspec parses them (a calendar date, a time, an optional offset)
 DATE_TIME_PATTERN = (
@@ -85,9 +86,28 @@ PRUNE_NEEDS_A_RULE: dict[str, Any] = {
     ]
 }
 
-# server.routes.v1.create_memories_v1: one of user_id, agent_id, run_id; some message not blank
+#: an id given in mem0 `filters` instead of at the top level (server.mem0.operations.scopes_of)
+_FILTER_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "not": {"const": "*"}}
+
+# server.mem0.operations.scopes_of: an id (user_id, agent_id, run_id, app_id) at the top level or in
+# `filters`; an id in `filters` that the top level does not give must be a plain id; some message not blank
 V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
-    "anyOf": [_present(name, {"type": "string"}) for name in ("user_id", "agent_id", "run_id")],
+    "anyOf": [
+        *(_present(name, {"type": "string"}) for name in ENTITY_KEYS),
+        *(
+            {"required": ["filters"], "properties": {"filters": _present(name, _FILTER_ID)}}
+            for name in ENTITY_KEYS
+        ),
+    ],
+    "allOf": [
+        {
+            "anyOf": [
+                _present(name, {"type": "string"}),
+                {"properties": {"filters": {"properties": {name: _FILTER_ID}}}},
+            ]
+        }
+        for name in ENTITY_KEYS
+    ],
     "properties": {"messages": {"contains": {"properties": {"content": {"pattern": NOT_BLANK_PATTERN}}}}},
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import jsonschema
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -173,3 +174,29 @@ def test_budget_tokenizer_documented(doc: dict[str, Any]) -> None:
     assert set(tokenizer["enum"]) == {"o200k_base", "cl100k_base", "estimate"}
     assert tokenizer["default"] == "o200k_base"
     assert "newline" in tokenizer["description"]
+
+
+V1_BODIES: list[dict[str, Any]] = [
+    {"user_id": "u"},
+    {"app_id": "shop"},
+    {"filters": {"user_id": "u"}},
+    {"filters": {"run_id": "r", "agent_id": "*"}, "agent_id": "a"},
+    {},
+    {"filters": {"user_id": "*"}},
+    {"filters": {"user_id": "u", "agent_id": "*"}},
+    {"filters": {"app_id": ""}},
+    {"filters": {"user_id": {"in": ["u"]}}},
+    {"filters": {"category": "x"}},
+]
+
+
+@pytest.mark.parametrize("scope", V1_BODIES, ids=[str(b) for b in V1_BODIES])
+def test_v1_create_scope_rule_says_what_the_server_does(
+    client: TestClient[Litestar], auth: dict[str, str], doc: dict[str, Any], scope: dict[str, Any]
+) -> None:
+    """A request the document calls valid is stored; one it calls invalid is refused."""
+    body = {"messages": [{"role": "user", "content": "I like tea"}], **scope}
+    schema = {**doc["components"]["schemas"]["V1CreateRequest"], "components": doc["components"]}
+    valid = jsonschema.Draft202012Validator(schema).is_valid(body)
+    status = client.post("/v1/memories", json=body, headers=auth).status_code
+    assert (status == 200) == valid, (status, valid)
