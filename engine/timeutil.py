@@ -43,15 +43,19 @@ def to_utc(value: datetime, *, field: str | None = None) -> datetime:
         ) from None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def to_micros(value: datetime) -> int:
     """Microseconds since the epoch, exact (no float rounding)."""
-    value = to_utc(value)
-    delta = value - datetime(1970, 1, 1, tzinfo=UTC)
+    if value.tzinfo is not UTC:  # the engine holds UTC values: skip the conversion for them
+        value = to_utc(value)
+    delta = value - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def from_micros(value: int) -> datetime:
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=value)
+    return _EPOCH + timedelta(microseconds=value)
 
 
 _MIN = datetime.min.replace(tzinfo=UTC)

@@ -33,6 +33,8 @@ class DiversityResult(msgspec.Struct, kw_only=True):
 
 
 def source_of(memory: Memory) -> str | None:
+    if not memory.provenance and not memory.metadata:
+        return None
     for where, key in SOURCE_KEYS:
         bag = memory.provenance if where == "provenance" else memory.metadata
         value = bag.get(key)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from functools import lru_cache
 
 import msgspec
 
@@ -35,6 +36,7 @@ MAX_GAP = timedelta(hours=1)
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
 
 
+@lru_cache(maxsize=65536)  # the same candidates come back turn after turn
 def speaker_of(text: str) -> str | None:
     """The name an event's text starts with ("Caroline: I went ..." -> "Caroline"), if any."""
     found = _SPEAKER.match(text)
@@ -49,12 +51,18 @@ def speaker_hits(
     if not wanted:
         return list(graph)
     best = {h.memory_id: h.raw for h in graph}
+    seeded_name: dict[str, bool] = {}  # a few speakers say most turns
     for mid in ids:
         m = memories.get(mid)
         if m is None or m.type != "event":
             continue
         name = speaker_of(m.text)
-        if name and any(f"ent:{w.lower()}" in wanted for w in name.split()):
+        if not name:
+            continue
+        hit = seeded_name.get(name)
+        if hit is None:
+            hit = seeded_name[name] = any(f"ent:{w.lower()}" in wanted for w in name.split())
+        if hit:
             best[mid] = max(best.get(mid, 0.0), 1.0)
     return [Hit(mid, raw) for mid, raw in best.items()]
 
@@ -66,12 +74,12 @@ class Context(msgspec.Struct, kw_only=True):
 
 
 def _day_best(
-    events: Sequence[str], memories: Mapping[str, Memory], score: Mapping[str, float]
+    events: Sequence[str], day_of: Mapping[str, str], score: Mapping[str, float]
 ) -> dict[str, tuple[tuple[str, float], ...]]:
     """Per day, its two best event candidates (id, first-fusion score), best first."""
     days: dict[str, list[tuple[str, float]]] = {}
     for mid in events:
-        days.setdefault(memory_day(memories[mid]), []).append((mid, score[mid]))
+        days.setdefault(day_of[mid], []).append((mid, score[mid]))
     return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
 
 
@@ -101,10 +109,11 @@ def context_boosts(
                 memories[m.memory_id] = m
             out.ops += 1
         out.added = [mid for mid in neighbor if mid in memories and mid not in score]
-    best = _day_best(events, memories, score) if cfg.day_weight > 0 else {}
+    day_of = {mid: memory_day(memories[mid]) for mid in (*events, *out.added)}
+    best = _day_best(events, day_of, score) if cfg.day_weight > 0 else {}
     for mid in (*events, *out.added):
         nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
-        top = best.get(memory_day(memories[mid]), ())
+        top = best.get(day_of[mid], ())
         # the day's best score, when the day has other candidates: a lone event does not lift itself
         same_day = cfg.day_weight * top[0][1] if len(top) > 1 else 0.0
         if nb or same_day:

@@ -207,6 +207,60 @@ def fuse(
     )
 
 
+def refuse(
+    first: Fused,
+    added: Sequence[str],
+    memories: Mapping[str, Memory],
+    hits: ChannelHits,
+    cfg: ResolvedRetrieval,
+    *,
+    reference: datetime,
+    seeded: frozenset[str] = frozenset(),
+    snippets: frozenset[str] = frozenset(),
+    context: Mapping[str, tuple[float, float]],
+) -> Fused:
+    """`fuse(first.ids + added, ..., context=context)`, equal to the last bit, reusing `first` for the
+    rows it already scored: only the added candidates' priors are computed."""
+    hit_ids = {h.memory_id for h in (*hits.semantic, *hits.bm25, *hits.graph)}
+    ids = [*first.ids, *added]
+    if any(mid in hit_ids or mid in snippets for mid in added):  # not a plain extension: fuse afresh
+        return fuse(
+            ids, memories, hits, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
+        )
+    n1, n = len(first.ids), len(ids)
+    ages, conf, _, extra = _priors_and_boosts(
+        added, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=None
+    )
+    raw = np.zeros((n, 5), dtype=np.float64)
+    norm = np.zeros((n, 5), dtype=np.float64)
+    raw[:n1], norm[:n1] = first.raw, first.norm
+    for j in range(3):  # a channel's miss: norm 0, or its floor (zscore) when it had hits
+        hit_norms = first.norm[first.hit[:, j], j]
+        if hit_norms.size:
+            norm[n1:, j] = min(0.0, float(hit_norms.min()))
+    recency = np.power(0.5, ages / float(cfg.recency_half_life_days))
+    raw[n1:, 3] = norm[n1:, 3] = recency
+    raw[n1:, 4] = norm[n1:, 4] = conf
+    boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
+    boosts[:n1, :5], boosts[n1:, :5] = first.boosts[:, :5], extra[:, :5]
+    for i, mid in enumerate(ids):
+        if mid in context:
+            boosts[i, 5], boosts[i, 6] = context[mid]
+    hit = np.zeros((n, 3), dtype=bool)
+    hit[:n1] = first.hit
+    contrib = norm * first.weights
+    return Fused(
+        ids=ids,
+        raw=raw,
+        norm=norm,
+        weights=first.weights,
+        contrib=contrib,
+        boosts=boosts,
+        score=_score(contrib, boosts),
+        hit=hit,
+    )
+
+
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
     out: list[str] = []
     if fused.hit[i, 0]:

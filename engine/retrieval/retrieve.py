@@ -26,7 +26,7 @@ from engine.retrieval.channels import ChannelHits, add_semantic, run_other_chann
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.expand import context_boosts, speaker_hits
-from engine.retrieval.fuse import Fused, fuse
+from engine.retrieval.fuse import Fused, fuse, refuse
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
@@ -212,9 +212,9 @@ def retrieve(
         t = time.perf_counter()
         context = context_boosts(store, scope, cfg, union, fused, memories)
         cost.retrieval_ops += context.ops
-        union = [*union, *context.added]
-        fused = fuse(
-            union,
+        fused = refuse(
+            fused,
+            context.added,
             memories,
             hits,
             cfg,
@@ -223,6 +223,7 @@ def retrieve(
             snippets=frozenset(snippet_map),
             context=context.boosts,
         )
+        union = fused.ids
         timings.expand = _ms(t)
     t = time.perf_counter()
     order = np.argsort(-fused.score, kind="stable")

@@ -37,6 +37,9 @@ class NamespaceIndex:
         self.row_hash: list[str] = []
         self.rows_by_hash: dict[str, list[int]] = {}
         self.loaded_at = 0  # registry build counter when rows or vectors were last read from the store
+        # event rows, live or dead, in (timestamp, memory_id) order: built on first use, then merged
+        # into on each add (rows never change type or timestamp; the scope mask drops dead ones)
+        self._events: npt.NDArray[np.int64] | None = None
 
     # --- maintenance (callers hold `lock`) ------------------------------------------------------
     def add(self, memories: Sequence[Memory], load_vectors: VectorLoader) -> None:
@@ -54,6 +57,8 @@ class NamespaceIndex:
             self.rows_by_hash.setdefault(h, []).append(row)
         for model in self.vectors:
             self._attach(model, rows, load_vectors(model, list({self.row_hash[r] for r in rows})))
+        if self._events is not None:
+            self._events = self._merge_events(self._events, rows)
 
     def remove(self, memory_id: str) -> bool:
         row = self.cols.kill(memory_id)
@@ -126,34 +131,42 @@ class NamespaceIndex:
     def scope_size(self, scope: Scope) -> int:
         return int(self.cols.mask(scope).sum())
 
-    def _event_order(self, scope: Scope) -> npt.NDArray[np.int64]:
-        """The scope's event rows in (timestamp, memory_id) order."""
+    def _event_rows(self) -> npt.NDArray[np.int64]:
+        """Every event row, live or dead, in (timestamp, memory_id) order."""
+        if self._events is None:
+            self._events = self._merge_events(np.zeros(0, dtype=np.int64), range(self.cols.n))
+        return self._events
+
+    def _merge_events(self, order: npt.NDArray[np.int64], rows: Sequence[int]) -> npt.NDArray[np.int64]:
+        """`order` with the event rows among `rows` inserted at their (timestamp, memory_id) places."""
         code = self.cols.types.get("event")
-        if code is None:
-            return np.zeros(0, dtype=np.int64)
-        rows = np.flatnonzero(self.cols.mask(scope) & (self.cols.type.view == code))
-        ts = self.cols.ts.view[rows]
-        order = rows[np.argsort(ts, kind="stable")]
-        sorted_ts = self.cols.ts.view[order]
-        tied = np.flatnonzero(sorted_ts[1:] == sorted_ts[:-1])
-        if tied.size:  # rare: equal timestamps, ordered by memory_id like the other stores
-            ids = self.cols.memory_ids
-            start = 0
-            while start < order.size:
-                end = start + 1
-                while end < order.size and sorted_ts[end] == sorted_ts[start]:
-                    end += 1
-                if end - start > 1:
-                    order[start:end] = sorted(order[start:end].tolist(), key=lambda r: ids[r])
-                start = end
-        return order
+        kinds = self.cols.type.view
+        ts = self.cols.ts.view
+        ids = self.cols.memory_ids
+        new = sorted((r for r in rows if kinds[r] == code), key=lambda r: (int(ts[r]), ids[r]))
+        if not new:
+            return order
+        if order.size == 0:
+            return np.asarray(new, dtype=np.int64)
+        order_ts = ts[order]
+        new_ts = ts[np.asarray(new, dtype=np.int64)]
+        left = np.searchsorted(order_ts, new_ts, side="left")
+        right = np.searchsorted(order_ts, new_ts, side="right")
+        places = left.tolist()
+        for i in np.flatnonzero(right > left).tolist():  # equal timestamps: memory_id decides
+            lo, hi, mid = int(left[i]), int(right[i]), ids[new[i]]
+            while lo < hi and ids[int(order[lo])] < mid:
+                lo += 1
+            places[i] = lo
+        return np.insert(order, places, new)
 
     def adjacent_events(
         self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap_us: int
     ) -> list[Adjacent]:
         if span <= 0 or not memory_ids:
             return []
-        order = self._event_order(scope)
+        events = self._event_rows()
+        order = events[self.cols.mask(scope)[events]]
         if order.size == 0:
             return []
         pos = np.full(self.cols.n, -1, dtype=np.int64)

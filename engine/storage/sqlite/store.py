@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -34,6 +35,7 @@ from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
 _CHUNK = 500  # host parameters per IN (...) list
+_CACHE_MAX = 50_000  # decoded memories kept for `get_memories` (retrieval reads the same ones each turn)
 
 
 class SQLiteStore:
@@ -52,6 +54,9 @@ class SQLiteStore:
         self._conn.execute("PRAGMA busy_timeout=10000")
         migrate(self._conn)
         self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
+        # committed memories by (org_id, memory_id), least recently used first; entries are dropped
+        # after a commit that writes them and all of it when another connection commits
+        self._cache: OrderedDict[tuple[str, str], Memory] = OrderedDict()
         self._data_version = self._read_data_version()
 
     # --- lifecycle and transactions -------------------------------------------------------------
@@ -101,13 +106,25 @@ class SQLiteStore:
         if not self._lock.acquire(blocking=False):
             return
         try:
-            if self._depth == 0:
-                version = self._read_data_version()
-                if version != self._data_version:
-                    self._data_version = version
-                    self._index.clear()
+            self._check_version()
         finally:
             self._lock.release()
+
+    def _check_version(self) -> bool:
+        """With the lock held: drop the index and the memory cache if another connection committed.
+        False inside a transaction, whose own writes the cache does not hold."""
+        if self._depth != 0:
+            return False
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._data_version = version
+            self._index.clear()
+            self._cache.clear()
+        return True
+
+    def _uncache(self, keys: Sequence[tuple[str, str]]) -> None:
+        for key in keys:
+            self._cache.pop(key, None)
 
     def close(self) -> None:
         with self._lock:
@@ -147,6 +164,7 @@ class SQLiteStore:
                     "INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags
                 )
             batch = list(memories)
+            self._after_commit.append(lambda: self._uncache(ids))
             self._after_commit.append(lambda: self._index.apply_put(batch))
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
@@ -158,15 +176,30 @@ class SQLiteStore:
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         found: dict[str, Memory] = {}
-        unique = list(dict.fromkeys(memory_ids))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            for r in self._q(
-                f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
-                (org_id, *chunk),
-            ):
-                found[r[1]] = codec.row_memory(r)
+        with self._lock:
+            cached = self._check_version()
+            cache = self._cache
+            unique = list(dict.fromkeys(memory_ids))
+            if cached:
+                for mid in unique:
+                    m = cache.get((org_id, mid))
+                    if m is not None:
+                        cache.move_to_end((org_id, mid))
+                        found[mid] = m
+                unique = [mid for mid in unique if mid not in found]
+            for start in range(0, len(unique), _CHUNK):
+                chunk = unique[start : start + _CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                for r in self._q(
+                    f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
+                    (org_id, *chunk),
+                ):
+                    m = codec.row_memory(r)
+                    found[m.memory_id] = m
+                    if cached:
+                        cache[(org_id, m.memory_id)] = m
+            while len(cache) > _CACHE_MAX:
+                cache.popitem(last=False)
         return [found[i] for i in memory_ids if i in found]
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
@@ -176,6 +209,7 @@ class SQLiteStore:
             )
             if cur.rowcount == 0:
                 return False
+            self._after_commit.append(lambda: self._uncache([(org_id, memory_id)]))
             self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
             return True
 

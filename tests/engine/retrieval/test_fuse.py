@@ -1,11 +1,13 @@
 from typing import Any
 
+import numpy as np
 import pytest
 
 from engine.models import Memory
 from engine.retrieval.channels import ChannelHits, graph_seeds, hops_to_prior
 from engine.retrieval.config import ResolvedRetrieval, resolve
-from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse
+from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse, refuse
+from engine.retrieval.normalize import NORMALIZERS
 from engine.retrieval.options import RetrievalOptions, WeightsIn
 from engine.storage.base import Hit
 
@@ -106,3 +108,26 @@ def test_graph_seeds() -> None:
         "ent:alice", ["ent:acme"], ["Did Bob visit Paris with Alice? The ent:carol_x note.", "What"]
     )
     assert seeds == ["ent:acme", "ent:carol_x", "ent:bob", "ent:paris"]  # the scope entity is not a seed
+
+
+@pytest.mark.parametrize("normalization", sorted(NORMALIZERS))
+def test_refuse_equals_fusing_the_longer_list_afresh(normalization: str) -> None:
+    """The second fusion (conversation context) reuses the first one's rows: every array it returns
+    equals a full `fuse` of the extended list, to the last bit."""
+    memories, hits, cfg = _setup(
+        normalization=normalization, predicate_boosts={"likes": 0.3}, entity_boosts=["ent:bob"]
+    )
+    memories |= {"d": mem("d", days_ago=3, confidence=0.9), "e": mem("e", days_ago=400, predicate="likes")}
+    context = {"a": (0.05, 0.0), "d": (0.2, 0.1), "e": (0.0, 0.3)}
+    kwargs: dict[str, Any] = {
+        "reference": NOW,
+        "seeded": frozenset({"e"}),
+        "snippets": frozenset({"snippet:1"}),
+    }
+    first = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, **kwargs)
+    for added in (["d", "e"], ["b"], []):  # "b" is a channel hit: fused afresh
+        got = refuse(first, added, memories, hits, cfg, context=context, **kwargs)
+        want = fuse([*first.ids, *added], memories, hits, cfg, context=context, **kwargs)
+        assert got.ids == want.ids
+        for name in ("raw", "norm", "weights", "contrib", "boosts", "score", "hit"):
+            assert np.array_equal(getattr(got, name), getattr(want, name)), name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from engine.storage.base import Adjacent, Scope, Store
 from tests.engine.storage.conftest import at, mem
@@ -73,3 +73,50 @@ def test_scope_applies_to_anchors_and_neighbours(store: Store) -> None:
         Adjacent("mem_s1_2", "mem_s1_1", -1),
         Adjacent("mem_s1_2", "mem_s1_0", -2),
     ]
+
+
+def _expected(live: dict[str, datetime], anchors: list[str], span: int) -> list[Adjacent]:
+    """adjacent_events worked out by hand: events in (timestamp, memory_id) order, walked from each anchor."""
+    order = sorted(live, key=lambda mid: (live[mid], mid))
+    out: list[Adjacent] = []
+    for anchor in anchors:
+        if anchor not in live:
+            continue
+        p = order.index(anchor)
+        for step in (-1, 1):
+            q = p
+            for d in range(1, span + 1):
+                nxt = q + step
+                if not 0 <= nxt < len(order) or abs(live[order[nxt]] - live[order[q]]) > GAP:
+                    break
+                out.append(Adjacent(anchor, order[nxt], step * d))
+                q = nxt
+    return out
+
+
+def test_events_written_between_reads_take_their_places(store: Store) -> None:
+    """Batches arriving after a first read (an index merges them into its event order instead of
+    sorting again): equal timestamps ordered by memory_id, a replaced event at its new time, a deleted
+    one gone."""
+    scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
+    # ids deliberately out of time order; several share a timestamp
+    batches = [
+        [("mem_m", 5), ("mem_c", 5), ("mem_x", 1), ("mem_a", 9)],
+        [("mem_b", 5), ("mem_z", 5), ("mem_d", 0), ("mem_y", 9)],
+        [("mem_c", 7), ("mem_e", 5), ("mem_f", 12)],  # mem_c moves to minute 7
+    ]
+    live: dict[str, datetime] = {}
+    for batch in batches:
+        store.put_memories(
+            [
+                mem(memory_id=mid, type="event", entity_id="ent:a", text=mid, timestamp=at(minute))
+                for mid, minute in batch
+            ]
+        )
+        live.update({mid: at(minute) for mid, minute in batch})
+        ids = sorted(live)
+        assert store.adjacent_events(scope, ids, 3, GAP) == _expected(live, ids, 3)
+    store.delete_memory("org_a", "mem_z")
+    del live["mem_z"]
+    ids = ["mem_b", "mem_e", "mem_m", "mem_z"]
+    assert store.adjacent_events(scope, ids, 4, GAP) == _expected(live, ids, 4)

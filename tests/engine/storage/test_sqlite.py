@@ -145,3 +145,34 @@ def test_index_sees_commits_from_another_connection(tmp_path: Path) -> None:
     assert reader.scope_size(scope) == 5
     reader.close()
     writer.close()
+
+
+def test_get_memories_never_serves_a_stale_copy(tmp_path: Path) -> None:
+    """Decoded memories are cached between reads: a commit here or in another connection, a rollback,
+    and a transaction's own uncommitted write each give the current row."""
+    import msgspec
+
+    path = str(tmp_path / "loci.db")
+    s, other = SQLiteStore(path), SQLiteStore(path)
+    a, b = mem(text="first"), mem(text="second")
+    s.put_memories([a, b])
+    ids = [a.memory_id, b.memory_id]
+
+    def texts() -> list[str]:
+        return [m.text for m in s.get_memories("org_a", ids)]
+
+    assert texts() == ["first", "second"]  # read twice: the second from the cache
+    assert texts() == ["first", "second"]
+    s.put_memories([msgspec.structs.replace(a, text="first, edited")])
+    assert texts() == ["first, edited", "second"]
+    other.put_memories([msgspec.structs.replace(b, text="second, from elsewhere")])
+    assert texts() == ["first, edited", "second, from elsewhere"]
+    with pytest.raises(RuntimeError), s.transaction():
+        s.put_memories([msgspec.structs.replace(a, text="rolled back")])
+        assert texts()[0] == "rolled back"  # the transaction sees its own write
+        raise RuntimeError("abort")
+    assert texts() == ["first, edited", "second, from elsewhere"]
+    assert s.delete_memory("org_a", a.memory_id)
+    assert texts() == ["second, from elsewhere"]
+    other.close()
+    s.close()
