@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "minilm:all-MiniLM-L6-v2"
 DIM = 384
 SMALL_BATCH = 4
+#: a small batch whose longest text reaches this many characters (about 30 tokens: a conversation turn
+#: rather than a question) runs on `threads` threads; shorter ones on one, which serves concurrent
+#: queries better
+LONG_TEXT_CHARS = 120
 RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
 #: projections run in int8 by the `onnx` runtime: all but the feed-forward ones of the first three layers,
 #: the most sensitive to int8 activations (chosen per projection on LongMemEval texts, checked on LoCoMo)
@@ -186,10 +190,12 @@ class MiniLMEmbedder:
         )
 
     def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        """A batch of at most SMALL_BATCH texts (one or several merged query calls), one thread."""
+        """A batch of at most SMALL_BATCH texts (one or several merged query calls): one thread, or
+        `threads` for long texts (see LONG_TEXT_CHARS)."""
         encoder = self._encoder()
         if encoder is not None:
-            return self._onnx_rows(encoder, texts, 1)
+            long = max(len(t) for t in texts) >= LONG_TEXT_CHARS
+            return self._onnx_rows(encoder, texts, self.threads if long else 1)
         return self._run(1, lambda model: self._forward(model, texts))
 
     @staticmethod

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from engine.embed import onnx_encoder
-from engine.embed.minilm import INT8_PROJECTIONS, MiniLMEmbedder, _model_path
+from engine.embed.minilm import INT8_PROJECTIONS, LONG_TEXT_CHARS, MiniLMEmbedder, _model_path
 from engine.embed.onnx_encoder import OnnxEncoder
 from engine.errors import UnknownName
 
@@ -55,6 +55,28 @@ def test_int8_graph_stays_within_tolerance(torch_rows: np.ndarray, cache: Path) 
     cosine = (rows * torch_rows).sum(axis=1)
     assert cosine.min() >= 0.99, cosine
     assert not np.allclose(rows, torch_rows, atol=1e-4)  # int8 really ran
+
+
+def test_small_batches_of_long_texts_use_every_thread(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question runs on one thread (concurrent queries share the cores); a conversation turn on
+    `threads` (a single write waits for it), with the same vector either way."""
+    emb = MiniLMEmbedder(runtime="onnx", threads=2, cache_dir=cache)
+    encoder = emb._encoder()
+    assert encoder is not None
+    seen: list[int] = []
+    real = MiniLMEmbedder._onnx_rows
+
+    def spy(enc: OnnxEncoder, texts: list[str], threads: int) -> np.ndarray:
+        seen.append(threads)
+        return real(enc, texts, threads)
+
+    monkeypatch.setattr(emb, "_onnx_rows", spy)
+    turn = "Caroline: " + "I went to the support group yesterday and it was so powerful, honestly. " * 2
+    assert len(turn) >= LONG_TEXT_CHARS > len(TEXTS[0])
+    short, long = emb.embed([TEXTS[0]]), emb.embed([turn])
+    assert seen == [1, 2]
+    np.testing.assert_allclose(short, encoder([TEXTS[0]], threads=2), atol=1e-5)
+    np.testing.assert_allclose(long, encoder([turn], threads=1), atol=1e-5)
 
 
 def test_large_batches_are_sorted_chunked_and_put_back_in_order(cache: Path) -> None:
