@@ -29,7 +29,12 @@ class EmbedStats(msgspec.Struct, kw_only=True):
 
 class EmbeddingCache:
     def __init__(
-        self, embedder: Embedder, store: Store | None = None, *, lru_size: int = 4096, batch_size: int = 64
+        self,
+        embedder: Embedder,
+        store: Store | None = None,
+        *,
+        lru_size: int = 4096,
+        batch_size: int = 256,  # a whole write batch at once: the encoder sorts it by length to pad less
     ) -> None:
         self.embedder = embedder
         self.store = store
