@@ -138,8 +138,19 @@ def create_app(
         for route in app.routes
         if isinstance(route, HTTPRoute)
     }
+    mem0_paths = tuple(
+        route.path
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+        and any(openapi.MEM0_TAGS & set(h.tags or ()) for h in route.route_handlers)
+    )
     gateway = Gateway(
-        app.asgi_handler, store=store, limiter=limiter, cors_origins=settings.cors_origins, allow=allow
+        app.asgi_handler,
+        store=store,
+        limiter=limiter,
+        cors_origins=settings.cors_origins,
+        allow=allow,
+        mem0_paths=mem0_paths,
     )
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
     observability.install(app, store)  # outermost, so 429s and preflights are counted too

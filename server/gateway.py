@@ -24,7 +24,7 @@ from engine.storage.base import Store
 from server.auth import AuthProblem, Principal, resolve
 from server.errors import failure_for
 from server.ratelimit import RateDecision, RateLimiter
-from server.schemas.errors import ErrorBody
+from server.schemas.errors import ErrorBody, Mem0ErrorBody
 
 log = logging.getLogger("loci.server")
 
@@ -45,6 +45,18 @@ def template_of(path: str) -> str:
     return _PARAM_TYPE.sub("}", path)
 
 
+def _templates_pattern(templates: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One pattern matching a request path against route templates (`{name}` one segment; a
+    trailing slash allowed, as the router allows it)."""
+    if not templates:
+        return None
+    parts = [
+        "/".join("[^/]+" if seg.startswith("{") else re.escape(seg) for seg in template_of(t).split("/"))
+        for t in templates
+    ]
+    return re.compile(f"^(?:{'|'.join(p.rstrip('/') for p in parts)})/?$")
+
+
 def _headers(scope: dict[str, Any], name: bytes) -> list[str]:
     return [bytes(value).decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
 
@@ -63,6 +75,7 @@ class Gateway:
         limiter: RateLimiter,
         cors_origins: tuple[str, ...] = (),
         allow: dict[str, str] | None = None,
+        mem0_paths: tuple[str, ...] = (),
     ) -> None:
         self.app = app
         self.store = store
@@ -71,6 +84,22 @@ class Gateway:
         #: route template -> every method of the path (Litestar's own OPTIONS answer may list only the
         #: methods of the first handler registered for a path)
         self.allow = allow or {}
+        #: the mem0-compatible routes' templates: errors answered here carry mem0's `detail` there too
+        self._mem0 = _templates_pattern(mem0_paths)
+
+    def _error_body(self, path: str, body: ErrorBody) -> bytes:
+        """The error envelope, with mem0's `detail` on mem0-compatible paths (as their routes answer)."""
+        if self._mem0 is not None and self._mem0.match(path):
+            return msgspec.json.encode(
+                Mem0ErrorBody(
+                    error=body.error,
+                    message=body.message,
+                    request_id=body.request_id,
+                    details=body.details,
+                    detail=body.message,
+                )
+            )
+        return msgspec.json.encode(body)
 
     # --- pieces ------------------------------------------------------------------------------------
     def _cors_headers(self, origin: str | None) -> list[tuple[bytes, bytes]]:
@@ -170,7 +199,7 @@ class Gateway:
             await self._send_json(
                 send,
                 failure.status,
-                msgspec.json.encode(failure.body),
+                self._error_body(path, failure.body),
                 [(b"x-request-id", rid.encode()), *self._cors_headers(origin), *more],
             )
             return
@@ -196,13 +225,14 @@ class Gateway:
             return
 
         if not decision.allowed:
-            body = msgspec.json.encode(
+            body = self._error_body(
+                path,
                 ErrorBody(
                     error="rate_limited",
                     message="rate limit exceeded",
                     request_id=rid,
                     details={"limit": decision.limit, "retry_after": decision.reset_after},
-                )
+                ),
             )
             await self._send_json(
                 send, 429, body, [*extra, (b"retry-after", str(decision.reset_after).encode())]
@@ -226,6 +256,6 @@ class Gateway:
             if started:
                 raise
             failure = failure_for(exc, rid)
-            body = msgspec.json.encode(failure.body)
+            body = self._error_body(path, failure.body)
             more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]
             await self._send_json(send, failure.status, body, [*extra, *more])

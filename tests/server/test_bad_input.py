@@ -258,6 +258,24 @@ def test_the_gateways_key_lookup_during_an_outage_is_503_with_retry_after(
     body = _refused(r, 503)
     assert body["error"] == "unavailable" and int(r.headers["retry-after"]) > 0
     assert r.headers["x-request-id"] == body["request_id"]
+    assert "detail" not in body  # Loci's own envelope off the mem0 routes
+
+
+@pytest.mark.parametrize(
+    "method, path", [("GET", "/v1/memories/mem_x/"), ("POST", "/v3/memories/search/"), ("POST", "/search")]
+)
+def test_an_outage_on_a_mem0_path_answers_in_mem0s_envelope(
+    app: Litestar, auth: dict[str, str], store: Store, method: str, path: str
+) -> None:
+    """mem0 clients read the error text from `detail`, also when the gateway answers before a route."""
+    gateway: Any = app.asgi_handler
+    while not isinstance(gateway, Gateway):
+        gateway = gateway.app
+    gateway.store = _DownStore(store, Unavailable("PostgreSQL unavailable"))
+    with TestClient(app) as client:
+        r = client.request(method, path, headers=auth, json={"query": "x", "filters": {"user_id": "u"}})
+    body = _refused(r, 503)
+    assert body["detail"] == body["message"] and body["error"] == "unavailable"
 
 
 def test_a_route_during_an_outage_is_503_with_retry_after(

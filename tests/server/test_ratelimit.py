@@ -86,6 +86,16 @@ def test_headers_and_429_without_effect(limited: Limited, store: Store) -> None:
     assert client.post("/v0/memories", json=memory_body(), headers=auth).status_code == 200
 
 
+def test_a_429_on_a_mem0_path_carries_mem0s_detail(limited: Limited) -> None:
+    client, auth, _ = limited
+    for _ in range(3):
+        assert client.get("/v1/ping/", headers=auth).status_code == 200
+    for path in ("/v1/ping/", "/v3/memories/search/", "/memories/mem_1"):
+        body = client.get(path, headers=auth).json()
+        assert body["error"] == "rate_limited" and body["detail"] == body["message"], path
+    assert "detail" not in client.get("/v0/memories", headers=auth).json()  # Loci's own envelope
+
+
 def test_limited_idempotent_request_records_nothing(limited: Limited, store: Store) -> None:
     client, auth, clock = limited
     for _ in range(3):
