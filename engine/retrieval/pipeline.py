@@ -317,7 +317,9 @@ def run_recall(
     request_id: str,
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
+    expired: bool = False,
 ) -> RecallOutcome:
+    """`expired`: memories past their valid_to are candidates too (mem0's search `show_expired`)."""
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
@@ -330,6 +332,7 @@ def run_recall(
         agent_id=agent_id,
         as_of=as_of,
         now=to_utc(now),
+        expired=expired,
     )
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
@@ -376,6 +379,7 @@ def recall(
     request_id: str,
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
+    expired: bool = False,
 ) -> RecallResponse:
     return run_recall(
         store,
@@ -386,4 +390,5 @@ def recall(
         request_id=request_id,
         now=now,
         redactor_factory=redactor_factory,
+        expired=expired,
     ).response

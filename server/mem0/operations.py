@@ -208,8 +208,10 @@ def search(
     threshold: float | None,
     rerank: bool,
     now: datetime,
+    show_expired: bool = False,
 ) -> list[Mem0Memory]:
-    """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`."""
+    """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`;
+    memories past their expiration date too with `show_expired`."""
     found = pipeline.recall(
         svc.store,
         svc.memories.embeddings,
@@ -217,6 +219,7 @@ def search(
         agent_id=sel.agent_id,
         request_id=request_id,
         now=now,
+        expired=show_expired,
         request=RecallRequest(
             query=query,
             entity_id=sel.entity_id,

@@ -230,6 +230,7 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
             threshold=body.threshold,
             rerank=body.rerank,
             now=utcnow(),
+            show_expired=body.show_expired,
         )
     )
 

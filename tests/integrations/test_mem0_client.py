@@ -142,6 +142,9 @@ def test_update_history_and_expiration(live: LiveServer) -> None:
     assert client.get(mid)["expiration_date"] == "2001-01-01"
     assert client.get_all(filters={"user_id": user})["count"] == 0  # expired: hidden
     assert client.get_all(filters={"user_id": user}, show_expired=True)["count"] == 1
+    assert client.search("oat milk", filters={"user_id": user})["results"] == []
+    found = client.search("oat milk", filters={"user_id": user}, show_expired=True)["results"]
+    assert [r["id"] for r in found] == [mid]
     from mem0.exceptions import ValidationError
 
     with pytest.raises(ValidationError, match="timestamp cannot be changed"):

@@ -2,7 +2,8 @@
 
 The mask is the exact twin of `engine.storage.scope_filter.in_scope` (org and namespace are implied by
 the index): live, not archived, entity/agent equal when set, and
-- as_of None: status == 'active' and valid_to > now (valid_to None is +infinity);
+- as_of None: status == 'active' and valid_to > now (valid_to None is +infinity; not checked when
+  `expired`);
 - as_of set: (valid_from or timestamp) <= as_of and valid_to > as_of.
 """
 
@@ -138,7 +139,8 @@ class Columns:
             mask &= self.agent.view == code
         if scope.as_of is None:
             mask &= self.status.view == 0
-            mask &= self.valid_to.view > to_micros(scope.now)
+            if not scope.expired:
+                mask &= self.valid_to.view > to_micros(scope.now)
         else:
             as_of = to_micros(scope.as_of)
             mask &= self.start.view <= as_of

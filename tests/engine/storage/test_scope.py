@@ -66,8 +66,11 @@ def test_scope_semantics_every_channel(store: Store) -> None:
     store.put_memories(everything)
     _embed(store, everything, emb)
     live_now = {"plain", "agent", "other_entity", "expires_later", "future_valid", "new"}
-    cases: list[tuple[Scope, set[str]]] = [
+    cases: list[tuple[Scope, set[str] | None]] = [
         (Scope(org_id="org_a", now=NOW), live_now),
+        # mem0's show_expired: past their valid_to too, still only active ones
+        (Scope(org_id="org_a", now=NOW, expired=True), live_now | {"expired", "expires_now"}),
+        (Scope(org_id="org_a", now=NOW, as_of=at(500), expired=True), None),
         (Scope(org_id="org_a", now=NOW, agent_id="g1"), {"agent"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:y"), {"other_entity"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:none"), set()),
@@ -107,7 +110,10 @@ def test_scope_semantics_every_channel(store: Store) -> None:
             },
         ),
     ]
-    for scope, expected in cases:
+    for scope, maybe in cases:
+        # as_of decides validity by itself: `expired` changes nothing there
+        expected = maybe if maybe is not None else dict(cases)[msgspec.structs.replace(scope, expired=False)]
+        assert expected is not None
         assert {n for n, m in corpus.items() if in_scope(m, scope)} == expected, scope  # oracle agrees
         n_fillers = sum(1 for f in fillers if in_scope(f, scope))
         assert store.scope_size(scope) == len(expected) + n_fillers, scope
