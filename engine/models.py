@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -85,6 +86,7 @@ class Memory(msgspec.Struct, kw_only=True):
     updated_at: datetime
 
 
+@lru_cache(maxsize=65536)  # retrieval hashes the same candidate texts turn after turn
 def text_hash(text: str) -> str:
     """The key of the embedding cache: a stable hash of a text (with the model name beside it)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

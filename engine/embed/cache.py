@@ -88,6 +88,23 @@ class EmbeddingCache:
             self.listener(call)
         return [found[h] for h in hashes]
 
+    def stored(self, text_hashes: Sequence[str]) -> dict[str, Vector]:
+        """The vectors already held for these text hashes (the LRU, then the store), embedding
+        nothing: a read never writes. Store hits join the LRU, so a hot candidate is read once."""
+        found: dict[str, Vector] = {}
+        with self._lock:
+            for h in text_hashes:
+                vec = self._lru.get(h)
+                if vec is not None:
+                    self._lru.move_to_end(h)
+                    found[h] = vec
+        missing = [h for h in dict.fromkeys(text_hashes) if h not in found]
+        if missing and self.store is not None:
+            for h, vec in self.store.get_embeddings(self.model, missing).items():
+                found[h] = vec
+                self._lru_put(h, vec)
+        return found
+
     def save(self, texts: Sequence[str]) -> None:
         """Store the deferred vectors of `texts` (call it inside the write's transaction). They stay
         held until evicted, so a write that rolls back and is retried stores them again."""

@@ -16,11 +16,17 @@ import numpy.typing as npt
 from engine.retrieval.normalize import minmax
 
 LAMBDA = 0.7
+PICKS = 100  # places chosen by MMR; a context holds fewer lines, the rest follow by relevance
 
 
 def mmr(
-    scores: npt.NDArray[np.float64], vectors: Sequence[npt.NDArray[np.float32] | None], lam: float = LAMBDA
+    scores: npt.NDArray[np.float64],
+    vectors: Sequence[npt.NDArray[np.float32] | None],
+    lam: float = LAMBDA,
+    picks: int | None = None,
 ) -> list[int]:
+    """`picks`: stop choosing after that many (the rest follow by relevance); the first `picks` places
+    are those of the full permutation."""
     n = len(scores)
     if n <= 1:
         return list(range(n))
@@ -29,18 +35,20 @@ def mmr(
     if dim == 0:
         return [int(i) for i in np.argsort(-rel, kind="stable")]
     mat = np.zeros((n, dim), dtype=np.float32)
-    for i, v in enumerate(vectors):
-        if v is not None and len(v) == dim:
-            mat[i] = v
-    sims = (mat @ mat.T).astype(np.float64)
+    has = [i for i, v in enumerate(vectors) if v is not None and len(v) == dim]
+    if has:
+        mat[has] = np.stack([vectors[i] for i in has])  # type: ignore[misc]
+    # value = lam * rel - (1 - lam) * max similarity to the picked ones; picked ones get -inf
+    penalty_rows = (1.0 - lam) * (mat @ mat.T).astype(np.float64)
+    base = lam * rel
+    penalty = np.zeros(n, dtype=np.float64)
+    value = np.empty(n, dtype=np.float64)
     picked: list[int] = []
-    available = np.ones(n, dtype=bool)
-    max_sim = np.zeros(n, dtype=np.float64)
-    for _ in range(n):
-        value = lam * rel - (1.0 - lam) * max_sim
-        value[~available] = -np.inf
+    for _ in range(n if picks is None else min(n, picks)):
+        np.subtract(base, penalty, out=value)
         k = int(np.argmax(value))
         picked.append(k)
-        available[k] = False
-        np.maximum(max_sim, sims[k], out=max_sim)
-    return picked
+        base[k] = -np.inf
+        np.maximum(penalty, penalty_rows[k], out=penalty)
+    rest = np.flatnonzero(base > -np.inf)
+    return picked + [int(i) for i in rest[np.argsort(-rel[rest], kind="stable")]]

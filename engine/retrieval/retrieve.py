@@ -128,21 +128,21 @@ def _diversify(
 
 
 def _rerank(
-    store: Store,
-    model: str,
+    embeddings: EmbeddingCache,
     ranked: list[str],
     memories: dict[str, Memory],
     fused: Fused,
     position: dict[str, int],
     cost: Cost,
 ) -> list[str]:
-    """MMR over the ranking, with the stored embeddings of the candidates' texts."""
+    """MMR over the ranking, with the stored embeddings of the candidates' texts (`rerank.PICKS`
+    places chosen, the rest by score)."""
     wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
-    found = store.get_embeddings(model, list(set(wanted.values())))
+    found = embeddings.stored(list(set(wanted.values())))
     cost.retrieval_ops += 1
     vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
     scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
-    return [ranked[i] for i in rerank.mmr(scores, vectors)]
+    return [ranked[i] for i in rerank.mmr(scores, vectors, picks=rerank.PICKS)]
 
 
 def retrieve(
@@ -232,8 +232,8 @@ def retrieve(
     if cfg.diversity:
         ranked, div = _diversify(ranked, memories, cfg, pinned)
     position = {mid: i for i, mid in enumerate(union)}
-    if cfg.rerank and model is not None and not degraded and len(ranked) > 1:
-        ranked = _rerank(store, model, ranked, memories, fused, position, cost)
+    if cfg.rerank and embeddings is not None and not degraded and len(ranked) > 1:
+        ranked = _rerank(embeddings, ranked, memories, fused, position, cost)
     timings.fuse += _ms(t)
 
     counts = CandidateCounts(

@@ -12,6 +12,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.coalesce import Coalescer
 from engine.embed.hash import HashEmbedder
+from engine.models import text_hash
 from engine.storage.base import Vector
 from engine.storage.in_memory import InMemoryStore
 
@@ -176,3 +177,19 @@ def test_query_embeddings_do_not_read_the_store(persist: bool, lookups: int) -> 
     assert store.lookups == lookups
     cache.embed(["where does alice live"], persist=persist)  # the LRU answers either way
     assert store.lookups == lookups
+
+
+def test_stored_vectors_are_looked_up_never_embedded() -> None:
+    """`stored` (the rerank's lookup): the LRU, then the store; a text with no vector stays missing
+    (a read never embeds or writes), and store hits are not read twice."""
+    store = CountingStore()
+    embedder = HashEmbedder()
+    writer = EmbeddingCache(embedder, store)
+    writer.embed(["kept text"])  # stored with its vector
+    cache = EmbeddingCache(embedder, store)
+    kept, absent = text_hash("kept text"), text_hash("never embedded")
+    found = cache.stored([kept, absent])
+    assert set(found) == {kept} and np.array_equal(found[kept], embedder.embed(["kept text"])[0])
+    assert store.lookups == 2  # the writer's lookup, then this one
+    assert set(cache.stored([kept])) == {kept} and store.lookups == 2  # from the LRU
+    assert store.get_embeddings(embedder.model, [absent]) == {}  # nothing was written

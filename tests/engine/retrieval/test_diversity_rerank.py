@@ -41,3 +41,42 @@ def test_mmr_prefers_a_different_second_item() -> None:
 def test_mmr_without_vectors_is_score_order() -> None:
     assert mmr(np.array([0.1, 0.3, 0.2]), [None, None, None]) == [1, 2, 0]
     assert sorted(mmr(np.array([0.5, 0.5]), [np.ones(2, np.float32), None])) == [0, 1]
+
+
+def _mmr_reference(scores: np.ndarray, vectors: list[np.ndarray | None], lam: float = 0.7) -> list[int]:
+    """MMR as written in the module docstring, one candidate at a time."""
+    lo, hi = float(scores.min()), float(scores.max())
+    rel = (scores - lo) / (hi - lo) if hi > lo else np.ones_like(scores)
+    picked: list[int] = []
+    while len(picked) < len(scores):
+        best, best_value = -1, -np.inf
+        for i in range(len(scores)):
+            if i in picked:
+                continue
+            sim = max(
+                (
+                    float(vectors[i] @ vectors[j])  # type: ignore[operator]
+                    for j in picked
+                    if vectors[i] is not None and vectors[j] is not None
+                ),
+                default=0.0,
+            )
+            value = lam * rel[i] - (1 - lam) * max(sim, 0.0)
+            if value > best_value:
+                best, best_value = i, value
+        picked.append(best)
+    return picked
+
+
+def test_mmr_matches_the_reference_and_picks_cut_it_short() -> None:
+    rng = np.random.default_rng(7)
+    for n in (2, 5, 40):
+        scores = rng.random(n)
+        raw = rng.standard_normal((n, 8)).astype(np.float32)
+        vectors: list[np.ndarray | None] = [v / np.linalg.norm(v) for v in raw]
+        vectors[n // 2] = None  # a candidate without a vector
+        full = mmr(scores, vectors)
+        assert full == _mmr_reference(scores, vectors)
+        cut = mmr(scores, vectors, picks=n // 2)
+        rest = [i for i in np.argsort(-scores, kind="stable").tolist() if i not in full[: n // 2]]
+        assert cut == full[: n // 2] + rest  # the chosen places, then the others by score
