@@ -24,7 +24,7 @@ from engine.storage.base import Store
 from server.auth import AuthProblem, Principal, resolve
 from server.errors import failure_for
 from server.ratelimit import RateDecision, RateLimiter
-from server.schemas.errors import ErrorBody, Mem0ErrorBody
+from server.schemas.errors import ErrorBody, as_mem0
 
 log = logging.getLogger("loci.server")
 
@@ -90,15 +90,7 @@ class Gateway:
     def _error_body(self, path: str, body: ErrorBody) -> bytes:
         """The error envelope, with mem0's `detail` on mem0-compatible paths (as their routes answer)."""
         if self._mem0 is not None and self._mem0.match(path):
-            return msgspec.json.encode(
-                Mem0ErrorBody(
-                    error=body.error,
-                    message=body.message,
-                    request_id=body.request_id,
-                    details=body.details,
-                    detail=body.message,
-                )
-            )
+            return msgspec.json.encode(as_mem0(body))
         return msgspec.json.encode(body)
 
     # --- pieces ------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
 from server.mem0.filters import Selection, merge_ids, select
 from server.mem0.records import day_start, entities, record
-from server.schemas.errors import Mem0ErrorBody
+from server.schemas.errors import Mem0ErrorBody, as_mem0
 from server.schemas.mem0 import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -58,14 +58,7 @@ NOT_SUPPORTED = 501
 
 def mem0_exception_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Mem0ErrorBody]:
     failure = failure_for(exc, request_id_of(request.scope))
-    body = Mem0ErrorBody(
-        error=failure.body.error,
-        message=failure.body.message,
-        request_id=failure.body.request_id,
-        details=failure.body.details,
-        detail=failure.body.message,
-    )
-    return Response(content=body, status_code=failure.status, headers=failure.headers)
+    return Response(content=as_mem0(failure.body), status_code=failure.status, headers=failure.headers)
 
 
 MEM0_COMMON: dict[str, Any] = {

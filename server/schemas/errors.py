@@ -21,3 +21,14 @@ class Mem0ErrorBody(ErrorBody, kw_only=True):
     clients read the error text."""
 
     detail: str
+
+
+def as_mem0(body: ErrorBody) -> Mem0ErrorBody:
+    """The same error in the mem0 envelope."""
+    return Mem0ErrorBody(
+        error=body.error,
+        message=body.message,
+        request_id=body.request_id,
+        details=body.details,
+        detail=body.message,
+    )
