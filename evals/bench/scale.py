@@ -396,7 +396,9 @@ class Server:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         # the encoder graph is cached once for every server of the run, not exported per scratch dir
-        models = os.environ.get("LOCI_MODEL_CACHE") or str(Path("./data/models").absolute())
+        from engine.embed.minilm import model_cache_dir
+
+        models = str(model_cache_dir().absolute())
         env = dict(
             os.environ,
             LOCI_DATABASE_URL=url,
