@@ -18,7 +18,7 @@ import msgspec
 import msgspec.inspect as mi
 from litestar import Request, Response
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import HeaderParameter
+from litestar.params import HeaderParameter, KwargDefinition, QueryParameter
 
 from engine.errors import Forbidden, InvalidInput
 from engine.models import NOT_BLANK_PATTERN
@@ -27,6 +27,7 @@ from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import StoredResponse
+from server.schema_rules import DATE_TIME_PATTERN
 from server.schemas.errors import ErrorBody
 from server.services import services_of
 
@@ -56,6 +57,11 @@ AGENT_DOC = HeaderParameter(
 )
 #: a date-time query parameter as documented (the route parses it with `query_datetime`)
 DATE_TIME_FORMAT = "date-time"
+
+
+def date_time_query(description: str) -> KwargDefinition:
+    """A date-time query parameter's declaration (read it with `query_datetime`)."""
+    return QueryParameter(format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description=description)
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:

@@ -12,8 +12,7 @@ from litestar.params import PathParameter, QueryParameter
 from engine.entity_graph import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, EntityGraph, entity_graph
 from engine.timeutil import to_utc, utcnow
 from server.auth import principal_of, require_auth
-from server.http import DATE_TIME_FORMAT, error_responses, query_datetime
-from server.schema_rules import DATE_TIME_PATTERN
+from server.http import date_time_query, error_responses, query_datetime
 from server.services import services_of
 
 
@@ -41,9 +40,7 @@ async def get_entity_graph(
     ] = DEFAULT_LIMIT,
     as_of: Annotated[
         str | None,
-        QueryParameter(
-            format=DATE_TIME_FORMAT, pattern=DATE_TIME_PATTERN, description="what was valid then (RFC 3339)"
-        ),
+        date_time_query("what was valid then (RFC 3339)"),
     ] = None,
 ) -> EntityGraph:
     org_id = principal_of(request).org_id

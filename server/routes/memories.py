@@ -14,9 +14,9 @@ from server.auth import principal_of, require_auth
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
-    DATE_TIME_FORMAT,
     IDEMPOTENCY_DOC,
     bounded_header,
+    date_time_query,
     error_responses,
     ok_json,
     parse_body,
@@ -24,7 +24,7 @@ from server.http import (
     read_json,
     run_write,
 )
-from server.schema_rules import CURSOR_PATTERN, DATE_TIME_PATTERN
+from server.schema_rules import CURSOR_PATTERN
 from server.schemas.memories import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
 
@@ -161,19 +161,11 @@ async def list_memories(
     archived: Annotated[bool | None, QueryParameter()] = None,
     since: Annotated[
         str | None,
-        QueryParameter(
-            format=DATE_TIME_FORMAT,
-            pattern=DATE_TIME_PATTERN,
-            description="timestamp >= since (RFC 3339, years 1-9999 in UTC)",
-        ),
+        date_time_query("timestamp >= since (RFC 3339, years 1-9999 in UTC)"),
     ] = None,
     until: Annotated[
         str | None,
-        QueryParameter(
-            format=DATE_TIME_FORMAT,
-            pattern=DATE_TIME_PATTERN,
-            description="timestamp < until (RFC 3339, years 1-9999 in UTC)",
-        ),
+        date_time_query("timestamp < until (RFC 3339, years 1-9999 in UTC)"),
     ] = None,
     q: Annotated[
         str | None,

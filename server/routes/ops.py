@@ -24,8 +24,8 @@ from engine.timeutil import utcnow
 from server import event_stream
 from server.auth import principal_of, require_auth
 from server.http import (
-    DATE_TIME_FORMAT,
     IDEMPOTENCY_DOC,
+    date_time_query,
     error_responses,
     ok_json,
     parse_body,
@@ -33,7 +33,7 @@ from server.http import (
     read_json,
     run_write,
 )
-from server.schema_rules import CURSOR_PATTERN, DATE_TIME_PATTERN
+from server.schema_rules import CURSOR_PATTERN
 from server.schemas.ops import (
     EVENTS_DEFAULT_LIMIT,
     EVENTS_MAX_LIMIT,
@@ -159,11 +159,7 @@ async def list_events(
     ] = None,
     since: Annotated[
         str | None,
-        QueryParameter(
-            format=DATE_TIME_FORMAT,
-            pattern=DATE_TIME_PATTERN,
-            description="only events at or after this time (RFC 3339)",
-        ),
+        date_time_query("only events at or after this time (RFC 3339)"),
     ] = None,
     limit: Annotated[
         int, QueryParameter(ge=1, le=EVENTS_MAX_LIMIT, description="page size, 1 to 500")
