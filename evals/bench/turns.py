@@ -7,31 +7,12 @@ import random
 import msgspec
 
 from engine.retrieval.options import AssembleRequest
+from evals.bench import corpus
 
 ENTITY = "ent:user"
 
-PEOPLE = [
-    "Alice",
-    "Bob",
-    "Carla",
-    "Dmitri",
-    "Elena",
-    "Farid",
-    "Grace",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemi",
-    "Luca",
-    "Maya",
-    "Nora",
-    "Omar",
-    "Priya",
-    "Quinn",
-    "Rosa",
-    "Sam",
-    "Tara",
-]
+# prefixes of the bench corpus's lists, so the requests stay as they were
+PEOPLE = corpus.FIRST[:20]
 PLACES = [
     "Paris",
     "Berlin",
@@ -50,48 +31,8 @@ PLACES = [
     "the airport",
     "home",
 ]
-THINGS = [
-    "green tea",
-    "jazz",
-    "hiking",
-    "sourdough bread",
-    "chess",
-    "sci-fi novels",
-    "cycling",
-    "Italian food",
-    "yoga",
-    "board games",
-    "photography",
-    "gardening",
-    "running",
-    "sushi",
-    "podcasts",
-    "woodworking",
-    "salsa dancing",
-    "climbing",
-    "pottery",
-    "birdwatching",
-]
-TOPICS = [
-    "the quarterly budget",
-    "a new apartment",
-    "the product launch",
-    "a job interview",
-    "the wedding plans",
-    "a doctor's appointment",
-    "the car repair",
-    "a birthday party",
-    "the tax return",
-    "a marathon",
-    "the team offsite",
-    "a visa application",
-    "the garden",
-    "a flight delay",
-    "the kids' school",
-    "a conference talk",
-    "the hiring plan",
-    "a vacation",
-]
+THINGS = corpus.THINGS[:20]
+TOPICS = corpus.TOPICS[:18]
 TURNS = [
     "What does the user think about {thing}?",
     "Remind me what happened with {person} in {place}.",
