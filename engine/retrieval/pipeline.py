@@ -192,6 +192,26 @@ def _assemble_response(
     return response
 
 
+def _scope(
+    org_id: str,
+    agent_id: str | None,
+    request: AssembleRequest | RecallRequest,
+    now: datetime,
+    *,
+    expired: bool = False,
+) -> Scope:
+    """The retrieval scope of a request: its namespace, entity and as_of, in UTC."""
+    return Scope(
+        org_id=org_id,
+        namespace=request.namespace,
+        entity_id=request.entity_id,
+        agent_id=agent_id,
+        as_of=to_utc(request.as_of) if request.as_of is not None else None,
+        now=to_utc(now),
+        expired=expired,
+    )
+
+
 def run_assemble(
     store: Store,
     embeddings: EmbeddingCache | None,
@@ -206,15 +226,7 @@ def run_assemble(
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
-    as_of = to_utc(request.as_of) if request.as_of is not None else None
-    scope = Scope(
-        org_id=org_id,
-        namespace=request.namespace,
-        entity_id=request.entity_id,
-        agent_id=agent_id,
-        as_of=as_of,
-        now=to_utc(now),
-    )
+    scope = _scope(org_id, agent_id, request, now)
     query = build_query(request.turn, request.goal)
     seeds = graph_seeds(
         request.entity_id, cfg.entity_boosts, [request.turn[:QUERY_SEED_CHARS], request.goal or ""]
@@ -324,16 +336,7 @@ def run_recall(
     timings = StageTimings()
     cfg = resolve(request.retrieval)
     cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, request.limit))
-    as_of = to_utc(request.as_of) if request.as_of is not None else None
-    scope = Scope(
-        org_id=org_id,
-        namespace=request.namespace,
-        entity_id=request.entity_id,
-        agent_id=agent_id,
-        as_of=as_of,
-        now=to_utc(now),
-        expired=expired,
-    )
+    scope = _scope(org_id, agent_id, request, now, expired=expired)
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
     r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds, timings=timings)
