@@ -1,6 +1,7 @@
 """Shared pieces of the benchmarks: percentiles, bench stores, and a real `loci serve` subprocess.
 
-`LociServer(data_dir, embedder)` runs `python -m server.cli serve` on a free loopback port against the
+`ServeProcess` runs `python -m server.cli serve` on a free loopback port until /v0/health answers;
+`LociServer(data_dir, embedder)` is one against the
 same SQLite file the in-process benchmark uses (rate limit raised so it never throttles the bench) and
 `.client(secret)` returns an httpx.Client with the bearer key. Stop it with `.stop()` (or `with`).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import httpx
 import msgspec
@@ -76,14 +79,14 @@ def free_port() -> int:
         return port
 
 
-class LociServer:
-    def __init__(self, data_dir: str, embedder: str, *, startup_timeout: float = 180.0) -> None:
-        self.data_dir = data_dir
+class ServeProcess:
+    """`python -m server.cli serve` on a free loopback port, with `args` and `env`, in its own process
+    group (so any uvicorn workers stop with it), its output in `log_path`; ready once /v0/health answers."""
+
+    def __init__(self, args: Sequence[str], env: dict[str, str], log_path: Path, *, timeout: float) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
-        env = dict(os.environ, LOCI_EMBEDDER=embedder, LOCI_RATE_LIMIT="1000000/minute", HF_HUB_OFFLINE="1")
-        env.pop("LOCI_DATABASE_URL", None)
-        self.log_path = Path(data_dir) / "server.log"
+        self.log_path = log_path
         self._log = open(self.log_path, "wb")  # noqa: SIM115  # closed in stop()
         self.proc = subprocess.Popen(
             [
@@ -95,20 +98,21 @@ class LociServer:
                 "127.0.0.1",
                 "--port",
                 str(self.port),
-                "--data-dir",
-                data_dir,
+                *args,
             ],
             cwd=str(REPO_ROOT),
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        self._wait(startup_timeout)
+        self._wait(timeout)
 
     def _wait(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self.stop()
                 raise RuntimeError(
                     f"loci serve exited ({self.proc.returncode}); see {self.log_path}:\n"
                     + self.log_path.read_text(errors="replace")[-2000:]
@@ -122,30 +126,42 @@ class LociServer:
         self.stop()
         raise RuntimeError(f"loci serve did not answer within {timeout:.0f} s; see {self.log_path}")
 
-    def client(self, secret: str) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.base_url,
-            timeout=120.0,
-            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
-        )
-
     def stop(self) -> None:
         if self.proc.poll() is None:
-            self.proc.terminate()
+            os.killpg(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=20)
+                self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self._log.close()
 
-    def __enter__(self) -> LociServer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class LociServer(ServeProcess):
+    """`loci serve --data-dir data_dir`: the SQLite file the in-process benchmark uses."""
+
+    def __init__(self, data_dir: str, embedder: str, *, startup_timeout: float = 180.0) -> None:
+        self.data_dir = data_dir
+        env = dict(os.environ, LOCI_EMBEDDER=embedder, LOCI_RATE_LIMIT="1000000/minute", HF_HUB_OFFLINE="1")
+        env.pop("LOCI_DATABASE_URL", None)
+        super().__init__(
+            ["--data-dir", data_dir], env, Path(data_dir) / "server.log", timeout=startup_timeout
+        )
+
+    def client(self, secret: str) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.base_url,
+            timeout=120.0,
+            headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"},
+        )
 
 
 def timed_post(client: httpx.Client, path: str, body: bytes) -> float:

@@ -36,8 +36,6 @@ import argparse
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -47,14 +45,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-import httpx
 import msgspec
 import psycopg
 from psycopg import sql
 
 from engine.models import Memory, text_hash
 from evals.bench import corpus
-from evals.bench.harness import REPO_ROOT, Pct, free_port, pct
+from evals.bench.harness import Pct, ServeProcess, pct
 
 TARGET_P95_MS = 70.0  # one worker, concurrency 4, 1M memories
 TARGET_LOAD_RATE = 5000.0  # memories per second
@@ -387,18 +384,15 @@ def create_keys(url: str, orgs: int) -> dict[str, str]:
 
 
 # --- serve --------------------------------------------------------------------------------------
-class Server:
-    """`loci serve --workers W` against `url` on a free loopback port; its own process group."""
+class Server(ServeProcess):
+    """`loci serve --workers W` against `url`."""
 
     def __init__(
         self, url: str, workers: int, embedder: str, log_dir: str, *, timeout: float = 240.0
     ) -> None:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}"
         # the encoder graph is cached once for every server of the run, not exported per scratch dir
         from engine.embed.minilm import model_cache_dir
 
-        models = str(model_cache_dir().absolute())
         env = dict(
             os.environ,
             LOCI_DATABASE_URL=url,
@@ -406,54 +400,10 @@ class Server:
             HF_HUB_OFFLINE="1",
             LOCI_RATE_LIMIT="100000000/minute",
             LOCI_DATA_DIR=log_dir,
-            LOCI_MODEL_CACHE=models,
+            LOCI_MODEL_CACHE=str(model_cache_dir().absolute()),
         )
-        self.log_path = Path(log_dir) / f"serve-{workers}.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115  # closed in stop()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "server.cli",
-                "serve",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--workers",
-                str(workers),
-                "--database-url",
-                url,
-            ],
-            cwd=str(REPO_ROOT),
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                self.stop()
-                raise RuntimeError(f"loci serve exited: {self.log_path.read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/v0/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"loci serve did not answer within {timeout:.0f} s; see {self.log_path}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # the server and its uvicorn workers
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self._log.close()
+        args = ["--workers", str(workers), "--database-url", url]
+        super().__init__(args, env, Path(log_dir) / f"serve-{workers}.log", timeout=timeout)
 
 
 def request_bodies(
