@@ -1,8 +1,7 @@
 """Shared pieces of the benchmarks: percentiles, bench stores, and a real `loci serve` subprocess.
 
-`ServeProcess` runs `python -m server.cli serve` on a free loopback port until /v0/health answers;
-`LociServer(data_dir, embedder)` is one against the
-same SQLite file the in-process benchmark uses (rate limit raised so it never throttles the bench) and
+`ServeProcess` starts `python -m server.cli serve` on a free loopback port and waits for /v0/health.
+`LociServer(data_dir, embedder)` serves the same SQLite file the in-process benchmark uses (rate limit raised so it never throttles the bench) and
 `.client(secret)` returns an httpx.Client with the bearer key. Stop it with `.stop()` (or `with`).
 """
 
