@@ -50,13 +50,6 @@ class EmbeddingCache:
     def model(self) -> str:
         return self.embedder.model
 
-    def _lru_get(self, key: str) -> Vector | None:
-        with self._lock:
-            vec = self._lru.get(key)
-            if vec is not None:
-                self._lru.move_to_end(key)
-            return vec
-
     def _lru_put(self, key: str, vec: Vector) -> None:
         with self._lock:
             self._lru[key] = vec
@@ -91,6 +84,10 @@ class EmbeddingCache:
     def stored(self, text_hashes: Sequence[str]) -> dict[str, Vector]:
         """The vectors already held for these text hashes (the LRU, then the store), embedding
         nothing: a read never writes. Store hits join the LRU, so a hot candidate is read once."""
+        return self._held(text_hashes, from_store=True)
+
+    def _held(self, text_hashes: Sequence[str], *, from_store: bool) -> dict[str, Vector]:
+        """Hash -> vector from the LRU, then (`from_store`) the store, whose hits join the LRU."""
         found: dict[str, Vector] = {}
         with self._lock:
             for h in text_hashes:
@@ -99,7 +96,7 @@ class EmbeddingCache:
                     self._lru.move_to_end(h)
                     found[h] = vec
         missing = [h for h in dict.fromkeys(text_hashes) if h not in found]
-        if missing and self.store is not None:
+        if missing and from_store and self.store is not None:
             for h, vec in self.store.get_embeddings(self.model, missing).items():
                 found[h] = vec
                 self._lru_put(h, vec)
@@ -130,15 +127,7 @@ class EmbeddingCache:
     ) -> list[str]:
         """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
-        for h in set(hashes):
-            vec = self._lru_get(h)
-            if vec is not None:
-                found[h] = vec
-        missing = [h for h in dict.fromkeys(hashes) if h not in found]
-        if missing and persist and self.store is not None:
-            for h, vec in self.store.get_embeddings(self.model, missing).items():
-                found[h] = vec
-                self._lru_put(h, vec)
+        found.update(self._held(hashes, from_store=persist))
         stats.cache_hits += sum(1 for h in hashes if h in found)
         todo: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
