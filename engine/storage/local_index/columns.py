@@ -10,7 +10,6 @@ the index): live, not archived, entity/agent equal when set, and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -22,13 +21,6 @@ from engine.storage.local_index.growable import Growable
 from engine.timeutil import to_micros
 
 INF = np.iinfo(np.int64).max
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_US = timedelta(microseconds=1)
-
-
-def _micros(value: datetime) -> int:
-    """`engine.timeutil.to_micros`, faster for the aware datetimes the engine holds."""
-    return (value - _EPOCH) // _US if value.tzinfo is not None else to_micros(value)
 
 
 Mask = npt.NDArray[np.bool_]
@@ -112,10 +104,10 @@ class Columns:
         self.status.extend([self.statuses.add(m.status) for m in memories])
         self.type.extend([self.types.add(m.type) for m in memories])
         self.start.extend(
-            [_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories]
+            [to_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories]
         )
-        self.valid_to.extend([INF if m.valid_to is None else _micros(m.valid_to) for m in memories])
-        self.ts.extend([_micros(m.timestamp) for m in memories])
+        self.valid_to.extend([INF if m.valid_to is None else to_micros(m.valid_to) for m in memories])
+        self.ts.extend([to_micros(m.timestamp) for m in memories])
         return first
 
     def kill(self, memory_id: str) -> int | None:
