@@ -97,11 +97,12 @@ def bench_scope(size: int, turns: Sequence[str], *, batches: int, singles: int, 
         try:
             _preload(store, size, embedder)
             scope = Scope(org_id=corpus.ORG, entity_id=corpus.ENTITY, now=corpus.NOW)
-            store.vector_search(scope, embedder.model, embedder.embed(["warm"])[0], 5)  # index built
+            warm = embedder.embed(["warm"])[0]
             service = MemoryService(store, embeddings=EmbeddingCache(embedder, store))
             texts = iter(f"{turns[i % len(turns)]} ({i})" for i in range(10**9))  # distinct texts
             batch_ms: list[float] = []
             for _ in range(batches):
+                store.vector_search(scope, embedder.model, warm, 5)  # the index is built (at 0: once written)
                 drafts = [
                     MemoryCreate(entity_id=corpus.ENTITY, type="event", text=next(texts))
                     for _ in range(MAX_BATCH)

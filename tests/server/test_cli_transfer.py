@@ -89,9 +89,9 @@ def test_import_of_a_bad_file_fails_cleanly(capsys: pytest.CaptureFixture[str], 
 
 def test_migrate_sqlite_is_repeatable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "migrate", "--data-dir", str(tmp_path))
-    assert code == 0 and "schema version 2 (before 0, latest 2); migrated 0 -> 2" in out
+    assert code == 0 and "schema version 3 (before 0, latest 3); migrated 0 -> 3" in out
     code, out, _ = run(capsys, "migrate", "--database-url", f"sqlite://{tmp_path / 'loci.db'}")
-    assert code == 0 and "schema version 2 (before 2, latest 2); up to date" in out
+    assert code == 0 and "schema version 3 (before 3, latest 3); up to date" in out
 
 
 def test_migrate_never_prints_a_password() -> None:

@@ -136,7 +136,30 @@ def _v2(conn: sqlite3.Connection) -> None:
     conn.executemany("INSERT INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", sorted(pairs))
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2]
+def _v3(conn: sqlite3.Connection) -> None:
+    """Embeddings in a rowid table keyed by a unique index: a batch of new texts appends its vectors
+    instead of splitting pages all over a B-tree of kilobyte rows, and looking a hash up reads the
+    small index only."""
+    _run(
+        conn,
+        """
+        CREATE TABLE embeddings_v3 (
+            id         INTEGER PRIMARY KEY,
+            model      TEXT NOT NULL,
+            text_hash  TEXT NOT NULL,
+            dim        INTEGER NOT NULL,
+            vector     BLOB NOT NULL
+        );
+        INSERT INTO embeddings_v3 (model, text_hash, dim, vector)
+            SELECT model, text_hash, dim, vector FROM embeddings ORDER BY model, text_hash;
+        DROP TABLE embeddings;
+        ALTER TABLE embeddings_v3 RENAME TO embeddings;
+        CREATE UNIQUE INDEX embeddings_key ON embeddings (model, text_hash);
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 LATEST = len(MIGRATIONS)
 
 

@@ -3,7 +3,8 @@
 - One connection (check_same_thread=False) guarded by an RLock, so many server threads may share one
   store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
   transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
-  before the call returns.
+  before the call returns. A background `Checkpointer` copies the WAL into the database file, off the
+  commit path.
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
   first search of a namespace and patched after each commit (never on rollback). Commits made by other
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,11 +32,13 @@ from engine.models import ApiKey, Event, IdempotencyRecord, Memory
 from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import IndexRegistry
-from engine.storage.sqlite import codec
+from engine.storage.sqlite import checkpoint, codec
+from engine.storage.sqlite.checkpoint import Checkpointer
 from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
 _CHUNK = 500  # host parameters per IN (...) list
+_PAGE_CACHE_KIB = 65_536  # SQLite's page cache: a 100k-memory scope's index pages stay in memory
 _CACHE_MAX = 50_000  # decoded memories kept for `get_memories` (retrieval reads the same ones each turn)
 
 
@@ -47,12 +51,17 @@ class SQLiteStore:
         self._depth = 0
         self._after_commit: list[Callable[[], None]] = []
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        if path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode=WAL")
+        wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
         self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
         migrate(self._conn)
+        self._checkpointer: Checkpointer | None = None
+        if wal:
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint.BACKSTOP_PAGES}")
+            self._checkpointer = Checkpointer(path)
+            weakref.finalize(self, self._checkpointer.close)
         self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
         # committed memories by (org_id, memory_id), least recently used first; entries are dropped
         # after a commit that writes them and all of it when another connection commits
@@ -86,6 +95,8 @@ class SQLiteStore:
                             self._conn.execute("ROLLBACK")
                         self._index.forget_since(mark)
                         raise
+                    if self._checkpointer is not None:
+                        self._checkpointer.poke()
                     patches, self._after_commit = self._after_commit, []
                     try:
                         for patch in patches:
@@ -127,6 +138,8 @@ class SQLiteStore:
             self._cache.pop(key, None)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         with self._lock:
             self._conn.close()
 
@@ -311,7 +324,8 @@ class SQLiteStore:
         clean = {h: np.ascontiguousarray(v, dtype=np.float32).reshape(-1) for h, v in vectors.items()}
         with self.transaction():
             self._conn.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+                "INSERT INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (model, text_hash) DO UPDATE SET dim = excluded.dim, vector = excluded.vector",
                 [(model, h, int(v.shape[0]), v.tobytes()) for h, v in clean.items()],
             )
             self._after_commit.append(lambda: self._index.apply_vectors(model, clean))

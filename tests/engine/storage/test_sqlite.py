@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from engine.models import Event
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Scope
 from engine.storage.in_memory import InMemoryStore
-from engine.storage.sqlite import SQLiteStore
+from engine.storage.sqlite import SQLiteStore, checkpoint
 from engine.storage.sqlite.codec import MEMORY_INSERT, memory_row
 from engine.storage.sqlite.schema import LATEST, MIGRATIONS, migrate, schema_version
 from tests.engine.storage.conftest import at, mem
@@ -73,6 +74,56 @@ def test_migrates_an_older_database(tmp_path: Path) -> None:
     s.close()
     s = SQLiteStore(path)  # reopening an up-to-date database changes nothing
     assert schema_version(s._conn) == LATEST
+    s.close()
+
+
+def test_migration_3_keeps_every_vector_and_its_key(tmp_path: Path) -> None:
+    path = str(tmp_path / "v2.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, target=2) == 2
+    old = {f"h{i}": np.full(4, i, dtype=np.float32) for i in range(5)}
+    conn.executemany(
+        "INSERT INTO embeddings (model, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+        [(model, h, 4, v.tobytes()) for model in ("a", "b") for h, v in old.items()],
+    )
+    conn.close()
+    s = SQLiteStore(path)
+    for model in ("a", "b"):
+        got = s.get_embeddings(model, [*old, "missing"])
+        assert sorted(got) == sorted(old)
+        assert all(np.array_equal(got[h], v) for h, v in old.items())
+    s.put_embeddings("a", {"h1": np.zeros(4, dtype=np.float32)})  # a key written twice is replaced
+    assert np.array_equal(s.get_embeddings("a", ["h1"])["h1"], np.zeros(4, dtype=np.float32))
+    assert np.array_equal(s.get_embeddings("b", ["h1"])["h1"], old["h1"])
+    assert s._conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 10
+    s.close()
+
+
+def test_checkpoints_run_off_the_commit_path(tmp_path: Path) -> None:
+    """The writer leaves its WAL alone below the backstop; the background thread copies each commit
+    into the database file itself (a copy of that file alone, without the WAL, holds the rows)."""
+    path = tmp_path / "loci.db"
+    s = SQLiteStore(str(path))
+    assert s._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == checkpoint.BACKSTOP_PAGES
+    assert s._checkpointer is not None
+    s.put_memories([mem(text=f"row {i}") for i in range(20)])
+    deadline = time.monotonic() + 10
+    while s._checkpointer.passes == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(path.read_bytes())  # the database file only: no -wal beside it
+    other = sqlite3.connect(copy)
+    assert other.execute("SELECT count(*) FROM memories").fetchone()[0] == 20
+    other.close()
+    thread = s._checkpointer._thread
+    s.close()
+    assert not thread.is_alive()
+
+
+def test_an_in_memory_store_has_no_checkpointer() -> None:
+    s = SQLiteStore(":memory:")
+    assert s._checkpointer is None
+    s.put_memories([mem()])
     s.close()
 
 
