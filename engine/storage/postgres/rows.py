@@ -57,6 +57,7 @@ _StoredMemory = msgspec.defstruct(
 )
 
 _decoder = msgspec.json.Decoder(_StoredMemory)
+_valid_decoder = msgspec.json.Decoder(Memory)
 
 COLUMNS = (
     "org_id",
@@ -239,8 +240,13 @@ def row_of(m: Memory) -> tuple[Any, ...]:
 
 
 def decode(doc: str) -> Memory:
-    stored = _decoder.decode(doc)
-    return Memory(**{f: getattr(stored, f) for f in _FIELDS})
+    """A stored document back as a Memory: straight to Memory when it passes the wire constraints (every
+    record written through the API), else field by field from the unconstrained twin."""
+    try:
+        return _valid_decoder.decode(doc)
+    except msgspec.ValidationError:
+        stored = _decoder.decode(doc)
+        return Memory(**{f: getattr(stored, f) for f in _FIELDS})
 
 
 _FIELDS = Memory.__struct_fields__

@@ -344,7 +344,12 @@ class SQLiteStore:
         return self._index.graph_search(scope, seeds, depth, k)
 
     def adjacent_events(
-        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
+        self,
+        scope: Scope,
+        memory_ids: Sequence[str],
+        span: int,
+        max_gap: timedelta,
+        memories: dict[str, Memory] | None = None,
     ) -> list[Adjacent]:
         self._sync_index()
         return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
