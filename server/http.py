@@ -27,7 +27,7 @@ from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import StoredResponse
-from server.schema_rules import DATE_TIME_PATTERN
+from server.schema_rules import DATE_TIME_PATTERN, inner_types
 from server.schemas.errors import ErrorBody
 from server.services import services_of
 
@@ -226,20 +226,7 @@ def _has_int(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
     if key in seen:
         return False
     inner = seen | {key}
-    if isinstance(info, mi.IntType):
-        found = True
-    elif isinstance(info, mi.Metadata):
-        found = _has_int(info.type, inner)
-    elif isinstance(info, mi.UnionType):
-        found = any(_has_int(t, inner) for t in info.types)
-    elif isinstance(info, mi.StructType):
-        found = any(_has_int(f.type, inner) for f in info.fields)
-    elif isinstance(info, mi.ListType | mi.VarTupleType):
-        found = _has_int(info.item_type, inner)
-    elif isinstance(info, mi.DictType):
-        found = _has_int(info.value_type, inner)
-    else:
-        found = False
+    found = isinstance(info, mi.IntType) or any(_has_int(t, inner) for t in inner_types(info))
     _HAS_INT[key] = found
     return found
 

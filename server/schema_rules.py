@@ -195,6 +195,22 @@ def distinguish_numbers(doc: dict[str, Any]) -> None:
                     b["not"] = {"type": "integer"}
 
 
+def inner_types(info: mi.Type) -> tuple[mi.Type, ...]:
+    """The types one level inside `info` (a dict's values, not its string keys): the walk shared by the
+    type traversals here and in `server.http`."""
+    if isinstance(info, mi.Metadata):
+        return (info.type,)
+    if isinstance(info, mi.UnionType):
+        return tuple(info.types)
+    if isinstance(info, mi.StructType):
+        return tuple(f.type for f in info.fields)
+    if isinstance(info, mi.ListType | mi.VarTupleType):
+        return (info.item_type,)
+    if isinstance(info, mi.DictType):
+        return (info.value_type,)
+    return ()
+
+
 def _date_time_fields(info: mi.Type, found: dict[str, set[str]], seen: set[type]) -> None:
     """Struct name -> its fields holding a datetime (msgspec documents them as plain strings)."""
     while isinstance(info, mi.Metadata):
@@ -209,13 +225,9 @@ def _date_time_fields(info: mi.Type, found: dict[str, set[str]], seen: set[type]
             if any(isinstance(o, mi.DateTimeType) for o in options):
                 found.setdefault(info.cls.__name__, set()).add(f.encode_name)
             _date_time_fields(f.type, found, seen)
-    elif isinstance(info, mi.UnionType):
-        for option in info.types:
-            _date_time_fields(option, found, seen)
-    elif isinstance(info, mi.ListType | mi.VarTupleType):
-        _date_time_fields(info.item_type, found, seen)
-    elif isinstance(info, mi.DictType):
-        _date_time_fields(info.value_type, found, seen)
+    else:
+        for inner_type in inner_types(info):
+            _date_time_fields(inner_type, found, seen)
 
 
 def mark_date_times(components: dict[str, dict[str, Any]], types: tuple[type[Any], ...]) -> None:
