@@ -28,6 +28,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     top_k: int
     depth: int
     rerank: bool
+    rerank_lambda: float
     diversity: bool
     max_per_predicate: int
     max_per_source: int
@@ -80,6 +81,7 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
         top_k=options.top_k or preset.top_k,
         depth=preset.depth if options.depth is None else options.depth,
         rerank=preset.rerank if options.rerank.enable is None else options.rerank.enable,
+        rerank_lambda=preset.rerank_lambda if options.rerank.lambda_ is None else options.rerank.lambda_,
         diversity=options.diversity.enable,
         max_per_predicate=options.diversity.max_per_predicate,
         max_per_source=options.diversity.max_per_source,

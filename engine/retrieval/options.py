@@ -73,6 +73,19 @@ class Diversity(msgspec.Struct, kw_only=True):
 
 class Rerank(msgspec.Struct, kw_only=True):
     enable: bool | None = None  # None: the preset's (false for every shipped preset)
+    lambda_: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.0,
+                le=1.0,
+                description=(
+                    "MMR's weight on relevance against redundancy (1: relevance only); default 0.7 (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = msgspec.field(default=None, name="lambda")
 
 
 class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

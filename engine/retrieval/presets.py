@@ -22,6 +22,7 @@ from typing import Literal
 import msgspec
 
 from engine.errors import UnknownName
+from engine.retrieval.rerank import LAMBDA
 
 PresetName = Literal["balanced", "fast", "factual", "recent", "graphy"]
 CHANNELS: tuple[str, ...] = ("semantic", "bm25", "graph_prior", "recency_decay", "confidence")
@@ -51,6 +52,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     depth: int = 2
     recency_half_life_days: int = 45
     rerank: bool = False
+    rerank_lambda: float = LAMBDA  # MMR's relevance weight, when rerank is on
     #: additive score boosts by memory type, e.g. (("fact", 0.05),)
     type_boosts: tuple[tuple[str, float], ...] = ()
     #: conversation context (`engine.retrieval.expand`): events up to `neighbors` places before and

@@ -134,15 +134,16 @@ def _rerank(
     fused: Fused,
     position: dict[str, int],
     cost: Cost,
+    lam: float,
 ) -> list[str]:
-    """MMR over the ranking, with the stored embeddings of the candidates' texts (`rerank.PICKS`
-    places chosen, the rest by score)."""
+    """MMR with relevance weight `lam` over the ranking, with the stored embeddings of the candidates'
+    texts (`rerank.PICKS` places chosen, the rest by score)."""
     wanted = {mid: text_hash(memories[mid].text) for mid in ranked if mid in memories}
     found = embeddings.stored(list(set(wanted.values())))
     cost.retrieval_ops += 1
     vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
     scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
-    return [ranked[i] for i in rerank.mmr(scores, vectors, picks=rerank.PICKS)]
+    return [ranked[i] for i in rerank.mmr(scores, vectors, lam=lam, picks=rerank.PICKS)]
 
 
 def retrieve(
@@ -233,7 +234,7 @@ def retrieve(
         ranked, div = _diversify(ranked, memories, cfg, pinned)
     position = {mid: i for i, mid in enumerate(union)}
     if cfg.rerank and embeddings is not None and not degraded and len(ranked) > 1:
-        ranked = _rerank(embeddings, ranked, memories, fused, position, cost)
+        ranked = _rerank(embeddings, ranked, memories, fused, position, cost, cfg.rerank_lambda)
     timings.fuse += _ms(t)
 
     counts = CandidateCounts(

@@ -1,8 +1,9 @@
+import msgspec
 import pytest
 
 from engine.errors import InvalidInput
 from engine.retrieval.config import renormalize, resolve, without_semantic
-from engine.retrieval.options import Expand, RetrievalOptions, WeightsIn
+from engine.retrieval.options import Expand, Rerank, RetrievalOptions, WeightsIn
 from engine.retrieval.presets import Weights
 
 
@@ -11,6 +12,16 @@ def test_balanced_defaults() -> None:
     assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
     assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (100, 2, 45, False)
     assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
+
+
+def test_rerank_lambda_defaults_to_the_preset_and_is_read_from_json() -> None:
+    assert resolve(RetrievalOptions()).rerank_lambda == 0.7
+    cfg = resolve(RetrievalOptions(rerank=Rerank(enable=True, lambda_=0.8)))
+    assert (cfg.rerank, cfg.rerank_lambda) == (True, 0.8)
+    opts = msgspec.json.decode(b'{"rerank": {"enable": true, "lambda": 0.9}}', type=RetrievalOptions)
+    assert resolve(opts).rerank_lambda == 0.9
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"rerank": {"lambda": 1.5}}', type=RetrievalOptions)
 
 
 def test_expand_options_override_preset() -> None:

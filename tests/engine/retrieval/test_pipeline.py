@@ -269,6 +269,14 @@ def test_rerank_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert {m.memory_id for m in rr.matches or []} == {m.memory_id for m in plain.matches or []}
 
 
+def test_rerank_lambda_one_keeps_the_fused_order(store: InMemoryStore, cache: EmbeddingCache) -> None:
+    ret = {"return": {"include_raw_matches": True}}
+    plain = run(store, cache, **ret)
+    pure = run(store, cache, retrieval={"rerank": {"enable": True, "lambda": 1.0}}, **ret)
+    assert pure.retrieval_summary.rerank
+    assert [m.memory_id for m in pure.matches or []] == [m.memory_id for m in plain.matches or []]
+
+
 def test_budget_small_is_respected_and_recorded(store: InMemoryStore, cache: EmbeddingCache) -> None:
     long_snips = ["word " * 780, "other " * 660]
     resp = run(store, cache, budget={"max_context_tokens": 256}, seed_context={"snippets": long_snips})
