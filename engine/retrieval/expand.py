@@ -99,7 +99,7 @@ def context_boosts(
     neighbor: dict[str, float] = {}
     if cfg.neighbors > 0 and cfg.neighbor_weight > 0 and events:
         anchors = sorted(events, key=lambda mid: -score[mid])[:ANCHORS]
-        adjacent = store.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP, memories)
+        adjacent = store.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
         out.ops += 1
         for a in adjacent:
             neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])

@@ -154,19 +154,12 @@ class Store(Protocol):
         ...
 
     def adjacent_events(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        span: int,
-        max_gap: timedelta,
-        memories: dict[str, Memory] | None = None,
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
     ) -> list[Adjacent]:
         """The conversation around events: for each of `memory_ids` that is an in-scope event, the
         in-scope events up to `span` places before and after it in (timestamp, memory_id) order,
         walking outward only while consecutive events are at most `max_gap` apart (the same stretch of
-        conversation). Per anchor nearest first, before then after; other ids get none. A store that
-        reads the neighbours' rows anyway may add those missing from `memories` to it (saving the
-        caller a round trip); the caller fetches whatever is still missing."""
+        conversation). Per anchor nearest first, before then after; other ids get none."""
         ...
 
     def scope_size(self, scope: Scope) -> int:

@@ -63,10 +63,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from engine.models import Memory
 from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.postgres.pgtext import dec, enc
-from engine.storage.postgres.rows import decode
 from engine.storage.postgres.vectors import vector_type
 from engine.storage.postgres.where import Where
 from engine.timeutil import to_micros, to_utc
@@ -311,30 +309,24 @@ def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
 
 
 def adjacent_events(
-    conn: psycopg.Connection[Any],
-    scope: Scope,
-    memory_ids: Sequence[str],
-    span: int,
-    max_gap: timedelta,
-    memories: dict[str, Memory] | None = None,
+    conn: psycopg.Connection[Any], scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
 ) -> list[Adjacent]:
     """`Store.adjacent_events`: per in-scope event anchor, `span` in-scope events on each side in
-    (ts, memory_id) order (two index-ordered LATERAL scans), then cut where a gap exceeds `max_gap`.
-    The neighbours' documents come along: those kept and missing from `memories` are added to it."""
+    (ts, memory_id) order (two index-ordered LATERAL scans), then cut where a gap exceeds `max_gap`."""
     if span <= 0 or not memory_ids:
         return []
     where, params = scope_filter(scope, "m")
     anchor_where, _ = scope_filter(scope, "a")  # same placeholders, same values
     params.update(ids=[enc(i) for i in dict.fromkeys(memory_ids)], span=span)
     stmt = f"""
-        SELECT a.memory_id, a.ts, n.memory_id, n.ts, n.dir, n.doc
+        SELECT a.memory_id, a.ts, n.memory_id, n.ts, n.dir
         FROM memories a
         CROSS JOIN LATERAL (
-            (SELECT m.memory_id, m.ts, -1 AS dir, m.doc FROM memories m
+            (SELECT m.memory_id, m.ts, -1 AS dir FROM memories m
              WHERE m.type = 'event' AND {where} AND (m.ts, m.memory_id) < (a.ts, a.memory_id)
              ORDER BY m.ts DESC, m.memory_id DESC LIMIT %(span)s)
             UNION ALL
-            (SELECT m.memory_id, m.ts, 1 AS dir, m.doc FROM memories m
+            (SELECT m.memory_id, m.ts, 1 AS dir FROM memories m
              WHERE m.type = 'event' AND {where} AND (m.ts, m.memory_id) > (a.ts, a.memory_id)
              ORDER BY m.ts, m.memory_id LIMIT %(span)s)
         ) n
@@ -343,11 +335,9 @@ def adjacent_events(
     rows = conn.execute(stmt, params, prepare=False).fetchall()
     sides: dict[tuple[str, int], list[tuple[datetime, str]]] = {}
     anchor_ts: dict[str, datetime] = {}
-    docs: dict[str, str] = {}
-    for anchor, a_ts, memory_id, ts, direction, doc in rows:
+    for anchor, a_ts, memory_id, ts, direction in rows:
         anchor_ts[anchor] = a_ts
         sides.setdefault((anchor, int(direction)), []).append((ts, memory_id))
-        docs[memory_id] = doc
     out: list[Adjacent] = []
     for anchor in params["ids"]:
         if anchor not in anchor_ts:
@@ -358,9 +348,6 @@ def adjacent_events(
             for d, (ts, memory_id) in enumerate(side, start=1):
                 if abs(ts - previous) > max_gap:
                     break
-                kept = dec(memory_id)
-                out.append(Adjacent(dec(anchor), kept, direction * d))
-                if memories is not None and kept not in memories:
-                    memories[kept] = decode(docs[memory_id])
+                out.append(Adjacent(dec(anchor), dec(memory_id), direction * d))
                 previous = ts
     return out

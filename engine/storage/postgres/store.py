@@ -364,15 +364,10 @@ class PostgresStore:
             return search.graph_search(conn, scope, seeds, depth, k)
 
     def adjacent_events(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        span: int,
-        max_gap: timedelta,
-        memories: dict[str, Memory] | None = None,
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
     ) -> list[Adjacent]:
         with self._read() as conn:
-            return search.adjacent_events(conn, scope, memory_ids, span, max_gap, memories)
+            return search.adjacent_events(conn, scope, memory_ids, span, max_gap)
 
     def scope_size(self, scope: Scope) -> int:
         with self._read() as conn:

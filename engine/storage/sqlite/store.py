@@ -344,12 +344,7 @@ class SQLiteStore:
         return self._index.graph_search(scope, seeds, depth, k)
 
     def adjacent_events(
-        self,
-        scope: Scope,
-        memory_ids: Sequence[str],
-        span: int,
-        max_gap: timedelta,
-        memories: dict[str, Memory] | None = None,
+        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
     ) -> list[Adjacent]:
         self._sync_index()
         return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))

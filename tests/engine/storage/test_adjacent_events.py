@@ -120,19 +120,3 @@ def test_events_written_between_reads_take_their_places(store: Store) -> None:
     del live["mem_z"]
     ids = ["mem_b", "mem_e", "mem_m", "mem_z"]
     assert store.adjacent_events(scope, ids, 4, GAP) == _expected(live, ids, 4)
-
-
-def test_rows_handed_back_are_the_kept_neighbours_exactly(store: Store) -> None:
-    """A store may add the neighbours' rows it read to `memories`: only kept neighbours, equal to what
-    get_memories returns, and never replacing an entry the caller already holds."""
-    _conversation(store)
-    scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
-    held = store.get_memories("org_a", ["mem_s1_1"])[0]
-    memories = {"mem_s1_1": held}
-    got = store.adjacent_events(scope, ["mem_s1_2"], 2, GAP, memories)
-    assert got == store.adjacent_events(scope, ["mem_s1_2"], 2, GAP)
-    assert memories["mem_s1_1"] is held
-    added = set(memories) - {"mem_s1_1"}
-    assert added <= {a.memory_id for a in got}
-    for m in store.get_memories("org_a", sorted(added)):
-        assert memories[m.memory_id] == m

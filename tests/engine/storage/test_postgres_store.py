@@ -90,25 +90,6 @@ def test_documents_decode_straight_or_through_the_unconstrained_twin() -> None:
     assert pg_rows.decode(pg_rows._encoder.encode(odd).decode()) == odd
 
 
-def test_adjacent_events_hand_back_the_neighbours_rows(postgres_store: PostgresStore) -> None:
-    turns = [
-        memory(
-            memory_id=f"mem_t{i}",
-            type="event",
-            entity_id="ent:a",
-            text=f"turn {i}",
-            at=T0 + timedelta(minutes=i),
-        )
-        for i in range(5)
-    ]
-    postgres_store.put_memories(turns)
-    scope = Scope(org_id="org_a", entity_id="ent:a", now=T0 + timedelta(days=1))
-    memories: dict[str, Memory] = {}
-    got = postgres_store.adjacent_events(scope, ["mem_t2"], 2, timedelta(minutes=30), memories)
-    assert sorted(a.memory_id for a in got) == ["mem_t0", "mem_t1", "mem_t3", "mem_t4"]
-    assert memories == {m.memory_id: m for m in turns if m.memory_id != "mem_t2"}
-
-
 def test_registry_opens_both_schemes(pg_database: str) -> None:
     for url in (pg_database, pg_database.replace("postgresql://", "postgres://", 1)):
         store = open_store(url)
