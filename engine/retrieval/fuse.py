@@ -162,6 +162,28 @@ def _score(contrib: F64, boosts: F64) -> F64:
     return score
 
 
+def _recency(ages: F64, cfg: ResolvedRetrieval) -> F64:
+    """The recency prior of candidates `ages` days old: half per half-life."""
+    return np.power(0.5, ages / float(cfg.recency_half_life_days))
+
+
+def _fused(
+    ids: Sequence[str], raw: F64, norm: F64, weights: F64, boosts: F64, hit: npt.NDArray[np.bool_]
+) -> Fused:
+    """The fusion of these normalized values: contributions and scores derived from them."""
+    contrib = norm * weights
+    return Fused(
+        ids=list(ids),
+        raw=raw,
+        norm=norm,
+        weights=weights,
+        contrib=contrib,
+        boosts=boosts,
+        score=_score(contrib, boosts),
+        hit=hit,
+    )
+
+
 def fuse(
     ids: Sequence[str],
     memories: Mapping[str, Memory],
@@ -185,7 +207,7 @@ def fuse(
     ages, conf, real, boosts = _priors_and_boosts(
         ids, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
     )
-    recency = np.where(real, np.power(0.5, ages / float(cfg.recency_half_life_days)), 0.0)
+    recency = np.where(real, _recency(ages, cfg), 0.0)
     raw[:, 3] = norm[:, 3] = recency
     raw[:, 4] = norm[:, 4] = conf
     # snippets are not in the channels: no norm floor for them
@@ -193,18 +215,7 @@ def fuse(
         norm[~real, :3] = 0.0
 
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
-    contrib = norm * weights
-    score = _score(contrib, boosts)
-    return Fused(
-        ids=list(ids),
-        raw=raw,
-        norm=norm,
-        weights=weights,
-        contrib=contrib,
-        boosts=boosts,
-        score=score,
-        hit=hit,
-    )
+    return _fused(ids, raw, norm, weights, boosts, hit)
 
 
 def refuse(
@@ -238,8 +249,7 @@ def refuse(
         hit_norms = first.norm[first.hit[:, j], j]
         if hit_norms.size:
             norm[n1:, j] = min(0.0, float(hit_norms.min()))
-    recency = np.power(0.5, ages / float(cfg.recency_half_life_days))
-    raw[n1:, 3] = norm[n1:, 3] = recency
+    raw[n1:, 3] = norm[n1:, 3] = _recency(ages, cfg)
     raw[n1:, 4] = norm[n1:, 4] = conf
     boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
     boosts[:n1, :5], boosts[n1:, :5] = first.boosts[:, :5], extra[:, :5]
@@ -248,17 +258,7 @@ def refuse(
             boosts[i, 5], boosts[i, 6] = context[mid]
     hit = np.zeros((n, 3), dtype=bool)
     hit[:n1] = first.hit
-    contrib = norm * first.weights
-    return Fused(
-        ids=ids,
-        raw=raw,
-        norm=norm,
-        weights=first.weights,
-        contrib=contrib,
-        boosts=boosts,
-        score=_score(contrib, boosts),
-        hit=hit,
-    )
+    return _fused(ids, raw, norm, first.weights, boosts, hit)
 
 
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
