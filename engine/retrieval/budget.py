@@ -53,10 +53,9 @@ def context_tokens(
     sources: Sequence[str],
     tokenizer: Tokenizer = ESTIMATE,
 ) -> int:
-    tok = tokenizer
-    total = tok.line_tokens(summary)
+    total = tokenizer.line_tokens(summary)
     for line in (*facts, *recent_events, *sources):
-        total += tok.line_tokens(line)
+        total += tokenizer.line_tokens(line)
     return total
 
 
@@ -123,17 +122,16 @@ class _Fitter:
 
 
 def fit(items: Sequence[RenderItem], budget: int, tokenizer: Tokenizer = ESTIMATE) -> BudgetPlan:
-    tok = tokenizer
-    state = _Fitter(max(0, budget), tok)
+    state = _Fitter(max(0, budget), tokenizer)
     planned = 0
     groups: set[str] = set()
     skipped: list[tuple[RenderItem, int]] = []
     for item in sorted(items, key=lambda it: (not it.pinned, it.rank)):
-        cost = tok.line_tokens(item.line)
+        cost = tokenizer.line_tokens(item.line)
         planned += cost
         if item.group and item.group not in groups:
             groups.add(item.group)
-            planned += tok.line_tokens(day_header(item.group))
+            planned += tokenizer.line_tokens(day_header(item.group))
         if state.add(item, cost, state.header_cost(item)):
             continue
         if not item.pinned:

@@ -136,7 +136,6 @@ def build_items(
     tokenizer: Tokenizer = ESTIMATE,
 ) -> tuple[list[RenderItem], list[BudgetAction]]:
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
-    tok = tokenizer
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
     counts = {"facts": 0, "recent_events": 0}
@@ -159,7 +158,9 @@ def build_items(
         if section in counts:
             counts[section] += 1
         plain = redactor.redact(snippets[mid] if memory is None else memory.text, memory)
-        item, action = _item(mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tok)
+        item, action = _item(
+            mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tokenizer
+        )
         items.append(item)
         if action is not None:
             actions.append(action)
