@@ -32,8 +32,8 @@ from engine.models import ApiKey, Event, IdempotencyRecord, Memory
 from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import IndexRegistry
-from engine.storage.sqlite import checkpoint, codec
-from engine.storage.sqlite.checkpoint import Checkpointer
+from engine.storage.sqlite import codec
+from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
 from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
@@ -59,7 +59,7 @@ class SQLiteStore:
         migrate(self._conn)
         self._checkpointer: Checkpointer | None = None
         if wal:
-            self._conn.execute(f"PRAGMA wal_autocheckpoint={checkpoint.BACKSTOP_PAGES}")
+            self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             self._checkpointer = Checkpointer(path)
             weakref.finalize(self, self._checkpointer.close)
         self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
