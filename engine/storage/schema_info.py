@@ -1,8 +1,8 @@
 """Read a store's schema version without opening (and so without migrating) it: for `loci migrate`.
 
     schema_version("sqlite:///data/loci.db") -> 3     (PRAGMA user_version; 0 if the file is new)
-    schema_version("./data")                  -> 2     (<dir>/loci.db, as open_store resolves it)
-    schema_version("postgresql://...")        -> 1     (max version in schema_migrations; 0 if none)
+    schema_version("./data")                  -> 3     (<dir>/loci.db, as open_store resolves it)
+    schema_version("postgresql://...")        -> 3     (max version in schema_migrations; 0 if none)
     schema_version("memory")                  -> None  (no schema)
 
 `latest_version(target)` is the version this code migrates that backend to.
