@@ -38,6 +38,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     neighbors: int = 0
     neighbor_weight: float = 0.0
     day_weight: float = 0.0
+    length_weight: float = 0.0
 
 
 def renormalize(weights: Weights) -> tuple[Weights, bool]:
@@ -95,6 +96,7 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
             else options.expand.neighbor_weight
         ),
         day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
+        length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
     )
 
 

@@ -11,8 +11,11 @@ Boosts (added after the weighted sum, each its own score component, only when no
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
 (+`SEED_BOOST` for seed_context.memory_ids), and the conversation-context boosts `neighbor_boost` and
-`day_boost` computed by `engine.retrieval.expand` from a first fusion. A seed snippet has only
-`seed_snippet` = `SNIPPET_SCORE`.
+`day_boost` computed by `engine.retrieval.expand` from a first fusion, and the `length_prior` of
+events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
+candidates)`, so among turns that match alike the one that says more leads (a short turn is mostly
+acknowledgement; zero mean, so events as a whole are not lifted above other types). A seed snippet
+has only `seed_snippet` = `SNIPPET_SCORE`.
 
 The score is accumulated left to right in float64 in the same order as the components are listed,
 so `sum(c.contrib for c in components.values()) == score` exactly. Vectorized over candidates.
@@ -41,6 +44,9 @@ DEFAULT_CONFIDENCE = 0.5
 ENTITY_BOOST = 0.1
 SEED_BOOST = 0.2
 SNIPPET_SCORE = 0.5
+#: the length prior counts characters up to this: past a couple of sentences length says no more about
+#: substance, and uncapped it lifts long assistant replies over the short user turn that states a new value
+LENGTH_CAP_CHARS = 200
 BOOSTS: tuple[str, ...] = (
     "predicate_boost",
     "entity_boost",
@@ -49,6 +55,7 @@ BOOSTS: tuple[str, ...] = (
     "seed_snippet",
     "neighbor_boost",
     "day_boost",
+    "length_prior",
 )
 _DAY_US = 86_400_000_000
 
@@ -149,6 +156,20 @@ def _priors_and_boosts(
     return ages, conf, real, boosts
 
 
+def _length_prior(ids: Sequence[str], memories: Mapping[str, Memory], weight: float) -> F64 | None:
+    """The length prior of every candidate (0 for all but events), or None when it is off."""
+    if weight <= 0.0:
+        return None
+    rows = [i for i, mid in enumerate(ids) if (m := memories.get(mid)) is not None and m.type == "event"]
+    if len(rows) < 2:
+        return None
+    chars = [min(LENGTH_CAP_CHARS, max(1, len(memories[ids[i]].text))) for i in rows]
+    logs = np.log(np.asarray(chars, dtype=np.float64))
+    out = np.zeros(len(ids), dtype=np.float64)
+    out[np.asarray(rows, dtype=np.intp)] = weight * (logs - logs.mean())
+    return out
+
+
 def _score(contrib: F64, boosts: F64) -> F64:
     """Channel contributions, then boosts, added left to right (the order `Fused.components` lists)."""
     score = np.zeros(contrib.shape[0], dtype=np.float64)
@@ -214,6 +235,9 @@ def fuse(
     if not real.all():
         norm[~real, :3] = 0.0
 
+    length = _length_prior(ids, memories, cfg.length_weight)
+    if length is not None:
+        boosts[:, 7] = length
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
     return _fused(ids, raw, norm, weights, boosts, hit)
 
@@ -256,6 +280,9 @@ def refuse(
     for i, mid in enumerate(ids):
         if mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
+    length = _length_prior(ids, memories, cfg.length_weight)  # its mean moves with the added events
+    if length is not None:
+        boosts[:, 7] = length
     hit = np.zeros((n, 3), dtype=bool)
     hit[:n1] = first.hit
     return _fused(ids, raw, norm, first.weights, boosts, hit)
@@ -280,7 +307,13 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "day_boost": "same day as a strong match",
     }
     for j, name in enumerate(BOOSTS):
-        if fused.boosts[i, j] != 0.0:
+        b = fused.boosts[i, j]
+        if name == "length_prior":
+            if b != 0.0:
+                out.append(
+                    "longer than most candidate turns" if b > 0 else "shorter than most candidate turns"
+                )
+        elif b != 0.0:
             out.append(names[name])
     if pinned:
         out.append("must_include (pinned)")

@@ -149,6 +149,21 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
     depth: Depth | None = None
     rerank: Rerank = msgspec.field(default_factory=Rerank)
     expand: Expand = msgspec.field(default_factory=Expand)
+    length_weight: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.0,
+                le=1.0,
+                description=(
+                    "the length prior: an event's score gains this x (ln of its length in characters, at most "
+                    "200, - the mean of that over the event candidates), so of two equal matches the turn that "
+                    "says more ranks first; 0 turns it off; default 0.06 (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class ReturnOptions(msgspec.Struct, kw_only=True):

@@ -61,6 +61,9 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     neighbors: int = 2
     neighbor_weight: float = 0.35
     day_weight: float = 0.2
+    #: the length prior (`engine.retrieval.fuse`): an event gains `length_weight` x (ln of its length,
+    #: capped, - the mean of that over the event candidates): of two equal matches the turn that says more leads
+    length_weight: float = 0.06
 
 
 PRESETS: Mapping[str, Preset] = {

@@ -24,6 +24,13 @@ def test_rerank_lambda_defaults_to_the_preset_and_is_read_from_json() -> None:
         msgspec.json.decode(b'{"rerank": {"lambda": 1.5}}', type=RetrievalOptions)
 
 
+def test_length_weight_defaults_to_the_preset_and_is_read_from_json() -> None:
+    assert resolve(RetrievalOptions()).length_weight == 0.06
+    assert resolve(msgspec.json.decode(b'{"length_weight": 0}', type=RetrievalOptions)).length_weight == 0.0
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"length_weight": -0.1}', type=RetrievalOptions)
+
+
 def test_expand_options_override_preset() -> None:
     cfg = resolve(RetrievalOptions(expand=Expand(neighbors=0, day_weight=0.5)))
     assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (0, 0.35, 0.5)

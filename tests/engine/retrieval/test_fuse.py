@@ -6,7 +6,17 @@ import pytest
 from engine.models import Memory
 from engine.retrieval.channels import ChannelHits, graph_seeds, hops_to_prior
 from engine.retrieval.config import ResolvedRetrieval, resolve
-from engine.retrieval.fuse import DEFAULT_CONFIDENCE, ENTITY_BOOST, SEED_BOOST, SNIPPET_SCORE, fuse, refuse
+from engine.retrieval.fuse import (
+    BOOSTS,
+    DEFAULT_CONFIDENCE,
+    ENTITY_BOOST,
+    LENGTH_CAP_CHARS,
+    SEED_BOOST,
+    SNIPPET_SCORE,
+    fuse,
+    reasons,
+    refuse,
+)
 from engine.retrieval.normalize import NORMALIZERS
 from engine.retrieval.options import RetrievalOptions, WeightsIn
 from engine.storage.base import Hit
@@ -131,3 +141,43 @@ def test_refuse_equals_fusing_the_longer_list_afresh(normalization: str) -> None
         assert got.ids == want.ids
         for name in ("raw", "norm", "weights", "contrib", "boosts", "score", "hit"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
+def _events(*texts: str) -> dict[str, Memory]:
+    return {f"e{i}": mem(f"e{i}", text, type="event", days_ago=1) for i, text in enumerate(texts)}
+
+
+def test_length_prior_lifts_the_longer_of_equal_event_matches() -> None:
+    long_turn = "Melanie: I painted a sunrise over the lake last week, my first oil painting in years."
+    memories = _events("Caroline: Wow!", long_turn, "x" * 250, "y" * 400)
+    memories["n"] = mem("n", "a note that is not a turn")
+    ids = [*memories]
+    hits = ChannelHits(bm25=[Hit(mid, 1.0) for mid in ids])  # every candidate matches alike
+    col = BOOSTS.index("length_prior")
+    off = fuse(ids, memories, hits, resolve(RetrievalOptions(length_weight=0.0)), reference=NOW)
+    assert not off.boosts[:, col].any()
+    f = fuse(ids, memories, hits, resolve(RetrievalOptions(length_weight=0.06)), reference=NOW)
+    prior = f.boosts[:, col]
+    assert prior[0] < 0 < prior[1] and f.score[0] < f.score[1]
+    assert prior[2] == prior[3]  # past LENGTH_CAP_CHARS length counts no more
+    assert prior[4] == 0.0  # only events
+    assert abs(prior[:4].sum()) < 1e-12  # centred over the events: they are not lifted as a whole
+    logs = np.log([len(memories["e0"].text), len(long_turn), LENGTH_CAP_CHARS, LENGTH_CAP_CHARS])
+    assert prior[1] - prior[0] == pytest.approx(0.06 * (logs[1] - logs[0]))
+    for i in range(len(ids)):
+        assert sum(c.contrib for c in f.components(i).values()) == float(f.score[i])
+    assert "shorter than most candidate turns" in reasons(f, 0, pinned=False, seeded=False)
+    assert "longer than most candidate turns" in reasons(f, 1, pinned=False, seeded=False)
+
+
+def test_refuse_recentres_the_length_prior_over_the_added_events() -> None:
+    memories = _events("A: ok", "B: I moved to Denver in March for the new job.", "A: " + "z" * 90, "B: yes")
+    hits = ChannelHits(semantic=[Hit("e0", 0.9), Hit("e1", 0.6)])
+    cfg = resolve(RetrievalOptions(length_weight=0.1))
+    first = fuse(["e0", "e1"], memories, hits, cfg, reference=NOW)
+    context = {"e2": (0.1, 0.0), "e3": (0.05, 0.0)}
+    got = refuse(first, ["e2", "e3"], memories, hits, cfg, reference=NOW, context=context)
+    want = fuse(["e0", "e1", "e2", "e3"], memories, hits, cfg, reference=NOW, context=context)
+    for name in ("boosts", "score"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert got.boosts[0, BOOSTS.index("length_prior")] != first.boosts[0, BOOSTS.index("length_prior")]
