@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -69,6 +70,16 @@ def _embed_pool() -> ThreadPoolExecutor:
             if _POOL is None:
                 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="loci-query-embed")
     return _POOL
+
+
+def _done_now(fn: Callable[..., list[Vector]], *args: Any, **kwargs: Any) -> Future[list[Vector]]:
+    """`fn` run in this thread, as a finished Future (what `_embed_pool().submit` would give later)."""
+    done: Future[list[Vector]] = Future()
+    try:
+        done.set_result(fn(*args, **kwargs))
+    except Exception as exc:  # re-raised by .result(), as from the pool
+        done.set_exception(exc)
+    return done
 
 
 def _ms(start: float) -> float:
@@ -163,11 +174,12 @@ def retrieve(
     errors: list[str] = []
     degraded = False
 
-    # --- embed the query, meanwhile run the channels that do not need it -------------------------
-    # The embedding runs in a background thread while this one runs bm25 / graph / recent in the
-    # database: on a busy server a request waiting for the (one-batch-at-a-time) embedder keeps the
-    # database busy instead of idle. `timings.embed` is the wait for the vector; `timings.channels`
-    # runs from the start of the other channels to the end of the candidate union (they overlap).
+    # --- embed the query; on a database server, run the channels that do not need it meanwhile ----
+    # With PostgreSQL the embedding runs in a background thread while this one waits on bm25 / graph /
+    # recent: the database works while this process encodes. An in-process store's channels would
+    # compete with the encoder for the same cores (and the GIL), so there it embeds first.
+    # `timings.embed` is the wait for the vector; `timings.channels` runs from the start of the other
+    # channels to the end of the candidate union (they overlap on a server).
     t = time.perf_counter()
     stats = EmbedStats()
     pending: Future[list[Vector]] | None = None
@@ -177,7 +189,8 @@ def retrieve(
             errors.append("semantic: no embedder configured")
             cfg = without_semantic(cfg)
         else:
-            pending = _embed_pool().submit(embeddings.embed, [query], persist=False, stats=stats)
+            embed = _done_now if store.in_process else _embed_pool().submit
+            pending = embed(embeddings.embed, [query], persist=False, stats=stats)
     hits: ChannelHits = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
     qvec: Vector | None = None
     if pending is not None:

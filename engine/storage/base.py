@@ -102,6 +102,10 @@ class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
 
 @runtime_checkable
 class Store(Protocol):
+    #: the store's queries run in this process (SQLite, in memory) instead of waiting on a server:
+    #: assemble then embeds the query before the other channels rather than beside them (see retrieve)
+    in_process: bool
+
     # --- lifecycle and transactions -------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...
 

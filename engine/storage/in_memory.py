@@ -29,6 +29,8 @@ _MISSING: Any = object()
 
 
 class InMemoryStore:
+    in_process = True
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._depth = 0

@@ -68,6 +68,8 @@ class PostgresStore:
     max_prepared_statements set.
     """
 
+    in_process = False
+
     def __init__(
         self,
         url: str,

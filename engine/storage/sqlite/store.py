@@ -43,6 +43,8 @@ _CACHE_MAX = 50_000  # decoded memories kept for `get_memories` (retrieval reads
 
 
 class SQLiteStore:
+    in_process = True
+
     def __init__(self, path: str) -> None:
         self.path = path
         if path != ":memory:" and not path.startswith("file:"):

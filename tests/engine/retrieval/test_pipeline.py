@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -9,6 +10,8 @@ import msgspec
 import pytest
 
 from engine.embed.cache import EmbeddingCache
+from engine.embed.hash import HashEmbedder
+from engine.errors import Unavailable
 from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.pipeline import assemble, recall, run_assemble
@@ -400,3 +403,42 @@ def test_the_query_embeds_while_the_other_channels_run(store: InMemoryStore, cac
     resp = run(store, EmbeddingCache(WaitsForKeywords(), store), turn="What tea does Alice like, exactly?")
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
     assert "Alice likes green tea" in resp.context.facts
+
+
+class _ThreadNoting:
+    """The hash embedder, noting the thread each call runs on."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.inner = HashEmbedder()
+        self.model, self.dim = self.inner.model, self.inner.dim
+        self.threads: list[str] = []
+        self.fail = fail
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.threads.append(threading.current_thread().name)
+        if self.fail:
+            raise Unavailable("embedder down")
+        return self.inner.embed(texts)
+
+
+class _ServerStore(InMemoryStore):
+    in_process = False  # stands for PostgreSQL: its channels wait on another process
+
+
+@pytest.mark.parametrize("on_server", [False, True])
+def test_the_query_embeds_in_the_request_thread_only_on_an_in_process_store(
+    store: InMemoryStore, on_server: bool
+) -> None:
+    """In-process channels would compete with the encoder, so the query embeds first in the calling
+    thread; a database server's channels wait on it, so the encoder runs beside them in the pool."""
+    if on_server:
+        store.__class__ = _ServerStore
+    noting = _ThreadNoting()
+    resp = run(store, EmbeddingCache(noting, store), turn="what tea does Alice drink, asked fresh")
+    assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
+    assert len(noting.threads) == 1
+    assert noting.threads[0].startswith("loci-query-embed") == on_server
+    assert (noting.threads[0] == threading.current_thread().name) != on_server
+    failing = _ThreadNoting(fail=True)
+    down = run(store, EmbeddingCache(failing, store), turn="another fresh question about Alice")
+    assert down.flags.degraded and down.retrieval_summary.candidate_counts.semantic == 0
