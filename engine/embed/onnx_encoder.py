@@ -2,7 +2,7 @@
 
 The graph (`engine.embed.onnx_graph`) is written from the directory's `model.safetensors` on first
 use and cached as `<cache_dir>/<name>-<digest>.onnx`; the digest covers the weights, the graph
-version and the quantized projections, so a changed model or graph never reads a stale file. The
+version, the quantized projections and their smoothing factors, so a changed model or graph never reads a stale file. The
 file is written to a temporary name and renamed, so concurrent first uses (server workers, test
 workers) do not see a partial file. Nothing is downloaded. Where the cache directory is not
 writable the graph is built in memory.
@@ -24,7 +24,7 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +75,20 @@ def supported(model_dir: Path) -> bool:
     )
 
 
-def _digest(weights: Path, quantize: Collection[str]) -> str:
+Smoothing = Mapping[str, npt.NDArray[np.float32]]
+
+
+def _digest(weights: Path, quantize: Collection[str], smooth: Smoothing) -> str:
     h = hashlib.sha256(f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}\n".encode())
+    for name in sorted(smooth):
+        h.update(f"smooth {name}\n".encode() + np.asarray(smooth[name], dtype=np.float32).tobytes())
     with open(weights, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()[:16]
 
 
-def _build_bytes(model_dir: Path, quantize: Collection[str]) -> bytes:
+def _build_bytes(model_dir: Path, quantize: Collection[str], smooth: Smoothing) -> bytes:
     from safetensors.numpy import load_file
 
     from engine.embed.onnx_graph import build_model
@@ -91,19 +96,26 @@ def _build_bytes(model_dir: Path, quantize: Collection[str]) -> bytes:
     cfg = _read_json(model_dir / "config.json")
     weights = load_file(str(model_dir / "model.safetensors"))
     model = build_model(
-        weights, heads=int(cfg["num_attention_heads"]), eps=float(cfg["layer_norm_eps"]), quantize=quantize
+        weights,
+        heads=int(cfg["num_attention_heads"]),
+        eps=float(cfg["layer_norm_eps"]),
+        quantize=quantize,
+        smooth=smooth,
     )
     data: bytes = model.SerializeToString()
     return data
 
 
-def graph_file(model_dir: Path, cache_dir: Path, name: str, quantize: Collection[str]) -> Path | bytes:
+def graph_file(
+    model_dir: Path, cache_dir: Path, name: str, quantize: Collection[str], smooth: Smoothing | None = None
+) -> Path | bytes:
     """The cached graph's path (written on first use), or the graph's bytes when the cache dir is not
     writable."""
-    path = cache_dir / f"{name}-{_digest(model_dir / 'model.safetensors', quantize)}.onnx"
+    smooth = smooth or {}
+    path = cache_dir / f"{name}-{_digest(model_dir / 'model.safetensors', quantize, smooth)}.onnx"
     if path.is_file():
         return path
-    data = _build_bytes(model_dir, quantize)
+    data = _build_bytes(model_dir, quantize, smooth)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=cache_dir)
@@ -134,7 +146,13 @@ class OnnxEncoder:
 
     @classmethod
     def open(
-        cls, model_dir: Path, cache_dir: Path, *, name: str, quantize: Collection[str] = ()
+        cls,
+        model_dir: Path,
+        cache_dir: Path,
+        *,
+        name: str,
+        quantize: Collection[str] = (),
+        smooth: Smoothing | None = None,
     ) -> OnnxEncoder | None:
         try:
             import onnx  # noqa: F401
@@ -143,7 +161,7 @@ class OnnxEncoder:
             return None
         if not supported(model_dir):
             return None
-        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize))
+        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize, smooth))
 
     def _session(self, threads: int) -> tuple[Any, threading.Lock]:
         with self._guard:

@@ -13,6 +13,11 @@ Inputs `input_ids` and `attention_mask` (int64, batch x tokens, right-padded); o
 `quantize` names the projections to run in int8 (see `PROJECTIONS`; e.g. "l0.ffn_out"): weights
 symmetric per output channel, activations quantized per call (onnxruntime's DynamicQuantizeMatMul
 and QAttention, on VNNI where the CPU has it).
+
+`smooth` gives a quantized projection per-input-channel factors `s` (SmoothQuant): its input is
+multiplied by `1 / s` and its weight rows by `s`, the same product in float, but the few input
+channels with outliers (BERT's LayerNorm outputs have some) no longer set the one activation scale
+of the whole call, so the int8 activations keep their precision.
 """
 
 from __future__ import annotations
@@ -62,10 +67,15 @@ class _Graph:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=outputs[0], domain=domain, **attrs))
         return outputs[0]
 
-    def matmul(self, x: str, w: Array, name: str, quantized: bool) -> str:
-        """x @ w, in int8 (DynamicQuantizeMatMul) when `quantized`; bias is added by the caller's fused op."""
+    def matmul(self, x: str, w: Array, name: str, quantized: bool, smooth: Array | None = None) -> str:
+        """x @ w, in int8 (DynamicQuantizeMatMul) when `quantized`, with `x / smooth` and `smooth`-scaled
+        weight rows when given; bias is added by the caller's fused op."""
         if not quantized:
             return self.node("MatMul", [x, self.const(f"{name}.w", w)], [name])
+        if smooth is not None:
+            inverse = (1.0 / smooth).astype(np.float32)
+            x = self.node("Mul", [x, self.const(f"{name}.inv_s", inverse)], [f"{name}.smoothed"])
+            w = (w * smooth[:, None]).astype(np.float32)
         q, scale, zero = quantize_columns(w)
         ins = [
             x,
@@ -107,6 +117,7 @@ def _layer(
     heads: int,
     eps: float,
     quantize: Collection[str],
+    smooth: Mapping[str, Array],
 ) -> str:
     p = f"encoder.layer.{i}."
     a = p + "attention.self."
@@ -114,7 +125,11 @@ def _layer(
     bqkv = np.concatenate([w[a + "query.bias"], w[a + "key.bias"], w[a + "value.bias"]])
     att = g.attention(x, wqkv, bqkv, mask_index, f"l{i}.qkv", heads, f"l{i}.qkv" in quantize)
     out = g.matmul(
-        att, w[p + "attention.output.dense.weight"].T, f"l{i}.attn_out", f"l{i}.attn_out" in quantize
+        att,
+        w[p + "attention.output.dense.weight"].T,
+        f"l{i}.attn_out",
+        f"l{i}.attn_out" in quantize,
+        smooth.get(f"l{i}.attn_out"),
     )
     ln1 = [
         g.const(f"l{i}.ln1.g", w[p + "attention.output.LayerNorm.weight"]),
@@ -122,14 +137,26 @@ def _layer(
         g.const(f"l{i}.attn_out.b", w[p + "attention.output.dense.bias"]),
     ]
     x = g.node("SkipLayerNormalization", [out, x, *ln1], [f"l{i}.x1"], domain=MS, epsilon=eps)
-    h = g.matmul(x, w[p + "intermediate.dense.weight"].T, f"l{i}.ffn_in", f"l{i}.ffn_in" in quantize)
+    h = g.matmul(
+        x,
+        w[p + "intermediate.dense.weight"].T,
+        f"l{i}.ffn_in",
+        f"l{i}.ffn_in" in quantize,
+        smooth.get(f"l{i}.ffn_in"),
+    )
     h = g.node(
         "BiasGelu",
         [h, g.const(f"l{i}.ffn_in.b", w[p + "intermediate.dense.bias"])],
         [f"l{i}.gelu"],
         domain=MS,
     )
-    out = g.matmul(h, w[p + "output.dense.weight"].T, f"l{i}.ffn_out", f"l{i}.ffn_out" in quantize)
+    out = g.matmul(
+        h,
+        w[p + "output.dense.weight"].T,
+        f"l{i}.ffn_out",
+        f"l{i}.ffn_out" in quantize,
+        smooth.get(f"l{i}.ffn_out"),
+    )
     ln2 = [
         g.const(f"l{i}.ln2.g", w[p + "output.LayerNorm.weight"]),
         g.const(f"l{i}.ln2.b", w[p + "output.LayerNorm.bias"]),
@@ -174,7 +201,12 @@ def _pool(g: _Graph, x: str) -> str:
 
 
 def build_model(
-    weights: Mapping[str, Array], *, heads: int, eps: float, quantize: Collection[str] = ()
+    weights: Mapping[str, Array],
+    *,
+    heads: int,
+    eps: float,
+    quantize: Collection[str] = (),
+    smooth: Mapping[str, Array] | None = None,
 ) -> Any:
     """The onnx.ModelProto of the encoder for BERT `weights` (transformers' state dict names)."""
     from onnx import TensorProto, helper
@@ -183,10 +215,14 @@ def build_model(
     unknown = set(quantize) - set(projection_names(layers))
     if unknown:
         raise ValueError(f"unknown projections to quantize: {sorted(unknown)}")
+    smooth = dict(smooth or {})
+    unsmoothable = {n for n in smooth if n not in quantize or n.endswith(".qkv")}
+    if unsmoothable:
+        raise ValueError(f"smoothing applies to quantized matmul projections only: {sorted(unsmoothable)}")
     g = _Graph()
     x, mask_index = _embeddings(g, weights, eps)
     for i in range(layers):
-        x = _layer(g, weights, i, x, mask_index, heads=heads, eps=eps, quantize=quantize)
+        x = _layer(g, weights, i, x, mask_index, heads=heads, eps=eps, quantize=quantize, smooth=smooth)
     _pool(g, x)
     hidden = int(weights["embeddings.word_embeddings.weight"].shape[1])
     graph = helper.make_graph(

@@ -11,8 +11,16 @@ import numpy as np
 import pytest
 
 from engine.embed import onnx_encoder
-from engine.embed.minilm import INT8_PROJECTIONS, LONG_TEXT_CHARS, MiniLMEmbedder, _model_path
+from engine.embed.minilm import (
+    INT8_PROJECTIONS,
+    INT8_UNSMOOTHED,
+    LONG_TEXT_CHARS,
+    MiniLMEmbedder,
+    _model_path,
+    load_smoothing,
+)
 from engine.embed.onnx_encoder import OnnxEncoder
+from engine.embed.onnx_graph import build_model
 from engine.errors import UnknownName
 
 pytestmark = pytest.mark.slow
@@ -153,3 +161,45 @@ def test_cache_dir_follows_the_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert isinstance(emb, MiniLMEmbedder) and emb.cache_dir == tmp_path / "models"
     monkeypatch.setenv("LOCI_MODEL_CACHE", os.fspath(tmp_path / "elsewhere"))
     assert MiniLMEmbedder(data_dir=str(tmp_path)).cache_dir == tmp_path / "elsewhere"
+
+
+def test_the_shipped_smoothing_belongs_to_the_packaged_weights(tmp_path: Path) -> None:
+    """The factors apply only to the weights they were calibrated on; other weights run unsmoothed."""
+    weights = Path(_model_path()) / "model.safetensors"
+    factors = load_smoothing(weights)
+    assert factors is not None and set(factors) == {f"l{i}.ffn_in" for i in range(6)}
+    assert all(f.shape == (384,) and (f > 0).all() for f in factors.values())
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(b"not the packaged weights")
+    assert load_smoothing(other) is None
+    assert load_smoothing(weights, tmp_path / "missing.json") is None
+    assert set(INT8_PROJECTIONS) - set(INT8_UNSMOOTHED) == {"l0.ffn_in", "l1.ffn_in", "l2.ffn_in"}
+
+
+def test_smoothing_keeps_the_product_and_the_precision(torch_rows: np.ndarray, cache: Path) -> None:
+    """x / s times s-scaled weight rows is the same product, and the int8 feed-forward inputs of the first
+    layers come closer to the float32 vectors with the shipped factors than without them."""
+    model_dir = Path(_model_path())
+    factors = load_smoothing(model_dir / "model.safetensors")
+    assert factors is not None
+
+    def cosines(smooth: Any) -> np.ndarray:
+        enc = OnnxEncoder.open(model_dir, cache, name="s", quantize=INT8_PROJECTIONS, smooth=smooth)
+        assert enc is not None
+        out: np.ndarray = (enc(TEXTS) * torch_rows).sum(axis=1)
+        return out
+
+    smoothed, plain = cosines(factors), cosines(None)
+    assert smoothed.min() >= 0.99, smoothed
+    assert smoothed.mean() > plain.mean() and smoothed.min() > plain.min(), (smoothed, plain)
+
+
+def test_smoothing_is_refused_where_it_cannot_apply() -> None:
+    from safetensors.numpy import load_file
+
+    weights = load_file(str(Path(_model_path()) / "model.safetensors"))
+    s = np.ones(384, dtype=np.float32)
+    with pytest.raises(ValueError, match="quantized matmul"):
+        build_model(weights, heads=12, eps=1e-12, quantize=(), smooth={"l0.ffn_in": s})
+    with pytest.raises(ValueError, match="quantized matmul"):
+        build_model(weights, heads=12, eps=1e-12, quantize=("l0.qkv",), smooth={"l0.qkv": s})
