@@ -26,7 +26,6 @@ behind a write's batch.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -40,7 +39,7 @@ import numpy.typing as npt
 
 from engine.embed.bert_fast import LeanBert
 from engine.embed.coalesce import Coalescer
-from engine.embed.onnx_encoder import OnnxEncoder
+from engine.embed.onnx_encoder import OnnxEncoder, weights_sha256
 from engine.embed.onnx_graph import PROJECTIONS
 from engine.errors import Unavailable, UnknownName
 
@@ -77,8 +76,7 @@ def load_smoothing(weights: Path, source: Path = SMOOTHING_FILE) -> dict[str, np
     """The shipped smoothing factors, or None when they were calibrated on other weights (or are missing)."""
     try:
         data = json.loads(source.read_text(encoding="utf-8"))
-        with open(weights, "rb") as fh:
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        digest = weights_sha256(weights)
     except (OSError, ValueError) as exc:
         log.warning("minilm: no smoothing factors (%s); the first layers' feed-forward stays float32", exc)
         return None

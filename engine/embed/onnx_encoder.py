@@ -1,10 +1,10 @@
 """A sentence-transformers BERT encoder run by onnxruntime, from the weights in a local model directory.
 
 The graph (`engine.embed.onnx_graph`) is written from the directory's `model.safetensors` on first
-use and cached as `<cache_dir>/<name>-<digest>.onnx`; the digest covers the weights, the graph
-version, the quantized projections and their smoothing factors, so a changed model or graph never reads a stale file. The
-file is written to a temporary name and renamed, so concurrent first uses (server workers, test
-workers) do not see a partial file. Nothing is downloaded. Where the cache directory is not
+use and cached as `<cache_dir>/<name>-<digest>.onnx`; the digest covers the weights (their sha256,
+read once per process), the graph version, the quantized projections and their smoothing factors,
+so a changed model or graph never reads a stale file. The file is written to a temporary name and
+renamed, so concurrent first uses (server workers, test workers) do not see a partial file. Nothing is downloaded. Where the cache directory is not
 writable the graph is built in memory.
 
 Texts are tokenized with the directory's `tokenizer.json` (the Rust `tokenizers` BERT tokenizer that
@@ -18,6 +18,7 @@ torch path.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -78,13 +79,24 @@ def supported(model_dir: Path) -> bool:
 Smoothing = Mapping[str, npt.NDArray[np.float32]]
 
 
+@functools.lru_cache(maxsize=8)
+def _file_sha256(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def weights_sha256(weights: Path) -> str:
+    """The sha256 of a weights file, read once per process while the file is unchanged (the graph cache
+    and the smoothing factors both key on it)."""
+    st = weights.stat()
+    return _file_sha256(str(weights), st.st_size, st.st_mtime_ns)
+
+
 def _digest(weights: Path, quantize: Collection[str], smooth: Smoothing) -> str:
     h = hashlib.sha256(f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}\n".encode())
     for name in sorted(smooth):
         h.update(f"smooth {name}\n".encode() + np.asarray(smooth[name], dtype=np.float32).tobytes())
-    with open(weights, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    h.update(f"weights {weights_sha256(weights)}".encode())
     return h.hexdigest()[:16]
 
 
@@ -127,6 +139,17 @@ def graph_file(
         log.warning("cannot cache the encoder graph in %s (%s); built in memory", cache_dir, exc)
         return data
     return path
+
+
+def padded(ids: Sequence[list[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(input_ids, attention_mask) of token id lists, right-padded to the longest."""
+    width = max(len(x) for x in ids)
+    tokens = np.zeros((len(ids), width), dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for row, x in enumerate(ids):
+        tokens[row, : len(x)] = x
+        mask[row, : len(x)] = 1
+    return tokens, mask
 
 
 class OnnxEncoder:
@@ -185,12 +208,7 @@ class OnnxEncoder:
         return [e.ids for e in self.tokenizer.encode_batch([t.strip() for t in texts])]
 
     def _run(self, session: Any, ids: Sequence[list[int]]) -> Rows:
-        width = max(len(x) for x in ids)
-        tokens = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for row, x in enumerate(ids):
-            tokens[row, : len(x)] = x
-            mask[row, : len(x)] = 1
+        tokens, mask = padded(ids)
         out: Rows = session.run(None, {"input_ids": tokens, "attention_mask": mask})[0]
         return out
 

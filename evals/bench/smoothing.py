@@ -11,7 +11,6 @@ they belong to. `engine.embed.minilm` applies them only to those weights.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 from pathlib import Path
@@ -40,7 +39,7 @@ def calibrate(texts: list[str]) -> dict[str, Any]:
     from onnx import TensorProto, helper
     from safetensors.numpy import load_file
 
-    from engine.embed.onnx_encoder import OnnxEncoder
+    from engine.embed.onnx_encoder import OnnxEncoder, padded, weights_sha256
     from engine.embed.onnx_graph import build_model
 
     model_dir = Path(_model_path())
@@ -54,12 +53,7 @@ def calibrate(texts: list[str]) -> dict[str, Any]:
     tokenize = OnnxEncoder(model_dir, b"")._ids
     amax = [np.zeros(int(cfg["hidden_size"]), dtype=np.float64) for _ in inputs]
     for start in range(0, len(texts), 32):
-        ids = tokenize(texts[start : start + 32])
-        width = max(len(x) for x in ids)
-        tokens = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros_like(tokens)
-        for row, x in enumerate(ids):
-            tokens[row, : len(x)], mask[row, : len(x)] = x, 1
+        tokens, mask = padded(tokenize(texts[start : start + 32]))
         outs = session.run(inputs, {"input_ids": tokens, "attention_mask": mask})
         for i, out in enumerate(outs):
             amax[i] = np.maximum(amax[i], np.abs(out[mask.astype(bool)]).max(axis=0))
@@ -68,9 +62,8 @@ def calibrate(texts: list[str]) -> dict[str, Any]:
         wmax = np.abs(weights[f"encoder.layer.{i}.intermediate.dense.weight"]).max(axis=0)  # per input
         s = amax[i] ** ALPHA / np.maximum(wmax, 1e-8) ** (1 - ALPHA)
         factors[f"l{i}.ffn_in"] = [float(f"{v:.7g}") for v in np.where(s > 0, s, 1.0)]
-    digest = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()
     return {
-        "weights_sha256": digest,
+        "weights_sha256": weights_sha256(model_dir / "model.safetensors"),
         "calibration": f"{len(texts)} LongMemEval oracle turns (seed {SEED}), alpha {ALPHA}",
         "factors": factors,
     }
