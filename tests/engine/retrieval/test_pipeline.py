@@ -422,18 +422,13 @@ class _ThreadNoting:
         return self.inner.embed(texts)
 
 
-class _ServerStore(InMemoryStore):
-    in_process = False  # stands for PostgreSQL: its channels wait on another process
-
-
 @pytest.mark.parametrize("on_server", [False, True])
 def test_the_query_embeds_in_the_request_thread_only_on_an_in_process_store(
     store: InMemoryStore, on_server: bool
 ) -> None:
     """In-process channels would compete with the encoder, so the query embeds first in the calling
     thread; a database server's channels wait on it, so the encoder runs beside them in the pool."""
-    if on_server:
-        store.__class__ = _ServerStore
+    store.in_process = not on_server  # False stands for PostgreSQL: its channels wait on the server
     noting = _ThreadNoting()
     resp = run(store, EmbeddingCache(noting, store), turn="what tea does Alice drink, asked fresh")
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
