@@ -160,10 +160,15 @@ def _length_prior(ids: Sequence[str], memories: Mapping[str, Memory], weight: fl
     """The length prior of every candidate (0 for all but events), or None when it is off."""
     if weight <= 0.0:
         return None
-    rows = [i for i, mid in enumerate(ids) if (m := memories.get(mid)) is not None and m.type == "event"]
+    rows: list[int] = []
+    chars: list[int] = []
+    for i, mid in enumerate(ids):
+        m = memories.get(mid)
+        if m is not None and m.type == "event":
+            rows.append(i)
+            chars.append(min(LENGTH_CAP_CHARS, max(1, len(m.text))))
     if len(rows) < 2:
         return None
-    chars = [min(LENGTH_CAP_CHARS, max(1, len(memories[ids[i]].text))) for i in rows]
     logs = np.log(np.asarray(chars, dtype=np.float64))
     out = np.zeros(len(ids), dtype=np.float64)
     out[np.asarray(rows, dtype=np.intp)] = weight * (logs - logs.mean())
