@@ -162,7 +162,10 @@ def scan(pattern: re.Pattern[str]) -> Callable[[str], Any]:
 
 
 def repeat(unit: str, prefix: str = "", suffix: str = "") -> Callable[[int], str]:
-    return lambda n: prefix + (unit * (n // len(unit) + 1))[: max(n - len(prefix) - len(suffix), 1)] + suffix
+    """About n characters: `unit` repeated whole, so every size ends the same way (a run cut inside a unit
+    can end in a match at one size and force a full backtrack at another; `per_char` divides by the
+    real length)."""
+    return lambda n: prefix + unit * max(1, (n - len(prefix) - len(suffix)) // len(unit)) + suffix
 
 
 def test_the_walk_finds_the_patterns_of_every_reached_package() -> None:
