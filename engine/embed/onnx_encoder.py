@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from engine.embed.onnx_graph import SESSION_DISABLED_OPTIMIZERS
+
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 CHUNK_TEXTS = 32  # texts per forward pass of a large batch (sorted by length first)
 CHUNK_TOKENS = 4096  # and at most this many padded tokens per pass
 
@@ -200,7 +202,12 @@ class OnnxEncoder:
                 # no spin-waiting pool threads: on a busy machine they steal the core they wait for
                 opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 source = str(self.graph) if isinstance(self.graph, Path) else self.graph
-                session = ort.InferenceSession(source, opts, providers=["CPUExecutionProvider"])
+                session = ort.InferenceSession(
+                    source,
+                    opts,
+                    providers=["CPUExecutionProvider"],
+                    disabled_optimizers=list(SESSION_DISABLED_OPTIMIZERS),
+                )
                 found = self._sessions[threads] = (session, threading.Lock())
             return found
 

@@ -3,9 +3,9 @@ written from the model's own weights (no exporter, no download).
 
 The graph uses onnxruntime's fused CPU operators, the ones its transformer optimizer produces for
 BERT: EmbedLayerNormalization (word + position + token type 0, LayerNorm, mask lengths), Attention
-(QKV projection and multi-head attention over the unpadded keys), SkipLayerNormalization (bias +
-residual + LayerNorm), BiasGelu (exact erf GELU); then the masked mean and L2 normalization, so the
-output is the sentence vector itself.
+(QKV projection and multi-head attention over the unpadded keys), BiasGelu (exact erf GELU); the
+residual Add + LayerNormalization stay unfused (see `SESSION_DISABLED_OPTIMIZERS`); then the masked mean
+and L2 normalization, so the output is the sentence vector itself.
 
 Inputs `input_ids` and `attention_mask` (int64, batch x tokens, right-padded); output `embedding`
 (float32, batch x hidden).
@@ -31,6 +31,9 @@ import numpy.typing as npt
 #: the four projections of a layer: fused QKV (in Attention), attention output, FFN in, FFN out
 PROJECTIONS: tuple[str, ...] = ("qkv", "attn_out", "ffn_in", "ffn_out")
 MS = "com.microsoft"
+#: onnxruntime fusions to turn off in every session of these graphs: fusing Add + LayerNormalization
+#: into SkipLayerNormalization makes that step several times slower on CPU
+SESSION_DISABLED_OPTIMIZERS: tuple[str, ...] = ("SkipLayerNormFusion",)
 
 Array = npt.NDArray[Any]
 
@@ -67,11 +70,24 @@ class _Graph:
         self.nodes.append(helper.make_node(op, inputs, outputs, name=outputs[0], domain=domain, **attrs))
         return outputs[0]
 
-    def matmul(self, x: str, w: Array, name: str, quantized: bool, smooth: Array | None = None) -> str:
-        """x @ w, in int8 (DynamicQuantizeMatMul) when `quantized`, with `x / smooth` and `smooth`-scaled
-        weight rows when given; bias is added by the caller's fused op."""
+    def matmul(
+        self,
+        x: str,
+        w: Array,
+        name: str,
+        quantized: bool,
+        smooth: Array | None = None,
+        bias: Array | None = None,
+    ) -> str:
+        """x @ w (+ bias), in int8 (DynamicQuantizeMatMul) when `quantized`, with `x / smooth` and
+        `smooth`-scaled weight rows when given."""
         if not quantized:
-            return self.node("MatMul", [x, self.const(f"{name}.w", w)], [name])
+            product = self.node(
+                "MatMul", [x, self.const(f"{name}.w", w)], [name if bias is None else f"{name}.mm"]
+            )
+            if bias is None:
+                return product
+            return self.node("Add", [product, self.const(f"{name}.b", bias)], [name])
         if smooth is not None:
             inverse = (1.0 / smooth).astype(np.float32)
             x = self.node("Mul", [x, self.const(f"{name}.inv_s", inverse)], [f"{name}.smoothed"])
@@ -83,7 +99,16 @@ class _Graph:
             self.const(f"{name}.ws", scale),
             self.const(f"{name}.wz", zero),
         ]
+        if bias is not None:
+            ins.append(self.const(f"{name}.b", bias))
         return self.node("DynamicQuantizeMatMul", ins, [name], domain=MS)
+
+    def residual_norm(self, x: str, skip: str, gamma: Array, beta: Array, name: str, eps: float) -> str:
+        """LayerNorm(x + skip). Plain Add and LayerNormalization: onnxruntime's fused
+        SkipLayerNormalization runs several times slower on CPU (see SESSION_DISABLED_OPTIMIZERS)."""
+        total = self.node("Add", [x, skip], [f"{name}.sum"])
+        ins = [total, self.const(f"{name}.g", gamma), self.const(f"{name}.beta", beta)]
+        return self.node("LayerNormalization", ins, [name], axis=-1, epsilon=eps)
 
     def attention(
         self, x: str, w: Array, b: Array, mask_index: str, name: str, heads: int, quantized: bool
@@ -130,13 +155,10 @@ def _layer(
         f"l{i}.attn_out",
         f"l{i}.attn_out" in quantize,
         smooth.get(f"l{i}.attn_out"),
+        bias=w[p + "attention.output.dense.bias"],
     )
-    ln1 = [
-        g.const(f"l{i}.ln1.g", w[p + "attention.output.LayerNorm.weight"]),
-        g.const(f"l{i}.ln1.b", w[p + "attention.output.LayerNorm.bias"]),
-        g.const(f"l{i}.attn_out.b", w[p + "attention.output.dense.bias"]),
-    ]
-    x = g.node("SkipLayerNormalization", [out, x, *ln1], [f"l{i}.x1"], domain=MS, epsilon=eps)
+    ln1 = w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]
+    x = g.residual_norm(out, x, *ln1, f"l{i}.x1", eps)
     h = g.matmul(
         x,
         w[p + "intermediate.dense.weight"].T,
@@ -156,13 +178,10 @@ def _layer(
         f"l{i}.ffn_out",
         f"l{i}.ffn_out" in quantize,
         smooth.get(f"l{i}.ffn_out"),
+        bias=w[p + "output.dense.bias"],
     )
-    ln2 = [
-        g.const(f"l{i}.ln2.g", w[p + "output.LayerNorm.weight"]),
-        g.const(f"l{i}.ln2.b", w[p + "output.LayerNorm.bias"]),
-        g.const(f"l{i}.ffn_out.b", w[p + "output.dense.bias"]),
-    ]
-    return g.node("SkipLayerNormalization", [out, x, *ln2], [f"l{i}.x2"], domain=MS, epsilon=eps)
+    ln2 = w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
+    return g.residual_norm(out, x, *ln2, f"l{i}.x2", eps)
 
 
 def _embeddings(g: _Graph, w: Mapping[str, Array], eps: float) -> tuple[str, str]:

@@ -65,6 +65,35 @@ def test_int8_graph_stays_within_tolerance(torch_rows: np.ndarray, cache: Path) 
     assert not np.allclose(rows, torch_rows, atol=1e-4)  # int8 really ran
 
 
+def test_sessions_keep_the_residual_layer_norms_unfused(cache: Path, tmp_path: Path) -> None:
+    """Add + LayerNormalization, not onnxruntime's SkipLayerNormalization fusion (several times slower on
+    CPU): the session as the encoder opens it, saved after optimization, holds no fused op."""
+    import onnx
+    import onnxruntime as ort
+
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=cache)
+    emb.embed(TEXTS[:1])
+    encoder = emb._encoder()
+    assert encoder is not None
+    saved = tmp_path / "optimized.onnx"
+    real = ort.SessionOptions
+
+    def saving() -> Any:
+        opts = real()
+        opts.optimized_model_filepath = str(saved)
+        return opts
+
+    ort.SessionOptions = saving  # type: ignore[misc]
+    try:
+        encoder._sessions.clear()
+        encoder(TEXTS[:1])
+    finally:
+        ort.SessionOptions = real  # type: ignore[misc]
+    ops = [n.op_type for n in onnx.load(str(saved)).graph.node]
+    assert "SkipLayerNormalization" not in ops
+    assert ops.count("LayerNormalization") == 12
+
+
 def test_small_batches_of_long_texts_use_every_thread(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A question runs on one thread (concurrent queries share the cores); a conversation turn on
     `threads` (a single write waits for it), with the same vector either way."""
