@@ -65,7 +65,9 @@ def test_int8_graph_stays_within_tolerance(torch_rows: np.ndarray, cache: Path) 
     assert not np.allclose(rows, torch_rows, atol=1e-4)  # int8 really ran
 
 
-def test_sessions_keep_the_residual_layer_norms_unfused(cache: Path, tmp_path: Path) -> None:
+def test_sessions_keep_the_residual_layer_norms_unfused(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Add + LayerNormalization, not onnxruntime's SkipLayerNormalization fusion (several times slower on
     CPU): the session as the encoder opens it, saved after optimization, holds no fused op."""
     import onnx
@@ -83,12 +85,9 @@ def test_sessions_keep_the_residual_layer_norms_unfused(cache: Path, tmp_path: P
         opts.optimized_model_filepath = str(saved)
         return opts
 
-    ort.SessionOptions = saving  # type: ignore[misc]
-    try:
-        encoder._sessions.clear()
-        encoder(TEXTS[:1])
-    finally:
-        ort.SessionOptions = real  # type: ignore[misc]
+    monkeypatch.setattr(ort, "SessionOptions", saving)
+    encoder._sessions.clear()
+    encoder(TEXTS[:1])
     ops = [n.op_type for n in onnx.load(str(saved)).graph.node]
     assert "SkipLayerNormalization" not in ops
     assert ops.count("LayerNormalization") == 12
