@@ -36,7 +36,7 @@ from engine.embed.onnx_graph import SESSION_DISABLED_OPTIMIZERS
 
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 2
+GRAPH_VERSION = 3
 CHUNK_TEXTS = 32  # texts per forward pass of a large batch (sorted by length first)
 CHUNK_TOKENS = 4096  # and at most this many padded tokens per pass
 

@@ -68,8 +68,8 @@ def test_int8_graph_stays_within_tolerance(torch_rows: np.ndarray, cache: Path) 
 def test_sessions_keep_the_residual_layer_norms_unfused(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Add + LayerNormalization, not onnxruntime's SkipLayerNormalization fusion (several times slower on
-    CPU): the session as the encoder opens it, saved after optimization, holds no fused op."""
+    """Add + LayerNormalization and Gelu, not onnxruntime's SkipLayerNormalization and BiasGelu fusions
+    (slower on CPU): the session as the encoder opens it, saved after optimization, holds neither."""
     import onnx
     import onnxruntime as ort
 
@@ -89,8 +89,8 @@ def test_sessions_keep_the_residual_layer_norms_unfused(
     encoder._sessions.clear()
     encoder(TEXTS[:1])
     ops = [n.op_type for n in onnx.load(str(saved)).graph.node]
-    assert "SkipLayerNormalization" not in ops
-    assert ops.count("LayerNormalization") == 12
+    assert "SkipLayerNormalization" not in ops and "BiasGelu" not in ops
+    assert ops.count("LayerNormalization") == 12 and ops.count("Gelu") == 6
 
 
 def test_small_batches_of_long_texts_use_every_thread(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
