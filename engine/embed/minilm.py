@@ -8,8 +8,9 @@ Runtimes (`LOCI_MINILM_RUNTIME`):
   onnxruntime graph on first use and cached under `LOCI_MODEL_CACHE` (default: `models/` in the
   server's data directory); see `engine.embed.onnx_encoder`. The projections named in
   `INT8_PROJECTIONS` run in int8, the feed-forward inputs smoothed with the factors shipped in
-  `minilm_smoothing.json` (`evals.bench.smoothing`); the others, the attention scores and the layer
-  norms stay float32, which keeps the vectors within the stated tolerance of the float32 ones (cosine
+  `minilm_smoothing.json` (`evals.bench.smoothing`); the first three layers' feed-forward outputs run
+  blockwise int8 (`BLOCKWISE_PROJECTIONS`, scaled per block and token); the attention scores and the
+  layer norms stay float32, which keeps the vectors within the stated tolerance of the float32 ones (cosine
   >= 0.99; see docs/benchmarks.md), so stored vectors of either runtime stay comparable under one
   model name. Weights other than the ones the factors were calibrated on run the unsmoothed
   selection `INT8_UNSMOOTHED`.
@@ -62,6 +63,9 @@ INT8_PROJECTIONS: tuple[str, ...] = tuple(
 INT8_UNSMOOTHED: tuple[str, ...] = tuple(
     f"l{i}.{kind}" for i in range(6) for kind in PROJECTIONS if i >= 3 or not kind.startswith("ffn")
 )
+#: with the smoothing factors, the float32 feed-forward outputs of the first three layers run blockwise
+#: int8 instead (8-bit weights and activations scaled per block of input channels, per token)
+BLOCKWISE_PROJECTIONS: tuple[str, ...] = tuple(f"l{i}.ffn_out" for i in range(3))
 SMOOTHING_FILE = Path(__file__).with_name("minilm_smoothing.json")
 
 
@@ -142,9 +146,12 @@ class MiniLMEmbedder:
         quantize: tuple[str, ...] = ()
         if self.runtime == "onnx":
             quantize = INT8_PROJECTIONS if smooth is not None else INT8_UNSMOOTHED
+        blockwise = BLOCKWISE_PROJECTIONS if smooth is not None else ()
         name = "all-MiniLM-L6-v2" + ("-int8" if quantize else "-fp32")
         try:
-            return OnnxEncoder.open(model_dir, self.cache_dir, name=name, quantize=quantize, smooth=smooth)
+            return OnnxEncoder.open(
+                model_dir, self.cache_dir, name=name, quantize=quantize, smooth=smooth, blockwise=blockwise
+            )
         except Exception as exc:  # a broken runtime install or an unreadable model: the torch path
             log.warning("minilm: onnxruntime encoder unavailable (%s); using torch", exc)
             return None

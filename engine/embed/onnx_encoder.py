@@ -36,7 +36,7 @@ from engine.embed.onnx_graph import SESSION_DISABLED_OPTIMIZERS
 
 log = logging.getLogger(__name__)
 
-GRAPH_VERSION = 3
+GRAPH_VERSION = 4
 CHUNK_TEXTS = 32  # texts per forward pass of a large batch (sorted by length first)
 CHUNK_TOKENS = 4096  # and at most this many padded tokens per pass
 
@@ -94,15 +94,19 @@ def weights_sha256(weights: Path) -> str:
     return _file_sha256(str(weights), st.st_size, st.st_mtime_ns)
 
 
-def _digest(weights: Path, quantize: Collection[str], smooth: Smoothing) -> str:
-    h = hashlib.sha256(f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}\n".encode())
+def _digest(weights: Path, quantize: Collection[str], smooth: Smoothing, blockwise: Collection[str]) -> str:
+    h = hashlib.sha256(
+        f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}; blocks {sorted(blockwise)}\n".encode()
+    )
     for name in sorted(smooth):
         h.update(f"smooth {name}\n".encode() + np.asarray(smooth[name], dtype=np.float32).tobytes())
     h.update(f"weights {weights_sha256(weights)}".encode())
     return h.hexdigest()[:16]
 
 
-def _build_bytes(model_dir: Path, quantize: Collection[str], smooth: Smoothing) -> bytes:
+def _build_bytes(
+    model_dir: Path, quantize: Collection[str], smooth: Smoothing, blockwise: Collection[str]
+) -> bytes:
     from safetensors.numpy import load_file
 
     from engine.embed.onnx_graph import build_model
@@ -115,21 +119,27 @@ def _build_bytes(model_dir: Path, quantize: Collection[str], smooth: Smoothing) 
         eps=float(cfg["layer_norm_eps"]),
         quantize=quantize,
         smooth=smooth,
+        blockwise=blockwise,
     )
     data: bytes = model.SerializeToString()
     return data
 
 
 def graph_file(
-    model_dir: Path, cache_dir: Path, name: str, quantize: Collection[str], smooth: Smoothing | None = None
+    model_dir: Path,
+    cache_dir: Path,
+    name: str,
+    quantize: Collection[str],
+    smooth: Smoothing | None = None,
+    blockwise: Collection[str] = (),
 ) -> Path | bytes:
     """The cached graph's path (written on first use), or the graph's bytes when the cache dir is not
     writable."""
     smooth = smooth or {}
-    path = cache_dir / f"{name}-{_digest(model_dir / 'model.safetensors', quantize, smooth)}.onnx"
+    path = cache_dir / f"{name}-{_digest(model_dir / 'model.safetensors', quantize, smooth, blockwise)}.onnx"
     if path.is_file():
         return path
-    data = _build_bytes(model_dir, quantize, smooth)
+    data = _build_bytes(model_dir, quantize, smooth, blockwise)
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=cache_dir)
@@ -178,6 +188,7 @@ class OnnxEncoder:
         name: str,
         quantize: Collection[str] = (),
         smooth: Smoothing | None = None,
+        blockwise: Collection[str] = (),
     ) -> OnnxEncoder | None:
         try:
             import onnx  # noqa: F401
@@ -186,7 +197,7 @@ class OnnxEncoder:
             return None
         if not supported(model_dir):
             return None
-        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize, smooth))
+        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize, smooth, blockwise))
 
     def _session(self, threads: int) -> tuple[Any, threading.Lock]:
         with self._guard:

@@ -15,6 +15,11 @@ Inputs `input_ids` and `attention_mask` (int64, batch x tokens, right-padded); o
 symmetric per output channel, activations quantized per call (onnxruntime's DynamicQuantizeMatMul
 and QAttention, on VNNI where the CPU has it).
 
+`blockwise` names projections to run as onnxruntime's MatMulNBits instead: 8-bit weights and int8
+activations, each scaled per block of `BLOCK` input channels (per token for the activations), which
+keeps the precision where one activation scale per call cannot (the first layers' feed-forward
+outputs) at a fraction of a float32 product's time.
+
 `smooth` gives a quantized projection per-input-channel factors `s` (SmoothQuant): its input is
 multiplied by `1 / s` and its weight rows by `s`, the same product in float, but the few input
 channels with outliers (BERT's LayerNorm outputs have some) no longer set the one activation scale
@@ -42,6 +47,24 @@ Array = npt.NDArray[Any]
 def projection_names(layers: int) -> list[str]:
     """Every quantizable projection, "l<i>.<kind>"."""
     return [f"l{i}.{kind}" for i in range(layers) for kind in PROJECTIONS]
+
+
+BLOCK = 128  # input channels per scale of a blockwise projection
+
+
+def quantize_blocks(w: Array, block: int = BLOCK) -> tuple[Array, Array]:
+    """(uint8 weights (out, blocks, block), scales (out x blocks)) of a (in, out) float matrix for
+    MatMulNBits with 8 bits: symmetric per block of `block` input rows of each column, stored + 128 (the
+    operator's zero point when none is given)."""
+    rows, cols = w.shape
+    blocks = -(-rows // block)
+    padded = np.zeros((blocks * block, cols), dtype=np.float32)
+    padded[:rows] = w
+    per = padded.T.reshape(cols, blocks, block)
+    scale = np.abs(per).max(axis=2) / 127.0
+    scale = np.where(scale > 0, scale, 1.0).astype(np.float32)
+    q = np.clip(np.rint(per / scale[:, :, None]), -127, 127) + 128
+    return q.astype(np.uint8), scale.reshape(-1)
 
 
 def quantize_columns(w: Array) -> tuple[Array, Array, Array]:
@@ -79,9 +102,23 @@ class _Graph:
         quantized: bool,
         smooth: Array | None = None,
         bias: Array | None = None,
+        blockwise: bool = False,
     ) -> str:
         """x @ w (+ bias), in int8 (DynamicQuantizeMatMul) when `quantized`, with `x / smooth` and
-        `smooth`-scaled weight rows when given."""
+        `smooth`-scaled weight rows when given; blockwise int8 (MatMulNBits) when `blockwise`."""
+        if blockwise:
+            q, scales = quantize_blocks(w)
+            ins = [x, self.const(f"{name}.bq", q), self.const(f"{name}.bs", scales), "", ""]
+            ins.append(self.const(f"{name}.b", bias) if bias is not None else "")
+            rows, cols = w.shape
+            attrs = {
+                "K": rows,
+                "N": cols,
+                "bits": 8,
+                "block_size": BLOCK,
+                "accuracy_level": 4,
+            }  # 4: int8 inputs
+            return self.node("MatMulNBits", ins, [name], domain=MS, **attrs)
         if not quantized:
             product = self.node(
                 "MatMul", [x, self.const(f"{name}.w", w)], [name if bias is None else f"{name}.mm"]
@@ -144,6 +181,7 @@ def _layer(
     eps: float,
     quantize: Collection[str],
     smooth: Mapping[str, Array],
+    blockwise: Collection[str],
 ) -> str:
     p = f"encoder.layer.{i}."
     a = p + "attention.self."
@@ -157,6 +195,7 @@ def _layer(
         f"l{i}.attn_out" in quantize,
         smooth.get(f"l{i}.attn_out"),
         bias=w[p + "attention.output.dense.bias"],
+        blockwise=f"l{i}.attn_out" in blockwise,
     )
     ln1 = w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]
     x = g.residual_norm(out, x, *ln1, f"l{i}.x1", eps)
@@ -167,6 +206,7 @@ def _layer(
         f"l{i}.ffn_in" in quantize,
         smooth.get(f"l{i}.ffn_in"),
         bias=w[p + "intermediate.dense.bias"],
+        blockwise=f"l{i}.ffn_in" in blockwise,
     )
     h = g.node("Gelu", [h], [f"l{i}.gelu"], domain=MS)
     out = g.matmul(
@@ -176,6 +216,7 @@ def _layer(
         f"l{i}.ffn_out" in quantize,
         smooth.get(f"l{i}.ffn_out"),
         bias=w[p + "output.dense.bias"],
+        blockwise=f"l{i}.ffn_out" in blockwise,
     )
     ln2 = w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
     return g.residual_norm(out, x, *ln2, f"l{i}.x2", eps)
@@ -223,6 +264,7 @@ def build_model(
     eps: float,
     quantize: Collection[str] = (),
     smooth: Mapping[str, Array] | None = None,
+    blockwise: Collection[str] = (),
 ) -> Any:
     """The onnx.ModelProto of the encoder for BERT `weights` (transformers' state dict names)."""
     from onnx import TensorProto, helper
@@ -235,10 +277,26 @@ def build_model(
     unsmoothable = {n for n in smooth if n not in quantize or n.endswith(".qkv")}
     if unsmoothable:
         raise ValueError(f"smoothing applies to quantized matmul projections only: {sorted(unsmoothable)}")
+    unblockable = {
+        n for n in blockwise if n not in projection_names(layers) or n.endswith(".qkv") or n in quantize
+    }
+    if unblockable:
+        raise ValueError(f"blockwise applies to float32 matmul projections only: {sorted(unblockable)}")
     g = _Graph()
     x, mask_index = _embeddings(g, weights, eps)
     for i in range(layers):
-        x = _layer(g, weights, i, x, mask_index, heads=heads, eps=eps, quantize=quantize, smooth=smooth)
+        x = _layer(
+            g,
+            weights,
+            i,
+            x,
+            mask_index,
+            heads=heads,
+            eps=eps,
+            quantize=quantize,
+            smooth=smooth,
+            blockwise=blockwise,
+        )
     _pool(g, x)
     hidden = int(weights["embeddings.word_embeddings.weight"].shape[1])
     graph = helper.make_graph(

@@ -12,6 +12,7 @@ import pytest
 
 from engine.embed import onnx_encoder
 from engine.embed.minilm import (
+    BLOCKWISE_PROJECTIONS,
     INT8_PROJECTIONS,
     INT8_UNSMOOTHED,
     LONG_TEXT_CHARS,
@@ -91,6 +92,7 @@ def test_sessions_keep_the_residual_layer_norms_unfused(
     ops = [n.op_type for n in onnx.load(str(saved)).graph.node]
     assert "SkipLayerNormalization" not in ops and "BiasGelu" not in ops
     assert ops.count("LayerNormalization") == 12 and ops.count("Gelu") == 6
+    assert ops.count("MatMulNBits") == len(BLOCKWISE_PROJECTIONS) == 3 and "MatMul" not in ops
 
 
 def test_small_batches_of_long_texts_use_every_thread(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,3 +233,46 @@ def test_smoothing_is_refused_where_it_cannot_apply() -> None:
         build_model(weights, heads=12, eps=1e-12, quantize=(), smooth={"l0.ffn_in": s})
     with pytest.raises(ValueError, match="quantized matmul"):
         build_model(weights, heads=12, eps=1e-12, quantize=("l0.qkv",), smooth={"l0.qkv": s})
+
+
+def test_a_blockwise_projection_keeps_the_product() -> None:
+    """MatMulNBits with the packed 8-bit blocks (a row count that is not a whole number of blocks, a bias)
+    gives x @ w + b to int8 precision, with one outlier token that a per-call scale would flatten."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    from engine.embed.onnx_graph import BLOCK, MS, _Graph
+
+    rng = np.random.default_rng(3)
+    k, n = BLOCK * 2 + 44, 96
+    w = rng.normal(size=(k, n)).astype(np.float32)
+    b = rng.normal(size=n).astype(np.float32)
+    x = rng.normal(size=(2, 5, k)).astype(np.float32)
+    x[1, 2] *= 200.0
+    g = _Graph()
+    g.matmul("x", w, "y", False, bias=b, blockwise=True)
+    graph = helper.make_graph(
+        g.nodes,
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t", k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", "t", n])],
+        g.inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"x": x})[0]
+    want = x @ w + b
+    assert [n.op_type for n in g.nodes] == ["MatMulNBits"]
+    for row_got, row_want in zip(got.reshape(-1, n), want.reshape(-1, n), strict=True):
+        # every token keeps its own precision, the outlier's neighbours too
+        assert np.abs(row_got - row_want).max() <= 0.02 * np.abs(row_want).max()
+
+
+def test_blockwise_is_refused_where_it_cannot_apply() -> None:
+    from safetensors.numpy import load_file
+
+    weights = load_file(str(Path(_model_path()) / "model.safetensors"))
+    for quantize, blockwise in (((), ("l0.qkv",)), (("l0.ffn_out",), ("l0.ffn_out",)), ((), ("l9.ffn_out",))):
+        with pytest.raises(ValueError, match="blockwise"):
+            build_model(weights, heads=12, eps=1e-12, quantize=quantize, blockwise=blockwise)
