@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.embed.onnx_graph import SESSION_DISABLED_OPTIMIZERS
+from engine.embed.onnx_graph import BLOCK, SESSION_DISABLED_OPTIMIZERS
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,8 @@ def weights_sha256(weights: Path) -> str:
 
 
 def _digest(weights: Path, quantize: Collection[str], smooth: Smoothing, blockwise: Collection[str]) -> str:
-    h = hashlib.sha256(
-        f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}; blocks {sorted(blockwise)}\n".encode()
-    )
+    head = f"graph {GRAPH_VERSION}; int8 {sorted(quantize)}; blocks of {BLOCK} {sorted(blockwise)}\n"
+    h = hashlib.sha256(head.encode())
     for name in sorted(smooth):
         h.update(f"smooth {name}\n".encode() + np.asarray(smooth[name], dtype=np.float32).tobytes())
     h.update(f"weights {weights_sha256(weights)}".encode())
