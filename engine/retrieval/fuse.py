@@ -71,6 +71,7 @@ class Fused(msgspec.Struct, kw_only=True):
     boosts: F64  # (n, len(BOOSTS))
     score: F64  # (n,)
     hit: npt.NDArray[np.bool_]  # (n, 3): returned by semantic / bm25 / graph
+    log_chars: F64 | None = None  # (n,): events' ln(characters, capped), NaN for the others
 
     def components(self, i: int) -> dict[str, ScoreComponent]:
         out: dict[str, ScoreComponent] = {}
@@ -156,22 +157,28 @@ def _priors_and_boosts(
     return ages, conf, real, boosts
 
 
-def _length_prior(ids: Sequence[str], memories: Mapping[str, Memory], weight: float) -> F64 | None:
+def _log_chars(ids: Sequence[str], memories: Mapping[str, Memory]) -> F64:
+    """ln(characters, capped at LENGTH_CAP_CHARS) of the event candidates, NaN for the others."""
+    chars = [
+        min(LENGTH_CAP_CHARS, max(1, len(m.text))) if m is not None and m.type == "event" else 0
+        for m in map(memories.get, ids)
+    ]
+    with np.errstate(divide="ignore"):
+        logs = np.log(np.asarray(chars, dtype=np.float64))
+    logs[np.isneginf(logs)] = np.nan
+    return logs
+
+
+def _length_prior(log_chars: F64, weight: float) -> F64 | None:
     """The length prior of every candidate (0 for all but events), or None when it is off."""
     if weight <= 0.0:
         return None
-    rows: list[int] = []
-    chars: list[int] = []
-    for i, mid in enumerate(ids):
-        m = memories.get(mid)
-        if m is not None and m.type == "event":
-            rows.append(i)
-            chars.append(min(LENGTH_CAP_CHARS, max(1, len(m.text))))
-    if len(rows) < 2:
+    events = ~np.isnan(log_chars)
+    if int(events.sum()) < 2:
         return None
-    logs = np.log(np.asarray(chars, dtype=np.float64))
-    out = np.zeros(len(ids), dtype=np.float64)
-    out[np.asarray(rows, dtype=np.intp)] = weight * (logs - logs.mean())
+    logs = log_chars[events]
+    out = np.zeros(log_chars.shape[0], dtype=np.float64)
+    out[events] = weight * (logs - logs.mean())
     return out
 
 
@@ -194,7 +201,13 @@ def _recency(ages: F64, cfg: ResolvedRetrieval) -> F64:
 
 
 def _fused(
-    ids: Sequence[str], raw: F64, norm: F64, weights: F64, boosts: F64, hit: npt.NDArray[np.bool_]
+    ids: Sequence[str],
+    raw: F64,
+    norm: F64,
+    weights: F64,
+    boosts: F64,
+    hit: npt.NDArray[np.bool_],
+    log_chars: F64,
 ) -> Fused:
     """The fusion of these normalized values: contributions and scores derived from them."""
     contrib = norm * weights
@@ -207,6 +220,7 @@ def _fused(
         boosts=boosts,
         score=_score(contrib, boosts),
         hit=hit,
+        log_chars=log_chars,
     )
 
 
@@ -240,11 +254,12 @@ def fuse(
     if not real.all():
         norm[~real, :3] = 0.0
 
-    length = _length_prior(ids, memories, cfg.length_weight)
+    log_chars = _log_chars(ids, memories)
+    length = _length_prior(log_chars, cfg.length_weight)
     if length is not None:
         boosts[:, 7] = length
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
-    return _fused(ids, raw, norm, weights, boosts, hit)
+    return _fused(ids, raw, norm, weights, boosts, hit, log_chars)
 
 
 def refuse(
@@ -285,12 +300,14 @@ def refuse(
     for i, mid in enumerate(ids):
         if mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
-    length = _length_prior(ids, memories, cfg.length_weight)  # its mean moves with the added events
+    known = first.log_chars if first.log_chars is not None else _log_chars(first.ids, memories)
+    log_chars = np.concatenate((known, _log_chars(added, memories)))
+    length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with the added events
     if length is not None:
         boosts[:, 7] = length
     hit = np.zeros((n, 3), dtype=bool)
     hit[:n1] = first.hit
-    return _fused(ids, raw, norm, first.weights, boosts, hit)
+    return _fused(ids, raw, norm, first.weights, boosts, hit, log_chars)
 
 
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
