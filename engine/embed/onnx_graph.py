@@ -111,13 +111,8 @@ class _Graph:
             ins = [x, self.const(f"{name}.bq", q), self.const(f"{name}.bs", scales), "", ""]
             ins.append(self.const(f"{name}.b", bias) if bias is not None else "")
             rows, cols = w.shape
-            attrs = {
-                "K": rows,
-                "N": cols,
-                "bits": 8,
-                "block_size": BLOCK,
-                "accuracy_level": 4,
-            }  # 4: int8 inputs
+            # accuracy level 4: the inputs are quantized to int8 per block, the products run in int8
+            attrs = {"K": rows, "N": cols, "bits": 8, "block_size": BLOCK, "accuracy_level": 4}
             return self.node("MatMulNBits", ins, [name], domain=MS, **attrs)
         if not quantized:
             product = self.node(
