@@ -196,7 +196,9 @@ class OnnxEncoder:
             return None
         if not supported(model_dir):
             return None
-        return cls(model_dir, graph_file(model_dir, cache_dir, name, quantize, smooth, blockwise))
+        encoder = cls(model_dir, graph_file(model_dir, cache_dir, name, quantize, smooth, blockwise))
+        encoder._session(1)  # a runtime that cannot load the graph fails here, where the caller falls back
+        return encoder
 
     def _session(self, threads: int) -> tuple[Any, threading.Lock]:
         with self._guard:

@@ -170,6 +170,22 @@ def test_falls_back_to_torch_without_onnxruntime(
     np.testing.assert_allclose(emb.embed(TEXTS[:2]), torch_rows[:2], atol=1e-5)
 
 
+def test_falls_back_to_torch_when_the_runtime_cannot_load_the_graph(
+    monkeypatch: pytest.MonkeyPatch, torch_rows: np.ndarray, tmp_path: Path
+) -> None:
+    """An onnxruntime too old for an operator of the graph fails when the encoder opens, not at every
+    embed: the embedder runs on torch instead."""
+    import onnxruntime as ort
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Only 4b quantization is supported for MatMulNBits op")
+
+    monkeypatch.setattr(ort, "InferenceSession", refuse)
+    emb = MiniLMEmbedder(runtime="onnx", cache_dir=tmp_path)
+    assert emb.active_runtime == "torch"
+    np.testing.assert_allclose(emb.embed(TEXTS[:2]), torch_rows[:2], atol=1e-5)
+
+
 def test_unsupported_model_directories_are_refused(tmp_path: Path) -> None:
     assert not onnx_encoder.supported(tmp_path)
     assert OnnxEncoder.open(tmp_path, tmp_path / "cache", name="x") is None
