@@ -183,36 +183,20 @@ def _layer(
     wqkv = np.concatenate([w[a + "query.weight"], w[a + "key.weight"], w[a + "value.weight"]], 0).T
     bqkv = np.concatenate([w[a + "query.bias"], w[a + "key.bias"], w[a + "value.bias"]])
     att = g.attention(x, wqkv, bqkv, mask_index, f"l{i}.qkv", heads, f"l{i}.qkv" in quantize)
-    out = g.matmul(
-        att,
-        w[p + "attention.output.dense.weight"].T,
-        f"l{i}.attn_out",
-        f"l{i}.attn_out" in quantize,
-        smooth.get(f"l{i}.attn_out"),
-        bias=w[p + "attention.output.dense.bias"],
-        blockwise=f"l{i}.attn_out" in blockwise,
-    )
+
+    def project(inp: str, kind: str, dense: str) -> str:
+        """`inp` through the layer's `dense` Linear (weight and bias), as `quantize` / `blockwise` say."""
+        name = f"l{i}.{kind}"
+        weight, bias = w[p + dense + ".weight"].T, w[p + dense + ".bias"]
+        return g.matmul(
+            inp, weight, name, name in quantize, smooth.get(name), bias=bias, blockwise=name in blockwise
+        )
+
+    out = project(att, "attn_out", "attention.output.dense")
     ln1 = w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"]
     x = g.residual_norm(out, x, *ln1, f"l{i}.x1", eps)
-    h = g.matmul(
-        x,
-        w[p + "intermediate.dense.weight"].T,
-        f"l{i}.ffn_in",
-        f"l{i}.ffn_in" in quantize,
-        smooth.get(f"l{i}.ffn_in"),
-        bias=w[p + "intermediate.dense.bias"],
-        blockwise=f"l{i}.ffn_in" in blockwise,
-    )
-    h = g.node("Gelu", [h], [f"l{i}.gelu"], domain=MS)
-    out = g.matmul(
-        h,
-        w[p + "output.dense.weight"].T,
-        f"l{i}.ffn_out",
-        f"l{i}.ffn_out" in quantize,
-        smooth.get(f"l{i}.ffn_out"),
-        bias=w[p + "output.dense.bias"],
-        blockwise=f"l{i}.ffn_out" in blockwise,
-    )
+    h = g.node("Gelu", [project(x, "ffn_in", "intermediate.dense")], [f"l{i}.gelu"], domain=MS)
+    out = project(h, "ffn_out", "output.dense")
     ln2 = w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"]
     return g.residual_norm(out, x, *ln2, f"l{i}.x2", eps)
 
