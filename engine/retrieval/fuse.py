@@ -71,7 +71,7 @@ class Fused(msgspec.Struct, kw_only=True):
     boosts: F64  # (n, len(BOOSTS))
     score: F64  # (n,)
     hit: npt.NDArray[np.bool_]  # (n, 3): returned by semantic / bm25 / graph
-    log_chars: F64 | None = None  # (n,): events' ln(characters, capped), NaN for the others
+    log_chars: F64  # (n,): events' ln(characters, capped), NaN for the others
 
     def components(self, i: int) -> dict[str, ScoreComponent]:
         out: dict[str, ScoreComponent] = {}
@@ -300,8 +300,7 @@ def refuse(
     for i, mid in enumerate(ids):
         if mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
-    known = first.log_chars if first.log_chars is not None else _log_chars(first.ids, memories)
-    log_chars = np.concatenate((known, _log_chars(added, memories)))
+    log_chars = np.concatenate((first.log_chars, _log_chars(added, memories)))
     length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with the added events
     if length is not None:
         boosts[:, 7] = length
@@ -330,12 +329,11 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
     }
     for j, name in enumerate(BOOSTS):
         b = fused.boosts[i, j]
+        if b == 0.0:
+            continue
         if name == "length_prior":
-            if b != 0.0:
-                out.append(
-                    "longer than most candidate turns" if b > 0 else "shorter than most candidate turns"
-                )
-        elif b != 0.0:
+            out.append("longer than most candidate turns" if b > 0 else "shorter than most candidate turns")
+        else:
             out.append(names[name])
     if pinned:
         out.append("must_include (pinned)")
