@@ -2,10 +2,11 @@
 
 The graph (`engine.embed.onnx_graph`) is written from the directory's `model.safetensors` on first
 use and cached as `<cache_dir>/<name>-<digest>.onnx`; the digest covers the weights (their sha256,
-read once per process), the graph version, the quantized projections and their smoothing factors,
-so a changed model or graph never reads a stale file. The file is written to a temporary name and
-renamed, so concurrent first uses (server workers, test workers) do not see a partial file. Nothing is downloaded. Where the cache directory is not
-writable the graph is built in memory.
+read once per process), the graph version, the int8 and blockwise projections (with the block size)
+and the smoothing factors, so a changed model or graph never reads a stale file. The file is written
+to a temporary name and renamed, so concurrent first uses (server workers, test workers) do not see a
+partial file. Nothing is downloaded. Where the cache directory is not writable the graph is built in
+memory.
 
 Texts are tokenized with the directory's `tokenizer.json` (the Rust `tokenizers` BERT tokenizer that
 sentence-transformers uses, with its strip and truncation at `max_seq_length`). Large batches are
