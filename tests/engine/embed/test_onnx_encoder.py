@@ -125,6 +125,73 @@ def test_large_batches_are_sorted_chunked_and_put_back_in_order(cache: Path) -> 
     np.testing.assert_allclose(batched[::7], singles, atol=1e-5)
 
 
+def _turns(n: int, salt: str = "") -> list[str]:
+    return [f"{salt}Caroline: turn {i} " + "about the support group " * (i % 9) for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def int8_encoder(cache: Path) -> OnnxEncoder:
+    encoder = MiniLMEmbedder(runtime="onnx", cache_dir=cache)._encoder()
+    assert encoder is not None
+    return encoder
+
+
+def test_large_batches_share_their_chunks_among_lanes(int8_encoder: OnnxEncoder) -> None:
+    """With two threads a large batch runs on two one-thread lane sessions side by side (not on the
+    sessions queries use), and gives the rows the one-thread pass gives."""
+    texts = _turns(60)
+    assert len(onnx_encoder.chunks(int8_encoder._ids(texts))) > 2
+    alone = int8_encoder(texts, threads=1)
+    used: list[int] = []
+    real = int8_encoder._run
+
+    def spy(session: Any, ids: Any) -> np.ndarray:
+        used.append(id(session))
+        return real(session, ids)
+
+    int8_encoder._run = spy  # type: ignore[method-assign]
+    try:
+        lanes = int8_encoder(texts, threads=2)
+    finally:
+        del int8_encoder._run
+    assert len(set(used)) == int8_encoder._lane_count == 2
+    assert not set(used) & {id(s) for s, _ in int8_encoder._sessions.values()}
+    np.testing.assert_allclose(lanes, alone, atol=1e-6)
+
+
+def test_concurrent_batches_on_lanes_keep_their_own_rows(int8_encoder: OnnxEncoder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [_turns(30 + k, salt=f"batch {k}. ") for k in range(4)]
+    expected = [int8_encoder(b, threads=1) for b in batches]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda b: int8_encoder(b, threads=2), batches))
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_allclose(g, e, atol=1e-6)
+
+
+def test_a_failing_pass_on_a_lane_raises_and_gives_its_lane_back(int8_encoder: OnnxEncoder) -> None:
+    texts = _turns(60)
+    int8_encoder(texts, threads=2)
+    real = int8_encoder._run
+    calls: list[int] = []
+
+    def failing(session: Any, ids: Any) -> np.ndarray:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("pass failed")
+        return real(session, ids)
+
+    int8_encoder._run = failing  # type: ignore[method-assign]
+    try:
+        with pytest.raises(RuntimeError, match="pass failed"):
+            int8_encoder(texts, threads=2)
+    finally:
+        del int8_encoder._run
+    assert int8_encoder._lanes.qsize() == int8_encoder._lane_count == 2
+    np.testing.assert_allclose(int8_encoder(texts, threads=2), int8_encoder(texts, threads=1), atol=1e-6)
+
+
 def test_the_graph_is_cached_per_weights_and_quantization(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
