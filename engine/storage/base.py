@@ -187,7 +187,12 @@ class Store(Protocol):
     def put_idempotency(self, record: IdempotencyRecord) -> None: ...
 
     # --- event log -------------------------------------------------------------------------------
-    def append_events(self, events: Sequence[Event]) -> None: ...
+    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
+        """Append to the org's log. `durable=False`, for a log entry no acknowledged write depends on (a
+        read's `context.assembled`): outside a transaction the commit need not wait for the disk; it
+        survives the process being killed, and the next durable commit takes it to disk, but an OS crash
+        or power loss before that may lose it. Inside a transaction the transaction decides."""
+        ...
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         """Events in append order as (seq, event); `seq` increases strictly and is the cursor."""

@@ -244,7 +244,7 @@ class InMemoryStore:
             self._set(self._idempotency, (record.org_id, record.key), record)
 
     # --- events ----------------------------------------------------------------------------------
-    def append_events(self, events: Sequence[Event]) -> None:
+    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
         with self._auto():
             for event in events:
                 self._seq += 1

@@ -150,7 +150,8 @@ async def assemble_context(
                         "degraded": response.flags.degraded,
                     },
                 )
-            ]
+            ],
+            durable=False,  # a read's log entry: it need not wait for the disk
         )
         return ok_json(response)
 

@@ -89,6 +89,31 @@ def test_extracted_shape_and_provenance(
     assert kinds == ["context.assembled"]
 
 
+def test_the_assembled_event_does_not_wait_for_the_disk(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read's `context.assembled` entry is appended with `durable=False`; the turn it stores is not."""
+    calls: list[tuple[list[str], bool]] = []
+    real = store.append_events
+
+    def spy(events: Sequence[Any], *, durable: bool = True) -> None:
+        calls.append(([e.type for e in events], durable))
+        real(events, durable=durable)
+
+    monkeypatch.setattr(store, "append_events", spy)
+    body = {
+        "entity_id": "ent:user",
+        "turn": "I moved to Paris",
+        "ingest": {"extract": False, "store_turn": "note"},
+    }
+    assert client.post(ASSEMBLE, json=body, headers=auth).status_code == 200
+    assert (["context.assembled"], False) in calls
+    assert all(durable for kinds, durable in calls if kinds != ["context.assembled"])
+    assert any(kinds != ["context.assembled"] for kinds, _ in calls)  # the stored turn's own events
+    logged = [e.type for _, e in store.list_events("acme", EventQuery(type="context.assembled"))]
+    assert logged == ["context.assembled"]
+
+
 def test_request_id_is_the_gateways(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     r = client.post(
         ASSEMBLE,

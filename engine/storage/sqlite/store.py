@@ -3,7 +3,8 @@
 - One connection (check_same_thread=False) guarded by an RLock, so many server threads may share one
   store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
   transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
-  before the call returns. A background `Checkpointer` copies the WAL into the database file, off the
+  before the call returns (except a log entry appended with `durable=False`, see `Store.append_events`).
+  A background `Checkpointer` copies the WAL into the database file, off the
   commit path.
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
@@ -406,15 +407,23 @@ class SQLiteStore:
             )
 
     # --- events ----------------------------------------------------------------------------------
-    def append_events(self, events: Sequence[Event]) -> None:
+    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
         if not events:
             return
-        with self.transaction():
-            self._conn.executemany(
-                "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [codec.event_row(e) for e in events],
-            )
+        with self._lock:
+            relaxed = not durable and self._depth == 0
+            if relaxed:  # WAL: the commit reaches the OS, and the disk with the next synced commit
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                with self.transaction():
+                    self._conn.executemany(
+                        "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [codec.event_row(e) for e in events],
+                    )
+            finally:
+                if relaxed:
+                    self._conn.execute("PRAGMA synchronous=FULL")
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         where = ["org_id = ?"]

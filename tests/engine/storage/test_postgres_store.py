@@ -15,10 +15,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from engine.models import Memory, text_hash
+from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
 from engine.storage.base import Scope, Vector
-from engine.storage.postgres import PostgresStore, search
+from engine.storage.postgres import PostgresStore, bookkeeping, search
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
@@ -362,6 +362,37 @@ def test_calls_outside_a_transaction_do_not_see_its_uncommitted_writes(postgres_
         assert seen == [0]  # another thread gets its own pooled connection and transaction
     assert postgres_store.count_memories("org_a") == 1
     assert postgres_store.in_transaction is False
+
+
+def test_a_relaxed_event_append_skips_the_wal_wait_in_its_own_transaction_only(
+    pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with psycopg.connect(pg_database, autocommit=True) as admin:  # the test server runs with it off
+        name = admin.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
+        admin.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = on").format(sql.Identifier(name)))
+    store = PostgresStore(pg_database, max_size=1)  # one connection: a leaked setting would show
+    seen: list[str] = []
+    real = bookkeeping.append_events
+
+    def spy(conn: Any, events: Any) -> None:
+        seen.append(conn.execute("SHOW synchronous_commit").fetchone()[0])
+        real(conn, events)
+
+    monkeypatch.setattr(bookkeeping, "append_events", spy)
+
+    def event(i: int) -> Event:
+        return Event(event_id=f"evt_{i}", org_id="org_a", type="x", at=datetime(2024, 1, i, tzinfo=UTC))
+
+    try:
+        store.append_events([event(1)], durable=False)
+        store.append_events([event(2)])
+        with store.transaction():  # the transaction decides
+            store.append_events([event(3)], durable=False)
+        assert seen == ["off", "on", "on"]
+        with store._pooled() as conn:
+            assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+    finally:
+        store.close()
 
 
 def test_iter_memories_pages_through_equal_timestamps(postgres_store: PostgresStore) -> None:

@@ -83,6 +83,21 @@ def _event(i: int, org: str = "org_a", type_: str = "memory.created", entity: st
     )
 
 
+def test_relaxed_event_appends_are_logged_in_order(store: Store) -> None:
+    """`durable=False` changes when a commit reaches the disk, never what is logged."""
+    store.append_events([_event(1)], durable=False)
+    with store.transaction():
+        store.append_events([_event(2)], durable=False)
+    store.append_events([_event(3)])
+    store.append_events([_event(4)], durable=False)
+    assert [e.event_id for _, e in store.list_events("org_a", EventQuery())] == [
+        "evt_1",
+        "evt_2",
+        "evt_3",
+        "evt_4",
+    ]
+
+
 def test_events(store: Store) -> None:
     store.append_events([_event(1), _event(2, type_="context.assembled"), _event(3, org="org_b")])
     store.append_events([_event(4, entity="ent:a"), _event(5, type_="context.assembled", entity="ent:a")])

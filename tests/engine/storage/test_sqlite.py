@@ -21,6 +21,36 @@ from engine.storage.sqlite.schema import LATEST, MIGRATIONS, migrate, schema_ver
 from tests.engine.storage.conftest import at, mem
 
 
+def test_only_a_relaxed_event_append_of_its_own_skips_the_sync(tmp_path: Path) -> None:
+    """`append_events(durable=False)` alone commits with synchronous=NORMAL and puts FULL back; inside
+    a transaction, and for every other write, commits stay FULL."""
+    s = SQLiteStore(str(tmp_path / "loci.db"))
+    statements: list[str] = []
+    s._conn.set_trace_callback(statements.append)
+
+    def syncs() -> list[str]:
+        found = [x.split("=")[1] for x in statements if x.startswith("PRAGMA synchronous=")]
+        statements.clear()
+        return found
+
+    s.append_events([Event(event_id="evt_1", org_id="org_a", type="x", at=at(1))], durable=False)
+    assert syncs() == ["NORMAL", "FULL"]
+    assert s._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    s.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
+    with s.transaction():
+        s.put_memories([mem(text="kept")])
+        s.append_events([Event(event_id="evt_3", org_id="org_a", type="x", at=at(3))], durable=False)
+    assert syncs() == []
+    s.close()
+    assert [
+        e.event_id for _, e in SQLiteStore(str(tmp_path / "loci.db")).list_events("org_a", EventQuery())
+    ] == [
+        "evt_1",
+        "evt_2",
+        "evt_3",
+    ]
+
+
 def test_durable_after_close_and_reopen(tmp_path: Path) -> None:
     path = str(tmp_path / "d" / "loci.db")
     s = SQLiteStore(path)

@@ -135,11 +135,11 @@ class FailingEvents:
         self.inner = inner
         self.calls = 0
 
-    def append_events(self, events: Sequence[Event]) -> None:
+    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
         self.calls += 1
         if self.calls == 2:
             raise RuntimeError("disk full")
-        self.inner.append_events(events)
+        self.inner.append_events(events, durable=durable)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -113,7 +113,7 @@ def test_commit_is_all_or_nothing() -> None:
     store = InMemoryStore()
     plan = plan_turn(RULES, "I live in Paris", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
 
-    def boom(events: object) -> None:
+    def boom(events: object, *, durable: bool = True) -> None:
         raise RuntimeError("log full")
 
     store.append_events = boom  # type: ignore[method-assign]
