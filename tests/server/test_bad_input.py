@@ -82,8 +82,8 @@ def test_a_date_time_without_a_utc_form_is_422_naming_it(
 
 
 def test_the_date_time_check_reads_each_body_type_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`msgspec.structs.fields` evaluates a class's annotations on every call (about a millisecond per
-    request body): the check reads each Struct class's fields once, and still names the field."""
+    """`msgspec.structs.fields` evaluates a class's annotations on every call, too slow for every
+    request body: the check reads each Struct class's fields once, and still names the field."""
     import msgspec
 
     from engine.retrieval.options import AssembleRequest
