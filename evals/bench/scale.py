@@ -17,8 +17,10 @@
    `embeddings` holds `--distinct-texts` vectors (shared by text hash, as the store does), `memories` N.
 3. Load: `PostgresStore.bulk_load` (COPY; engine.storage.postgres.bulk): vectors first (HNSW dropped and
    built once), then memories in `--batch`es. Reported: memories/s (Python row encoding + COPY + index
-   maintenance), vectors + HNSW time, `VACUUM (ANALYZE)` time, `pg_database_size`. Then (`--prewarm`)
-   pg_prewarm reads tables and indexes into shared buffers: the steady state of a server with RAM enough.
+   maintenance), vectors + HNSW time, `VACUUM (ANALYZE)` + `CHECKPOINT` time (the load's dirty pages
+   are written before the timed calls, not by a spread checkpoint during them), `pg_database_size`.
+   Then (`--prewarm`) pg_prewarm reads tables and indexes into shared buffers: the steady state of a
+   server with RAM enough.
 4. Serve: for each W in `--workers`, `python -m server.cli serve --workers W` (real uvicorn processes,
    LOCI_DATABASE_URL set, rate limit out of the way); warm-up calls, then `--calls` assemble calls
    (random entity, varied turns/presets/budgets from evals.bench.turns, ingest off, trace on
@@ -68,7 +70,7 @@ class LoadResult(msgspec.Struct, kw_only=True):
     vectors_s: float  # COPY of the distinct vectors + HNSW build
     memories_s: float  # COPY of the memories (row encoding + COPY + index maintenance)
     batch_rates: list[float]  # memories/s per batch
-    analyze_s: float  # VACUUM (ANALYZE)
+    analyze_s: float  # VACUUM (ANALYZE) and CHECKPOINT
     db_bytes: int
     table_bytes: dict[str, int]
 
@@ -114,7 +116,7 @@ class ScaleReport(msgspec.Struct, kw_only=True):
                 f"memories load time | {ld.memories_s:.1f} s",
                 f"vectors ({ld.distinct_texts}) COPY + HNSW build | {ld.vectors_s:.1f} s",
                 f"building Memory objects (not in the rate) | {ld.gen_s:.1f} s",
-                f"VACUUM (ANALYZE) after the load | {ld.analyze_s:.1f} s",
+                f"VACUUM (ANALYZE) and CHECKPOINT after the load | {ld.analyze_s:.1f} s",
                 f"pg_database_size | {mb:,.0f} MB",
                 *[
                     f"  {name} (with indexes, TOAST) | {size / 1e6:,.0f} MB"
@@ -327,6 +329,8 @@ def load(
     t = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("VACUUM (ANALYZE)")  # hint bits and visibility map: first reads do not write pages
+        # write the load's dirty pages out now, not in a spread checkpoint during the timed calls
+        conn.execute("CHECKPOINT")
     analyze_s = time.perf_counter() - t
     db_bytes, tables = _sizes(url)
     return LoadResult(
