@@ -12,7 +12,8 @@ Texts are tokenized with the directory's `tokenizer.json` (the Rust `tokenizers`
 sentence-transformers uses, with its strip and truncation at `max_seq_length`). Large batches are
 sorted by length and cut into small chunks, so short texts are not padded to the longest; with more
 than one thread the chunks are shared among one-thread sessions ("lanes") that run side by side: at
-these matrix sizes that beats one session splitting each product across its threads.
+these matrix sizes that beats one session splitting each product across its threads. Every session
+uses one copy of the graph's large initializers (the word embeddings), loaded once per encoder.
 
 `OnnxEncoder.open` returns None where onnxruntime/onnx are missing or the model is not one the graph
 reproduces (another architecture, activation, position embedding or pooling); the caller keeps its
@@ -42,6 +43,7 @@ from engine.embed.onnx_graph import BLOCK, SESSION_DISABLED_OPTIMIZERS
 log = logging.getLogger(__name__)
 
 GRAPH_VERSION = 4
+SHARED_MIN_BYTES = 1 << 20  # initializers this large (the word embeddings) are loaded once for every session
 CHUNK_TEXTS = 64  # texts per forward pass of a large batch (sorted by length first)
 CHUNK_TOKENS = 256  # and at most this many padded tokens per pass: small passes stay in the caches
 
@@ -207,6 +209,7 @@ class OnnxEncoder:
         self._lane_count = 0
         self._helpers: ThreadPoolExecutor | None = None
         self._helper_count = 0
+        self._shared: dict[str, tuple[npt.NDArray[Any], Any]] | None = None  # name -> (array, OrtValue)
 
     @classmethod
     def open(
@@ -230,10 +233,33 @@ class OnnxEncoder:
         encoder._session(1)  # a runtime that cannot load the graph fails here, where the caller falls back
         return encoder
 
+    def _shared_initializers(self) -> dict[str, tuple[npt.NDArray[Any], Any]]:
+        """The graph's large initializers as OrtValues every session uses instead of its own copy (the
+        arrays are kept alive with them); read once, under `_guard`."""
+        if self._shared is None:
+            import onnx
+            import onnxruntime as ort
+            from onnx import numpy_helper
+
+            model = (
+                onnx.load(str(self.graph))
+                if isinstance(self.graph, Path)
+                else onnx.load_from_string(self.graph)
+            )
+            shared = {}
+            for tensor in model.graph.initializer:
+                if len(tensor.raw_data) >= SHARED_MIN_BYTES:
+                    array = np.ascontiguousarray(numpy_helper.to_array(tensor))
+                    shared[tensor.name] = (array, ort.OrtValue.ortvalue_from_numpy(array))
+            self._shared = shared
+        return self._shared
+
     def _new_session(self, threads: int) -> Any:
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
+        for name, (_, value) in self._shared_initializers().items():
+            opts.add_initializer(name, value)
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

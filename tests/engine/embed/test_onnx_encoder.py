@@ -159,6 +159,33 @@ def test_large_batches_share_their_chunks_among_lanes(int8_encoder: OnnxEncoder)
     np.testing.assert_allclose(lanes, alone, atol=1e-6)
 
 
+def test_every_session_shares_one_copy_of_the_word_embeddings(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query, long-text and lane sessions all take the word embeddings (the graph's one large
+    initializer) from the encoder's single copy, and give the rows an unshared session gives."""
+    import onnxruntime as ort
+
+    given: list[tuple[str, int]] = []
+
+    class Recording(ort.SessionOptions):  # type: ignore[misc]
+        def add_initializer(self, name: str, value: Any) -> None:
+            given.append((name, id(value)))
+            super().add_initializer(name, value)
+
+    monkeypatch.setattr(ort, "SessionOptions", Recording)
+    encoder = MiniLMEmbedder(runtime="onnx", cache_dir=cache)._encoder()
+    assert encoder is not None
+    texts = _turns(40)
+    lanes = encoder(texts, threads=2)
+    encoder(texts[:2], threads=2)
+    assert len(given) == 4  # the eager one-thread session, two lanes, the two-thread session
+    assert {name for name, _ in given} == {"word"} and len({ident for _, ident in given}) == 1
+    unshared = OnnxEncoder(Path(_model_path()), encoder.graph)
+    unshared._shared = {}  # every session with its own copy, as before
+    np.testing.assert_allclose(lanes, unshared(texts, threads=2), atol=1e-6)
+
+
 def test_concurrent_batches_on_lanes_keep_their_own_rows(int8_encoder: OnnxEncoder) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
