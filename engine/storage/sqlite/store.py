@@ -4,8 +4,7 @@
   store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
   transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
   before the call returns (except a log entry appended with `durable=False`, see `Store.append_events`).
-  A background `Checkpointer` copies the WAL into the database file, off the
-  commit path.
+  A background `Checkpointer` copies the WAL into the database file, off the commit path.
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
   first search of a namespace and patched after each commit (never on rollback). Commits made by other
