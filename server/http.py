@@ -269,23 +269,13 @@ def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
     return body
 
 
-_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
-
-
-def _fields(kind: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
-    """(attribute, JSON name) of a Struct class's fields, read once per class (`msgspec.structs.fields`
-    evaluates the class's annotations on every call)."""
-    found = _FIELDS.get(kind)
-    if found is None:
-        found = _FIELDS[kind] = tuple((f.name, f.encode_name) for f in msgspec.structs.fields(kind))
-    return found
-
-
 def _children(value: Any, path: str) -> list[tuple[Any, str]]:
     if isinstance(value, msgspec.Struct):
+        info = _type_info(type(value))  # the cached description: reading the fields anew is slow
+        assert isinstance(info, mi.StructType)
         return [
-            (getattr(value, name), f"{path}.{json_name}" if path else json_name)
-            for name, json_name in _fields(type(value))
+            (getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
+            for f in info.fields
         ]
     if isinstance(value, list | tuple):
         return [
