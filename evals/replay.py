@@ -307,7 +307,6 @@ class EngineBackend:
         return loaded
 
     def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
-        from engine.retrieval.config import resolve
         from engine.retrieval.options import AssembleRequest
         from engine.retrieval.pipeline import run_assemble
 
@@ -325,7 +324,7 @@ class EngineBackend:
         )
         stage_ms = {"assemble": (time.perf_counter() - t) * 1000.0}
         ranking = None
-        if config.rank_depth > resolve(request.retrieval).top_k:
+        if config.rank_depth > outcome.response.retrieval_summary.top_k:
             deep = msgspec.convert(
                 assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True),
                 AssembleRequest,

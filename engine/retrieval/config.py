@@ -3,6 +3,12 @@
 Order of precedence: an explicit request value, then the preset's value (`engine.retrieval.presets`), then the
 default (the `balanced` preset). Weights: a key the request leaves out takes the preset's weight;
 when the weights do not sum to 1 they are divided by their sum and `weights_renormalized` is set.
+
+Channel depth: a preset's `top_k` is sized to fill large contexts. When the request leaves `top_k`
+unset and says how many lines its context may show (assemble: `max_events + max_facts`), each channel
+fetches `CANDIDATES_PER_LINE` per line instead, at least `MIN_TOP_K` and at most the preset's
+`top_k`, and the conversation context expands from proportionally fewer anchors (`ANCHORS` at the
+preset's depth). An explicit `top_k` always runs as given.
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ from engine.retrieval.options import RetrievalOptions
 from engine.retrieval.presets import DEFAULT_PRESET, Weights, get_preset
 
 SUM_TOLERANCE = 1e-9
+#: hits per channel for each line the context may show; past it the deeper pool changed no line of the
+#: default context on held-out LoCoMo conversations (docs/evaluation.md) and cost a third of assemble
+CANDIDATES_PER_LINE = 3
+MIN_TOP_K = 24  # the spec's default top_k: the floor of a fitted depth
+#: events whose neighbours join the candidates (`engine.retrieval.expand`), at the preset's top_k
+ANCHORS = 40
 
 
 class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
@@ -39,6 +51,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     neighbor_weight: float = 0.0
     day_weight: float = 0.0
     length_weight: float = 0.0
+    anchors: int = ANCHORS
 
 
 def renormalize(weights: Weights) -> tuple[Weights, bool]:
@@ -58,7 +71,14 @@ def renormalize(weights: Weights) -> tuple[Weights, bool]:
     ), True
 
 
-def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
+def fitted_depth(preset_top_k: int, lines: int) -> tuple[int, int]:
+    """(top_k, anchors) for a context of at most `lines` lines, under a preset's `top_k`."""
+    top_k = min(preset_top_k, max(MIN_TOP_K, CANDIDATES_PER_LINE * lines))
+    return top_k, max(1, round(ANCHORS * top_k / preset_top_k))
+
+
+def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedRetrieval:
+    """`lines`: the most lines the response may show (None: the preset's depth, see the module docstring)."""
     preset = get_preset(options.preset or DEFAULT_PRESET)
     get_normalizer(options.normalization)  # unknown names fail here too (defence in depth)
     base = preset.weights
@@ -73,13 +93,16 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
             confidence=base.confidence if w.confidence is None else w.confidence,
         )
     weights, renormalized = renormalize(weights)
+    top_k, anchors = options.top_k or preset.top_k, ANCHORS
+    if options.top_k is None and lines is not None:
+        top_k, anchors = fitted_depth(preset.top_k, lines)
     return ResolvedRetrieval(
         preset=preset.name,
         weights=weights,
         weights_renormalized=renormalized,
         normalization=options.normalization,
         recency_half_life_days=options.recency_half_life_days or preset.recency_half_life_days,
-        top_k=options.top_k or preset.top_k,
+        top_k=top_k,
         depth=preset.depth if options.depth is None else options.depth,
         rerank=preset.rerank if options.rerank.enable is None else options.rerank.enable,
         rerank_lambda=preset.rerank_lambda if options.rerank.lambda_ is None else options.rerank.lambda_,
@@ -97,6 +120,7 @@ def resolve(options: RetrievalOptions) -> ResolvedRetrieval:
         ),
         day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
         length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
+        anchors=anchors,
     )
 
 

@@ -6,7 +6,7 @@ that day.
 - `speaker_hits`: an event whose text starts with "<Name>: " where a word of Name is a graph seed of
   the query (`ent:<lowercased word>`, see `engine.retrieval.channels.graph_seeds`) is a graph hit at
   hop 0: it is about that entity as much as a fact naming it.
-- `context_boosts`, after a first fusion: the best `ANCHORS` events are anchors; the events up to
+- `context_boosts`, after a first fusion: the best `cfg.anchors` events are anchors; the events up to
   `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
   `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
@@ -31,7 +31,6 @@ from engine.retrieval.fuse import Fused
 from engine.retrieval.render import memory_day
 from engine.storage.base import Hit, Scope, Store
 
-ANCHORS = 40
 MAX_GAP = timedelta(hours=1)
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
 
@@ -98,7 +97,7 @@ def context_boosts(
     out = Context(boosts={}, added=[])
     neighbor: dict[str, float] = {}
     if cfg.neighbors > 0 and cfg.neighbor_weight > 0 and events:
-        anchors = sorted(events, key=lambda mid: -score[mid])[:ANCHORS]
+        anchors = sorted(events, key=lambda mid: -score[mid])[: cfg.anchors]
         adjacent = store.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
         out.ops += 1
         for a in adjacent:

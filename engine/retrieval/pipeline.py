@@ -225,7 +225,7 @@ def run_assemble(
 ) -> AssembleOutcome:
     start = time.perf_counter()
     timings = StageTimings()
-    cfg = resolve(request.retrieval)
+    cfg = resolve(request.retrieval, lines=request.return_.max_events + request.return_.max_facts)
     scope = _scope(org_id, agent_id, request, now)
     query = build_query(request.turn, request.goal)
     seeds = graph_seeds(

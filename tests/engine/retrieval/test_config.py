@@ -2,7 +2,7 @@ import msgspec
 import pytest
 
 from engine.errors import InvalidInput
-from engine.retrieval.config import renormalize, resolve, without_semantic
+from engine.retrieval.config import ANCHORS, MIN_TOP_K, renormalize, resolve, without_semantic
 from engine.retrieval.options import Expand, Rerank, RetrievalOptions, WeightsIn
 from engine.retrieval.presets import Weights
 
@@ -12,6 +12,26 @@ def test_balanced_defaults() -> None:
     assert cfg.preset == "balanced" and cfg.weights == Weights() and not cfg.weights_renormalized
     assert (cfg.top_k, cfg.depth, cfg.recency_half_life_days, cfg.rerank) == (100, 2, 45, False)
     assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
+
+
+def test_a_short_context_fetches_fewer_hits_per_channel_and_fewer_anchors() -> None:
+    # the API's default return limits (6 events, 12 facts): 3 hits per line, anchors in proportion
+    cfg = resolve(RetrievalOptions(), lines=18)
+    assert (cfg.top_k, cfg.anchors) == (54, 22)
+    assert (resolve(RetrievalOptions(), lines=212).top_k, resolve(RetrievalOptions(), lines=212).anchors) == (
+        100,
+        ANCHORS,
+    )
+    tiny = resolve(RetrievalOptions(), lines=1)  # never below the spec's default top_k
+    assert (tiny.top_k, tiny.anchors) == (MIN_TOP_K, 10)
+    assert (resolve(RetrievalOptions()).top_k, resolve(RetrievalOptions()).anchors) == (100, ANCHORS)
+
+
+def test_an_explicit_or_small_top_k_is_not_fitted_to_the_lines() -> None:
+    cfg = resolve(RetrievalOptions(top_k=100), lines=18)
+    assert (cfg.top_k, cfg.anchors) == (100, ANCHORS)
+    fast = resolve(RetrievalOptions(preset="fast"), lines=18)  # its top_k 12 is already below the fit
+    assert (fast.top_k, fast.anchors) == (12, ANCHORS)
 
 
 def test_rerank_lambda_defaults_to_the_preset_and_is_read_from_json() -> None:

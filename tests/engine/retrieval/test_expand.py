@@ -94,6 +94,19 @@ def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
     assert out.response.cost.retrieval_ops >= 3 and out.timings.expand > 0
 
 
+def test_only_the_best_anchors_bring_their_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, cache = _store()
+    monkeypatch.setattr("engine.retrieval.config.ANCHORS", 1)  # one anchor at any depth
+    bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+    out = _ask(store, cache, turn="hiking bread", weights=bm25, expand={"day_weight": 0})
+    matches = {m.memory_id: m for m in out.response.matches or []}
+    best = max(("d1_1", "d2_0"), key=lambda mid: matches[mid].score_components["bm25"].contrib)
+    other = "d2_0" if best == "d1_1" else "d1_1"
+    boosted = {mid for mid, m in matches.items() if "neighbor_boost" in m.score_components}
+    assert boosted and all(mid[:2] == best[:2] for mid in boosted)  # the other hit's day brought none
+    assert other in matches and other[:2] not in {mid[:2] for mid in boosted}
+
+
 def test_expansion_off_and_day_boost() -> None:
     store, cache = _store()
     off = _ask(
