@@ -23,8 +23,8 @@ from engine.retrieval.options import RetrievalOptions
 from engine.retrieval.presets import DEFAULT_PRESET, Weights, get_preset
 
 SUM_TOLERANCE = 1e-9
-#: hits per channel for each line the context may show; past it the deeper pool changed no line of the
-#: default context on held-out LoCoMo conversations (docs/evaluation.md) and cost a third of assemble
+#: hits per channel for each line the context may show: a deeper pool put no more evidence into a short
+#: context on held-out LoCoMo conversations (docs/evaluation.md), and every candidate costs time
 CANDIDATES_PER_LINE = 3
 MIN_TOP_K = 24  # the spec's default top_k: the floor of a fitted depth
 #: events whose neighbours join the candidates (`engine.retrieval.expand`), at the preset's top_k
