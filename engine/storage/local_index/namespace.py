@@ -108,8 +108,10 @@ class NamespaceIndex:
         while cut < rows.size and primary[order[cut]] == primary[last] and ts[order[cut]] == ts[last]:
             cut += 1
         ids = self.cols.memory_ids
-        chosen = sorted(order[:cut].tolist(), key=lambda i: (primary[i], -ts[i], ids[rows[i]]))[:k]
-        return [Hit(ids[rows[i]], float(primary[i])) for i in chosen]
+        # Python scalars: the sort key reads them about a hundred times per call
+        p, t, r = primary.tolist(), ts.tolist(), rows.tolist()
+        chosen = sorted(order[:cut].tolist(), key=lambda i: (p[i], -t[i], ids[r[i]]))[:k]
+        return [Hit(ids[r[i]], p[i]) for i in chosen]
 
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
         rows, sims = self.vectors[model].search(self.cols.mask(scope), query, k)
