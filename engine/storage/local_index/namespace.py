@@ -108,7 +108,7 @@ class NamespaceIndex:
         while cut < rows.size and primary[order[cut]] == primary[last] and ts[order[cut]] == ts[last]:
             cut += 1
         ids = self.cols.memory_ids
-        # Python scalars: the sort key reads them about a hundred times per call
+        # the sort key reads Python scalars: cheaper than indexing numpy arrays element by element
         p, t, r = primary.tolist(), ts.tolist(), rows.tolist()
         chosen = sorted(order[:cut].tolist(), key=lambda i: (p[i], -t[i], ids[r[i]]))[:k]
         return [Hit(ids[r[i]], p[i]) for i in chosen]
