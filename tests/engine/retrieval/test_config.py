@@ -14,17 +14,17 @@ def test_balanced_defaults() -> None:
     assert (cfg.neighbors, cfg.neighbor_weight, cfg.day_weight) == (2, 0.35, 0.2)
 
 
+def _depth(lines: int | None) -> tuple[int, int]:
+    cfg = resolve(RetrievalOptions(), lines=lines)
+    return cfg.top_k, cfg.anchors
+
+
 def test_a_short_context_fetches_fewer_hits_per_channel_and_fewer_anchors() -> None:
     # the API's default return limits (6 events, 12 facts): 3 hits per line, anchors in proportion
-    cfg = resolve(RetrievalOptions(), lines=18)
-    assert (cfg.top_k, cfg.anchors) == (54, 22)
-    assert (resolve(RetrievalOptions(), lines=212).top_k, resolve(RetrievalOptions(), lines=212).anchors) == (
-        100,
-        ANCHORS,
-    )
-    tiny = resolve(RetrievalOptions(), lines=1)  # never below the spec's default top_k
-    assert (tiny.top_k, tiny.anchors) == (MIN_TOP_K, 10)
-    assert (resolve(RetrievalOptions()).top_k, resolve(RetrievalOptions()).anchors) == (100, ANCHORS)
+    assert _depth(18) == (54, 22)
+    assert _depth(212) == (100, ANCHORS)
+    assert _depth(1) == (MIN_TOP_K, 10)  # never below the spec's default top_k
+    assert _depth(None) == (100, ANCHORS)
 
 
 def test_an_explicit_or_small_top_k_is_not_fitted_to_the_lines() -> None:
