@@ -5,7 +5,7 @@
     loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
     loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
     loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
-    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--out FILE]   (needs loci[peers])
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--out FILE]   (loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
@@ -138,14 +138,20 @@ def _peers(args: argparse.Namespace) -> int:
         return 2
     from engine.embed.registry import create_embedder
 
-    header = _header(f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}")
-    table = peers.run(
-        create_embedder("minilm"),
-        turns=args.turns,
-        reads=args.reads,
-        singles=args.singles,
-        cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
-    )
+    rounds = f" --rounds {args.rounds}" if args.rounds != 1 else ""
+    header = _header(f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}")
+    try:
+        table = peers.run(
+            create_embedder("minilm"),
+            turns=args.turns,
+            reads=args.reads,
+            singles=args.singles,
+            rounds=args.rounds,
+            cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
+        )
+    except ValueError as exc:
+        print(f"loci bench peers: {exc}", file=sys.stderr)
+        return 2
     return _report(header, table.format(), args.out)
 
 
@@ -240,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two"
     )
     r.add_argument("--singles", type=int, default=50, help="single writes per side (alternated)")
+    r.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="read rounds on the same stores, each with its own questions; prints each round's ratios",
+    )
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")
     r.set_defaults(func=_peers)

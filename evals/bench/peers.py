@@ -12,11 +12,15 @@ questions as reads. Both sides run in this process:
   `search` with top_k 24.
 Calls alternate (a Loci batch, then a mem0 batch; a Loci read, then a mem0 read), so both see the same
 load. Ratios are Loci / mem0 for latencies and Loci's rate / mem0's for throughput.
+`rounds` > 1 repeats the reads on the same stores, each round with questions of its own (a question
+asked twice would find Loci's query vector cached), and lists every round's read ratios and their
+median: one p95 over a few hundred reads moves with the machine's noise, so one round is not the spread.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -52,14 +56,43 @@ class SideRow(msgspec.Struct, kw_only=True):
     bulk_rate: float  # memories per second
 
 
+class ReadRound(msgspec.Struct, kw_only=True):
+    loci: Pct
+    mem0: Pct
+
+    def ratios(self) -> tuple[float, float]:
+        """Loci / mem0 at p50 and at p95."""
+        return self.loci.p50 / self.mem0.p50, self.loci.p95 / self.mem0.p95
+
+
 class PeersTable(msgspec.Struct, kw_only=True):
     turns: int
-    reads: int
+    reads: int  # per round
     singles: int
-    loci: SideRow
+    loci: SideRow  # reads: the first round
     mem0: SideRow
     embedder: str
     mem0_version: str
+    rounds: list[ReadRound] = msgspec.field(default_factory=list)
+
+    def format_rounds(self) -> list[str]:
+        """Every read round's latencies and ratios, and the median ratios (empty for one round)."""
+        if len(self.rounds) < 2:
+            return []
+        lines = [
+            f"read rounds: {len(self.rounds)} x {self.reads} distinct questions on the same stores",
+            "| round | Loci p50 / p95 ms | mem0 p50 / p95 ms | Loci / mem0 p50 | Loci / mem0 p95 |",
+            "|---|---|---|---|---|",
+        ]
+        for i, r in enumerate(self.rounds, 1):
+            p50, p95 = r.ratios()
+            lines.append(f"| {i} | {r.loci.cell()} | {r.mem0.cell()} | {p50:.2f} | {p95:.2f} |")
+        p50s, p95s = zip(*(r.ratios() for r in self.rounds), strict=True)
+        lines.append(
+            f"median ratio over {len(self.rounds)} rounds: p50 {statistics.median(p50s):.2f}, "
+            f"p95 {statistics.median(p95s):.2f} (highest: p50 {max(p50s):.2f}, p95 {max(p95s):.2f})"
+        )
+        return lines
 
     def format(self) -> str:
         lo, m0 = self.loci, self.mem0
@@ -77,6 +110,7 @@ class PeersTable(msgspec.Struct, kw_only=True):
             f"{lo.bulk_rate / m0.bulk_rate:.2f}x |",
             "(Loci read: assemble, default preset, 1,200 tokens, ingest off; mem0 read: search, top_k "
             f"{TOP_K})",
+            *self.format_rounds(),
         ]
         return "\n".join(lines)
 
@@ -203,6 +237,7 @@ def run(
     turns: int = 5882,
     reads: int = 300,
     singles: int = 50,
+    rounds: int = 1,
     cache_dir: str = DEFAULT_CACHE_DIR,
     progress: TextIO | None = sys.stderr,
 ) -> PeersTable:
@@ -213,7 +248,14 @@ def run(
         if progress is not None:
             print(msg, file=progress, flush=True)
 
-    data, questions = locomo_data(turns + singles, reads)
+    if reads < 1 or rounds < 1:
+        raise ValueError("reads and rounds must be at least 1")
+    data, questions = locomo_data(turns + singles, reads * rounds)
+    if len(questions) < reads * rounds:
+        raise ValueError(
+            f"{rounds} rounds of {reads} reads need {reads * rounds} distinct questions; LoCoMo has "
+            f"{len(questions)}"
+        )
     bulk, single = split_turns(data, turns, singles)
     with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
         loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
@@ -226,15 +268,19 @@ def run(
             bulk_s = [sum(s) for s in _alternate(sides, batches, lambda s, b: s.write(b))]
             say(f"peers bench: {len(single)} single writes")
             single_s = _alternate(sides, single, lambda s, t: s.write([t]))
-            say(f"peers bench: {len(questions)} reads")
-            read_s = _alternate(sides, questions, lambda s, q: s.read(q))
+            read_rounds = []
+            for r in range(rounds):
+                say(f"peers bench: {reads} reads (round {r + 1} of {rounds})")
+                asked = questions[r * reads : (r + 1) * reads]
+                read_rounds.append(_alternate(sides, asked, lambda s, q: s.read(q)))
         finally:
             loci.close()
             mem0.close()
+    ms = [[pct([x * 1000 for x in side]) for side in r] for r in read_rounds]
     rows = [
         SideRow(
             name=name,
-            read=pct([x * 1000 for x in read_s[i]]),
+            read=ms[0][i],
             single_write=pct([x * 1000 for x in single_s[i]]),
             bulk_rate=len(bulk) / bulk_s[i] if bulk_s[i] > 0 else float("nan"),
         )
@@ -242,10 +288,11 @@ def run(
     ]
     return PeersTable(
         turns=len(bulk),
-        reads=len(questions),
+        reads=reads,
         singles=len(single),
         loci=rows[0],
         mem0=rows[1],
+        rounds=[ReadRound(loci=loci_ms, mem0=mem0_ms) for loci_ms, mem0_ms in ms],
         embedder=f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})",
         mem0_version=mem0_version() or "?",
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from evals.bench import peers
+from evals.bench.harness import Pct
 from server.cli import main
 
 pytestmark = pytest.mark.slow
@@ -36,6 +37,40 @@ def test_single_writes_keep_their_turns_when_the_bulk_load_takes_the_whole_corpu
         peers.split_turns(data, turns=10, singles=10)
 
 
+def _table(rounds: list[tuple[float, float, float, float]]) -> peers.PeersTable:
+    """A table whose read rounds are (Loci p50, Loci p95, mem0 p50, mem0 p95)."""
+    made = [peers.ReadRound(loci=Pct(p50=a, p95=b), mem0=Pct(p50=c, p95=d)) for a, b, c, d in rounds]
+    row = peers.SideRow(name="Loci", read=made[0].loci, single_write=Pct(p50=5, p95=6), bulk_rate=500)
+    other = peers.SideRow(name="mem0", read=made[0].mem0, single_write=Pct(p50=80, p95=90), bulk_rate=12)
+    return peers.PeersTable(
+        turns=10, reads=3, singles=2, loci=row, mem0=other, embedder="e", mem0_version="v", rounds=made
+    )
+
+
+def test_read_rounds_list_each_rounds_ratios_and_their_median() -> None:
+    text = _table([(5, 6, 10, 12), (6, 7, 10, 10), (4, 8, 10, 20)]).format()
+    assert "read rounds: 3 x 3 distinct questions" in text
+    assert "| 1 | 5.0/6.0 | 10.0/12.0 | 0.50 | 0.50 |" in text
+    assert "| 2 | 6.0/7.0 | 10.0/10.0 | 0.60 | 0.70 |" in text
+    assert "| 3 | 4.0/8.0 | 10.0/20.0 | 0.40 | 0.40 |" in text
+    assert "median ratio over 3 rounds: p50 0.50, p95 0.50 (highest: p50 0.60, p95 0.70)" in text
+    one = _table([(5, 6, 10, 12)]).format()
+    assert "read rounds" not in one and "| read p95 ms | 6.0 | 12.0 | 0.50 |" in one
+
+
+def test_rounds_beyond_the_distinct_questions_are_refused_before_any_store_is_made(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setattr(peers, "mem0_version", lambda: "2.2.1")
+    cache = tmp_path / "cache"
+    args = ["bench", "peers", "--turns", "12", "--singles", "2", "--cache-dir", str(cache)]
+    assert main([*args, "--reads", "1000", "--rounds", "2"]) == 2
+    assert "2000 distinct questions; LoCoMo has" in capsys.readouterr().err
+    assert main([*args, "--reads", "3", "--rounds", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert not cache.exists()
+
+
 @pytest.mark.skipif(
     peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')"
 )
@@ -53,12 +88,24 @@ def test_peers_bench_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
             "2",
             "--cache-dir",
             str(tmp_path / "cache"),
+            "--rounds",
+            "2",
             "--out",
             str(out),
         ]
     )
     assert code == 0
     printed = capsys.readouterr().out
+    assert "read rounds: 2 x 3 distinct questions" in printed and "median ratio over 2 rounds" in printed
+    # the headline reads are the first round's
+    head = {
+        line.split("|")[1].strip(): line.split("|")[2:4]
+        for line in printed.splitlines()
+        if "| read p" in line
+    }
+    first = next(line for line in printed.splitlines() if line.startswith("| 1 |")).split("|")
+    loci_p50, loci_p95 = (float(c.strip()) for c in (head["read p50 ms"][0], head["read p95 ms"][0]))
+    assert first[2].strip() == f"{loci_p50:.1f}/{loci_p95:.1f}"
     assert "| read p50 ms |" in printed and "| bulk writes / s" in printed and "mem0 2.2.1" in printed
     assert out.read_text().strip() in printed
     assert not any((tmp_path / "cache").iterdir())  # scratch stores removed
