@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,13 @@ EPSILON = 0.25
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+
+
+class ScopeStats(NamedTuple):
+    n: int  # eligible documents
+    avgdl: float
+    df: IntArray  # per term, over the eligible documents
+    eps: float  # EPSILON x the mean idf: the idf of a term in more than half of them
 
 
 class KeywordIndex:
@@ -49,6 +57,10 @@ class KeywordIndex:
         self._nz_count = Growable(np.int64, 0)  # per row: number of distinct terms
         self._nz_term = Growable(np.int64, 0)  # per (row, distinct term)
         self.df_live = Growable(np.int64, 0)  # per term
+        # bumped by add and remove; with an equal mask it keys the last scope statistics, which the next
+        # search of the same scope (the next turn, another channel) would compute again
+        self._version = 0
+        self._last_stats: tuple[int, Mask, ScopeStats] | None = None
 
     def _term_id(self, term: str) -> int:
         tid = self.vocab.get(term)
@@ -61,6 +73,7 @@ class KeywordIndex:
     def add(self, row: int, tokens: Sequence[str]) -> None:
         """Append one row (rows are appended in order)."""
         assert row == self.doc_len.size, "rows are appended in order"
+        self._version += 1
         counts = Counter(tokens)
         self.doc_len.append(float(len(tokens)))
         self._nz_start.append(self._nz_term.size)
@@ -85,6 +98,7 @@ class KeywordIndex:
                 self.add(first_row + i, tokens)
             return
         assert first_row == 0, "bulk building starts an empty index"
+        self._version += 1
         vocab_map = self.vocab
         for term in set(chain.from_iterable(docs)):
             if term not in vocab_map:
@@ -112,6 +126,7 @@ class KeywordIndex:
 
     def remove(self, row: int) -> None:
         """The row left the live set (its postings stay; the mask excludes it)."""
+        self._version += 1
         df = self.df_live.view
         df[self._terms_of_rows(np.asarray([row], dtype=np.int64))] -= 1
 
@@ -163,19 +178,32 @@ class KeywordIndex:
         idf = np.log(n - values + 0.5) - np.log(values + 0.5)
         return float((weights * idf).sum() / weights.sum())
 
+    def scope_stats(self, mask: Mask, live: Mask) -> ScopeStats:
+        """N, avgdl, df and epsilon x mean idf over the eligible rows. The last result is kept until a
+        row is added or removed (`live` changes only with `remove`) or another mask is asked for."""
+        last = self._last_stats
+        if last is not None and last[0] == self._version and np.array_equal(last[1], mask):
+            return last[2]
+        n = int(mask.sum())
+        avgdl = float(self.doc_len.view[mask].sum()) / n if n else 0.0
+        if avgdl == 0.0:
+            stats = ScopeStats(n, avgdl, np.zeros(0, dtype=np.int64), 0.0)
+        else:
+            df = self.scope_df(mask, live)
+            stats = ScopeStats(n, avgdl, df, EPSILON * self._mean_idf(df, n))
+        self._last_stats = (self._version, mask.copy(), stats)
+        return stats
+
     def scores(self, mask: Mask, live: Mask, query: Sequence[str]) -> tuple[IntArray, FloatArray]:
         """(rows, scores) of the eligible rows with a positive score, unordered."""
         tids = [self.vocab[t] for t in query if t in self.vocab]
-        n = int(mask.sum())
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-        if not tids or n == 0:
+        if not tids:
+            return empty
+        n, avgdl, df, eps = self.scope_stats(mask, live)
+        if n == 0 or avgdl == 0.0:
             return empty
         doc_len = self.doc_len.view
-        avgdl = float(doc_len[mask].sum()) / n
-        if avgdl == 0.0:
-            return empty
-        df = self.scope_df(mask, live)
-        eps = EPSILON * self._mean_idf(df, n)
         acc = np.zeros(doc_len.shape[0], dtype=np.float64)
         for tid in tids:
             d = float(df[tid])

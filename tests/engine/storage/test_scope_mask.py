@@ -1,4 +1,4 @@
-"""The local index's scope mask is computed once per Scope object and recomputed after any row change."""
+"""The local index's per-scope caches (the scope mask, the keyword statistics) and what invalidates them."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from engine.storage.base import Scope, Store
+from engine.storage.local_index.bm25 import KeywordIndex
 from engine.storage.local_index.columns import Columns
 from tests.engine.storage.conftest import at, mem
 
@@ -40,3 +41,23 @@ def test_a_search_with_the_same_scope_object_sees_the_writes_between(store: Stor
     assert [h.memory_id for h in store.keyword_search(scope, "alpha", 5)] == ["m2"]
     store.put_memories([mem(memory_id="m2", text="alpha two", archived=True)])
     assert store.keyword_search(scope, "alpha", 5) == []
+
+
+def test_the_keyword_statistics_of_a_scope_follow_every_add_remove_and_mask() -> None:
+    ki = KeywordIndex()
+    ki.add_bulk(0, [["alpha", "beta"], ["beta"], ["gamma", "gamma", "beta"]])
+    live = np.ones(3, dtype=np.bool_)
+    mask = np.ones(3, dtype=np.bool_)
+    first = ki.scope_stats(mask, live)
+    assert (first.n, first.avgdl) == (3, 2.0) and first.df[ki.vocab["beta"]] == 3
+    assert ki.scope_stats(mask.copy(), live) is first  # an equal mask: kept
+    mask[0] = False  # the same array, changed in place: not the kept one
+    assert ki.scope_stats(mask, live).n == 2
+    mask[0] = True
+    assert ki.scope_stats(mask, live).df[ki.vocab["gamma"]] == 1
+    ki.remove(2)  # the mask is unchanged, but df counts live rows only
+    live[2] = False
+    assert ki.scope_stats(mask, live).df[ki.vocab["gamma"]] == 0
+    ki.add(3, ["gamma"])
+    grown = ki.scope_stats(np.array([True, True, False, True]), np.array([True, True, False, True]))
+    assert (grown.n, grown.df[ki.vocab["gamma"]], grown.avgdl) == (3, 1, 4 / 3)
