@@ -28,7 +28,6 @@ import msgspec
 from engine.models import Memory
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
-from engine.retrieval.render import memory_day
 from engine.storage.base import Hit, Scope, Store
 
 MAX_GAP = timedelta(hours=1)
@@ -72,11 +71,17 @@ class Context(msgspec.Struct, kw_only=True):
     ops: int = 0
 
 
+def _day(memory: Memory) -> int:
+    """The day a memory belongs to (its valid_from, else its timestamp), as a date ordinal: the same
+    grouping as `render.memory_day`, without formatting a string."""
+    return (memory.valid_from or memory.timestamp).toordinal()
+
+
 def _day_best(
-    events: Sequence[str], day_of: Mapping[str, str], score: Mapping[str, float]
-) -> dict[str, tuple[tuple[str, float], ...]]:
+    events: Sequence[str], day_of: Mapping[str, int], score: Mapping[str, float]
+) -> dict[int, tuple[tuple[str, float], ...]]:
     """Per day, its two best event candidates (id, first-fusion score), best first."""
-    days: dict[str, list[tuple[str, float]]] = {}
+    days: dict[int, list[tuple[str, float]]] = {}
     for mid in events:
         days.setdefault(day_of[mid], []).append((mid, score[mid]))
     return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
@@ -92,7 +97,7 @@ def context_boosts(
 ) -> Context:
     """Neighbour and day boosts from a first fusion (see the module docstring); fetches new neighbours
     into `memories`."""
-    score = {mid: float(fused.score[i]) for i, mid in enumerate(union)}
+    score = dict(zip(union, fused.score.tolist(), strict=False))
     events = [mid for mid in union if mid in memories and memories[mid].type == "event"]
     out = Context(boosts={}, added=[])
     neighbor: dict[str, float] = {}
@@ -108,13 +113,14 @@ def context_boosts(
                 memories[m.memory_id] = m
             out.ops += 1
         out.added = [mid for mid in neighbor if mid in memories and mid not in score]
-    day_of = {mid: memory_day(memories[mid]) for mid in (*events, *out.added)}
+    day_of = {mid: _day(memories[mid]) for mid in (*events, *out.added)}
     best = _day_best(events, day_of, score) if cfg.day_weight > 0 else {}
-    for mid in (*events, *out.added):
-        nb = cfg.neighbor_weight * neighbor.get(mid, 0.0)
-        top = best.get(day_of[mid], ())
+    neighbor_weight, day_weight, boosts = cfg.neighbor_weight, cfg.day_weight, out.boosts
+    for mid, day in day_of.items():
+        nb = neighbor_weight * neighbor.get(mid, 0.0)
+        top = best.get(day, ())
         # the day's best score, when the day has other candidates: a lone event does not lift itself
-        same_day = cfg.day_weight * top[0][1] if len(top) > 1 else 0.0
+        same_day = day_weight * top[0][1] if len(top) > 1 else 0.0
         if nb or same_day:
-            out.boosts[mid] = (nb, same_day)
+            boosts[mid] = (nb, same_day)
     return out

@@ -128,9 +128,10 @@ def _priors_and_boosts(
     """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), boosts."""
     n = len(ids)
     ref_us = to_micros(reference)
-    ages = np.zeros(n, dtype=np.float64)
-    conf = np.zeros(n, dtype=np.float64)
-    real = np.zeros(n, dtype=bool)
+    # per-candidate values gathered in Python lists, one array each at the end (numpy item writes are slow)
+    ages = [0.0] * n
+    conf = [0.0] * n
+    real = [False] * n
     pred_boost = dict(cfg.predicate_boosts)
     type_boost = dict(cfg.type_boosts)
     ent_boost = frozenset(cfg.entity_boosts)
@@ -154,7 +155,12 @@ def _priors_and_boosts(
             boosts[i, 3] = SEED_BOOST
         if context and mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
-    return ages, conf, real, boosts
+    return (
+        np.asarray(ages, dtype=np.float64),
+        np.asarray(conf, dtype=np.float64),
+        np.asarray(real, dtype=bool),
+        boosts,
+    )
 
 
 def _log_chars(ids: Sequence[str], memories: Mapping[str, Memory]) -> F64:

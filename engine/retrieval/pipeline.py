@@ -250,7 +250,8 @@ def run_assemble(
     t = time.perf_counter()
     ret = request.return_
     budget, budget_origin = request.budget_tokens()
-    scores = {mid: float(r.fused.score[r.position[mid]]) for mid in r.ranked}
+    fused_scores = r.fused.score.tolist()
+    scores = {mid: fused_scores[r.position[mid]] for mid in r.ranked}
     redactor = redactor_factory(request.policy)
     # the whole ranking may fill the context (top_k bounds each channel, max_facts/max_events the sections)
     items, pre_actions = build_items(

@@ -138,6 +138,7 @@ def build_items(
     """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
+    over = {section: f"over return.max_{section.split('_')[-1]}={limit}" for section, limit in limits.items()}
     counts = {"facts": 0, "recent_events": 0}
     items: list[RenderItem] = []
     actions: list[BudgetAction] = []
@@ -147,13 +148,7 @@ def build_items(
         if section not in wanted:
             continue
         if section in limits and mid not in pinned and counts[section] >= limits[section]:
-            actions.append(
-                BudgetAction(
-                    action="limit",
-                    memory_id=mid,
-                    notes=f"over return.max_{section.split('_')[-1]}={limits[section]}",
-                )
-            )
+            actions.append(BudgetAction(action="limit", memory_id=mid, notes=over[section]))
             continue
         if section in counts:
             counts[section] += 1
