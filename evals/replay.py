@@ -19,9 +19,9 @@ Two backends behind one protocol (`Backend`):
   (the HTTP write path has no way to extract facts with a given timestamp yet), so over HTTP
   supersession metrics need a server-side extractor or are left out.
 
-Ranking: `matches` hold the shortlist (`top_k` of the preset). When `rank_depth` is larger, a second
-assemble with `top_k = rank_depth` gives the ranking for recall@k, so the assembled context (first
-call) is exactly what the preset produces.
+Ranking: `matches` hold the shortlist (the `top_k` that ran, as `retrieval_summary.top_k` reports). When
+`rank_depth` is larger, a second assemble with `top_k = rank_depth` gives the ranking for recall@k, so
+the assembled context (first call) is exactly what the preset produces.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from evals.model import Conversation, Dataset, Question, Turn
 
 ORG_ID = "org_eval"
 ASSISTANT = "assistant"
+SPEC_TOP_K = 24  # the spec's default retrieval.top_k, for a server that does not report the one it ran
 SECTIONS: tuple[str, ...] = ("facts", "recent_events", "summary", "sources")
 
 
@@ -165,6 +166,16 @@ def assemble_body(
         "ingest": {"extract": False, "store_turn": "none"},
         "as_of": question.asked_at.isoformat(),
     }
+
+
+def ranking_body(
+    loaded: Loaded, question: Question, config: ReplayConfig, ran_top_k: int | None
+) -> dict[str, Any] | None:
+    """The body of the deeper, ranking-only call for recall@k, or None when the assemble already ran
+    that deep (`ran_top_k`: its `retrieval_summary.top_k`; the spec's default 24 when not reported)."""
+    if config.rank_depth <= (ran_top_k or SPEC_TOP_K):
+        return None
+    return assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
 
 
 def _event_item(loaded_entity: str, namespace: str, turn: Turn) -> dict[str, Any]:
@@ -324,12 +335,9 @@ class EngineBackend:
         )
         stage_ms = {"assemble": (time.perf_counter() - t) * 1000.0}
         ranking = None
-        if config.rank_depth > outcome.response.retrieval_summary.top_k:
-            deep = msgspec.convert(
-                assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True),
-                AssembleRequest,
-                strict=False,
-            )
+        deep_body = ranking_body(loaded, question, config, outcome.response.retrieval_summary.top_k)
+        if deep_body is not None:
+            deep = msgspec.convert(deep_body, AssembleRequest, strict=False)
             ranking = msgspec.to_builtins(
                 run_assemble(
                     store,
@@ -457,9 +465,8 @@ class HttpBackend:
         main = self._post("/v0/context/assemble?trace=true", assemble_body(loaded, question, config))
         stage_ms = {"http": (time.perf_counter() - t) * 1000.0}
         ranking = None
-        top_k = ((main.get("retrieval_summary") or {}).get("top_k")) or 24
-        if config.rank_depth > int(top_k):
-            body = assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
+        body = ranking_body(loaded, question, config, (main.get("retrieval_summary") or {}).get("top_k"))
+        if body is not None:
             ranking = self._post("/v0/context/assemble", body)
         return _answer_from_json(main, ranking, config.budget, stage_ms)
 
