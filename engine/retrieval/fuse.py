@@ -97,14 +97,16 @@ def _channel(
     mask = np.zeros(n, dtype=bool)
     rows: list[int] = []
     vals: list[float] = []
+    seen: set[int] = set()  # a candidate's first hit counts
     for h in hits:
         i = ids_index.get(h.memory_id)
-        if i is not None and not mask[i]:
-            mask[i] = True
+        if i is not None and i not in seen:
+            seen.add(i)
             rows.append(i)
             vals.append(float(h.raw))
     if rows:
         idx = np.asarray(rows, dtype=np.intp)
+        mask[idx] = True
         r = np.asarray(vals, dtype=np.float64)
         z = get_normalizer(normalization)(r)
         raw[idx] = r
@@ -124,14 +126,16 @@ def _priors_and_boosts(
     seeded: frozenset[str],
     snippets: frozenset[str],
     context: Mapping[str, tuple[float, float]] | None,
-) -> tuple[F64, F64, npt.NDArray[np.bool_], F64]:
-    """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), boosts."""
+) -> tuple[F64, F64, npt.NDArray[np.bool_], F64, F64]:
+    """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), boosts,
+    and ln(characters) for the length prior (see `_log_chars`)."""
     n = len(ids)
     ref_us = to_micros(reference)
     # per-candidate values gathered in Python lists, one array each at the end (numpy item writes are slow)
     ages = [0.0] * n
     conf = [0.0] * n
     real = [False] * n
+    chars = [0] * n
     pred_boost = dict(cfg.predicate_boosts)
     type_boost = dict(cfg.type_boosts)
     ent_boost = frozenset(cfg.entity_boosts)
@@ -145,6 +149,8 @@ def _priors_and_boosts(
         start = m.valid_from if m.valid_from is not None else m.timestamp
         ages[i] = max(0, ref_us - to_micros(start)) / _DAY_US
         conf[i] = DEFAULT_CONFIDENCE if m.confidence is None else m.confidence
+        if m.type == "event":
+            chars[i] = min(LENGTH_CAP_CHARS, max(1, len(m.text)))
         if m.predicate is not None and m.predicate in pred_boost:
             boosts[i, 0] = pred_boost[m.predicate]
         if ent_boost and any(e in ent_boost for e in memory_entities(m)):
@@ -160,15 +166,12 @@ def _priors_and_boosts(
         np.asarray(conf, dtype=np.float64),
         np.asarray(real, dtype=bool),
         boosts,
+        _log_chars(chars),
     )
 
 
-def _log_chars(ids: Sequence[str], memories: Mapping[str, Memory]) -> F64:
-    """ln(characters, capped at LENGTH_CAP_CHARS) of the event candidates, NaN for the others."""
-    chars = [
-        min(LENGTH_CAP_CHARS, max(1, len(m.text))) if m is not None and m.type == "event" else 0
-        for m in map(memories.get, ids)
-    ]
+def _log_chars(chars: Sequence[int]) -> F64:
+    """ln(characters, capped at LENGTH_CAP_CHARS) of the event candidates (0 for the others: NaN)."""
     with np.errstate(divide="ignore"):
         logs = np.log(np.asarray(chars, dtype=np.float64))
     logs[np.isneginf(logs)] = np.nan
@@ -250,7 +253,7 @@ def fuse(
     for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
         raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
 
-    ages, conf, real, boosts = _priors_and_boosts(
+    ages, conf, real, boosts, log_chars = _priors_and_boosts(
         ids, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
     )
     recency = np.where(real, _recency(ages, cfg), 0.0)
@@ -260,7 +263,6 @@ def fuse(
     if not real.all():
         norm[~real, :3] = 0.0
 
-    log_chars = _log_chars(ids, memories)
     length = _length_prior(log_chars, cfg.length_weight)
     if length is not None:
         boosts[:, 7] = length
@@ -289,7 +291,7 @@ def refuse(
             ids, memories, hits, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
         )
     n1, n = len(first.ids), len(ids)
-    ages, conf, _, extra = _priors_and_boosts(
+    ages, conf, _, extra, added_log_chars = _priors_and_boosts(
         added, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=None
     )
     raw = np.zeros((n, 5), dtype=np.float64)
@@ -306,7 +308,7 @@ def refuse(
     for i, mid in enumerate(ids):
         if mid in context:
             boosts[i, 5], boosts[i, 6] = context[mid]
-    log_chars = np.concatenate((first.log_chars, _log_chars(added, memories)))
+    log_chars = np.concatenate((first.log_chars, added_log_chars))
     length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with the added events
     if length is not None:
         boosts[:, 7] = length

@@ -181,12 +181,15 @@ class NamespaceIndex:
             p = int(pos[row]) if row is not None else -1
             if p < 0:
                 continue
+            # the events `span` places either side, as Python lists (cheaper to walk than numpy scalars)
+            lo = max(0, p - span)
+            rows, times = order[lo : p + span + 1].tolist(), ts[lo : p + span + 1].tolist()
             for step in (-1, 1):
-                q = p
+                q = p - lo
                 for d in range(1, span + 1):
                     nxt = q + step
-                    if nxt < 0 or nxt >= order.size or abs(int(ts[nxt]) - int(ts[q])) > max_gap_us:
+                    if nxt < 0 or nxt >= len(rows) or abs(times[nxt] - times[q]) > max_gap_us:
                         break
-                    out.append(Adjacent(anchor, ids[int(order[nxt])], step * d))
+                    out.append(Adjacent(anchor, ids[rows[nxt]], step * d))
                     q = nxt
         return out

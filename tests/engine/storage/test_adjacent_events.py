@@ -59,6 +59,17 @@ def test_a_gap_ends_the_stretch_and_other_ids_get_none(store: Store) -> None:
         "mem_s1_4", "mem_s2_1", 2
     )
     assert store.adjacent_events(scope, ["mem_s1_2"], 0, GAP) == []
+    # the first and the last event of the scope: nothing beyond either end
+    assert store.adjacent_events(scope, ["mem_s1_0"], 3, GAP) == [
+        Adjacent("mem_s1_0", "mem_s1_1", 1),
+        Adjacent("mem_s1_0", "mem_s1_2", 2),
+        Adjacent("mem_s1_0", "mem_s1_3", 3),
+    ]
+    assert store.adjacent_events(scope, ["mem_s2_2"], 3, timedelta(days=2)) == [
+        Adjacent("mem_s2_2", "mem_s2_1", -1),
+        Adjacent("mem_s2_2", "mem_s2_0", -2),
+        Adjacent("mem_s2_2", "mem_s1_4", -3),
+    ]
 
 
 def test_scope_applies_to_anchors_and_neighbours(store: Store) -> None:
