@@ -11,7 +11,8 @@ Only documents with a positive score are returned.
 Speed: postings are numpy arrays (cached per term), document lengths and df are numpy. `df_live`
 (df over all live rows) is kept up to date on every add/remove, so the scope's df for every term is
 either counted from the eligible rows or derived as df_live minus the counts of the live-but-excluded
-rows, whichever touches fewer rows.
+rows, whichever touches fewer rows. The last scope's statistics (N, avgdl, df, epsilon) are kept until
+a row is added or removed or another mask comes.
 """
 
 from __future__ import annotations
