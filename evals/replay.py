@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from engine.retrieval.config import SPEC_TOP_K
 from evals.metrics import (
     ContextFact,
     ContextLine,
@@ -47,7 +48,6 @@ from evals.model import Conversation, Dataset, Question, Turn
 
 ORG_ID = "org_eval"
 ASSISTANT = "assistant"
-SPEC_TOP_K = 24  # the spec's default retrieval.top_k, for a server that does not report the one it ran
 SECTIONS: tuple[str, ...] = ("facts", "recent_events", "summary", "sources")
 
 

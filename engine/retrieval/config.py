@@ -26,7 +26,8 @@ SUM_TOLERANCE = 1e-9
 #: hits per channel for each line the context may show: a deeper pool put no more evidence into a short
 #: context on held-out LoCoMo conversations (docs/evaluation.md), and every candidate costs time
 CANDIDATES_PER_LINE = 3
-MIN_TOP_K = 24  # the spec's default top_k: the floor of a fitted depth
+SPEC_TOP_K = 24  # the spec's default retrieval.top_k
+MIN_TOP_K = SPEC_TOP_K  # the floor of a fitted depth
 #: events whose neighbours join the candidates (`engine.retrieval.expand`), at the preset's top_k
 ANCHORS = 40
 
