@@ -5,7 +5,8 @@ that day.
 
 - `speaker_hits`: an event whose text starts with "<Name>: " where a word of Name is a graph seed of
   the query (`ent:<lowercased word>`, see `engine.retrieval.channels.graph_seeds`) is a graph hit at
-  hop 0: it is about that entity as much as a fact naming it.
+  hop 0: it is about that entity as much as a fact naming it. This holds for the channels'
+  candidates and for the neighbours the conversation context adds.
 - `context_boosts`, after a first fusion: the best `cfg.anchors` events are anchors; the events up to
   `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with

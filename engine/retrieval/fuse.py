@@ -283,10 +283,10 @@ def refuse(
     context: Mapping[str, tuple[float, float]],
 ) -> Fused:
     """`fuse(first.ids + added, ..., context=context)`, equal to the last bit, reusing `first` for the
-    rows it already scored: only the added candidates' priors are computed."""
-    hit_ids = {h.memory_id for h in (*hits.semantic, *hits.bm25, *hits.graph)}
+    rows it already scored: only the added candidates' priors are computed. `hits` may have gained
+    hits of added candidates since `first` (a neighbour spoken by a seed entity is a graph hit)."""
     ids = [*first.ids, *added]
-    if any(mid in hit_ids or mid in snippets for mid in added):  # not a plain extension: fuse afresh
+    if any(mid in snippets for mid in added):  # snippets come from the request, never as neighbours
         return fuse(
             ids, memories, hits, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
         )
@@ -296,11 +296,20 @@ def refuse(
     )
     raw = np.zeros((n, 5), dtype=np.float64)
     norm = np.zeros((n, 5), dtype=np.float64)
-    raw[:n1], norm[:n1] = first.raw, first.norm
-    for j in range(3):  # a channel's miss: norm 0, or its floor (zscore) when it had hits
-        hit_norms = first.norm[first.hit[:, j], j]
-        if hit_norms.size:
-            norm[n1:, j] = min(0.0, float(hit_norms.min()))
+    hit = np.zeros((n, 3), dtype=bool)
+    raw[:n1], norm[:n1], hit[:n1] = first.raw, first.norm, first.hit
+    hit_ids = {h.memory_id for h in (*hits.semantic, *hits.bm25, *hits.graph)}
+    if any(mid in hit_ids for mid in added):
+        # the channels are normalized over their hits, which now include added candidates
+        index = {mid: i for i, mid in enumerate(ids)}
+        for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
+            raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
+        norm[[i for i, mid in enumerate(first.ids) if mid in snippets], :3] = 0.0
+    else:
+        for j in range(3):  # a channel's miss: norm 0, or its floor (zscore) when it had hits
+            hit_norms = first.norm[first.hit[:, j], j]
+            if hit_norms.size:
+                norm[n1:, j] = min(0.0, float(hit_norms.min()))
     raw[n1:, 3] = norm[n1:, 3] = _recency(ages, cfg)
     raw[n1:, 4] = norm[n1:, 4] = conf
     boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
@@ -312,8 +321,6 @@ def refuse(
     length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with the added events
     if length is not None:
         boosts[:, 7] = length
-    hit = np.zeros((n, 3), dtype=bool)
-    hit[:n1] = first.hit
     return _fused(ids, raw, norm, first.weights, boosts, hit, log_chars)
 
 

@@ -226,6 +226,9 @@ def retrieve(
         t = time.perf_counter()
         context = context_boosts(store, scope, cfg, union, fused, memories)
         cost.retrieval_ops += context.ops
+        if cfg.weights.graph_prior > 0 and context.added:
+            # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
+            hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
         fused = refuse(
             fused,
             context.added,

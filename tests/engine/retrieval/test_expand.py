@@ -137,3 +137,21 @@ def test_speaker_named_in_the_question_is_a_graph_hit() -> None:
     assert graph == {"d1_1", "d1_3", "d2_1"}  # Caroline's turns
     # the store's graph knows no entity here: the graph hits are the speaker's turns
     assert out.response.retrieval_summary.candidate_counts.graph == 3
+
+
+def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior() -> None:
+    store, cache = _store()
+    weights = {"semantic": 0, "bm25": 0.5, "graph_prior": 0.5, "recency_decay": 0, "confidence": 0}
+    out = _ask(store, cache, turn="Caroline hiking", top_k=1, weights=weights, expand={"day_weight": 0})
+    matches = {m.memory_id: m for m in out.response.matches or []}
+    assert matches["d1_1"].score_components["bm25"].raw > 0  # the one keyword hit, the anchor
+    # its neighbours joined through the conversation context, not through a channel
+    assert {"d1_0", "d1_2", "d1_3"} <= set(matches)
+    assert matches["d1_3"].score_components["bm25"].raw == 0.0
+    # Caroline's neighbour is a speaker hit like Caroline's keyword hit; Melanie's are not
+    assert matches["d1_3"].score_components["graph_prior"].raw == 1.0
+    assert matches["d1_3"].score_components["graph_prior"].contrib == 0.5
+    assert "graph_prior" not in matches["d1_2"].score_components or (
+        matches["d1_2"].score_components["graph_prior"].raw == 0.0
+    )
+    assert matches["d1_3"].score > matches["d1_2"].score

@@ -1,5 +1,6 @@
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -135,12 +136,17 @@ def test_refuse_equals_fusing_the_longer_list_afresh(normalization: str) -> None
         "snippets": frozenset({"snippet:1"}),
     }
     first = fuse(["a", "b", "c", "snippet:1"], memories, hits, cfg, **kwargs)
-    for added in (["d", "e"], ["b"], []):  # "b" is a channel hit: fused afresh
-        got = refuse(first, added, memories, hits, cfg, context=context, **kwargs)
-        want = fuse([*first.ids, *added], memories, hits, cfg, context=context, **kwargs)
+    # a neighbour that became a graph hit after the first fusion (spoken by a seed entity): the
+    # graph channel is normalized over one more hit, for the first rows too
+    speaker = msgspec.structs.replace(hits, graph=[*hits.graph, Hit("d", 1.0)])
+    for added, now in ((["d", "e"], hits), (["d", "e"], speaker), (["e", "d"], speaker), ([], hits)):
+        got = refuse(first, added, memories, now, cfg, context=context, **kwargs)
+        want = fuse([*first.ids, *added], memories, now, cfg, context=context, **kwargs)
         assert got.ids == want.ids
         for name in ("raw", "norm", "weights", "contrib", "boosts", "score", "hit"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    got = refuse(first, ["d"], memories, speaker, cfg, context=context, **kwargs)
+    assert got.hit[-1, 2] and got.raw[-1, 2] == 1.0
 
 
 def _events(*texts: str) -> dict[str, Memory]:
