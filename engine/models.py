@@ -85,6 +85,12 @@ class Memory(msgspec.Struct, kw_only=True):
     created_at: datetime
     updated_at: datetime
 
+    @property
+    def holds_from(self) -> datetime:
+        """When the memory starts to hold: its valid_from, else its timestamp (the scope's `as_of` test,
+        ages, the day it is shown under, supersession order)."""
+        return self.valid_from if self.valid_from is not None else self.timestamp
+
 
 @lru_cache(maxsize=65536)  # retrieval hashes the same candidate texts turn after turn
 def text_hash(text: str) -> str:

@@ -118,7 +118,7 @@ def recent_events(
 
 
 def _valid_at(m: Memory, now: datetime) -> bool:
-    start = to_utc(m.valid_from or m.timestamp)
+    start = to_utc(m.holds_from)
     return start <= now and (m.valid_to is None or to_utc(m.valid_to) > now)
 
 

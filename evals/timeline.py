@@ -73,7 +73,7 @@ def stored_timeline(conversation: Conversation, predicate: str, config: ReplayCo
     end_of_time = horizon(conversation)
     rows = []
     for m in facts:
-        start = m.valid_from or m.timestamp
+        start = m.holds_from
         rows.append(
             {
                 "value": _value(m),

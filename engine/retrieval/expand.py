@@ -73,9 +73,9 @@ class Context(msgspec.Struct, kw_only=True):
 
 
 def _day(memory: Memory) -> int:
-    """The day a memory belongs to (its valid_from, else its timestamp), as a date ordinal: the same
-    grouping as `render.memory_day`, without formatting a string."""
-    return (memory.valid_from or memory.timestamp).toordinal()
+    """The day a memory belongs to (`Memory.holds_from`) as a date ordinal: the same grouping as
+    `render.memory_day`, without formatting a string."""
+    return memory.holds_from.toordinal()
 
 
 def _day_best(

@@ -146,8 +146,7 @@ def _priors_and_boosts(
             continue
         m = memories[mid]
         real[i] = True
-        start = m.valid_from if m.valid_from is not None else m.timestamp
-        ages[i] = max(0, ref_us - to_micros(start)) / _DAY_US
+        ages[i] = max(0, ref_us - to_micros(m.holds_from)) / _DAY_US
         conf[i] = DEFAULT_CONFIDENCE if m.confidence is None else m.confidence
         if m.type == "event":
             chars[i] = min(LENGTH_CAP_CHARS, max(1, len(m.text)))

@@ -45,7 +45,7 @@ class RenderItem(msgspec.Struct, kw_only=True):
     rank: int  # position in the final ranking (0 = best)
     score: float
     pinned: bool = False
-    when: int = 0  # valid_from or timestamp, epoch micros (events are shown newest first)
+    when: int = 0  # `Memory.holds_from`, epoch micros (events are shown newest first)
     group: str = ""  # events: their day (YYYY-MM-DD), shown once as a header line
 
 
@@ -54,8 +54,8 @@ def _day(value: datetime | None) -> str | None:
 
 
 def memory_day(memory: Memory) -> str:
-    """The day a memory belongs to (its valid_from, else its timestamp), YYYY-MM-DD."""
-    return (memory.valid_from or memory.timestamp).date().isoformat()
+    """The day a memory belongs to (`Memory.holds_from`), YYYY-MM-DD."""
+    return memory.holds_from.date().isoformat()
 
 
 def day_header(day: str) -> str:
@@ -107,7 +107,7 @@ def _item(
         )
     when, group = 0, ""
     if memory is not None:
-        when = to_micros(memory.valid_from or memory.timestamp)
+        when = to_micros(memory.holds_from)
         group = memory_day(memory) if section == "recent_events" else ""
     return RenderItem(
         id=mid,

@@ -32,8 +32,7 @@ def in_scope(memory: Memory, scope: Scope) -> bool:
             return False
         return scope.expired or valid_to is None or valid_to > to_micros(scope.now)
     as_of = to_micros(scope.as_of)
-    start = memory.valid_from if memory.valid_from is not None else memory.timestamp
-    if to_micros(start) > as_of:
+    if to_micros(memory.holds_from) > as_of:
         return False
     return valid_to is None or valid_to > as_of
 

@@ -101,7 +101,7 @@ def same_value(a: Memory, b: Memory) -> bool:
 
 
 def effective_time(m: Memory) -> datetime:
-    return m.valid_from or m.timestamp
+    return m.holds_from
 
 
 def _is_current(m: Memory) -> bool:

@@ -90,8 +90,7 @@ class Columns:
         self.agent.append(self.agents.add(m.agent_id))
         self.status.append(self.statuses.add(m.status))
         self.type.append(self.types.add(m.type))
-        start = m.valid_from if m.valid_from is not None else m.timestamp
-        self.start.append(to_micros(start))
+        self.start.append(to_micros(m.holds_from))
         self.valid_to.append(INF if m.valid_to is None else to_micros(m.valid_to))
         self.ts.append(to_micros(m.timestamp))
         return row
@@ -109,9 +108,7 @@ class Columns:
         self.agent.extend([self.agents.add(m.agent_id) for m in memories])
         self.status.extend([self.statuses.add(m.status) for m in memories])
         self.type.extend([self.types.add(m.type) for m in memories])
-        self.start.extend(
-            [to_micros(m.valid_from if m.valid_from is not None else m.timestamp) for m in memories]
-        )
+        self.start.extend([to_micros(m.holds_from) for m in memories])
         self.valid_to.extend([INF if m.valid_to is None else to_micros(m.valid_to) for m in memories])
         self.ts.extend([to_micros(m.timestamp) for m in memories])
         return first
