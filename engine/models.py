@@ -10,6 +10,7 @@ Conventions:
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import datetime
 from functools import lru_cache
 from typing import Annotated, Any, Literal
@@ -90,6 +91,16 @@ class Memory(msgspec.Struct, kw_only=True):
         """When the memory starts to hold: its valid_from, else its timestamp (the scope's `as_of` test,
         ages, the day it is shown under, supersession order)."""
         return self.valid_from if self.valid_from is not None else self.timestamp
+
+
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
+
+
+@lru_cache(maxsize=65536)  # the same candidates come back turn after turn
+def speaker_of(text: str) -> str | None:
+    """The name a turn saved as an event starts with ("Caroline: I went ..." -> "Caroline"), if any."""
+    found = _SPEAKER.match(text)
+    return found.group(1) if found else None
 
 
 @lru_cache(maxsize=65536)  # retrieval hashes the same candidate texts turn after turn

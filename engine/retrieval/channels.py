@@ -17,7 +17,7 @@ channel would return an arbitrary top_k. Without seeds the graph channel is skip
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 
 import msgspec
@@ -57,6 +57,30 @@ def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequ
             if low not in _COMMON:
                 seeds.append(f"ent:{low}")
     return [s for s in dict.fromkeys(seeds) if s != entity_id][:MAX_SEEDS]
+
+
+_NAME = re.compile(r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?")  # a seed word and its possessive
+_WORD = re.compile(r"[A-Za-z0-9']+")
+#: a name in at least this share of the scope's memories says who, not what (a conversation's speakers)
+NAME_SHARE = 0.1
+
+
+def query_names(query: str) -> list[str]:
+    """The capitalized words of the query that are graph seeds by form (not common sentence words)."""
+    return list(dict.fromkeys(m.group(1) for m in _NAME.finditer(query) if m.group(1).lower() not in _COMMON))
+
+
+def semantic_query(query: str, names: Collection[str]) -> str:
+    """The text the semantic channel embeds: the query without `names` (and their possessive). A name
+    the scope's memories are full of (a turn's "<Name>: ", a greeting) draws the query vector to every
+    memory that names the person and crowds the topic out; the keyword and graph channels match names
+    exactly. A query left with no word outside the common ones is embedded as it is."""
+    if not names:
+        return query
+    stripped = _NAME.sub(lambda m: " " if m.group(1) in names else m.group(0), query)
+    if not any(w.lower() not in _COMMON for w in _WORD.findall(stripped)):
+        return query
+    return " ".join(stripped.split())
 
 
 def hops_to_prior(hops: float) -> float:

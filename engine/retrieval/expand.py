@@ -19,27 +19,17 @@ The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from functools import lru_cache
 
 import msgspec
 
-from engine.models import Memory
+from engine.models import Memory, speaker_of
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
 from engine.storage.base import Hit, Scope, Store
 
 MAX_GAP = timedelta(hours=1)
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
-
-
-@lru_cache(maxsize=65536)  # the same candidates come back turn after turn
-def speaker_of(text: str) -> str | None:
-    """The name an event's text starts with ("Caroline: I went ..." -> "Caroline"), if any."""
-    found = _SPEAKER.match(text)
-    return found.group(1) if found else None
 
 
 def speaker_hits(

@@ -23,7 +23,14 @@ from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
 from engine.retrieval import rerank
-from engine.retrieval.channels import ChannelHits, add_semantic, run_other_channels
+from engine.retrieval.channels import (
+    NAME_SHARE,
+    ChannelHits,
+    add_semantic,
+    query_names,
+    run_other_channels,
+    semantic_query,
+)
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.expand import context_boosts, speaker_hits
@@ -33,6 +40,18 @@ from engine.storage.base import Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
 
 QUERY_MAX_CHARS = 4000
+
+
+def _semantic_text(store: Store, scope: Scope, query: str) -> str:
+    """The query without the names of the scope's speakers (`channels.semantic_query`)."""
+    names = query_names(query)
+    if not names:
+        return query
+    try:
+        shares = store.speaker_shares(scope, names)
+    except Unavailable:
+        return query
+    return semantic_query(query, {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE})
 
 
 def build_query(turn: str, goal: str | None) -> str:
@@ -190,7 +209,9 @@ def retrieve(
             cfg = without_semantic(cfg)
         else:
             embed = _done_now if store.in_process else _embed_pool().submit
-            pending = embed(embeddings.embed, [query], persist=False, stats=stats)
+            pending = embed(
+                embeddings.embed, [_semantic_text(store, scope, query)], persist=False, stats=stats
+            )
     hits: ChannelHits = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
     qvec: Vector | None = None
     if pending is not None:

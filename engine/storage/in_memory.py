@@ -201,6 +201,9 @@ class InMemoryStore:
     def scope_size(self, scope: Scope) -> int:
         return self._index.scope_size(scope)
 
+    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        return self._index.speaker_shares(scope, words)
+
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
         with self._auto():

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.models import Memory
+from engine.models import Memory, speaker_of
 from engine.storage.base import Scope
 from engine.storage.local_index.growable import Growable
 from engine.timeutil import to_micros
@@ -47,6 +47,10 @@ class Codes:
         return self.code_of.get(value)
 
 
+def _speaker(m: Memory) -> str | None:
+    return speaker_of(m.text) if m.type == "event" else None
+
+
 class Columns:
     def __init__(self) -> None:
         self.memory_ids: list[str] = []
@@ -56,6 +60,7 @@ class Columns:
         self.statuses = Codes()
         self.statuses.add("active")  # code 0
         self.types = Codes()
+        self.speakers = Codes()  # the "<Name>: " an event's text starts with
         self.live = Growable(np.bool_, False)
         self.archived = Growable(np.bool_, False)
         self.entity = Growable(np.int32, -1)
@@ -65,6 +70,7 @@ class Columns:
         self.start = Growable(np.int64, 0)  # valid_from or timestamp
         self.valid_to = Growable(np.int64, INF)
         self.ts = Growable(np.int64, 0)
+        self.speaker = Growable(np.int32, -1)
         self.dead = 0
         #: bumped by every row change; with the Scope object (frozen) it keys the last mask, which the
         #: channels of one request ask for again and again
@@ -93,6 +99,7 @@ class Columns:
         self.start.append(to_micros(m.holds_from))
         self.valid_to.append(INF if m.valid_to is None else to_micros(m.valid_to))
         self.ts.append(to_micros(m.timestamp))
+        self.speaker.append(self.speakers.add(_speaker(m)))
         return row
 
     def append_bulk(self, memories: Sequence[Memory]) -> int:
@@ -111,6 +118,7 @@ class Columns:
         self.start.extend([to_micros(m.holds_from) for m in memories])
         self.valid_to.extend([INF if m.valid_to is None else to_micros(m.valid_to) for m in memories])
         self.ts.extend([to_micros(m.timestamp) for m in memories])
+        self.speaker.extend([self.speakers.add(_speaker(m)) for m in memories])
         return first
 
     def kill(self, memory_id: str) -> int | None:

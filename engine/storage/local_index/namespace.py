@@ -133,6 +133,20 @@ class NamespaceIndex:
     def scope_size(self, scope: Scope) -> int:
         return int(self.cols.mask(scope).sum())
 
+    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        code = self.cols.types.get("event")
+        if code is None or not words:
+            return [0.0] * len(words)
+        events = self.cols.mask(scope) & (self.cols.type.view == code)
+        n = int(events.sum())
+        if n == 0:
+            return [0.0] * len(words)
+        spoken = np.bincount(self.cols.speaker.view[events] + 1, minlength=len(self.cols.speakers.names) + 1)
+        names = [name.split() for name in self.cols.speakers.names]
+        return [
+            float(sum(int(spoken[c + 1]) for c, parts in enumerate(names) if w in parts)) / n for w in words
+        ]
+
     def _event_rows(self) -> npt.NDArray[np.int64]:
         """Every event row, live or dead, in (timestamp, memory_id) order."""
         if self._events is None:

@@ -151,3 +151,8 @@ class IndexRegistry:
         idx = self.get(scope.org_id, scope.namespace)
         with idx.lock:
             return idx.scope_size(scope)
+
+    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        idx = self.get(scope.org_id, scope.namespace)
+        with idx.lock:
+            return idx.speaker_shares(scope, words)

@@ -56,6 +56,7 @@ distance. Ties everywhere: newer timestamp first, then memory_id (as in the othe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -300,6 +301,31 @@ def graph_search(
         final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}, prepare=False
     ).fetchall()
     return _sorted_hits(rows, k, descending=False)
+
+
+#: `speaker_shares` counts over the newest in-scope events only: an index-ordered read of bounded cost
+SPEAKER_SAMPLE = 200
+_NAME_WORD = "[A-Z][-\\w'.]*"  # a word of a speaker's name (`engine.models.speaker_of`), as a PG regex
+
+
+def speaker_shares(conn: psycopg.Connection[Any], scope: Scope, words: Sequence[str]) -> list[float]:
+    """`Store.speaker_shares` over the newest `SPEAKER_SAMPLE` in-scope events."""
+    if not words:
+        return []
+    where, params = scope_filter(scope)
+    counts = ", ".join(f"count(*) FILTER (WHERE s.text ~ %(w{i})s)" for i in range(len(words)))
+    for i, w in enumerate(words):
+        params[f"w{i}"] = f"^\\s*({_NAME_WORD} ){{0,3}}{re.escape(w)}( {_NAME_WORD}){{0,3}}\\s*:\\s"
+    params["n"] = SPEAKER_SAMPLE
+    stmt = f"""
+        SELECT count(*), {counts} FROM (
+            SELECT m.text FROM memories m WHERE m.type = 'event' AND {where} ORDER BY m.ts DESC LIMIT %(n)s
+        ) s
+    """
+    row = conn.execute(stmt, params, prepare=False).fetchone()
+    if not row or not row[0]:
+        return [0.0] * len(words)
+    return [int(c) / int(row[0]) for c in row[1:]]
 
 
 def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:

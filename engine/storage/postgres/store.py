@@ -375,6 +375,10 @@ class PostgresStore:
         with self._read() as conn:
             return search.scope_size(conn, scope)
 
+    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        with self._read() as conn:
+            return search.speaker_shares(conn, scope, words)
+
     # --- API keys ---------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
         with self._conn() as conn:

@@ -355,6 +355,10 @@ class SQLiteStore:
         self._sync_index()
         return self._index.scope_size(scope)
 
+    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        self._sync_index()
+        return self._index.speaker_shares(scope, words)
+
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
         try:

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
+from engine.retrieval.channels import query_names, semantic_query
 from engine.retrieval.expand import speaker_hits, speaker_of
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import ScoreComponent
-from engine.storage.base import Hit
+from engine.storage.base import Hit, ListQuery
 from engine.storage.in_memory import InMemoryStore
 
 from .helpers import NOW, mem
@@ -155,3 +159,36 @@ def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior() -> No
         matches["d1_2"].score_components["graph_prior"].raw == 0.0
     )
     assert matches["d1_3"].score > matches["d1_2"].score
+
+
+def test_names_and_the_semantic_query() -> None:
+    question = "Would Caroline's kids like Mount Tam, Alice?"
+    assert query_names(question) == ["Caroline", "Mount", "Tam", "Alice"]  # "Would" is a sentence word
+    assert semantic_query(question, {"Caroline", "Alice"}) == "Would kids like Mount Tam, ?"
+    assert semantic_query(question, set()) == question
+    # nothing but names and common words would be left: the query as it is
+    assert semantic_query("Who is Caroline?", {"Caroline"}) == "Who is Caroline?"
+
+
+class _Recording(HashEmbedder):
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers() -> None:
+    store, _ = _store()
+    embedder = _Recording()
+    cache = EmbeddingCache(embedder, store)
+    cache.embed([m.text for m in store.list_memories("o1", ListQuery(limit=100))])
+    embedder.texts.clear()
+    _ask(store, cache, turn="Where did Caroline go hiking with Bob?")
+    # Caroline speaks half of the scope's events; Bob speaks none, so he stays in the query
+    assert embedder.texts == ["Where did go hiking with Bob?"]
+    embedder.texts.clear()
+    _ask(store, cache, turn="Where did Bob go hiking?")
+    assert embedder.texts == ["Where did Bob go hiking?"]

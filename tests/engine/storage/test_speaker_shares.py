@@ -1,0 +1,56 @@
+"""`Store.speaker_shares`: how much of a scope's conversation a name speaks."""
+
+from __future__ import annotations
+
+from engine.storage.base import Scope, Store
+from tests.engine.storage.conftest import at, mem
+
+NOW = at(100_000)
+
+
+def _conversation(store: Store) -> None:
+    texts = [
+        "Caroline: I went to a support group yesterday.",
+        "Melanie: That's brave, Caroline!",
+        "Caroline: It really helped.",
+        "Mary Ann: Hi both.",
+        "no speaker here",
+    ]
+    store.put_memories(
+        [
+            mem(memory_id=f"mem_{i}", type="event", entity_id="ent:a", text=t, timestamp=at(i))
+            for i, t in enumerate(texts)
+        ]
+        + [
+            mem(
+                memory_id="mem_fact", type="fact", entity_id="ent:a", text="Caroline: a fact", timestamp=at(9)
+            ),
+            mem(
+                memory_id="mem_b",
+                type="event",
+                entity_id="ent:b",
+                text="Caroline: elsewhere",
+                timestamp=at(9),
+            ),
+            mem(
+                memory_id="mem_arch",
+                type="event",
+                entity_id="ent:a",
+                text="Caroline: archived",
+                timestamp=at(9),
+                archived=True,
+            ),
+        ]
+    )
+
+
+def test_the_share_of_the_scopes_events_a_name_speaks(store: Store) -> None:
+    _conversation(store)
+    scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
+    got = store.speaker_shares(scope, ["Caroline", "Melanie", "Ann", "Mary", "Bob", "support"])
+    # five events in scope: the fact, the other entity's event and the archived one do not count;
+    # a name mentioned inside a turn is not its speaker; each word of a name speaks for it
+    assert got == [2 / 5, 1 / 5, 1 / 5, 1 / 5, 0.0, 0.0]
+    assert store.speaker_shares(scope, []) == []
+    empty = Scope(org_id="org_a", entity_id="ent:none", now=NOW)
+    assert store.speaker_shares(empty, ["Caroline"]) == [0.0]
