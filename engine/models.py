@@ -96,11 +96,13 @@ class Memory(msgspec.Struct, kw_only=True):
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
 
 
-@lru_cache(maxsize=65536)  # the same candidates come back turn after turn
-def speaker_of(text: str) -> str | None:
+def speaker_name(text: str) -> str | None:
     """The name a turn saved as an event starts with ("Caroline: I went ..." -> "Caroline"), if any."""
     found = _SPEAKER.match(text)
     return found.group(1) if found else None
+
+
+speaker_of = lru_cache(maxsize=65536)(speaker_name)  # retrieval sees the same candidates turn after turn
 
 
 @lru_cache(maxsize=65536)  # retrieval hashes the same candidate texts turn after turn

@@ -61,7 +61,7 @@ def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequ
 
 _NAME = re.compile(r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?")  # a seed word and its possessive
 _WORD = re.compile(r"[A-Za-z0-9']+")
-#: a name in at least this share of the scope's memories says who, not what (a conversation's speakers)
+#: a name that speaks at least this share of the scope's events says who, not what (`Store.speaker_shares`)
 NAME_SHARE = 0.1
 
 

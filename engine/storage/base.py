@@ -172,7 +172,7 @@ class Store(Protocol):
 
     def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
         """Per word, the share of the in-scope events spoken by a name that holds it: an event whose
-        text starts with "<Name>: " (`engine.models.speaker_of`) with the word one of Name's words.
+        text starts with "<Name>: " (`engine.models.speaker_name`) with the word one of Name's words.
         0.0 when the scope has no events."""
         ...
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from engine.models import Memory, speaker_of
+from engine.models import Memory, speaker_name
 from engine.storage.base import Scope
 from engine.storage.local_index.growable import Growable
 from engine.timeutil import to_micros
@@ -48,7 +48,7 @@ class Codes:
 
 
 def _speaker(m: Memory) -> str | None:
-    return speaker_of(m.text) if m.type == "event" else None
+    return speaker_name(m.text) if m.type == "event" else None
 
 
 class Columns:
@@ -67,7 +67,7 @@ class Columns:
         self.agent = Growable(np.int32, -1)
         self.status = Growable(np.int16, -1)
         self.type = Growable(np.int16, -1)
-        self.start = Growable(np.int64, 0)  # valid_from or timestamp
+        self.start = Growable(np.int64, 0)  # Memory.holds_from
         self.valid_to = Growable(np.int64, INF)
         self.ts = Growable(np.int64, 0)
         self.speaker = Growable(np.int32, -1)

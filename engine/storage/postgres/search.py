@@ -303,9 +303,10 @@ def graph_search(
     return _sorted_hits(rows, k, descending=False)
 
 
-#: `speaker_shares` counts over the newest in-scope events only: an index-ordered read of bounded cost
-SPEAKER_SAMPLE = 200
-_NAME_WORD = "[A-Z][-\\w'.]*"  # a word of a speaker's name (`engine.models.speaker_of`), as a PG regex
+#: `speaker_shares` counts over the newest in-scope events only (an index-ordered read of bounded cost);
+#: a conversation's speakers each say a large share of any stretch of it
+SPEAKER_SAMPLE = 50
+_NAME_WORD = "[A-Z][-\\w'.]*"  # a word of a speaker's name (`engine.models.speaker_name`), as a PG regex
 
 
 def speaker_shares(conn: psycopg.Connection[Any], scope: Scope, words: Sequence[str]) -> list[float]:
@@ -319,7 +320,8 @@ def speaker_shares(conn: psycopg.Connection[Any], scope: Scope, words: Sequence[
     params["n"] = SPEAKER_SAMPLE
     stmt = f"""
         SELECT count(*), {counts} FROM (
-            SELECT m.text FROM memories m WHERE m.type = 'event' AND {where} ORDER BY m.ts DESC LIMIT %(n)s
+            SELECT left(m.text, 100) AS text FROM memories m
+            WHERE m.type = 'event' AND {where} ORDER BY m.ts DESC LIMIT %(n)s
         ) s
     """
     row = conn.execute(stmt, params, prepare=False).fetchone()
