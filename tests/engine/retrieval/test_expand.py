@@ -12,8 +12,9 @@ import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
+from engine.models import speaker_of
 from engine.retrieval.channels import query_names, semantic_query
-from engine.retrieval.expand import speaker_hits, speaker_of
+from engine.retrieval.expand import speaker_hits
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import ScoreComponent

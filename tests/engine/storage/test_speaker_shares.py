@@ -16,32 +16,21 @@ def _conversation(store: Store) -> None:
         "Mary Ann: Hi both.",
         "no speaker here",
     ]
-    store.put_memories(
-        [
-            mem(memory_id=f"mem_{i}", type="event", entity_id="ent:a", text=t, timestamp=at(i))
-            for i, t in enumerate(texts)
-        ]
-        + [
-            mem(
-                memory_id="mem_fact", type="fact", entity_id="ent:a", text="Caroline: a fact", timestamp=at(9)
-            ),
-            mem(
-                memory_id="mem_b",
-                type="event",
-                entity_id="ent:b",
-                text="Caroline: elsewhere",
-                timestamp=at(9),
-            ),
-            mem(
-                memory_id="mem_arch",
-                type="event",
-                entity_id="ent:a",
-                text="Caroline: archived",
-                timestamp=at(9),
-                archived=True,
-            ),
-        ]
-    )
+    turns = [
+        mem(memory_id=f"mem_{i}", type="event", entity_id="ent:a", text=t, timestamp=at(i))
+        for i, t in enumerate(texts)
+    ]
+    # out of the scope's events: a fact, another entity's event, an archived event
+    others = [
+        ("mem_fact", "fact", "ent:a", False),
+        ("mem_b", "event", "ent:b", False),
+        ("mem_arch", "event", "ent:a", True),
+    ]
+    turns += [
+        mem(memory_id=mid, type=kind, entity_id=ent, text="Caroline: x", timestamp=at(9), archived=arch)
+        for mid, kind, ent, arch in others
+    ]
+    store.put_memories(turns)
 
 
 def test_the_share_of_the_scopes_events_a_name_speaks(store: Store) -> None:
