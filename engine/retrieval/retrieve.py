@@ -44,8 +44,8 @@ QUERY_MAX_CHARS = 4000
 
 def _semantic_text(store: Store, scope: Scope, query: str) -> str:
     """The query without the names of the scope's speakers (`channels.semantic_query`). Only with an
-    in-process index, which answers from memory: a database server would add a query to every read
-    (about 1.5 ms at a million memories, over the read's latency budget)."""
+    in-process index, which answers from memory: on a database server the look-up would add a query
+    to every read."""
     names = query_names(query) if store.in_process else []
     if not names:
         return query
