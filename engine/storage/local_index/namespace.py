@@ -16,7 +16,7 @@ import numpy.typing as npt
 from engine.models import Memory, text_hash
 from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.local_index.bm25 import KeywordIndex
-from engine.storage.local_index.columns import Columns
+from engine.storage.local_index.columns import Columns, Mask
 from engine.storage.local_index.graph import GraphIndex
 from engine.storage.local_index.tokenize import tokenize
 from engine.storage.local_index.vector import VectorIndex
@@ -40,6 +40,8 @@ class NamespaceIndex:
         # event rows, live or dead, in (timestamp, memory_id) order: built on first use, then merged
         # into on each add (rows never change type or timestamp; the scope mask drops dead ones)
         self._events: npt.NDArray[np.int64] | None = None
+        #: (columns generation, mask, events per speaker code + 1, events in scope) of the last look-up
+        self._last_speakers: tuple[int, Mask, npt.NDArray[np.int64], int] | None = None
 
     # --- maintenance (callers hold `lock`) ------------------------------------------------------
     def add(self, memories: Sequence[Memory], load_vectors: VectorLoader) -> None:
@@ -134,18 +136,26 @@ class NamespaceIndex:
         return int(self.cols.mask(scope).sum())
 
     def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        code = self.cols.types.get("event")
-        if code is None or not words:
+        spoken, n = self._speaker_counts(scope)
+        if n == 0 or not words:
             return [0.0] * len(words)
-        events = self.cols.mask(scope) & (self.cols.type.view == code)
-        n = int(events.sum())
-        if n == 0:
-            return [0.0] * len(words)
-        spoken = np.bincount(self.cols.speaker.view[events] + 1, minlength=len(self.cols.speakers.names) + 1)
         names = [name.split() for name in self.cols.speakers.names]
         return [
             float(sum(int(spoken[c + 1]) for c, parts in enumerate(names) if w in parts)) / n for w in words
         ]
+
+    def _speaker_counts(self, scope: Scope) -> tuple[npt.NDArray[np.int64], int]:
+        """Events per speaker code (at code + 1; 0 counts events without one) and the events in scope.
+        Kept until a row changes or another mask is asked for: every read of a conversation asks."""
+        mask = self.cols.mask(scope)  # read-only, replaced (not changed) when a row changes
+        last = self._last_speakers
+        if last is not None and last[0] == self.cols.generation and np.array_equal(last[1], mask):
+            return last[2], last[3]
+        code = self.cols.types.get("event")
+        events = mask & (self.cols.type.view == code) if code is not None else np.zeros_like(mask)
+        spoken = np.bincount(self.cols.speaker.view[events] + 1, minlength=len(self.cols.speakers.names) + 1)
+        self._last_speakers = (self.cols.generation, mask, spoken, int(events.sum()))
+        return spoken, self._last_speakers[3]
 
     def _event_rows(self) -> npt.NDArray[np.int64]:
         """Every event row, live or dead, in (timestamp, memory_id) order."""

@@ -43,3 +43,21 @@ def test_the_share_of_the_scopes_events_a_name_speaks(store: Store) -> None:
     assert store.speaker_shares(scope, []) == []
     empty = Scope(org_id="org_a", entity_id="ent:none", now=NOW)
     assert store.speaker_shares(empty, ["Caroline"]) == [0.0]
+
+
+def test_the_shares_follow_every_write_and_removal(store: Store) -> None:
+    _conversation(store)
+
+    def shares() -> list[float]:  # a new Scope per read, as every request makes one
+        return store.speaker_shares(
+            Scope(org_id="org_a", entity_id="ent:a", now=NOW), ["Caroline", "Melanie"]
+        )
+
+    assert shares() == [2 / 5, 1 / 5]
+    assert shares() == [2 / 5, 1 / 5]  # asked again, nothing written
+    store.put_memories(
+        [mem(memory_id="mem_new", type="event", entity_id="ent:a", text="Melanie: Me too.", timestamp=at(6))]
+    )
+    assert shares() == [2 / 6, 2 / 6]
+    assert store.delete_memory("org_a", "mem_0")
+    assert shares() == [1 / 5, 2 / 5]
