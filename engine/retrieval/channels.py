@@ -33,7 +33,6 @@ from engine.timeutil import shift
 MAX_SEEDS = 16
 RECENT_EVENTS_FETCH = 8
 _ENT = re.compile(r"\bent:[A-Za-z0-9_\-.:]+")
-_CAPWORD = re.compile(r"\b[A-Z][a-zA-Z0-9_\-]{1,40}\b")
 _COMMON_WORDS = (
     "i i'm im a an the this that these those what when where who whom why how which is are was were do "
     "does did can could should would will shall may might must my your our their his her its we you "
@@ -43,6 +42,12 @@ _COMMON_WORDS = (
     "october november december"
 )
 _COMMON = frozenset(_COMMON_WORDS.split(" "))
+_NAME = re.compile(
+    r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?"
+)  # a capitalized word and its possessive
+_WORD = re.compile(r"[A-Za-z0-9']+")
+#: a name that speaks at least this share of the scope's events says who, not what (`Store.speaker_shares`)
+NAME_SHARE = 0.1
 
 
 def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequence[str]) -> list[str]:
@@ -52,21 +57,13 @@ def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequ
         if not text:
             continue
         seeds.extend(m.rstrip(".:") for m in _ENT.findall(text))
-        for word in _CAPWORD.findall(text):
-            low = word.lower()
-            if low not in _COMMON:
-                seeds.append(f"ent:{low}")
+        seeds.extend(f"ent:{word.lower()}" for word in query_names(text))
     return [s for s in dict.fromkeys(seeds) if s != entity_id][:MAX_SEEDS]
 
 
-_NAME = re.compile(r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?")  # a seed word and its possessive
-_WORD = re.compile(r"[A-Za-z0-9']+")
-#: a name that speaks at least this share of the scope's events says who, not what (`Store.speaker_shares`)
-NAME_SHARE = 0.1
-
-
 def query_names(query: str) -> list[str]:
-    """The capitalized words of the query that are graph seeds by form (not common sentence words)."""
+    """The capitalized words of the query that are not common sentence words: the graph's seeds by
+    form, and the names the semantic query may leave out."""
     return list(dict.fromkeys(m.group(1) for m in _NAME.finditer(query) if m.group(1).lower() not in _COMMON))
 
 
