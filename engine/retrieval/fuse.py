@@ -117,6 +117,20 @@ def _channel(
     return raw, norm, mask
 
 
+def _channels(
+    ids: Sequence[str], hits: ChannelHits, normalization: str
+) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+    """(raw, norm, hit) of the semantic, bm25 and graph columns: each channel normalized over its hits."""
+    n = len(ids)
+    index = {mid: i for i, mid in enumerate(ids)}
+    raw = np.zeros((n, 5), dtype=np.float64)
+    norm = np.zeros((n, 5), dtype=np.float64)
+    hit = np.zeros((n, 3), dtype=bool)
+    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
+        raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, normalization)
+    return raw, norm, hit
+
+
 def _priors_and_boosts(
     ids: Sequence[str],
     memories: Mapping[str, Memory],
@@ -244,14 +258,7 @@ def fuse(
     context: Mapping[str, tuple[float, float]] | None = None,
 ) -> Fused:
     """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
-    n = len(ids)
-    index = {mid: i for i, mid in enumerate(ids)}
-    raw = np.zeros((n, 5), dtype=np.float64)
-    norm = np.zeros((n, 5), dtype=np.float64)
-    hit = np.zeros((n, 3), dtype=bool)
-    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
-        raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
-
+    raw, norm, hit = _channels(ids, hits, cfg.normalization)
     ages, conf, real, boosts, log_chars = _priors_and_boosts(
         ids, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
     )
@@ -293,18 +300,17 @@ def refuse(
     ages, conf, _, extra, added_log_chars = _priors_and_boosts(
         added, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=None
     )
-    raw = np.zeros((n, 5), dtype=np.float64)
-    norm = np.zeros((n, 5), dtype=np.float64)
-    hit = np.zeros((n, 3), dtype=bool)
-    raw[:n1], norm[:n1], hit[:n1] = first.raw, first.norm, first.hit
     hit_ids = {h.memory_id for h in (*hits.semantic, *hits.bm25, *hits.graph)}
     if any(mid in hit_ids for mid in added):
         # the channels are normalized over their hits, which now include added candidates
-        index = {mid: i for i, mid in enumerate(ids)}
-        for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
-            raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, cfg.normalization)
+        raw, norm, hit = _channels(ids, hits, cfg.normalization)
+        raw[:n1, 3:], norm[:n1, 3:] = first.raw[:, 3:], first.norm[:, 3:]
         norm[[i for i, mid in enumerate(first.ids) if mid in snippets], :3] = 0.0
     else:
+        raw = np.zeros((n, 5), dtype=np.float64)
+        norm = np.zeros((n, 5), dtype=np.float64)
+        hit = np.zeros((n, 3), dtype=bool)
+        raw[:n1], norm[:n1], hit[:n1] = first.raw, first.norm, first.hit
         for j in range(3):  # a channel's miss: norm 0, or its floor (zscore) when it had hits
             hit_norms = first.norm[first.hit[:, j], j]
             if hit_norms.size:
