@@ -7,7 +7,7 @@
         .mark() / .forget_since(mark)                                                           on rollback
 
 Modules: `columns` (per-row filter columns, the vectorized Scope mask), `bm25` (inverted index,
-Okapi BM25 over the eligible scope, equal to rank_bm25), `vector` (faiss IndexFlatIP with an
+BM25 with Lucene's idf over the eligible scope), `vector` (faiss IndexFlatIP with an
 IDSelectorBitmap of eligible rows), `graph` (entity graph BFS), `tokenize` (the keyword tokenizer),
 `reference` (plain-Python versions used as test oracles), `bench` (a micro-benchmark, not a test).
 

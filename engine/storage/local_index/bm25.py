@@ -1,18 +1,19 @@
-"""Okapi BM25 over an inverted index, with corpus statistics taken over the eligible scope.
+"""BM25 over an inverted index, with corpus statistics taken over the eligible scope.
 
-Scores equal `rank_bm25.BM25Okapi(k1=1.5, b=0.75, epsilon=0.25)` built over exactly the scope's
-documents (tokenized with `tokenize.tokenize`) and queried with the tokenized query:
+Scores are Okapi BM25 (k1=1.5, b=0.75) with Lucene's idf, over exactly the scope's documents
+(tokenized with `tokenize.tokenize`) and the tokenized query:
 - N = eligible documents, avgdl = their mean token count (empty documents count);
-- idf(t) = ln(N - df + 0.5) - ln(df + 0.5) with df counted over the eligible documents; a negative idf
-  is replaced by epsilon * (mean idf over every term that occurs in the eligible documents);
+- idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)) with df counted over the eligible documents: always
+  positive, so a term found in most (or all) of a small scope's documents still finds them, and a
+  term's weight needs only N and its own df (what a database can count), never the whole vocabulary;
 - a repeated query term adds its contribution each time; a term absent from the scope adds 0.
-Only documents with a positive score are returned.
+Every document holding a query term is returned.
 
 Speed: postings are numpy arrays (cached per term), document lengths and df are numpy. `df_live`
 (df over all live rows) is kept up to date on every add/remove, so the scope's df for every term is
 either counted from the eligible rows or derived as df_live minus the counts of the live-but-excluded
-rows, whichever touches fewer rows. The last scope's statistics (N, avgdl, df, epsilon) are kept until
-a row is added or removed or another mask comes.
+rows, whichever touches fewer rows. The last scope's statistics (N, avgdl, df) are kept until a row is
+added or removed or another mask comes.
 """
 
 from __future__ import annotations
@@ -30,17 +31,20 @@ from engine.storage.local_index.growable import Growable
 
 K1 = 1.5
 B = 0.75
-EPSILON = 0.25
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+
+
+def idf_of(n: float, df: float) -> float:
+    """Lucene's BM25 idf of a term in `df` of `n` documents (see the module docstring)."""
+    return float(np.log1p((n - df + 0.5) / (df + 0.5)))
 
 
 class ScopeStats(NamedTuple):
     n: int  # eligible documents
     avgdl: float
     df: IntArray  # per term, over the eligible documents
-    eps: float  # EPSILON x the mean idf: the idf of a term in more than half of them
 
 
 class KeywordIndex:
@@ -167,31 +171,18 @@ class KeywordIndex:
         removed = np.bincount(self._terms_of_rows(excluded), minlength=vocab)
         return self.df_live.view - removed
 
-    @staticmethod
-    def _mean_idf(df: IntArray, n: int) -> float:
-        """Mean raw idf over the terms present in the scope, through a histogram of df values
-        (few distinct values), instead of a logarithm per vocabulary term."""
-        counts = np.bincount(df)
-        values = np.flatnonzero(counts[1:]) + 1  # df values that occur (df >= 1)
-        if values.size == 0:
-            return 0.0
-        weights = counts[values]
-        idf = np.log(n - values + 0.5) - np.log(values + 0.5)
-        return float((weights * idf).sum() / weights.sum())
-
     def scope_stats(self, mask: Mask, live: Mask) -> ScopeStats:
-        """N, avgdl, df and epsilon x mean idf over the eligible rows. The last result is kept until a
-        row is added or removed (`live` changes only with `remove`) or another mask is asked for."""
+        """N, avgdl and df over the eligible rows. The last result is kept until a row is added or
+        removed (`live` changes only with `remove`) or another mask is asked for."""
         last = self._last_stats
         if last is not None and last[0] == self._version and np.array_equal(last[1], mask):
             return last[2]
         n = int(mask.sum())
         avgdl = float(self.doc_len.view[mask].sum()) / n if n else 0.0
         if avgdl == 0.0:
-            stats = ScopeStats(n, avgdl, np.zeros(0, dtype=np.int64), 0.0)
+            stats = ScopeStats(n, avgdl, np.zeros(0, dtype=np.int64))
         else:
-            df = self.scope_df(mask, live)
-            stats = ScopeStats(n, avgdl, df, EPSILON * self._mean_idf(df, n))
+            stats = ScopeStats(n, avgdl, self.scope_df(mask, live))
         self._last_stats = (self._version, mask.copy(), stats)
         return stats
 
@@ -201,7 +192,7 @@ class KeywordIndex:
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
         if not tids:
             return empty
-        n, avgdl, df, eps = self.scope_stats(mask, live)
+        n, avgdl, df = self.scope_stats(mask, live)
         if n == 0 or avgdl == 0.0:
             return empty
         doc_len = self.doc_len.view
@@ -210,9 +201,7 @@ class KeywordIndex:
             d = float(df[tid])
             if d == 0.0:
                 continue
-            idf = float(np.log(n - d + 0.5) - np.log(d + 0.5))
-            if idf < 0:
-                idf = eps
+            idf = idf_of(n, d)
             rows, tfs = self._postings(tid)
             keep = mask[rows]
             r, tf = rows[keep], tfs[keep]

@@ -1,9 +1,9 @@
 """Plain (non-indexed) scoring over a list of candidate memories.
 
 Used by `InMemoryStore` for small corpora and by the tests as the oracle the fast index must match.
-BM25 here is Okapi BM25 exactly as `rank_bm25.BM25Okapi` computes it (k1=1.5, b=0.75, epsilon=0.25,
-negative idf replaced by epsilon * mean idf, repeated query terms counted each time), with corpus
-statistics over the candidates given.
+BM25 here is written out term by term (k1=1.5, b=0.75, Lucene's idf ln(1 + (N - df + 0.5) / (df + 0.5)),
+repeated query terms counted each time), with corpus statistics over the candidates given; the tests
+check it against `rank_bm25` with that idf.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ from engine.timeutil import to_micros
 
 K1 = 1.5
 B = 0.75
-EPSILON = 0.25
 
 
-def bm25_okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> np.ndarray:
+def bm25_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> np.ndarray:
     n = len(docs)
     if n == 0:
         return np.zeros(0)
@@ -35,19 +34,7 @@ def bm25_okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> np
         df.update(f.keys())
     doc_len = np.array([len(d) for d in docs], dtype=np.float64)
     avgdl = float(doc_len.sum()) / n
-    idf: dict[str, float] = {}
-    negative: list[str] = []
-    idf_sum = 0.0
-    for word, freq in df.items():
-        value = math.log(n - freq + 0.5) - math.log(freq + 0.5)
-        idf[word] = value
-        idf_sum += value
-        if value < 0:
-            negative.append(word)
-    if idf:
-        eps = EPSILON * idf_sum / len(idf)
-        for word in negative:
-            idf[word] = eps
+    idf = {word: math.log(1 + (n - freq + 0.5) / (freq + 0.5)) for word, freq in df.items()}
     scores = np.zeros(n)
     if avgdl == 0:
         return scores
@@ -65,7 +52,7 @@ def keyword_hits(candidates: Sequence[Memory], text: str, k: int) -> list[Hit]:
     query = tokenize(text)
     if not query or k <= 0:
         return []
-    scores = bm25_okapi_scores([tokenize(m.text) for m in candidates], query)
+    scores = bm25_scores([tokenize(m.text) for m in candidates], query)
     ranked = sorted(
         (i for i in range(len(candidates)) if scores[i] > 0),
         key=lambda i: _order_key(float(scores[i]), candidates[i]),
