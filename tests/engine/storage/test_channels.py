@@ -22,12 +22,13 @@ from tests.engine.storage.conftest import at, mem, skip_on_postgres
 NOW = at(10_000)
 
 
-class LuceneBM25(BM25Okapi):
+class LuceneBM25(BM25Okapi):  # type: ignore[misc]
     """rank_bm25's Okapi BM25 with Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), the keyword channel's."""
 
     def _calc_idf(self, nd: dict[str, int]) -> None:
         for word, freq in nd.items():
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+
 
 WORDS = [f"w{i}" for i in range(60)] + ["the", "apple", "Apple", "café", "naïve"]
 
