@@ -249,7 +249,7 @@ def test_memories_without_a_vector_are_counted_and_embedded_by_doctor(
 
     monkeypatch.setenv(observability.VECTORS_TTL_ENV, "0")
     embedder = FlakyEmbedder()
-    with TestClient(create_app(settings, store=store, embedder=embedder)) as client:  # type: ignore[arg-type]
+    with TestClient(create_app(settings, store=store, embedder=embedder)) as client:
         assert (
             client.post("/v0/memories", json=memory_body("Alice likes tea"), headers=auth).status_code == 200
         )
@@ -263,5 +263,5 @@ def test_memories_without_a_vector_are_counted_and_embedded_by_doctor(
         embedder.down = False
         missing = value(client.get("/metrics").text, "loci_memories_without_vector", model=embedder.model)
         assert missing == 3  # the note, the turn and its fact
-        embed_missing(store, EmbeddingCache(embedder, store))  # type: ignore[arg-type]
+        embed_missing(store, EmbeddingCache(embedder, store))
         assert value(client.get("/metrics").text, "loci_memories_without_vector", model=embedder.model) == 0

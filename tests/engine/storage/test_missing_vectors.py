@@ -17,7 +17,7 @@ def test_missing_vectors_lists_each_memory_without_one(store: Store) -> None:
     texts = [f"memory number {i}" for i in range(1203)]  # more than one page of 1000
     store.put_memories([mem(org_id="org_a" if i % 2 else "org_b", text=t) for i, t in enumerate(texts)])
     store.put_memories([mem(org_id="org_a", text=texts[0])])  # the same text twice: listed twice
-    vec = np.ones(4, dtype=np.float32) / 2
+    vec = np.full(4, 0.5, dtype=np.float32)
     store.put_embeddings("m1", {text_hash(t): vec for t in texts[:3]})
     store.put_embeddings("m2", {text_hash(t): vec for t in texts[3:]})
     assert sorted(store.missing_vectors("m1")) == sorted(texts[3:])
