@@ -3,6 +3,7 @@ and receives each answer, so the same plan runs on `LociClient` (`run`) and `Asy
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -79,10 +80,8 @@ def _send(step: Step, client: LociClient) -> Any:
         return client.create_memories(step.drafts)
     if isinstance(step, Recall):
         return client.recall(step.request)
-    try:
+    with contextlib.suppress(NotFoundError):
         client.delete_memory(step.memory_id)
-    except NotFoundError:
-        pass
     return None
 
 
@@ -93,10 +92,8 @@ async def _asend(step: Step, client: AsyncLociClient) -> Any:
         return await client.create_memories(step.drafts)
     if isinstance(step, Recall):
         return await client.recall(step.request)
-    try:
+    with contextlib.suppress(NotFoundError):
         await client.delete_memory(step.memory_id)
-    except NotFoundError:
-        pass
     return None
 
 

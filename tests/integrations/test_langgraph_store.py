@@ -11,7 +11,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -52,6 +52,10 @@ def store(request: pytest.FixtureRequest, live: LiveServer) -> Iterator[BaseStor
 
 
 # --- a graph -----------------------------------------------------------------------------------------
+class User(TypedDict):
+    user_id: str
+
+
 class Recorder(GenericFakeChatModel):
     """A scripted chat model that keeps the prompts it was given."""
 
@@ -62,19 +66,22 @@ class Recorder(GenericFakeChatModel):
         return super()._generate(messages, *args, **kwargs)
 
 
-def _namespace(runtime: Runtime[dict[str, str]]) -> tuple[str, ...]:
+def _namespace(runtime: Runtime[User]) -> tuple[str, ...]:
     return ("memories", runtime.context["user_id"])
 
 
 def _prompt(known: list[SearchItem], state: MessagesState) -> list[BaseMessage]:
-    return [SystemMessage("Known about the user: " + "; ".join(i.value["text"] for i in known)), *state["messages"]]
+    return [
+        SystemMessage("Known about the user: " + "; ".join(i.value["text"] for i in known)),
+        *state["messages"],
+    ]
 
 
 def memory_graph(model: Recorder, store: BaseStore) -> Any:
     """Each turn: recall the user's memories for the message, answer with them in the system prompt, and
     remember the message (the usual LangGraph long-term-memory loop)."""
 
-    def turn(state: MessagesState, runtime: Runtime[dict[str, str]]) -> dict[str, Any]:
+    def turn(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
         assert runtime.store is not None
         said = str(state["messages"][-1].content)
         known = runtime.store.search(_namespace(runtime), query=said, limit=2)
@@ -82,7 +89,7 @@ def memory_graph(model: Recorder, store: BaseStore) -> Any:
         runtime.store.put(_namespace(runtime), uuid.uuid4().hex, {"text": said})
         return {"messages": [reply]}
 
-    builder = StateGraph(MessagesState, context_schema=dict)
+    builder = StateGraph(MessagesState, context_schema=User)
     builder.add_node("turn", turn)
     builder.add_edge(START, "turn")
     return builder.compile(checkpointer=InMemorySaver(), store=store)
@@ -91,7 +98,7 @@ def memory_graph(model: Recorder, store: BaseStore) -> Any:
 def async_memory_graph(model: Recorder, store: BaseStore) -> Any:
     """The same loop as an async node: the store is read and written through `abatch`."""
 
-    async def turn(state: MessagesState, runtime: Runtime[dict[str, str]]) -> dict[str, Any]:
+    async def turn(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
         assert runtime.store is not None
         said = str(state["messages"][-1].content)
         known = await runtime.store.asearch(_namespace(runtime), query=said, limit=2)
@@ -99,7 +106,7 @@ def async_memory_graph(model: Recorder, store: BaseStore) -> Any:
         await runtime.store.aput(_namespace(runtime), uuid.uuid4().hex, {"text": said})
         return {"messages": [reply]}
 
-    builder = StateGraph(MessagesState, context_schema=dict)
+    builder = StateGraph(MessagesState, context_schema=User)
     builder.add_node("turn", turn)
     builder.add_edge(START, "turn")
     return builder.compile(checkpointer=InMemorySaver(), store=store)
@@ -112,10 +119,18 @@ def _replies(*texts: str) -> Recorder:
 def test_a_graph_remembers_across_threads_through_loci(loci_store: LociStore, live: LiveServer) -> None:
     model = _replies("Noted.", "Noted.", "You drink green tea.")
     graph = memory_graph(model, loci_store)
-    alice = {"user_id": "alice"}
-    graph.invoke({"messages": [("user", "I drink green tea every morning")]}, {"configurable": {"thread_id": "1"}}, context=alice)
-    graph.invoke({"messages": [("user", "My cat is called Miso")]}, {"configurable": {"thread_id": "2"}}, context=alice)
-    out = graph.invoke({"messages": [("user", "Which tea do I drink?")]}, {"configurable": {"thread_id": "3"}}, context=alice)
+    alice = User(user_id="alice")
+    graph.invoke(
+        {"messages": [("user", "I drink green tea every morning")]},
+        {"configurable": {"thread_id": "1"}},
+        context=alice,
+    )
+    graph.invoke(
+        {"messages": [("user", "My cat is called Miso")]}, {"configurable": {"thread_id": "2"}}, context=alice
+    )
+    out = graph.invoke(
+        {"messages": [("user", "Which tea do I drink?")]}, {"configurable": {"thread_id": "3"}}, context=alice
+    )
     assert out["messages"][-1].content == "You drink green tea."
     system = str(model.prompts[-1][0].content)
     assert system.startswith("Known about the user: I drink green tea every morning")  # ranked first
@@ -136,7 +151,7 @@ def test_a_graph_remembers_across_threads_through_loci(loci_store: LociStore, li
 def test_a_graph_runs_async_on_abatch(loci_store: LociStore, monkeypatch: pytest.MonkeyPatch) -> None:
     model = _replies("Noted.", "Berlin.")
     graph = async_memory_graph(model, loci_store)
-    bob = {"user_id": "bob"}
+    bob = User(user_id="bob")
 
     def no_sync(*args: Any) -> Any:
         raise AssertionError("the async graph used the sync client")
@@ -144,8 +159,12 @@ def test_a_graph_runs_async_on_abatch(loci_store: LociStore, monkeypatch: pytest
     monkeypatch.setattr(loci_store, "batch", no_sync)
 
     async def run() -> Any:
-        await graph.ainvoke({"messages": [("user", "I live in Berlin")]}, {"configurable": {"thread_id": "a"}}, context=bob)
-        return await graph.ainvoke({"messages": [("user", "Where do I live?")]}, {"configurable": {"thread_id": "b"}}, context=bob)
+        await graph.ainvoke(
+            {"messages": [("user", "I live in Berlin")]}, {"configurable": {"thread_id": "a"}}, context=bob
+        )
+        return await graph.ainvoke(
+            {"messages": [("user", "Where do I live?")]}, {"configurable": {"thread_id": "b"}}, context=bob
+        )
 
     out = asyncio.run(run())
     monkeypatch.undo()
@@ -160,7 +179,9 @@ def test_a_graph_runs_async_on_abatch(loci_store: LociStore, monkeypatch: pytest
 def test_readme_example_runs(live: LiveServer) -> None:
     example = ROOT / "docs" / "examples" / "langgraph_store.py"
     env = {**os.environ, "LOCI_URL": live.url, "LOCI_API_KEY": live.key}
-    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert "I recall: I drink green tea every morning" in done.stdout
 
@@ -254,7 +275,11 @@ def test_list_namespaces(store: BaseStore) -> None:
     assert store.list_namespaces(prefix=("a", "*", "f")) == [("a", "b", "f"), ("a", "c", "f")]
     assert store.list_namespaces(suffix=("*", "f")) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
     assert store.list_namespaces(prefix=("*", "users")) == [("admin", "users", "789")]
-    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [("a", "b", "c"), ("a", "b", "d"), ("a", "b", "f")]
+    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+        ("a", "b", "f"),
+    ]
     assert store.list_namespaces(max_depth=1) == [("a",), ("admin",), ("b",), ("users",)]
     assert store.list_namespaces(prefix=("a", "b"), limit=2) == [("a", "b", "c"), ("a", "b", "d", "e")]
     assert store.list_namespaces(prefix=("a", "b"), offset=2) == [("a", "b", "d", "i"), ("a", "b", "f")]
@@ -313,7 +338,12 @@ def test_a_query_is_ranked_by_loci(loci_store: LociStore) -> None:
     # a prefix spanning several namespaces ranks the Loci namespace and keeps what lies under the prefix
     both = loci_store.search(("memories",), query="green tea", limit=2)
     assert sorted(i.namespace[-1] for i in both) == ["carol", "dave"]
-    assert loci_store.search(("memories",), query="green tea", filter={"text": "Dave drinks green tea too"})[0].key == "tea"
+    assert (
+        loci_store.search(("memories",), query="green tea", filter={"text": "Dave drinks green tea too"})[
+            0
+        ].key
+        == "tea"
+    )
     assert [i.key for i in loci_store.search(ns, query="nurse Lisbon", limit=1, offset=0)] == ["job"]
 
 
@@ -327,7 +357,9 @@ def test_a_query_on_one_namespace_is_not_crowded_out_by_others(loci_store: LociS
 
 
 def test_index_controls_what_a_query_sees(live: LiveServer) -> None:
-    with LociStore(live.url, live.key, namespace=f"lg-{uuid.uuid4().hex[:12]}", index_fields=["title"]) as store:
+    with LociStore(
+        live.url, live.key, namespace=f"lg-{uuid.uuid4().hex[:12]}", index_fields=["title"]
+    ) as store:
         ns = ("notes",)
         store.put(ns, "hidden", {"title": "quarterly budget"}, index=False)
         store.put(ns, "body", {"title": "misc", "body": "quarterly budget"}, index=["body"])

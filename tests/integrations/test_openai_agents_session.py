@@ -33,7 +33,9 @@ class ScriptedModel(Model):
         self.outputs = list(outputs)
         self.inputs: list[Any] = []
 
-    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+    async def get_response(
+        self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+    ) -> ModelResponse:
         self.inputs.append(input)
         return ModelResponse(output=self.outputs.pop(0), usage=Usage(), response_id=None)
 
@@ -56,7 +58,12 @@ def say(text: str) -> list[Any]:
 def call(name: str, arguments: str) -> list[Any]:
     return [
         ResponseFunctionToolCall(
-            type="function_call", call_id="call_1", name=name, arguments=arguments, id="fc_1", status="completed"
+            type="function_call",
+            call_id="call_1",
+            name=name,
+            arguments=arguments,
+            id="fc_1",
+            status="completed",
         )
     ]
 
@@ -89,8 +96,8 @@ def test_the_runner_keeps_its_conversation_in_loci(live: LiveServer) -> None:
     assert first.final_output == "It is sunny in Paris." and second.final_output == "Paris."
     kinds = [item.get("role") or item.get("type") for item in items]
     assert kinds == ["user", "function_call", "function_call_output", "assistant", "user", "assistant"]
-    assert items[0]["content"] == "What is the weather in Paris?"  # type: ignore[typeddict-item]
-    assert items[2]["output"] == "sunny in Paris"  # type: ignore[typeddict-item]
+    assert items[0]["content"] == "What is the weather in Paris?"
+    assert items[2]["output"] == "sunny in Paris"
     # the model's second turn was given the first turn, read back from Loci
     assert model.inputs[-1] == items[:5]
 
@@ -99,13 +106,15 @@ def test_the_runner_keeps_its_conversation_in_loci(live: LiveServer) -> None:
         events = list(client.iter_memories(entity_id="ent:alice", tag=session.tag, sort="timestamp_asc"))
     assert {m.type for m in events} == {"event"} and len(events) == 6
     assert sorted(m.text for m in events)[:2] == ["Assistant: It is sunny in Paris.", "Assistant: Paris."]
-    assert "Tool call weather({\"city\": \"Paris\"})" in {m.text for m in events}
+    assert 'Tool call weather({"city": "Paris"})' in {m.text for m in events}
     assert "User: What is the weather in Paris?" in {m.text for m in events}
 
 
 def test_order_is_exact_when_items_share_a_timestamp(live: LiveServer) -> None:
     session = session_of(live)
-    batches = [[{"role": "user", "content": f"b{b} m{i}"} for i in range(n)] for b, n in enumerate([450, 3, 1, 250])]
+    batches = [
+        [{"role": "user", "content": f"b{b} m{i}"} for i in range(n)] for b, n in enumerate([450, 3, 1, 250])
+    ]
     everything = [item for batch in batches for item in batch]
 
     async def run() -> None:
@@ -128,7 +137,13 @@ def test_the_sequence_number_decides_the_order(live: LiveServer) -> None:
         MemoryCreate(
             type="event",
             text=f"User: m{seq}",
-            metadata={METADATA_KEY: {"session_id": session.session_id, "seq": seq, "item": {"role": "user", "content": f"m{seq}"}}},
+            metadata={
+                METADATA_KEY: {
+                    "session_id": session.session_id,
+                    "seq": seq,
+                    "item": {"role": "user", "content": f"m{seq}"},
+                }
+            },
             tags=[SESSION_TAG, session.tag],
             timestamp=stamp,
         )
@@ -143,7 +158,7 @@ def test_the_sequence_number_decides_the_order(live: LiveServer) -> None:
         assert await session.get_items() == expected
         for limit in (1, 3, 200, 201):
             assert await session.get_items(limit) == expected[-limit:]
-        await session.add_items([{"role": "user", "content": "next"}])  # type: ignore[list-item]
+        await session.add_items([{"role": "user", "content": "next"}])
         assert await session.get_items(2) == [expected[-1], {"role": "user", "content": "next"}]
         assert await session.pop_item() == {"role": "user", "content": "next"}
         assert await session.pop_item() == expected[-1]
@@ -164,7 +179,7 @@ def test_pop_item_and_clear_session(live: LiveServer) -> None:
         assert await session.pop_item() == items[4]
         assert await session.pop_item() == items[3]
         assert await session.get_items(10) == items[:3]
-        await session.add_items([{"role": "user", "content": "again"}])  # type: ignore[list-item]
+        await session.add_items([{"role": "user", "content": "again"}])
         assert await session.get_items(10) == [*items[:3], {"role": "user", "content": "again"}]
         await session.clear_session()
         assert await session.get_items(10) == [] and await session.pop_item() is None
@@ -176,7 +191,9 @@ def test_pop_item_and_clear_session(live: LiveServer) -> None:
 def test_readme_example_runs(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCI_URL", live.url)
     monkeypatch.setenv("LOCI_API_KEY", live.key)
-    spec = importlib.util.spec_from_file_location("example", ROOT / "docs" / "examples" / "openai_agents_session.py")
+    spec = importlib.util.spec_from_file_location(
+        "example", ROOT / "docs" / "examples" / "openai_agents_session.py"
+    )
     assert spec is not None and spec.loader is not None
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
@@ -184,7 +201,12 @@ def test_readme_example_runs(live: LiveServer, monkeypatch: pytest.MonkeyPatch) 
     asyncio.run(example.main(model))
     assert "sencha" in str(model.inputs[-1][0]["content"])
     with LociClient(live.url, live.key) as client:
-        assert [m.text for m in client.iter_memories(entity_id="ent:alice", tag="oa-session:conversation-42", sort="timestamp_asc")] == [
+        assert [
+            m.text
+            for m in client.iter_memories(
+                entity_id="ent:alice", tag="oa-session:conversation-42", sort="timestamp_asc"
+            )
+        ] == [
             "User: My favourite tea is sencha.",
             "Assistant: Noted: sencha.",
             "User: What is my favourite tea?",

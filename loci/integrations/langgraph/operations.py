@@ -120,7 +120,11 @@ def search(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
     def take(memory: Memory) -> bool:
         nonlocal skip
         item = scope.item_of(memory)
-        if item is None or item.namespace[: len(prefix)] != prefix or not value_matches(item.value, op.filter):
+        if (
+            item is None
+            or item.namespace[: len(prefix)] != prefix
+            or not value_matches(item.value, op.filter)
+        ):
             return False
         if skip > 0:
             skip -= 1
