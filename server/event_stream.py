@@ -1,7 +1,9 @@
 """The org's event log over HTTP: opaque cursors, list pages and the server-sent-event stream.
 
-Cursor: base64url (no padding) of the msgpack array `["ev", 1, seq]`, where `seq` is the store's
-strictly increasing event sequence number. It is a position in the log, valid with any filters.
+Cursor: base64url (no padding) of the msgpack array `["ev", 2, seq]`, where `seq` is the place of the
+event in its org's own log (1, 2, ...; see `Store.list_events`): it says nothing about other orgs. It is
+a position in the org's log, valid with any filters. A version-1 cursor (`["ev", 1, seq]`, a place in a
+log shared by every org) is refused with a 422 that says how to resume (`since`).
 
 Stream (`Accept: text/event-stream`), one frame per event:
 
@@ -32,7 +34,9 @@ from engine.storage.base import EventQuery, Store
 from server.schemas.ops import EventItem, EventList
 
 CURSOR_TAG = "ev"
-CURSOR_VERSION = 1
+CURSOR_VERSION = 2
+#: cursors numbered in the log every org shared, before `CURSOR_VERSION` 2
+SHARED_LOG_VERSION = 1
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 1000
@@ -56,6 +60,14 @@ def decode_cursor(cursor: str, *, field: str = "cursor") -> int:
         raise InvalidInput(
             f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"}
         ) from None
+    if tag == CURSOR_TAG and version == SHARED_LOG_VERSION and seq >= 0:
+        raise InvalidInput(
+            f"{field} comes from an earlier version of the event log and can no longer be resumed: list "
+            "again with since=<the `at` of the last event you have> (events at that instant repeat; "
+            "skip the event_ids you have) and go on with the new next_cursor",
+            field=field,
+            details={"rule": "cursor", "cursor_version": version, "current_version": CURSOR_VERSION},
+        )
     if tag != CURSOR_TAG or version != CURSOR_VERSION or seq < 0:
         raise InvalidInput(f"{field} is not a valid event cursor", field=field, details={"rule": "cursor"})
     return seq
