@@ -10,7 +10,6 @@ import msgspec
 
 from engine.errors import InvalidInput
 
-
 #: defaults of the caps on open event streams (see Settings)
 MAX_STREAMS_PER_KEY = 10
 MAX_STREAMS = 100

@@ -17,8 +17,8 @@ import hashlib
 import hmac
 import threading
 from collections.abc import Callable
-from functools import cached_property
 from datetime import timedelta
+from functools import cached_property
 
 import msgspec
 

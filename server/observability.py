@@ -38,7 +38,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 from litestar import Litestar, Request, Response, get
@@ -243,7 +243,7 @@ class QueryRedactor(logging.Filter):
         return True
 
 
-def _is_target(value: object) -> bool:
+def _is_target(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith("/") and "?" in value
 
 

@@ -120,7 +120,9 @@ def assert_refused(held: Held, limit: str, cap: int) -> None:
     assert "event streams" in body["message"]
 
 
-def test_streams_are_capped_per_key_and_per_process(settings: Settings, store: Store, make_key: KeyMaker) -> None:
+def test_streams_are_capped_per_key_and_per_process(
+    settings: Settings, store: Store, make_key: KeyMaker
+) -> None:
     app = build_app(msgspec.structs.replace(settings, max_streams_per_key=2, max_streams=3), store)
     slots = services_of(cast(Any, type("R", (), {"app": app}))).streams
     a, a_too, b, c = make_key("acme"), make_key("acme"), make_key("beta"), make_key("gamma", ("read",))

@@ -174,7 +174,9 @@ def test_records_expire_after_ttl(store: Store) -> None:
 
 # --- the fingerprint is over the parsed body ------------------------------------------------------------
 SENT = b'{"type":"note","text":"caf\\u00e9 at 9","tags":["a","b"],"metadata":{"x":1,"y":{"z":0.50}}}'
-REORDERED = b'{ "metadata" : {"y":{"z":0.5},\n "x":1},\t"tags":["a","b"], "text":"caf\xc3\xa9 at 9", "type":"note" }'
+REORDERED = (
+    b'{ "metadata" : {"y":{"z":0.5},\n "x":1},\t"tags":["a","b"], "text":"caf\xc3\xa9 at 9", "type":"note" }'
+)
 
 
 def test_same_document_in_another_key_order_replays(
@@ -189,7 +191,9 @@ def test_same_document_in_another_key_order_replays(
     other = REORDERED.replace(b'["a","b"]', b'["b","a"]')  # a list's order is part of the document
     r = client.post("/v0/memories", content=other, headers=headers)
     assert r.status_code == 409 and r.json()["error"] == "conflict"
-    assert client.post("/v0/memories", content=SENT.replace(b"0.50", b"1"), headers=headers).status_code == 409
+    assert (
+        client.post("/v0/memories", content=SENT.replace(b"0.50", b"1"), headers=headers).status_code == 409
+    )
     assert store.count_memories("acme") == 1
 
 

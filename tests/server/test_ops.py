@@ -418,11 +418,15 @@ def test_cursors_carry_nothing_about_other_orgs(client: TestClient[Litestar], ma
     assert decoded(client.get(url, headers=a).json()["next_cursor"]) == ["ev", 2, 11]
     stream = client.get(url, params={"timeout": 0}, headers={**b, **SSE})
     assert [decoded(f["id"]) for f in parse_sse(stream.text)] == [["ev", 2, 1], ["ev", 2, 2]]
-    resumed = client.get(url, params={"timeout": 0}, headers={**b, **SSE, "Last-Event-ID": first["next_cursor"]})
+    resumed = client.get(
+        url, params={"timeout": 0}, headers={**b, **SSE, "Last-Event-ID": first["next_cursor"]}
+    )
     assert [decoded(f["id"]) for f in parse_sse(resumed.text)] == [["ev", 2, 2]]
 
 
-def test_a_cursor_of_the_shared_log_is_a_clear_422(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+def test_a_cursor_of_the_shared_log_is_a_clear_422(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
     """Version-1 cursors counted every org's events; they cannot be placed in the org's own log."""
     make_events(client, auth, 2)
     old = base64.urlsafe_b64encode(msgspec.msgpack.encode(["ev", 1, 7])).decode().rstrip("=")

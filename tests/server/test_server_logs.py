@@ -52,7 +52,9 @@ def test_a_key_in_the_query_string_is_not_logged(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_key_in_the_query_string_is_not_logged_by_postgres_workers(tmp_path: Path, pg_database: str) -> None:
+def test_a_key_in_the_query_string_is_not_logged_by_postgres_workers(
+    tmp_path: Path, pg_database: str
+) -> None:
     """Two workers: each process builds its app through `server.asgi:create`, the uvicorn factory."""
     with LiveServer(tmp_path, database_url=pg_database, serve_args=("--workers", "2")) as server:
         _check_queries_stay_out_of_the_log(server)
@@ -63,7 +65,9 @@ def test_the_redactor_keeps_the_line_and_drops_the_query() -> None:
         return logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, msg, args, None)
 
     redactor = QueryRedactor()
-    line = record('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/v0/keys/self?api_key=loci_x", "1.1", 401)
+    line = record(
+        '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", "/v0/keys/self?api_key=loci_x", "1.1", 401
+    )
     assert redactor.filter(line)
     assert line.getMessage() == f'127.0.0.1:5000 - "GET /v0/keys/self{REDACTED_QUERY} HTTP/1.1" 401'
     ws = record('%s - "WebSocket %s" 403', "127.0.0.1:5000", "/mcp?loci_secret")

@@ -157,7 +157,10 @@ def test_migration_4_numbers_each_orgs_events_and_rows_from_the_previous_version
         store = PostgresStore(url, max_size=2)
         try:
             store.append_events([Event(event_id="evt_new", org_id="org_a", type="x", at=T0)])
-            ids = {o: [(n, e.event_id) for n, e in store.list_events(o, EventQuery())] for o in ("org_a", "org_b")}
+            ids = {
+                o: [(n, e.event_id) for n, e in store.list_events(o, EventQuery())]
+                for o in ("org_a", "org_b")
+            }
         finally:
             store.close()
         assert ids == {

@@ -103,7 +103,12 @@ def test_events(store: Store) -> None:
     store.append_events([_event(1), _event(2, type_="context.assembled"), _event(3, org="org_b")])
     store.append_events([_event(4, entity="ent:a"), _event(5, type_="context.assembled", entity="ent:a")])
     everything = store.list_events("org_a", EventQuery())
-    assert [(s, e.event_id) for s, e in everything] == [(1, "evt_1"), (2, "evt_2"), (3, "evt_4"), (4, "evt_5")]
+    assert [(s, e.event_id) for s, e in everything] == [
+        (1, "evt_1"),
+        (2, "evt_2"),
+        (3, "evt_4"),
+        (4, "evt_5"),
+    ]
     assert everything[0][1] == _event(1)
     assert store.list_events("org_b", EventQuery()) == [(1, _event(3, org="org_b"))]  # its own numbering
     q = EventQuery
