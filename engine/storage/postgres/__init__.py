@@ -42,8 +42,8 @@ Cross-process locking (supersession and idempotency are correct with many worker
 - `get_idempotency(org, key, now)` inside a transaction takes the same kind of lock on (org, key), so
   `with store.transaction(): rec = get_idempotency(...); if rec is None: ...; put_idempotency(...)`
   runs once per key across workers; the second one waits, then sees the stored record and replays.
-- `append_events` takes a per-org advisory xact lock so the `seq` order of an org's events equals
-  their commit order (a cursor never skips an event that commits late).
+- `append_events` takes a per-org advisory xact lock so an org's events are numbered (`org_seq`, the
+  cursor) in their commit order (a cursor never skips an event that commits late).
 Locks taken in several keys by one transaction should be taken in a consistent order (e.g. sorted
 keys) to avoid deadlocks; PostgreSQL detects any deadlock and aborts one transaction
 (psycopg.errors.DeadlockDetected).

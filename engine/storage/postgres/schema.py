@@ -184,6 +184,34 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         DROP INDEX memories_by_entity_ts;
         """.replace("{TSV_INLINE_FITS}", tsv_inline_fits("NEW", "v")),
     ),
+    (
+        4,
+        # Events numbered per org: `org_seq` is the cursor's position, so a cursor tells an org nothing
+        # about the others' writes (the global `seq` stays as the row id). A trigger numbers each row,
+        # so a server of the previous version still inserts correctly during a rolling upgrade;
+        # append_events' per-org advisory lock serializes the numbering (the unique index would turn a
+        # writer that skipped the lock into an error, never a duplicate). The backfill numbers existing
+        # rows in log order under the table's write lock.
+        """
+        ALTER TABLE events ADD COLUMN org_seq bigint;
+        UPDATE events e SET org_seq = n.org_seq
+            FROM (SELECT seq, row_number() OVER (PARTITION BY org_id ORDER BY seq) AS org_seq FROM events) n
+            WHERE e.seq = n.seq;
+        ALTER TABLE events ALTER COLUMN org_seq SET NOT NULL;
+        CREATE FUNCTION loci_events_org_seq() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        BEGIN
+            NEW.org_seq := (SELECT coalesce(max(org_seq), 0) + 1 FROM events WHERE org_id = NEW.org_id);
+            RETURN NEW;
+        END
+        $fn$;
+        CREATE TRIGGER events_org_seq BEFORE INSERT ON events
+            FOR EACH ROW EXECUTE FUNCTION loci_events_org_seq();
+        CREATE UNIQUE INDEX events_by_org_seq ON events (org_id, org_seq);
+        CREATE INDEX events_by_org_type_seq ON events (org_id, type, org_seq);
+        DROP INDEX events_by_org;
+        DROP INDEX events_by_org_type;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
