@@ -185,7 +185,7 @@ async def run_write(
     key = bounded_header(request, IDEMPOTENCY_HEADER)
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
-    fp = RequestPrint(request.method, path, body)
+    fp = RequestPrint(request.method, path, body, bounded_header(request, AGENT_HEADER))
 
     def call() -> StoredResponse:
         org_id = principal.org_id

@@ -63,9 +63,14 @@ def canonical_body(body: bytes) -> bytes:
     return b"J" + msgspec.json.encode(data, order="sorted")
 
 
-def fingerprint(method: str, path: str, body: bytes) -> str:
-    """What identifies a request under one Idempotency-Key (see the module docstring)."""
-    return FINGERPRINT_VERSION + _digest(method.upper().encode(), path.encode(), canonical_body(body))
+def fingerprint(method: str, path: str, body: bytes, agent: str | None = None) -> str:
+    """What identifies a request under one Idempotency-Key (see the module docstring); the
+    `X-Service-Agent` it was sent as is part of it, since the agent scopes what the request reads and
+    writes."""
+    parts = [method.upper().encode(), path.encode(), canonical_body(body)]
+    if agent is not None:
+        parts.append(b"agent:" + agent.encode())
+    return FINGERPRINT_VERSION + _digest(*parts)
 
 
 def raw_fingerprint(method: str, path: str, body: bytes) -> str:
@@ -77,14 +82,15 @@ class RequestPrint:
     """One request's fingerprint, computed once when first needed; `matches` compares it with a stored
     record's."""
 
-    def __init__(self, method: str, path: str, body: bytes) -> None:
+    def __init__(self, method: str, path: str, body: bytes, agent: str | None = None) -> None:
         self.method = method
         self.path = path
         self.body = body
+        self.agent = agent
 
     @cached_property
     def value(self) -> str:
-        return fingerprint(self.method, self.path, self.body)
+        return fingerprint(self.method, self.path, self.body, self.agent)
 
     def matches(self, stored: str) -> bool:
         if stored.startswith(FINGERPRINT_VERSION):

@@ -197,6 +197,25 @@ def test_same_document_in_another_key_order_replays(
     assert store.count_memories("acme") == 1
 
 
+def test_the_same_key_and_body_as_another_agent_is_a_conflict(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """The agent scopes what a request writes: a1's response is never replayed to a2."""
+    body = {"type": "note", "text": "Alice likes tea", "entity_id": "ent:alice"}
+    first = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a1"}
+    )
+    assert first.status_code == 200 and first.json()["agent_id"] == "a1"
+    again = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a1"}
+    )
+    assert again.headers["idempotent-replayed"] == "true"
+    other = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a2"}
+    )
+    assert other.status_code == 409 and store.count_memories("acme") == 1
+
+
 def test_a_record_stored_with_the_raw_fingerprint_still_replays_its_bytes(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:
