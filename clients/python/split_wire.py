@@ -37,9 +37,9 @@ MOVES = (
     Move(
         "engine/models.py",
         "loci/wire/models.py",
-        ("Memory", "Entity", "MEMORY_TYPES", "STATUSES"),
-        "The API's memory records and the limits of their fields, as constrained types: the server "
-        "validates with them\nand the OpenAPI document shows them.",
+        ("Memory", "Entity", "MEMORY_TYPES", "STATUSES", "NOT_BLANK_PATTERN"),
+        "The API's memory records, and the limits of their fields as constrained types: the server\n"
+        "validates with them and the OpenAPI document shows them.",
     ),
     Move(
         "engine/memory_service.py",
@@ -215,41 +215,51 @@ def write_target(s: Source, plan: Plan) -> Path:
         if isinstance(node, ast.Import | ast.ImportFrom):
             new = rewritten_import(node, plan) if isinstance(node, ast.ImportFrom) else None
             out.append(new if new is not None else "\n".join(lines[node.lineno - 1 : node.end_lineno]))
-    for node in s.tree.body:
+    imports = [n for n in s.tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    previous = max(n.end_lineno or n.lineno for n in imports)
+    for node in s.tree.body:  # neighbours in the source keep the blank lines between them
         if set(bound_names(node)) & s.wanted:
             start, end = segment(lines, node)
-            out += ["", "", *lines[start:end]]
+            between = lines[previous:start]
+            out += between if not any(line.strip() for line in between) else ["", ""]
+            out += lines[start:end]
+            previous = end
     path = ROOT / s.move.target
     path.write_text("\n".join(out) + "\n")
     return path
 
 
 def write_shim(s: Source) -> Path:
+    """The source module without the moved definitions, importing them back from their new home."""
     lines = s.text.splitlines()
-    drop: set[int] = set()
-    for node in s.tree.body:
-        if set(bound_names(node)) & s.wanted:
-            start, end = segment(lines, node)
-            drop.update(range(start, end))
-    heads = [n for n in s.tree.body if isinstance(n, ast.Import | ast.ImportFrom)] or s.tree.body[:1]
-    after = max(n.end_lineno or n.lineno for n in heads) if heads else 0
     exported = set(s.wanted - {"__all__"})
     listed = s.defs.get("__all__")
     if "__all__" in s.wanted and isinstance(listed, ast.Assign):
         exported |= set(ast.literal_eval(listed.value))  # what it exported from elsewhere stays importable
     shim = [
-        f"from {module_name(s.move.target)} import (",
+        "# the API's wire records live in loci.wire (the client distribution ships it); re-exported here",
+        f"from {module_name(s.move.target)} import (  # isort: skip",
         *(f"    {n} as {n}," for n in sorted(exported)),
         ")",
     ]
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        if i not in drop:
-            out.append(line)
-        if i == after - 1:
-            out += shim
-    if after == 0:
-        out = shim + out
+    if s.move.roots == ALL:  # a whole module: its docstring and the re-export
+        first = s.tree.body[0]
+        doc = lines[: first.end_lineno] if ast.get_docstring(s.tree) is not None else []
+        out = [*doc, "", *shim]
+    else:
+        drop: set[int] = set()
+        for node in s.tree.body:
+            if set(bound_names(node)) & s.wanted:
+                start, end = segment(lines, node)
+                drop.update(range(start, end))
+        imports = [n for n in s.tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        after = max(n.end_lineno or n.lineno for n in imports)
+        out = []
+        for i, line in enumerate(lines):
+            if i not in drop:
+                out.append(line)
+            if i == after - 1:
+                out += ["", *shim]
     path = ROOT / s.move.source
     path.write_text("\n".join(out) + "\n")
     return path
@@ -266,7 +276,10 @@ def main() -> int:
         print(f"{s.move.source} -> {s.move.target}: {', '.join(sorted(s.wanted))}")
     ruff = str(Path(sys.executable).with_name("ruff"))
     files = [str(p) for p in touched]
-    subprocess.run([ruff, "check", "--quiet", "--fix", "--select", "I,F401", *files], check=False)
+    subprocess.run(
+        [ruff, "check", "--quiet", "--fix", "--unsafe-fixes", "--preview", "--select", "I,F401", *files],
+        check=False,
+    )
     subprocess.run([ruff, "format", "--quiet", *files], check=True)
     for s in plan.pending:
         tree = ast.parse((ROOT / s.move.target).read_text())
