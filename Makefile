@@ -40,9 +40,9 @@ ts-types: $(STAMP) $(TS_DEPS)
 	$(BIN)/python -m tests.integrations.typescript_types
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine server evals tests loci notebooks
-	$(BIN)/ruff format --check engine server evals tests loci notebooks
-	$(BIN)/mypy engine server evals tests loci
+	$(BIN)/ruff check engine server evals tests loci notebooks clients/python
+	$(BIN)/ruff format --check engine server evals tests loci notebooks clients/python
+	$(BIN)/mypy engine server evals tests loci clients/python/split_wire.py
 
 # JupyterLab on notebooks/ (the jupytext .py files open as notebooks; see notebooks/jupyter_lab_config.py)
 lab: $(STAMP)

@@ -50,10 +50,11 @@ def _node() -> str:
     return NODE
 
 
-def test_the_readme_shows_the_quickstart() -> None:
+def test_the_readmes_show_the_quickstart() -> None:
     example = QUICKSTART.read_text()
-    code = example[example.index("import ") :]
-    assert f"```ts\n{code}```" in (ROOT / "README.md").read_text()
+    code = f"```ts\n{example[example.index('import ') :]}```"
+    assert code in (ROOT / "README.md").read_text()
+    assert code in (TS_DIR / "README.md").read_text()
 
 
 def test_committed_types_match_the_openapi_document() -> None:
