@@ -5,6 +5,7 @@ without torch, faiss, onnxruntime or litestar, and runs the README's SDK example
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -34,9 +35,15 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from a copy of the files it takes, so the build writes nothing into the repository."""
     out = tmp_path_factory.mktemp("wheel")
+    project = out / "clients" / "python"
+    shutil.copytree(
+        ROOT / "clients" / "python", project, ignore=shutil.ignore_patterns("build", "*.egg-info")
+    )
+    shutil.copytree(ROOT / "loci", out / "loci", ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation"]
-    _run([*pip, str(ROOT / "clients" / "python"), "-w", str(out)], cwd=out)
+    _run([*pip, str(project), "-w", str(out)], cwd=out)
     return next(out.glob("loci_client-*.whl"))
 
 
