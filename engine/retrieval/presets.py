@@ -17,31 +17,19 @@ Every preset's weights sum to 1. Every preset expands candidates with their conv
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
 
 import msgspec
 
 from engine.errors import UnknownName
 from engine.retrieval.rerank import LAMBDA
 
-PresetName = Literal["balanced", "fast", "factual", "recent", "graphy"]
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.presets import (  # isort: skip
+    PresetName as PresetName,
+    Weights as Weights,
+)
+
 CHANNELS: tuple[str, ...] = ("semantic", "bm25", "graph_prior", "recency_decay", "confidence")
-
-
-class Weights(msgspec.Struct, frozen=True, kw_only=True):
-    """Channel weights (`balanced`: chosen on held-out LoCoMo conversations, docs/evaluation.md)."""
-
-    semantic: float = 0.32
-    bm25: float = 0.47
-    graph_prior: float = 0.16
-    recency_decay: float = 0.0
-    confidence: float = 0.05
-
-    def as_tuple(self) -> tuple[float, float, float, float, float]:
-        return (self.semantic, self.bm25, self.graph_prior, self.recency_decay, self.confidence)
-
-    def total(self) -> float:
-        return float(sum(self.as_tuple()))
 
 
 class Preset(msgspec.Struct, frozen=True, kw_only=True):
