@@ -28,8 +28,9 @@ from engine.models import Memory, speaker_of
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
 from engine.storage.base import Hit, Scope, Store
+from loci.wire.tuning import TUNING
 
-MAX_GAP = timedelta(hours=1)
+MAX_GAP = timedelta(minutes=TUNING.stretch_gap_minutes)
 
 
 def speaker_hits(

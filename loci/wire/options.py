@@ -2,8 +2,8 @@
 
 Limits are msgspec constraints, so a bad value is a validation error naming the field (the server
 turns msgspec.ValidationError into a 422 whose `details.field` is the path, e.g. `$.retrieval.top_k`).
-Retrieval knobs default to None meaning "the preset's value" (see `engine.retrieval.presets`); the documented
-defaults are those of the `balanced` preset.
+Retrieval knobs default to None meaning "the preset's value"; the documented defaults are those of the
+`balanced` preset, read from `loci.wire.tuning` (`DEFAULTS`), the one home of every retrieval default.
 """
 
 from __future__ import annotations
@@ -18,18 +18,27 @@ from loci.wire.models import EntityId, Namespace, SubjectId
 from loci.wire.normalize import NormalizationName
 from loci.wire.presets import PresetName
 from loci.wire.tokens import DEFAULT_TOKENIZER, TokenizerName
+from loci.wire.tuning import DEFAULTS
 
 TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
 SnippetText = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 BudgetTokens = Annotated[int, Meta(ge=256, le=8192, description="256 to 8192")]
 TopK = Annotated[
-    int, Meta(ge=1, le=100, description="1 to 100, candidates per channel; default 100 (preset)")
+    int,
+    Meta(
+        ge=1,
+        le=100,
+        description=f"1 to 100, candidates per channel; default {DEFAULTS.top_k} (preset), fitted to the "
+        "lines the context may show when unset",
+    ),
 ]
-Depth = Annotated[int, Meta(ge=0, le=2, description="0 to 2; default 2 (preset)")]
+Depth = Annotated[int, Meta(ge=0, le=2, description=f"0 to 2; default {DEFAULTS.depth} (preset)")]
 WeightValue = Annotated[float, Meta(ge=0.0, le=1000.0)]
 Count = Annotated[int, Meta(ge=0, le=1000)]
-HalfLife = Annotated[int, Meta(ge=1, le=36500, description="days; default 45 (preset)")]
+HalfLife = Annotated[
+    int, Meta(ge=1, le=36500, description=f"days; default {DEFAULTS.recency_half_life_days} (preset)")
+]
 BoostValue = Annotated[float, Meta(ge=-10.0, le=10.0)]
 IncludeName = Literal["facts", "recent_events", "summary", "sources"]
 ALL_INCLUDES: tuple[IncludeName, ...] = ("facts", "recent_events", "summary", "sources")
@@ -58,11 +67,17 @@ class Policy(msgspec.Struct, kw_only=True):
 class WeightsIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Requested weights; a key left out takes the preset's weight. Renormalized when the sum is not 1."""
 
-    semantic: WeightValue | None = None
-    bm25: WeightValue | None = None
-    graph_prior: WeightValue | None = None
-    recency_decay: WeightValue | None = None
-    confidence: WeightValue | None = None
+    semantic: Annotated[WeightValue, Meta(description=f"default {DEFAULTS.weights.semantic}")] | None = None
+    bm25: Annotated[WeightValue, Meta(description=f"default {DEFAULTS.weights.bm25}")] | None = None
+    graph_prior: (
+        Annotated[WeightValue, Meta(description=f"default {DEFAULTS.weights.graph_prior}")] | None
+    ) = None
+    recency_decay: (
+        Annotated[WeightValue, Meta(description=f"default {DEFAULTS.weights.recency_decay}")] | None
+    ) = None
+    confidence: Annotated[WeightValue, Meta(description=f"default {DEFAULTS.weights.confidence}")] | None = (
+        None
+    )
 
 
 class Diversity(msgspec.Struct, kw_only=True):
@@ -80,7 +95,8 @@ class Rerank(msgspec.Struct, kw_only=True):
                 ge=0.0,
                 le=1.0,
                 description=(
-                    "MMR's weight on relevance against redundancy (1: relevance only); default 0.7 (preset)"
+                    "MMR's weight on relevance against redundancy (1: relevance only); "
+                    f"default {DEFAULTS.rerank_lambda} (preset)"
                 ),
             ),
         ]
@@ -99,7 +115,7 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 le=5,
                 description=(
                     "events before and after each strong candidate (within one stretch of conversation) that join "
-                    "the candidates; 0 turns it off; default 2 (preset)"
+                    f"the candidates; 0 turns it off; default {DEFAULTS.neighbors} (preset)"
                 ),
             ),
         ]
@@ -112,7 +128,8 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 ge=0.0,
                 le=1.0,
                 description=(
-                    "a neighbour's boost as a share of its strong candidate's score; default 0.35 (preset)"
+                    "a neighbour's boost as a share of its strong candidate's score; "
+                    f"default {DEFAULTS.neighbor_weight} (preset)"
                 ),
             ),
         ]
@@ -125,7 +142,8 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 ge=0.0,
                 le=1.0,
                 description=(
-                    "an event's boost as a share of the best candidate score of its day; default 0.2 (preset)"
+                    "an event's boost as a share of the best candidate score of its stretch of conversation; "
+                    f"default {DEFAULTS.day_weight} (preset)"
                 ),
             ),
         ]
@@ -158,7 +176,7 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
                 description=(
                     "the length prior: an event's score gains this x (ln of its length in characters, at most "
                     "200, - the mean of that over the event candidates), so of two equal matches the turn that "
-                    "says more ranks first; 0 turns it off; default 0.06 (preset)"
+                    f"says more ranks first; 0 turns it off; default {DEFAULTS.length_weight} (preset)"
                 ),
             ),
         ]
