@@ -75,8 +75,10 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     candidates_per_line: int = 3
     #: events whose neighbours join the candidates, at the preset's top_k
     anchors: int = 40
-    #: consecutive events at most this far apart are one stretch of conversation
+    #: consecutive events at most this far apart are one stretch of conversation (the neighbours' walk)
     stretch_gap_minutes: int = 60
+    #: two event candidates of one day further apart than this are two conversations (the same-stretch boost)
+    stretch_split_minutes: int = 120
     #: a memory's confidence when it states none
     default_confidence: float = 0.5
     entity_boost: float = 0.1  # a memory touching one of `retrieval.entity_boosts`
