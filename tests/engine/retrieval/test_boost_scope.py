@@ -59,7 +59,7 @@ def _mixed_scope() -> tuple[InMemoryStore, EmbeddingCache]:
             for i, t in enumerate(chatter)
         ]
     )
-    cache = EmbeddingCache(Geometry(cosines), store)  # type: ignore[arg-type]
+    cache = EmbeddingCache(Geometry(cosines), store)
     cache.embed([*facts, *chatter], persist=True)
     return store, cache
 
