@@ -258,7 +258,10 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
             part = f"{aux.group(1)} {part}"  # "I'm vegan and allergic to soy"
         inner, strong, plain = _negation(part)
         inner = _strip_adverbs(inner)
-        clauses.append(Clause(subject, subject_name, is_self, inner, sentence, strong, plain, user))
+        # the sentence-level patterns read the sentence once, with the first clause: once per clause
+        # would read it as many times as "and I ..." repeats (quadratic)
+        whole = sentence if i == 0 else ""
+        clauses.append(Clause(subject, subject_name, is_self, inner, whole, strong, plain, user))
     return clauses
 
 
