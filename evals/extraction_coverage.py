@@ -146,11 +146,11 @@ def coverage(
     rows = tuple(
         CoverageRow(predicate=p, action=a, caught=c[0], total=c[1]) for (p, a), c in sorted(counts.items())
     )
-    counts = tuple(
+    per_predicate = tuple(
         DraftCount(predicate=p, drafts=n) for p, n in sorted(drafted.items(), key=lambda x: (-x[1], x[0]))
     )
     return Coverage(rows=rows, misses=tuple(misses), extras=tuple(extras), user_turns=n_turns, seconds=spent,
-                    drafts=counts, fact_turns=fact_turns)  # fmt: skip
+                    drafts=per_predicate, fact_turns=fact_turns)  # fmt: skip
 
 
 def _score_turn(
