@@ -59,11 +59,12 @@ _MY_TITLE = re.compile(
 )
 _STUDY = re.compile(
     r"^(?:(?:am|is) )?(?:study|studies|studying|majoring in|major in|doing a (?:phd|master'?s|degree|bachelor'?s) in) "
-    r"(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
+    r"(?!at )(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
     re.IGNORECASE,
 )
 _STUDENT_AT = re.compile(
-    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$",
+    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$"
+    r"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>[A-Z].+)$",
     re.IGNORECASE,
 )
 _ORG_END = re.compile(
@@ -163,7 +164,7 @@ def _studies(clause: Clause, out: Collector, vp: str) -> None:
             _school(out, clause, m.group("o"))
     m = _STUDENT_AT.match(vp)
     if m:
-        _school(out, clause, m.group("o") or m.group("o2"))
+        _school(out, clause, m.group("o") or m.group("o2") or m.group("o3"))
 
 
 def extract(clause: Clause, out: Collector) -> None:
