@@ -123,6 +123,11 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
         if plan.value is None:
             return memories.update(org_id, memory_id, plan.edit)
         before = memories.get(org_id, memory_id)
+        # the keys' locks before the row's (PostgreSQL locks a key on read, as supersession.apply
+        # does): an add of the same key waits instead of deadlocking; then the row as it stands
+        for key in sorted({*(before.keys or []), *(plan.value.keys or [])}):
+            store.find_by_key(org_id, before.namespace, key)
+        before = memories.get(org_id, memory_id)
         after = memories.update(org_id, memory_id, _with_value(plan.edit, before, plan.value))
         if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):
             now = memories.clock()
@@ -146,7 +151,7 @@ def _write(store: Store, writes: list[Memory], events: list[Event]) -> None:
 
 def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
     """One current value in the key(s) the edited fact now holds (module docstring)."""
-    if not fact.keys or not _is_current(fact):
+    if not fact.keys or not _is_current(fact) or fact.archived:
         return
     others = [m for m in existing_for(store, fact) if m.memory_id != fact.memory_id]
     twins = [m for m in others if _is_current(m) and same_value(m, fact)]

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -14,12 +17,14 @@ from engine.storage import open_store
 from engine.storage.base import EventQuery, Store
 from engine.write.fact_edits import FactValue, commit_edit, plan_edit, value_of
 from engine.write.ingest import draft_to_memory, extract_and_ingest
+from tests.pg_fixture import pg_database, pg_server, postgres_store
 
 ORG = "org_a"
 T1 = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 T2 = T1 + timedelta(days=40)
 T3 = T2 + timedelta(days=40)
 RULES = RuleExtractor()
+__all__ = ["pg_database", "pg_server", "postgres_store"]  # fixtures
 
 #: what a fact's rendered text ("User lives in Berlin") says, for each kind of fact: it must read back
 ROUND_TRIP = [
@@ -89,8 +94,8 @@ def store(request: pytest.FixtureRequest, tmp_path: object) -> Store:
     return open_store("memory") if request.param == "memory" else open_store(f"sqlite://{tmp_path}/loci.db")
 
 
-def _said(store: Store, text: str, at: datetime) -> list[str]:
-    result = extract_and_ingest(store, RULES, text, org_id=ORG, timestamp=at, subject="ent:sam", now=at)
+def _said(store: Store, text: str, at: datetime, subject: str = "ent:sam") -> list[str]:
+    result = extract_and_ingest(store, RULES, text, org_id=ORG, timestamp=at, subject=subject, now=at)
     return [o.memory_id or "" for o in result.outcomes]
 
 
@@ -138,3 +143,43 @@ def test_a_negation_ended_value_is_not_reinstated(store: Store) -> None:
     (lisbon,) = _said(store, "I live in Lisbon.", T3)
     _edit(store, lisbon, "Prefers window seats")
     assert _get(store, paris).status == "superseded"  # the negation ended it, not the edited fact
+
+
+def _concurrently(*writes: Callable[[], object]) -> list[BaseException]:
+    """Run the writes in threads released together; the exceptions they raised."""
+    start = threading.Barrier(len(writes))
+    failures: list[BaseException] = []
+
+    def run(write: Callable[[], object]) -> None:
+        try:
+            start.wait(10)
+            write()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in writes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return failures
+
+
+@pytest.mark.integration
+def test_an_edit_racing_an_add_of_its_key_leaves_one_current_value(postgres_store: Store) -> None:
+    """Two server threads on one PostgreSQL database: whichever commits first, the key ends with one
+    current value and neither write fails (the edit takes the key's lock before the row's)."""
+    store, memories = postgres_store, MemoryService(postgres_store)
+    for n, city in enumerate(["Denver", "Chicago"] * 4):
+        subject = f"ent:u{n}"
+        (boston,) = _said(store, "I live in Boston.", T1, subject)
+        plan = plan_edit(RULES, memories.get(ORG, boston), MemoryEdit(text="User lives in Chicago"))
+        failures = _concurrently(
+            partial(commit_edit, memories, ORG, boston, plan),
+            partial(_said, store, f"I live in {city}.", T2, subject),
+        )
+        assert failures == []
+        rows = store.find_by_key(ORG, "default", f"{subject}|lives_in")
+        assert [m.metadata["object_name"] for m in rows if m.status == "active" and m.valid_to is None] == [
+            city
+        ]
