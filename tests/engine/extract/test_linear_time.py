@@ -229,6 +229,7 @@ ADVERSARIAL_TEXTS = [
     repeat(" and my a b c", "I live in Oslo"),
     repeat(" and Ab Cd", "I work at Acme"),
     repeat(" rock and roll and", "I like"),
+    repeat(" x Max", "I met"),
 ]
 
 
