@@ -195,3 +195,12 @@ def test_an_event_memory_keeps_no_value(client: TestClient[Litestar], auth: dict
     put(client, auth, raw["id"], text="I live in Oslo")
     event = stored(client, auth, raw["id"])
     assert (event["type"], event["predicate"], event["keys"]) == ("event", None, None)
+
+
+def test_the_open_source_route_and_the_older_data_field_do_the_same(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (boston,) = add(client, auth, "I live in Boston.")
+    r = client.put(f"/memories/{boston['id']}", json={"data": "User lives in Chicago"}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert stored(client, auth, boston["id"])["object"] == "ent:chicago"
