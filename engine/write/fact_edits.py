@@ -16,9 +16,10 @@ validity (valid_from, valid_to) does not move.
   statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
   its key as a new fact would (`supersession.resolve`): older values end, a newer current value makes it
   history, an equal tie disputes;
-- a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again when
-  nothing else holds the key (`memory.updated`, reason "reinstated"), and a value left disputed with
-  nothing becomes active (reason "undisputed").
+- a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again,
+  until the next value of the key, or as its current value when nothing else holds it
+  (`memory.updated`, reason "reinstated");
+- in every key it touched, a value left disputed with nothing becomes active (reason "undisputed").
 """
 
 from __future__ import annotations
@@ -134,7 +135,9 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
             _settle_own_key(store, after, now)
             for key in before.keys or []:
                 if key not in (after.keys or []):
-                    _settle_left_key(store, before, key, now)
+                    _reinstate(store, before, key, now)
+            for key in sorted({*(before.keys or []), *(after.keys or [])}):
+                _end_lone_dispute(store, after, key, now)
         return memories.get(org_id, memory_id)
 
 
@@ -194,9 +197,9 @@ def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
     return any(e.type == "memory.superseded" and e.data.get("superseded_by") == by for _, e in events)
 
 
-def _settle_left_key(store: Store, before: Memory, key: str, now: datetime) -> None:
-    """A key the edited fact left: what it superseded holds again, until the next value of the key if there
-    is one; else a value left disputed alone becomes active (module docstring)."""
+def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
+    """A key the edited fact left: what it superseded holds again, until the next value of the key if
+    there is one, else as the current value when nothing else is (module docstring)."""
     t = effective_time(before)
     rows = [
         m for m in store.find_by_key(before.org_id, before.namespace, key) if m.memory_id != before.memory_id
@@ -206,18 +209,18 @@ def _settle_left_key(store: Store, before: Memory, key: str, now: datetime) -> N
         if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, before.memory_id)
     ]  # fmt: skip
     later = [effective_time(m) for m in rows if effective_time(m) > t]
-    current = [m for m in rows if _is_current(m)]
-    writes: list[Memory] = []
-    reason = "reinstated"
-    if ended and (later or not current):
-        alone = all(same_value(m, ended[0]) for m in ended)
-        status = "superseded" if later else ("active" if alone else "disputed")
-        writes = [
-            msgspec.structs.replace(m, status=status, valid_to=min(later) if later else None, updated_at=now)
-            for m in ended
-        ]
-    elif not ended and len(current) == 1 and current[0].status == "disputed":
-        writes = [msgspec.structs.replace(current[0], status="active", updated_at=now)]
-        reason = "undisputed"
-    events = [_event("memory.updated", m, now, reason=reason, status=m.status) for m in writes]
-    _write(store, writes, events)
+    if not ended or not (later or not any(_is_current(m) for m in rows)):
+        return
+    alone = all(same_value(m, ended[0]) for m in ended)
+    status = "superseded" if later else ("active" if alone else "disputed")
+    valid_to = min(later) if later else None
+    back = [msgspec.structs.replace(m, status=status, valid_to=valid_to, updated_at=now) for m in ended]
+    _write(store, back, [_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])
+
+
+def _end_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
+    """A value disputed with nothing left to dispute it becomes active."""
+    current = [m for m in store.find_by_key(fact.org_id, fact.namespace, key) if _is_current(m)]
+    if len(current) == 1 and current[0].status == "disputed":
+        alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
+        _write(store, [alone], [_event("memory.updated", alone, now, reason="undisputed")])
