@@ -9,14 +9,18 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.extract.rules import RuleExtractor
 from engine.memory_service import MemoryEdit, MemoryService
 from engine.models import Memory
 from engine.storage import open_store
-from engine.storage.base import EventQuery, Store
+from engine.storage.base import EventQuery, ListQuery, Store
 from engine.write.fact_edits import FactValue, commit_edit, plan_edit, value_of
 from engine.write.ingest import draft_to_memory, extract_and_ingest
+from engine.write.predicates import is_single_valued
+from engine.write.supersession import same_value
 from tests.pg_fixture import pg_database, pg_server, postgres_store
 
 ORG = "org_a"
@@ -183,3 +187,35 @@ def test_an_edit_racing_an_add_of_its_key_leaves_one_current_value(postgres_stor
         assert [m.metadata["object_name"] for m in rows if m.status == "active" and m.valid_to is None] == [
             city
         ]
+
+
+SAID = ["I live in Paris.", "I moved to Rome.", "I live in Oslo.", "I work at Acme.", "I work at Globex.",
+        "I love jazz.", "I'm vegan."]  # fmt: skip
+EDITS = ["User lives in Paris", "User lives in Lima", "User works at Acme", "User works at Initech",
+         "User likes jazz", "User is vegetarian", "Prefers window seats", "User no longer lives in Oslo"]  # fmt: skip
+
+
+def _one_value_per_key(store: Store) -> None:
+    """Every single-valued key holds at most one current value, or only disputed, different ones."""
+    facts = [m for m in store.list_memories(ORG, ListQuery(limit=1000)) if m.keys]
+    for key in {k for m in facts for k in m.keys or []}:
+        if not is_single_valued(key.split("|", 1)[1]):
+            continue
+        current = [m for m in facts if key in (m.keys or []) and m.status in ("active", "disputed")
+                   and m.valid_to is None]  # fmt: skip
+        if len(current) > 1:
+            assert all(m.status == "disputed" for m in current), (key, current)
+            assert not any(same_value(a, b) for i, a in enumerate(current) for b in current[i + 1 :])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 100)), min_size=1, max_size=12))
+def test_adds_and_edits_in_any_order_keep_one_current_value_per_key(steps: list[tuple[bool, int]]) -> None:
+    store = open_store("memory")
+    ids: list[str] = []
+    for n, (edit, pick) in enumerate(steps):
+        if edit and ids:
+            _edit(store, ids[pick % len(ids)], EDITS[pick % len(EDITS)])
+        else:
+            ids += [i for i in _said(store, SAID[pick % len(SAID)], T1 + timedelta(days=n)) if i]
+        _one_value_per_key(store)
