@@ -14,8 +14,8 @@ validity (valid_from, valid_to) does not move.
 `commit_edit` writes the edit and, in the same transaction, settles the keys the value moved in or out of:
 - where the fact now holds a value: a current fact of the same value and the edited one are one
   statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
-  its key as a new fact would (`supersession.resolve`): older values end, a newer current value makes it
-  history, an equal tie disputes;
+  its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
+  at its time end there, a later value makes it history, an equal tie disputes;
 - a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again,
   until the next value of the key, or as its current value when nothing else holds it
   (`memory.updated`, reason "reinstated");
@@ -36,7 +36,15 @@ from engine.memory_service import MemoryEdit, MemoryService
 from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, Sensitivity
 from engine.storage.base import EventQuery, Store
 from engine.write.ingest import draft_to_memory
-from engine.write.supersession import _end, _event, effective_time, existing_for, resolve, same_value
+from engine.write.supersession import (
+    _end,
+    _event,
+    effective_time,
+    existing_for,
+    reconcile,
+    same_space,
+    same_value,
+)
 
 #: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
 VALUE_METADATA = ("object_name", "event_date", "negated")
@@ -158,38 +166,30 @@ def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
         return
     others = [m for m in existing_for(store, fact) if m.memory_id != fact.memory_id]
     twins = [m for m in others if _is_current(m) and same_value(m, fact)]
-    writes: list[Memory] = []
-    events: list[Event] = []
     newer = [m for m in twins if effective_time(m) > effective_time(fact)]
     if newer:  # the same value stated later: the edited fact is its history
-        at = min(effective_time(m) for m in newer)
-        ended, event = _end(fact, at, now, newer[0].memory_id, "same value")
+        ended, event = _end(
+            fact, min(effective_time(m) for m in newer), now, newer[0].memory_id, "same value"
+        )
         _write(store, [ended], [event])
         return
+    writes: list[Memory] = []
+    events: list[Event] = []
     for twin in twins:
         ended, event = _end(twin, effective_time(fact), now, fact.memory_id, "same value")
         writes.append(ended)
         events.append(event)
     twin_ids = {m.memory_id for m in twins}
     fresh = msgspec.structs.replace(fact, status="active")
-    resolution = resolve(fresh, [m for m in others if m.memory_id not in twin_ids], now=now)
-    settled = next((w for w in resolution.writes if w.memory_id == fact.memory_id), fresh)
-    writes += [w for w in resolution.writes if w.memory_id != fact.memory_id]
-    events += [e for e in resolution.events if e.memory_id != fact.memory_id]
-    if (settled.status, settled.valid_to) != (fact.status, fact.valid_to):
-        writes.append(settled)
-        events.append(_own_event(settled, now))
+    placed = reconcile(fresh, [m for m in others if m.memory_id not in twin_ids], now=now)
+    if placed.writes:  # the fact first, with its event (reason "unarchived" there: here, "edited")
+        settled, first = placed.writes[0], placed.events[0]
+        if (settled.status, settled.valid_to) != (fact.status, fact.valid_to):
+            writes.append(settled)
+            events.append(msgspec.structs.replace(first, data={**first.data, "reason": "edited"}))
+        writes += placed.writes[1:]
+        events += placed.events[1:]
     _write(store, writes, events)
-
-
-def _own_event(fact: Memory, now: datetime) -> Event:
-    """The event of the edited fact's new status within its key."""
-    if fact.status == "superseded":
-        valid_to = fact.valid_to.isoformat() if fact.valid_to is not None else None
-        return _event("memory.superseded", fact, now, valid_to=valid_to, reason="superseded")
-    return _event(
-        "memory.updated", fact, now, reason="disputed" if fact.status == "disputed" else "undisputed"
-    )
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
@@ -202,7 +202,9 @@ def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
     there is one, else as the current value when nothing else is (module docstring)."""
     t = effective_time(before)
     rows = [
-        m for m in store.find_by_key(before.org_id, before.namespace, key) if m.memory_id != before.memory_id
+        m
+        for m in store.find_by_key(before.org_id, before.namespace, key)
+        if m.memory_id != before.memory_id and same_space(m, before)
     ]
     ended = [
         m for m in rows
@@ -220,7 +222,8 @@ def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
 
 def _end_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
     """A value disputed with nothing left to dispute it becomes active."""
-    current = [m for m in store.find_by_key(fact.org_id, fact.namespace, key) if _is_current(m)]
+    rows = store.find_by_key(fact.org_id, fact.namespace, key)
+    current = [m for m in rows if _is_current(m) and same_space(m, fact)]
     if len(current) == 1 and current[0].status == "disputed":
         alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
         _write(store, [alone], [_event("memory.updated", alone, now, reason="undisputed")])

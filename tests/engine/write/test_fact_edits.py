@@ -18,9 +18,10 @@ from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
 from engine.write.fact_edits import FactValue, commit_edit, plan_edit, value_of
-from engine.write.ingest import draft_to_memory, extract_and_ingest
+from engine.write.ingest import draft_to_memory
 from engine.write.predicates import is_single_valued
 from engine.write.supersession import same_value
+from engine.write.turns import commit_turn, plan_turn
 from tests.pg_fixture import pg_database, pg_server, postgres_store
 
 ORG = "org_a"
@@ -99,8 +100,9 @@ def store(request: pytest.FixtureRequest, tmp_path: object) -> Store:
 
 
 def _said(store: Store, text: str, at: datetime, subject: str = "ent:sam") -> list[str]:
-    result = extract_and_ingest(store, RULES, text, org_id=ORG, timestamp=at, subject=subject, now=at)
-    return [o.memory_id or "" for o in result.outcomes]
+    plan = plan_turn(RULES, text, org_id=ORG, entity_id=subject.removeprefix("ent:"), timestamp=at, now=at,
+                     store_turn="none", subject=subject)  # fmt: skip
+    return [o.memory_id or "" for o in commit_turn(store, plan, now=at).outcomes]
 
 
 def _edit(store: Store, memory_id: str, text: str) -> Memory:
