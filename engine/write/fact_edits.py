@@ -193,8 +193,12 @@ def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
-    events = store.list_events(memory.org_id, EventQuery(memory_id=memory.memory_id, limit=MAX_EVENTS))
-    return any(e.type == "memory.superseded" and e.data.get("superseded_by") == by for _, e in events)
+    """Whether `by` ended `memory` (its `memory.superseded` event says so; type and entity narrow the read
+    on PostgreSQL, whose events have no memory-id column)."""
+    query = EventQuery(
+        type="memory.superseded", entity_id=memory.entity_id, memory_id=memory.memory_id, limit=MAX_EVENTS
+    )
+    return any(e.data.get("superseded_by") == by for _, e in store.list_events(memory.org_id, query))
 
 
 def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
