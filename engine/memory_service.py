@@ -31,9 +31,15 @@ from engine.errors import InvalidInput, NotFound
 from engine.models import (
     MEMORY_TYPES,
     STATUSES,
+    ConflictKeys,
     Event,
     Memory,
     MemoryText,
+    ObjectType,
+    ObjectValue,
+    Predicate,
+    Sensitivity,
+    Unit,
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
@@ -59,9 +65,21 @@ CURSOR_RULE = "cursor"
 class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):
     """A patch that may also replace the text (the mem0 adapter's update). The `memory.updated` event
     then carries `old_text` and `text`, so the memory's history can be told; embed the new text before
-    the write (`engine.write.turns.embed_for_write`); the update stores the vector with it."""
+    the write (`engine.write.turns.embed_for_write`); the update stores the vector with it. The
+    structured value that the new text states comes with it (`engine.write.fact_edits` fills these
+    fields and settles the keys)."""
 
     text: MemoryText | UnsetType = UNSET
+    predicate: Predicate | None | UnsetType = UNSET
+    object: ObjectValue | UnsetType = UNSET
+    object_type: ObjectType | None | UnsetType = UNSET
+    unit: Unit | None | UnsetType = UNSET
+    keys: ConflictKeys | None | UnsetType = UNSET
+    sensitivity: Sensitivity | UnsetType = UNSET
+
+
+#: the fields a MemoryEdit may set besides those of a MemoryPatch
+EDIT_FIELDS = ("text", "predicate", "object", "object_type", "unit", "keys", "sensitivity")
 
 
 class ListFilters(msgspec.Struct, frozen=True, kw_only=True):
@@ -214,9 +232,7 @@ class MemoryService:
     def update(self, org_id: str, memory_id: str, patch: MemoryPatch) -> Memory:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
-            changes: dict[str, Any] = {}
-            if isinstance(patch, MemoryEdit) and not isinstance(patch.text, UnsetType):
-                changes["text"] = patch.text
+            changes: dict[str, Any] = _edited(patch)
             if not isinstance(patch.tags, UnsetType):
                 changes["tags"] = list(patch.tags)
             if not isinstance(patch.metadata, UnsetType):
@@ -325,6 +341,13 @@ class MemoryService:
             last = items[-1]
             next_cursor = encode_cursor(filters.sort, fhash, last.timestamp, last.memory_id)
         return MemoryPage(items=items, next_cursor=next_cursor)
+
+
+def _edited(patch: MemoryPatch) -> dict[str, Any]:
+    """The fields of a MemoryEdit that are set (none for a plain patch)."""
+    if not isinstance(patch, MemoryEdit):
+        return {}
+    return {k: getattr(patch, k) for k in EDIT_FIELDS if not isinstance(getattr(patch, k), UnsetType)}
 
 
 def _check_query(q: str | None) -> None:

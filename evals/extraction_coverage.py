@@ -14,21 +14,27 @@ reference_time=turn.timestamp)`), and compares:
   earlier for that predicate ("I left Atlassian and joined Siemens" also ends Atlassian) is true
   and not counted.
 
+A dataset without gold facts (LoCoMo, LongMemEval) has nothing to catch: there the report counts the
+drafts per predicate (`Coverage.drafts`, a negation as `!<predicate>`) and the turns that yield any.
+
     coverage(SyntheticConfig(seed=2, entities=30)) -> Coverage
     print(format_table(coverage(dataset)))
     python -m evals.extraction_coverage --seeds 11 12 13 --entities 30
+    python -m evals.extraction_coverage --dataset locomo
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import msgspec
 
 from engine.extract import Extractor, FactDraft, create_extractor
 from engine.extract.rules.text import slug
+from evals.loaders import load_dataset
 from evals.metrics import value_in_text
 from evals.model import Dataset, GoldFact, Turn
 from evals.synthetic import ASSISTANT, MULTI_VALUED, SINGLE_VALUED, SyntheticConfig, generate
@@ -66,12 +72,21 @@ class Extra(msgspec.Struct, frozen=True, kw_only=True):
     on_chatter: bool
 
 
+class DraftCount(msgspec.Struct, frozen=True, kw_only=True):
+    predicate: str  # "!<predicate>" for a negation
+    drafts: int
+
+
 class Coverage(msgspec.Struct, frozen=True, kw_only=True):
     rows: tuple[CoverageRow, ...]
     misses: tuple[Miss, ...]
     extras: tuple[Extra, ...]
     user_turns: int
     seconds: float  # time spent inside the extractor
+    #: every draft about any subject, per predicate, most frequent first
+    drafts: tuple[DraftCount, ...] = ()
+    #: user turns that yielded at least one draft
+    fact_turns: int = 0
 
     @property
     def caught(self) -> int:
@@ -111,7 +126,8 @@ def coverage(
     counts: dict[tuple[str, str], list[int]] = {}
     misses: list[Miss] = []
     extras: list[Extra] = []
-    n_turns = 0
+    drafted: Counter[str] = Counter()
+    n_turns = fact_turns = 0
     spent = 0.0
     for dataset in _datasets(source):
         for conv in dataset.conversations:
@@ -124,11 +140,17 @@ def coverage(
                 started = time.perf_counter()
                 drafts = extractor.extract(turn.text, subject=subject, reference_time=turn.timestamp).facts
                 spent += time.perf_counter() - started
+                drafted.update(("!" if d.negated else "") + d.predicate for d in drafts)
+                fact_turns += bool(drafts)
                 _score_turn(turn, drafts, subject, said, counts, misses, extras)
     rows = tuple(
         CoverageRow(predicate=p, action=a, caught=c[0], total=c[1]) for (p, a), c in sorted(counts.items())
     )
-    return Coverage(rows=rows, misses=tuple(misses), extras=tuple(extras), user_turns=n_turns, seconds=spent)
+    per_predicate = tuple(
+        DraftCount(predicate=p, drafts=n) for p, n in sorted(drafted.items(), key=lambda x: (-x[1], x[0]))
+    )
+    return Coverage(rows=rows, misses=tuple(misses), extras=tuple(extras), user_turns=n_turns, seconds=spent,
+                    drafts=per_predicate, fact_turns=fact_turns)  # fmt: skip
 
 
 def _score_turn(
@@ -174,6 +196,9 @@ def format_table(report: Coverage, *, show_misses: int = 0, show_extras: int = 0
     on_chatter = len(report.extras) - on_facts
     lines.append(f"extras: {on_facts} on fact turns, {on_chatter} on chatter turns; "
                  f"{report.user_turns} user turns, {report.turns_per_second:,.0f} turns/s")  # fmt: skip
+    drafts = sum(c.drafts for c in report.drafts)
+    lines.append(f"drafts: {drafts} from {report.fact_turns} of {report.user_turns} user turns: "
+                 + ", ".join(f"{c.predicate} {c.drafts}" for c in report.drafts))  # fmt: skip
     for m in report.misses[:show_misses]:
         lines.append(f"  miss {m.predicate}/{m.action} {m.value!r}: {m.text}")
     for e in report.extras[:show_extras]:
@@ -186,11 +211,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--entities", type=int, default=30)
+    parser.add_argument("--dataset", help="a dataset name or path (evals.loaders) instead of synthetic seeds")
     parser.add_argument("--misses", type=int, default=0, help="print this many misses")
     parser.add_argument("--extras", type=int, default=0, help="print this many extras")
     args = parser.parse_args(argv)
-    configs = [SyntheticConfig(seed=s, entities=args.entities) for s in args.seeds]
-    print(format_table(coverage(configs), show_misses=args.misses, show_extras=args.extras))
+    source: Dataset | list[SyntheticConfig] = (
+        load_dataset(args.dataset)
+        if args.dataset
+        else [SyntheticConfig(seed=s, entities=args.entities) for s in args.seeds]
+    )
+    print(format_table(coverage(source), show_misses=args.misses, show_extras=args.extras))
     return 0
 
 

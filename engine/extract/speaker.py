@@ -51,7 +51,7 @@ NOT_SPEAKERS = frozenset(
         "hint",
     ]
 )
-_LABEL = re.compile(r"\s*([A-Za-z][\w'.\-]{0,40}(?: [A-Z][\w'.\-]{0,40}){0,2})\s*:\s+")
+_LABEL = re.compile(r"(?<!\s)\s*+([A-Za-z][\w'.\-]{0,40}(?: [A-Z][\w'.\-]{0,40}){0,2})\s*:\s+")
 
 
 class Speaker(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,6 +25,7 @@ TURNS: dict[str, str] = {
     "list items": ("I like " + "tea, " * 4_000)[:20_000],
     "name-like words": ("A-" * 10_000)[:19_989] + "'s birthday",
     "digits and dashes": ("call me at " + "1 2-3 " * 3_400)[:20_000],
+    "coordinated clauses": ("My name is Sam" + " and I am 29 and my dog is Max" * 700)[:20_000],
 }
 
 

@@ -17,6 +17,7 @@ from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput, NotSupported
 from engine.timeutil import utcnow
+from engine.write.fact_edits import EditPlan, commit_edit, plan_edit
 from engine.write.turns import embed_for_write
 from server.auth import principal_of, require_auth
 from server.errors import failure_for, request_id_of
@@ -273,18 +274,19 @@ async def update_record(request: Request[Any, Any, Any], memory_id: str) -> Resp
     raw, data = await read_json(request)
     body = parse_body(data, Mem0UpdateRequest)
     svc = services_of(request)
-    edits: list[Any] = []
+    plans: list[EditPlan] = []
 
     def prepare(org_id: str) -> None:
-        edit = ops.edit_of(svc.memories.get(org_id, memory_id), body)
-        if isinstance(edit.text, str):
-            embed_for_write(svc.memories.embeddings, [edit.text])
-        edits.append(edit)
+        current = svc.memories.get(org_id, memory_id)
+        plan = plan_edit(svc.extractor, current, ops.edit_of(current, body))
+        if isinstance(plan.edit.text, str):
+            embed_for_write(svc.memories.embeddings, [plan.edit.text])
+        plans.append(plan)
 
     return await run_write(
         request,
         raw,
-        lambda org_id: ok_json(record(svc.memories.update(org_id, memory_id, edits[0]))),
+        lambda org_id: ok_json(record(commit_edit(svc.memories, org_id, memory_id, plans[0]))),
         prepare=prepare,
     )
 

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import msgspec
 import pytest
 
 from engine.extract import ExtractResult, FactDraft
 from engine.extract.rules import RuleExtractor
-from evals.extraction_coverage import coverage, format_table, main
+from evals.extraction_coverage import DraftCount, coverage, format_table, main
 from evals.model import Conversation, Dataset, GoldFact, Session, Turn
 from evals.synthetic import SyntheticConfig, generate
 
@@ -133,3 +135,23 @@ def test_cli_prints_the_table(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["predicate", "action", "caught", "total", "rate"]
     assert "\nall " in out
+
+
+def test_drafts_are_counted_per_predicate_with_or_without_gold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = coverage(HAND)
+    assert {(c.predicate, c.drafts) for c in report.drafts} == {
+        ("lives_in", 2),
+        ("likes", 1),
+        ("!likes", 1),
+        ("budget", 1),
+    }
+    assert report.drafts[0] == DraftCount(predicate="lives_in", drafts=2)  # most frequent first
+    assert report.fact_turns == 5
+    path = tmp_path / "hand.json"
+    path.write_bytes(msgspec.json.encode(HAND))
+    assert main(["--dataset", str(path)]) == 0  # a dataset without gold (LoCoMo) is read the same way
+    assert (
+        "drafts: 5 from 5 of 7 user turns: lives_in 2, !likes 1, budget 1, likes 1" in capsys.readouterr().out
+    )

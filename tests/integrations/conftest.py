@@ -97,3 +97,17 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
             proc.kill()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def mem0_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """For the `mem0ai` client: no telemetry (there is no network), its config dir in a temporary folder."""
+    saved = {k: os.environ.get(k) for k in ("MEM0_TELEMETRY", "MEM0_DIR")}
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ["MEM0_DIR"] = str(tmp_path_factory.mktemp("mem0"))
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -4,9 +4,7 @@ routes of mem0's open-source REST server. One server per module; each test uses 
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,21 +12,7 @@ import pytest
 
 from tests.integrations.conftest import LiveServer
 
-pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module", autouse=True)
-def mem0_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """No telemetry (there is no network) and mem0's config dir in a temporary folder."""
-    saved = {k: os.environ.get(k) for k in ("MEM0_TELEMETRY", "MEM0_DIR")}
-    os.environ["MEM0_TELEMETRY"] = "False"
-    os.environ["MEM0_DIR"] = str(tmp_path_factory.mktemp("mem0"))
-    yield
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("mem0_env")]
 
 
 def _client(live: LiveServer, key: str | None = None) -> Any:

@@ -7,8 +7,8 @@ stops between sentences and the result says `truncated`.
 Pipeline per sentence: normalize (whitespace, contractions, quotes) -> entity scan (gazetteers, dates,
 quantities) -> presupposed facts ("my sister Anna", in any sentence) -> rewrites (dropped subjects,
 reported diagnoses, see `rewrite`) -> statement filter (questions, hypotheticals, reported speech,
-small talk yield no facts) -> independent clauses ("..., I ...") -> clauses (subject + verb phrase
-+ negation) -> every pattern family in `FAMILIES`.
+small talk yield no facts) -> independent clauses ("..., I ...", "... and my dog is ...") -> clauses
+(subject + verb phrase + negation) -> every pattern family in `FAMILIES`.
 """
 
 from __future__ import annotations

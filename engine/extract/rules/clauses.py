@@ -19,7 +19,8 @@ RELATIONS: dict[str, str] = {
     "wife": "spouse", "husband": "spouse", "spouse": "spouse", "partner": "partner",
     "girlfriend": "partner", "boyfriend": "partner", "fiance": "partner", "fiancee": "partner",
     "son": "has_child", "daughter": "has_child", "kid": "has_child", "child": "has_child",
-    "sister": "has_sibling", "brother": "has_sibling", "mom": "has_parent", "mother": "has_parent",
+    "sister": "has_sibling", "brother": "has_sibling", "sibling": "has_sibling", "parent": "has_parent",
+    "mom": "has_parent", "mother": "has_parent",
     "dad": "has_parent", "father": "has_parent", "mum": "has_parent", "friend": "has_friend",
     "best friend": "has_friend", "coworker": "has_colleague", "colleague": "has_colleague",
     "roommate": "has_friend",
@@ -77,8 +78,8 @@ _PLAIN_NEG = re.compile(r"^(?:(?P<aux>am|is|are)|do|does|did|have|has) not\s+(?P
 # Possessive runs of spaces, and a match starts only where a run of spaces starts: linear splitting.
 _SPLIT_VP = re.compile(
     r"(?<!\s)(?:(?:\s*+,\s++|\s++)(?:and|but)\s++I\s+|\s*+,\s*+(?:and\s++)?I\s+"
-    r"|\s*+(?:,\s*+)?\band\s++(?=(?:am|work|live|have|like|love|enjoy|hate|speak|play|own|"
-    r"study|moved|just|recently|currently|also|no longer|do not|will|allergic|married|based|from|vegan|"
+    r"|\s*+(?:,\s*+)?\band\s++(?=(?:am|is|has|(?:work|live|like|love|enjoy|hate|speak|play|own)s?|have|"
+    r"study|studies|moved|just|recently|currently|also|no longer|do not|will|allergic|married|based|from|vegan|"
     r"joined|started|switched|left|now|still|"
     r"vegetarian|a |an )\b))",
 )
@@ -258,7 +259,10 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
             part = f"{aux.group(1)} {part}"  # "I'm vegan and allergic to soy"
         inner, strong, plain = _negation(part)
         inner = _strip_adverbs(inner)
-        clauses.append(Clause(subject, subject_name, is_self, inner, sentence, strong, plain, user))
+        # the sentence-level patterns read the sentence once, with the first clause: once per clause
+        # would read it as many times as "and I ..." repeats (quadratic)
+        whole = sentence if i == 0 else ""
+        clauses.append(Clause(subject, subject_name, is_self, inner, whole, strong, plain, user))
     return clauses
 
 

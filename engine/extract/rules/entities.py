@@ -151,6 +151,8 @@ def make_entity(name: str, type_: str, confidence: float = 0.8, **attributes: ob
     )
 
 
+#: longer than any word of _PERSON_CONTEXT, so the last word in the window is whole or no context word
+_WORD_WINDOW = 40
 _CAP_SEQ = re.compile(r"\b([A-Z][a-zA-Z'\-]+(?:\s+(?:[A-Z][a-zA-Z'\-]+|\d+))*)")
 
 
@@ -170,7 +172,8 @@ def scan_named(sentence: str) -> list[Entity]:
                 found.append(make_entity(cand, kind, 0.7))
                 break
         else:
-            before = sentence[: m.start()].split()
+            # the word before the name: a short window, not the whole prefix once per name (quadratic)
+            before = sentence[max(0, m.start() - _WORD_WINDOW) : m.start()].split()
             if before and before[-1].lower().strip(",") in _PERSON_CONTEXT and is_person_name(name):
                 found.append(make_entity(name, "person", 0.5))
     return found

@@ -58,7 +58,7 @@ _CHILD_NAMED = re.compile(
     re.IGNORECASE,
 )
 _SIB_NAMED = re.compile(
-    rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother) (?:named|called) {_NAME}",
+    rf"^(?:have|has) an? (?:older |younger |little |big |twin )?(?P<r>sister|brother|sibling) (?:named|called) {_NAME}",
     re.IGNORECASE,
 )
 _MY_REL_NAME = re.compile(

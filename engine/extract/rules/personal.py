@@ -14,7 +14,7 @@ from engine.extract.rules.text import clean_object, is_capitalized, split_list
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
 _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
 _CALL_ME = re.compile(
-    rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go by) {_NAME}",
+    rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go(?:es)? by) {_NAME}",
     re.IGNORECASE,
 )
 _AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")

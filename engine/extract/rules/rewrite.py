@@ -10,6 +10,10 @@
 - a statement splits into independent clauses at ", I ..." and ";" (`split_statement`), so "Our dog
   passed away, I don't have a dog anymore" reaches the first-person patterns. Only statements are
   split: "If I move, I ..." is dropped whole by the hypothetical filter before any split.
+- it also splits where "and"/"but" (after an optional comma) starts a clause with its own subject:
+  "I", "we", "my <noun> <verb>" or "<Name> <verb>", once the clause before has a verb. "My name is
+  Sam and I'm 29" -> ["My name is Sam", "I am 29"]; "My wife Sarah and I live in Denver" (no verb
+  before "and") and "I love hiking and swimming" (no subject after it) stay whole.
 """
 
 from __future__ import annotations
@@ -37,6 +41,24 @@ _DROPPED_SUBJECT = re.compile(
 )
 _DROPPED_COPULA = re.compile(r"^(?P<adv>officially|finally|now|just)\s+(?=\d{1,3}\b)", re.IGNORECASE)
 _CLAUSE_SPLIT = re.compile(r"(?<!\s)(?:\s*+[,\u2014]\s++(?:and |but |so )?(?=I\s)|\s*+;\s+)")
+#: verbs that follow a third-person subject ("my dog is", "Anna lives")
+_THIRD = (
+    r"is|are|was|were|has|have|had|lives|works|loves|likes|enjoys|hates|studies|speaks|plays|owns|drives|"
+    r"moved|joined|started|got|turned|just|recently|now|no longer|does not|did not|passed away|died"
+)
+#: "and"/"but" (after an optional comma) before a new subject; a match starts only where a run of
+#: spaces starts, and the words between "my" and its verb are bounded: linear splitting
+_COORDINATION = re.compile(
+    rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but)\s++(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
+    rf"|(?-i:[A-Z][a-zA-Z'\-]{{1,40}})\s++(?:{_THIRD})\b)",
+    re.IGNORECASE,
+)
+#: a clause that has its verb: a first-person subject with words after it, or a common finite verb
+_HAS_VERB = re.compile(
+    rf"(?:^|\s)(?:I|we)\s++\S|\b(?:am|do|does|did|will|can|live|work|love|like|enjoy|hate|own|play|speak|"
+    rf"study|{_THIRD})\b",
+    re.IGNORECASE,
+)
 
 
 def rewrite(sentence: str) -> str:
@@ -60,6 +82,23 @@ def rewrite(sentence: str) -> str:
 
 
 def split_statement(sentence: str) -> list[str]:
-    """Independent clauses of a statement: "A, I B" and "A; B" -> ["A", "I B"], ["A", "B"]."""
-    parts = [p.strip() for p in _CLAUSE_SPLIT.split(sentence)]
+    """Independent clauses of a statement: "A, I B", "A; B" and "A and my X is B" -> ["A", "I B"],
+    ["A", "B"], ["A", "my X is B"]."""
+    parts = [c.strip() for p in _CLAUSE_SPLIT.split(sentence) for c in _coordinated(p)]
     return [p for p in parts if p]
+
+
+def _coordinated(text: str) -> list[str]:
+    """`text` cut before each "and"/"but" that starts a clause with its own subject, where the clause
+    before it has a verb ("My wife Sarah and I ..." is one clause). Each character is read once."""
+    parts: list[str] = []
+    start = seen = 0
+    has_verb = False
+    for m in _COORDINATION.finditer(text):
+        has_verb = has_verb or _HAS_VERB.search(text[seen : m.start()]) is not None
+        seen = m.end()
+        if has_verb:
+            parts.append(text[start : m.start()])
+            start, has_verb = m.end(), False
+    parts.append(text[start:])
+    return parts

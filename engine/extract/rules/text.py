@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+|;\s+")
 
@@ -96,7 +97,7 @@ def entity_id(name: str) -> str:
 
 _TRAILERS = re.compile(
     r"(?<!\s)(?:(?:\s*+,)?+\s*+\b(?:now|these days|nowadays|at the moment|currently|right now|lately|recently|"
-    r"again|too|as well|also|a lot|so much|very much|really|anymore|any more|any longer|originally|"
+    r"again|too|as well|also|a lot|a ton|so much|very much|really|anymore|any more|any longer|originally|"
     r"(?:since|from|in|as of|starting)\s+(?:last|this|next)\s+\w+|since \d{4}|in \d{4}|"
     r"(?:last|this|next|on) (?:week|month|year|summer|winter|spring|fall|autumn|weekend|night|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|"
@@ -135,11 +136,44 @@ def strip_article(text: str) -> str:
 _LIST_SPLIT = re.compile(
     r"(?<!\s)(?:\s*+(?:,\s*+(?:(?:and|or)\s++)?+|&\s*+)|\s++(?:and|or)\s++)", re.IGNORECASE
 )
+#: one thing whose name holds "and" or "&": a list or a name is never cut inside it
+COMPOUNDS = re.compile(
+    r"\b(?:rock and roll|rhythm and blues|r ?& ?b|drum and bass|mac(?:aroni)? and cheese|fish and chips|"
+    r"salt and (?:pepper|vinegar)|peanut butter and jelly|cookies and cream|arts and crafts|hide and seek|"
+    r"dungeons (?:and|&) dragons|pride and prejudice|law and order|tom and jerry|simon and garfunkel|"
+    r"(?:johnson|procter|marks|barnes|ernst|black|crate|ben|dolce|abercrombie) (?:and|&) "
+    r"(?:johnson|gamble|spencer|noble|young|decker|barrel|jerry's|gabbana|fitch)|at ?& ?t|h ?& ?m)\b",
+    re.IGNORECASE,
+)
+
+
+def separators(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """The matches of `pattern` in `text` that do not fall inside one of its `COMPOUNDS`."""
+    inside = COMPOUNDS.finditer(text)
+    span = next(inside, None)
+    for m in pattern.finditer(text):
+        while span is not None and span.end() <= m.start():
+            span = next(inside, None)
+        if span is None or m.end() <= span.start():
+            yield m
+
+
+def cut_at(pattern: re.Pattern[str], text: str) -> str:
+    """`text` before the first separator (`separators`): 'Johnson and Johnson in Boston' -> 'Johnson
+    and Johnson' for a pattern that cuts at ' in ' and ' and '."""
+    first = next(separators(pattern, text), None)
+    return text if first is None else text[: first.start()]
 
 
 def split_list(text: str) -> list[str]:
-    """'peanuts, shellfish and latex' -> ['peanuts', 'shellfish', 'latex']."""
-    return [p for p in (clean_object(x) for x in _LIST_SPLIT.split(text)) if p]
+    """'peanuts, shellfish and latex' -> ['peanuts', 'shellfish', 'latex']; 'rock and roll' stays one."""
+    items: list[str] = []
+    start = 0
+    for m in separators(_LIST_SPLIT, text):
+        items.append(text[start : m.start()])
+        start = m.end()
+    items.append(text[start:])
+    return [p for p in (clean_object(x) for x in items) if p]
 
 
 def is_capitalized(text: str) -> bool:

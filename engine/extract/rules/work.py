@@ -9,7 +9,7 @@ import re
 from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
-from engine.extract.rules.text import clean_object, is_capitalized
+from engine.extract.rules.text import clean_object, cut_at, is_capitalized
 
 _WORKS = re.compile(
     r"^(?:(?:am|is|have been|has been) )?(?:work|works|working|worked) (?:at|for|with) (?P<o>.+)$"
@@ -59,12 +59,17 @@ _MY_TITLE = re.compile(
 )
 _STUDY = re.compile(
     r"^(?:(?:am|is) )?(?:study|studies|studying|majoring in|major in|doing a (?:phd|master'?s|degree|bachelor'?s) in) "
-    r"(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
+    r"(?!at )(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
     re.IGNORECASE,
 )
 _STUDENT_AT = re.compile(
-    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$",
+    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$"
+    r"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>[A-Z].+)$",
     re.IGNORECASE,
+)
+_ORG_END = re.compile(
+    r",|(?<!\s)\s++(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|today|tonight|"
+    r"tomorrow)\b"
 )
 _TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
 
@@ -75,13 +80,7 @@ def _org(
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
     text = re.sub(r"^(?:my job at|my position at|my job with)\s+", "", text, flags=re.I)
-    obj = clean_object(
-        re.split(
-            r",|\s+(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|"
-            r"today|tonight|tomorrow)\b",
-            text,
-        )[0]
-    )
+    obj = clean_object(cut_at(_ORG_END, text))
     obj = re.sub(r"^the\s+", "", obj)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4 or is_place(obj):
         return False
@@ -165,7 +164,7 @@ def _studies(clause: Clause, out: Collector, vp: str) -> None:
             _school(out, clause, m.group("o"))
     m = _STUDENT_AT.match(vp)
     if m:
-        _school(out, clause, m.group("o") or m.group("o2"))
+        _school(out, clause, m.group("o") or m.group("o2") or m.group("o3"))
 
 
 def extract(clause: Clause, out: Collector) -> None:

@@ -625,3 +625,53 @@ BLIND3: list[tuple[str, list[Expected]]] = [
     ("If I joined Stripe, would I have to move?", []),
     ("Apparently I'm 30 in dog years.", []),
 ]
+
+# Coordinated clauses (issue 28): "and"/"but"/", and"/";" before a clause with its own subject splits the
+# sentence and each clause is read; "and" inside a value, or without a subject after it, does not split.
+COMPOUND: list[tuple[str, list[Expected]]] = [
+    # --- split: a new subject after "and" / "but" ------------------------------------------------
+    ("My favorite color is green and I live in Oslo.", [(U, "favorite_color", "green", None), (U, "lives_in", "ent:oslo", None)]),
+    ("I live in Lisbon and my dog is called Biscuit.", [(U, "lives_in", "ent:lisbon", None), (U, "has_pet", "dog named Biscuit", None)]),
+    ("My name is Sam and I'm 29 years old.", [(U, "name", "Sam", None), (U, "age", 29, "years")]),
+    ("I live in Paris and Anna lives in Rome.", [(U, "lives_in", "ent:paris", None), ("ent:anna", "lives_in", "ent:rome", None)]),
+    ("My favorite food is pizza and my favorite drink is coffee.", [(U, "favorite_food", "pizza", None), (U, "favorite_drink", "coffee", None)]),
+    ("I work at Spotify, and my wife works at Klarna.", [(U, "works_at", "ent:spotify", None)]),
+    (
+        "I like tea but my husband Tom likes coffee.",
+        [(U, "likes", "tea", None), (U, "spouse", "ent:tom", None), ("ent:tom", "likes", "coffee", None)],
+    ),
+    (
+        "I'm vegan and my sister Anna is vegetarian.",
+        [(U, "diet", "vegan", None), (U, "has_sibling", "ent:anna", None), ("ent:anna", "diet", "vegetarian", None)],
+    ),
+    ("I moved to Berlin and we have two kids.", [(U, "lives_in", "ent:berlin", None), (U, "children_count", 2, None)]),
+    ("My birthday is March 3rd and I just turned 40.", [(U, "birthday", "--03-03", None), (U, "age", 40, "years")]),
+    ("My job title is data analyst and I work at Zalando.", [(U, "job_title", "data analyst", None), (U, "works_at", "ent:zalando", None)]),
+    (
+        "I work at Johnson and Johnson and I live in New Jersey.",
+        [(U, "works_at", "ent:johnson-and-johnson", None), (U, "lives_in", "ent:new-jersey", None)],
+    ),
+    ("My dog Max is three and my cat is called Luna.", [(U, "has_pet", "dog named Max", None), (U, "has_pet", "cat named Luna", None)]),
+    (
+        "I'm 34 and my wife Priya is 32.",
+        [(U, "age", 34, "years"), (U, "spouse", "ent:priya", None), ("ent:priya", "age", 32, "years")],
+    ),
+    ("My name is Dana and my husband's name is Leo.", [(U, "name", "Dana", None), (U, "spouse", "ent:leo", None)]),
+    ("I'm allergic to peanuts and my son is allergic to eggs.", [(U, "allergic_to", "peanuts", None)]),
+    ("I quit my job at Acme and I joined Stripe.", [(U, "!works_at", "ent:acme", None), (U, "works_at", "ent:stripe", None)]),
+    ("I live in Oslo; my brother lives in Bergen.", [(U, "lives_in", "ent:oslo", None)]),
+    ("Tom and Anna live in Rome and I live in Milan.", [(U, "lives_in", "ent:milan", None)]),
+    # --- not split: "and" inside a value, or no subject after it ---------------------------------
+    ("I like rock and roll.", [(U, "likes", "rock and roll", None)]),
+    ("I work at Johnson and Johnson.", [(U, "works_at", "ent:johnson-and-johnson", None)]),
+    ("I work at Procter and Gamble in Cincinnati.", [(U, "works_at", "ent:procter-and-gamble", None)]),
+    ("My parents are Tom and Anna.", []),
+    ("I love hiking and swimming.", [(U, "likes", "hiking", None), (U, "likes", "swimming", None)]),
+    ("I love mac and cheese and fish and chips.", [(U, "likes", "mac and cheese", None), (U, "likes", "fish and chips", None)]),
+    ("I like Simon and Garfunkel.", [(U, "likes", "Simon and Garfunkel", None)]),
+    ("My favorite band is Mumford and Sons.", [(U, "favorite_band", "Mumford and Sons", None)]),
+    ("I live in Trinidad and Tobago.", [(U, "lives_in", "ent:trinidad-and-tobago", None)]),
+    ("Sarah and I are married.", [(U, "spouse", "ent:sarah", None)]),
+    ("My husband and my son are both doctors.", []),
+    ("It's all a process and I'm learning a ton.", []),
+]  # fmt: skip

@@ -225,6 +225,11 @@ ADVERSARIAL_TEXTS = [
     repeat(" ", "I can not eat x", " I am allergic"),
     repeat("Ab ", "my sister "),
     repeat("1.", "I earn $"),
+    repeat(" and I", "My name is Sam"),
+    repeat(" and my a b c", "I live in Oslo"),
+    repeat(" and Ab Cd", "I work at Acme"),
+    repeat(" rock and roll and", "I like"),
+    repeat(" x Max", "I met"),
 ]
 
 

@@ -13,6 +13,7 @@ from engine.extract import EXTRACTORS, create_extractor
 from engine.extract.rules import RuleExtractor
 from engine.extract.rules.dates import find_absolute, find_relative, human_date
 from engine.extract.rules.quantities import parse_money, parse_quantity
+from engine.extract.rules.rewrite import split_statement
 from engine.extract.rules.text import clean_object, is_statement, normalize_text, slug, split_list
 
 REF = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
@@ -102,6 +103,25 @@ def test_text_helpers() -> None:
     assert clean_object("Berlin now.") == "Berlin"
     assert clean_object("Lisbon last month") == "Lisbon"
     assert split_list("peanuts, shellfish and latex") == ["peanuts", "shellfish", "latex"]
+    assert split_list("rock and roll, jazz and R&B") == ["rock and roll", "jazz", "R&B"]
+
+
+def test_statements_split_where_a_new_subject_follows_and_or_but() -> None:
+    assert split_statement("My name is Sam and I am 29") == ["My name is Sam", "I am 29"]
+    assert split_statement("I like tea, but my wife is into coffee") == [
+        "I like tea",
+        "my wife is into coffee",
+    ]
+    assert split_statement("I live in Paris and Anna lives in Rome") == [
+        "I live in Paris",
+        "Anna lives in Rome",
+    ]
+    # no verb before "and": one clause (the subject is "My wife Sarah and I")
+    assert split_statement("My wife Sarah and I live in Denver") == ["My wife Sarah and I live in Denver"]
+    # no subject after "and", or "my ..." without a verb: one clause
+    assert split_statement("I love hiking and swimming") == ["I love hiking and swimming"]
+    assert split_statement("I live with my wife and my kids") == ["I live with my wife and my kids"]
+    assert split_statement("My parents are Tom and Anna") == ["My parents are Tom and Anna"]
 
 
 @pytest.mark.parametrize(

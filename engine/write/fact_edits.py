@@ -1,0 +1,233 @@
+"""A fact's text replaced (the mem0 adapter's update): its structured value follows the new text, and the
+keys it touches keep one current value.
+
+`plan_edit` (reads no store; the extractor may be an LLM) re-extracts the new text about the fact's
+subject ("User ..." at the start reads as the subject, as the texts Loci renders say), with the fact's
+own time as the reference:
+- a statement of the fact's predicate gives the new value (the last one, if several);
+- else a statement of another predicate makes the memory that fact (its key changes);
+- else (free text, a negation, only facts about someone else) the value, its metadata and the keys are
+  cleared: the memory stays a fact about its subject, found by its text, outside supersession.
+Only `fact` memories with a subject are re-derived. The edit corrects what the memory says: its
+validity (valid_from, valid_to) does not move.
+
+`commit_edit` writes the edit and, in the same transaction, settles the keys the value moved in or out of:
+- where the fact now holds a value: a current fact of the same value and the edited one are one
+  statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
+  its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
+  at its time end there, a later value makes it history, an equal tie disputes;
+- a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again,
+  until the next value of the key, or as its current value when nothing else holds it
+  (`memory.updated`, reason "reinstated");
+- in every key it touched, a value left disputed with nothing becomes active (reason "undisputed").
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from engine.extract.base import Extractor
+from engine.memory_service import MemoryEdit, MemoryService
+from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, Sensitivity
+from engine.storage.base import EventQuery, Store
+from engine.write.ingest import draft_to_memory
+from engine.write.supersession import (
+    _end,
+    _event,
+    effective_time,
+    existing_for,
+    reconcile,
+    same_space,
+    same_value,
+)
+
+#: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
+VALUE_METADATA = ("object_name", "event_date", "negated")
+#: the subject name the texts of first-person facts start with ("User lives in Berlin")
+_RENDERED_USER = re.compile(r"^User(?P<own>'s)?(?=\s)")
+#: events read to find what a fact superseded (a fact has few)
+MAX_EVENTS = 200
+
+
+class FactValue(msgspec.Struct, frozen=True, kw_only=True):
+    """The structured value a fact's text states; all None (and no metadata): free text."""
+
+    predicate: str | None = None
+    object: ObjectValue = None
+    object_type: ObjectType | None = None
+    unit: str | None = None
+    keys: ConflictKeys | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    sensitivity: Sensitivity | None = None
+
+
+class EditPlan(msgspec.Struct, kw_only=True):
+    edit: MemoryEdit
+    #: what the new text states; None: the value is not re-derived (no new text, or not a fact)
+    value: FactValue | None = None
+
+
+def _as_first_person(text: str) -> str:
+    """'User lives in Chicago' -> 'I lives in Chicago'; "User's name is Sam" -> 'My name is Sam' (the rule
+    patterns read third-person verbs after "I")."""
+    return _RENDERED_USER.sub(lambda m: "My" if m.group("own") else "I", text.strip(), count=1)
+
+
+def value_of(extractor: Extractor, memory: Memory, text: str) -> FactValue:
+    """The value `text` states about `memory.subject`, read as the module docstring says."""
+    subject = memory.subject or ""
+    result = extractor.extract(_as_first_person(text), subject=subject, reference_time=memory.holds_from)
+    drafts = [d for d in result.facts if d.subject == subject and not d.negated]
+    same = [d for d in drafts if memory.predicate is not None and d.predicate == memory.predicate]
+    chosen = same[-1] if same else (drafts[0] if drafts else None)
+    if chosen is None:
+        return FactValue()
+    built = draft_to_memory(
+        chosen, org_id=memory.org_id, timestamp=memory.timestamp, extractor=result.extractor
+    )  # fmt: skip
+    return FactValue(
+        predicate=built.predicate,
+        object=built.object,
+        object_type=built.object_type,
+        unit=built.unit,
+        keys=built.keys,
+        metadata={k: built.metadata[k] for k in VALUE_METADATA if k in built.metadata},
+        sensitivity="pii" if built.sensitivity == "pii" else None,
+    )
+
+
+def plan_edit(extractor: Extractor, current: Memory, edit: MemoryEdit) -> EditPlan:
+    """The edit with the value its new text states (module docstring); touches no store."""
+    if isinstance(edit.text, UnsetType) or current.type != "fact" or not current.subject:
+        return EditPlan(edit=edit)
+    return EditPlan(edit=edit, value=value_of(extractor, current, edit.text))
+
+
+def _with_value(edit: MemoryEdit, memory: Memory, value: FactValue) -> MemoryEdit:
+    """`edit` carrying `value`, its metadata merged into the edit's (or the memory's) other keys."""
+    base = memory.metadata if isinstance(edit.metadata, UnsetType) else edit.metadata
+    metadata = {k: v for k, v in base.items() if k not in VALUE_METADATA} | value.metadata
+    return msgspec.structs.replace(
+        edit,
+        metadata=metadata,
+        predicate=value.predicate,
+        object=value.object,
+        object_type=value.object_type,
+        unit=value.unit,
+        keys=list(value.keys) if value.keys is not None else None,
+        sensitivity=value.sensitivity or UNSET,
+    )
+
+
+def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: EditPlan) -> Memory:
+    """Write the planned edit and settle its keys in one transaction (joining the caller's); the memory
+    as stored afterwards."""
+    store = memories.store
+    with store.transaction():
+        if plan.value is None:
+            return memories.update(org_id, memory_id, plan.edit)
+        before = memories.get(org_id, memory_id)
+        # the keys' locks before the row's (PostgreSQL locks a key on read, as supersession.apply
+        # does): an add of the same key waits instead of deadlocking; then the row as it stands
+        for key in sorted({*(before.keys or []), *(plan.value.keys or [])}):
+            store.find_by_key(org_id, before.namespace, key)
+        before = memories.get(org_id, memory_id)
+        after = memories.update(org_id, memory_id, _with_value(plan.edit, before, plan.value))
+        if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):
+            now = memories.clock()
+            _settle_own_key(store, after, now)
+            for key in before.keys or []:
+                if key not in (after.keys or []):
+                    _reinstate(store, before, key, now)
+            for key in sorted({*(before.keys or []), *(after.keys or [])}):
+                _end_lone_dispute(store, after, key, now)
+        return memories.get(org_id, memory_id)
+
+
+def _is_current(m: Memory) -> bool:
+    return m.status in ("active", "disputed") and m.valid_to is None
+
+
+def _write(store: Store, writes: list[Memory], events: list[Event]) -> None:
+    if writes:
+        store.put_memories(writes)
+    if events:
+        store.append_events(events)
+
+
+def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
+    """One current value in the key(s) the edited fact now holds (module docstring)."""
+    if not fact.keys or not _is_current(fact) or fact.archived:
+        return
+    others = [m for m in existing_for(store, fact) if m.memory_id != fact.memory_id]
+    twins = [m for m in others if _is_current(m) and same_value(m, fact)]
+    newer = [m for m in twins if effective_time(m) > effective_time(fact)]
+    if newer:  # the same value stated later: the edited fact is its history
+        ended, event = _end(
+            fact, min(effective_time(m) for m in newer), now, newer[0].memory_id, "same value"
+        )
+        _write(store, [ended], [event])
+        return
+    writes: list[Memory] = []
+    events: list[Event] = []
+    for twin in twins:
+        ended, event = _end(twin, effective_time(fact), now, fact.memory_id, "same value")
+        writes.append(ended)
+        events.append(event)
+    twin_ids = {m.memory_id for m in twins}
+    fresh = msgspec.structs.replace(fact, status="active")
+    placed = reconcile(fresh, [m for m in others if m.memory_id not in twin_ids], now=now)
+    if placed.writes:  # the fact first, with its event (reason "unarchived" there: here, "edited")
+        settled, first = placed.writes[0], placed.events[0]
+        if (settled.status, settled.valid_to) != (fact.status, fact.valid_to):
+            writes.append(settled)
+            events.append(msgspec.structs.replace(first, data={**first.data, "reason": "edited"}))
+        writes += placed.writes[1:]
+        events += placed.events[1:]
+    _write(store, writes, events)
+
+
+def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
+    """Whether `by` ended `memory` (its `memory.superseded` event says so; type and entity narrow the read
+    on PostgreSQL, whose events have no memory-id column)."""
+    query = EventQuery(
+        type="memory.superseded", entity_id=memory.entity_id, memory_id=memory.memory_id, limit=MAX_EVENTS
+    )
+    return any(e.data.get("superseded_by") == by for _, e in store.list_events(memory.org_id, query))
+
+
+def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
+    """A key the edited fact left: what it superseded holds again, until the next value of the key if
+    there is one, else as the current value when nothing else is (module docstring)."""
+    t = effective_time(before)
+    rows = [
+        m
+        for m in store.find_by_key(before.org_id, before.namespace, key)
+        if m.memory_id != before.memory_id and same_space(m, before)
+    ]
+    ended = [
+        m for m in rows
+        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, before.memory_id)
+    ]  # fmt: skip
+    later = [effective_time(m) for m in rows if effective_time(m) > t]
+    if not ended or not (later or not any(_is_current(m) for m in rows)):
+        return
+    alone = all(same_value(m, ended[0]) for m in ended)
+    status = "superseded" if later else ("active" if alone else "disputed")
+    valid_to = min(later) if later else None
+    back = [msgspec.structs.replace(m, status=status, valid_to=valid_to, updated_at=now) for m in ended]
+    _write(store, back, [_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])
+
+
+def _end_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
+    """A value disputed with nothing left to dispute it becomes active."""
+    rows = store.find_by_key(fact.org_id, fact.namespace, key)
+    current = [m for m in rows if _is_current(m) and same_space(m, fact)]
+    if len(current) == 1 and current[0].status == "disputed":
+        alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
+        _write(store, [alone], [_event("memory.updated", alone, now, reason="undisputed")])
