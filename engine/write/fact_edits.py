@@ -37,7 +37,6 @@ from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, 
 from engine.storage.base import EventQuery, Store
 from engine.write.ingest import draft_to_memory
 from engine.write.supersession import (
-    _end,
     _event,
     effective_time,
     existing_for,
@@ -161,34 +160,19 @@ def _write(store: Store, writes: list[Memory], events: list[Event]) -> None:
 
 
 def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
-    """One current value in the key(s) the edited fact now holds (module docstring)."""
+    """One current value in the key(s) the edited fact now holds (module docstring): the fact placed
+    on its key's timeline as a fact back from the archive is (`supersession.reconcile`)."""
     if not fact.keys or not _is_current(fact) or fact.archived:
         return
-    others = [m for m in existing_for(store, fact) if m.memory_id != fact.memory_id]
-    twins = [m for m in others if _is_current(m) and same_value(m, fact)]
-    newer = [m for m in twins if effective_time(m) > effective_time(fact)]
-    if newer:  # the same value stated later: the edited fact is its history
-        ended, event = _end(
-            fact, min(effective_time(m) for m in newer), now, newer[0].memory_id, "same value"
-        )
-        _write(store, [ended], [event])
-        return
-    writes: list[Memory] = []
-    events: list[Event] = []
-    for twin in twins:
-        ended, event = _end(twin, effective_time(fact), now, fact.memory_id, "same value")
-        writes.append(ended)
-        events.append(event)
-    twin_ids = {m.memory_id for m in twins}
     fresh = msgspec.structs.replace(fact, status="active")
-    placed = reconcile(fresh, [m for m in others if m.memory_id not in twin_ids], now=now)
-    if placed.writes:  # the fact first, with its event (reason "unarchived" there: here, "edited")
-        settled, first = placed.writes[0], placed.events[0]
-        if (settled.status, settled.valid_to) != (fact.status, fact.valid_to):
-            writes.append(settled)
-            events.append(msgspec.structs.replace(first, data={**first.data, "reason": "edited"}))
-        writes += placed.writes[1:]
-        events += placed.events[1:]
+    placed = reconcile(fresh, existing_for(store, fact), now=now, reason="edited")
+    if not placed.writes:
+        return
+    writes, events = list(placed.writes[1:]), list(placed.events[1:])
+    settled, first = placed.writes[0], placed.events[0]
+    if (settled.status, settled.valid_to) != (fact.status, fact.valid_to):
+        writes.insert(0, settled)
+        events.insert(0, first)
     _write(store, writes, events)
 
 

@@ -274,24 +274,51 @@ def _placed(
     )
 
 
-def reconcile(memory: Memory, existing: Sequence[Memory], *, now: datetime) -> Resolution:
-    """A fact that comes back from the archive meets the other values of its key again: placed on the
-    key's timeline as if written anew at its own time. Nothing changes for a fact that is not current,
-    has no single-valued key, has no rival, or whose value is already a current one (then one value,
-    held twice). Its `memory.created` event becomes `memory.updated`: the fact already exists."""
+def reconcile(
+    memory: Memory, existing: Sequence[Memory], *, now: datetime, reason: str = "unarchived"
+) -> Resolution:
+    """A fact that comes back (from the archive, or edited to another value) meets the other values of
+    its key again: placed on the key's timeline as if written anew at its own time. A current fact of
+    the same value is the same statement made twice: the earlier of the two ends when the later began.
+    A multi-valued key keeps its other values. Nothing changes for a fact that is not current or has no
+    key. Its first event says `reason` and is `memory.updated` (the fact already exists)."""
     others = [m for m in existing if m.memory_id != memory.memory_id]
     unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
-    if not memory.keys or not _is_current(memory) or not is_single_valued(memory.predicate or ""):
+    if not memory.keys or not _is_current(memory):
         return unchanged
-    if any(_is_current(m) and same_value(m, memory) for m in others):
-        return unchanged
-    placed = _single(memory, others, effective_time(memory), now)
-    if placed.writes == [memory]:
+    t = effective_time(memory)
+    twins = [m for m in others if _is_current(m) and same_value(m, memory)]
+    newer = [m for m in twins if effective_time(m) > t]
+    if newer:  # the same value stated later: this fact is its history
+        ended, event = _end(
+            memory, min(effective_time(m) for m in newer), now, newer[0].memory_id, "same value"
+        )
+        return Resolution(
+            outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED", history=True),
+            writes=[ended],
+            events=[msgspec.structs.replace(event, data={**event.data, "reason": reason})],
+        )
+    twin_ends = [_end(m, t, now, memory.memory_id, "same value") for m in twins]
+    rest = [m for m in others if m not in twins]
+    if is_single_valued(memory.predicate or ""):
+        placed = _single(memory, rest, t, now)
+    else:
+        placed = Resolution(
+            outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"),
+            writes=[memory],
+            events=[_created(memory, now, "UPSERTED")],
+        )
+    if placed.writes == [memory] and not twin_ends:
         return unchanged
     first = placed.events[0]
     placed.events[0] = msgspec.structs.replace(
-        first, type="memory.updated", data={**first.data, "reason": "unarchived"}
+        first, type="memory.updated", data={**first.data, "reason": reason}
     )
+    placed.writes[1:1] = [w for w, _ in twin_ends]
+    placed.events[1:1] = [e for _, e in twin_ends]
+    placed.outcome.supersedes[:0] = [m.memory_id for m in twins]
+    if twins and placed.outcome.action == "UPSERTED":
+        placed.outcome.action = "SUPERSEDED"
     return placed
 
 

@@ -154,6 +154,22 @@ def test_reconcile_places_a_fact_back_from_the_archive() -> None:
     assert reconcile(fact("likes", "jazz"), [fact("likes", "tea")], now=NOW).writes == []  # multi-valued
 
 
+def test_reconcile_ends_the_earlier_of_two_statements_of_one_value() -> None:
+    """The same value held twice is one statement made twice: the earlier ends when the later began,
+    whichever of the two comes back."""
+    early = fact("lives_in", "ent:lisbon", at=T0)
+    late = fact("lives_in", "ent:lisbon", at=T0 + timedelta(days=9))
+    back = reconcile(early, [early, late], now=NOW)
+    assert [(m.memory_id, m.status, m.valid_to) for m in back.writes] == [
+        (early.memory_id, "superseded", late.valid_from)
+    ]
+    back = reconcile(late, [early, late], now=NOW)
+    assert by_id(back.writes)[early.memory_id].valid_to == late.valid_from
+    assert back.outcome.supersedes == [early.memory_id]
+    likes = reconcile(fact("likes", "tea", at=T0 + timedelta(days=1)), [fact("likes", "tea")], now=NOW)
+    assert len(likes.writes) == 2  # a multi-valued key keeps one statement of each value too
+
+
 def test_equal_time_and_confidence_disputes_both() -> None:
     a = fact("works_at", "ent:acme", confidence=0.8)
     b = fact("works_at", "ent:globex", confidence=0.8)
