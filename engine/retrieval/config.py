@@ -49,6 +49,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     neighbors: int = 0
     neighbor_weight: float = 0.0
     day_weight: float = 0.0
+    context_max_chars: int = 0
     length_weight: float = 0.0
     anchors: int = ANCHORS
 
@@ -118,6 +119,9 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
             else options.expand.neighbor_weight
         ),
         day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
+        context_max_chars=(
+            preset.context_max_chars if options.expand.max_chars is None else options.expand.max_chars
+        ),
         length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
         anchors=anchors,
     )

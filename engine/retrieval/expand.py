@@ -132,7 +132,10 @@ def context_boosts(
     stretch_of = _stretches([*events, *out.added], memories)
     best = _stretch_best(events, stretch_of, score) if cfg.day_weight > 0 else {}
     neighbor_weight, day_weight, boosts = cfg.neighbor_weight, cfg.day_weight, out.boosts
+    longest = cfg.context_max_chars or None
     for mid, stretch in stretch_of.items():
+        if longest is not None and len(memories[mid].text) > longest:
+            continue  # a long turn is not worth its tokens for standing near an answer
         nb = neighbor_weight * neighbor.get(mid, 0.0)
         top = best.get(stretch, ())
         # the stretch's best score, when it has other candidates: a lone event does not lift itself

@@ -376,7 +376,7 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "seed_boost": "seed_context memory",
         "seed_snippet": "seed_context snippet",
         "neighbor_boost": "next to a strong match (same conversation)",
-        "day_boost": "same day as a strong match",
+        "day_boost": "same stretch of conversation as a strong match",
     }
     for j, name in enumerate(BOOSTS):
         b = fused.boosts[i, j]

@@ -135,6 +135,20 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         ]
         | None
     ) = None
+    max_chars: (
+        Annotated[
+            int,
+            Meta(
+                ge=0,
+                le=20000,
+                description=(
+                    "an event longer than this many characters takes neither context boost; 0: no limit; "
+                    f"default {DEFAULTS.context_max_chars} (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
     day_weight: (
         Annotated[
             float,

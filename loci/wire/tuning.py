@@ -61,6 +61,9 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     neighbors: int = 2
     neighbor_weight: float = 0.35
     day_weight: float = 0.2
+    #: an event longer than this takes neither boost (0: no limit): the context boosts bring in the turns
+    #: around an answer, which are worth their tokens only when they are short
+    context_max_chars: int = 500
     #: the length prior (`engine.retrieval.fuse`): an event gains `length_weight` x (ln of its length,
     #: capped, - the mean of that over the event candidates): of two equal matches the turn that says more leads
     length_weight: float = 0.06

@@ -1174,13 +1174,13 @@ export interface components {
         };
         /** Weights */
         Weights: {
-            /** @default 0.32 */
+            /** @default 0.45 */
             semantic: number;
-            /** @default 0.47 */
+            /** @default 0.25 */
             bm25: number;
-            /** @default 0.16 */
+            /** @default 0.15 */
             graph_prior: number;
-            /** @default 0 */
+            /** @default 0.1 */
             recency_decay: number;
             /** @default 0.05 */
             confidence: number;
@@ -1387,6 +1387,8 @@ export interface components {
             neighbors?: number | null;
             /** @default null */
             neighbor_weight?: number | null;
+            /** @default null */
+            max_chars?: number | null;
             /** @default null */
             day_weight?: number | null;
         };

@@ -5,6 +5,7 @@ from engine.errors import InvalidInput
 from engine.retrieval.config import ANCHORS, MIN_TOP_K, renormalize, resolve, without_semantic
 from engine.retrieval.options import Expand, Rerank, RetrievalOptions, WeightsIn
 from engine.retrieval.presets import Weights
+from loci.wire.tuning import DEFAULTS
 
 
 def test_balanced_defaults() -> None:
@@ -45,10 +46,18 @@ def test_rerank_lambda_defaults_to_the_preset_and_is_read_from_json() -> None:
 
 
 def test_length_weight_defaults_to_the_preset_and_is_read_from_json() -> None:
-    assert resolve(RetrievalOptions()).length_weight == 0.06
-    assert resolve(msgspec.json.decode(b'{"length_weight": 0}', type=RetrievalOptions)).length_weight == 0.0
+    assert resolve(RetrievalOptions()).length_weight == DEFAULTS.length_weight
+    assert resolve(msgspec.json.decode(b'{"length_weight": 0.1}', type=RetrievalOptions)).length_weight == 0.1
     with pytest.raises(msgspec.ValidationError):
         msgspec.json.decode(b'{"length_weight": -0.1}', type=RetrievalOptions)
+
+
+def test_context_max_chars_defaults_to_the_preset_and_is_read_from_json() -> None:
+    assert resolve(RetrievalOptions()).context_max_chars == DEFAULTS.context_max_chars > 0
+    opts = msgspec.json.decode(b'{"expand": {"max_chars": 0}}', type=RetrievalOptions)
+    assert resolve(opts).context_max_chars == 0
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.json.decode(b'{"expand": {"max_chars": -1}}', type=RetrievalOptions)
 
 
 def test_expand_options_override_preset() -> None:

@@ -193,3 +193,23 @@ def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers() -> 
     embedder.texts.clear()
     _ask(store, cache, turn="Where did Bob go hiking?")
     assert embedder.texts == ["Where did Bob go hiking?"]
+
+
+def test_a_long_turn_takes_no_context_boost() -> None:
+    store, cache = _store()
+    long_turn = "Melanie: " + "Lovely, tell me more about the trail and the view from the top. " * 12
+    store.put_memories([mem("d1_2", long_turn, type="event", days_ago=10 - 2 / 86400)])
+    cache.embed([long_turn])
+    bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+
+    def boosts(max_chars: int) -> dict[str, set[str]]:
+        out = _ask(store, cache, top_k=1, weights=bm25, expand={"max_chars": max_chars})
+        return {
+            m.memory_id: {k for k in m.score_components if k.endswith("_boost")}
+            for m in out.response.matches or []
+        }
+
+    limited = boosts(200)
+    assert not limited.get("d1_2")  # longer than 200 characters: not lifted for standing near the answer
+    assert "neighbor_boost" in limited["d1_3"]  # the short turn after it still is
+    assert "neighbor_boost" in boosts(0)["d1_2"]  # 0: no limit
