@@ -20,8 +20,9 @@ space, and a write elsewhere must never leave it with no current value.
   - a fact of the key with a later t (current or history) wins: the new fact is stored as history
     (status "superseded", valid_to = the earliest later t); outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
-  - a current fact with the same t: equal confidence -> both "disputed" (outcome UPSERTED with
-    `disputed`); higher new confidence supersedes it; lower is stored as history.
+  - a fact that begins at the same t and still holds then (current, or history a later value ended):
+    equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
+    its valid_to); higher new confidence ends it at t; lower is stored as history that never held.
 - Multi-valued, different value: accumulates (UPSERTED).
 - Negation ("I no longer work at Acme"): ends the current facts with the same value (all current
   facts of the key when the negation carries no value) whose t is not after the negation's: status
@@ -210,25 +211,26 @@ def _covers(m: Memory, t: datetime) -> bool:
 def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution:
     """A new value of a single-valued key placed on the key's timeline (`others`: the other facts of
     its memory space, any status)."""
-    current = [m for m in others if _is_current(m)]
     later = [effective_time(m) for m in others if effective_time(m) > t_new]
-    ties = [m for m in current if effective_time(m) == t_new]
+    # values that begin at t_new and hold after it: current ones, and history that a later value ended
+    ties = [m for m in others if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new)]
     conf_new = new.confidence if new.confidence is not None else 1.0
 
     def conf(m: Memory) -> float:
         return m.confidence if m.confidence is not None else 1.0
 
-    stronger_tie = [m for m in ties if conf(m) > conf_new]
-    if later or stronger_tie:
-        # the new fact is history: it ended when the next value began
-        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later or [t_new]))
-        ended = [m for m in others if _covers(m, t_new)]
+    ended = [m for m in others if _covers(m, t_new)]
+    if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
         return _placed(stored, ended, [], t_new, now, history=True)
     equal_tie = [m for m in ties if conf(m) == conf_new]
-    weaker_tie = [m for m in ties if conf(m) < conf_new]
-    ended = [m for m in others if _covers(m, t_new)] + weaker_tie
-    return _placed(new if not equal_tie else msgspec.structs.replace(new, status="disputed"), ended,
-                   equal_tie, t_new, now)  # fmt: skip
+    ended += [m for m in ties if conf(m) < conf_new]
+    stored = new
+    if later:  # the new fact is history: it ended when the next value began
+        stored = msgspec.structs.replace(stored, status="superseded", valid_to=min(later))
+    if equal_tie:
+        stored = msgspec.structs.replace(stored, status="disputed")
+    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later))
 
 
 def _placed(

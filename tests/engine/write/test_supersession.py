@@ -168,6 +168,26 @@ def test_equal_time_and_confidence_disputes_both() -> None:
     assert sorted(res2.outcome.supersedes) == sorted([a.memory_id, b.memory_id])
 
 
+def test_a_tie_with_history_disputes_both() -> None:
+    """Paris from T0 ended by Rome; Lisbon also from T0: both held from T0 to Rome, so both are disputed
+    (a stronger one ends the weaker at T0 instead)."""
+    rome_at = T0 + timedelta(days=30)
+    paris = fact("lives_in", "ent:paris", status="superseded", valid_to=rome_at)
+    rome = fact("lives_in", "ent:rome", at=rome_at)
+    res = resolve(fact("lives_in", "ent:lisbon"), [paris, rome], now=NOW)
+    lisbon = res.writes[0]
+    assert res.outcome.disputed == [paris.memory_id] and res.outcome.history
+    assert (lisbon.status, lisbon.valid_to) == ("disputed", rome_at)
+    assert by_id(res.writes)[paris.memory_id].status == "disputed"
+    weak = resolve(fact("lives_in", "ent:oslo", confidence=0.3), [paris, rome], now=NOW)
+    assert weak.writes[0].valid_to == T0 and weak.writes[0].status == "superseded"  # never held
+    strong = resolve(fact("lives_in", "ent:oslo", confidence=0.9), [paris, rome], now=NOW)
+    assert (
+        strong.outcome.supersedes == [paris.memory_id]
+        and by_id(strong.writes)[paris.memory_id].valid_to == T0
+    )
+
+
 def test_equal_time_higher_confidence_wins_lower_is_history() -> None:
     a = fact("works_at", "ent:acme", confidence=0.6)
     strong = fact("works_at", "ent:globex", confidence=0.9)

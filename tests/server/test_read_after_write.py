@@ -1,0 +1,71 @@
+"""Read-after-write as a property (issue 28): random request sequences over every write door and
+every read, on a fresh server, against a plain model (tests/server/rw_machine.py, rw_model.py). On
+the in-memory store, SQLite, and PostgreSQL with two workers (written on one, read on the other)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from tests.server.rw_machine import machine_for
+from tests.server.test_agent_loop import assemble
+
+
+def run(store: str, *, examples: int, steps: int) -> None:
+    run_state_machine_as_test(
+        machine_for(store),
+        settings=settings(
+            max_examples=examples,
+            stateful_step_count=steps,
+            deadline=None,
+            derandomize=not os.environ.get("RW_RANDOM"),
+            database=None,
+            phases=[Phase.generate] if os.environ.get("RW_NOSHRINK") else list(Phase),
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
+
+
+EXAMPLES = int(os.environ.get("RW_EXAMPLES", "10"))
+STEPS = int(os.environ.get("RW_STEPS", "25"))
+
+
+def test_read_after_write_in_memory() -> None:
+    run("memory", examples=EXAMPLES, steps=STEPS)
+
+
+def test_read_after_write_sqlite() -> None:
+    run("sqlite", examples=EXAMPLES, steps=STEPS)
+
+
+@pytest.mark.integration
+def test_read_after_write_postgres_two_workers() -> None:
+    run("postgres", examples=EXAMPLES, steps=STEPS)
+
+
+# --- what the property found: each a plain reproduction, on every store ---------------------------------
+def facts_of(client: TestClient[Litestar], headers: dict[str, str]) -> dict[str, Any]:
+    """The org's facts by text."""
+    listed = client.get("/v0/memories", params={"type": "fact"}, headers=headers).json()["items"]
+    return {m["text"]: m for m in listed}
+
+
+def test_a_value_stated_for_a_time_another_already_holds_is_disputed(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris from January, Rome from June, then Lisbon also from January: Paris and Lisbon both held
+    from January to June, neither marked disputed (a tie with a current value disputes both)."""
+    assemble(client, auth, "ent:tom", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, "ent:tom", "I live in Rome.", as_of="2024-06-10T00:00:00Z")
+    assemble(client, auth, "ent:tom", "I live in Lisbon.", as_of="2024-01-10T00:00:00Z")
+    facts = facts_of(client, auth)
+    paris, lisbon = facts["User lives in Paris"], facts["User lives in Lisbon"]
+    assert (paris["status"], lisbon["status"]) == ("disputed", "disputed")
+    assert paris["valid_to"] == lisbon["valid_to"] == facts["User lives in Rome"]["valid_from"]
+    assert facts["User lives in Rome"]["status"] == "active"
