@@ -69,7 +69,10 @@ VALUES: tuple[tuple[str, str | int], ...] = (
     ("age", 31),
     ("likes", "sushi"),
 )
-PATCHES = ("tags", "metadata", "archive", "unarchive", "end_now", "expire_2100")
+#: archive and unarchive twice as often: archive, write, unarchive are the paths of reconcile
+PATCHES = ("archive", "unarchive") * 2 + ("tags", "metadata", "end_now", "expire_2100")
+#: the channels that each find a memory by its own text
+CHANNELS = ("semantic", "bm25")
 RETURN_ALL = {"include_raw_matches": True, "include_structured_facts": True, "include_raw_memories": True}
 HOME = Space("acme", "default", "ent:alice", None)
 #: two orgs, two namespaces, agents a1 and a2 (and none), two entities; one space often, so that writes
@@ -92,7 +95,15 @@ def mostly(first: Any, *others: Any, times: int = 3) -> st.SearchStrategy[Any]:
 SPACE = st.sampled_from(SPACES)
 MEM0_SPACE = st.sampled_from([s for s in SPACES if s.namespace == "default"])  # mem0 writes there
 MCP_SPACE = st.sampled_from([s for s in SPACES if s.agent is None])  # MCP sends no X-Service-Agent
-AS_OF = mostly(None, "2023-06-01T00:00:00Z", "2024-01-10T00:00:00Z", "2024-06-10T00:00:00Z")
+#: now, or a date of the past: writes arrive out of time order (as replays and backfills send them)
+AS_OF = mostly(
+    None,
+    "2023-06-01T00:00:00Z",
+    "2024-01-10T00:00:00Z",
+    "2024-06-10T00:00:00Z",
+    "2025-03-01T00:00:00Z",
+    times=2,
+)
 TURN = st.builds(
     str.__add__,
     mostly("", "Caroline: ", "user: ", "assistant: ", times=5),
@@ -201,24 +212,25 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 return rows
             query["cursor"] = page["next_cursor"]
 
-    def _recall(self, reader: Reader, query: str, as_of: datetime | None, what: str) -> list[str]:
+    def _recall(self, reader: Reader, query: str, as_of: datetime | None, what: str) -> dict[str, Any]:
+        """The matches of a recall by id (checked: the reader's, current or valid at as_of)."""
         body: dict[str, Any] = {"query": query, "namespace": reader.namespace, "limit": 100}
+        body["return"] = {"include_scores": True}
         if reader.entity is not None:
             body["entity_id"] = reader.entity
         if as_of is not None:
             body["as_of"] = as_of.isoformat()
         now = utcnow()
-        found = [
-            m["memory_id"]
-            for m in self._read("POST", "/v0/recall", reader.org, agent=reader.agent, body=body)["matches"]
-        ]
+        answer = self._read("POST", "/v0/recall", reader.org, agent=reader.agent, body=body)
+        found = {m["memory_id"]: m for m in answer["matches"]}
         self._check(
             returned_problems(found, reader, self.model, self.snapshots, as_of=as_of, now=now, what=what)
         )
         return found
 
     def _recall_own(self, row: Row, now: datetime) -> list[str]:
-        """A current memory is found by a recall of its text in its space; a past one, at its own time."""
+        """A current memory is found by a recall of its text in its space, by the semantic and the keyword
+        channel both; a past one, at its own time."""
         if row.current(now):
             as_of = None
         elif not row.archived and row.valid_at(row.holds_from):
@@ -228,11 +240,14 @@ class ReadAfterWrite(RuleBasedStateMachine):
         reader = Reader(row.org_id, row.namespace, row.entity_id, row.agent_id)
         when = "" if as_of is None else f" as of {as_of.isoformat()}"
         found = self._recall(reader, row.text, as_of, f"recall of {row.memory_id}'s text{when}")
-        if row.memory_id in found:
-            return []
-        return [
-            f"{row.memory_id} {row.text!r} ({row.status}, {row.space}) not found by recall of its text{when}"
-        ]
+        match = found.get(row.memory_id)
+        if match is None:
+            return [
+                f"{row.memory_id} {row.text!r} ({row.status}, {row.space}) not found by recall of its text{when}"
+            ]
+        channels = match["score_components"]
+        missed = [c for c in CHANNELS if channels.get(c, {}).get("raw", 0) <= 0]
+        return [f"{row.memory_id} {row.text!r}: recall of its text{when} scores 0 on {c}" for c in missed]
 
     # --- the checks after every step ------------------------------------------------------------------
     def _refresh(self) -> None:
@@ -459,32 +474,51 @@ class ReadAfterWrite(RuleBasedStateMachine):
         extracted = {"upserts": data["upserts"], "facts": []}
         self._turn_outcomes(extracted, space, "MCP remember", text, "event", "smart")
 
-    # --- writes to a memory already stored (the `newest`-th that qualifies, 0 the newest, counting round) ------------------
-    def _pick(self, newest: int, keep: Callable[[str, Written], bool]) -> tuple[str, Written] | None:
-        found = [(i, w) for i, w in self.model.memories.items() if not w.deleted and keep(i, w)]
-        if not found:
-            return None
-        memory_id, w = found[-1 - newest % len(found)]
-        note(f"the memory is {memory_id} {w.text!r} ({w.door}, {w.space})")
-        return memory_id, w
+    # --- writes to a memory already stored: the `newest`-th that qualifies (0 the newest, counting round) ---
+    def _pick(self, newest: int, *keep: Callable[[str, Written], bool]) -> tuple[str, Written] | None:
+        """Of the live memories, those the first `keep` admits, else the second's, and so on."""
+        for admits in keep:
+            found = [(i, w) for i, w in self.model.memories.items() if not w.deleted and admits(i, w)]
+            if found:
+                memory_id, w = found[-1 - newest % len(found)]
+                note(f"the memory is {memory_id} {w.text!r} ({w.door}, {w.space})")
+                return memory_id, w
+        return None
 
     @rule(newest=NEWEST, change=st.sampled_from(PATCHES))
     def patch(self, newest: int, change: str) -> None:
-        """PATCH one of the newest memories; archive, unarchive and end_now prefer facts of single-valued
-        keys (archive, write, unarchive are the paths of reconcile)."""
-        archived = change == "unarchive"
-        if change in ("archive", "unarchive", "end_now"):
-            picked = self._pick(newest, lambda i, w: w.archived == archived and self._single(i, w))
+        """PATCH one of the newest memories. Archive and end_now prefer current facts of single-valued keys,
+        unarchive archived ones whose key has another current value: archive, write, unarchive are the
+        paths of reconcile."""
+        if change == "unarchive":
+            picked = self._pick(newest, self._rivalled, lambda i, w: w.archived)
+        elif change in ("archive", "end_now"):
+            picked = self._pick(
+                newest, lambda i, w: not w.archived and self._key(i) is not None, lambda i, w: True
+            )
         else:
-            picked = None
-        picked = picked or self._pick(newest, lambda i, w: change != "unarchive" or w.archived)
+            picked = self._pick(newest, lambda i, w: True)
         if picked is not None:
             self._patch(*picked, change)
 
-    def _single(self, memory_id: str, w: Written) -> bool:
-        """Whether the memory is a fact of a single-valued key (as the last listing shows it)."""
+    def _key(self, memory_id: str) -> tuple[Space, str] | None:
+        """The space and single-valued key of a fact (as the last listing shows it)."""
+        w = self.model.memories[memory_id]
         row = self.snapshots[w.space.org].get(memory_id)
-        return row is not None and row.single_key is not None
+        return None if row is None or row.single_key is None else (row.space, row.single_key)
+
+    def _rivalled(self, memory_id: str, w: Written) -> bool:
+        """An archived fact whose key has a current value in its space."""
+        key = self._key(memory_id)
+        now = utcnow()
+        return (
+            w.archived
+            and key is not None
+            and any(
+                (r.space, r.single_key) == key and r.current(now)
+                for r in self.snapshots[w.space.org].values()
+            )
+        )
 
     def _patch(self, memory_id: str, w: Written, change: str) -> None:
         row = self.snapshots[w.space.org].get(memory_id)
@@ -583,13 +617,6 @@ class ReadAfterWrite(RuleBasedStateMachine):
             raise Failed(
                 f"list of current memories: extra {sorted(got - want)}, missing {sorted(want - got)}"
             )
-
-    @rule(newest=NEWEST)
-    def recall_own_text(self, newest: int) -> None:
-        picked = self._pick(newest, lambda i, w: True)
-        row = None if picked is None else self.snapshots[picked[1].space.org].get(picked[0])
-        if row is not None:
-            self._check(self._recall_own(row, utcnow()))
 
 
 def machine_for(store: str) -> type[ReadAfterWrite]:
