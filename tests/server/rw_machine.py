@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from engine.timeutil import utcnow
+from engine.write.turns import subject_for
 from tests.server.rw_cluster import CLUSTERS, Api, Failed
 from tests.server.rw_model import (
     ORGS,
@@ -37,10 +38,17 @@ from tests.server.rw_model import (
 
 ASSEMBLE = "/v0/context/assemble"
 #: half of the turns say where the user lives, so that values of one key meet often
-RESIDENCE = ("I live in Paris.", "I live in Rome.", "I moved to Lisbon.", "I don't live in Paris anymore.")
+RESIDENCE = (
+    "I live in Paris.",
+    "I live in Rome.",
+    "I moved to Lisbon.",
+    "I don't live in Paris anymore.",
+    "I live in Paris. Actually, I moved to Rome.",
+)
 SENTENCES = (
     "I work at Acme.",
     "I work at Initech.",
+    "I work at Acme. I am 29 years old.",
     "I am 29 years old.",
     "I am 31 years old.",
     "My favorite color is green.",
@@ -75,8 +83,8 @@ PATCHES = ("archive", "unarchive") * 2 + ("tags", "metadata", "end_now", "expire
 CHANNELS = ("semantic", "bm25")
 RETURN_ALL = {"include_raw_matches": True, "include_structured_facts": True, "include_raw_memories": True}
 HOME = Space("acme", "default", "ent:alice", None)
-#: two orgs, two namespaces, agents a1 and a2 (and none), two entities; one space often, so that writes
-#: meet there and supersede each other
+#: two orgs, two namespaces, agents a1 and a2 (and none), three entities; one space often, so that
+#: writes meet there and supersede each other
 SPACES = (HOME,) * 4 + (
     Space("acme", "default", "ent:alice", "a1"),
     Space("acme", "default", "ent:alice", "a2"),
@@ -84,6 +92,7 @@ SPACES = (HOME,) * 4 + (
     Space("acme", "work", "ent:alice", None),
     Space("globex", "default", "ent:alice", None),
     Space("globex", "work", "ent:bob", "a1"),
+    Space("acme", "default", "sam", "a1"),  # an entity id that is not `ent:<id>` (mem0's user ids)
 )
 
 
@@ -143,6 +152,7 @@ class ReadAfterWrite(RuleBasedStateMachine):
         self.named: list[str] = []  # ids the last write's outcome named
         self.gone: list[str] = []  # memories the last write deleted
         self.ok = True  # the last step passed its checks (the teardown sweep runs only then)
+        self.clamped = 0  # how many matches the last recall's diversity limits dropped
 
     # --- plumbing ---------------------------------------------------------------------------------
     @property
@@ -223,6 +233,7 @@ class ReadAfterWrite(RuleBasedStateMachine):
         now = utcnow()
         answer = self._read("POST", "/v0/recall", reader.org, agent=reader.agent, body=body)
         found = {m["memory_id"]: m for m in answer["matches"]}
+        self.clamped = sum(answer["retrieval_summary"]["diversity_actions"].values())
         self._check(
             returned_problems(found, reader, self.model, self.snapshots, as_of=as_of, now=now, what=what)
         )
@@ -241,6 +252,8 @@ class ReadAfterWrite(RuleBasedStateMachine):
         when = "" if as_of is None else f" as of {as_of.isoformat()}"
         found = self._recall(reader, row.text, as_of, f"recall of {row.memory_id}'s text{when}")
         match = found.get(row.memory_id)
+        if match is None and self.clamped and any(m["text"] == row.text for m in found.values()):
+            return []  # a twin (same text) was shown and the diversity limits dropped the rest
         if match is None:
             return [
                 f"{row.memory_id} {row.text!r} ({row.status}, {row.space}) not found by recall of its text{when}"
@@ -417,9 +430,8 @@ class ReadAfterWrite(RuleBasedStateMachine):
         body_items = []
         for about_anna, (predicate, value), negated, as_of in items:
             item: dict[str, Any] = {"type": "fact", "namespace": space.namespace, "entity_id": space.entity}
-            item.update(
-                subject="ent:anna" if about_anna else space.entity, predicate=predicate, negated=negated
-            )
+            subject = "ent:anna" if about_anna else subject_for(space.entity)
+            item.update(subject=subject, predicate=predicate, negated=negated)
             item["object_num" if isinstance(value, int) else "object_text"] = value
             if as_of is not None:
                 item["timestamp"] = as_of
@@ -475,10 +487,15 @@ class ReadAfterWrite(RuleBasedStateMachine):
         self._turn_outcomes(extracted, space, "MCP remember", text, "event", "smart")
 
     # --- writes to a memory already stored: the `newest`-th that qualifies (0 the newest, counting round) ---
-    def _pick(self, newest: int, *keep: Callable[[str, Written], bool]) -> tuple[str, Written] | None:
-        """Of the live memories, those the first `keep` admits, else the second's, and so on."""
+    def _pick(
+        self, newest: int, *keep: Callable[[str, Written], bool], deleted: bool = False
+    ) -> tuple[str, Written] | None:
+        """Of the live memories (deleted ones too with `deleted`), those the first `keep` admits, else the
+        second's, and so on."""
         for admits in keep:
-            found = [(i, w) for i, w in self.model.memories.items() if not w.deleted and admits(i, w)]
+            found = [
+                (i, w) for i, w in self.model.memories.items() if (deleted or not w.deleted) and admits(i, w)
+            ]
             if found:
                 memory_id, w = found[-1 - newest % len(found)]
                 note(f"the memory is {memory_id} {w.text!r} ({w.door}, {w.space})")
@@ -581,22 +598,71 @@ class ReadAfterWrite(RuleBasedStateMachine):
         reader = Reader(space.org, space.namespace, None if whole_namespace else space.entity, space.agent)
         self._recall(reader, query, parse_time(as_of), "recall")
 
-    @rule(space=SPACE, query=TURN, as_of=AS_OF)
-    def assemble_read(self, space: Space, query: str, as_of: str | None) -> None:
+    @rule(space=SPACE, query=TURN, as_of=AS_OF, pin=st.none() | NEWEST)
+    def assemble_read(self, space: Space, query: str, as_of: str | None, pin: int | None) -> None:
+        """An assemble that stores nothing; `pin`: must_include and seed one of the newest memories of
+        either org, in any state (shown only when the reader's org and namespace hold it, current)."""
         body: dict[str, Any] = {"entity_id": space.entity, "turn": query, "namespace": space.namespace}
         body.update(ingest={"store_turn": "none", "extract": False}, **{"return": RETURN_ALL})
         if as_of is not None:
             body["as_of"] = as_of
+        picked = None if pin is None else self._pick(pin, lambda i, w: True, deleted=True)
+        if picked is not None:
+            body.update(must_include=[picked[0]], seed_context={"memory_ids": [picked[0]]})
         now = utcnow()
         answer = self._read("POST", ASSEMBLE, space.org, agent=space.agent, body=body)
-        self._check_shown(answer, Reader(*space), parse_time(as_of), now, "assemble (ingest off)")
+        shown = assembled_ids(answer)
+        pinned = [i for i in shown if picked is not None and i == picked[0]]
+        reader, what = Reader(*space), "assemble (ingest off)"
+        self._check_shown(answer, reader, parse_time(as_of), now, what, skip=tuple(pinned))
+        # an explicit id may come from another entity or agent of the namespace, never from elsewhere
+        loose = Reader(space.org, space.namespace, None, None)
+        self._check(
+            returned_problems(
+                pinned,
+                loose,
+                self.model,
+                self.snapshots,
+                as_of=parse_time(as_of),
+                now=now,
+                what=f"{what}, pinned",
+            )
+        )
 
     def _check_shown(
-        self, answer: Any, reader: Reader, as_of: datetime | None, now: datetime, what: str
+        self,
+        answer: Any,
+        reader: Reader,
+        as_of: datetime | None,
+        now: datetime,
+        what: str,
+        skip: tuple[str, ...] = (),
     ) -> None:
-        shown = assembled_ids(answer)
+        if answer["flags"]["degraded"]:
+            raise Failed(f"{what} answered degraded (the hash embedder never fails)")
+        shown = [i for i in assembled_ids(answer) if i not in skip]
         self._check(
             returned_problems(shown, reader, self.model, self.snapshots, as_of=as_of, now=now, what=what)
+        )
+
+    @rule(
+        space=MEM0_SPACE,
+        route=st.sampled_from(("/search", "/v3/memories/search/", "/v1/memories")),
+        query=TURN,
+    )
+    def mem0_search(self, space: Space, route: str, query: str) -> None:
+        scope = {"user_id": space.entity} | ({"agent_id": space.agent} if space.agent else {})
+        now = utcnow()
+        if route == "/v1/memories":
+            answer = self._read("GET", route, space.org, params={"query": query, **scope, "limit": 100})
+        else:
+            answer = self._read("POST", route, space.org, body={"query": query, **scope, "top_k": 100})
+        found = [m["id"] for m in answer["results"]]
+        reader = Reader(space.org, "default", space.entity, space.agent)
+        self._check(
+            returned_problems(
+                found, reader, self.model, self.snapshots, as_of=None, now=now, what=f"{route} search"
+            )
         )
 
     @rule(space=SPACE, whole_org=mostly(False, True))

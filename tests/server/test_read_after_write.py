@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -17,36 +17,46 @@ from tests.server.rw_machine import machine_for
 from tests.server.test_agent_loop import assemble
 
 
-def run(store: str, *, examples: int, steps: int) -> None:
+def run(store: str, *, examples: int, steps: int, deep: bool = False) -> None:
+    """`examples` fresh servers, each driven through up to `steps` requests; the same sequences every
+    run, unless `deep` (new ones each time, and a failure prints the blob that replays it)."""
     run_state_machine_as_test(
         machine_for(store),
         settings=settings(
             max_examples=examples,
             stateful_step_count=steps,
             deadline=None,
-            derandomize=not os.environ.get("RW_RANDOM"),
+            derandomize=not deep,
             database=None,
-            phases=[Phase.generate] if os.environ.get("RW_NOSHRINK") else list(Phase),
+            print_blob=deep,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         ),
     )
 
 
-EXAMPLES = int(os.environ.get("RW_EXAMPLES", "10"))
-STEPS = int(os.environ.get("RW_STEPS", "25"))
-
-
 def test_read_after_write_in_memory() -> None:
-    run("memory", examples=EXAMPLES, steps=STEPS)
+    run("memory", examples=12, steps=30)
 
 
 def test_read_after_write_sqlite() -> None:
-    run("sqlite", examples=EXAMPLES, steps=STEPS)
+    run("sqlite", examples=12, steps=30)
 
 
 @pytest.mark.integration
 def test_read_after_write_postgres_two_workers() -> None:
-    run("postgres", examples=EXAMPLES, steps=STEPS)
+    run("postgres", examples=6, steps=30)
+
+
+DEEP = int(os.environ.get("LOCI_RW_DEEP", "0"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not DEEP, reason="the deeper run: LOCI_RW_DEEP=<examples per store>, e.g. 200")
+@pytest.mark.parametrize(
+    "store", ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.integration)]
+)
+def test_read_after_write_deep(store: str) -> None:
+    run(store, examples=DEEP, steps=50, deep=True)
 
 
 # --- what the property found: each a plain reproduction, on every store ---------------------------------
