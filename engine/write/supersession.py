@@ -31,8 +31,8 @@ space, and a write elsewhere must never leave it with no current value.
   SKIPPED when nothing matched.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
-- A fact taken back from the archive (`reconcile`) meets the current values again by the same
-  timeline rule, so a key never has two current values.
+- A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
+  rule (an ended one keeps its end), so a key never holds two values at once.
 """
 
 from __future__ import annotations
@@ -278,16 +278,24 @@ def _placed(
 
 def reconcile(memory: Memory, existing: Sequence[Memory], *, now: datetime) -> Resolution:
     """A fact that comes back from the archive meets the other values of its key again: placed on the
-    key's timeline as if written anew at its own time. Nothing changes for a fact that is not current,
-    has no single-valued key, has no rival, or whose value is already a current one (then one value,
-    held twice). Its `memory.created` event becomes `memory.updated`: the fact already exists."""
+    key's timeline as if written anew at its own time, so the values that held when it began end then.
+    A fact that had ended (superseded, negated, or given a valid_to) keeps its end, or ends sooner when a
+    value written meanwhile began before that. Nothing changes for a fact without a single-valued key, one
+    that never held, or a current one whose value is already a current one (one value, held twice).
+    Its `memory.created` event becomes `memory.updated`: the fact already exists."""
     others = [m for m in existing if m.memory_id != memory.memory_id]
     unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
-    if not memory.keys or not _is_current(memory) or not is_single_valued(memory.predicate or ""):
+    t = effective_time(memory)
+    if not memory.keys or not is_single_valued(memory.predicate or ""):
         return unchanged
-    if any(_is_current(m) and same_value(m, memory) for m in others):
+    if memory.valid_to is not None and memory.valid_to <= t:
         return unchanged
-    placed = _single(memory, others, effective_time(memory), now)
+    if _is_current(memory) and any(_is_current(m) and same_value(m, memory) for m in others):
+        return unchanged
+    fresh = memory if memory.valid_to is None else msgspec.structs.replace(memory, valid_to=None)
+    placed = _single(fresh, others, t, now)
+    if memory.valid_to is not None:
+        placed.writes[0] = _kept_end(placed.writes[0], memory)
     if placed.writes == [memory]:
         return unchanged
     first = placed.events[0]
@@ -295,6 +303,16 @@ def reconcile(memory: Memory, existing: Sequence[Memory], *, now: datetime) -> R
         first, type="memory.updated", data={**first.data, "reason": "unarchived"}
     )
     return placed
+
+
+def _kept_end(placed: Memory, memory: Memory) -> Memory:
+    """`placed` (an ended fact placed as if open) with its own end back, unless a value began sooner."""
+    end = memory.valid_to
+    if end is None or (placed.valid_to is not None and placed.valid_to < end):
+        return placed
+    return msgspec.structs.replace(
+        placed, valid_to=end, status="disputed" if placed.status == "disputed" else memory.status
+    )
 
 
 # --- against a store -----------------------------------------------------------------------------

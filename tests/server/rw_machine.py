@@ -508,7 +508,12 @@ class ReadAfterWrite(RuleBasedStateMachine):
         unarchive archived ones whose key has another current value: archive, write, unarchive are the
         paths of reconcile."""
         if change == "unarchive":
-            picked = self._pick(newest, self._rivalled, lambda i, w: w.archived)
+            picked = self._pick(
+                newest,
+                self._rivalled,
+                lambda i, w: w.archived and self._key(i) is not None,
+                lambda i, w: w.archived,
+            )
         elif change in ("archive", "end_now"):
             picked = self._pick(
                 newest, lambda i, w: not w.archived and self._key(i) is not None, lambda i, w: True
@@ -517,6 +522,20 @@ class ReadAfterWrite(RuleBasedStateMachine):
             picked = self._pick(newest, lambda i, w: True)
         if picked is not None:
             self._patch(*picked, change)
+
+    @rule(newest=NEWEST, turn=TURN, as_of=AS_OF)
+    def archived_while_told(self, newest: int, turn: str, as_of: str | None) -> None:
+        """Archive one of the newest facts of a single-valued key, send a turn in its space, take the fact
+        back from the archive: the shape of issue 28's bug 4, with any turn at any time."""
+        picked = self._pick(newest, lambda i, w: not w.archived and self._key(i) is not None)
+        if picked is None:
+            return
+        memory_id, w = picked
+        self._patch(memory_id, w, "archive")
+        self.read_after_write()
+        self._assemble(w.space, turn, as_of, {})
+        self.read_after_write()
+        self._patch(memory_id, w, "unarchive")
 
     def _key(self, memory_id: str) -> tuple[Space, str] | None:
         """The space and single-valued key of a fact (as the last listing shows it)."""

@@ -14,7 +14,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from tests.server.rw_machine import machine_for
-from tests.server.test_agent_loop import assemble
+from tests.server.test_agent_loop import assemble, current_facts
 
 
 def run(store: str, *, examples: int, steps: int, deep: bool = False) -> None:
@@ -35,7 +35,7 @@ def run(store: str, *, examples: int, steps: int, deep: bool = False) -> None:
 
 
 def test_read_after_write_in_memory() -> None:
-    run("memory", examples=12, steps=30)
+    run("memory", examples=25, steps=40)
 
 
 def test_read_after_write_sqlite() -> None:
@@ -79,6 +79,26 @@ def test_a_value_stated_for_a_time_another_already_holds_is_disputed(
     assert (paris["status"], lisbon["status"]) == ("disputed", "disputed")
     assert paris["valid_to"] == lisbon["valid_to"] == facts["User lives in Rome"]["valid_from"]
     assert facts["User lives in Rome"]["status"] == "active"
+
+
+def test_a_past_value_back_from_the_archive_ends_what_began_before_it(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris from January and Rome from June; Paris archived; Lisbon from the year before (history up
+    to Rome, as Paris was not there); Paris back: Lisbon must end when Paris began, not hold with it."""
+    paris = assemble(client, auth, "ent:tom", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    paris_id = paris["extracted"]["upserts"][1]["memory_id"]
+    assemble(client, auth, "ent:tom", "I live in Rome.", as_of="2024-06-10T00:00:00Z")
+    assert client.patch(f"/v0/memories/{paris_id}", json={"archived": True}, headers=auth).status_code == 200
+    assemble(client, auth, "ent:tom", "I live in Lisbon.", as_of="2023-06-01T00:00:00Z")
+    back = client.patch(f"/v0/memories/{paris_id}", json={"archived": False}, headers=auth).json()
+    assert (back["status"], back["valid_to"]) == ("superseded", "2024-06-10T00:00:00Z")
+    facts = facts_of(client, auth)
+    assert facts["User lives in Lisbon"]["valid_to"] == "2024-01-10T00:00:00Z"
+    then = current_facts(client, auth, "ent:tom", as_of="2024-03-01T00:00:00Z")
+    assert [line for line in then if "lives in" in line] == [
+        "User lives in Paris (valid 2024-01-10 to 2024-06-10)"
+    ]
 
 
 @pytest.mark.xfail(

@@ -154,6 +154,25 @@ def test_reconcile_places_a_fact_back_from_the_archive() -> None:
     assert reconcile(fact("likes", "jazz"), [fact("likes", "tea")], now=NOW).writes == []  # multi-valued
 
 
+def test_reconcile_of_a_past_value_keeps_its_end_and_ends_what_held_when_it_began() -> None:
+    jun = T0 + timedelta(days=150)
+    paris = fact(
+        "lives_in", "ent:paris", status="superseded", valid_to=jun
+    )  # Paris T0..June (Rome from June)
+    rome = fact("lives_in", "ent:rome", at=jun)
+    lisbon = fact("lives_in", "ent:lisbon", at=T0 - timedelta(days=200), status="superseded", valid_to=jun)
+    back = reconcile(paris, [paris, rome, lisbon], now=NOW)
+    assert back.outcome.supersedes == [lisbon.memory_id]
+    writes = by_id(back.writes)
+    assert (writes[paris.memory_id].status, writes[paris.memory_id].valid_to) == ("superseded", jun)
+    assert writes[lisbon.memory_id].valid_to == T0
+    assert reconcile(paris, [paris, rome], now=NOW).writes == []  # nothing began meanwhile: unchanged
+    ended = fact("lives_in", "ent:paris", valid_to=jun)  # given an end by PATCH, never superseded
+    oslo = fact("lives_in", "ent:oslo", at=T0 + timedelta(days=30))  # began while it was archived
+    sooner = by_id(reconcile(ended, [ended, oslo], now=NOW).writes)[ended.memory_id]
+    assert (sooner.status, sooner.valid_to) == ("superseded", oslo.valid_from)
+
+
 def test_equal_time_and_confidence_disputes_both() -> None:
     a = fact("works_at", "ent:acme", confidence=0.8)
     b = fact("works_at", "ent:globex", confidence=0.8)
