@@ -20,8 +20,9 @@ space, and a write elsewhere must never leave it with no current value.
   - a fact of the key with a later t (current or history) wins: the new fact is stored as history
     (status "superseded", valid_to = the earliest later t); outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
-  - a current fact with the same t: equal confidence -> both "disputed" (outcome UPSERTED with
-    `disputed`); higher new confidence supersedes it; lower is stored as history.
+  - a fact that begins at the same t and still holds then (current, or history a later value ended):
+    equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
+    its valid_to); higher new confidence ends it at t; lower is stored as history that never held.
 - Multi-valued, different value: accumulates (UPSERTED).
 - Negation ("I no longer work at Acme"): ends the current facts with the same value (all current
   facts of the key when the negation carries no value) whose t is not after the negation's: status
@@ -30,8 +31,8 @@ space, and a write elsewhere must never leave it with no current value.
   SKIPPED when nothing matched.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
-- A fact taken back from the archive (`reconcile`) meets the current values again by the same
-  timeline rule, so a key never has two current values.
+- A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
+  rule (an ended one keeps its end), so a key never holds two values at once.
 """
 
 from __future__ import annotations
@@ -210,25 +211,26 @@ def _covers(m: Memory, t: datetime) -> bool:
 def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution:
     """A new value of a single-valued key placed on the key's timeline (`others`: the other facts of
     its memory space, any status)."""
-    current = [m for m in others if _is_current(m)]
     later = [effective_time(m) for m in others if effective_time(m) > t_new]
-    ties = [m for m in current if effective_time(m) == t_new]
+    # values that begin at t_new and hold after it: current ones, and history that a later value ended
+    ties = [m for m in others if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new)]
     conf_new = new.confidence if new.confidence is not None else 1.0
 
     def conf(m: Memory) -> float:
         return m.confidence if m.confidence is not None else 1.0
 
-    stronger_tie = [m for m in ties if conf(m) > conf_new]
-    if later or stronger_tie:
-        # the new fact is history: it ended when the next value began
-        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later or [t_new]))
-        ended = [m for m in others if _covers(m, t_new)]
+    ended = [m for m in others if _covers(m, t_new)]
+    if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
         return _placed(stored, ended, [], t_new, now, history=True)
     equal_tie = [m for m in ties if conf(m) == conf_new]
-    weaker_tie = [m for m in ties if conf(m) < conf_new]
-    ended = [m for m in others if _covers(m, t_new)] + weaker_tie
-    return _placed(new if not equal_tie else msgspec.structs.replace(new, status="disputed"), ended,
-                   equal_tie, t_new, now)  # fmt: skip
+    ended += [m for m in ties if conf(m) < conf_new]
+    stored = new
+    if later:  # the new fact is history: it ended when the next value began
+        stored = msgspec.structs.replace(stored, status="superseded", valid_to=min(later))
+    if equal_tie:
+        stored = msgspec.structs.replace(stored, status="disputed")
+    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later))
 
 
 def _placed(
@@ -278,16 +280,22 @@ def reconcile(
     memory: Memory, existing: Sequence[Memory], *, now: datetime, reason: str = "unarchived"
 ) -> Resolution:
     """A fact that comes back (from the archive, or edited to another value) meets the other values of
-    its key again: placed on the key's timeline as if written anew at its own time. A current fact of
-    the same value is the same statement made twice: the earlier of the two ends when the later began.
-    A multi-valued key keeps its other values. Nothing changes for a fact that is not current or has no
-    key. Its first event says `reason` and is `memory.updated` (the fact already exists)."""
+    its key again: placed on the key's timeline as if written anew at its own time, so the values that
+    held when it began end then. A current fact of the same value is the same statement made twice: the
+    earlier of the two ends when the later began. A fact that had ended (superseded, negated, or given a
+    valid_to) keeps its end, or ends sooner when a value written meanwhile began before that. A
+    multi-valued key keeps its other values. Nothing changes for a fact without a key or one that never
+    held. Its first event says `reason` and is `memory.updated` (the fact already exists)."""
     others = [m for m in existing if m.memory_id != memory.memory_id]
     unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
-    if not memory.keys or not _is_current(memory):
-        return unchanged
     t = effective_time(memory)
-    twins = [m for m in others if _is_current(m) and same_value(m, memory)]
+    if not memory.keys or (memory.valid_to is not None and memory.valid_to <= t):
+        return unchanged
+    current = _is_current(memory)
+    single = is_single_valued(memory.predicate or "")
+    if not current and not single:
+        return unchanged
+    twins = [m for m in others if _is_current(m) and same_value(m, memory)] if current else []
     newer = [m for m in twins if effective_time(m) > t]
     if newer:  # the same value stated later: this fact is its history
         ended, event = _end(
@@ -300,8 +308,11 @@ def reconcile(
         )
     twin_ends = [_end(m, t, now, memory.memory_id, "same value") for m in twins]
     rest = [m for m in others if m not in twins]
-    if is_single_valued(memory.predicate or ""):
-        placed = _single(memory, rest, t, now)
+    if single:
+        fresh = memory if memory.valid_to is None else msgspec.structs.replace(memory, valid_to=None)
+        placed = _single(fresh, rest, t, now)
+        if memory.valid_to is not None:
+            placed.writes[0] = _kept_end(placed.writes[0], memory)
     else:
         placed = Resolution(
             outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"),
@@ -320,6 +331,16 @@ def reconcile(
     if twins and placed.outcome.action == "UPSERTED":
         placed.outcome.action = "SUPERSEDED"
     return placed
+
+
+def _kept_end(placed: Memory, memory: Memory) -> Memory:
+    """`placed` (an ended fact placed as if open) with its own end back, unless a value began sooner."""
+    end = memory.valid_to
+    if end is None or (placed.valid_to is not None and placed.valid_to < end):
+        return placed
+    return msgspec.structs.replace(
+        placed, valid_to=end, status="disputed" if placed.status == "disputed" else memory.status
+    )
 
 
 # --- against a store -----------------------------------------------------------------------------

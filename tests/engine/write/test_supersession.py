@@ -170,6 +170,25 @@ def test_reconcile_ends_the_earlier_of_two_statements_of_one_value() -> None:
     assert len(likes.writes) == 2  # a multi-valued key keeps one statement of each value too
 
 
+def test_reconcile_of_a_past_value_keeps_its_end_and_ends_what_held_when_it_began() -> None:
+    jun = T0 + timedelta(days=150)
+    paris = fact(
+        "lives_in", "ent:paris", status="superseded", valid_to=jun
+    )  # Paris T0..June (Rome from June)
+    rome = fact("lives_in", "ent:rome", at=jun)
+    lisbon = fact("lives_in", "ent:lisbon", at=T0 - timedelta(days=200), status="superseded", valid_to=jun)
+    back = reconcile(paris, [paris, rome, lisbon], now=NOW)
+    assert back.outcome.supersedes == [lisbon.memory_id]
+    writes = by_id(back.writes)
+    assert (writes[paris.memory_id].status, writes[paris.memory_id].valid_to) == ("superseded", jun)
+    assert writes[lisbon.memory_id].valid_to == T0
+    assert reconcile(paris, [paris, rome], now=NOW).writes == []  # nothing began meanwhile: unchanged
+    ended = fact("lives_in", "ent:paris", valid_to=jun)  # given an end by PATCH, never superseded
+    oslo = fact("lives_in", "ent:oslo", at=T0 + timedelta(days=30))  # began while it was archived
+    sooner = by_id(reconcile(ended, [ended, oslo], now=NOW).writes)[ended.memory_id]
+    assert (sooner.status, sooner.valid_to) == ("superseded", oslo.valid_from)
+
+
 def test_equal_time_and_confidence_disputes_both() -> None:
     a = fact("works_at", "ent:acme", confidence=0.8)
     b = fact("works_at", "ent:globex", confidence=0.8)
@@ -182,6 +201,26 @@ def test_equal_time_and_confidence_disputes_both() -> None:
     res2 = resolve(c, [writes[a.memory_id], writes[b.memory_id]], now=NOW)
     assert res2.outcome.action == "SUPERSEDED"
     assert sorted(res2.outcome.supersedes) == sorted([a.memory_id, b.memory_id])
+
+
+def test_a_tie_with_history_disputes_both() -> None:
+    """Paris from T0 ended by Rome; Lisbon also from T0: both held from T0 to Rome, so both are disputed
+    (a stronger one ends the weaker at T0 instead)."""
+    rome_at = T0 + timedelta(days=30)
+    paris = fact("lives_in", "ent:paris", status="superseded", valid_to=rome_at)
+    rome = fact("lives_in", "ent:rome", at=rome_at)
+    res = resolve(fact("lives_in", "ent:lisbon"), [paris, rome], now=NOW)
+    lisbon = res.writes[0]
+    assert res.outcome.disputed == [paris.memory_id] and res.outcome.history
+    assert (lisbon.status, lisbon.valid_to) == ("disputed", rome_at)
+    assert by_id(res.writes)[paris.memory_id].status == "disputed"
+    weak = resolve(fact("lives_in", "ent:oslo", confidence=0.3), [paris, rome], now=NOW)
+    assert weak.writes[0].valid_to == T0 and weak.writes[0].status == "superseded"  # never held
+    strong = resolve(fact("lives_in", "ent:oslo", confidence=0.9), [paris, rome], now=NOW)
+    assert (
+        strong.outcome.supersedes == [paris.memory_id]
+        and by_id(strong.writes)[paris.memory_id].valid_to == T0
+    )
 
 
 def test_equal_time_higher_confidence_wins_lower_is_history() -> None:
