@@ -1,8 +1,8 @@
 """Log entries that no acknowledged write depends on (a read's `context.assembled`), appended off the
 request path in batches instead of one store transaction per read.
 
-    log = DeferredEvents(store)          # starts its writer thread
-    log.add(event)                       # returns at once
+    log = DeferredEvents(store)
+    log.add(event)                       # returns at once (the first starts the writer thread)
     log.flush()                          # what is held, appended now (readers of the log call it first)
     log.close()                          # flush, then stop: the server's shutdown
 
@@ -42,13 +42,17 @@ class DeferredEvents:
         self._cv = threading.Condition()
         self._flushing = threading.Lock()  # one batch at a time: the log keeps the order of `add`
         self._closed = False
-        self._thread = threading.Thread(target=self._run, name="loci-deferred-events", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None  # started by the first `add`
 
     def add(self, event: Event) -> None:
         """Hold `event` for the next batch (appended at once if this log is closed)."""
         with self._cv:
             if not self._closed:
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._run, name="loci-deferred-events", daemon=True
+                    )
+                    self._thread.start()
                 self._held.append(event)
                 if len(self._held) == 1 or len(self._held) >= self.max_held:
                     self._cv.notify_all()
@@ -108,6 +112,7 @@ class DeferredEvents:
         with self._cv:
             self._closed = True
             self._cv.notify_all()
-        if threading.current_thread() is not self._thread:
-            self._thread.join()
+            thread = self._thread
+        if thread is not None and threading.current_thread() is not thread:
+            thread.join()
         self.flush()
