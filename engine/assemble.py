@@ -75,17 +75,8 @@ def prepare_assemble(
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
 ) -> PreparedAssemble:
-    """Retrieve the context, extract and build the turn's writes, embed their texts; write nothing."""
-    outcome = pipeline.run_assemble(
-        engine.store,
-        engine.embeddings,
-        org_id=org_id,
-        agent_id=agent_id,
-        request=request,
-        request_id=request_id,
-        now=now,
-        redactor_factory=redactor_factory,
-    )
+    """Extract and build the turn's writes, retrieve the context (the query embedded in one pass with
+    the texts to store), embed those texts (cached by then); write nothing."""
     ingest = request.ingest
     plan = plan_turn(
         engine.extractor,
@@ -101,6 +92,17 @@ def prepare_assemble(
         mode=ingest.upsert_conflicts,
         provenance={"request_id": request_id},
         subject=ingest.subject,
+    )
+    outcome = pipeline.run_assemble(
+        engine.store,
+        engine.embeddings,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+        prefetch=plan.texts(),
     )
     return PreparedAssemble(
         org_id=org_id,
