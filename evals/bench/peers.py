@@ -206,6 +206,24 @@ class Mem0Side:
     def read(self, question: str) -> None:
         self.memory.search(question, filters={"user_id": MEM0_USER}, top_k=TOP_K)
 
+    def load(self, turns: Sequence[Turn]) -> None:
+        """A store for a read benchmark, built by mem0's own `add` (infer=False) in batches, with each
+        message's vector taken from one batched encode by mem0's embedder and its faiss file written
+        once at the end: `add` embeds message by message and rewrites the whole index file per memory,
+        hours for a few thousand turns on a busy machine. The index in memory is what `add` builds."""
+        model, vectors = self.memory.embedding_model, self.memory.vector_store
+        texts = [t.text for t in turns]
+        encoded = dict(zip(texts, model.embed_batch(texts, "add"), strict=True))
+        embed, save = model.embed, vectors._save
+        model.embed = lambda text, action=None: encoded[text] if text in encoded else embed(text, action)
+        vectors._save = lambda: None
+        try:
+            for i in range(0, len(turns), MAX_BATCH):
+                self.write(turns[i : i + MAX_BATCH])
+        finally:
+            model.embed, vectors._save = embed, save
+        save()
+
     def close(self) -> None:
         pass
 
@@ -292,9 +310,12 @@ def loaded_sides(
     single: list[Turn],
     cache_dir: str,
     say: Callable[[str], None],
-) -> Iterator[tuple[LociSide, Mem0Side, Writes]]:
+    *,
+    timed: bool = True,
+) -> Iterator[tuple[LociSide, Mem0Side, Writes | None]]:
     """Both sides on fresh stores, warm, loaded with the same turns (bulk, then single writes,
-    alternated); closed and removed afterwards."""
+    alternated and timed); closed and removed afterwards. Untimed (a read benchmark): Loci's batches,
+    then `Mem0Side.load` of the same turns, and no Writes."""
     from engine.embed.minilm import _model_path
 
     with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
@@ -303,6 +324,14 @@ def loaded_sides(
             sides = (loci, mem0)
             for side in sides:  # models loaded and warm before timing
                 side.read("warm up")
+            if not timed:
+                say(f"peers bench: loading {len(bulk) + len(single)} turns into both (untimed)")
+                turns = [*bulk, *single]
+                for i in range(0, len(turns), MAX_BATCH):
+                    loci.write(turns[i : i + MAX_BATCH])
+                mem0.load(turns)
+                yield loci, mem0, None
+                return
             say(f"peers bench: bulk writes of {len(bulk)} turns, batches of {MAX_BATCH}")
             batches = [bulk[i : i + MAX_BATCH] for i in range(0, len(bulk), MAX_BATCH)]
             bulk_s = [sum(s) for s in alternate(sides, batches, lambda s, b: s.write(b))]
@@ -332,6 +361,7 @@ def run(
     say = say_to(progress)
     bulk, single, questions = inputs(turns, reads, singles, rounds)
     with loaded_sides(embedder, bulk, single, cache_dir, say) as (loci, mem0, writes):
+        assert writes is not None
         read_rounds = []
         for r in range(rounds):
             say(f"peers bench: {reads} reads (round {r + 1} of {rounds})")

@@ -1,7 +1,9 @@
 """`loci bench peers --http`: Loci's assemble over HTTP, against a real `loci serve`, next to mem0's
 in-process search on the same turns, weights and questions.
 
-Both sides are loaded as in `loci bench peers` (`peers.loaded_sides`). The Loci store is then copied
+Both sides hold the same turns, loaded untimed (`peers.loaded_sides(timed=False)`: Loci's batches,
+mem0's `add` with its faiss file written once; `loci bench peers` without `--http` times the writes).
+The Loci store is then copied
 (SQLite's backup) into the directory a `loci serve` subprocess serves: the in-process Loci side keeps a
 file no other process writes (every served read appends its `context.assembled` event, and another
 connection's commit makes an in-process store drop its index). Each question is asked three ways, one
@@ -154,7 +156,7 @@ def run(
     bulk, single, questions = peers.inputs(turns, reads, singles, rounds)
     out: list[HttpRound] = []
     with (
-        peers.loaded_sides(embedder, bulk, single, cache_dir, say) as (loci, mem0, _),
+        peers.loaded_sides(embedder, bulk, single, cache_dir, say, timed=False) as (loci, mem0, _),
         bench_dir(cache_dir, "peers-served") as served_dir,
     ):
         copy_store(loci.data_dir, served_dir)
