@@ -191,7 +191,7 @@ def run(
             finally:
                 remote.close()
     return HttpPeersTable(
-        turns=len(bulk),
+        turns=len(bulk) + len(single),
         reads=reads,
         embedder=peers.embedder_label(embedder),
         mem0_version=peers.mem0_version() or "?",
