@@ -6,9 +6,10 @@
 
 `prepare_assemble` runs everything slow or that may call out, outside any transaction: retrieval
 (which so sees the state BEFORE this turn's writes), extraction (rules, or the LLM) and the embedding
-of every text about to be stored. `commit_assemble` writes the turn, its facts with supersession and
-their vectors in one transaction (joining the caller's, e.g. the server's Idempotency-Key record), then
-appends the `context.assembled` event. POST /v0/context/assemble, the MCP tools (through it) and the
+of every text about to be stored. `commit_assemble` writes the turn, its facts with supersession, their
+vectors and the `context.assembled` event in one transaction (joining the caller's, e.g. the server's
+Idempotency-Key record); a turn that writes nothing only logs its event (on a server, in a batch written
+off the request path: `engine.deferred_events`). POST /v0/context/assemble, the MCP tools (through it) and the
 eval harness's agent-loop replay all run these two functions; nothing else writes a turn.
 """
 
@@ -18,6 +19,7 @@ from datetime import datetime
 
 import msgspec
 
+from engine.deferred_events import DeferredEvents
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor
 from engine.ids import event_id
@@ -32,12 +34,14 @@ from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn
 
 
 class Engine(msgspec.Struct, kw_only=True):
-    """What a turn needs: the store, the embedding cache (None: no semantic channel, no vectors) and
-    the fact extractor (None: no extraction)."""
+    """What a turn needs: the store, the embedding cache (None: no semantic channel, no vectors), the
+    fact extractor (None: no extraction) and where a read's `context.assembled` goes (None: appended
+    to the store at once; a server batches them off the request path)."""
 
     store: Store
     embeddings: EmbeddingCache | None
     extractor: Extractor | None
+    read_events: DeferredEvents | None = None
 
 
 class PreparedAssemble(msgspec.Struct, kw_only=True):
@@ -71,17 +75,8 @@ def prepare_assemble(
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
 ) -> PreparedAssemble:
-    """Retrieve the context, extract and build the turn's writes, embed their texts; write nothing."""
-    outcome = pipeline.run_assemble(
-        engine.store,
-        engine.embeddings,
-        org_id=org_id,
-        agent_id=agent_id,
-        request=request,
-        request_id=request_id,
-        now=now,
-        redactor_factory=redactor_factory,
-    )
+    """Extract and build the turn's writes, retrieve the context (the query embedded in one pass with
+    the texts to store), embed those texts (cached by then); write nothing."""
     ingest = request.ingest
     plan = plan_turn(
         engine.extractor,
@@ -98,6 +93,17 @@ def prepare_assemble(
         provenance={"request_id": request_id},
         subject=ingest.subject,
     )
+    outcome = pipeline.run_assemble(
+        engine.store,
+        engine.embeddings,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+        prefetch=plan.texts(),
+    )
     return PreparedAssemble(
         org_id=org_id,
         agent_id=agent_id,
@@ -113,20 +119,40 @@ def prepare_assemble(
 
 
 def commit_assemble(engine: Engine, prepared: PreparedAssemble) -> AssembleResponse:
-    """Store the turn and its facts (with their vectors, in one transaction that joins the caller's),
-    fill `extracted`, and append the `context.assembled` event."""
+    """Store the turn and its facts (with their vectors) and the `context.assembled` event in one
+    transaction that joins the caller's, and fill `extracted`. A turn that writes nothing only logs
+    its event: to `engine.read_events` when set (a batch written later), else to the store at once."""
     response = prepared.response
     plan = prepared.plan
-    if plan.writes_anything:
+    if not plan.writes_anything:
+        response.extracted.entities = list(plan.extraction.entities)
+        response.extracted.truncated = plan.extraction.truncated
+        _settle(response, prepared)
+        if engine.read_events is not None:
+            engine.read_events.add(_assembled(prepared))
+        else:  # a read's log entry: it need not wait for the disk
+            engine.store.append_events([_assembled(prepared)], durable=False)
+        return response
+    with engine.store.transaction():
         response.extracted = commit_turn(
             engine.store, plan, now=prepared.now, embeddings=engine.embeddings
         ).extracted
-    else:
-        response.extracted.entities = list(plan.extraction.entities)
-        response.extracted.truncated = plan.extraction.truncated
-    response.cost.llm_tokens += plan.extraction.llm_tokens
-    response.flags.degraded = response.flags.degraded or plan.extraction.degraded or not prepared.embedded
-    event = Event(
+        _settle(response, prepared)
+        engine.store.append_events([_assembled(prepared)], durable=False)
+    return response
+
+
+def _settle(response: AssembleResponse, prepared: PreparedAssemble) -> None:
+    """The extraction's cost and whether anything degraded, into the response."""
+    extraction = prepared.plan.extraction
+    response.cost.llm_tokens += extraction.llm_tokens
+    response.flags.degraded = response.flags.degraded or extraction.degraded or not prepared.embedded
+
+
+def _assembled(prepared: PreparedAssemble) -> Event:
+    """The turn's `context.assembled` log entry."""
+    response = prepared.response
+    return Event(
         event_id=event_id(),
         org_id=prepared.org_id,
         type="context.assembled",
@@ -141,8 +167,6 @@ def commit_assemble(engine: Engine, prepared: PreparedAssemble) -> AssembleRespo
             "degraded": response.flags.degraded,
         },
     )
-    engine.store.append_events([event], durable=False)  # a read's log entry: it need not wait for the disk
-    return response
 
 
 def assemble_turn(

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from litestar import Litestar
 from litestar.routes import HTTPRoute
 
+from engine.deferred_events import DeferredEvents
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
 from engine.errors import Unavailable
@@ -117,9 +118,12 @@ def create_app(
         idempotency=Idempotency(store, ttl=timedelta(hours=settings.idempotency_ttl_hours)),
         limiter=limiter,
         streams=StreamSlots(per_key=settings.max_streams_per_key, total=settings.max_streams),
+        read_events=DeferredEvents(store),
     )
 
     def close_store() -> None:
+        if services.read_events is not None:  # before the store closes: every read's event written
+            services.read_events.close()
         if owns_store:
             services.store.close()
         if owns_limiter:

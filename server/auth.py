@@ -69,12 +69,13 @@ def required_scope(method: str) -> str:
     return "read" if method.upper() in ("GET", "HEAD") else "write"
 
 
-def require_key(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
-    """Litestar guard: any valid key, whatever its scopes."""
+async def require_key(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """Litestar guard: any valid key, whatever its scopes. The guards are coroutines: Litestar runs a
+    plain function guard in a worker thread, a hop per request for a few dictionary reads."""
     principal_of(connection)
 
 
-def require_auth(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def require_auth(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
     """Litestar guard: a valid key with the scope the route needs (`opt['scope']`, else by method)."""
     principal = principal_of(connection)
     scope = handler.opt.get("scope") or required_scope(str(connection.scope.get("method", "GET")))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
 import msgspec
 
+from engine.deferred_events import DeferredEvents
 from engine.extract import Extractor, create_extractor
 from engine.memory_service import MemoryService
 from engine.storage.base import Store
@@ -26,6 +28,15 @@ class Services(msgspec.Struct, kw_only=True):
     streams: StreamSlots
     #: facts from turns (assemble ingest, /v0/extract, /v1 infer): `llm` when LOCI_LLM_URL is set
     extractor: Extractor = msgspec.field(default_factory=lambda: default_extractor())
+    #: reads' `context.assembled` entries, written in batches off the request path (closed at shutdown)
+    read_events: DeferredEvents | None = None
+
+    def flush_read_events(self) -> None:
+        """Write the held read events now, so a reader of the log sees every request answered so far
+        (if the store refuses them they stay held, and appear later, after the cursor)."""
+        if self.read_events is not None:
+            with contextlib.suppress(Exception):
+                self.read_events.flush()
 
 
 def default_extractor() -> Extractor:

@@ -12,7 +12,7 @@ its outcome in `response.extracted` (empty otherwise).
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import msgspec
@@ -226,7 +226,9 @@ def run_assemble(
     request_id: str,
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
+    prefetch: Sequence[str] = (),
 ) -> AssembleOutcome:
+    """The context for `request`; `prefetch` as in `retrieve` (the texts the turn will store)."""
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval, lines=request.return_.max_events + request.return_.max_facts)
@@ -245,6 +247,7 @@ def run_assemble(
         seed_ids=request.seed_context.memory_ids,
         snippets=request.seed_context.snippets,
         must_include=request.must_include,
+        prefetch=prefetch,
         timings=timings,
     )
     tok = tokens.get_tokenizer(request.tokenizer_name())

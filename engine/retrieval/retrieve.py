@@ -57,10 +57,16 @@ def _semantic_text(store: Store, scope: Scope, query: str) -> str:
 
 
 def _embed_query(
-    embeddings: EmbeddingCache, store: Store, scope: Scope, query: str, stats: EmbedStats
+    embeddings: EmbeddingCache,
+    store: Store,
+    scope: Scope,
+    query: str,
+    stats: EmbedStats,
+    prefetch: Sequence[str] = (),
 ) -> list[Vector]:
-    """The semantic channel's query vector (in the embedding thread on a database server)."""
-    return embeddings.embed([_semantic_text(store, scope, query)], persist=False, stats=stats)
+    """The semantic channel's query vector (in the embedding thread on a database server), embedded in
+    one pass with `prefetch`, whose vectors the cache keeps for the caller's next call."""
+    return embeddings.embed([_semantic_text(store, scope, query), *prefetch], persist=False, stats=stats)
 
 
 def build_query(turn: str, goal: str | None) -> str:
@@ -196,8 +202,11 @@ def retrieve(
     seed_ids: Sequence[str] = (),
     snippets: Sequence[str] = (),
     must_include: Sequence[str] = (),
+    prefetch: Sequence[str] = (),
     timings: StageTimings,
 ) -> Retrieved:
+    """`prefetch`: texts the caller embeds next (a turn about to be stored), embedded in the query's
+    forward pass, which costs little more for a few texts than for one."""
     cost = Cost()
     errors: list[str] = []
     degraded = False
@@ -218,7 +227,7 @@ def retrieve(
             cfg = without_semantic(cfg)
         else:
             embed = _done_now if store.in_process else _embed_pool().submit
-            pending = embed(_embed_query, embeddings, store, scope, query, stats)
+            pending = embed(_embed_query, embeddings, store, scope, query, stats, prefetch)
     hits: ChannelHits = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
     qvec: Vector | None = None
     if pending is not None:

@@ -2,10 +2,12 @@
 
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
-    loci bench ingest   [--n 2000] [--turns 100] [--embedder minilm|hash] [--no-http] [--out FILE]
+    loci bench ingest   [--n 2000] [--turns 100] [--loop-store 2000] [--embedder minilm|hash] [--no-http]
+                        [--out FILE]
     loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
     loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
-    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--out FILE]   (loci[peers])
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http] [--out FILE]
+                        (loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 
 def _size_list(text: str, minimum: int, rule: str) -> list[int]:
@@ -66,7 +69,7 @@ def _in_process_command(args: argparse.Namespace) -> str:
         opts = f"--sizes {','.join(map(str, args.sizes))} --calls {args.calls}"
         opts += f" --max-embed {args.max_embed}" if args.max_embed is not None else ""
     else:
-        opts = f"--n {args.n} --turns {args.turns}"
+        opts = f"--n {args.n} --turns {args.turns} --loop-store {args.loop_store}"
     opts += f" --embedder {args.embedder}" + ("" if args.http else " --no-http")
     return f"{args.bench} {opts}"
 
@@ -100,6 +103,7 @@ def _ingest(args: argparse.Namespace) -> int:
         create_embedder(args.embedder),
         embedder_name=args.embedder,
         turns=args.turns,
+        loop_store=args.loop_store,
         http=args.http,
         cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
     )
@@ -139,16 +143,24 @@ def _peers(args: argparse.Namespace) -> int:
     from engine.embed.registry import create_embedder
 
     rounds = f" --rounds {args.rounds}" if args.rounds != 1 else ""
-    header = _header(f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}")
+    http = " --http" if args.http else ""
+    header = _header(
+        f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}{http}"
+    )
+    options: dict[str, Any] = {
+        "turns": args.turns,
+        "reads": args.reads,
+        "singles": args.singles,
+        "rounds": args.rounds,
+        "cache_dir": args.cache_dir or DEFAULT_CACHE_DIR,
+    }
     try:
-        table = peers.run(
-            create_embedder("minilm"),
-            turns=args.turns,
-            reads=args.reads,
-            singles=args.singles,
-            rounds=args.rounds,
-            cache_dir=args.cache_dir or DEFAULT_CACHE_DIR,
-        )
+        if args.http:
+            from evals.bench import peers_http
+
+            table: Any = peers_http.run(create_embedder("minilm"), embedder_name="minilm", **options)
+        else:
+            table = peers.run(create_embedder("minilm"), **options)
     except ValueError as exc:
         print(f"loci bench peers: {exc}", file=sys.stderr)
         return 2
@@ -213,7 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_assemble)
     q = sub.add_parser("ingest", help="ingest throughput (single, batch) and assemble-with-ingest per turn")
     q.add_argument("--n", type=int, default=2000, help="memories written per mode")
-    q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls")
+    q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls (and agent-loop steps)")
+    q.add_argument(
+        "--loop-store",
+        type=int,
+        default=2000,
+        help="LoCoMo turns a fresh server holds before the agent-loop steps over HTTP",
+    )
     _common(q)
     q.set_defaults(func=_ingest)
     w = sub.add_parser("writes", help="the store's share of writes per scope size (stand-in vectors)")
@@ -251,6 +269,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="read rounds on the same stores, each with its own questions; prints each round's ratios",
+    )
+    r.add_argument(
+        "--http",
+        action="store_true",
+        help="Loci's reads also over HTTP against a `loci serve` of the same store (alternated: in process, "
+        "HTTP, mem0), with the server's engine time from the trace",
     )
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")

@@ -4,10 +4,13 @@ Throughput, each mode on its own distinct texts (so no embedding-cache hits) and
 - in process: `MemoryService.create` with one draft per call (single) or 200 per call (batch);
 - over HTTP: one `POST /v0/memories` per memory (single) or `{"items": [200]}` (batch), against a real
   `loci serve` subprocess. Embedding the texts is part of every write (it is in production too).
-Assemble with ingest (extract + supersede + store the turn), per turn, with first-person turns:
-- in process: the route's two engine calls (`engine.assemble.prepare_assemble`: retrieval, then
-  extraction and embedding; `commit_assemble`) on the in-process batch store, timed per step;
-- over HTTP: `POST /v0/context/assemble` with the default `ingest` on the server's store.
+Assemble with ingest (extract + supersede + store the turn), per turn:
+- in process, with first-person turns: the route's two engine calls (`engine.assemble.prepare_assemble`:
+  retrieval, then extraction and embedding; `commit_assemble`) on the in-process batch store, timed per
+  step;
+- over HTTP, the agent loop on LoCoMo (`evals.bench.loop_http`): a fresh `loci serve` holding
+  `loop_store` LoCoMo turns, then per step an ingest assemble, a read-only assemble and a batched write
+  of one memory, alternated, against the rule that the first costs no more than the other two.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from evals.bench import corpus
+from evals.bench import corpus, loop_http
 from evals.bench.harness import LociServer, Pct, bench_dir, bench_key, open_bench_store, pct, timed_post
+from evals.bench.loop_http import LoopTable
 from evals.bench.vectors import DEFAULT_CACHE_DIR
 
 TURN_STEPS: tuple[str, ...] = ("retrieve", "extract+embed", "commit", "total")
@@ -49,7 +53,7 @@ class TurnRow(msgspec.Struct, kw_only=True):
     path: str
     calls: int
     store_size: int
-    steps: dict[str, Pct]  # in process: TURN_STEPS; http: {"total": ...}
+    steps: dict[str, Pct]  # TURN_STEPS
     facts_per_turn: float | None = None
 
 
@@ -58,6 +62,7 @@ class IngestTable(msgspec.Struct, kw_only=True):
     n: int
     rates: list[RateRow]
     turns: list[TurnRow]
+    loop: LoopTable | None = None
 
     def format(self) -> str:
         lines = [
@@ -78,6 +83,8 @@ class IngestTable(msgspec.Struct, kw_only=True):
             cells = [t.steps[s].cell() if s in t.steps else "-" for s in TURN_STEPS]
             facts = f"{t.facts_per_turn:.2f}" if t.facts_per_turn is not None else "-"
             lines.append(" | ".join([t.path, str(t.calls), str(t.store_size), *cells, facts]))
+        if self.loop is not None:
+            lines += ["", self.loop.format()]
         return "\n".join(lines)
 
 
@@ -149,19 +156,13 @@ def turns_in_process(store: Store, embedder: Embedder, turns: Sequence[str]) -> 
     )
 
 
-def turns_http(server: LociServer, secret: str, turns: Sequence[str], store_size: int) -> TurnRow:
-    with server.client(secret) as client:
-        bodies = [msgspec.json.encode(turn_request(t)) for t in turns]
-        times = [timed_post(client, "/v0/context/assemble", b) for b in bodies]
-    return TurnRow(path="http", calls=len(turns), store_size=store_size, steps={"total": pct(times)})
-
-
 def run(
     n: int,
     embedder: Embedder,
     *,
     embedder_name: str,
     turns: int = 100,
+    loop_store: int = 2000,
     http: bool = True,
     cache_dir: str = DEFAULT_CACHE_DIR,
     progress: TextIO | None = sys.stderr,
@@ -173,6 +174,7 @@ def run(
     embedder.embed(["warm up the embedder"])
     rates: list[RateRow] = []
     turn_rows: list[TurnRow] = []
+    loop: LoopTable | None = None
     turn_texts = corpus.ingest_turns(turns)
     for mode, batch, seed in (("single", 1, 101), ("batch", MAX_BATCH, 202)):
         with bench_dir(cache_dir, f"ingest-{mode}") as data_dir:
@@ -211,9 +213,13 @@ def run(
                                 seconds=write_http(server, secret, drafts, batch),
                             )
                         )
-                    say("ingest bench: assemble with ingest, http")
-                    turn_rows.append(turns_http(server, secret, turn_texts, store.count_memories(corpus.ORG)))
             finally:
                 store.close()
+        with bench_dir(cache_dir, "ingest-loop") as data_dir:
+            store = open_bench_store(data_dir)
+            secret = bench_key(store, corpus.ORG)
+            store.close()
+            with LociServer(data_dir, embedder_name) as server:
+                loop = loop_http.run(server, secret, store=loop_store, steps=turns, progress=progress)
     model = getattr(embedder, "model", embedder_name)
-    return IngestTable(embedder=str(model), n=n, rates=rates, turns=turn_rows)
+    return IngestTable(embedder=str(model), n=n, rates=rates, turns=turn_rows, loop=loop)

@@ -23,7 +23,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -34,6 +35,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions
 from engine.retrieval.pipeline import run_assemble
+from engine.retrieval.responses import StageTimings
 from engine.timeutil import utcnow
 from evals.bench.harness import Pct, bench_dir, open_bench_store, pct
 from evals.bench.vectors import DEFAULT_CACHE_DIR
@@ -125,11 +127,24 @@ def locomo_data(turns: int, reads: int) -> tuple[list[Turn], list[str]]:
     return all_turns[:turns], questions[:reads]
 
 
+def read_request(question: str) -> AssembleRequest:
+    """Loci's read: assemble with the default preset, 1,200 tokens, ingest off."""
+    return AssembleRequest(
+        entity_id=USER,
+        turn=question,
+        budget=Budget(max_context_tokens=1200),
+        ingest=IngestOptions(extract=False, store_turn="none"),
+    )
+
+
 class LociSide:
     def __init__(self, data_dir: str, embedder: Embedder) -> None:
+        self.data_dir = data_dir
         self.store = open_bench_store(data_dir)
         self.cache = EmbeddingCache(embedder, self.store)
         self.service = MemoryService(self.store, embeddings=self.cache)
+        #: the engine's stage timings of every read, in order
+        self.stages: list[StageTimings] = []
 
     def write(self, turns: Sequence[Turn]) -> None:
         self.service.create(
@@ -138,21 +153,16 @@ class LociSide:
         )
 
     def read(self, question: str) -> None:
-        request = AssembleRequest(
-            entity_id=USER,
-            turn=question,
-            budget=Budget(max_context_tokens=1200),
-            ingest=IngestOptions(extract=False, store_turn="none"),
-        )
-        run_assemble(
+        outcome = run_assemble(
             self.store,
             self.cache,
             org_id=ORG,
             agent_id=None,
-            request=request,
+            request=read_request(question),
             request_id="req_peer",
             now=utcnow(),
         )
+        self.stages.append(outcome.timings)
 
     def close(self) -> None:
         self.store.close()
@@ -196,11 +206,29 @@ class Mem0Side:
     def read(self, question: str) -> None:
         self.memory.search(question, filters={"user_id": MEM0_USER}, top_k=TOP_K)
 
+    def load(self, turns: Sequence[Turn]) -> None:
+        """A store for a read benchmark, built by mem0's own `add` (infer=False) in batches, with each
+        message's vector taken from one batched encode by mem0's embedder and its faiss file written
+        once at the end: `add` embeds message by message and rewrites the whole index file per memory,
+        hours for a few thousand turns on a busy machine. The index in memory is what `add` builds."""
+        model, vectors = self.memory.embedding_model, self.memory.vector_store
+        texts = [t.text for t in turns]
+        encoded = dict(zip(texts, model.embed_batch(texts, "add"), strict=True))
+        embed, save = model.embed, vectors._save
+        model.embed = lambda text, action=None: encoded[text] if text in encoded else embed(text, action)
+        vectors._save = lambda: None
+        try:
+            for i in range(0, len(turns), MAX_BATCH):
+                self.write(turns[i : i + MAX_BATCH])
+        finally:
+            model.embed, vectors._save = embed, save
+        save()
+
     def close(self) -> None:
         pass
 
 
-def _alternate(
+def alternate(
     sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None]
 ) -> list[list[float]]:
     """Seconds per item for each side, the sides taking turns item by item."""
@@ -231,6 +259,94 @@ def split_turns(data: list[Turn], turns: int, singles: int) -> tuple[list[Turn],
     return data[:split], data[split : split + singles]
 
 
+class Writes(msgspec.Struct, kw_only=True):
+    """What loading the two sides took: each side's bulk-load seconds and single-write seconds."""
+
+    bulk: list[Turn]
+    singles: list[Turn]
+    bulk_s: list[float]  # per side
+    single_s: list[list[float]]  # per side, per write
+
+    def rows(self, reads: Sequence[Pct]) -> list[SideRow]:
+        """Loci's and mem0's rows, with the given read latencies."""
+        return [
+            SideRow(
+                name=name,
+                read=reads[i],
+                single_write=pct([x * 1000 for x in self.single_s[i]]),
+                bulk_rate=len(self.bulk) / self.bulk_s[i] if self.bulk_s[i] > 0 else float("nan"),
+            )
+            for i, name in enumerate(("Loci", "mem0"))
+        ]
+
+
+def inputs(turns: int, reads: int, singles: int, rounds: int) -> tuple[list[Turn], list[Turn], list[str]]:
+    """The bulk turns, the single writes and `reads * rounds` distinct questions (ValueError when
+    LoCoMo has too few)."""
+    if reads < 1 or rounds < 1:
+        raise ValueError("reads and rounds must be at least 1")
+    data, questions = locomo_data(turns + singles, reads * rounds)
+    if len(questions) < reads * rounds:
+        raise ValueError(
+            f"{rounds} rounds of {reads} reads need {reads * rounds} distinct questions; LoCoMo has "
+            f"{len(questions)}"
+        )
+    bulk, single = split_turns(data, turns, singles)
+    return bulk, single, questions
+
+
+def say_to(progress: TextIO | None) -> Callable[[str], None]:
+    def say(msg: str) -> None:
+        if progress is not None:
+            print(msg, file=progress, flush=True)
+
+    return say
+
+
+@contextmanager
+def loaded_sides(
+    embedder: Embedder,
+    bulk: list[Turn],
+    single: list[Turn],
+    cache_dir: str,
+    say: Callable[[str], None],
+    *,
+    timed: bool = True,
+) -> Iterator[tuple[LociSide, Mem0Side, Writes | None]]:
+    """Both sides on fresh stores, warm, loaded with the same turns (bulk, then single writes,
+    alternated and timed); closed and removed afterwards. Untimed (a read benchmark): Loci's batches,
+    then `Mem0Side.load` of the same turns, and no Writes."""
+    from engine.embed.minilm import _model_path
+
+    with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
+        loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
+        try:
+            sides = (loci, mem0)
+            for side in sides:  # models loaded and warm before timing
+                side.read("warm up")
+            if not timed:
+                say(f"peers bench: loading {len(bulk) + len(single)} turns into both (untimed)")
+                turns = [*bulk, *single]
+                for i in range(0, len(turns), MAX_BATCH):
+                    loci.write(turns[i : i + MAX_BATCH])
+                mem0.load(turns)
+                yield loci, mem0, None
+                return
+            say(f"peers bench: bulk writes of {len(bulk)} turns, batches of {MAX_BATCH}")
+            batches = [bulk[i : i + MAX_BATCH] for i in range(0, len(bulk), MAX_BATCH)]
+            bulk_s = [sum(s) for s in alternate(sides, batches, lambda s, b: s.write(b))]
+            say(f"peers bench: {len(single)} single writes")
+            single_s = alternate(sides, single, lambda s, t: s.write([t]))
+            yield loci, mem0, Writes(bulk=bulk, singles=single, bulk_s=bulk_s, single_s=single_s)
+        finally:
+            loci.close()
+            mem0.close()
+
+
+def embedder_label(embedder: Embedder) -> str:
+    return f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})"
+
+
 def run(
     embedder: Embedder,
     *,
@@ -242,50 +358,17 @@ def run(
     progress: TextIO | None = sys.stderr,
 ) -> PeersTable:
     """Load both sides with the same turns, then alternate single writes and reads; see the module doc."""
-    from engine.embed.minilm import _model_path
-
-    def say(msg: str) -> None:
-        if progress is not None:
-            print(msg, file=progress, flush=True)
-
-    if reads < 1 or rounds < 1:
-        raise ValueError("reads and rounds must be at least 1")
-    data, questions = locomo_data(turns + singles, reads * rounds)
-    if len(questions) < reads * rounds:
-        raise ValueError(
-            f"{rounds} rounds of {reads} reads need {reads * rounds} distinct questions; LoCoMo has "
-            f"{len(questions)}"
-        )
-    bulk, single = split_turns(data, turns, singles)
-    with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
-        loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
-        try:
-            sides = (loci, mem0)
-            for side in sides:  # models loaded and warm before timing
-                side.read("warm up")
-            say(f"peers bench: bulk writes of {len(bulk)} turns, batches of {MAX_BATCH}")
-            batches = [bulk[i : i + MAX_BATCH] for i in range(0, len(bulk), MAX_BATCH)]
-            bulk_s = [sum(s) for s in _alternate(sides, batches, lambda s, b: s.write(b))]
-            say(f"peers bench: {len(single)} single writes")
-            single_s = _alternate(sides, single, lambda s, t: s.write([t]))
-            read_rounds = []
-            for r in range(rounds):
-                say(f"peers bench: {reads} reads (round {r + 1} of {rounds})")
-                asked = questions[r * reads : (r + 1) * reads]
-                read_rounds.append(_alternate(sides, asked, lambda s, q: s.read(q)))
-        finally:
-            loci.close()
-            mem0.close()
+    say = say_to(progress)
+    bulk, single, questions = inputs(turns, reads, singles, rounds)
+    with loaded_sides(embedder, bulk, single, cache_dir, say) as (loci, mem0, writes):
+        assert writes is not None
+        read_rounds = []
+        for r in range(rounds):
+            say(f"peers bench: {reads} reads (round {r + 1} of {rounds})")
+            asked = questions[r * reads : (r + 1) * reads]
+            read_rounds.append(alternate((loci, mem0), asked, lambda s, q: s.read(q)))
     ms = [[pct([x * 1000 for x in side]) for side in r] for r in read_rounds]
-    rows = [
-        SideRow(
-            name=name,
-            read=ms[0][i],
-            single_write=pct([x * 1000 for x in single_s[i]]),
-            bulk_rate=len(bulk) / bulk_s[i] if bulk_s[i] > 0 else float("nan"),
-        )
-        for i, name in enumerate(("Loci", "mem0"))
-    ]
+    rows = writes.rows(ms[0])
     return PeersTable(
         turns=len(bulk),
         reads=reads,
@@ -293,6 +376,6 @@ def run(
         loci=rows[0],
         mem0=rows[1],
         rounds=[ReadRound(loci=loci_ms, mem0=mem0_ms) for loci_ms, mem0_ms in ms],
-        embedder=f"{embedder.model} ({getattr(embedder, 'active_runtime', '?')})",
+        embedder=embedder_label(embedder),
         mem0_version=mem0_version() or "?",
     )

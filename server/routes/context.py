@@ -53,7 +53,12 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
 
 
 def engine_of(svc: Services) -> Engine:
-    return Engine(store=svc.store, embeddings=svc.memories.embeddings, extractor=svc.extractor)
+    return Engine(
+        store=svc.store,
+        embeddings=svc.memories.embeddings,
+        extractor=svc.extractor,
+        read_events=svc.read_events,
+    )
 
 
 @post(

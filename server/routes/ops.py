@@ -199,7 +199,6 @@ async def list_events(
     after = event_stream.decode_cursor(cursor) if cursor else None
     principal = principal_of(request)
     org_id = principal.org_id
-    store = services_of(request).store
     query = EventQuery(
         type=event_type,
         entity_id=entity_id,
@@ -207,7 +206,13 @@ async def list_events(
         since=query_datetime(since, "since"),
         limit=limit,
     )
-    read = event_stream.reader(store, org_id, query)
+    svc = services_of(request)
+    base = event_stream.reader(svc.store, org_id, query)
+
+    def read(after: int | None, limit: int) -> event_stream.Page:  # reads' events held back included
+        svc.flush_read_events()
+        return base(after, limit)
+
     if wants_stream(request):
         if last_event_id:
             after = event_stream.decode_cursor(last_event_id, field="Last-Event-ID")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,62 @@ def test_peers_bench_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert all(
         math.isfinite(float(c.strip().rstrip("x"))) and float(c.strip().rstrip("x")) > 0 for c in cells[0]
     )
+
+
+def _http_round(http: tuple[float, float], mem0: tuple[float, float], served: float, engine: float) -> Any:
+    from evals.bench.peers_http import STAGES, HttpRound
+
+    return HttpRound(
+        http=Pct(p50=http[0], p95=http[1]),
+        in_process=Pct(p50=engine + 0.5, p95=engine + 1),
+        mem0=Pct(p50=mem0[0], p95=mem0[1]),
+        served={s: Pct(p50=served, p95=served) for s in STAGES},
+        engine={s: Pct(p50=engine, p95=engine) for s in STAGES},
+    )
+
+
+def test_http_rounds_list_http_over_mem0_and_the_engine_in_the_server_over_in_process() -> None:
+    from evals.bench.peers_http import HttpPeersTable
+
+    table = HttpPeersTable(
+        turns=10,
+        reads=3,
+        embedder="e",
+        mem0_version="v",
+        rounds=[_http_round((6, 9), (12, 15), 6, 5), _http_round((7, 12), (10, 20), 5.5, 5)],
+    )
+    text = table.format()
+    assert (
+        "| 1 | 6.0/9.0 | 12.0/15.0 | 0.50 | 0.60 | 5.5/6.0 | 1.20 (6.0 / 5.0, 6.0 / 5.0, 6.0 / 5.0) |" in text
+    )
+    assert "| 2 | 7.0/12.0 | 10.0/20.0 | 0.70 | 0.60 |" in text
+    assert "median over 2 rounds: HTTP / mem0 p50 0.60, p95 0.60 (highest: p50 0.70, p95 0.60)" in text
+    assert "engine in server / in process 1.15" in text
+
+
+def test_the_http_body_is_the_in_process_request() -> None:
+    import msgspec
+
+    from engine.retrieval.options import AssembleRequest
+    from evals.bench.peers_http import read_body
+
+    sent = msgspec.convert(read_body("Where did Caroline go?"), AssembleRequest)
+    assert sent == peers.read_request("Where did Caroline go?")
+
+
+@pytest.mark.skipif(
+    peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')"
+)
+def test_peers_bench_over_http_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--turns", "12", "--reads", "3", "--singles", "2", "--rounds", "2", "--http"]
+    code = main(["bench", "peers", *args, "--cache-dir", str(tmp_path / "cache")])
+    assert code == 0
+    printed = capsys.readouterr().out
+    rows = [line.split("|") for line in printed.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert len(rows) == 2
+    for row in rows:
+        ratios = [float(row[i]) for i in (4, 5)]
+        assert all(math.isfinite(r) and r > 0 for r in ratios)
+        assert float(row[7].split()[0]) > 0  # the server's trace was read
+    assert "median over 2 rounds" in printed and "--http" in printed
+    assert not any((tmp_path / "cache").iterdir())  # scratch stores and the served copy removed

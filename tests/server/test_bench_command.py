@@ -112,9 +112,19 @@ def test_bench_assemble_without_http_marks_http_cells(
 
 
 def test_bench_ingest_prints_rates_and_turn_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code = main(
-        ["bench", "ingest", "--n", "40", "--turns", "4", "--embedder", "hash", "--cache-dir", str(tmp_path)]
-    )
+    args = [
+        "--n",
+        "40",
+        "--turns",
+        "4",
+        "--loop-store",
+        "30",
+        "--embedder",
+        "hash",
+        "--cache-dir",
+        str(tmp_path),
+    ]
+    code = main(["bench", "ingest", *args])
     out = capsys.readouterr().out
     assert code == 0
     header, rows = table_rows(out, "mode")
@@ -133,11 +143,19 @@ def test_bench_ingest_prints_rates_and_turn_rows(capsys: pytest.CaptureFixture[s
         assert 40 / high * 0.999 <= rate <= 40 / low * 1.001, (shown, rate)
     header, turns = table_rows(out, "path")
     assert header[:3] == ["path", "calls", "store size"] and header[-1] == "facts/turn"
-    assert [t[0] for t in turns] == ["in process", "http"]
+    assert [t[0] for t in turns] == ["in process"]
     assert turns[0][2] == "40"  # the in-process batch store
-    assert turns[1][2] == str(40 + 40 + 1)  # http single + batch + the warm-up write
     assert float(turns[0][-1]) > 0  # the turns are first-person statements the rules extract
-    assert turns[1][3] == "-" and numbers(turns[1][6])[0] > 0  # http: total only
+    assert "the agent loop over HTTP: 4 steps on a store of 30 LoCoMo turns" in out
+    _, calls = table_rows(out, "call")
+    assert [c[0].split(" (")[0] for c in calls] == [
+        "assemble with the default ingest",
+        "assemble, ingest off",
+        "POST /v0/memories, items of 1",
+        "read + write",
+    ]
+    assert all(numbers(c[1])[0] > 0 for c in calls)
+    assert "ingest <= read + write: p50" in out
 
 
 def test_bench_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
