@@ -8,7 +8,7 @@
 
 Modules: `columns` (per-row filter columns, the vectorized Scope mask), `bm25` (inverted index,
 BM25 with Lucene's idf over the eligible scope), `vector` (faiss IndexFlatIP with an
-IDSelectorBitmap of eligible rows), `graph` (entity graph BFS), `tokenize` (the keyword tokenizer),
+IDSelectorBitmap of eligible rows), `graph` (entity graph BFS),
 `reference` (plain-Python versions used as test oracles), `bench` (a micro-benchmark, not a test).
 
 Scope filtering happens before ranking: each search computes the boolean mask of eligible rows

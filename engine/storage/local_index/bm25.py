@@ -18,6 +18,7 @@ added or removed or another mask comes.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
@@ -37,8 +38,9 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def idf_of(n: float, df: float) -> float:
-    """Lucene's BM25 idf of a term in `df` of `n` documents (see the module docstring)."""
-    return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+    """Lucene's BM25 idf of a term in `df` of `n` documents (see the module docstring), as ln(1 + x):
+    the libm `log` PostgreSQL's ln() calls too, so both backends compute the same number."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 class ScopeStats(NamedTuple):

@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.models import Memory
 from engine.storage.base import Hit, Vector
-from engine.storage.local_index.tokenize import tokenize
+from engine.storage.tokenize import tokenize
 from engine.storage.scope_filter import memory_entities
 from engine.timeutil import to_micros
 

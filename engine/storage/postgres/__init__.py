@@ -2,9 +2,10 @@
 
     store = PostgresStore("postgresql://user:pass@host/db")
 
-Modules: `schema` (migrations under an advisory lock), `rows` (memory rows), `search` (the three
-retrieval channels and the scope filter; documents the exact/HNSW choice, iterative scans and how
-`ts_rank` differs from BM25), `bulk` (COPY loads, HNSW rebuild), `vectors` (pgvector binary codec,
+Modules: `schema` (migrations under an advisory lock), `rows` (memory rows), `search` (the retrieval
+channels and the scope filter; documents the exact/HNSW choice and iterative scans), `keywords` (BM25
+as the local index computes it, over the terms each row stores), `bulk` (COPY loads, HNSW rebuild),
+`vectors` (pgvector binary codec,
 per-model HNSW indexes), `bookkeeping` (API keys, idempotency, events), `pgtext` (NUL-safe,
 order-preserving string code for columns), `store` (the class). Test fixtures that start a real
 server: `tests/pg_fixture.py`.
@@ -19,9 +20,10 @@ load rates).
 
 Reads at scale: entity-scoped semantic search (what assemble does) is exact over the scope's rows when
 the scope holds at most `search.EXACT_SCAN_MAX` memories, instead of filtering the shared HNSW index
-(see `search`). Memory rows carry copies of their vector (for the store's `inline_model`) and of their
-tsvector, INCLUDEd in the entity indexes, so that scan and the entity keyword query read index pages
-only (schema migration 3; `PostgresStore.backfill_inline_vectors` fills rows written before it).
+(see `search`). Memory rows carry copies of their vector (for the store's `inline_model`; schema
+migration 3, `PostgresStore.backfill_inline_vectors` fills rows written before it) and of their keyword
+terms (migration 4), INCLUDEd in the entity indexes, so that scan and the entity keyword query read
+index pages only.
 `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
 
 Transactions. `with store.transaction():` checks a connection out of the psycopg pool and binds it to

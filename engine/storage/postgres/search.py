@@ -33,19 +33,8 @@ with its actual parameters). psycopg otherwise prepares a statement after 5 runs
 after 5 more PostgreSQL may switch to a generic plan made without the parameters, which cannot see
 how selective the entity is and is far slower on a large table; planning each call costs much less.
 
-Keyword (`keyword_search`): PostgreSQL full-text search over the column
-`tsv = to_tsvector('english', text)` (GIN index; kept by a trigger, schema migration 3). In an entity
-scope, rows whose tsvector is also inline in the entity index (`tsv_small`) are matched there without
-reading their heap rows. The query goes through
-`plainto_tsquery('english')` and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
-growing with its frequency in the document, summed and divided by 1 + log(document length).
-How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
-(k1=1.5, b=0.75) over the scope's candidates with a `\w+` tokenizer, no stemming and a 29-word stop
-list: (1) English stemming here ('lives' and 'living' match 'live'); (2) PostgreSQL's longer English
-stop list; (3) no inverse document frequency (a rare word weighs as much as a common one) and no
-term-frequency saturation; (4) values are small (about 0.01 to 0.3), not comparable with BM25's.
-The engine normalizes each channel per query, so only the order within one query matters; orders
-can differ from BM25 when a query mixes rare and common words.
+Keyword: Okapi BM25 with the local index's tokenizer, idf and parameters, in one statement over the
+scope's rows (`keywords`).
 
 Graph (`graph_search`): breadth-first over the entity graph, one SQL query per hop (indexed lookups
 by entity_id, subject, object_entity). Every in-scope memory links all the entities it names
@@ -56,7 +45,6 @@ distance. Ties everywhere: newer timestamp first, then memory_id (as in the othe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -92,7 +80,7 @@ def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
     return w.sql, w.params
 
 
-def _sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
+def sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
     """Best first, ties broken by newer timestamp, then memory_id (the order every store uses)."""
     sign = -1.0 if descending else 1.0
     ordered = sorted(rows, key=lambda r: (sign * float(r[1]), -to_micros(r[2]), r[0]))
@@ -204,55 +192,17 @@ def vector_search(
         stmt, params = exact_vector_statement(scope, model, query, k, cap=exact_max + 1)
         rows = conn.execute(stmt, params, prepare=False).fetchall()
         if not rows or int(rows[0][3]) <= exact_max:
-            return _sorted_hits(_scored(rows), k, descending=True)
+            return sorted_hits(_scored(rows), k, descending=True)
     elif exact_max > 0 and bounded_scope_size(conn, scope, exact_max) <= exact_max:
         stmt, params = exact_vector_statement(scope, model, query, k)
         rows = conn.execute(stmt, params, prepare=False).fetchall()
-        return _sorted_hits(_scored(rows), k, descending=True)
+        return sorted_hits(_scored(rows), k, descending=True)
     stmt, params = vector_statement(scope, model, query, k)
     with conn.transaction():  # the settings are transaction-local (the store may read in autocommit)
         conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(max(40, k), 1000)),))
         rows = conn.execute(stmt, params, prepare=False).fetchall()
-    return _sorted_hits(rows, k, descending=True)
-
-
-# plainto_tsquery AND-s its terms; OR them instead (lexemes are quoted, so ' & ' only separates).
-_OR_QUERY = "replace(plainto_tsquery('english'::regconfig, %(text)s)::text, ' & ', ' | ')::tsquery"
-
-
-def keyword_search(conn: psycopg.Connection[Any], scope: Scope, text: str, k: int) -> list[Hit]:
-    if k <= 0 or not text.strip():
-        return []
-    where, params = scope_filter(scope)
-    params.update(text=enc(text), k=k)
-    if scope.entity_id is not None:
-        # Rows whose tsvector is inline (`tsv_small`, schema migration 3) are matched from the entity
-        # index alone; the others (long texts, or rows not backfilled yet) through the partial index
-        # of rows without it. The same tsvector either way, so the same ranks as the plain query.
-        stmt = f"""
-            WITH q AS (SELECT {_OR_QUERY} AS q)
-            SELECT memory_id, rank, ts FROM (
-                SELECT m.memory_id, ts_rank(m.tsv_small, q.q, 1) AS rank, m.ts
-                FROM memories m, q WHERE m.tsv_small @@ q.q AND {where}
-                UNION ALL
-                SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
-                FROM memories m, q WHERE m.tsv_small IS NULL AND m.tsv @@ q.q AND {where}
-            ) r
-            ORDER BY rank DESC, ts DESC, memory_id
-            LIMIT %(k)s
-        """
-    else:
-        stmt = f"""
-            WITH q AS (SELECT {_OR_QUERY} AS q)
-            SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
-            FROM memories m, q
-            WHERE m.tsv @@ q.q AND {where}
-            ORDER BY rank DESC, m.ts DESC, m.memory_id
-            LIMIT %(k)s
-        """
-    rows = conn.execute(stmt, params, prepare=False).fetchall()
-    return _sorted_hits([r for r in rows if r[1] > 0], k, descending=True)
+    return sorted_hits(rows, k, descending=True)
 
 
 def graph_search(
@@ -300,34 +250,7 @@ def graph_search(
     rows = conn.execute(
         final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}, prepare=False
     ).fetchall()
-    return _sorted_hits(rows, k, descending=False)
-
-
-#: `speaker_shares` counts over the newest in-scope events only (an index-ordered read of bounded cost);
-#: a conversation's speakers each say a large share of any stretch of it
-SPEAKER_SAMPLE = 50
-_NAME_WORD = "[A-Z][-\\w'.]*"  # a word of a speaker's name (`engine.models.speaker_name`), as a PG regex
-
-
-def speaker_shares(conn: psycopg.Connection[Any], scope: Scope, words: Sequence[str]) -> list[float]:
-    """`Store.speaker_shares` over the newest `SPEAKER_SAMPLE` in-scope events."""
-    if not words:
-        return []
-    where, params = scope_filter(scope)
-    counts = ", ".join(f"count(*) FILTER (WHERE s.text ~ %(w{i})s)" for i in range(len(words)))
-    for i, w in enumerate(words):
-        params[f"w{i}"] = f"^\\s*({_NAME_WORD} ){{0,3}}{re.escape(w)}( {_NAME_WORD}){{0,3}}\\s*:\\s"
-    params["n"] = SPEAKER_SAMPLE
-    stmt = f"""
-        SELECT count(*), {counts} FROM (
-            SELECT left(m.text, 100) AS text FROM memories m
-            WHERE m.type = 'event' AND {where} ORDER BY m.ts DESC LIMIT %(n)s
-        ) s
-    """
-    row = conn.execute(stmt, params, prepare=False).fetchone()
-    if not row or not row[0]:
-        return [0.0] * len(words)
-    return [int(c) / int(row[0]) for c in row[1:]]
+    return sorted_hits(rows, k, descending=False)
 
 
 def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:

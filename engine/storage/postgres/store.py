@@ -20,7 +20,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
-from engine.storage.postgres import bookkeeping, bulk, rows, search
+from engine.storage.postgres import bookkeeping, bulk, keywords, rows, search
+from engine.storage.postgres.keywords import ScopeSpeakers
 from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.postgres.schema import migrate
 from engine.storage.postgres.vectors import (
@@ -93,6 +94,7 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"cannot reach PostgreSQL: {exc}") from exc
         self._indexed: set[tuple[str, int]] = set()
+        self._speakers = ScopeSpeakers()
         self._returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._current: ContextVar[Conn | None] = ContextVar(f"loci_pg_conn_{id(self)}", default=None)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -191,6 +193,7 @@ class PostgresStore:
 
     # --- memories ---------------------------------------------------------------------------------
     def put_memories(self, memories_: Sequence[Memory]) -> None:
+        self._speakers.clear()
         with self._conn() as conn:
             rows.put(conn, memories_, self.inline_model)
 
@@ -203,6 +206,7 @@ class PostgresStore:
             return rows.get_many(conn, org_id, memory_ids)
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
+        self._speakers.clear()
         with self._conn() as conn:
             return rows.delete(conn, org_id, memory_id)
 
@@ -290,6 +294,7 @@ class PostgresStore:
         if model is not None:
             self._ensure_indexes(model, [dims for dims in counts if dims not in rebuild])
         inline = self._inline_vectors(memories_, model, vectors)
+        self._speakers.clear()
         with self._conn() as conn:
             for dims in rebuild:
                 bulk.drop_hnsw_index(conn, model or "", dims)
@@ -358,8 +363,12 @@ class PostgresStore:
             return search.vector_search(conn, scope, model, vec, k)
 
     def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+        where, params = search.scope_filter(scope)
         with self._read() as conn:
-            return search.keyword_search(conn, scope, text, k)
+            rows_, speakers = keywords.keyword_search(conn, scope, where, params, text, k)
+        if speakers is not None:
+            self._speakers.put(scope, speakers)
+        return search.sorted_hits(rows_, k, descending=True)
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
         with self._read() as conn:
@@ -376,8 +385,17 @@ class PostgresStore:
             return search.scope_size(conn, scope)
 
     def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
+        """From the last keyword search of an equal scope when this process wrote nothing since (what
+        the pipeline asks right after the keyword channel), else by a statement of its own."""
+        if not words:
+            return []
+        seen = self._speakers.get(scope)
+        shares = seen.shares(words) if seen is not None else None
+        if shares is not None:
+            return shares
+        where, params = search.scope_filter(scope)
         with self._read() as conn:
-            return search.speaker_shares(conn, scope, words)
+            return keywords.count_speakers(conn, scope, where, params, words)
 
     # --- API keys ---------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:

@@ -15,9 +15,9 @@ from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Store
 from engine.storage.local_index import reference
 from engine.storage.local_index import vector as vector_module
-from engine.storage.local_index.tokenize import tokenize
+from engine.storage.tokenize import tokenize
 from engine.storage.scope_filter import in_scope
-from tests.engine.storage.conftest import at, mem, skip_on_postgres
+from tests.engine.storage.conftest import at, mem
 
 NOW = at(10_000)
 
@@ -68,9 +68,6 @@ SCOPES = [
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     rng = random.Random(7)
     corpus = _random_corpus(rng, 400)
     if incremental:  # index built first, then patched write by write (vs built in bulk from the rows)
@@ -106,9 +103,6 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
 
 
 def test_keyword_edge_cases(store: Store) -> None:
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     scope = Scope(org_id="org_a", now=NOW)
     store.put_memories([mem(text="alpha beta"), mem(text="gamma"), mem(text=""), mem(text="delta")])
     assert store.keyword_search(scope, "", 5) == []
@@ -212,9 +206,6 @@ def test_graph_matches_reference(store: Store) -> None:
 def test_keyword_finds_the_first_memories_of_a_scope(store: Store) -> None:
     """A term in every document of a one- or two-memory scope still scores (an idf that can be zero or
     negative would hide a new scope's first memories from the keyword channel)."""
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     scope = Scope(org_id="org_a", now=NOW, entity_id="ent:alice")
     store.put_memories([mem(text="Alice lives in Lisbon", entity_id="ent:alice")])
     assert [h.raw > 0 for h in store.keyword_search(scope, "Where does Alice live?", 5)] == [True]

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
-from engine.storage.base import Scope, Vector
+from engine.storage.base import Hit, Scope, Vector
 from engine.storage.postgres import PostgresStore, bookkeeping, search
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
@@ -130,12 +130,13 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
         drop_database(pg_server, name)
 
 
-def test_migration_3_on_a_database_with_memories(
+def test_migrations_3_and_4_on_a_database_with_memories(
     pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A schema-2 database with memories migrates in place: `tsv` keeps its values and is kept by the
-    trigger from then on, keyword and semantic search find the old rows before any backfill (through
-    the heap and the join), and the backfill gives them their copies with the same results."""
+    """A schema-2 database with memories migrates in place: migration 4 tokenizes the existing rows (the
+    keyword channel then ranks them as the in-memory store does), semantic search finds the old rows
+    before any backfill (through the join), and the backfill gives them their copies with the same
+    results."""
     from engine.storage.postgres import schema
 
     name = f"{pg_server.prefix}_migrate_v2"
@@ -144,18 +145,33 @@ def test_migration_3_on_a_database_with_memories(
         monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
         assert migrate(url) == [1, 2]
         rows = [
-            _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
-            for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])
+            _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i), type=kind)
+            for i, (t, kind) in enumerate(
+                [
+                    ("old gardens grow tomatoes", "note"),
+                    ("Ann Lee: a note about the sea", "event"),
+                    ("tomato soup", "fact"),
+                ]
+            )
         ]
+        v2_columns = pg_rows.COLUMNS[: pg_rows.COLUMNS.index("doc") + 1]
         with psycopg.connect(url) as conn, conn.cursor() as cur:  # rows as schema 2 stored them
             cur.executemany(
-                f"INSERT INTO memories ({', '.join(pg_rows.COLUMNS)})"  # noqa: S608
-                f" VALUES ({', '.join('%s' for _ in pg_rows.COLUMNS)})",
-                [pg_rows.row_of(m) for m in rows],
+                f"INSERT INTO memories ({', '.join(v2_columns)})"  # noqa: S608
+                f" VALUES ({', '.join('%s' for _ in v2_columns)})",
+                [pg_rows.row_of(m)[: len(v2_columns)] for m in rows],
             )
         monkeypatch.undo()
-        assert migrate(url) == [3]
+        assert migrate(url) == [3, 4]
+        local = open_store("memory")
+        local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
+            with store._conn() as conn:
+                kw = {
+                    r[0]: r[1:] for r in conn.execute("SELECT memory_id, kw, speaker, kw_small = kw FROM memories")
+                }
+            assert kw["mem_1"] == (["ann", "lee", "note", "sea"], ["Ann", "Lee"], True)
+            assert kw["mem_2"] == (["soup", "tomato"], None, True)
             vecs = {text_hash(m.text): np.eye(4, dtype=np.float32)[i] for i, m in enumerate(rows)}
             with store._conn() as conn, conn.cursor() as cur:  # vectors stored without touching the rows
                 cur.executemany(
@@ -165,37 +181,30 @@ def test_migration_3_on_a_database_with_memories(
             scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
             q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
 
-            def results() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-                return (
-                    [
-                        (h.memory_id, round(h.raw, 6))
-                        for h in store.keyword_search(scope, "tomatoes garden", 5)
-                    ],
-                    _ranked(store, scope, "hash:4", q, 3),
-                )
+            def results() -> tuple[list[Hit], list[tuple[str, float]]]:
+                return store.keyword_search(scope, "tomatoes garden", 5), _ranked(store, scope, "hash:4", q, 3)
 
             before = results()
-            assert [mid for mid, _ in before[0]] == ["mem_0", "mem_2"]
+            assert before[0] == local.keyword_search(scope, "tomatoes garden", 5)
+            assert [h.memory_id for h in before[0]] == ["mem_0", "mem_2"]
             assert [mid for mid, _ in before[1]] == ["mem_2", "mem_1", "mem_0"]
+            assert store.speaker_shares(scope, ["Ann", "Lee", "Bob"]) == [1.0, 1.0, 0.0]
             assert store.backfill_inline_vectors(batch=2) == 3
             with store._conn() as conn:
                 filled = conn.execute(
-                    "SELECT count(*) FROM memories WHERE tsv_small = tsv"
-                    " AND embedding_model = 'hash:4' AND embedding IS NOT NULL"
+                    "SELECT count(*) FROM memories WHERE embedding_model = 'hash:4' AND embedding IS NOT NULL"
                 ).fetchone()
             assert filled == (3,)
             assert results() == before
-            store.put_memories([msgspec.structs.replace(rows[1], text="the sea has tomatoes")])
-            assert {h.memory_id for h in store.keyword_search(scope, "sea tomatoes", 5)} == {
-                "mem_0",
-                "mem_1",
-                "mem_2",
-            }
-            with store._conn() as conn:  # the trigger recomputed both tsvectors for the new text
+            changed = msgspec.structs.replace(rows[1], text="the sea has tomatoes")
+            store.put_memories([changed])
+            local.put_memories([changed])
+            assert store.keyword_search(scope, "sea tomatoes", 5) == local.keyword_search(scope, "sea tomatoes", 5)
+            with store._conn() as conn:  # the trigger copied the new terms for the index
                 row = conn.execute(
-                    "SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'"
+                    "SELECT kw, speaker, kw_small = kw, speaker_small FROM memories WHERE memory_id = 'mem_1'"
                 ).fetchone()
-            assert row == ("'sea':2 'tomato':4", True)
+            assert row == (["sea", "tomato"], None, True, None)
     finally:
         drop_database(pg_server, name)
 
@@ -276,29 +285,31 @@ def test_vector_search_filters_scope_and_shares_vectors_by_text(postgres_store: 
     assert ids == {"m_old", "m_sup", "m_far"}  # m_expired ends at T0 (valid_to > as_of fails); m_new later
 
 
-def test_keyword_search_stems_ors_and_scores_by_ts_rank(postgres_store: PostgresStore) -> None:
+def test_keyword_search_stores_the_tokenizers_terms_and_ranks_as_the_local_index(
+    postgres_store: PostgresStore,
+) -> None:
     rows = [
         _mem("k1", "Alice lives in Paris"),
         _mem("k2", "Bob is living in Berlin and Bob likes living there"),
-        _mem("k3", "A note about cats"),
+        _mem("k3", "Caroline: A note about cats", type="event"),
         _mem("k4", "Alice lives in Paris", org_id="org_b"),
     ]
     postgres_store.put_memories(rows)
-    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.keyword_search(scope, "where does Alice live?", 10)
-    # 'lives'/'living' stem to 'live'; OR semantics: k1 matches alic+live, k2 matches live (twice).
-    assert {h.memory_id for h in hits} == {"k1", "k2"}
-    assert all(h.raw > 0 for h in hits)
-    with psycopg.connect(postgres_store.url) as conn:
-        expected = {
-            mid: conn.execute(
-                "SELECT ts_rank(to_tsvector('english', %s), to_tsquery('english', 'alic | live'), 1)", (text,)
-            ).fetchone()[0]  # type: ignore[index]
-            for mid, text in (("k1", rows[0].text), ("k2", rows[1].text))
+    local = open_store("memory")
+    local.put_memories(rows)
+    with postgres_store._conn() as conn:
+        stored = {
+            r[0]: r[1:] for r in conn.execute("SELECT memory_id, kw, speaker FROM memories WHERE org_id = 'org_a'")
         }
-    assert {h.memory_id: h.raw for h in hits} == pytest.approx(expected)
-    assert postgres_store.keyword_search(scope, "the and of", 10) == []  # only stop words
-    assert postgres_store.keyword_search(scope, "", 10) == []
+    assert stored == {
+        "k1": (["alic", "live", "pari"], None),
+        "k2": (["berlin", "bob", "bob", "like", "live", "live"], None),
+        "k3": (["carolin", "cat", "note"], ["Caroline"]),
+    }
+    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
+    for query in ("where does Alice live?", "Bob Bob living", "cats", "the and of", ""):
+        assert postgres_store.keyword_search(scope, query, 10) == local.keyword_search(scope, query, 10)
+    assert {h.memory_id for h in postgres_store.keyword_search(scope, "where does Alice live?", 10)} == {"k1", "k2"}
 
 
 def test_graph_search_hops(postgres_store: PostgresStore) -> None:
@@ -653,41 +664,34 @@ def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -
     assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
 
 
-def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store: PostgresStore) -> None:
-    """In an entity scope, rows with the inline tsvector (short texts) and without it (a text too long
-    for the index entry, and a row whose copy is cleared as before a backfill) are ranked exactly as
-    the single query over `tsv` ranks them; the copy equals `tsv` and follows text updates."""
-    long_text = "garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
+def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store: PostgresStore) -> None:
+    """In an entity scope, rows with the inline terms (short texts) and without them (a text too long
+    for the index entry, and a row whose copy is cleared) are ranked exactly as the in-memory store
+    ranks them; the copy equals `kw` and follows text updates."""
+    long_text = "Ann: garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
     mems = [
-        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i), type="event")
         for i, t in enumerate(
             [
                 "my garden has tomatoes",
                 "tomatoes again and tomatoes",
-                "the garden",
+                "Ann: the garden",
                 "nothing here",
                 long_text,
                 "garden tomatoes garden",
             ]
         )
     ]
-    postgres_store.put_memories(mems)
-    postgres_store.put_memories([msgspec.structs.replace(mems[3], text="now the garden too")])
+    update = msgspec.structs.replace(mems[3], text="Ann: now the garden too")
+    local = open_store("memory")
+    for store in (postgres_store, local):
+        store.put_memories(mems)
+        store.put_memories([update])
     with psycopg.connect(postgres_store.url, autocommit=True) as conn:
-        conn.execute("UPDATE memories SET tsv_small = NULL WHERE memory_id = 'mem_5'")
+        conn.execute("UPDATE memories SET kw_small = NULL, speaker_small = NULL WHERE memory_id = 'mem_5'")
         small: dict[str, bool] = dict(
-            conn.execute(
-                "SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories"
-            ).fetchall()
+            conn.execute("SELECT memory_id, kw_small IS NOT NULL AND kw_small = kw FROM memories").fetchall()
         )
-        scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
-        where, params = search.scope_filter(scope)
-        plain = conn.execute(
-            f"SELECT m.memory_id, ts_rank(m.tsv, w.q, 1) FROM memories m,"  # noqa: S608
-            f" (SELECT replace(plainto_tsquery('english', %(t)s)::text, ' & ', ' | ')::tsquery AS q) w"
-            f" WHERE m.tsv @@ w.q AND {where} ORDER BY 2 DESC, m.ts DESC, m.memory_id",
-            {**params, "t": "garden tomatoes"},
-        ).fetchall()
     assert small == {
         "mem_0": True,
         "mem_1": True,
@@ -696,7 +700,8 @@ def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store
         "mem_4": False,
         "mem_5": False,
     }
+    scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
     hits = postgres_store.keyword_search(scope, "garden tomatoes", 10)
-    assert [h.memory_id for h in hits] == [r[0] for r in plain]
-    assert [h.raw for h in hits] == pytest.approx([r[1] for r in plain])
+    assert hits == local.keyword_search(scope, "garden tomatoes", 10)
     assert {"mem_3", "mem_4", "mem_5"} <= {h.memory_id for h in hits}
+    assert postgres_store.speaker_shares(scope, ["Ann"]) == local.speaker_shares(scope, ["Ann"]) == [3 / 6]
