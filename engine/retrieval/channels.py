@@ -95,14 +95,12 @@ class ChannelHits(msgspec.Struct, kw_only=True):
     degraded: bool = False
 
 
-def run_other_channels(
-    store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str, seeds: Sequence[str]
-) -> ChannelHits:
-    """bm25, graph_prior and the recent events: the channels that do not need the query vector (so
-    they can run while it is being computed)."""
-    out = ChannelHits()
-    w = cfg.weights
-    if w.bm25 > 0 and query.strip():
+def keyword_channel(
+    out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str
+) -> None:
+    """The bm25 channel into `out` (skipped without weight or query). It runs first: a store that
+    counts the scope's speakers in the same statement then answers `speaker_shares` without another."""
+    if cfg.weights.bm25 > 0 and query.strip():
         try:
             out.bm25 = store.keyword_search(scope, query, cfg.top_k)
         except Unavailable as exc:
@@ -111,6 +109,14 @@ def run_other_channels(
         out.ops += 1
     else:
         out.skipped.append("bm25")
+
+
+def graph_and_recent(
+    out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *, seeds: Sequence[str]
+) -> None:
+    """graph_prior and the recent events into `out`: with bm25, the channels that do not need the query
+    vector (so they can run while it is being computed)."""
+    w = cfg.weights
     if w.graph_prior > 0 and seeds:
         try:
             hits = store.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
@@ -124,7 +130,6 @@ def run_other_channels(
     if w.recency_decay > 0:
         out.recent = recent_events(store, scope)
         out.ops += 1
-    return out
 
 
 def add_semantic(

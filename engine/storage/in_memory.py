@@ -4,8 +4,9 @@
 - Transactions keep an undo log; an exception in the outermost block undoes every change made in it
   (nested blocks join the outer one, so an exception escaping an inner block rolls back everything).
 - Records are stored as given (no copy): treat them as immutable, as `engine.models` says.
-- Retrieval uses the shared in-process index (`engine.storage.local_index`), patched after commit.
-  Searches see committed data: inside an open transaction they may miss that block's own writes.
+- Retrieval uses the shared in-process index (`engine.storage.local_index`), patched as each write
+  runs (dropped on rollback): searches inside a transaction see its own writes, other threads'
+  searches wait for it to end.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ class InMemoryStore:
         self._depth = 0
         self._mark = 0
         self._undo: list[Callable[[], None]] = []
-        self._after_commit: list[Callable[[], None]] = []  # index patches, run only after commit
         self._memories: dict[tuple[str, str], Memory] = {}
         self._embeddings: dict[tuple[str, str], Vector] = {}
         self._api_keys: dict[str, ApiKey] = {}
@@ -72,17 +72,11 @@ class InMemoryStore:
 
     def _commit(self) -> None:
         self._undo.clear()
-        patches, self._after_commit = self._after_commit, []
-        try:
-            for patch in patches:
-                patch()
-        finally:
-            self._index.end_commit()
+        self._index.end_commit()
 
     def _rollback(self) -> None:
         while self._undo:
             self._undo.pop()()
-        self._after_commit.clear()
         self._index.forget_since(self._mark)
 
     def _set(self, table: dict[Any, Any], key: Any, value: Any) -> None:
@@ -113,8 +107,7 @@ class InMemoryStore:
         with self._auto():
             for m in memories:
                 self._set(self._memories, (m.org_id, m.memory_id), m)
-            batch = list(memories)
-            self._after_commit.append(lambda: self._index.apply_put(batch))
+            self._index.apply_put(list(memories))
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         with self._lock:
@@ -131,7 +124,7 @@ class InMemoryStore:
             if old is None:
                 return False
             self._set(self._memories, (org_id, memory_id), _MISSING)
-            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            self._index.apply_delete(org_id, [memory_id])
             return True
 
     def _org_memories(self, org_id: str) -> list[Memory]:
@@ -181,7 +174,7 @@ class InMemoryStore:
             }
             for h, arr in clean.items():
                 self._set(self._embeddings, (model, h), arr)
-            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+            self._index.apply_vectors(model, clean)
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:

@@ -18,9 +18,9 @@ from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.local_index.bm25 import KeywordIndex
 from engine.storage.local_index.columns import Columns, Mask
 from engine.storage.local_index.graph import GraphIndex
-from engine.storage.tokenize import tokenize
 from engine.storage.local_index.vector import VectorIndex
 from engine.storage.scope_filter import memory_entities
+from engine.storage.tokenize import tokenize
 
 VectorLoader = Callable[[str, Sequence[str]], dict[str, Vector]]
 

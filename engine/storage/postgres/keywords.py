@@ -33,7 +33,7 @@ import msgspec
 import psycopg
 
 from engine.storage.base import Scope
-from engine.storage.local_index.bm25 import B, K1
+from engine.storage.local_index.bm25 import K1, B
 from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.tokenize import tokenize
 
@@ -128,7 +128,9 @@ def keyword_statement(scope: Scope, where: str, params: Params, query: Sequence[
     distinct = list(dict.fromkeys(query))
     index = {t: i for i, t in enumerate(distinct)}
     params.update({f"t{i}": enc(t) for i, t in enumerate(distinct)}, terms=enc_all(distinct), k=k)
-    dfs = ", ".join(f"count(*) FILTER (WHERE s.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values())
+    dfs = ", ".join(
+        f"count(*) FILTER (WHERE s.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
+    )
     idfs = ", ".join(
         f"ln(1::float8 + ((st.n - st.df{i}) + 0.5::float8) / (st.df{i} + 0.5::float8)) AS idf{i}"
         for i in index.values()

@@ -63,7 +63,7 @@ def tokenize_rows(conn: psycopg.Connection[Any]) -> None:
     from engine.storage.postgres.rows import keyword_columns
 
     conn.execute(
-        "CREATE TEMPORARY TABLE loci_kw (org_id text COLLATE \"C\", memory_id text COLLATE \"C\","
+        'CREATE TEMPORARY TABLE loci_kw (org_id text COLLATE "C", memory_id text COLLATE "C",'
         " kw text[], speaker text[]) ON COMMIT DROP"
     )
     after: tuple[str, str] = ("", "")

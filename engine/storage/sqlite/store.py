@@ -7,10 +7,11 @@
   A background `Checkpointer` copies the WAL into the database file, off the commit path.
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
-  first search of a namespace and patched after each commit (never on rollback). Commits made by other
-  connections to the same file (other processes) are detected with PRAGMA data_version and make the
-  index rebuild on the next search; run one writer process per database for a warm index.
-  Searches see committed data: inside an open transaction they may miss that block's own writes.
+  first search of a namespace and patched as each write runs (dropped on rollback). Searches inside a
+  transaction see its own writes; other threads' searches wait for it to end, as their reads do.
+  Commits made by other connections to the same file (other processes) are detected with PRAGMA
+  data_version and make the index rebuild on the next search; run one writer process per database
+  for a warm index.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class SQLiteStore:
                 )
             batch = list(memories)
             self._after_commit.append(lambda: self._uncache(ids))
-            self._after_commit.append(lambda: self._index.apply_put(batch))
+            self._index.apply_put(batch)
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         rows = self._q(
@@ -225,7 +226,7 @@ class SQLiteStore:
             if cur.rowcount == 0:
                 return False
             self._after_commit.append(lambda: self._uncache([(org_id, memory_id)]))
-            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            self._index.apply_delete(org_id, [memory_id])
             return True
 
     def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
@@ -330,7 +331,7 @@ class SQLiteStore:
                 "ON CONFLICT (model, text_hash) DO UPDATE SET dim = excluded.dim, vector = excluded.vector",
                 [(model, h, int(v.shape[0]), v.tobytes()) for h, v in clean.items()],
             )
-            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+            self._index.apply_vectors(model, clean)
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:

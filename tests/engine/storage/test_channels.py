@@ -15,19 +15,20 @@ from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Store
 from engine.storage.local_index import reference
 from engine.storage.local_index import vector as vector_module
-from engine.storage.tokenize import tokenize
 from engine.storage.scope_filter import in_scope
+from engine.storage.tokenize import tokenize
 from tests.engine.storage.conftest import at, mem
 
 NOW = at(10_000)
 
 
-class LuceneBM25(BM25Okapi):
+class LuceneBM25(BM25Okapi):  # type: ignore[misc]
     """rank_bm25's Okapi BM25 with Lucene's idf, ln(1 + (N - df + 0.5) / (df + 0.5)), the keyword channel's."""
 
     def _calc_idf(self, nd: dict[str, int]) -> None:
         for word, freq in nd.items():
             self.idf[word] = math.log(1 + (self.corpus_size - freq + 0.5) / (freq + 0.5))
+
 
 WORDS = [f"w{i}" for i in range(60)] + ["the", "apple", "Apple", "café", "naïve"]
 

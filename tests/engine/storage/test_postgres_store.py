@@ -168,7 +168,8 @@ def test_migrations_3_and_4_on_a_database_with_memories(
         with _store_keeping(url, "hash:4") as store:
             with store._conn() as conn:
                 kw = {
-                    r[0]: r[1:] for r in conn.execute("SELECT memory_id, kw, speaker, kw_small = kw FROM memories")
+                    r[0]: r[1:]
+                    for r in conn.execute("SELECT memory_id, kw, speaker, kw_small = kw FROM memories")
                 }
             assert kw["mem_1"] == (["ann", "lee", "note", "sea"], ["Ann", "Lee"], True)
             assert kw["mem_2"] == (["soup", "tomato"], None, True)
@@ -182,7 +183,9 @@ def test_migrations_3_and_4_on_a_database_with_memories(
             q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
 
             def results() -> tuple[list[Hit], list[tuple[str, float]]]:
-                return store.keyword_search(scope, "tomatoes garden", 5), _ranked(store, scope, "hash:4", q, 3)
+                return store.keyword_search(scope, "tomatoes garden", 5), _ranked(
+                    store, scope, "hash:4", q, 3
+                )
 
             before = results()
             assert before[0] == local.keyword_search(scope, "tomatoes garden", 5)
@@ -199,7 +202,9 @@ def test_migrations_3_and_4_on_a_database_with_memories(
             changed = msgspec.structs.replace(rows[1], text="the sea has tomatoes")
             store.put_memories([changed])
             local.put_memories([changed])
-            assert store.keyword_search(scope, "sea tomatoes", 5) == local.keyword_search(scope, "sea tomatoes", 5)
+            assert store.keyword_search(scope, "sea tomatoes", 5) == local.keyword_search(
+                scope, "sea tomatoes", 5
+            )
             with store._conn() as conn:  # the trigger copied the new terms for the index
                 row = conn.execute(
                     "SELECT kw, speaker, kw_small = kw, speaker_small FROM memories WHERE memory_id = 'mem_1'"
@@ -299,7 +304,8 @@ def test_keyword_search_stores_the_tokenizers_terms_and_ranks_as_the_local_index
     local.put_memories(rows)
     with postgres_store._conn() as conn:
         stored = {
-            r[0]: r[1:] for r in conn.execute("SELECT memory_id, kw, speaker FROM memories WHERE org_id = 'org_a'")
+            r[0]: r[1:]
+            for r in conn.execute("SELECT memory_id, kw, speaker FROM memories WHERE org_id = 'org_a'")
         }
     assert stored == {
         "k1": (["alic", "live", "pari"], None),
@@ -309,7 +315,10 @@ def test_keyword_search_stores_the_tokenizers_terms_and_ranks_as_the_local_index
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
     for query in ("where does Alice live?", "Bob Bob living", "cats", "the and of", ""):
         assert postgres_store.keyword_search(scope, query, 10) == local.keyword_search(scope, query, 10)
-    assert {h.memory_id for h in postgres_store.keyword_search(scope, "where does Alice live?", 10)} == {"k1", "k2"}
+    assert {h.memory_id for h in postgres_store.keyword_search(scope, "where does Alice live?", 10)} == {
+        "k1",
+        "k2",
+    }
 
 
 def test_graph_search_hops(postgres_store: PostgresStore) -> None:
