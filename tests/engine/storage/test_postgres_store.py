@@ -714,3 +714,44 @@ def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store
     assert hits == local.keyword_search(scope, "garden tomatoes", 10)
     assert {"mem_3", "mem_4", "mem_5"} <= {h.memory_id for h in hits}
     assert postgres_store.speaker_shares(scope, ["Ann"]) == local.speaker_shares(scope, ["Ann"]) == [3 / 6]
+
+
+def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
+    postgres_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword statement counts the scope's speakers: asked right after it (as the pipeline asks for
+    the semantic query), `speaker_shares` answers from those counts; another scope, or a write in
+    between, has it count by a statement of its own, with the same answers."""
+    from engine.storage.postgres import keywords
+
+    postgres_store.put_memories(
+        [
+            _mem(
+                f"e{i}",
+                f"{who}: words {i}",
+                type="event",
+                entity_id="ent:c",
+                timestamp=T0 + timedelta(minutes=i),
+            )
+            for i, who in enumerate(["Caroline", "Mel Lee", "Caroline", "Caroline"])
+        ]
+    )
+    statements: list[list[str]] = []
+    counted = keywords.count_speakers
+
+    def counting(*args: Any) -> list[float]:
+        statements.append(list(args[-1]))
+        return counted(*args)
+
+    monkeypatch.setattr(keywords, "count_speakers", counting)
+    scope = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=1))
+    postgres_store.keyword_search(scope, "words", 5)
+    assert postgres_store.speaker_shares(scope, ["Caroline", "Lee", "Bob"]) == [0.75, 0.25, 0.0]
+    assert statements == []
+    other = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=2))
+    assert postgres_store.speaker_shares(other, ["Caroline"]) == [0.75]
+    assert statements == [["Caroline"]]
+    postgres_store.keyword_search(scope, "words", 5)
+    postgres_store.put_memories([_mem("e9", "Bob: hi", type="event", entity_id="ent:c")])
+    assert postgres_store.speaker_shares(scope, ["Caroline", "Bob"]) == [0.6, 0.2]
+    assert statements[-1] == ["Caroline", "Bob"]
