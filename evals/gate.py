@@ -6,7 +6,9 @@
 It replays the first `locomo_conversations` LoCoMo conversations (categories 1-4; turns as events,
 no extraction, questions one day after the last session, `return.max_events` 200: the protocol of
 `loci eval run --ingest events`) and a seeded synthetic set (with fact extraction) through the engine
-in process, with the default preset and the `hash` embedder, and compares with `evals/floors.json`:
+in process, with the default preset and the `hash` embedder, on the store `measure` is given (CI runs
+it on SQLite and on an embedded PostgreSQL: one set of floors, since both rank alike), and compares
+with `evals/floors.json`:
 - `floors`: a measured value below its floor fails (evidence recall in context, supersession accuracy)
 - `ceilings`: a value above its ceiling fails (budget overflow count: must stay 0; stale leakage)
 The file also keeps the values measured when the floors were set (`measured`), so a reviewer sees
@@ -49,9 +51,16 @@ def _summary(dataset: Any, config: ReplayConfig, keep: Any) -> Any:
     return summarize(metrics_frame(score(r) for r in records), by=None).loc["all"]
 
 
-def measure(spec: GateSpec | None = None) -> dict[str, float]:
+#: the stores the gate runs on (`loci eval gate --backend`; `--backend` names of `loci eval run`)
+GATE_STORES: dict[str, str] = {"sqlite": "sqlite://:memory:", "postgres": "postgres-embedded"}
+
+
+def measure(spec: GateSpec | None = None, store: str = GATE_STORES["sqlite"]) -> dict[str, float]:
+    """The gate's metrics, replayed on a fresh store of target `store` per conversation."""
     s = spec or GateSpec()
-    config = ReplayConfig(preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth)
+    config = ReplayConfig(
+        preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth, store=store
+    )
     events = RunConfig(
         dataset="locomo",
         ingest="events",
@@ -60,6 +69,7 @@ def measure(spec: GateSpec | None = None) -> dict[str, float]:
         budget=s.budget,
         rank_depth=s.rank_depth,
         limit=s.locomo_conversations,
+        store=store,
     )
     locomo = select(load_dataset("locomo"), events)
     loc = _summary(
@@ -129,6 +139,7 @@ def write_measured(measured: Mapping[str, float], path: Path = FLOORS_PATH) -> N
 
 __all__: Sequence[str] = (
     "FLOORS_PATH",
+    "GATE_STORES",
     "Floors",
     "GateSpec",
     "check",
