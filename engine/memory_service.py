@@ -51,6 +51,7 @@ from engine.models import (
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
+from engine.write.supersession import existing_for, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):
     """A patch that may also replace the text (the mem0 adapter's update). The `memory.updated` event
     then carries `old_text` and `text`, so the memory's history can be told; embed the new text before
-    the write (`engine.write.turns.embed_texts`)."""
+    the write (`engine.write.turns.embed_for_write`); the update stores the vector with it."""
 
     text: MemoryText | UnsetType = UNSET
 
@@ -274,6 +275,15 @@ class MemoryService:
                 return old
             now = self.clock()
             new = msgspec.structs.replace(old, **changes, updated_at=now)
+            others: list[Memory] = []
+            events: list[Event] = []
+            if "archived" in changed and not new.archived:  # back from the archive: one current value again
+                placed = reconcile(new, existing_for(self.store, new), now=now)
+                if placed.writes:
+                    new, others, events = placed.writes[0], placed.writes[1:], placed.events[1:]
+                    changed = sorted(
+                        {*changed, *(k for k in ("status", "valid_to") if getattr(old, k) != getattr(new, k))}
+                    )
             kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
             data: dict[str, Any] = {"fields": changed}
             if "text" in changed:
@@ -287,8 +297,10 @@ class MemoryService:
                 entity_id=new.entity_id,
                 data=data,
             )
-            self.store.put_memories([new])
-            self.store.append_events([event])
+            if "text" in changed and self.embeddings is not None:
+                self.embeddings.save([new.text])  # embedded by the caller beforehand (`embed_for_write`)
+            self.store.put_memories([new, *others])
+            self.store.append_events([event, *events])
         return new
 
     # --- delete ----------------------------------------------------------------------------------

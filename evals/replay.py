@@ -4,20 +4,25 @@
             -> for each question:     backend.ask(loaded, q)  (as_of = the question's time)
             -> to_record(...) -> QuestionRecord -> metrics.score
 
-A turn is written as an `event` memory: text `<speaker>: <text>`, timestamp = the turn's time (its
-session's date + its position in seconds), metadata {turn_id, session}, entity_id = the
-conversation's entity (`ent:<conversation id>`), in a namespace of its own. With `extract=True`
-the fact extractor also runs on every turn whose speaker is not `assistant` (first person = the
-speaker, `ent:<speaker>`), with the event as `source_turn`; a fact counts as its source turn when
-ranks and contexts are mapped back to turns.
+Every conversation goes in through the engine functions the routes call (`write`):
+- `batch` (bulk, as `POST /v0/memories` writes): each turn an `event` memory, text `<speaker>: <text>`,
+  timestamp = the turn's time (its session's date + its position in seconds), metadata {turn_id,
+  session}, entity_id = the conversation's entity (`ent:<conversation id>`), in a namespace of its
+  own, in batches of 200 (`MemoryService.prepare` + `insert`). With `extract=True` each turn whose
+  speaker is not `assistant` then goes through assemble's ingest with the turn's time as `as_of`
+  (`ingest.store_turn` none, first person = the speaker): the facts it finds, superseded as in
+  production.
+- `agent` (the loop agents run): each turn, in time order, through `POST /v0/context/assemble`
+  (`engine.assemble`) with the API's default ingest and `as_of` = the turn's time: the turn
+  `<speaker>: <text>` is stored as an event, its facts extracted (first person = the speaker its label
+  names; an assistant's turn gives none) and superseded.
+A fact counts as the turn it came from when ranks and contexts are mapped back to turns.
 
 Two backends behind one protocol (`Backend`):
 - `EngineBackend`: the engine in process, a fresh store per conversation (`memory` by default;
   any `open_store` target such as `sqlite://:memory:`), the `hash` embedder by default.
 - `HttpBackend`: a served API over httpx (the path agents use): POST /v0/memories in batches of up
-  to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`. It writes events only
-  (the HTTP write path has no way to extract facts with a given timestamp yet), so over HTTP
-  supersession metrics need a server-side extractor or are left out.
+  to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`.
 
 Ranking: `matches` hold the shortlist (the `top_k` that ran, as `retrieval_summary.top_k` reports). When
 `rank_depth` is larger, a second assemble with `top_k = rank_depth` gives the ranking for recall@k, so
@@ -26,12 +31,11 @@ the assembled context (first call) is exactly what the preset produces.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -68,6 +72,8 @@ class ReplayConfig(msgspec.Struct, frozen=True, kw_only=True):
     extract: bool = True
     embedder: str = "hash"
     store: str = "memory"
+    #: how turns are written: `batch` (POST /v0/memories, then facts) or `agent` (each turn through assemble)
+    write: Literal["batch", "agent"] = "batch"
 
 
 def slug(text: str) -> str:
@@ -190,6 +196,39 @@ def _event_item(loaded_entity: str, namespace: str, turn: Turn) -> dict[str, Any
     }
 
 
+def facts_body(loaded: Loaded, turn: Turn) -> dict[str, Any]:
+    """The assemble body that ingests one turn's facts in `batch` mode: dated by `as_of` = the turn's
+    time, the turn itself not stored again (it is an event already), "I" = the speaker."""
+    return {
+        "entity_id": loaded.entity_id,
+        "namespace": loaded.namespace,
+        "turn": turn.text,
+        "as_of": turn.timestamp.isoformat(),
+        "ingest": {"extract": True, "store_turn": "none", "subject": f"ent:{slug(turn.speaker)}"},
+        "budget": {"max_context_tokens": 256},
+        "return": {"include": ["facts"], "max_facts": 1},
+    }
+
+
+def agent_body(loaded: Loaded, turn: Turn) -> dict[str, Any]:
+    """The assemble body of one turn in the agent loop: the API's defaults but the turn's time."""
+    return {
+        "entity_id": loaded.entity_id,
+        "namespace": loaded.namespace,
+        "turn": turn.memory_text(),
+        "as_of": turn.timestamp.isoformat(),
+    }
+
+
+def map_upserts(loaded: Loaded, turn_id: str, extracted: dict[str, Any]) -> None:
+    """Memories an assemble wrote count as the turn it ingested; a memory already mapped (a SKIPPED
+    fact repeating an earlier one, a negation naming an earlier turn) keeps its turn."""
+    for upsert in extracted.get("upserts") or []:
+        memory_id = upsert.get("memory_id")
+        if memory_id and upsert.get("action") != "SKIPPED":
+            loaded.memory_to_turn.setdefault(memory_id, turn_id)
+
+
 def _parse_dt(value: Any) -> datetime | None:
     if value is None:
         return None
@@ -258,19 +297,19 @@ class EngineBackend:
         from evals.vector_cache import cached_embedder
 
         self.embedder = cached_embedder(config.embedder)
-        self.extractor = create_extractor("rules") if config.extract else None
+        self.extractor = create_extractor("rules") if config.extract or config.write == "agent" else None
         self.clock = clock or (lambda: datetime.now(UTC))
 
     def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
+        from engine.assemble import Engine
         from engine.embed.cache import EmbeddingCache
         from engine.memory_service import MemoryCreate, MemoryService
         from engine.storage import open_store
-        from engine.write.ingest import extract_and_ingest
 
         start = time.perf_counter()
         store = open_store(config.store)
         cache = EmbeddingCache(self.embedder, store)
-        service = MemoryService(store, embeddings=cache, clock=self.clock)
+        engine = Engine(store=store, embeddings=cache, extractor=self.extractor)
         loaded = Loaded(
             conversation_id=conversation.conversation_id,
             entity_id=entity_of(conversation),
@@ -279,43 +318,44 @@ class EngineBackend:
             handle=(store, cache),
         )
         turns = list(conversation.turns)
-        for batch_start in range(0, len(turns), 200):
-            batch = turns[batch_start : batch_start + 200]
-            drafts = [
-                msgspec.convert(
-                    _event_item(loaded.entity_id, loaded.namespace, t), MemoryCreate, strict=False
-                )
-                for t in batch
-            ]
-            for turn, memory in zip(batch, service.create(ORG_ID, drafts), strict=True):
-                loaded.memory_to_turn[memory.memory_id] = turn.turn_id
-                if self.extractor is None or turn.speaker.casefold() == ASSISTANT:
-                    continue
-                result = extract_and_ingest(
-                    store,
-                    self.extractor,
-                    turn.text,
-                    org_id=ORG_ID,
-                    timestamp=turn.timestamp,
-                    subject=f"ent:{slug(turn.speaker)}",
-                    namespace=loaded.namespace,
-                    entity_id=loaded.entity_id,
-                    source_turn=memory.memory_id,
-                    now=self.clock(),
-                )
-                stored = [
-                    m
-                    for m, o in zip(result.memories, result.outcomes, strict=True)
-                    if o.action != "SKIPPED" and not o.negation
+        if config.write == "agent":
+            for turn in turns:
+                map_upserts(loaded, turn.turn_id, self._assemble(engine, agent_body(loaded, turn)))
+        else:
+            service = MemoryService(store, embeddings=cache, clock=self.clock)
+            for batch_start in range(0, len(turns), 200):
+                batch = turns[batch_start : batch_start + 200]
+                drafts = [
+                    msgspec.convert(
+                        _event_item(loaded.entity_id, loaded.namespace, t), MemoryCreate, strict=False
+                    )
+                    for t in batch
                 ]
-                for fact in stored:
-                    loaded.memory_to_turn[fact.memory_id] = turn.turn_id
-                if stored:
-                    # a fact without a vector is still found by the keyword channel
-                    with contextlib.suppress(Exception):
-                        cache.embed([m.text for m in stored], persist=True)
+                for turn, memory in zip(batch, service.create(ORG_ID, drafts), strict=True):
+                    loaded.memory_to_turn[memory.memory_id] = turn.turn_id
+            if self.extractor is not None:
+                for turn in turns:
+                    if turn.speaker.casefold() != ASSISTANT:
+                        map_upserts(loaded, turn.turn_id, self._assemble(engine, facts_body(loaded, turn)))
         loaded.write_ms = (time.perf_counter() - start) * 1000.0
         return loaded
+
+    def _assemble(self, engine: Any, body: dict[str, Any]) -> dict[str, Any]:
+        """One assemble with ingest through the engine flow the route runs; its `extracted`."""
+        from engine.assemble import assemble_turn
+        from engine.retrieval.options import AssembleRequest
+
+        request = msgspec.convert(body, AssembleRequest, strict=False)
+        prepared = assemble_turn(
+            engine,
+            org_id=ORG_ID,
+            agent_id=None,
+            request=request,
+            request_id="req_eval_write",
+            now=self.clock(),
+        )
+        extracted: dict[str, Any] = msgspec.to_builtins(prepared.response.extracted)
+        return extracted
 
     def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
         from engine.retrieval.options import AssembleRequest
@@ -388,8 +428,8 @@ class EngineBackend:
 
 # --- a served API over HTTP --------------------------------------------------------------------------
 class HttpBackend:
-    """A served API: events through POST /v0/memories, facts of user turns (when `config.extract`)
-    through assemble's ingest dated by `as_of`, questions through POST /v0/context/assemble.
+    """A served API: turns written as `config.write` says (see the module docstring), questions through
+    POST /v0/context/assemble.
     Each conversation gets its own namespace (`<prefix>-<conversation slug>`, max 64 characters)."""
 
     def __init__(
@@ -423,6 +463,14 @@ class HttpBackend:
             memory_to_turn={},
         )
         turns = list(conversation.turns)
+        if config.write == "agent":
+            for turn in turns:
+                extracted = (
+                    self._post("/v0/context/assemble", agent_body(loaded, turn)).get("extracted") or {}
+                )
+                map_upserts(loaded, turn.turn_id, extracted)
+            loaded.write_ms = (time.perf_counter() - start) * 1000.0
+            return loaded
         for batch_start in range(0, len(turns), 200):
             batch = turns[batch_start : batch_start + 200]
             items = [_event_item(loaded.entity_id, namespace, t) for t in batch]
@@ -432,33 +480,12 @@ class HttpBackend:
         if config.extract:
             for turn in turns:
                 if turn.speaker.casefold() != ASSISTANT:
-                    self._ingest_facts(loaded, turn)
+                    extracted = (
+                        self._post("/v0/context/assemble", facts_body(loaded, turn)).get("extracted") or {}
+                    )
+                    map_upserts(loaded, turn.turn_id, extracted)
         loaded.write_ms = (time.perf_counter() - start) * 1000.0
         return loaded
-
-    def _ingest_facts(self, loaded: Loaded, turn: Turn) -> None:
-        """Facts of one user turn through assemble's ingest, dated by `as_of` = the turn's time (the
-        turn itself is already stored as an event). A fact maps to its turn; an upsert naming a memory
-        already mapped (a negation ends an earlier fact) keeps that mapping."""
-        body = {
-            "entity_id": loaded.entity_id,
-            "namespace": loaded.namespace,
-            "turn": turn.text,
-            "as_of": turn.timestamp.isoformat(),
-            "ingest": {
-                "extract": True,
-                "store_turn": "none",
-                "upsert_conflicts": "smart",
-                "subject": f"ent:{slug(turn.speaker)}",
-            },  # as EngineBackend: "I" is the speaker
-            "budget": {"max_context_tokens": 256},
-            "return": {"include": ["facts"], "max_facts": 1},
-        }
-        extracted = self._post("/v0/context/assemble", body).get("extracted") or {}
-        for upsert in extracted.get("upserts") or []:
-            memory_id = upsert.get("memory_id")
-            if memory_id and upsert.get("action") != "SKIPPED":
-                loaded.memory_to_turn.setdefault(memory_id, turn.turn_id)
 
     def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
         t = time.perf_counter()

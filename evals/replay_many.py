@@ -7,7 +7,7 @@ Each conversation is written into the backend ONCE (turn by turn, in time order,
 as its timestamp; see `evals.replay`), then every question is asked under every configuration with
 `as_of` = the question's time, and the conversation is released. Only retrieval options may differ
 between the configurations (preset, normalization, weights, half-life, budget, rank depth); what the
-write path depends on (extract, embedder, store) must be the same, else `InvalidInput`.
+write path depends on (extract, embedder, store, write) must be the same, else `InvalidInput`.
 Sweeps, baselines and budget curves use this, so the expensive part (embedding and extraction) is
 paid once per conversation whatever the number of configurations.
 """
@@ -24,7 +24,7 @@ from evals.model import Dataset, Question
 from evals.replay import Backend, ReplayConfig, to_record
 
 #: ReplayConfig fields that shape what is written (the same for every configuration of one replay)
-WRITE_FIELDS: tuple[str, ...] = ("extract", "embedder", "store")
+WRITE_FIELDS: tuple[str, ...] = ("extract", "embedder", "store", "write")
 
 #: all five channel weights of `engine.retrieval.presets`; sweeps and baselines set every one explicitly,
 #: because a weight left out of a request takes the preset's value

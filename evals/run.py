@@ -79,9 +79,11 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
     budgets: tuple[int, ...] = ()
     tokenizer: str | None = None  # budget.tokenizer; None: the API default
     #: `facts`: turns as events plus the facts the extractor finds in them; `events`: turns as events
-    #: only, no extraction, `return.max_events` 200 unless `max_events` is given, and LoCoMo's questions
-    #: (the dataset gives them no time) asked one day after the conversation's last session
-    ingest: Literal["facts", "events"] = "facts"
+    #: only, no extraction, `return.max_events` 200 unless `max_events` is given; `agent`: every turn
+    #: through assemble with the API's default ingest (the agent loop), questions with the API's default
+    #: `return` unless `max_events`/`max_facts` are given. In `events` and `agent`, LoCoMo's questions
+    #: (the dataset gives them no time) are asked one day after the conversation's last session
+    ingest: Literal["facts", "events", "agent"] = "facts"
     max_events: int | None = None
     max_facts: int | None = None
     rank_depth: int = 50
@@ -110,9 +112,10 @@ class RunConfig(msgspec.Struct, frozen=True, kw_only=True):
             rank_depth=self.rank_depth,
             max_events=self.max_events if self.max_events is not None or not events else EVENTS_MAX_EVENTS,
             max_facts=self.max_facts,
-            extract=self.extract and not events,
+            extract=self.extract and self.ingest == "facts",
             embedder=self.embedder,
             store=self.store,
+            write="agent" if self.ingest == "agent" else "batch",
         )
 
     def label(self) -> str:
@@ -160,7 +163,7 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
         dataset = dataset.subset(list(config.conversations))
     if config.limit is not None:
         dataset = dataset.limit(config.limit)
-    if config.ingest == "events" and dataset.name == "locomo":  # LoCoMo gives no question time
+    if config.ingest in ("events", "agent") and dataset.name == "locomo":  # LoCoMo gives no question time
         dataset = dataset.asked_after_last_session(EVENTS_QUESTION_DELAY)
     return dataset
 

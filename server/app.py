@@ -153,7 +153,9 @@ def create_app(
         mem0_paths=mem0_paths,
     )
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
-    observability.install(app, store)  # outermost, so 429s and preflights are counted too
+    cache = services.memories.embeddings
+    # outermost, so 429s and preflights are counted too
+    observability.install(app, store, vector_model=(lambda: cache.model) if cache is not None else None)
     if services.memories.embeddings is not None:
         services.memories.embeddings.listener = lambda st: observability.count_embed_cache(
             hits=st.cache_hits, misses=st.texts

@@ -11,6 +11,8 @@ Metrics, on a registry of their own per app (never the process-global one):
   `unmatched` for a path no route serves. Methods outside the HTTP set are counted as `other`.
 - `loci_assemble_stage_seconds{stage}` (histogram): `observe_stages({"embed": 1.2, ...})` in ms.
 - `loci_memories_stored` (gauge): `store.count_memories()`, read at scrape time.
+- `loci_memories_without_vector{model}` (gauge): memories with no vector for the embedder's model
+  (`loci doctor` embeds them), counted at scrape time at most every `LOCI_METRICS_VECTORS_SECONDS` (300).
 - `loci_embed_cache_hits_total`, `loci_embed_cache_misses_total`: `count_embed_cache(hits, misses)`.
 `observe_stages` and `count_embed_cache` find the app's instance through a context variable the
 middleware sets for the request (worker threads started with anyio inherit it); outside a request
@@ -41,6 +43,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from engine.embed.backfill import count_missing
 from engine.errors import Unauthorized
 from engine.storage.base import Store
 from server.auth import Principal
@@ -53,6 +56,8 @@ ASGIApp = Callable[..., Any]
 UNMATCHED = "unmatched"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 TOKEN_ENV = "LOCI_METRICS_TOKEN"
+#: how long a count of the memories without a vector is reused (seconds)
+VECTORS_TTL_ENV = "LOCI_METRICS_VECTORS_SECONDS"
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -83,10 +88,48 @@ class MemoriesStored(Collector):
         yield GaugeMetricFamily("loci_memories_stored", "Memories stored (all orgs)", value=count)
 
 
+class MissingVectors(Collector):
+    """`loci_memories_without_vector{model}`: memories whose text has no vector for the configured
+    embedder (`loci doctor` embeds them). Counting reads every memory, so a count is reused for
+    `ttl` seconds."""
+
+    def __init__(self, store: Store, model_of: Callable[[], str], ttl: float = 300.0) -> None:
+        self.store = store
+        self.model_of = model_of
+        self.ttl = ttl
+        self._last: tuple[float, str, int] | None = None
+
+    def describe(self) -> list[Metric]:
+        return [
+            GaugeMetricFamily("loci_memories_without_vector", "Memories without a vector", labels=["model"])
+        ]
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            model = self.model_of()
+            last = self._last
+            if last is None or last[1] != model or time.monotonic() - last[0] > self.ttl:
+                last = self._last = (time.monotonic(), model, count_missing(self.store, model))
+        except Exception as exc:  # a scrape must not fail because the store or the embedder is down
+            log.warning("loci_memories_without_vector: count failed (%s)", type(exc).__name__)
+            return
+        family = GaugeMetricFamily(
+            "loci_memories_without_vector", "Memories without a vector", labels=["model"]
+        )
+        family.add_metric([last[1]], last[2])
+        yield family
+
+
 class Observability:
     """The metrics of one app and the access log."""
 
-    def __init__(self, store: Store | None = None, *, metrics_token: str | None = None) -> None:
+    def __init__(
+        self,
+        store: Store | None = None,
+        *,
+        metrics_token: str | None = None,
+        vector_model: Callable[[], str] | None = None,
+    ) -> None:
         self.registry = CollectorRegistry()
         self.metrics_token = metrics_token or None
         self.requests = Counter(
@@ -116,6 +159,9 @@ class Observability:
         )
         if store is not None:
             self.registry.register(MemoriesStored(store))
+        if store is not None and vector_model is not None:
+            ttl = float(os.environ.get(VECTORS_TTL_ENV) or 300)
+            self.registry.register(MissingVectors(store, vector_model, ttl))
 
     # --- recording -------------------------------------------------------------------------------------
     def observe_request(self, *, route: str, method: str, status: int, seconds: float) -> None:
@@ -243,10 +289,17 @@ class AccessMiddleware:
             log.exception("access metrics/log failed")
 
 
-def install(app: Litestar, store: Store | None = None, *, metrics_token: str | None = None) -> Observability:
-    """Create the app's metrics, wrap its ASGI handler (outermost) and keep the instance in app.state."""
+def install(
+    app: Litestar,
+    store: Store | None = None,
+    *,
+    metrics_token: str | None = None,
+    vector_model: Callable[[], str] | None = None,
+) -> Observability:
+    """Create the app's metrics, wrap its ASGI handler (outermost) and keep the instance in app.state.
+    `vector_model` gives the embedder's model name when scraped (the memories without a vector)."""
     token = metrics_token if metrics_token is not None else os.environ.get(TOKEN_ENV)
-    obs = Observability(store, metrics_token=token)
+    obs = Observability(store, metrics_token=token, vector_model=vector_model)
     app.state.observability = obs
     app.asgi_handler = AccessMiddleware(app.asgi_handler, obs)  # type: ignore[assignment]
     return obs

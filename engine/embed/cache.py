@@ -1,7 +1,9 @@
 """Embedding through the (model, text hash) cache: no text is embedded twice.
 
 Two tiers: a small in-process LRU (query texts repeat across turns) in front of the store's
-persistent `embeddings` table (memory texts). Only cache misses reach the embedder, in batches.
+persistent `embeddings` table (memory texts). Only cache misses reach the embedder, in batches. A
+write (`persist`) stores every vector its texts lack in the store, also one the LRU already held
+because the same text was embedded earlier as a query.
 
 A writer can embed before its transaction and store the vectors inside it (`embed(..., defer=True)`,
 then `save(texts)` in the transaction), so a memory and its vector commit together, with one fsync.
@@ -127,14 +129,20 @@ class EmbeddingCache:
     ) -> list[str]:
         """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
-        found.update(self._held(hashes, from_store=persist))
+        found.update(self._held(hashes, from_store=False))
+        in_store: set[str] = set()
+        if persist and self.store is not None:
+            # the LRU also holds query vectors, which were never stored: ask the store for every text
+            for h, vec in self.store.get_embeddings(self.model, list(dict.fromkeys(hashes))).items():
+                found[h] = vec
+                in_store.add(h)
+                self._lru_put(h, vec)
         stats.cache_hits += sum(1 for h in hashes if h in found)
         todo: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             if h not in found:
                 todo.setdefault(h, t)
         items = list(todo.items())
-        new: dict[str, Vector] = {}
         for start in range(0, len(items), self.batch_size):
             chunk = items[start : start + self.batch_size]
             rows = self.embedder.embed([t for _, t in chunk])
@@ -142,12 +150,12 @@ class EmbeddingCache:
             stats.texts += len(chunk)
             for (h, _), row in zip(chunk, rows, strict=True):
                 vec = np.ascontiguousarray(row, dtype=np.float32)
-                new[h] = vec
+                found[h] = vec
                 self._lru_put(h, vec)
-        if new and persist and self.store is not None:
-            if defer:
-                self._defer(new)
-            else:
-                self.store.put_embeddings(self.model, new)
-        found.update(new)
+        if persist and self.store is not None:
+            unstored = {h: found[h] for h in dict.fromkeys(hashes) if h not in in_store}
+            if unstored and defer:
+                self._defer(unstored)
+            elif unstored:
+                self.store.put_embeddings(self.model, unstored)
         return hashes

@@ -8,13 +8,14 @@ top level of the response.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from engine.models import Entity, Memory
+from engine.models import Memory
 from engine.retrieval.presets import Weights
+from engine.write.results import Extracted
 
 
 class TokenCounts(msgspec.Struct, kw_only=True):
@@ -169,22 +170,6 @@ class Trace(msgspec.Struct, kw_only=True):
     budget: TraceBudget = msgspec.field(default_factory=TraceBudget)
     timings: StageTimings | UnsetType = UNSET
     debug: TraceDebug | UnsetType = UNSET
-
-
-class Upsert(msgspec.Struct, kw_only=True):
-    memory_id: str
-    action: Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
-    supersedes: list[str] = msgspec.field(default_factory=list)
-
-
-class Extracted(msgspec.Struct, kw_only=True):
-    """Filled by the ingest path when `ingest` ran; empty otherwise."""
-
-    entities: list[Entity] = msgspec.field(default_factory=list)
-    facts: list[Memory] = msgspec.field(default_factory=list)
-    upserts: list[Upsert] = msgspec.field(default_factory=list)
-    #: extraction stopped at its time budget (the turn is stored all the same): later facts are missing
-    truncated: bool = False
 
 
 class AssembleResponse(msgspec.Struct, kw_only=True):

@@ -141,6 +141,11 @@ class Store(Protocol):
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None: ...
 
+    def missing_vectors(self, model: str) -> Iterator[str]:
+        """The text of every stored memory (any org) that has no vector for `model`, read in pages
+        (`loci doctor` embeds them; `/metrics` counts them)."""
+        ...
+
     # --- retrieval channels (filtering inside, see Scope) ----------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
         """Cosine similarity (vectors are L2-normalized) of memories whose text has a cached vector

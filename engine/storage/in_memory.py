@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import Conflict
-from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import event_matches, list_matches, paginate_sorted
 from engine.storage.local_index import IndexRegistry
@@ -175,6 +175,12 @@ class InMemoryStore:
             for h, arr in clean.items():
                 self._set(self._embeddings, (model, h), arr)
             self._index.apply_vectors(model, clean)
+
+    def missing_vectors(self, model: str) -> Iterator[str]:
+        with self._lock:
+            texts = [m.text for m in self._memories.values()]
+            missing = [t for t in texts if (model, text_hash(t)) not in self._embeddings]
+        return iter(missing)
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:

@@ -1,12 +1,11 @@
 """The write side of a turn: extracted fact drafts -> Memory records -> supersession -> store.
 
-Entry points the server wires:
+Entry points:
 - `draft_to_memory` builds one fact Memory (ids from `engine.ids.memory_id()`); `preview_memories`
   maps a whole ExtractResult, for `/v0/extract`, which answers facts as Memory records unstored.
-- `ingest_drafts` stores a turn's drafts with supersession inside ONE `store.transaction()` and
-  returns one `Outcome` per draft (assemble `ingest`, `/v1/memories` with infer=true).
-- `upsert_memories` does the same for ready-made memories (`/v0/memories:batch_upsert`).
-- `extract_and_ingest` runs an extractor and `ingest_drafts` in one go.
+- `upsert_memories` stores ready-made memories with supersession inside ONE `store.transaction()` and
+  returns one `Outcome` per memory (a turn's facts through `engine.write.turns.commit_turn`, and
+  `/v0/memories:batch_upsert`).
 - `v1_event` maps an outcome to the /v1 event name (ADD, UPDATE, DELETE, NONE).
 
 Every stored fact has `keys = ["<subject>|<predicate>"]`, `valid_from` = the turn's timestamp (a date
@@ -23,7 +22,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from engine.extract.base import Extractor, ExtractResult, FactDraft
+from engine.embed.cache import EmbeddingCache
+from engine.extract.base import ExtractResult, FactDraft
 from engine.ids import memory_id as new_memory_id
 from engine.models import Memory, Sensitivity
 from engine.storage.base import Store
@@ -32,13 +32,6 @@ from engine.write.predicates import canonical, conflict_key
 from engine.write.supersession import Mode, Outcome, apply, check_mode
 
 V1Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
-
-
-class IngestResult(msgspec.Struct, kw_only=True):
-    extracted: ExtractResult
-    #: one Memory per draft, in draft order (a negation's Memory is built but never stored)
-    memories: list[Memory]
-    outcomes: list[Outcome]
 
 
 def draft_to_memory(
@@ -122,45 +115,6 @@ def preview_memories(
     ]
 
 
-def ingest_drafts(
-    store: Store,
-    drafts: Sequence[FactDraft],
-    *,
-    org_id: str,
-    timestamp: datetime,
-    namespace: str = "default",
-    agent_id: str | None = None,
-    entity_id: str | None = None,
-    source_turn: str | None = None,
-    mode: Mode = "smart",
-    extractor: str = "rules",
-    now: datetime | None = None,
-) -> tuple[list[Memory], list[Outcome]]:
-    """Store drafts with supersession in ONE transaction; one Outcome per draft, in order."""
-    check_mode(mode)
-    at = to_utc(now) if now is not None else utcnow()
-    memories = [
-        draft_to_memory(
-            d,
-            org_id=org_id,
-            timestamp=timestamp,
-            namespace=namespace,
-            agent_id=agent_id,
-            entity_id=entity_id,
-            source_turn=source_turn,
-            extractor=extractor,
-            now=at,
-        )  # fmt: skip
-        for d in drafts
-    ]
-    memories = order_within_turn(memories)
-    outcomes: list[Outcome] = []
-    with store.transaction():
-        for draft, memory in zip(drafts, memories, strict=True):
-            outcomes.append(apply(store, memory, negated=draft.negated, mode=mode, now=at))
-    return memories, outcomes
-
-
 def order_within_turn(memories: list[Memory]) -> list[Memory]:
     """A later statement of the same turn wins over an earlier one on the same key ("I live in Paris.
     Actually, I moved to Berlin."): its valid_from is moved 1 microsecond per earlier occurrence, so
@@ -184,9 +138,11 @@ def upsert_memories(
     mode: Mode = "smart",
     negated: Sequence[bool] | None = None,
     now: datetime | None = None,
+    embeddings: EmbeddingCache | None = None,
 ) -> list[Outcome]:
-    """Batch upsert of ready-made memories (all-or-nothing: one transaction). Facts without `keys`
-    but with subject and predicate get the conflict key `<subject>|<predicate>`."""
+    """Batch upsert of ready-made memories (all-or-nothing: one transaction, which also stores the
+    vectors `embed_for_write` made for their texts). Facts without `keys` but with subject and
+    predicate get the conflict key `<subject>|<predicate>`."""
     check_mode(mode)
     at = to_utc(now) if now is not None else utcnow()
     flags = list(negated) if negated is not None else [False] * len(memories)
@@ -194,6 +150,8 @@ def upsert_memories(
         raise ValueError("negated must have one flag per memory")
     outcomes: list[Outcome] = []
     with store.transaction():
+        if embeddings is not None:
+            embeddings.save([m.text for m, neg in zip(memories, flags, strict=True) if not neg])
         for memory, neg in zip(memories, flags, strict=True):
             outcomes.append(apply(store, with_conflict_key(memory), negated=neg, mode=mode, now=at))
     return outcomes
@@ -204,31 +162,6 @@ def with_conflict_key(memory: Memory) -> Memory:
     if memory.keys or memory.subject is None or memory.predicate is None:
         return memory
     return msgspec.structs.replace(memory, keys=[conflict_key(memory.subject, memory.predicate)])
-
-
-def extract_and_ingest(
-    store: Store,
-    extractor: Extractor,
-    text: str,
-    *,
-    org_id: str,
-    timestamp: datetime,
-    subject: str = "ent:user",
-    namespace: str = "default",
-    agent_id: str | None = None,
-    entity_id: str | None = None,
-    source_turn: str | None = None,
-    mode: Mode = "smart",
-    now: datetime | None = None,
-) -> IngestResult:
-    """Extract facts from `text` (first person = `subject`, relative dates against `timestamp`) and
-    ingest them. Memories get `entity_id` (default: `subject`)."""
-    result = extractor.extract(text, subject=subject, reference_time=timestamp)
-    memories, outcomes = ingest_drafts(
-        store, result.facts, org_id=org_id, timestamp=timestamp, namespace=namespace, agent_id=agent_id,
-        entity_id=entity_id or subject, source_turn=source_turn, mode=mode, extractor=result.extractor, now=now,
-    )  # fmt: skip
-    return IngestResult(extracted=result, memories=memories, outcomes=outcomes)
 
 
 def v1_event(outcome: Outcome) -> V1Event:

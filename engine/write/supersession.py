@@ -6,24 +6,32 @@ holding its keys -> what to write); `apply` runs it against a Store inside `stor
 reading with `find_by_key` inside the same transaction so concurrent writers serialize.
 
 Rules (mode "smart"; t = valid_from, else timestamp; "current" = status active or disputed with no
-valid_to):
+valid_to). A fact competes only with the facts of its own memory space: the same org, namespace, key,
+entity and agent (`existing_for`), because a reader scoped to an agent or an entity sees only that
+space, and a write elsewhere must never leave it with no current value.
 - Same value as a current fact (case/space-insensitive strings, `ent:` ids by slug, numbers with the
   same unit): SKIPPED, no new row; the existing fact's confidence rises to the max of both (re-put,
   event memory.updated). A replay of a stored historical value (same value, same t) is SKIPPED too.
-- Single-valued, different value:
+- Single-valued, different value: the key's facts form a timeline ordered by t, each value holding
+  until the next one begins.
   - every current fact with an earlier t is superseded: status "superseded", valid_to = new t;
-    outcome SUPERSEDED with `supersedes` = their ids (event memory.superseded for each);
-  - a current fact with a later t wins: the new fact is stored as history (status "superseded",
-    valid_to = the earliest later t); outcome UPSERTED with `history` true;
+    outcome SUPERSEDED with `supersedes` = their ids (event memory.superseded for each); so is a
+    historical fact whose interval covers t (it now ends at t);
+  - a fact of the key with a later t (current or history) wins: the new fact is stored as history
+    (status "superseded", valid_to = the earliest later t); outcome UPSERTED with `history` true
+    (SUPERSEDED when it also ended an earlier fact's interval);
   - a current fact with the same t: equal confidence -> both "disputed" (outcome UPSERTED with
     `disputed`); higher new confidence supersedes it; lower is stored as history.
 - Multi-valued, different value: accumulates (UPSERTED).
 - Negation ("I no longer work at Acme"): ends the current facts with the same value (all current
   facts of the key when the negation carries no value) whose t is not after the negation's: status
-  "superseded", valid_to = negation t. Nothing new is stored. Outcome SUPERSEDED with `negation`
-  true and `memory_id` = the first ended fact, or SKIPPED with memory_id None when nothing matched.
+  "superseded", valid_to = negation t. Nothing new is stored, so the outcome names no memory of its
+  own (`memory_id` None): SUPERSEDED with `negation` true and `supersedes` = the ended facts, or
+  SKIPPED when nothing matched.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
+- A fact taken back from the archive (`reconcile`) meets the current values again by the same
+  timeline rule, so a key never has two current values.
 """
 
 from __future__ import annotations
@@ -170,7 +178,7 @@ def resolve(
             writes=[new],
             events=[_created(new, now, "UPSERTED")],
         )
-    return _single(new, current, t_new, now)
+    return _single(new, others, t_new, now)
 
 
 def _negate(new: Memory, current: list[Memory], t_new: datetime, now: datetime) -> Resolution:
@@ -188,16 +196,23 @@ def _negate(new: Memory, current: list[Memory], t_new: datetime, now: datetime) 
         events.append(event)
     ids = [m.memory_id for m in targets]
     return Resolution(
-        outcome=Outcome(memory_id=ids[0], action="SUPERSEDED", supersedes=ids, negation=True),
+        outcome=Outcome(memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True),
         writes=writes,
         events=events,
     )
 
 
-def _single(new: Memory, current: list[Memory], t_new: datetime, now: datetime) -> Resolution:
-    later = [m for m in current if effective_time(m) > t_new]
+def _covers(m: Memory, t: datetime) -> bool:
+    """`m` began before `t` and still held at `t`."""
+    return effective_time(m) < t and (m.valid_to is None or m.valid_to > t)
+
+
+def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    """A new value of a single-valued key placed on the key's timeline (`others`: the other facts of
+    its memory space, any status)."""
+    current = [m for m in others if _is_current(m)]
+    later = [effective_time(m) for m in others if effective_time(m) > t_new]
     ties = [m for m in current if effective_time(m) == t_new]
-    older = [m for m in current if effective_time(m) < t_new]
     conf_new = new.confidence if new.confidence is not None else 1.0
 
     def conf(m: Memory) -> float:
@@ -205,53 +220,95 @@ def _single(new: Memory, current: list[Memory], t_new: datetime, now: datetime) 
 
     stronger_tie = [m for m in ties if conf(m) > conf_new]
     if later or stronger_tie:
-        # the new fact is history: it ended when the current one began
-        ends = [effective_time(m) for m in later] or [t_new]
-        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(ends))
-        return Resolution(
-            outcome=Outcome(memory_id=new.memory_id, action="UPSERTED", history=True),
-            writes=[stored],
-            events=[_created(stored, now, "UPSERTED", history=True)],
-        )
-    writes: list[Memory] = []
-    events: list[Event] = []
+        # the new fact is history: it ended when the next value began
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later or [t_new]))
+        ended = [m for m in others if _covers(m, t_new)]
+        return _placed(stored, ended, [], t_new, now, history=True)
     equal_tie = [m for m in ties if conf(m) == conf_new]
     weaker_tie = [m for m in ties if conf(m) < conf_new]
-    superseded: list[str] = []
-    for old in older + weaker_tie:
-        ended, event = _end(old, t_new, now, new.memory_id, "superseded")
-        writes.append(ended)
+    ended = [m for m in others if _covers(m, t_new)] + weaker_tie
+    return _placed(new if not equal_tie else msgspec.structs.replace(new, status="disputed"), ended,
+                   equal_tie, t_new, now)  # fmt: skip
+
+
+def _placed(
+    stored: Memory,
+    ended: list[Memory],
+    disputed_with: list[Memory],
+    t_new: datetime,
+    now: datetime,
+    *,
+    history: bool = False,
+) -> Resolution:
+    """The writes and events of a value placed on its key's timeline: `stored` itself, the facts it
+    ends at `t_new`, and the ties it disputes."""
+    writes: list[Memory] = [stored]
+    events: list[Event] = []
+    for old in ended:
+        closed, event = _end(old, t_new, now, stored.memory_id, "superseded")
+        writes.append(closed)
         events.append(event)
-        superseded.append(old.memory_id)
-    stored = new
     disputed: list[str] = []
-    if equal_tie:
-        stored = msgspec.structs.replace(new, status="disputed")
-        for old in equal_tie:
-            if old.status != "disputed":
-                marked = msgspec.structs.replace(old, status="disputed", updated_at=now)
-                writes.append(marked)
-                events.append(
-                    _event("memory.updated", marked, now, reason="disputed", disputed_with=new.memory_id)
-                )
-            disputed.append(old.memory_id)
+    for old in disputed_with:
+        if old.status != "disputed":
+            marked = msgspec.structs.replace(old, status="disputed", updated_at=now)
+            writes.append(marked)
+            events.append(
+                _event("memory.updated", marked, now, reason="disputed", disputed_with=stored.memory_id)
+            )
+        disputed.append(old.memory_id)
+    superseded = [m.memory_id for m in ended]
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
-    writes.insert(0, stored)
-    events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None))
+    events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None,
+                              history=history or None))  # fmt: skip
     return Resolution(
-        outcome=Outcome(memory_id=new.memory_id, action=action, supersedes=superseded, disputed=disputed),
+        outcome=Outcome(
+            memory_id=stored.memory_id,
+            action=action,
+            supersedes=superseded,
+            disputed=disputed,
+            history=history,
+        ),
         writes=writes,
         events=events,
     )
 
 
+def reconcile(memory: Memory, existing: Sequence[Memory], *, now: datetime) -> Resolution:
+    """A fact that comes back from the archive meets the other values of its key again: placed on the
+    key's timeline as if written anew at its own time. Nothing changes for a fact that is not current,
+    has no single-valued key, has no rival, or whose value is already a current one (then one value,
+    held twice). Its `memory.created` event becomes `memory.updated`: the fact already exists."""
+    others = [m for m in existing if m.memory_id != memory.memory_id]
+    unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
+    if not memory.keys or not _is_current(memory) or not is_single_valued(memory.predicate or ""):
+        return unchanged
+    if any(_is_current(m) and same_value(m, memory) for m in others):
+        return unchanged
+    placed = _single(memory, others, effective_time(memory), now)
+    if placed.writes == [memory]:
+        return unchanged
+    first = placed.events[0]
+    placed.events[0] = msgspec.structs.replace(
+        first, type="memory.updated", data={**first.data, "reason": "unarchived"}
+    )
+    return placed
+
+
 # --- against a store -----------------------------------------------------------------------------
+def same_space(a: Memory, b: Memory) -> bool:
+    """Whether two memories are in one memory space: the same entity and agent (org and namespace are
+    the look-up's own). Supersession happens only within a space."""
+    return a.entity_id == b.entity_id and a.agent_id == b.agent_id
+
+
 def existing_for(store: Store, memory: Memory) -> list[Memory]:
-    """The memories sharing any of `memory`'s keys (deduplicated, in find_by_key order)."""
+    """The memories of `memory`'s space sharing any of its keys (deduplicated, in find_by_key order)."""
     seen: dict[str, Memory] = {}
     for key in memory.keys or []:
         for m in store.find_by_key(memory.org_id, memory.namespace, key):
-            seen.setdefault(m.memory_id, m)
+            if same_space(m, memory):
+                seen.setdefault(m.memory_id, m)
     return list(seen.values())
 
 

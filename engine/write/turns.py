@@ -1,9 +1,10 @@
 """Ingest on assemble: store the turn, extract its facts, supersede — in two steps.
 
 `plan_turn` runs everything that may be slow or may call out (the extractor, possibly an LLM) and
-builds the records, touching no store; `commit_turn` writes them in ONE `store.transaction()` (it joins
-the caller's, e.g. the server's idempotency unit). The server runs retrieval before `commit_turn`, so
-the retrieval of a call sees the state before the call's own writes.
+builds the records, touching no store; `embed_for_write` embeds their texts beforehand; `commit_turn`
+writes the records and their vectors in ONE `store.transaction()` (it joins the caller's, e.g. the
+server's idempotency unit). `engine.assemble` runs retrieval before `commit_turn`, so the retrieval of
+a call sees the state before the call's own writes.
 
 Decisions:
 - `store_turn`: `none` stores nothing; `event` | `note` | `fact` store the turn text as one memory of
@@ -12,14 +13,16 @@ Decisions:
 - The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
   so replays of dated conversations keep their dates; else now). Facts carry
   `provenance.source_turn` = the stored turn's id (absent when the turn is not stored).
-- First-person statements are about `subject_for(entity_id)`: the entity id itself when it has the
-  form `ent:<id>`, else `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in
-  its scope.
+- First-person statements are about `ingest.subject` when given, else the speaker a `<Name>: ` label
+  names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity),
+  else `subject_for(entity_id)`: the entity id itself when it has the form `ent:<id>`, else
+  `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope.
 - `Extracted.upserts`: the stored turn first (UPSERTED), then one outcome per extracted fact, in the
-  order of `Extracted.facts`. A negation that ended nothing reports SKIPPED with the id of the
-  (unstored) negation record. `facts` are the records as the store holds them after the write (a
-  SKIPPED fact: the existing fact it repeated, so ids match the upserts); a negation appears as built
-  ("No longer true: ...", `metadata.negated`), never stored.
+  order of `Extracted.facts`. A negation stores nothing of its own: its outcome's `memory_id` is the
+  stored turn that said it (null when the turn is not stored) and `supersedes` lists the facts it
+  ended (SUPERSEDED), or none (SKIPPED). `facts` are the records as the store holds them after the
+  write (a SKIPPED fact: the existing fact it repeated, so ids match the upserts); a negation appears
+  as built ("No longer true: ...", `metadata.negated`), never stored.
 """
 
 from __future__ import annotations
@@ -35,13 +38,14 @@ import msgspec
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor, ExtractResult
 from engine.extract.rules.text import slug
+from engine.extract.speaker import speaker_of
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
 from engine.models import Event, Memory
-from engine.retrieval.responses import Extracted, Upsert
 from engine.storage.base import Store
 from engine.timeutil import to_utc
 from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
+from engine.write.results import Extracted, Upsert
 from engine.write.supersession import Mode, Outcome, check_mode
 
 log = logging.getLogger(__name__)
@@ -143,11 +147,14 @@ def plan_turn(
     subject: str | None = None,
 ) -> TurnPlan:
     """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
-    `subject`: who first-person statements are about (default `subject_for(entity_id)`)."""
+    `subject`: who first-person statements are about; by default the speaker a `<Name>: ` label names,
+    else `subject_for(entity_id)` (`engine.extract.speaker`: an assistant's turn gives no facts)."""
     check_mode(mode)
     ts = to_utc(timestamp)
-    if extract and extractor is not None and text.strip():
-        extraction = extractor.extract(text, subject=subject or subject_for(entity_id), reference_time=ts)
+    said = speaker_of(text)
+    if extract and extractor is not None and said.body.strip() and said.kind != "agent":
+        about = subject or (f"ent:{slug(said.name)}" if said.name else subject_for(entity_id))
+        extraction = extractor.extract(said.body, subject=about, reference_time=ts)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
     turn = turn_memory(
@@ -183,11 +190,16 @@ class TurnCommit(msgspec.Struct, kw_only=True):
     built: list[Memory]
 
 
-def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
-    """Write the plan in one transaction (joining the caller's) and report what happened."""
+def commit_turn(
+    store: Store, plan: TurnPlan, *, now: datetime, embeddings: EmbeddingCache | None = None
+) -> TurnCommit:
+    """Write the plan, and the vectors `embed_for_write` made for its texts, in one transaction
+    (joining the caller's) and report what happened."""
     at = to_utc(now)
     upserts: list[Upsert] = []
     with store.transaction():
+        if embeddings is not None:
+            embeddings.save(plan.texts())
         source_turn: str | None = None
         if plan.turn is not None:
             store.put_memories([plan.turn])
@@ -215,7 +227,11 @@ def commit_turn(store: Store, plan: TurnPlan, *, now: datetime) -> TurnCommit:
             )
         facts = _as_stored(store, plan.org_id, built, outcomes)
     upserts.extend(
-        Upsert(memory_id=o.memory_id or m.memory_id, action=o.action, supersedes=list(o.supersedes))
+        Upsert(
+            memory_id=source_turn if o.negation else o.memory_id or m.memory_id,
+            action=o.action,
+            supersedes=list(o.supersedes),
+        )
         for m, o in zip(built, outcomes, strict=True)
     )
     extracted = Extracted(
@@ -262,13 +278,15 @@ def _as_stored(
     return [found.get(w, m) for w, m in zip(wanted, built, strict=True)]
 
 
-def embed_texts(cache: EmbeddingCache | None, texts: Sequence[str]) -> bool:
-    """Embed (and persist) the texts of memories about to be stored. Never raises: an embedder failure
-    leaves the memories without vectors and returns False (the caller reports `flags.degraded`)."""
+def embed_for_write(cache: EmbeddingCache | None, texts: Sequence[str]) -> bool:
+    """Embed the texts of memories about to be stored, outside any transaction; the write's own
+    transaction stores the vectors (`EmbeddingCache.save`, which `commit_turn`, `upsert_memories` and
+    `MemoryService.insert` call). Never raises: an embedder failure leaves the memories without
+    vectors (`loci doctor` embeds them later) and returns False (the caller reports `flags.degraded`)."""
     if cache is None or not texts:
         return True
     try:
-        cache.embed(list(texts), persist=True)
+        cache.embed(list(texts), persist=True, defer=True)
     except Exception:
         log.warning("embedding %d memory texts failed; stored without vectors", len(texts), exc_info=True)
         return False

@@ -5,8 +5,8 @@ Throughput, each mode on its own distinct texts (so no embedding-cache hits) and
 - over HTTP: one `POST /v0/memories` per memory (single) or `{"items": [200]}` (batch), against a real
   `loci serve` subprocess. Embedding the texts is part of every write (it is in production too).
 Assemble with ingest (extract + supersede + store the turn), per turn, with first-person turns:
-- in process: the route's steps (pipeline.run_assemble, engine.write.turns.plan_turn / embed_texts /
-  commit_turn) on the in-process batch store, timed per step;
+- in process: the route's two engine calls (`engine.assemble.prepare_assemble`: retrieval, then
+  extraction and embedding; `commit_assemble`) on the in-process batch store, timed per step;
 - over HTTP: `POST /v0/context/assemble` with the default `ingest` on the server's store.
 """
 
@@ -19,20 +19,19 @@ from typing import Any, TextIO
 
 import msgspec
 
+from engine.assemble import Engine, commit_assemble, prepare_assemble
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
 from engine.extract import create_extractor
 from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
 from engine.retrieval.options import AssembleRequest, Budget
-from engine.retrieval.pipeline import run_assemble
 from engine.storage.base import Store
 from engine.timeutil import utcnow
-from engine.write.turns import commit_turn, embed_texts, plan_turn
 from evals.bench import corpus
 from evals.bench.harness import LociServer, Pct, bench_dir, bench_key, open_bench_store, pct, timed_post
 from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-TURN_STEPS: tuple[str, ...] = ("retrieve", "extract", "embed", "commit", "total")
+TURN_STEPS: tuple[str, ...] = ("retrieve", "extract+embed", "commit", "total")
 
 
 class RateRow(msgspec.Struct, kw_only=True):
@@ -118,39 +117,28 @@ def turn_request(turn: str) -> AssembleRequest:
 
 
 def turns_in_process(store: Store, embedder: Embedder, turns: Sequence[str]) -> TurnRow:
-    cache = EmbeddingCache(embedder, store)
-    extractor = create_extractor("rules")
+    engine = Engine(
+        store=store, embeddings=EmbeddingCache(embedder, store), extractor=create_extractor("rules")
+    )
     steps: dict[str, list[float]] = {s: [] for s in TURN_STEPS}
     facts = 0
     size = store.count_memories(corpus.ORG)
     for i, turn in enumerate(turns):
-        req = turn_request(turn)
         t0 = time.perf_counter()
-        now = utcnow()
-        run_assemble(
-            store, cache, org_id=corpus.ORG, agent_id=None, request=req, request_id=f"req_t{i}", now=now
+        prepared = prepare_assemble(
+            engine,
+            org_id=corpus.ORG,
+            agent_id=None,
+            request=turn_request(turn),
+            request_id=f"req_t{i}",
+            now=utcnow(),
         )
         t1 = time.perf_counter()
-        plan = plan_turn(
-            extractor,
-            turn,
-            org_id=corpus.ORG,
-            entity_id=corpus.ENTITY,
-            timestamp=now,
-            now=now,
-            store_turn=req.ingest.store_turn,
-            extract=req.ingest.extract,
-            mode=req.ingest.upsert_conflicts,
-            provenance={"request_id": f"req_t{i}"},
-        )
+        commit_assemble(engine, prepared)
         t2 = time.perf_counter()
-        embed_texts(cache, plan.texts())
-        t3 = time.perf_counter()
-        if plan.writes_anything:
-            commit_turn(store, plan, now=now)
-        t4 = time.perf_counter()
-        facts += len(plan.extraction.facts)
-        for name, ms in zip(TURN_STEPS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0), strict=True):
+        facts += len(prepared.plan.extraction.facts)
+        retrieve = prepared.timings.total / 1000.0
+        for name, ms in zip(TURN_STEPS, (retrieve, t1 - t0 - retrieve, t2 - t1, t2 - t0), strict=True):
             steps[name].append(ms * 1000.0)
     return TurnRow(
         path="in process",

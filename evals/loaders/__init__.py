@@ -1,5 +1,6 @@
 """Datasets by name: `locomo`, `longmemeval-oracle`, `longmemeval-ku` (its 78 knowledge-update
-questions), `synthetic` (the default seeded set), or a path to a JSON file in the common format.
+questions), `longmemeval-s-dev` (the S setting's development split, full haystacks), `synthetic` (the
+default seeded set), or a path to a JSON file in the common format.
 
     load_dataset("locomo") -> Dataset
     load_dataset("runs/my-scenarios.json") -> Dataset
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from engine.errors import UnknownName
 from evals.loaders.locomo import load_locomo
-from evals.loaders.longmemeval import load_longmemeval
+from evals.loaders.longmemeval import S_DEV_PATH, load_longmemeval
 from evals.loaders.synthetic import load_json, load_synthetic
 from evals.model import Dataset
 
@@ -20,6 +21,7 @@ LOADERS: dict[str, Callable[[], Dataset]] = {
     "locomo": load_locomo,
     "longmemeval-oracle": load_longmemeval,
     "longmemeval-ku": lambda: load_longmemeval(question_types=("knowledge-update",)),
+    "longmemeval-s-dev": lambda: load_longmemeval(S_DEV_PATH, name="longmemeval-s-dev"),
     "synthetic": load_synthetic,
 }
 

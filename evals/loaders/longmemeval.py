@@ -1,5 +1,6 @@
-"""LongMemEval, oracle split (Wu et al., 2024; MIT): 500 questions, each with only its evidence
-sessions (a user-assistant chat per session).
+"""LongMemEval (Wu et al., 2024; MIT): the oracle split (500 questions, each with only its evidence
+sessions, a user-assistant chat per session) and the development split of the S setting
+(`longmemeval-s-dev`: 131 questions, each with its full haystack of about 50 sessions).
 
 - Every question has its own haystack, so each question is its own conversation
   (`conversation_id` = `question_id`).
@@ -27,7 +28,10 @@ from typing import Any
 
 from evals.model import Conversation, Dataset, Question, Session, Turn
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "datasets" / "longmemeval" / "longmemeval_oracle.json.gz"
+DATA_DIR = Path(__file__).resolve().parents[2] / "datasets" / "longmemeval"
+DEFAULT_PATH = DATA_DIR / "longmemeval_oracle.json.gz"
+#: the development split of the S setting (full haystacks); the rest of S is a test split, never tuned on
+S_DEV_PATH = DATA_DIR / "longmemeval_s_dev.json.gz"
 _DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 QUESTION_DELAY = timedelta(minutes=1)
 
@@ -92,8 +96,11 @@ def _item(raw: dict[str, Any]) -> tuple[Conversation, Question]:
     return conv, question
 
 
-def load_longmemeval(path: str | Path | None = None, *, question_types: tuple[str, ...] = ()) -> Dataset:
-    """The oracle split; `question_types` keeps only those types (e.g. `("knowledge-update",)`)."""
+def load_longmemeval(
+    path: str | Path | None = None, *, question_types: tuple[str, ...] = (), name: str = "longmemeval-oracle"
+) -> Dataset:
+    """The oracle split (or another file of the same fields, e.g. `S_DEV_PATH`); `question_types`
+    keeps only those types (e.g. `("knowledge-update",)`)."""
     conversations: list[Conversation] = []
     questions: list[Question] = []
     for raw in _read(Path(path) if path else DEFAULT_PATH):
@@ -103,7 +110,7 @@ def load_longmemeval(path: str | Path | None = None, *, question_types: tuple[st
         conversations.append(conv)
         questions.append(question)
     return Dataset(
-        name="longmemeval-oracle",
+        name=name,
         conversations=tuple(conversations),
         questions=tuple(questions),
         source="https://github.com/xiaowu0162/LongMemEval (longmemeval_oracle.json)",

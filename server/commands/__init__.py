@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "export": "server.commands.transfer",
     "import": "server.commands.transfer",
     "migrate": "server.commands.migrate",
+    "doctor": "server.commands.doctor",
     "eval": "server.commands.eval",
 }
 

@@ -2,6 +2,7 @@
 
 loci eval run --dataset locomo --preset balanced --budget 1200 [--limit 2] [--http URL --api-key KEY]
 loci eval run --dataset locomo --ingest events --budgets 600,2400 [--http local] [--backend postgres]
+loci eval run --dataset longmemeval-s-dev --ingest agent [--max-events 200]
 loci eval sweep --dataset synthetic --mode random --samples 20 --holdout 0.3
 loci eval fit --dataset locomo --folds 5
 loci eval heldout --dataset locomo --candidates evals/candidates/locomo-events.json
@@ -236,10 +237,11 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument(
         "--ingest",
-        choices=("facts", "events"),
+        choices=("facts", "events", "agent"),
         default="facts",
         help="facts: turns as events plus extracted facts; events: turns as events only, "
-        "questions one day after the last session, max_events 200",
+        "questions one day after the last session, max_events 200; agent: every turn through assemble "
+        "with the default ingest (the agent loop), questions with the API's default return",
     )
     run.add_argument("--max-events", type=int, default=None, help="return.max_events")
     run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")

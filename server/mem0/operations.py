@@ -21,7 +21,7 @@ from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
 from engine.write.ingest import v1_event
-from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn, turn_memory
+from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn, turn_memory
 from server.mem0.filters import ENTITY_KEYS, Selection, select
 from server.mem0.records import SCOPE_KEYS, record, valid_to_for
 from server.mem0.records import history as history_records
@@ -122,13 +122,13 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
             metadata=_metadata(body, scopes),
         )
         if plan.extraction.facts:
-            embed_texts(svc.memories.embeddings, plan.texts())
+            embed_for_write(svc.memories.embeddings, plan.texts())
             ready.plan = plan
             return ready
     ready.memories = _raw_memories(body, scopes, org_id, ts, now, ready.valid_to)
     if not ready.memories:
         raise InvalidInput("every message is blank", field="messages")
-    embed_texts(svc.memories.embeddings, [m.text for m in ready.memories])
+    embed_for_write(svc.memories.embeddings, [m.text for m in ready.memories])
     return ready
 
 
@@ -137,10 +137,12 @@ def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]
     if ready.plan is None:
         created = svc.memories.insert(org_id, ready.memories)
         return [V1CreateItem(id=m.memory_id, memory=m.text, event="ADD") for m in created]
-    commit = commit_turn(svc.store, ready.plan, now=ready.now)
+    commit = commit_turn(svc.store, ready.plan, now=ready.now, embeddings=svc.memories.embeddings)
     results: list[V1CreateItem] = []
     for built, outcome in zip(commit.built, commit.outcomes, strict=True):
-        target = outcome.memory_id or built.memory_id
+        target = outcome.supersedes[0] if outcome.negation and outcome.supersedes else outcome.memory_id
+        if target is None:  # a negation that ended nothing names no memory: nothing to report
+            continue
         text = built.text
         if target != built.memory_id:  # DELETE / NONE name an existing fact: show its text
             existing = svc.store.get_memory(org_id, target)

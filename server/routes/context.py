@@ -1,11 +1,9 @@
 """POST /v0/context/assemble (context for one agent turn, with ingest) and POST /v0/recall.
 
-Assemble, in order (see engine.write.turns):
-1. outside any transaction: retrieval (so it sees the state BEFORE this turn's writes), extraction
-   (rules, or the LLM with LOCI_LLM_URL) and embedding of the texts about to be stored;
-2. in one transaction with the Idempotency-Key record: the turn, its facts with supersession, and a
-   `context.assembled` event. A retry with the same key and body replays the stored response and
-   writes nothing; another body is 409.
+Assemble is `engine.assemble`: `prepare_assemble` (retrieval, extraction, embedding; outside any
+transaction) then `commit_assemble` (the turn, its facts and vectors, then the `context.assembled`
+event) in one transaction with the Idempotency-Key record. A retry with the same key and body replays
+the stored response and writes nothing; another body is 409. This route parses, authorizes and renders.
 
 Scopes: the guard admits `read`; an assemble that may write (`ingest.store_turn` != `none` or
 `ingest.extract` true, the defaults) also needs `write` (403 otherwise). Recall needs `read`.
@@ -23,14 +21,12 @@ import msgspec
 from litestar import Request, Response, post
 from litestar.params import QueryParameter
 
-from engine.ids import event_id
-from engine.models import Event
+from engine.assemble import Engine, PreparedAssemble, commit_assemble, prepare_assemble, writes_of
 from engine.redact.pipeline_adapter import redactor_factory
 from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.responses import AssembleResponse, RecallResponse
-from engine.timeutil import to_utc, utcnow
-from engine.write.turns import TurnPlan, commit_turn, embed_texts, plan_turn
+from engine.timeutil import utcnow
 from server.auth import principal_of, require_auth
 from server.errors import request_id_of
 from server.http import (
@@ -47,7 +43,7 @@ from server.http import (
 )
 from server.idempotency import StoredResponse
 from server.observability import observe_stages
-from server.services import services_of
+from server.services import Services, services_of
 
 #: operationId -> request-body Structs, for the OpenAPI document (routes read their bodies raw)
 REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
@@ -56,9 +52,8 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
 }
 
 
-def writes_of(body: AssembleRequest) -> bool:
-    """Whether the assemble may write (decides the `write` scope)."""
-    return body.ingest.store_turn != "none" or body.ingest.extract
+def engine_of(svc: Services) -> Engine:
+    return Engine(store=svc.store, embeddings=svc.memories.embeddings, extractor=svc.extractor)
 
 
 @post(
@@ -84,76 +79,26 @@ async def assemble_context(
         body.return_ = msgspec.structs.replace(body.return_, trace=True)
     if writes_of(body):
         require_scope(request, "write")
-    svc = services_of(request)
+    engine = engine_of(services_of(request))
     rid = request_id_of(request.scope)
-    ready: dict[str, Any] = {}
+    prepared: list[PreparedAssemble] = []
 
     def prepare(org_id: str) -> None:  # outside the write transaction; skipped on a replay
-        now = utcnow()
-        outcome = pipeline.run_assemble(
-            svc.store,
-            svc.memories.embeddings,
-            org_id=org_id,
-            agent_id=agent,
-            request=body,
-            request_id=rid,
-            now=now,
-            redactor_factory=redactor_factory,
+        prepared.append(
+            prepare_assemble(
+                engine,
+                org_id=org_id,
+                agent_id=agent,
+                request=body,
+                request_id=rid,
+                now=utcnow(),
+                redactor_factory=redactor_factory,
+            )
         )
-        observe_stages(outcome.timings)
-        plan = plan_turn(
-            svc.extractor,
-            body.turn,
-            org_id=org_id,
-            entity_id=body.entity_id,
-            namespace=body.namespace,
-            agent_id=agent,
-            timestamp=to_utc(body.as_of) if body.as_of is not None else now,
-            now=now,
-            store_turn=body.ingest.store_turn,
-            extract=body.ingest.extract,
-            mode=body.ingest.upsert_conflicts,
-            provenance={"request_id": rid},
-            subject=body.ingest.subject,
-        )
-        ready.update(
-            now=now,
-            response=outcome.response,
-            plan=plan,
-            embedded=embed_texts(svc.memories.embeddings, plan.texts()),
-        )
+        observe_stages(prepared[0].timings)
 
     def work(org_id: str) -> StoredResponse:
-        response: AssembleResponse = ready["response"]
-        plan: TurnPlan = ready["plan"]
-        if plan.writes_anything:
-            response.extracted = commit_turn(svc.store, plan, now=ready["now"]).extracted
-        else:
-            response.extracted.entities = list(plan.extraction.entities)
-            response.extracted.truncated = plan.extraction.truncated
-        response.cost.llm_tokens += plan.extraction.llm_tokens
-        response.flags.degraded = response.flags.degraded or plan.extraction.degraded or not ready["embedded"]
-        svc.store.append_events(
-            [
-                Event(
-                    event_id=event_id(),
-                    org_id=org_id,
-                    type="context.assembled",
-                    at=ready["now"],
-                    entity_id=body.entity_id,
-                    data={
-                        "namespace": body.namespace,
-                        "request_id": rid,
-                        "agent_id": agent,
-                        "facts": len(response.context.facts),
-                        "upserts": len(response.extracted.upserts),
-                        "degraded": response.flags.degraded,
-                    },
-                )
-            ],
-            durable=False,  # a read's log entry: it need not wait for the disk
-        )
-        return ok_json(response)
+        return ok_json(commit_assemble(engine, prepared[0]))
 
     return await run_write(request, raw, work, prepare=prepare)
 

@@ -17,7 +17,7 @@ from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput, NotSupported
 from engine.timeutil import utcnow
-from engine.write.turns import embed_texts
+from engine.write.turns import embed_for_write
 from server.auth import principal_of, require_auth
 from server.errors import failure_for, request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
@@ -278,7 +278,7 @@ async def update_record(request: Request[Any, Any, Any], memory_id: str) -> Resp
     def prepare(org_id: str) -> None:
         edit = ops.edit_of(svc.memories.get(org_id, memory_id), body)
         if isinstance(edit.text, str):
-            embed_texts(svc.memories.embeddings, [edit.text])
+            embed_for_write(svc.memories.embeddings, [edit.text])
         edits.append(edit)
 
     return await run_write(

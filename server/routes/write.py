@@ -23,7 +23,7 @@ from engine.models import Memory
 from engine.timeutil import utcnow
 from engine.write.batch_upsert import UpsertRequest, UpsertResponse, build_memories, results
 from engine.write.ingest import preview_memories, upsert_memories
-from engine.write.turns import embed_texts, subject_for
+from engine.write.turns import embed_for_write, subject_for
 from server.auth import principal_of, require_auth
 from server.http import (
     AGENT_DOC,
@@ -68,7 +68,7 @@ async def batch_upsert(
 
     def prepare(org_id: str) -> None:  # check and build every item, embed; no transaction yet
         prepared.extend(build_memories(body.items, org_id=org_id, agent_id=agent, now=utcnow()))
-        embed_texts(
+        embed_for_write(
             svc.memories.embeddings,
             list(
                 dict.fromkeys(
@@ -84,6 +84,7 @@ async def batch_upsert(
             mode=body.upsert_conflicts,
             negated=[item.negated for item in body.items],
             now=utcnow(),
+            embeddings=svc.memories.embeddings,
         )
         return ok_json(results(outcomes))
 

@@ -7,7 +7,13 @@ from evals.loaders import dataset_names, load_dataset
 
 
 def test_names() -> None:
-    assert dataset_names() == ["locomo", "longmemeval-ku", "longmemeval-oracle", "synthetic"]
+    assert dataset_names() == [
+        "locomo",
+        "longmemeval-ku",
+        "longmemeval-oracle",
+        "longmemeval-s-dev",
+        "synthetic",
+    ]
 
 
 def test_unknown_name_lists_valid_ones() -> None:

@@ -137,7 +137,7 @@ def test_bench_ingest_prints_rates_and_turn_rows(capsys: pytest.CaptureFixture[s
     assert turns[0][2] == "40"  # the in-process batch store
     assert turns[1][2] == str(40 + 40 + 1)  # http single + batch + the warm-up write
     assert float(turns[0][-1]) > 0  # the turns are first-person statements the rules extract
-    assert turns[1][3] == "-" and numbers(turns[1][7])[0] > 0  # http: total only
+    assert turns[1][3] == "-" and numbers(turns[1][6])[0] > 0  # http: total only
 
 
 def test_bench_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:

@@ -98,3 +98,20 @@ def test_parser_knows_every_registered_command() -> None:
     args = parser.parse_args(["serve", "--host", "0.0.0.0", "--port", "9000", "--data-dir", "/tmp/x"])
     assert (args.host, args.port, args.data_dir) == ("0.0.0.0", 9000, "/tmp/x")
     assert set(COMMANDS) >= {"serve", "keys"}
+
+
+def test_doctor_embeds_memories_stored_without_a_vector(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.storage import open_store
+    from tests.factories import memory
+
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    store = open_store(str(tmp_path))
+    store.put_memories([memory(memory_id=f"mem_{i}", text=f"note {i}") for i in range(3)])
+    store.close()
+    assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 1
+    assert "memories without a vector for hash:256: 3" in capsys.readouterr().out
+    assert main(["doctor", "--data-dir", str(tmp_path)]) == 0
+    assert "embedded 3 texts" in capsys.readouterr().out
+    assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 0

@@ -218,3 +218,50 @@ def test_logs_never_hold_keys_query_strings_or_memory_text(
             "tag=x",
         ):
             assert forbidden not in text, (forbidden, text)
+
+
+class FlakyEmbedder:
+    """The hash embedder, failing while `down`."""
+
+    def __init__(self) -> None:
+        from engine.embed.hash import HashEmbedder
+
+        self.inner = HashEmbedder()
+        self.model, self.dim = self.inner.model, self.inner.dim
+        self.down = False
+
+    def embed(self, texts: Any) -> Any:
+        if self.down:
+            from engine.errors import Unavailable
+
+            raise Unavailable("embedder down")
+        return self.inner.embed(texts)
+
+
+def test_memories_without_a_vector_are_counted_and_embedded_by_doctor(
+    settings: Settings, store: Store, auth: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write while the embedder is down is stored without a vector (never lost); /metrics counts it
+    and `embed_missing` (what `loci doctor` runs) gives it one."""
+    from engine.embed.backfill import embed_missing
+    from engine.embed.cache import EmbeddingCache
+    from server.app import create_app
+
+    monkeypatch.setenv(observability.VECTORS_TTL_ENV, "0")
+    embedder = FlakyEmbedder()
+    with TestClient(create_app(settings, store=store, embedder=embedder)) as client:
+        assert (
+            client.post("/v0/memories", json=memory_body("Alice likes tea"), headers=auth).status_code == 200
+        )
+        embedder.down = True
+        assert (
+            client.post("/v0/memories", json=memory_body("Bob likes coffee"), headers=auth).status_code == 200
+        )
+        body = {"entity_id": "ent:bob", "turn": "I live in Lisbon."}
+        r = client.post("/v0/context/assemble", json=body, headers=auth)
+        assert r.status_code == 200 and r.json()["flags"]["degraded"] is True
+        embedder.down = False
+        missing = value(client.get("/metrics").text, "loci_memories_without_vector", model=embedder.model)
+        assert missing == 3  # the note, the turn and its fact
+        embed_missing(store, EmbeddingCache(embedder, store))
+        assert value(client.get("/metrics").text, "loci_memories_without_vector", model=embedder.model) == 0

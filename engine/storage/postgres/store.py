@@ -268,6 +268,25 @@ class PostgresStore:
             if model == self.inline_model:
                 rows.refresh_inline(conn, model, [r[1] for r in values])
 
+    def missing_vectors(self, model: str) -> Iterator[str]:
+        """Pages of 1000 memories by key without a row in `embeddings` for the model (an anti-join on
+        its primary key)."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._conn() as conn, conn.cursor() as cur:
+                cur.execute(
+                    "SELECT m.org_id, m.memory_id, m.text FROM memories m WHERE (m.org_id, m.memory_id) > (%s, %s)"
+                    " AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = m.text_hash)"
+                    " ORDER BY m.org_id, m.memory_id LIMIT 1000",
+                    (enc(after[0]), enc(after[1]), enc(model)),
+                    prepare=False,
+                )
+                page = cur.fetchall()
+            if not page:
+                return
+            yield from (dec(r[2]) for r in page)
+            after = (dec(page[-1][0]), dec(page[-1][1]))
+
     def bulk_load(
         self,
         memories_: Sequence[Memory],

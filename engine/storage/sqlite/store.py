@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from engine.errors import Conflict
-from engine.models import ApiKey, Event, IdempotencyRecord, Memory
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import IndexRegistry
@@ -332,6 +332,22 @@ class SQLiteStore:
                 [(model, h, int(v.shape[0]), v.tobytes()) for h, v in clean.items()],
             )
             self._index.apply_vectors(model, clean)
+
+    def missing_vectors(self, model: str) -> Iterator[str]:
+        """Pages of 1000 memories by key; each page's text hashes looked up at once (the lock is not
+        held between pages)."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            page = self._q(
+                "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (?, ?) "
+                "ORDER BY org_id, memory_id LIMIT 1000",
+                after,
+            )
+            if not page:
+                return
+            held = self.get_embeddings(model, [text_hash(r[2]) for r in page])
+            yield from (r[2] for r in page if text_hash(r[2]) not in held)
+            after = (page[-1][0], page[-1][1])
 
     # --- retrieval -------------------------------------------------------------------------------
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:

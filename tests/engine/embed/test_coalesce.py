@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from engine.embed.cache import EmbeddingCache
+from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.embed.coalesce import Coalescer
 from engine.embed.hash import HashEmbedder
 from engine.models import text_hash
@@ -169,14 +169,31 @@ class CountingStore(InMemoryStore):
         return super().get_embeddings(model, text_hashes)
 
 
-@pytest.mark.parametrize("persist, lookups", [(True, 1), (False, 0)])
-def test_query_embeddings_do_not_read_the_store(persist: bool, lookups: int) -> None:
+def test_query_embeddings_do_not_read_the_store() -> None:
     store = CountingStore()
     cache = EmbeddingCache(HashEmbedder(), store)
-    cache.embed(["where does alice live"], persist=persist)
-    assert store.lookups == lookups
-    cache.embed(["where does alice live"], persist=persist)  # the LRU answers either way
-    assert store.lookups == lookups
+    cache.embed(["where does alice live"], persist=False)
+    cache.embed(["where does alice live"], persist=False)  # the LRU answers
+    assert store.lookups == 0
+
+
+@pytest.mark.parametrize("defer", [False, True])
+def test_a_text_embedded_first_as_a_query_is_stored_by_a_write(defer: bool) -> None:
+    """The LRU holds query vectors too: a write asks the store for every text, and stores the vector
+    of one the LRU held but the store lacks (a turn is embedded as the query before it is stored)."""
+    store = CountingStore()
+    cache = EmbeddingCache(HashEmbedder(), store)
+    text = "I went to the dentist on Tuesday."
+    (query,) = cache.embed([text], persist=False)
+    stats = EmbedStats()
+    cache.embed([text], persist=True, defer=defer, stats=stats)
+    assert stats.texts == 0 and store.lookups == 1  # not embedded twice
+    if defer:
+        with store.transaction():
+            cache.save([text])
+    np.testing.assert_array_equal(
+        store.get_embeddings(cache.model, [text_hash(text)])[text_hash(text)], query
+    )
 
 
 def test_stored_vectors_are_looked_up_never_embedded() -> None:

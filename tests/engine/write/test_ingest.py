@@ -1,4 +1,5 @@
-"""The write side of a turn: drafts -> Memory records -> supersession, in one transaction."""
+"""The write side of a turn: drafts -> Memory records -> supersession, in one transaction (through
+`plan_turn` and `commit_turn`, the functions assemble runs)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,9 @@ from engine.extract.rules import RuleExtractor
 from engine.models import Event, Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
-from engine.write.ingest import (
-    draft_to_memory,
-    extract_and_ingest,
-    ingest_drafts,
-    preview_memories,
-    upsert_memories,
-    v1_event,
-)
+from engine.write.ingest import draft_to_memory, preview_memories, upsert_memories, v1_event
 from engine.write.supersession import Outcome
+from engine.write.turns import TurnCommit, commit_turn, plan_turn
 from tests.factories import memory
 
 ORG = "org_a"
@@ -37,9 +32,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     s.close()
 
 
+def commit(store: Any, text: str, at: datetime, entity_id: str = "ent:user", **kwargs: Any) -> TurnCommit:
+    """A turn's facts (the turn itself not stored unless `store_turn` says so) at time `at`."""
+    kwargs.setdefault("store_turn", "none")
+    plan = plan_turn(RuleExtractor(), text, org_id=ORG, entity_id=entity_id, timestamp=at, now=NOW, **kwargs)
+    return commit_turn(store, plan, now=NOW)
+
+
 def turn(store: Any, text: str, at: datetime, **kwargs: Any) -> tuple[list[Memory], list[Outcome]]:
-    result = RuleExtractor().extract(text, reference_time=at)
-    return ingest_drafts(store, result.facts, org_id=ORG, timestamp=at, now=NOW, **kwargs)
+    done = commit(store, text, at, **kwargs)
+    return done.built, done.outcomes
 
 
 def test_draft_to_memory_fields() -> None:
@@ -68,18 +70,22 @@ def test_contact_details_are_stored_as_pii() -> None:
 
 
 def test_paris_then_berlin(store: Store) -> None:
-    (paris,), out1 = turn(store, "I live in Paris.", T1, source_turn="mem_t1")
+    (paris,), out1 = turn(store, "I live in Paris.", T1)
     assert [(o.action, o.memory_id) for o in out1] == [("UPSERTED", paris.memory_id)]
-    (berlin,), out2 = turn(store, "I moved to Berlin.", T2, source_turn="mem_t2")
+    (berlin,), out2 = turn(store, "I moved to Berlin.", T2)
     assert [(o.action, o.supersedes) for o in out2] == [("SUPERSEDED", [paris.memory_id])]
     rows = {m.memory_id: m for m in store.list_memories(ORG, ListQuery())}
-    assert (
-        rows[berlin.memory_id].status == "active"
-        and rows[berlin.memory_id].provenance["source_turn"] == "mem_t2"
-    )
+    assert rows[berlin.memory_id].status == "active"
     assert rows[paris.memory_id].status == "superseded" and rows[paris.memory_id].valid_to == T2
     types = [e.type for _, e in store.list_events(ORG, EventQuery())]
     assert types == ["memory.created", "memory.created", "memory.superseded"]
+
+
+def test_a_fact_names_the_stored_turn_it_came_from(store: Store) -> None:
+    done = commit(store, "I live in Paris.", T1, store_turn="event")
+    turn_id = done.extracted.upserts[0].memory_id
+    (fact,) = done.extracted.facts
+    assert fact.provenance["source_turn"] == turn_id and store.get_memory(ORG, turn_id or "") is not None
 
 
 def test_same_fact_again_is_skipped(store: Store) -> None:
@@ -93,7 +99,8 @@ def test_negation_ends_the_fact_and_stores_nothing(store: Store) -> None:
     (acme,), _ = turn(store, "I work at Acme.", T1)
     _, outcomes = turn(store, "I no longer work at Acme.", T2)
     (outcome,) = outcomes
-    assert outcome.action == "SUPERSEDED" and outcome.negation and outcome.memory_id == acme.memory_id
+    assert outcome.action == "SUPERSEDED" and outcome.negation and outcome.memory_id is None
+    assert outcome.supersedes == [acme.memory_id]
     assert v1_event(outcome) == "DELETE"
     assert store.count_memories(ORG) == 1
     ended = store.get_memory(ORG, acme.memory_id)
@@ -111,14 +118,13 @@ def test_a_turn_with_several_facts_and_multi_valued_predicates(store: Store) -> 
 
 
 def test_third_person_facts_stay_in_the_turns_entity(store: Store) -> None:
-    result = extract_and_ingest(store, RuleExtractor(), "My sister Anna lives in Rome.", org_id=ORG,
-                                timestamp=T1, subject="ent:dana", now=NOW)  # fmt: skip
-    assert [(m.subject, m.predicate, m.entity_id) for m in result.memories] == [
+    done = commit(store, "My sister Anna lives in Rome.", T1, entity_id="ent:dana")
+    assert [(m.subject, m.predicate, m.entity_id) for m in done.built] == [
         ("ent:dana", "has_sibling", "ent:dana"),
         ("ent:anna", "lives_in", "ent:dana"),
     ]
-    assert [o.action for o in result.outcomes] == ["UPSERTED", "UPSERTED"]
-    assert {e.entity_id for e in result.extracted.entities} >= {"ent:anna", "ent:rome"}
+    assert [o.action for o in done.outcomes] == ["UPSERTED", "UPSERTED"]
+    assert {e.entity_id for e in done.extracted.entities} >= {"ent:anna", "ent:rome"}
 
 
 def test_mode_off_keeps_both(store: Store) -> None:
@@ -173,7 +179,7 @@ def test_upsert_memories_checks_its_arguments(store: Store) -> None:
 def test_v1_events() -> None:
     assert v1_event(Outcome(memory_id="m", action="UPSERTED")) == "ADD"
     assert v1_event(Outcome(memory_id="m", action="SUPERSEDED", supersedes=["o"])) == "UPDATE"
-    assert v1_event(Outcome(memory_id="o", action="SUPERSEDED", supersedes=["o"], negation=True)) == "DELETE"
+    assert v1_event(Outcome(memory_id=None, action="SUPERSEDED", supersedes=["o"], negation=True)) == "DELETE"
     assert v1_event(Outcome(memory_id=None, action="SKIPPED", negation=True)) == "NONE"
     assert v1_event(Outcome(memory_id="m", action="SKIPPED")) == "NONE"
 

@@ -19,7 +19,7 @@ from engine.errors import UnknownName
 from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
-from engine.write.supersession import apply, resolve, same_value
+from engine.write.supersession import apply, reconcile, resolve, same_value
 from tests.factories import memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -105,6 +105,55 @@ def test_an_older_fact_is_stored_as_history() -> None:
     assert stored.status == "superseded" and stored.valid_to == berlin.valid_from
 
 
+def test_a_late_fact_ends_when_the_next_value_began_even_if_that_one_ended_since() -> None:
+    """Paris (Jan) was superseded by Berlin (Jun); Madrid, dated the year before, holds until Paris."""
+    jan, jun = T0 + timedelta(days=10), T0 + timedelta(days=160)
+    paris = fact("lives_in", "ent:paris", at=jan, status="superseded", valid_to=jun)
+    berlin = fact("lives_in", "ent:berlin", at=jun)
+    madrid = fact("lives_in", "ent:madrid", at=T0 - timedelta(days=200))
+    res = resolve(madrid, [paris, berlin], now=NOW)
+    assert res.outcome.history and res.outcome.action == "UPSERTED"
+    assert [(m.memory_id, m.valid_to) for m in res.writes] == [(madrid.memory_id, jan)]
+
+
+def test_a_late_fact_inside_an_interval_splits_it() -> None:
+    """Madrid dated between Paris (Jan) and Berlin (Jun): Paris ends at Madrid, Madrid at Berlin."""
+    jan, mar, jun = T0 + timedelta(days=10), T0 + timedelta(days=70), T0 + timedelta(days=160)
+    paris = fact("lives_in", "ent:paris", at=jan, status="superseded", valid_to=jun)
+    berlin = fact("lives_in", "ent:berlin", at=jun)
+    res = resolve(fact("lives_in", "ent:madrid", at=mar), [paris, berlin], now=NOW)
+    assert (
+        res.outcome.history
+        and res.outcome.action == "SUPERSEDED"
+        and res.outcome.supersedes == [paris.memory_id]
+    )
+    writes = by_id(res.writes)
+    assert writes[paris.memory_id].valid_to == mar
+    assert [m.valid_to for m in res.writes if m.memory_id not in (paris.memory_id,)] == [jun]
+
+
+def test_a_new_value_after_a_negation_gap_ends_the_value_it_overlaps() -> None:
+    """Paris was ended by a negation in May; Rome said in March ends Paris in March."""
+    mar, may = T0 + timedelta(days=70), T0 + timedelta(days=130)
+    paris = fact("lives_in", "ent:paris", at=T0, status="superseded", valid_to=may)
+    res = resolve(fact("lives_in", "ent:rome", at=mar), [paris], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and by_id(res.writes)[paris.memory_id].valid_to == mar
+
+
+def test_reconcile_places_a_fact_back_from_the_archive() -> None:
+    lisbon = fact("lives_in", "ent:lisbon", at=T0)
+    porto = fact("lives_in", "ent:porto", at=T0 + timedelta(days=5))
+    back = reconcile(lisbon, [lisbon, porto], now=NOW)
+    assert [(m.memory_id, m.status, m.valid_to) for m in back.writes] == [
+        (lisbon.memory_id, "superseded", porto.valid_from)
+    ]
+    assert back.events[0].type == "memory.updated" and back.events[0].data["reason"] == "unarchived"
+    newer = reconcile(porto, [lisbon, porto], now=NOW)  # the later one comes back: it supersedes
+    assert newer.outcome.supersedes == [lisbon.memory_id]
+    assert reconcile(porto, [porto], now=NOW).writes == []  # no rival: nothing to do
+    assert reconcile(fact("likes", "jazz"), [fact("likes", "tea")], now=NOW).writes == []  # multi-valued
+
+
 def test_equal_time_and_confidence_disputes_both() -> None:
     a = fact("works_at", "ent:acme", confidence=0.8)
     b = fact("works_at", "ent:globex", confidence=0.8)
@@ -164,7 +213,7 @@ def test_negation_ends_the_matching_value_only() -> None:
     neg = fact("likes", "hiking", at=T0 + timedelta(days=3))
     res = resolve(neg, [jazz, hiking], negated=True, now=NOW)
     assert res.outcome.action == "SUPERSEDED" and res.outcome.negation
-    assert res.outcome.memory_id == hiking.memory_id and res.outcome.supersedes == [hiking.memory_id]
+    assert res.outcome.memory_id is None and res.outcome.supersedes == [hiking.memory_id]
     (ended,) = res.writes  # nothing new is stored
     assert ended.status == "superseded" and ended.valid_to == T0 + timedelta(days=3)
     assert res.events[0].data["reason"] == "negation"

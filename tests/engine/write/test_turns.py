@@ -11,7 +11,7 @@ from engine.extract import create_extractor
 from engine.models import SubjectId
 from engine.storage.base import EventQuery, ListQuery
 from engine.storage.in_memory import InMemoryStore
-from engine.write.turns import commit_turn, embed_texts, plan_turn, subject_for
+from engine.write.turns import commit_turn, embed_for_write, plan_turn, subject_for
 
 T0 = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
 RULES = create_extractor("rules")
@@ -71,7 +71,7 @@ def test_commit_supersedes_and_links_the_turn() -> None:
     assert second.extracted.upserts[1].action == "SUPERSEDED" and second.extracted.upserts[1].supersedes == [
         paris_id
     ]
-    paris = store.get_memory("o", paris_id)
+    paris = store.get_memory("o", paris_id or "")
     assert paris is not None and paris.status == "superseded" and paris.valid_to == t1
     assert store.count_memories("o") == 4  # two turns, two facts
     kinds = [e.type for _, e in store.list_events("o", EventQuery(limit=100))]
@@ -130,16 +130,20 @@ class _Broken:
         raise RuntimeError("down")
 
 
-def test_embed_texts_never_raises() -> None:
+def test_embed_for_write_never_raises_and_the_write_stores_the_vectors() -> None:
     from engine.embed.cache import EmbeddingCache
     from engine.embed.hash import HashEmbedder
     from engine.models import text_hash
 
     store = InMemoryStore()
-    assert embed_texts(EmbeddingCache(HashEmbedder(), store), ["a b", "c"]) is True
+    cache = EmbeddingCache(HashEmbedder(), store)
+    assert embed_for_write(cache, ["a b", "c"]) is True
+    assert store.get_embeddings("hash:256", [text_hash("a b"), text_hash("c")]) == {}  # not before the write
+    with store.transaction():
+        cache.save(["a b", "c"])
     assert len(store.get_embeddings("hash:256", [text_hash("a b"), text_hash("c")])) == 2
-    assert embed_texts(EmbeddingCache(_Broken(), store), ["a"]) is False  # type: ignore[arg-type]
-    assert embed_texts(None, ["a"]) is True
+    assert embed_for_write(EmbeddingCache(_Broken(), store), ["a"]) is False  # type: ignore[arg-type]
+    assert embed_for_write(None, ["a"]) is True
 
 
 def test_subject_for_stays_a_valid_subject() -> None:

@@ -1,0 +1,170 @@
+"""One agent turn, read top to bottom: retrieve -> plan the writes -> commit -> record the event.
+
+    prepared = prepare_assemble(engine, org_id=..., agent_id=..., request=..., request_id=..., now=...)
+    response = commit_assemble(engine, prepared)        # inside the caller's transaction, if any
+    response = assemble_turn(engine, ...)               # both, for callers without an idempotency unit
+
+`prepare_assemble` runs everything slow or that may call out, outside any transaction: retrieval
+(which so sees the state BEFORE this turn's writes), extraction (rules, or the LLM) and the embedding
+of every text about to be stored. `commit_assemble` writes the turn, its facts with supersession and
+their vectors in one transaction (joining the caller's, e.g. the server's Idempotency-Key record), then
+appends the `context.assembled` event. POST /v0/context/assemble, the MCP tools (through it) and the
+eval harness's agent-loop replay all run these two functions; nothing else writes a turn.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from engine.embed.cache import EmbeddingCache
+from engine.extract.base import Extractor
+from engine.ids import event_id
+from engine.models import Event
+from engine.retrieval import pipeline
+from engine.retrieval.options import AssembleRequest
+from engine.retrieval.redaction_hook import RedactorFactory, no_redaction
+from engine.retrieval.responses import AssembleResponse, StageTimings
+from engine.storage.base import Store
+from engine.timeutil import to_utc
+from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn
+
+
+class Engine(msgspec.Struct, kw_only=True):
+    """What a turn needs: the store, the embedding cache (None: no semantic channel, no vectors) and
+    the fact extractor (None: no extraction)."""
+
+    store: Store
+    embeddings: EmbeddingCache | None
+    extractor: Extractor | None
+
+
+class PreparedAssemble(msgspec.Struct, kw_only=True):
+    """Everything `commit_assemble` needs, built without writing."""
+
+    org_id: str
+    agent_id: str | None
+    entity_id: str
+    namespace: str
+    request_id: str
+    now: datetime
+    response: AssembleResponse
+    timings: StageTimings
+    plan: TurnPlan
+    #: the texts to store have vectors (False: the embedder failed; stored without, flags.degraded)
+    embedded: bool
+
+
+def writes_of(request: AssembleRequest) -> bool:
+    """Whether an assemble may write (it then needs the `write` scope as well as `read`)."""
+    return request.ingest.store_turn != "none" or request.ingest.extract
+
+
+def prepare_assemble(
+    engine: Engine,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: AssembleRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> PreparedAssemble:
+    """Retrieve the context, extract and build the turn's writes, embed their texts; write nothing."""
+    outcome = pipeline.run_assemble(
+        engine.store,
+        engine.embeddings,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+    )
+    ingest = request.ingest
+    plan = plan_turn(
+        engine.extractor,
+        request.turn,
+        org_id=org_id,
+        entity_id=request.entity_id,
+        namespace=request.namespace,
+        agent_id=agent_id,
+        timestamp=to_utc(request.as_of) if request.as_of is not None else now,
+        now=now,
+        store_turn=ingest.store_turn,
+        extract=ingest.extract,
+        mode=ingest.upsert_conflicts,
+        provenance={"request_id": request_id},
+        subject=ingest.subject,
+    )
+    return PreparedAssemble(
+        org_id=org_id,
+        agent_id=agent_id,
+        entity_id=request.entity_id,
+        namespace=request.namespace,
+        request_id=request_id,
+        now=now,
+        response=outcome.response,
+        timings=outcome.timings,
+        plan=plan,
+        embedded=embed_for_write(engine.embeddings, plan.texts()),
+    )
+
+
+def commit_assemble(engine: Engine, prepared: PreparedAssemble) -> AssembleResponse:
+    """Store the turn and its facts (with their vectors, in one transaction that joins the caller's),
+    fill `extracted`, and append the `context.assembled` event."""
+    response = prepared.response
+    plan = prepared.plan
+    if plan.writes_anything:
+        response.extracted = commit_turn(
+            engine.store, plan, now=prepared.now, embeddings=engine.embeddings
+        ).extracted
+    else:
+        response.extracted.entities = list(plan.extraction.entities)
+        response.extracted.truncated = plan.extraction.truncated
+    response.cost.llm_tokens += plan.extraction.llm_tokens
+    response.flags.degraded = response.flags.degraded or plan.extraction.degraded or not prepared.embedded
+    event = Event(
+        event_id=event_id(),
+        org_id=prepared.org_id,
+        type="context.assembled",
+        at=prepared.now,
+        entity_id=prepared.entity_id,
+        data={
+            "namespace": prepared.namespace,
+            "request_id": prepared.request_id,
+            "agent_id": prepared.agent_id,
+            "facts": len(response.context.facts),
+            "upserts": len(response.extracted.upserts),
+            "degraded": response.flags.degraded,
+        },
+    )
+    engine.store.append_events([event], durable=False)  # a read's log entry: it need not wait for the disk
+    return response
+
+
+def assemble_turn(
+    engine: Engine,
+    *,
+    org_id: str,
+    agent_id: str | None,
+    request: AssembleRequest,
+    request_id: str,
+    now: datetime,
+    redactor_factory: RedactorFactory = no_redaction,
+) -> PreparedAssemble:
+    """`prepare_assemble` then `commit_assemble`: one agent turn for a caller without its own
+    transaction (the eval harness, notebooks). The committed response is `.response`."""
+    prepared = prepare_assemble(
+        engine,
+        org_id=org_id,
+        agent_id=agent_id,
+        request=request,
+        request_id=request_id,
+        now=now,
+        redactor_factory=redactor_factory,
+    )
+    commit_assemble(engine, prepared)
+    return prepared

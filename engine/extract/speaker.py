@@ -1,0 +1,77 @@
+"""Who says a turn: a turn saved as `<Name>: text` (the form that lets retrieval find both the
+speaker and the topic) names its speaker, and its first person is that speaker, not the text's
+label. Extraction reads the text after the label.
+
+- `Name: ...` where Name is a person's name ("Caroline: I moved to Berlin") -> a named speaker;
+- a user role (`user:`, `human:`, `me:`, any case) -> the scope's user, as an unlabelled turn;
+- an assistant role (`assistant:`, `ai:`, `bot:`, `agent:`, `system:`) -> the agent speaks: its "I"
+  is not the user, so no first-person fact is taken from it;
+- anything else ("Update: ...", "Note: ...", no label) -> unlabelled: the text as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import msgspec
+
+from engine.extract.rules.clauses import LEAD
+from engine.extract.rules.entities import is_person_name
+
+SpeakerKind = Literal["none", "user", "agent", "person"]
+USER_ROLES = frozenset({"user", "human", "me", "customer", "client"})
+AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent", "system", "model"})
+#: labels that head a line without naming a speaker
+NOT_SPEAKERS = frozenset(
+    [
+        "note",
+        "notes",
+        "reminder",
+        "ps",
+        "fyi",
+        "todo",
+        "question",
+        "answer",
+        "summary",
+        "context",
+        "edit",
+        "tip",
+        "warning",
+        "important",
+        "re",
+        "subject",
+        "title",
+        "topic",
+        "q",
+        "a",
+        "caption",
+        "description",
+        "example",
+        "hint",
+    ]
+)
+_LABEL = re.compile(r"\s*([A-Za-z][\w'.\-]{0,40}(?: [A-Z][\w'.\-]{0,40}){0,2})\s*:\s+")
+
+
+class Speaker(msgspec.Struct, frozen=True, kw_only=True):
+    kind: SpeakerKind
+    name: str | None = None  # a person's name (kind "person")
+    body: str  # the text after the label (the whole text when unlabelled)
+
+
+def speaker_of(text: str) -> Speaker:
+    """The speaker a turn's label names, and the text after it (see the module docstring)."""
+    found = _LABEL.match(text)
+    if found is None:
+        return Speaker(kind="none", body=text)
+    label, body = found.group(1), text[found.end() :]
+    if label.lower() in USER_ROLES:
+        return Speaker(kind="user", body=body)
+    if label.lower() in AGENT_ROLES:
+        return Speaker(kind="agent", body=body)
+    lead = LEAD.match(text)  # "Update: ...", "Good news: ..." open a sentence, they name nobody
+    named = is_person_name(label) and label.split()[0].lower() not in NOT_SPEAKERS
+    if named and (lead is None or lead.end() < found.end()):
+        return Speaker(kind="person", name=label, body=body)
+    return Speaker(kind="none", body=text)

@@ -1,0 +1,47 @@
+"""`loci doctor`: find memories stored without a vector for the configured embedder (its write ran
+while the embedder was down) and embed them. `--check` only counts, and exits 1 when any is missing.
+
+    loci doctor [--check] [--data-dir DIR | --database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from server.commands import add_store_arguments, settings_from_args
+
+
+def _run(args: argparse.Namespace) -> int:
+    from engine.embed.backfill import count_missing, embed_missing
+    from engine.embed.cache import EmbeddingCache
+    from engine.embed.registry import create_embedder
+    from server.app import open_default_store
+
+    settings = settings_from_args(args)
+    store = open_default_store(settings)
+    try:
+        embedder = create_embedder(settings.embedder)
+        if args.check:
+            missing = count_missing(store, embedder.model)
+            print(f"memories without a vector for {embedder.model}: {missing}")
+            return 1 if missing else 0
+        done = embed_missing(store, EmbeddingCache(embedder, store))
+        left = count_missing(store, embedder.model)
+    finally:
+        store.close()
+    print(f"memories without a vector for {done.model}: {done.missing}; embedded {done.embedded} texts")
+    if left:
+        print(f"error: {left} memories still without a vector", file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="embed memories stored without a vector (--check: count only)"
+    )
+    add_store_arguments(parser)
+    parser.add_argument("--check", action="store_true", help="only count; exit 1 when any is missing")
+    parser.set_defaults(func=_run)

@@ -1,0 +1,159 @@
+"""The agent loop over HTTP, on every store: each turn through assemble with the default ingest, then
+asked about. Each test is one reproduction of issue 28 (a request sequence on a fresh server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from engine.embed.hash import HashEmbedder
+from engine.models import text_hash
+from engine.storage.base import ListQuery, Store
+from tests.server.conftest import KeyMaker
+
+ASSEMBLE = "/v0/context/assemble"
+READ_ONLY = {"extract": False, "store_turn": "none"}
+MODEL = HashEmbedder().model
+
+
+def assemble(
+    client: TestClient[Litestar], headers: dict[str, str], entity: str, turn: str, **fields: Any
+) -> Any:
+    r = client.post(ASSEMBLE, json={"entity_id": entity, "turn": turn, **fields}, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def recall(client: TestClient[Litestar], headers: dict[str, str], entity: str, query: str) -> list[Any]:
+    r = client.post("/v0/recall", json={"query": query, "entity_id": entity}, headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()["matches"]  # type: ignore[no-any-return]
+
+
+def missing_vectors(store: Store, org: str = "acme") -> list[str]:
+    live = store.list_memories(org, ListQuery(limit=500))
+    held = store.get_embeddings(MODEL, [text_hash(m.text) for m in live])
+    return [m.text for m in live if text_hash(m.text) not in held]
+
+
+def current_facts(
+    client: TestClient[Litestar], headers: dict[str, str], entity: str, **fields: Any
+) -> list[str]:
+    body = assemble(client, headers, entity, "What do you know about me?", ingest=READ_ONLY, **fields)
+    return body["context"]["facts"]  # type: ignore[no-any-return]
+
+
+# --- 1. a turn stored by assemble has its vector ------------------------------------------------------
+def test_a_turn_stored_by_assemble_is_embedded(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    dentist = "I went to the dentist on Tuesday."
+    assemble(client, auth, "ent:x", dentist)  # embedded first as the query, then stored
+    r = client.post(
+        "/v0/memories",
+        json={"type": "event", "text": "I went to the optician on Wednesday.", "entity_id": "ent:x"},
+        headers=auth,
+    )
+    assert r.status_code == 200
+    assert missing_vectors(store) == []
+    by_text = {m["text"]: m for m in recall(client, auth, "ent:x", "a visit to the dentist")}
+    assert by_text[dentist]["score_components"]["semantic"]["raw"] > 0
+
+
+def test_a_recall_query_later_stored_is_embedded(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    text = "Bob prefers green tea in the morning"
+    recall(client, auth, "ent:bob", text)
+    r = client.post("/v0/memories", json={"type": "note", "text": text, "entity_id": "ent:bob"}, headers=auth)
+    assert r.status_code == 200
+    assert missing_vectors(store) == []
+
+
+# --- 2. a new scope's first memories are found ---------------------------------------------------------
+def test_the_first_memory_of_a_scope_is_found(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    assemble(client, auth, "ent:alice", "Alice lives in Lisbon")
+    found = [m["text"] for m in recall(client, auth, "ent:alice", "Where does Alice live?")]
+    assert "Alice lives in Lisbon" in found
+    context = assemble(client, auth, "ent:alice", "Where does Alice live?", ingest=READ_ONLY)["context"]
+    assert any("Lisbon" in line for line in context["facts"] + context["recent_events"])
+
+
+# --- 3. a backdated fact ends when the next value began -----------------------------------------------
+def test_a_backdated_fact_ends_when_the_next_value_began(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    assemble(client, auth, "ent:tom", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, "ent:tom", "I moved to Berlin.", as_of="2024-06-10T00:00:00Z")
+    madrid = assemble(client, auth, "ent:tom", "I live in Madrid.", as_of="2023-06-01T00:00:00Z")
+    fact_id = madrid["extracted"]["upserts"][1]["memory_id"]
+    stored = client.get(f"/v0/memories/{fact_id}", headers=auth).json()
+    assert stored["status"] == "superseded" and stored["valid_to"].startswith("2024-01-10")
+    then = current_facts(client, auth, "ent:tom", as_of="2024-03-01T00:00:00Z")
+    assert [line for line in then if "lives in" in line] == [next(x for x in then if "Paris" in x)]
+    assert "lives in Madrid" in current_facts(client, auth, "ent:tom", as_of="2023-09-01T00:00:00Z")[0]
+
+
+# --- 4. a fact back from the archive does not leave two current values ----------------------------------
+def test_unarchiving_keeps_one_current_value(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    lisbon = assemble(client, auth, "ent:user", "I live in Lisbon.")["extracted"]["upserts"][1]["memory_id"]
+    assert client.patch(f"/v0/memories/{lisbon}", json={"archived": True}, headers=auth).status_code == 200
+    porto = assemble(client, auth, "ent:user", "I live in Porto.")["extracted"]["upserts"][1]
+    assert porto["action"] == "UPSERTED" and porto["supersedes"] == []
+    back = client.patch(f"/v0/memories/{lisbon}", json={"archived": False}, headers=auth).json()
+    assert back["status"] == "superseded" and back["valid_to"] is not None  # Porto came later
+    lives = [line for line in current_facts(client, auth, "ent:user") if "lives in" in line]
+    assert len(lives) == 1 and "Porto" in lives[0]
+    listed = client.get("/v0/memories", params={"type": "fact", "status": "active"}, headers=auth).json()
+    assert [m["memory_id"] for m in listed["items"]] == [porto["memory_id"]]
+
+
+# --- 7. one agent's write never leaves another with no current value ------------------------------------
+def test_agents_keep_their_own_current_values(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    a1, a2 = {**auth, "X-Service-Agent": "a1"}, {**auth, "X-Service-Agent": "a2"}
+    assemble(client, a1, "ent:user", "I live in Paris.")
+    rome = assemble(client, a2, "ent:user", "I live in Rome.")["extracted"]["upserts"][1]
+    assert rome["action"] == "UPSERTED" and rome["supersedes"] == []
+    assert [x for x in current_facts(client, a1, "ent:user") if "lives in" in x][0].startswith(
+        "User lives in Paris"
+    )
+    assert [x for x in current_facts(client, a2, "ent:user") if "lives in" in x][0].startswith(
+        "User lives in Rome"
+    )
+    berlin = assemble(client, a2, "ent:user", "I moved to Berlin.")["extracted"]["upserts"][1]
+    assert berlin["supersedes"] == [rome["memory_id"]]  # within a2's own memories
+
+
+def test_entities_keep_their_own_current_values(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    assemble(client, auth, "ent:dana", "My sister Anna lives in Rome.")
+    assemble(client, auth, "ent:eve", "My friend Anna lives in Paris.")
+    assert any("Anna lives in Rome" in x for x in current_facts(client, auth, "ent:dana"))
+
+
+# --- 8. outcomes name memories that exist --------------------------------------------------------------
+def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    nothing = assemble(client, auth, "ent:user", "I no longer work at Acme.")["extracted"]["upserts"]
+    turn_id = nothing[0]["memory_id"]
+    assert nothing[1] == {"memory_id": turn_id, "action": "SKIPPED", "supersedes": []}
+    assert client.get(f"/v0/memories/{turn_id}", headers=auth).status_code == 200
+    job = assemble(client, auth, "ent:user", "I work at Microsoft.")["extracted"]["upserts"][1]["memory_id"]
+    ended = assemble(client, auth, "ent:user", "I no longer work at Microsoft.")["extracted"]["upserts"]
+    assert ended[1]["action"] == "SUPERSEDED" and ended[1]["supersedes"] == [job]
+    assert ended[1]["memory_id"] == ended[0]["memory_id"] != job  # the turn that said it
+    silent = assemble(
+        client, auth, "ent:user", "I no longer work at Microsoft.", ingest={"store_turn": "none"}
+    )["extracted"]["upserts"]
+    assert silent == [{"memory_id": None, "action": "SKIPPED", "supersedes": []}]
+
+
+def test_a_named_speakers_turn_is_about_the_speaker(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
+) -> None:
+    """A turn saved as `<Name>: text` (as the README advises) gives facts about Name; an assistant's
+    turn gives none."""
+    up = assemble(client, auth, "ent:conv-1", "Caroline: I moved to Berlin last year.")["extracted"]
+    assert [(f["subject"], f["predicate"]) for f in up["facts"]] == [("ent:caroline", "lives_in")]
+    bot = assemble(client, auth, "ent:conv-1", "assistant: I live in the cloud.")["extracted"]
+    assert bot["facts"] == [] and bot["upserts"][0]["action"] == "UPSERTED"
