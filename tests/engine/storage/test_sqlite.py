@@ -1,4 +1,5 @@
-"""SQLite only: durability across close/reopen, schema migration, pragmas, and the open_store registry."""
+"""SQLite only (and what the two in-process stores share): durability across close/reopen, schema
+migration, pragmas, the open_store registry, one writer at a time."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from engine.storage.in_memory import InMemoryStore
 from engine.storage.sqlite import SQLiteStore, checkpoint
 from engine.storage.sqlite.codec import MEMORY_INSERT, memory_row
 from engine.storage.sqlite.schema import LATEST, MIGRATIONS, migrate, schema_version
-from tests.engine.storage.conftest import at, mem
+from tests.engine.storage.conftest import STORE_FACTORIES, at, mem
 
 
 def test_only_a_relaxed_event_append_of_its_own_skips_the_sync(tmp_path: Path) -> None:
@@ -257,3 +258,30 @@ def test_get_memories_never_serves_a_stale_copy(tmp_path: Path) -> None:
     assert texts() == ["second, from elsewhere"]
     other.close()
     s.close()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_in_process_store_serializes_writers(backend: str, tmp_path: Path) -> None:
+    """The in-process stores hold one lock for a transaction, so another thread's write waits for the
+    commit (PostgreSQL locks rows, not the store: unrelated writers do not wait; docs/deploying.md)."""
+    store = STORE_FACTORIES[backend](tmp_path)
+    a = mem()
+    b = mem()
+    started = threading.Event()
+    done = threading.Event()
+
+    def writer() -> None:
+        started.set()
+        store.put_memories([b])
+        done.set()
+
+    with store.transaction():
+        store.put_memories([a])
+        t = threading.Thread(target=writer)
+        t.start()
+        started.wait()
+        assert not done.wait(0.2)  # serialized behind the open transaction
+    t.join(10)
+    assert done.is_set()
+    assert store.count_memories("org_a") == 2
+    store.close()
