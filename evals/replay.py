@@ -184,10 +184,15 @@ def ranking_body(
     return assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
 
 
+#: the API's longest memory text and turn: a longer turn (a few LongMemEval turns are) is cut to it, as a
+#: client would have to
+MAX_TEXT = 20000
+
+
 def _event_item(loaded_entity: str, namespace: str, turn: Turn) -> dict[str, Any]:
     return {
         "type": "event",
-        "text": turn.memory_text(),
+        "text": turn.memory_text()[:MAX_TEXT],
         "timestamp": turn.timestamp.isoformat(),
         "entity_id": loaded_entity,
         "namespace": namespace,
@@ -202,7 +207,7 @@ def facts_body(loaded: Loaded, turn: Turn) -> dict[str, Any]:
     return {
         "entity_id": loaded.entity_id,
         "namespace": loaded.namespace,
-        "turn": turn.text,
+        "turn": turn.text[:MAX_TEXT],
         "as_of": turn.timestamp.isoformat(),
         "ingest": {"extract": True, "store_turn": "none", "subject": f"ent:{slug(turn.speaker)}"},
         "budget": {"max_context_tokens": 256},
@@ -215,7 +220,7 @@ def agent_body(loaded: Loaded, turn: Turn) -> dict[str, Any]:
     return {
         "entity_id": loaded.entity_id,
         "namespace": loaded.namespace,
-        "turn": turn.memory_text(),
+        "turn": turn.memory_text()[:MAX_TEXT],
         "as_of": turn.timestamp.isoformat(),
     }
 

@@ -11,9 +11,8 @@ for that day's header line. An item that does not fit is skipped, and later, sma
 fit. Then, when at least `MIN_TRUNCATE_TOKENS` are left, the best skipped item is cut short to that
 room (action `truncate`); every other skipped item is dropped (action `drop`). So whole lines come
 before a cut one, the lowest-value items go first, and a pinned item is cut only when the pinned
-items alone overflow. Nothing is held back for the summary: it gets what the lines leave, at most
-`SUMMARY_MAX_TOKENS`, and is left out below `SUMMARY_MIN_TOKENS` (evidence lines serve the budget
-better than a digest of them; see docs/evaluation.md).
+items alone overflow. Nothing is held back for the summary: it gets what the lines leave (the next-best
+memories, `engine.retrieval.summary`), and is left out below `SUMMARY_MIN_TOKENS`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from engine.retrieval.responses import BudgetAction
 from engine.retrieval.tokens import ESTIMATE, LINE_OVERHEAD, Tokenizer
 
 MIN_TRUNCATE_TOKENS = 24
-SUMMARY_MAX_TOKENS = 120
 SUMMARY_MIN_TOKENS = 16
 
 
@@ -41,8 +39,8 @@ class BudgetPlan(msgspec.Struct, kw_only=True):
 
 
 def summary_allowance(budget: int, used: int) -> int:
-    """The summary's room: what the lines left, at most `SUMMARY_MAX_TOKENS`; 0 below `SUMMARY_MIN_TOKENS`."""
-    room = min(SUMMARY_MAX_TOKENS, budget - used)
+    """The summary's room: what the lines left; 0 below `SUMMARY_MIN_TOKENS`."""
+    room = budget - used
     return room if room >= SUMMARY_MIN_TOKENS else 0
 
 

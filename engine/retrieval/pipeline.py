@@ -118,12 +118,16 @@ def _context_block(
     tok: tokens.Tokenizer,
     *,
     with_summary: bool,
+    overflow: list[RenderItem],
 ) -> ContextBlock:
-    """The sections of the kept items, the summary of the rest, and their token counts."""
+    """The sections of the kept items, the summary of the rest (the items the budget dropped and those
+    past the line limits), and their token counts."""
     facts, events, sources = sections(plan.kept)
     summary = ""
     if with_summary:
-        summary = summary_mod.beyond(items, plan.kept, budget_mod.summary_allowance(budget, plan.used), tok)
+        shown = {it.id for it in plan.kept}
+        rest = [it for it in items if it.id not in shown] + overflow
+        summary = summary_mod.beyond(rest, budget_mod.summary_allowance(budget, plan.used), tok)
     used = budget_mod.context_tokens(facts, events, summary, sources, tok)
     if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
         raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")
@@ -254,7 +258,7 @@ def run_assemble(
     scores = {mid: fused_scores[r.position[mid]] for mid in r.ranked}
     redactor = redactor_factory(request.policy)
     # the whole ranking may fill the context (top_k bounds each channel, max_facts/max_events the sections)
-    items, pre_actions = build_items(
+    items, pre_actions, overflow = build_items(
         r.ranked,
         scores,
         r.memories,
@@ -271,7 +275,9 @@ def run_assemble(
 
     # --- render -----------------------------------------------------------------------------------
     t = time.perf_counter()
-    block = _context_block(items, plan, pre_actions, budget, tok, with_summary="summary" in ret.include)
+    block = _context_block(
+        items, plan, pre_actions, budget, tok, with_summary="summary" in ret.include, overflow=overflow
+    )
     response = _assemble_response(
         r,
         ret,

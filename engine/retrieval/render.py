@@ -27,6 +27,8 @@ from engine.retrieval.tokens import ESTIMATE, Tokenizer
 
 MAX_LINE_TOKENS = 160
 MAX_SOURCE_TOKENS = 400
+#: candidates past the line limits kept for the summary: more than any budget's room holds
+MAX_OVERFLOW = 120
 SECTION_OF_TYPE: Mapping[str, str] = {
     "fact": "facts",
     "profile": "facts",
@@ -134,14 +136,16 @@ def build_items(
     pinned: frozenset[str],
     redactor: Redactor,
     tokenizer: Tokenizer = ESTIMATE,
-) -> tuple[list[RenderItem], list[BudgetAction]]:
-    """The items that may enter the context, in ranking order, and the `limit`/`truncate` actions."""
+) -> tuple[list[RenderItem], list[BudgetAction], list[RenderItem]]:
+    """The items that may enter the context, in ranking order, the `limit`/`truncate` actions, and the
+    best `MAX_OVERFLOW` candidates past the line limits (lineless, for the summary)."""
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
     over = {section: f"over return.max_{section.split('_')[-1]}={limit}" for section, limit in limits.items()}
     counts = {"facts": 0, "recent_events": 0}
     items: list[RenderItem] = []
     actions: list[BudgetAction] = []
+    overflow: list[RenderItem] = []
     for rank, mid in enumerate(ranked):
         memory = memories.get(mid)
         section = "sources" if memory is None else SECTION_OF_TYPE.get(memory.type, "sources")
@@ -149,6 +153,8 @@ def build_items(
             continue
         if section in limits and mid not in pinned and counts[section] >= limits[section]:
             actions.append(BudgetAction(action="limit", memory_id=mid, notes=over[section]))
+            if memory is not None and len(overflow) < MAX_OVERFLOW:
+                overflow.append(_overflow_item(mid, rank, section, memory, redactor, scores.get(mid, 0.0)))
             continue
         if section in counts:
             counts[section] += 1
@@ -159,7 +165,26 @@ def build_items(
         items.append(item)
         if action is not None:
             actions.append(action)
-    return items, actions
+    return items, actions, overflow
+
+
+def _overflow_item(
+    mid: str, rank: int, section: str, memory: Memory, redactor: Redactor, score: float
+) -> RenderItem:
+    """A candidate past its section's line limit, for the summary (`engine.retrieval.summary.beyond`):
+    its text and day, no line of its own."""
+    from engine.timeutil import to_micros
+
+    return RenderItem(
+        id=mid,
+        section=section,
+        plain=redactor.redact(memory.text, memory),
+        line="",
+        rank=rank,
+        score=score,
+        when=to_micros(memory.holds_from),
+        group=memory_day(memory),
+    )
 
 
 def sections(kept: Sequence[RenderItem]) -> tuple[list[str], list[str], list[str]]:

@@ -1,11 +1,14 @@
-"""The context's summary line (`trace.summary.origin = "extractive"`): what the rendered lines do not
+"""The context's summary (`trace.summary.origin = "extractive"`): what the rendered lines do not
 already say. No model is involved.
 
-`beyond(items, kept, max_tokens)`: the first sentence of each ranked item that did NOT make it into
-the context (dropped by the budget), best ranked first, without duplicates, cut to the allowance. It
-never repeats a rendered line; when everything ranked fits, it is empty and the room stays with the
-lines. `extractive(kept, max_tokens)` (first sentences of the kept items) is the older digest, kept
-for comparison in the eval harness: it only repeats the lines.
+`beyond(candidates, max_tokens)`: the next-best memories that have no line of their own (past
+`return.max_events`/`max_facts`, or dropped by the budget), compacted and dated: chosen best first
+while they fit the room the lines left, then shown one day per line, newest day first, each memory's
+whole text (capped like a line) after its day. So the budget, not the line count, limits a context:
+six event lines leave most of 1,200 tokens, and the summary carries the next turns in it. It never
+repeats a rendered line, and is empty when every ranked memory has its line.
+`extractive(kept, max_tokens)` (first sentences of the kept items) is an older digest, kept for
+comparison in the eval harness: it only repeats the lines.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, LINE_OVERHEAD, Tokenizer
 
 ORIGIN = "extractive"
 MAX_SENTENCE_CHARS = 240
+#: one memory's text in the summary is capped like a rendered line
+MAX_ENTRY_TOKENS = 160
+ENTRY_OVERHEAD = 2  # the " | " between two entries
+DAY_OVERHEAD = 6  # "YYYY-MM-DD: " and the newline
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
@@ -54,15 +61,35 @@ def _digest(items: Iterable[RenderItem], max_tokens: int, tok: Tokenizer) -> str
     return tok.truncate(text, max_tokens - LINE_OVERHEAD)
 
 
-def beyond(
-    items: Sequence[RenderItem],
-    kept: Sequence[RenderItem],
-    max_tokens: int,
-    tokenizer: Tokenizer = ESTIMATE,
-) -> str:
-    """A summary of the ranked items left out of the context, whose line cost is <= max_tokens."""
-    shown = {it.id for it in kept}
-    return _digest((it for it in items if it.id not in shown), max_tokens, tokenizer)
+def beyond(candidates: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:
+    """The summary of `candidates` (items without a line), whose line cost is <= max_tokens."""
+    room = max_tokens - LINE_OVERHEAD
+    if room <= 0 or not candidates:
+        return ""
+    chosen: list[tuple[RenderItem, str]] = []
+    seen: set[str] = set()
+    days: set[str] = set()
+    used = 0
+    for item in sorted(candidates, key=lambda it: it.rank):
+        text = " ".join(item.plain.split())
+        if not text or text.lower() in seen:
+            continue
+        text = tokenizer.truncate(text, MAX_ENTRY_TOKENS)
+        cost = tokenizer.count(text) + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
+        if used + cost > room:
+            continue  # a shorter one may still fit
+        used += cost
+        seen.add(text.lower())
+        days.add(item.group)
+        chosen.append((item, text))
+    by_day: dict[str, list[tuple[RenderItem, str]]] = {}
+    for item, text in chosen:
+        by_day.setdefault(item.group, []).append((item, text))
+    lines = [
+        f"{day}: " + " | ".join(t for _, t in sorted(entries, key=lambda e: (e[0].when, e[0].rank)))
+        for day, entries in sorted(by_day.items(), key=lambda d: -max(it.when for it, _ in d[1]))
+    ]
+    return tokenizer.truncate("\n".join(lines), room)  # the counts above are close; this makes them exact
 
 
 def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:

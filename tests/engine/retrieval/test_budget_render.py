@@ -60,7 +60,7 @@ def test_pinned_alone_overflowing_is_cut() -> None:
 
 
 def test_summary_allowance_and_context_tokens() -> None:
-    assert summary_allowance(1200, 1000) == 120 and summary_allowance(1200, 1150) == 50
+    assert summary_allowance(1200, 400) == 800 and summary_allowance(1200, 1150) == 50
     assert summary_allowance(1200, 1190) == 0  # below SUMMARY_MIN_TOKENS: no summary
     assert context_tokens(["abc"], ["abcdef"], "", ["a"]) == (1 + 1) + (2 + 1) + (1 + 1)
     tok = get_tokenizer("o200k_base")  # "hello world" is 2 tokens in o200k_base, "abc" 1
@@ -72,7 +72,7 @@ def test_build_items_limits_and_caps() -> None:
     memories["e"] = mem("e", "y " * 2000, type="event")
     ranked = ["f0", "f1", "f2", "e"]
     scores = dict.fromkeys(ranked, 0.5)
-    items, actions = build_items(
+    items, actions, _ = build_items(
         ranked,
         scores,
         memories,
@@ -84,7 +84,7 @@ def test_build_items_limits_and_caps() -> None:
         redactor=NoRedaction(),
     )
     assert [it.id for it in items] == ["f0", "f1", "f2", "e"]  # f2 pinned: not limited
-    items, actions = build_items(
+    items, actions, overflow = build_items(
         ranked,
         scores,
         memories,
@@ -97,8 +97,9 @@ def test_build_items_limits_and_caps() -> None:
     )
     assert [it.id for it in items] == ["f0", "e"]
     assert [a.action for a in actions] == ["limit", "limit", "truncate"]
+    assert [(it.id, it.plain, it.line) for it in overflow] == [("f1", "fact 1", ""), ("f2", "fact 2", "")]
     assert tokens.estimate(items[1].line) <= MAX_LINE_TOKENS
-    items, _ = build_items(
+    items, _, _ = build_items(
         ranked,
         scores,
         memories,
@@ -166,15 +167,29 @@ def test_extractive_summary() -> None:
     assert extractive([], 100) == ""
 
 
-def test_beyond_summarizes_only_what_the_context_left_out() -> None:
+def test_beyond_compacts_the_next_best_by_day() -> None:
+    """Chosen best first while they fit, shown a day per line (newest first), in time order within it;
+    whole texts, no duplicates."""
+
+    def ev(i: str, rank: int, day: str, when: int, text: str) -> RenderItem:
+        return RenderItem(
+            id=i, section="recent_events", plain=text, line="", rank=rank, score=1, when=when, group=day
+        )
+
     items = [
-        RenderItem(id=i, section="recent_events", plain=f"{i} said something. More.", line=i, rank=r, score=1)
-        for r, i in enumerate(["a", "b", "c"])
+        ev("a", 2, "2024-01-01", 1, "Ann: I went  skiing. It was great."),
+        ev("b", 0, "2024-02-01", 20, "Bob: I adopted a cat."),
+        ev("c", 1, "2024-02-01", 10, "Ann: Nice!"),
+        ev("d", 3, "2024-02-01", 30, "Bob: I adopted a cat."),
     ]
-    assert beyond(items, items[:1], 100) == "b said something. c said something."
-    assert beyond(items, items, 100) == ""  # everything is shown: nothing to add
+    assert beyond(items, 100) == (
+        "2024-02-01: Ann: Nice! | Bob: I adopted a cat.\n2024-01-01: Ann: I went skiing. It was great."
+    )
+    assert beyond([], 100) == "" and beyond(items, 1) == ""
     tok = get_tokenizer("o200k_base")
-    assert tok.line_tokens(beyond(items, [], 6, tok)) <= 6
+    for room in range(2, 40):
+        assert tok.line_tokens(beyond(items, room, tok)) <= room
+    assert "Bob" in beyond(items, 16, tok) and "skiing" not in beyond(items, 16, tok)  # best first
 
 
 def test_fit_prefers_whole_lower_ranked_lines_to_cutting_one() -> None:

@@ -1,0 +1,182 @@
+"""`LociSession`: an OpenAI Agents SDK session whose items are Loci events.
+
+Each item is one `event` memory: its text is the item as a line of transcript (`items.text_of`), its
+metadata["openai_agents"] holds the session id, a sequence number and the item itself; every item of the
+session carries the session's tag ("oa-session:<id>"). Order is the sequence number: `add_items` reads
+the last one, numbers the new items after it and stamps them with one timestamp no earlier than the last
+item's, so timestamps never decrease along the sequence and the newest items are read from the
+timestamp-ordered listing without reading the whole session.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from loci.client import AsyncLociClient, Memory, MemoryCreate, NotFoundError, PruneRequest
+from loci.integrations.openai_agents.items import text_of
+from loci.integrations.tags import scope_tag
+
+if TYPE_CHECKING:
+    from agents.items import TResponseInputItem
+    from agents.memory.session_settings import SessionSettings
+
+METADATA_KEY = "openai_agents"
+SESSION_TAG = "openai-agents"  # on every item of every session
+PAGE_SIZE = 200  # the API's largest page and batch
+
+
+class Entry(msgspec.Struct, kw_only=True):
+    """metadata["openai_agents"] of an item's memory."""
+
+    session_id: str
+    seq: int
+    item: dict[str, Any]
+
+
+class Stored(msgspec.Struct, frozen=True, kw_only=True):
+    memory_id: str
+    timestamp: datetime
+    entry: Entry
+
+
+def session_tag(session_id: str) -> str:
+    return scope_tag("oa-session:", session_id)
+
+
+def stored_of(memory: Memory, session_id: str) -> Stored | None:
+    raw = memory.metadata.get(METADATA_KEY)
+    try:
+        entry = msgspec.convert(raw, Entry, strict=False)
+    except msgspec.ValidationError:
+        return None
+    if entry.session_id != session_id:
+        return None
+    return Stored(memory_id=memory.memory_id, timestamp=memory.timestamp, entry=entry)
+
+
+class LociSession:
+    """`LociSession(session_id, base_url, api_key)`, from $LOCI_URL and $LOCI_API_KEY when omitted; the key
+    needs the read and write scopes.
+
+    - `entity_id`: who the conversation is about, so Loci's assemble and recall for that entity see it
+      (default: none, the session alone);
+    - `namespace`: the Loci namespace of the events (default "default");
+    - `agent`: the `X-Service-Agent` the events are written as;
+    - `session_settings`: the SDK's (its `limit` caps `get_items` when no limit is passed);
+    - `client`: an `AsyncLociClient` of your own.
+
+    One writer per session at a time (as the SDK's Runner does): two concurrent `add_items` may number
+    items alike, and then read back in the order of their memory ids.
+    """
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        entity_id: str | None = None,
+        namespace: str = "default",
+        agent: str | None = None,
+        session_settings: SessionSettings | None = None,
+        client: AsyncLociClient | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.entity_id = entity_id
+        self.namespace = namespace
+        self.agent = agent
+        self.client = client or AsyncLociClient(base_url, api_key)
+        self.tag = session_tag(session_id)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The session's items in order; with a limit, its latest `limit` items (still in order)."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        if limit is not None and limit <= 0:
+            return [] if limit == 0 else await self.get_items(None)
+        return [stored.entry.item for stored in await self._tail(limit)]  # type: ignore[misc]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        if not items:
+            return
+        last = await self._tail(1)
+        seq = last[-1].entry.seq + 1 if last else 0
+        now = datetime.now(UTC)
+        stamp = max(now, last[-1].timestamp) if last else now
+        drafts = [self._draft(dict(item), seq + i, stamp) for i, item in enumerate(items)]
+        for start in range(0, len(drafts), PAGE_SIZE):
+            await self.client.create_memories(drafts[start : start + PAGE_SIZE], agent=self.agent)
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the latest item (None when the session is empty)."""
+        while last := await self._tail(1):
+            try:
+                await self.client.delete_memory(last[-1].memory_id)
+            except NotFoundError:  # another pop took it first: take the next one
+                continue
+            return last[-1].entry.item  # type: ignore[return-value]
+        return None
+
+    async def clear_session(self) -> None:
+        """Delete every item of the session (one prune: all or none)."""
+        await self.client.prune(
+            PruneRequest(
+                namespace=self.namespace,
+                entity_id=self.entity_id,
+                tags=[self.tag],
+                action="delete",
+                dry_run=False,
+            )
+        )
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+    # --- reading ---------------------------------------------------------------------------------------
+    def _filters(self) -> dict[str, str]:
+        filters = {"namespace": self.namespace, "tag": self.tag, "sort": "timestamp_desc"}
+        if self.entity_id is not None:
+            filters["entity_id"] = self.entity_id
+        return filters
+
+    async def _tail(self, limit: int | None) -> list[Stored]:
+        """The last `limit` items (all when None) in sequence order. Reads newest first and stops at the
+        first memory older than every item kept once `limit` are kept: timestamps never decrease along the
+        sequence, so nothing older can come later in it."""
+        kept: list[Stored] = []
+        cursor: str | None = None
+        page_size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit + 1)
+        while True:
+            page = await self.client.list_memories(page_size=page_size, cursor=cursor, **self._filters())
+            for memory in page.items:
+                if limit is not None and len(kept) >= limit and memory.timestamp < kept[-1].timestamp:
+                    return _last(kept, limit)
+                stored = stored_of(memory, self.session_id)
+                if stored is not None:
+                    kept.append(stored)
+            if page.next_cursor is None:
+                return _last(kept, limit)
+            cursor = page.next_cursor
+
+    def _draft(self, item: dict[str, Any], seq: int, stamp: datetime) -> MemoryCreate:
+        entry = Entry(session_id=self.session_id, seq=seq, item=item)
+        return MemoryCreate(
+            namespace=self.namespace,
+            entity_id=self.entity_id,
+            type="event",
+            text=text_of(item),
+            metadata={METADATA_KEY: msgspec.to_builtins(entry)},
+            tags=[SESSION_TAG, self.tag],
+            timestamp=stamp,
+        )
+
+
+def _last(kept: list[Stored], limit: int | None) -> list[Stored]:
+    ordered = sorted(kept, key=lambda s: (s.entry.seq, s.memory_id))
+    return ordered if limit is None else ordered[-limit:]

@@ -1,0 +1,124 @@
+"""An adapter's logic written once as a plan: a generator that yields the client calls it needs (`Step`s)
+and receives each answer, so the same plan runs on `LociClient` (`run`) and `AsyncLociClient` (`arun`)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
+
+import msgspec
+
+from loci.client import (
+    AsyncLociClient,
+    LociClient,
+    Memory,
+    MemoryCreate,
+    MemoryList,
+    NotFoundError,
+    RecallRequest,
+)
+
+T = TypeVar("T")
+PAGE_SIZE = 200  # the API's largest page and batch
+
+
+class ListPage(msgspec.Struct, frozen=True, kw_only=True):
+    """One page of GET /v0/memories; answered with a `MemoryList`."""
+
+    filters: dict[str, str]
+    cursor: str | None = None
+    page_size: int = PAGE_SIZE
+
+
+class CreateMany(msgspec.Struct, frozen=True):
+    """One POST /v0/memories of at most 200 drafts (all stored or none); answered with `list[Memory]`."""
+
+    drafts: list[MemoryCreate]
+
+
+class Delete(msgspec.Struct, frozen=True):
+    """DELETE /v0/memories/{id}; a memory already gone counts as deleted. Answered with None."""
+
+    memory_id: str
+
+
+class Recall(msgspec.Struct, frozen=True):
+    """POST /v0/recall; answered with a `RecallResponse`."""
+
+    request: RecallRequest
+
+
+Step = ListPage | CreateMany | Delete | Recall
+Plan = Generator[Step, Any, T]
+
+
+def run(plan: Plan[T], client: LociClient) -> T:
+    answer: Any = None
+    while True:
+        try:
+            step = plan.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = _send(step, client)
+
+
+async def arun(plan: Plan[T], client: AsyncLociClient) -> T:
+    answer: Any = None
+    while True:
+        try:
+            step = plan.send(answer)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer = await _asend(step, client)
+
+
+def _send(step: Step, client: LociClient) -> Any:
+    if isinstance(step, ListPage):
+        return client.list_memories(page_size=step.page_size, cursor=step.cursor, **step.filters)
+    if isinstance(step, CreateMany):
+        return client.create_memories(step.drafts)
+    if isinstance(step, Recall):
+        return client.recall(step.request)
+    with contextlib.suppress(NotFoundError):
+        client.delete_memory(step.memory_id)
+    return None
+
+
+async def _asend(step: Step, client: AsyncLociClient) -> Any:
+    if isinstance(step, ListPage):
+        return await client.list_memories(page_size=step.page_size, cursor=step.cursor, **step.filters)
+    if isinstance(step, CreateMany):
+        return await client.create_memories(step.drafts)
+    if isinstance(step, Recall):
+        return await client.recall(step.request)
+    with contextlib.suppress(NotFoundError):
+        await client.delete_memory(step.memory_id)
+    return None
+
+
+def scan(filters: dict[str, str], visit: Callable[[Memory], bool], page_size: int = PAGE_SIZE) -> Plan[None]:
+    """Every memory the filters select, page by page, to `visit` until it returns True."""
+    cursor: str | None = None
+    while True:
+        page: MemoryList = yield ListPage(filters=filters, cursor=cursor, page_size=page_size)
+        for memory in page.items:
+            if visit(memory):
+                return
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor
+
+
+def first(filters: dict[str, str]) -> Plan[Memory | None]:
+    """The first memory the filters select, if any."""
+    page: MemoryList = yield ListPage(filters=filters, page_size=1)
+    return page.items[0] if page.items else None
+
+
+def create_all(drafts: list[MemoryCreate]) -> Plan[list[Memory]]:
+    """The drafts stored in batches of at most 200 (each batch all or nothing)."""
+    made: list[Memory] = []
+    for start in range(0, len(drafts), PAGE_SIZE):
+        made += yield CreateMany(drafts[start : start + PAGE_SIZE])
+    return made
