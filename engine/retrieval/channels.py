@@ -46,7 +46,7 @@ _NAME = re.compile(
     r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?"
 )  # a capitalized word and its possessive
 _WORD = re.compile(r"[A-Za-z0-9']+")
-#: a name that speaks at least this share of the scope's events says who, not what (`Store.speaker_shares`)
+#: a name that speaks at least this share of the scope's events says who, not what (`SearchBackend.speaker_shares`)
 NAME_SHARE = 0.1
 
 
@@ -102,7 +102,7 @@ def keyword_channel(
     counts the scope's speakers in the same statement then answers `speaker_shares` without another."""
     if cfg.weights.bm25 > 0 and query.strip():
         try:
-            out.bm25 = store.keyword_search(scope, query, cfg.top_k)
+            out.bm25 = store.search.keyword_search(scope, query, cfg.top_k)
         except Unavailable as exc:
             out.errors.append(f"bm25: {exc.message}")
             out.degraded = True
@@ -119,7 +119,7 @@ def graph_and_recent(
     w = cfg.weights
     if w.graph_prior > 0 and seeds:
         try:
-            hits = store.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
+            hits = store.search.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
             out.graph = [Hit(h.memory_id, hops_to_prior(h.raw)) for h in hits]
         except Unavailable as exc:
             out.errors.append(f"graph_prior: {exc.message}")
@@ -144,7 +144,9 @@ def add_semantic(
     """The semantic channel into `out` (skipped without a vector or weight)."""
     if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
         try:
-            out.semantic = store.vector_search(scope, model, np.asarray(query_vector, np.float32), cfg.top_k)
+            out.semantic = store.search.vector_search(
+                scope, model, np.asarray(query_vector, np.float32), cfg.top_k
+            )
         except Unavailable as exc:
             out.errors.append(f"semantic: {exc.message}")
             out.degraded = True

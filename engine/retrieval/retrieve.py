@@ -50,7 +50,7 @@ def _semantic_text(store: Store, scope: Scope, query: str) -> str:
     if not names:
         return query
     try:
-        shares = store.speaker_shares(scope, names)
+        shares = store.search.speaker_shares(scope, names)
     except Unavailable:
         return query
     return semantic_query(query, {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE})
@@ -220,7 +220,7 @@ def retrieve(
             errors.append("semantic: no embedder configured")
             cfg = without_semantic(cfg)
         else:
-            embed = _done_now if store.in_process else _embed_pool().submit
+            embed = _embed_pool().submit if store.search.capabilities.server_side else _done_now
             pending = embed(_embed_query, embeddings, store, scope, query, stats)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     qvec: Vector | None = None

@@ -20,9 +20,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.errors import UnknownName
-from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Store, Vector
+from engine.storage.base import (
+    Capabilities,
+    EventQuery,
+    Hit,
+    ListQuery,
+    RecordStore,
+    Scope,
+    SearchBackend,
+    Store,
+    Vector,
+)
 
-__all__ = ["EventQuery", "Hit", "ListQuery", "Scope", "Store", "Vector", "open_store", "BACKENDS", "SCHEMES"]
+__all__ = [
+    "Capabilities",
+    "EventQuery",
+    "Hit",
+    "ListQuery",
+    "RecordStore",
+    "Scope",
+    "SearchBackend",
+    "Store",
+    "Vector",
+    "open_store",
+    "BACKENDS",
+    "SCHEMES",
+]
 
 # Named targets (no "://"): name -> "module:Class", constructed with no arguments.
 BACKENDS: dict[str, str] = {

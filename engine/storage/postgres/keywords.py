@@ -51,7 +51,7 @@ class Speakers(msgspec.Struct, frozen=True):
     complete: bool  # False: only the SPEAKER_WORDS_MAX most frequent words are in `words`
 
     def shares(self, words: Sequence[str]) -> list[float] | None:
-        """Each word's share of the events (`Store.speaker_shares`), or None when `words` holds one
+        """Each word's share of the events (`SearchBackend.speaker_shares`), or None when `words` holds one
         that may speak but is not listed (an incomplete list)."""
         if not self.complete and any(w not in self.words for w in words):
             return None
@@ -178,7 +178,7 @@ def keyword_search(
 def count_speakers(
     conn: psycopg.Connection[Any], scope: Scope, where: str, params: Params, words: Sequence[str]
 ) -> list[float]:
-    """`Store.speaker_shares` by its own statement: per word, the in-scope events whose speaker's name
+    """`SearchBackend.speaker_shares` by its own statement: per word, the in-scope events whose speaker's name
     holds it, over the in-scope events."""
     counts = ", ".join(
         f"count(*) FILTER (WHERE s.type = 'event' AND s.speaker @> ARRAY[%(w{i})s]::text[])"

@@ -18,7 +18,7 @@ from psycopg import sql
 from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
 from engine.storage.base import Hit, Scope, Vector
-from engine.storage.postgres import PostgresStore, bookkeeping, search
+from engine.storage.postgres import PostgresStore, bookkeeping, search, semantic
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
@@ -183,15 +183,15 @@ def test_migrations_3_and_4_on_a_database_with_memories(
             q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
 
             def results() -> tuple[list[Hit], list[tuple[str, float]]]:
-                return store.keyword_search(scope, "tomatoes garden", 5), _ranked(
+                return store.search.keyword_search(scope, "tomatoes garden", 5), _ranked(
                     store, scope, "hash:4", q, 3
                 )
 
             before = results()
-            assert before[0] == local.keyword_search(scope, "tomatoes garden", 5)
+            assert before[0] == local.search.keyword_search(scope, "tomatoes garden", 5)
             assert [h.memory_id for h in before[0]] == ["mem_0", "mem_2"]
             assert [mid for mid, _ in before[1]] == ["mem_2", "mem_1", "mem_0"]
-            assert store.speaker_shares(scope, ["Ann", "Lee", "Bob"]) == [1.0, 1.0, 0.0]
+            assert store.search.speaker_shares(scope, ["Ann", "Lee", "Bob"]) == [1.0, 1.0, 0.0]
             assert store.backfill_inline_vectors(batch=2) == 3
             with store._conn() as conn:
                 filled = conn.execute(
@@ -202,7 +202,7 @@ def test_migrations_3_and_4_on_a_database_with_memories(
             changed = msgspec.structs.replace(rows[1], text="the sea has tomatoes")
             store.put_memories([changed])
             local.put_memories([changed])
-            assert store.keyword_search(scope, "sea tomatoes", 5) == local.keyword_search(
+            assert store.search.keyword_search(scope, "sea tomatoes", 5) == local.search.keyword_search(
                 scope, "sea tomatoes", 5
             )
             with store._conn() as conn:  # the trigger copied the new terms for the index
@@ -246,9 +246,9 @@ def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: Post
         conn.execute("ANALYZE")
         conn.execute("SET enable_seqscan = off")  # steer the planner to the HNSW path at this size
         conn.execute("SET enable_sort = off")  # the exact plan needs a full sort; HNSW does not
-        stmt, params = search.vector_statement(scope, "hash:16", query, k)
+        stmt, params = semantic.vector_statement(scope, "hash:16", query, k)
         plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + stmt, params).fetchall())
-        hits = search.vector_search(conn, scope, "hash:16", query, k)
+        hits = semantic.vector_search(conn, scope, "hash:16", query, k, exact_max=0, vectors_max=0)
     assert hnsw_index_name("hash:16", dims) in plan
     assert len(hits) == k
     by_id = {m.memory_id: i for i, m in enumerate(mems)}
@@ -260,7 +260,7 @@ def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: Post
         assert h.raw == pytest.approx(float(vecs[by_id[h.memory_id]] @ query), abs=1e-5)
     # Through the store (the planner's own choice) the order is the exact one.
     small = Scope(org_id="org_a", agent_id="b", now=T0 + timedelta(days=1))
-    store_hits = postgres_store.vector_search(small, "hash:16", query, k)
+    store_hits = postgres_store.search.vector_search(small, "hash:16", query, k)
     assert {h.memory_id for h in store_hits} >= {f"mem_{i:05d}" for i in exact[: k // 2]}
 
 
@@ -280,13 +280,13 @@ def test_vector_search_filters_scope_and_shares_vectors_by_text(postgres_store: 
     v_far = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
     postgres_store.put_embeddings("hash:4", {text_hash(same): v_same, text_hash("different words"): v_far})
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.vector_search(scope, "hash:4", v_same, 10)
+    hits = postgres_store.search.vector_search(scope, "hash:4", v_same, 10)
     # Equal similarity: newer first; m_far at cos = 0.6.
     assert [h.memory_id for h in hits] == ["m_new", "m_old", "m_far"]
     assert [h.raw for h in hits] == pytest.approx([1.0, 1.0, 0.6])
     # as_of before the expiry: validity decides, status is ignored.
     past = Scope(org_id="org_a", now=T0, as_of=T0 - timedelta(microseconds=1) + timedelta(microseconds=1))
-    ids = {h.memory_id for h in postgres_store.vector_search(past, "hash:4", v_same, 10)}
+    ids = {h.memory_id for h in postgres_store.search.vector_search(past, "hash:4", v_same, 10)}
     assert ids == {"m_old", "m_sup", "m_far"}  # m_expired ends at T0 (valid_to > as_of fails); m_new later
 
 
@@ -314,8 +314,12 @@ def test_keyword_search_stores_the_tokenizers_terms_and_ranks_as_the_local_index
     }
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
     for query in ("where does Alice live?", "Bob Bob living", "cats", "the and of", ""):
-        assert postgres_store.keyword_search(scope, query, 10) == local.keyword_search(scope, query, 10)
-    assert {h.memory_id for h in postgres_store.keyword_search(scope, "where does Alice live?", 10)} == {
+        assert postgres_store.search.keyword_search(scope, query, 10) == local.search.keyword_search(
+            scope, query, 10
+        )
+    assert {
+        h.memory_id for h in postgres_store.search.keyword_search(scope, "where does Alice live?", 10)
+    } == {
         "k1",
         "k2",
     }
@@ -354,15 +358,15 @@ def test_graph_search_hops(postgres_store: PostgresStore) -> None:
     ]
     postgres_store.put_memories(rows)
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.graph_search(scope, ["ent:alice"], 2, 10)
+    hits = postgres_store.search.graph_search(scope, ["ent:alice"], 2, 10)
     # alice: 0 (g_alice); acme: 1 (g_acme names acme); lyon: 2 (g_lyon); superseded fact not an edge.
     assert [(h.memory_id, h.raw) for h in hits] == [("g_alice", 0.0), ("g_acme", 1.0), ("g_lyon", 2.0)]
-    assert [h.memory_id for h in postgres_store.graph_search(scope, ["ent:alice"], 1, 10)] == [
+    assert [h.memory_id for h in postgres_store.search.graph_search(scope, ["ent:alice"], 1, 10)] == [
         "g_alice",
         "g_acme",
     ]
-    assert postgres_store.graph_search(scope, ["ent:alice"], 0, 10) == [
-        postgres_store.graph_search(scope, ["ent:alice"], 2, 1)[0]
+    assert postgres_store.search.graph_search(scope, ["ent:alice"], 0, 10) == [
+        postgres_store.search.graph_search(scope, ["ent:alice"], 2, 1)[0]
     ]
 
 
@@ -472,7 +476,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
                 Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0),
             ):
-                stmt, params = search.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
+                stmt, params = semantic.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
                 # Without the slim index beside it: whether the planner prefers the index-only scan
                 # also depends on the visibility map, which this fixture's VACUUM leaves empty (at 1M
                 # memories after VACUUM it does prefer it: see the bench); this checks it is possible.
@@ -504,7 +508,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
 def _ranked(
     store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int
 ) -> list[tuple[str, float]]:
-    return [(h.memory_id, round(h.raw, 5)) for h in store.vector_search(scope, model, query, k)]
+    return [(h.memory_id, round(h.raw, 5)) for h in store.search.vector_search(scope, model, query, k)]
 
 
 def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
@@ -598,7 +602,7 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
             )
         assert copies == {"mem_1": True, w.memory_id: False, fit.memory_id: True}
         scope = Scope(org_id=fit.org_id, entity_id=fit.entity_id, now=T0, as_of=T0)
-        assert [h.memory_id for h in store.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
+        assert [h.memory_id for h in store.search.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
 
 
 def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
@@ -670,7 +674,9 @@ def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -
     )
     postgres_store.put_memories([m])
     scope = Scope(org_id=m.org_id, namespace=m.namespace, entity_id=m.entity_id, agent_id=m.agent_id, now=T0)
-    assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
+    assert [h.memory_id for h in postgres_store.search.keyword_search(scope, "widest fact", 5)] == [
+        m.memory_id
+    ]
 
 
 def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store: PostgresStore) -> None:
@@ -710,10 +716,14 @@ def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store
         "mem_5": False,
     }
     scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
-    hits = postgres_store.keyword_search(scope, "garden tomatoes", 10)
-    assert hits == local.keyword_search(scope, "garden tomatoes", 10)
+    hits = postgres_store.search.keyword_search(scope, "garden tomatoes", 10)
+    assert hits == local.search.keyword_search(scope, "garden tomatoes", 10)
     assert {"mem_3", "mem_4", "mem_5"} <= {h.memory_id for h in hits}
-    assert postgres_store.speaker_shares(scope, ["Ann"]) == local.speaker_shares(scope, ["Ann"]) == [3 / 6]
+    assert (
+        postgres_store.search.speaker_shares(scope, ["Ann"])
+        == local.search.speaker_shares(scope, ["Ann"])
+        == [3 / 6]
+    )
 
 
 def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
@@ -745,13 +755,13 @@ def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
 
     monkeypatch.setattr(keywords, "count_speakers", counting)
     scope = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=1))
-    postgres_store.keyword_search(scope, "words", 5)
-    assert postgres_store.speaker_shares(scope, ["Caroline", "Lee", "Bob"]) == [0.75, 0.25, 0.0]
+    postgres_store.search.keyword_search(scope, "words", 5)
+    assert postgres_store.search.speaker_shares(scope, ["Caroline", "Lee", "Bob"]) == [0.75, 0.25, 0.0]
     assert statements == []
     other = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=2))
-    assert postgres_store.speaker_shares(other, ["Caroline"]) == [0.75]
+    assert postgres_store.search.speaker_shares(other, ["Caroline"]) == [0.75]
     assert statements == [["Caroline"]]
-    postgres_store.keyword_search(scope, "words", 5)
+    postgres_store.search.keyword_search(scope, "words", 5)
     postgres_store.put_memories([_mem("e9", "Bob: hi", type="event", entity_id="ent:c")])
-    assert postgres_store.speaker_shares(scope, ["Caroline", "Bob"]) == [0.6, 0.2]
+    assert postgres_store.search.speaker_shares(scope, ["Caroline", "Bob"]) == [0.6, 0.2]
     assert statements[-1] == ["Caroline", "Bob"]

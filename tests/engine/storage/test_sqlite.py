@@ -68,7 +68,7 @@ def test_durable_after_close_and_reopen(tmp_path: Path) -> None:
     ((seq, event),) = s2.list_events("org_a", EventQuery())
     s2.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
     assert s2.list_events("org_a", EventQuery(after=seq))[0][0] > seq
-    hits = s2.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
+    hits = s2.search.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
     assert [h.memory_id for h in hits] == [a.memory_id]
     s2.close()
 
@@ -177,7 +177,7 @@ def test_many_threads_share_one_store(tmp_path: Path) -> None:
                 with s.transaction():
                     s.put_memories([mem(text=f"t{n} {i}")])
                     s.append_events([Event(event_id=f"evt_{n}_{i}", org_id="org_a", type="x", at=at(i))])
-                s.keyword_search(Scope(org_id="org_a", now=at(10**6)), f"t{n}", 3)
+                s.search.keyword_search(Scope(org_id="org_a", now=at(10**6)), f"t{n}", 3)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -218,13 +218,13 @@ def test_index_sees_commits_from_another_connection(tmp_path: Path) -> None:
     scope = Scope(org_id="org_a", now=at(10**6))
     fillers = [mem(text=f"filler {i}") for i in range(5)]
     writer.put_memories(fillers)
-    assert reader.keyword_search(scope, "apple", 5) == []  # builds the reader's index
+    assert reader.search.keyword_search(scope, "apple", 5) == []  # builds the reader's index
     a = mem(text="apple")
     writer.put_memories([a])
-    assert [h.memory_id for h in reader.keyword_search(scope, "apple", 5)] == [a.memory_id]
+    assert [h.memory_id for h in reader.search.keyword_search(scope, "apple", 5)] == [a.memory_id]
     writer.delete_memory("org_a", a.memory_id)
-    assert reader.keyword_search(scope, "apple", 5) == []
-    assert reader.scope_size(scope) == 5
+    assert reader.search.keyword_search(scope, "apple", 5) == []
+    assert reader.search.scope_size(scope) == 5
     reader.close()
     writer.close()
 

@@ -39,8 +39,8 @@ def test_rollback_everything(store: Store) -> None:
     assert store.list_events("org_a", EventQuery()) == []
     assert store.get_embeddings("m", ["h"]) == {}
     scope = Scope(org_id="org_a", now=at(10**6))
-    assert store.scope_size(scope) == 1
-    assert store.keyword_search(scope, "new words", 5) == []
+    assert store.search.scope_size(scope) == 1
+    assert store.search.keyword_search(scope, "new words", 5) == []
 
 
 def _searches(store: Store, scope: Scope, before: str, memory_id: str) -> dict[str, bool]:
@@ -50,12 +50,12 @@ def _searches(store: Store, scope: Scope, before: str, memory_id: str) -> dict[s
 
     q = np.eye(4, dtype=np.float32)[0]
     return {
-        "keyword": [h.memory_id for h in store.keyword_search(scope, "zebra", 5)] == [memory_id],
-        "vector": memory_id in [h.memory_id for h in store.vector_search(scope, "m4", q, 5)],
-        "graph": memory_id in [h.memory_id for h in store.graph_search(scope, ["ent:z"], 0, 5)],
-        "size": store.scope_size(scope) == 2,
-        "speakers": store.speaker_shares(scope, ["Bob"]) == [0.5],
-        "adjacent": [a.memory_id for a in store.adjacent_events(scope, [before], 2, timedelta(days=1))]
+        "keyword": [h.memory_id for h in store.search.keyword_search(scope, "zebra", 5)] == [memory_id],
+        "vector": memory_id in [h.memory_id for h in store.search.vector_search(scope, "m4", q, 5)],
+        "graph": memory_id in [h.memory_id for h in store.search.graph_search(scope, ["ent:z"], 0, 5)],
+        "size": store.search.scope_size(scope) == 2,
+        "speakers": store.search.speaker_shares(scope, ["Bob"]) == [0.5],
+        "adjacent": [a.memory_id for a in store.search.adjacent_events(scope, [before], 2, timedelta(days=1))]
         == [memory_id],
     }
 
@@ -73,7 +73,7 @@ def test_searches_inside_a_transaction_see_its_writes(store: Store) -> None:
     names = ["keyword", "vector", "graph", "size", "speakers", "adjacent"]
     for outcome in ("rollback", "commit"):
         m = mem(text="Bob: zebra stripes", type="event", entity_id="ent:z")
-        store.scope_size(scope)  # the index is built before the block
+        store.search.scope_size(scope)  # the index is built before the block
         with contextlib.suppress(Boom), store.transaction():
             store.put_embeddings("m4", {text_hash(m.text): np.eye(4, dtype=np.float32)[0]})
             store.put_memories([m])
@@ -90,13 +90,13 @@ def test_other_threads_never_see_an_open_transactions_writes(store: Store) -> No
     rolls back, so they must never appear."""
     scope = Scope(org_id="org_a", now=at(10**6))
     store.put_memories([mem(text="plain words")])
-    store.scope_size(scope)
+    store.search.scope_size(scope)
     seen: list[list[str]] = []
     started = threading.Event()
 
     def search() -> None:
         started.set()
-        seen.append([h.memory_id for h in store.keyword_search(scope, "zebra", 5)])
+        seen.append([h.memory_id for h in store.search.keyword_search(scope, "zebra", 5)])
 
     m = mem(text="zebra")
     with contextlib.suppress(Boom), store.transaction():
@@ -173,9 +173,9 @@ def test_concurrent_writes_and_searches(store: Store) -> None:
         try:
             q = emb.embed(["apple word1"])[0]
             for _ in range(25):
-                store.keyword_search(scope, "apple word1", 10)
-                store.vector_search(scope, emb.model, q, 10)
-                store.graph_search(scope, ["ent:w1"], 1, 10)
+                store.search.keyword_search(scope, "apple word1", 10)
+                store.search.vector_search(scope, emb.model, q, 10)
+                store.search.graph_search(scope, ["ent:w1"], 1, 10)
         except BaseException as exc:  # pragma: no cover
             errors.append(exc)
 
@@ -187,8 +187,8 @@ def test_concurrent_writes_and_searches(store: Store) -> None:
         t.join()
     assert errors == []
     docs = [m for m in store.iter_memories("org_a") if in_scope(m, scope)]
-    assert store.scope_size(scope) == len(docs)
-    got = store.keyword_search(scope, "apple word1", 50)
+    assert store.search.scope_size(scope) == len(docs)
+    got = store.search.keyword_search(scope, "apple word1", 50)
     want = reference.keyword_hits(docs, "apple word1", 50)
     assert [h.memory_id for h in got] == [h.memory_id for h in want]
     assert np.allclose([h.raw for h in got], [h.raw for h in want])
