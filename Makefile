@@ -6,7 +6,12 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint lab bench bench-scale clean
+# the TypeScript client (clients/typescript): its node packages, from the committed lockfile
+TS := clients/typescript
+TS_DEPS := $(TS)/node_modules/.package-lock.json
+NPM := $(shell command -v npm 2>/dev/null)
+
+.PHONY: serve test lint lab bench bench-scale clean ts-types
 
 $(BIN)/python:
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (or run: make PY=python3 ...)"; exit 1; }
@@ -22,13 +27,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 serve: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/loci serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP)
+test: $(STAMP) $(if $(NPM),$(TS_DEPS))
+	@$(if $(NPM),,echo "npm not found: the TypeScript client's tests will skip")
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -n 2
 
+$(TS_DEPS): $(TS)/package.json $(TS)/package-lock.json
+	cd $(TS) && npm ci --no-audit --no-fund
+	touch $@
+
+# regenerate the TypeScript client's types from the app's OpenAPI document (a test fails when they drift)
+ts-types: $(STAMP) $(TS_DEPS)
+	$(BIN)/python -m tests.integrations.typescript_types
+
 lint: $(STAMP)
-	$(BIN)/ruff check engine server evals tests loci notebooks
-	$(BIN)/ruff format --check engine server evals tests loci notebooks
-	$(BIN)/mypy engine server evals tests loci
+	$(BIN)/ruff check engine server evals tests loci notebooks clients/python
+	$(BIN)/ruff format --check engine server evals tests loci notebooks clients/python
+	$(BIN)/mypy engine server evals tests loci clients/python/split_wire.py
 
 # JupyterLab on notebooks/ (the jupytext .py files open as notebooks; see notebooks/jupyter_lab_config.py)
 lab: $(STAMP)
@@ -42,4 +56,4 @@ bench-scale: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/loci bench scale
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(TS)/node_modules $(TS)/dist $(TS)/build

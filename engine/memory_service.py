@@ -31,73 +31,29 @@ from engine.errors import InvalidInput, NotFound
 from engine.models import (
     MEMORY_TYPES,
     STATUSES,
-    AgentId,
-    Confidence,
-    ConflictKeys,
-    EntityId,
     Event,
     Memory,
     MemoryText,
-    MemoryType,
-    Namespace,
-    ObjectType,
-    ObjectValue,
-    Predicate,
-    Sensitivity,
-    Status,
-    SubjectId,
-    TagList,
-    Unit,
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
 from engine.write.supersession import existing_for, reconcile
 
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.writes import (  # isort: skip
+    MAX_BATCH as MAX_BATCH,
+    MemoryCreate as MemoryCreate,
+    MemoryPatch as MemoryPatch,
+)
+
 log = logging.getLogger(__name__)
 
-MAX_BATCH = 200
 MAX_PAGE_SIZE = 200
 MAX_QUERY_LENGTH = 256
 DEFAULT_PAGE_SIZE = 50
 _CURSOR_VERSION = 1
 #: the rule a refused cursor breaks (a cursor is one this server returned, for the same filters)
 CURSOR_RULE = "cursor"
-
-
-class MemoryCreate(msgspec.Struct, kw_only=True):
-    """A memory as a client writes it. Server-set fields (memory_id, org_id, created_at, updated_at)
-    are not part of it; unknown fields, organization fields included, are ignored."""
-
-    namespace: Namespace = "default"
-    agent_id: AgentId | None = None
-    entity_id: EntityId | None = None
-    type: MemoryType
-    text: MemoryText
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    tags: TagList = msgspec.field(default_factory=list)
-    timestamp: datetime | None = None  # default: the time of the write (UTC)
-    archived: bool = False
-    sensitivity: Sensitivity = "auto"
-    subject: SubjectId | None = None
-    predicate: Predicate | None = None
-    object: ObjectValue = None
-    object_type: ObjectType | None = None
-    unit: Unit | None = None
-    keys: ConflictKeys | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    confidence: Confidence | None = None
-    status: Status = "active"
-    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
-
-
-class MemoryPatch(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """The fields a partial update may change; each optional. Any other field is an error."""
-
-    tags: TagList | UnsetType = UNSET
-    metadata: dict[str, Any] | UnsetType = UNSET
-    archived: bool | UnsetType = UNSET
-    valid_to: datetime | None | UnsetType = UNSET
 
 
 class MemoryEdit(MemoryPatch, kw_only=True, forbid_unknown_fields=True):

@@ -31,16 +31,23 @@ the rules) in that same transaction. Reading pages through `store.list_memories`
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import msgspec
-from msgspec import Meta
 
 from engine.errors import InvalidInput
 from engine.ids import event_id
-from engine.models import MAX_TAGS, Confidence, EntityId, Event, Memory, MemoryType, Namespace, Tag
+from engine.models import Event, Memory
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
+
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.prune import (  # isort: skip
+    PrunableStatus as PrunableStatus,
+    PruneAction as PruneAction,
+    PruneRequest as PruneRequest,
+    PruneResult as PruneResult,
+)
 
 PAGE_SIZE = 500
 FACT_TYPES = frozenset({"fact", "profile"})
@@ -54,29 +61,6 @@ RULE_FIELDS: tuple[str, ...] = (
     "types",
     "tags",
 )
-
-PrunableStatus = Literal["superseded", "disputed"]
-PruneAction = Literal["delete", "archive"]
-
-
-class PruneRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    entity_id: EntityId | None = None
-    namespace: Namespace = "default"
-    statuses: Annotated[list[PrunableStatus], Meta(min_length=1, max_length=2)] | None = None
-    archived: bool | None = None
-    expired: bool | None = None
-    older_than: datetime | None = None
-    max_confidence: Confidence | None = None
-    types: Annotated[list[MemoryType], Meta(min_length=1, max_length=6)] | None = None
-    tags: Annotated[list[Tag], Meta(min_length=1, max_length=MAX_TAGS)] | None = None
-    action: PruneAction = "delete"
-    dry_run: bool = True
-
-
-class PruneResult(msgspec.Struct, frozen=True, kw_only=True):
-    dry_run: bool
-    count: int
-    memory_ids: list[str]
 
 
 def active_rules(request: PruneRequest) -> list[str]:

@@ -33,7 +33,7 @@ import logging
 import os
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import httpx
 import msgspec
@@ -45,6 +45,11 @@ from engine.retrieval import tokens
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.summarize import (  # isort: skip
+    Origin as Origin,
+)
+
 log = logging.getLogger(__name__)
 
 FACT_TYPES: tuple[str, ...] = ("fact", "profile")
@@ -55,8 +60,6 @@ FACT_SHARE = 0.65
 PAGE_SIZE = 200
 FACTS_HEADER = "Facts:"
 EVENTS_HEADER = "Recent events:"
-
-Origin = Literal["extractive", "llm"]
 
 
 class SummaryResult(msgspec.Struct, frozen=True, kw_only=True):

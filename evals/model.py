@@ -50,9 +50,14 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     index: int = 0
     caption: str | None = None  # LoCoMo: the caption of a shared image
     facts: tuple[GoldFact, ...] = ()  # synthetic: what the turn states (empty for chatter)
+    #: the memory type a replay writes (mixed-type scopes: a fact, note or document is no one's turn)
+    kind: str = "event"
 
     def memory_text(self) -> str:
-        """How a replay writes the turn: `<speaker>: <text>` (plus the image caption, if any)."""
+        """How a replay writes the turn: `<speaker>: <text>` (plus the image caption, if any); a memory
+        of another kind than `event`: its text alone."""
+        if self.kind != "event":
+            return self.text
         text = f"{self.speaker}: {self.text}"
         if self.caption:
             text += f" [shares an image: {self.caption}]"

@@ -191,7 +191,7 @@ MAX_TEXT = 20000
 
 def _event_item(loaded_entity: str, namespace: str, turn: Turn) -> dict[str, Any]:
     return {
-        "type": "event",
+        "type": turn.kind,
         "text": turn.memory_text()[:MAX_TEXT],
         "timestamp": turn.timestamp.isoformat(),
         "entity_id": loaded_entity,
@@ -323,11 +323,17 @@ class EngineBackend:
             handle=(store, cache),
         )
         turns = list(conversation.turns)
+        service = MemoryService(store, embeddings=cache, clock=self.clock)
         if config.write == "agent":
             for turn in turns:
+                if turn.kind != "event":  # a fact, note or document is written, not said
+                    item = msgspec.convert(
+                        _event_item(loaded.entity_id, loaded.namespace, turn), MemoryCreate, strict=False
+                    )
+                    loaded.memory_to_turn[service.create(ORG_ID, [item])[0].memory_id] = turn.turn_id
+                    continue
                 map_upserts(loaded, turn.turn_id, self._assemble(engine, agent_body(loaded, turn)))
         else:
-            service = MemoryService(store, embeddings=cache, clock=self.clock)
             for batch_start in range(0, len(turns), 200):
                 batch = turns[batch_start : batch_start + 200]
                 drafts = [

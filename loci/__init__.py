@@ -1,1 +1,2 @@
-"""Loci's Python client library: `loci.client` (the server is `server`, the engine `engine`)."""
+"""Loci's Python client library: `loci.client`, and `loci.wire`, the API's records it shares with the
+server (the server is `server`, the engine `engine`)."""

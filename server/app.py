@@ -25,6 +25,7 @@ from engine.storage.base import Store
 from server import observability, openapi
 from server.config import Settings
 from server.errors import exception_handler
+from server.event_stream import StreamSlots
 from server.gateway import Gateway, template_of
 from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
@@ -115,6 +116,7 @@ def create_app(
         memories=MemoryService(store, embeddings=EmbeddingCache(chosen, store)),
         idempotency=Idempotency(store, ttl=timedelta(hours=settings.idempotency_ttl_hours)),
         limiter=limiter,
+        streams=StreamSlots(per_key=settings.max_streams_per_key, total=settings.max_streams),
     )
 
     def close_store() -> None:

@@ -68,6 +68,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "LOCI_CORS_ORIGINS": ",".join(settings.cors_origins),
         "LOCI_EMBEDDER": settings.embedder,
         "LOCI_IDEMPOTENCY_TTL_HOURS": repr(settings.idempotency_ttl_hours),
+        "LOCI_MAX_STREAMS_PER_KEY": str(settings.max_streams_per_key),
+        "LOCI_MAX_STREAMS": str(settings.max_streams),
     }
     if settings.database_url:
         env["LOCI_DATABASE_URL"] = settings.database_url

@@ -8,6 +8,22 @@ from pathlib import Path
 
 import msgspec
 
+from engine.errors import InvalidInput
+
+#: defaults of the caps on open event streams (see Settings)
+MAX_STREAMS_PER_KEY = 10
+MAX_STREAMS = 100
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    """A whole number >= 0 from `name` (empty or unset: `default`); InvalidInput naming it otherwise."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if not (raw.isascii() and raw.isdigit()):
+        raise InvalidInput(f"{name} must be a whole number >= 0 (0: no cap), got {raw[:32]!r}", field=name)
+    return int(raw)
+
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True):
     data_dir: str = "./data"
@@ -16,6 +32,10 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
     cors_origins: tuple[str, ...] = ()
     embedder: str = "minilm"
     idempotency_ttl_hours: float = 24.0
+    #: open event streams (`Accept: text/event-stream`) one API key may hold in this process; 0: no cap
+    max_streams_per_key: int = MAX_STREAMS_PER_KEY
+    #: open event streams this process serves, all keys together; 0: no cap
+    max_streams: int = MAX_STREAMS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -28,6 +48,8 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
             cors_origins=origins,
             embedder=env.get("LOCI_EMBEDDER") or "minilm",
             idempotency_ttl_hours=float(env.get("LOCI_IDEMPOTENCY_TTL_HOURS") or 24),
+            max_streams_per_key=_count(env, "LOCI_MAX_STREAMS_PER_KEY", MAX_STREAMS_PER_KEY),
+            max_streams=_count(env, "LOCI_MAX_STREAMS", MAX_STREAMS),
         )
 
     @property

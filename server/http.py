@@ -26,7 +26,7 @@ from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
-from server.idempotency import StoredResponse
+from server.idempotency import RequestPrint, StoredResponse
 from server.schema_rules import DATE_TIME_PATTERN, inner_types
 from server.schemas.errors import ErrorBody
 from server.services import services_of
@@ -185,17 +185,17 @@ async def run_write(
     key = bounded_header(request, IDEMPOTENCY_HEADER)
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
+    fp = RequestPrint(request.method, path, body, bounded_header(request, AGENT_HEADER))
+
     def call() -> StoredResponse:
         org_id = principal.org_id
         if key is not None:
-            early = svc.idempotency.lookup(org_id, key, method=request.method, path=path, body=body)
+            early = svc.idempotency.lookup(org_id, key, fp)
             if early is not None:
                 return early
         if prepare is not None:
             prepare(org_id)
-        return svc.idempotency.run(
-            org_id, key, method=request.method, path=path, body=body, work=lambda: work(org_id)
-        )
+        return svc.idempotency.run(org_id, key, fp, lambda: work(org_id))
 
     return to_response(await anyio.to_thread.run_sync(call))
 

@@ -1,8 +1,11 @@
 """Idempotency-Key handling, reusable by every writing route.
 
 `Idempotency.run(...)` executes `work` at most once per (org, key): the fingerprint is a hash of the
-method, path (with query) and raw body. The same key and body replays the first response (same status
-and body, no second write); another body is 409 conflict. The record is stored in the SAME
+method, the path (with query) and the body as parsed (`canonical_body`: a JSON body with its keys
+sorted and no insignificant whitespace, so the same document sent with its keys in another order is the
+same request). The same key and body replays the first response (same status and body, no second
+write); another body is 409 conflict. Records written before fingerprints were versioned hold a hash
+of the raw bytes (`raw_fingerprint`) and are compared that way until they expire. The record is stored in the SAME
 `store.transaction()` as the write, so the two commit together. Concurrent duplicates are serialized
 by a per-key lock in process; across processes a lost race on the record rolls the write back and
 replays the winner's response. Only successful responses are recorded: a failed request can be retried.
@@ -11,9 +14,11 @@ replays the winner's response. Only successful responses are recorded: a failed 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from functools import cached_property
 
 import msgspec
 
@@ -33,12 +38,64 @@ class StoredResponse(msgspec.Struct, kw_only=True):
     replayed: bool = False
 
 
-def fingerprint(method: str, path: str, body: bytes) -> str:
+#: the prefix of fingerprints over the parsed body; a stored fingerprint without it is a raw one
+FINGERPRINT_VERSION = "v2:"
+
+
+def _digest(*parts: bytes) -> str:
     h = hashlib.sha256()
-    for part in (method.upper().encode(), path.encode(), body):
+    for part in parts:
         h.update(len(part).to_bytes(8, "big"))
         h.update(part)
     return h.hexdigest()
+
+
+def canonical_body(body: bytes) -> bytes:
+    """The body as the server reads it: a JSON document re-encoded with sorted keys and no whitespace
+    (strings and numbers as parsed, so 1.10 and 1.1 agree while 1 and 1.0 do not), tagged `J`; an empty
+    body as `E`; anything else (never reaches a write: JSON routes refuse it) as sent, tagged `R`."""
+    if not body.strip():
+        return b"E"
+    try:
+        data = msgspec.json.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return b"R" + body
+    return b"J" + msgspec.json.encode(data, order="sorted")
+
+
+def fingerprint(method: str, path: str, body: bytes, agent: str | None = None) -> str:
+    """What identifies a request under one Idempotency-Key (see the module docstring); the
+    `X-Service-Agent` it was sent as is part of it, since the agent scopes what the request reads and
+    writes."""
+    parts = [method.upper().encode(), path.encode(), canonical_body(body)]
+    if agent is not None:
+        parts.append(b"agent:" + agent.encode())
+    return FINGERPRINT_VERSION + _digest(*parts)
+
+
+def raw_fingerprint(method: str, path: str, body: bytes) -> str:
+    """The fingerprint of records stored before `FINGERPRINT_VERSION`: a hash of the raw bytes."""
+    return _digest(method.upper().encode(), path.encode(), body)
+
+
+class RequestPrint:
+    """One request's fingerprint, computed once when first needed; `matches` compares it with a stored
+    record's."""
+
+    def __init__(self, method: str, path: str, body: bytes, agent: str | None = None) -> None:
+        self.method = method
+        self.path = path
+        self.body = body
+        self.agent = agent
+
+    @cached_property
+    def value(self) -> str:
+        return fingerprint(self.method, self.path, self.body, self.agent)
+
+    def matches(self, stored: str) -> bool:
+        if stored.startswith(FINGERPRINT_VERSION):
+            return hmac.compare_digest(stored, self.value)
+        return hmac.compare_digest(stored, raw_fingerprint(self.method, self.path, self.body))
 
 
 def check_key(key: str) -> str:
@@ -65,35 +122,31 @@ class Idempotency:
         return self._locks[int.from_bytes(digest, "big") % len(self._locks)]
 
     @staticmethod
-    def _replay(record: IdempotencyRecord, fp: str) -> StoredResponse:
-        if record.fingerprint != fp:
+    def _replay(record: IdempotencyRecord, fp: RequestPrint) -> StoredResponse:
+        if not fp.matches(record.fingerprint):
             raise Conflict(f"{HEADER} was already used with another request", details={"field": HEADER})
         return StoredResponse(
             status_code=record.status_code, body=record.body, content_type=record.content_type, replayed=True
         )
 
-    def lookup(self, org_id: str, key: str, *, method: str, path: str, body: bytes) -> StoredResponse | None:
+    def lookup(self, org_id: str, key: str, fp: RequestPrint) -> StoredResponse | None:
         """The stored response to replay, if this key was used already (409 if with another request).
         A fast path only: `run` checks again inside its transaction."""
         check_key(key)
         found = self.store.get_idempotency(org_id, key, self.clock())
-        return None if found is None else self._replay(found, fingerprint(method, path, body))
+        return None if found is None else self._replay(found, fp)
 
     def run(
         self,
         org_id: str,
         key: str | None,
-        *,
-        method: str,
-        path: str,
-        body: bytes,
+        fp: RequestPrint,
         work: Callable[[], StoredResponse],
     ) -> StoredResponse:
         """Run `work` (which writes through the same store) once per (org, key)."""
         if key is None:
             return work()
         check_key(key)
-        fp = fingerprint(method, path, body)
         with self._lock_for(org_id, key):
             try:
                 with self.store.transaction():
@@ -106,7 +159,7 @@ class Idempotency:
                         IdempotencyRecord(
                             org_id=org_id,
                             key=key,
-                            fingerprint=fp,
+                            fingerprint=fp.value,
                             status_code=result.status_code,
                             body=result.body,
                             content_type=result.content_type,

@@ -24,6 +24,10 @@ deployment); set LOCI_METRICS_TOKEN to require `Authorization: Bearer <that toke
 Access log: one JSON line per request on logger `loci.access` (INFO): request_id, method, route
 (template), status, duration_ms and org_id (when the key was valid). Never headers, query strings,
 bodies or paths: no Authorization value, API key, cursor or memory text can leak through it.
+The ASGI server's own lines (uvicorn's `uvicorn.access` request lines, and its `uvicorn.error` lines
+about websocket handshakes, under `loci serve`, `uvicorn --factory` or gunicorn's uvicorn worker) hold
+the request target: `install` adds `QueryRedactor` to those loggers, which replaces every query string
+in them with `?<redacted>` (a key sent as `?api_key=...` would otherwise be written in clear).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 from litestar import Litestar, Request, Response, get
@@ -214,6 +218,43 @@ def count_embed_cache(hits: int = 0, misses: int = 0) -> None:
         obs.count_embed_cache(hits, misses)
 
 
+# --- the ASGI server's log lines --------------------------------------------------------------------
+#: loggers whose lines carry a request target (path and query) as one of their arguments
+SERVER_LOGGERS = ("uvicorn.access", "uvicorn.error")
+REDACTED_QUERY = "?<redacted>"
+
+
+def redact_target(target: str) -> str:
+    """A request target without its query string (`/p?api_key=x` -> `/p?<redacted>`)."""
+    path, sep, _ = target.partition("?")
+    return path + REDACTED_QUERY if sep else path
+
+
+class QueryRedactor(logging.Filter):
+    """Replaces the query string of every request target (an argument that starts with `/`) in a log
+    record; the line is kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(_is_target(a) for a in args):
+            record.args = tuple(redact_target(a) if _is_target(a) else a for a in args)
+        elif isinstance(record.msg, str) and record.msg.startswith("/") and "?" in record.msg:
+            record.msg = redact_target(record.msg)
+        return True
+
+
+def _is_target(value: object) -> TypeGuard[str]:
+    return isinstance(value, str) and value.startswith("/") and "?" in value
+
+
+def redact_server_logs() -> None:
+    """Add `QueryRedactor` to the ASGI server's loggers (once; the server's logging set-up keeps it)."""
+    for name in SERVER_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, QueryRedactor) for f in logger.filters):
+            logger.addFilter(QueryRedactor())
+
+
 # --- the middleware ---------------------------------------------------------------------------------
 def route_template(scope: dict[str, Any], status: int) -> str:
     """The template of the route that served (or would serve) the request, else `unmatched`."""
@@ -300,6 +341,7 @@ def install(
     `vector_model` gives the embedder's model name when scraped (the memories without a vector)."""
     token = metrics_token if metrics_token is not None else os.environ.get(TOKEN_ENV)
     obs = Observability(store, metrics_token=token, vector_model=vector_model)
+    redact_server_logs()
     app.state.observability = obs
     app.asgi_handler = AccessMiddleware(app.asgi_handler, obs)  # type: ignore[assignment]
     return obs

@@ -11,6 +11,7 @@ from engine.extract import Extractor, create_extractor
 from engine.memory_service import MemoryService
 from engine.storage.base import Store
 from server.config import Settings
+from server.event_stream import StreamSlots
 from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
 
@@ -21,6 +22,8 @@ class Services(msgspec.Struct, kw_only=True):
     memories: MemoryService
     idempotency: Idempotency
     limiter: RateLimiter
+    #: open event streams, capped per key and in all (`Settings.max_streams_per_key`, `max_streams`)
+    streams: StreamSlots
     #: facts from turns (assemble ingest, /v0/extract, /v1 infer): `llm` when LOCI_LLM_URL is set
     extractor: Extractor = msgspec.field(default_factory=lambda: default_extractor())
 

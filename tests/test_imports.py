@@ -2,7 +2,8 @@
 
 server -> engine, evals -> engine, and evals -> server only to replay through the app. engine knows no
 server, no harness, and (outside engine/storage) no database driver, web framework or concrete store;
-serving never loads the harness.
+serving never loads the harness. The client (loci.client) and the records it shares with the server
+(loci.wire) import nothing of the server, so its distribution ships without it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ def test_engine_outside_storage_knows_no_driver_framework_or_concrete_store() ->
         found = _under(_imports(p), DRIVERS + CONCRETE_STORES)
         if found:
             bad[str(p.relative_to(ROOT))] = found
+    assert bad == {}
+
+
+def test_the_client_and_its_records_import_only_httpx_msgspec_and_the_standard_library() -> None:
+    allowed = {"loci", "httpx", "msgspec", *sys.stdlib_module_names}
+    bad = {}
+    for folder in ("loci/client", "loci/wire"):
+        for p in _files(folder):
+            found = {name for name in _imports(p) if name.split(".")[0] not in allowed}
+            if found:
+                bad[str(p.relative_to(ROOT))] = found
     assert bad == {}
 
 

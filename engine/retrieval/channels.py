@@ -29,8 +29,9 @@ from engine.retrieval.config import ResolvedRetrieval
 from engine.storage.base import Hit, ListQuery, Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
 from engine.timeutil import shift
+from loci.wire.tuning import TUNING
 
-MAX_SEEDS = 16
+MAX_SEEDS = TUNING.max_seeds
 RECENT_EVENTS_FETCH = 8
 _ENT = re.compile(r"\bent:[A-Za-z0-9_\-.:]+")
 _COMMON_WORDS = (
@@ -47,7 +48,7 @@ _NAME = re.compile(
 )  # a capitalized word and its possessive
 _WORD = re.compile(r"[A-Za-z0-9']+")
 #: a name that speaks at least this share of the scope's events says who, not what (`SearchBackend.speaker_shares`)
-NAME_SHARE = 0.1
+NAME_SHARE = TUNING.speaker_share
 
 
 def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequence[str]) -> list[str]:

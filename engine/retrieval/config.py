@@ -21,15 +21,13 @@ from engine.errors import InvalidInput
 from engine.retrieval.normalize import get_normalizer
 from engine.retrieval.options import RetrievalOptions
 from engine.retrieval.presets import DEFAULT_PRESET, Weights, get_preset
+from loci.wire.tuning import TUNING
 
 SUM_TOLERANCE = 1e-9
-#: hits per channel for each line the context may show: a deeper pool put no more evidence into a short
-#: context on held-out LoCoMo conversations (docs/evaluation.md), and every candidate costs time
-CANDIDATES_PER_LINE = 3
-SPEC_TOP_K = 24  # the spec's default retrieval.top_k
+CANDIDATES_PER_LINE = TUNING.candidates_per_line
+SPEC_TOP_K = TUNING.spec_top_k
 MIN_TOP_K = SPEC_TOP_K  # the floor of a fitted depth
-#: events whose neighbours join the candidates (`engine.retrieval.expand`), at the preset's top_k
-ANCHORS = 40
+ANCHORS = TUNING.anchors
 
 
 class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):

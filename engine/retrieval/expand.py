@@ -11,9 +11,11 @@ that day.
   `neighbors` places before and after each (`SearchBackend.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
   `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
-  `day_boost = day_weight x (the best first-fusion score among the event candidates of its day)` when
-  that day has at least two event candidates, so an event alone on its day is not lifted over facts
-  and notes.
+  `day_boost = day_weight x (the best first-fusion score among the event candidates of its stretch)`
+  when that stretch has at least two event candidates, so an event alone is not lifted over facts and
+  notes. A stretch is one session (`metadata.session`), else one day's candidates split where two are
+  hours apart. Facts, notes and documents take neither boost, and the fusion caps both so that an
+  event never passes a memory of another type that beats it without them.
 The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
 """
 
@@ -28,8 +30,14 @@ from engine.models import Memory, speaker_of
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
 from engine.storage.base import Hit, Scope, Store
+from engine.timeutil import to_micros
+from loci.wire.tuning import TUNING
 
-MAX_GAP = timedelta(hours=1)
+MAX_GAP = timedelta(minutes=TUNING.stretch_gap_minutes)
+#: candidates of one day further apart than this are two conversations (their stretch, `_stretches`)
+STRETCH_SPLIT_US = TUNING.stretch_split_minutes * 60_000_000
+_DAY_US = 86_400_000_000
+Stretch = tuple[int, int | str]
 
 
 def speaker_hits(
@@ -62,20 +70,37 @@ class Context(msgspec.Struct, kw_only=True):
     ops: int = 0
 
 
-def _day(memory: Memory) -> int:
-    """The day a memory belongs to (`Memory.holds_from`) as a date ordinal: the same grouping as
-    `render.memory_day`, without formatting a string."""
-    return memory.holds_from.toordinal()
-
-
-def _day_best(
-    events: Sequence[str], day_of: Mapping[str, int], score: Mapping[str, float]
-) -> dict[int, tuple[tuple[str, float], ...]]:
-    """Per day, its two best event candidates (id, first-fusion score), best first."""
-    days: dict[int, list[tuple[str, float]]] = {}
+def _stretches(events: Sequence[str], memories: Mapping[str, Memory]) -> dict[str, tuple[int, int | str]]:
+    """Each event candidate's stretch of conversation: its `metadata.session` when it has one, else its
+    day split where two consecutive candidates of the day are more than `STRETCH_SPLIT` apart (two
+    chats of one day hours apart are not one conversation)."""
+    out: dict[str, tuple[int, int | str]] = {}
+    unlabelled: list[tuple[int, str]] = []
     for mid in events:
-        days.setdefault(day_of[mid], []).append((mid, score[mid]))
-    return {day: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for day, pairs in days.items()}
+        m = memories[mid]
+        session = m.metadata.get("session") if m.metadata else None
+        if isinstance(session, str | int) and not isinstance(session, bool):
+            out[mid] = (-1, str(session))
+        else:
+            unlabelled.append((to_micros(m.holds_from), mid))
+    unlabelled.sort()
+    stretch, last = 0, None
+    for at, mid in unlabelled:
+        if last is not None and (at - last > STRETCH_SPLIT_US or at // _DAY_US != last // _DAY_US):
+            stretch += 1
+        out[mid] = (at // _DAY_US, stretch)
+        last = at
+    return out
+
+
+def _stretch_best(
+    events: Sequence[str], stretch_of: Mapping[str, Stretch], score: Mapping[str, float]
+) -> dict[Stretch, tuple[tuple[str, float], ...]]:
+    """Per stretch, its two best event candidates (id, first-fusion score), best first."""
+    stretches: dict[Stretch, list[tuple[str, float]]] = {}
+    for mid in events:
+        stretches.setdefault(stretch_of[mid], []).append((mid, score[mid]))
+    return {key: tuple(sorted(pairs, key=lambda p: -p[1])[:2]) for key, pairs in stretches.items()}
 
 
 def context_boosts(
@@ -104,13 +129,13 @@ def context_boosts(
                 memories[m.memory_id] = m
             out.ops += 1
         out.added = [mid for mid in neighbor if mid in memories and mid not in score]
-    day_of = {mid: _day(memories[mid]) for mid in (*events, *out.added)}
-    best = _day_best(events, day_of, score) if cfg.day_weight > 0 else {}
+    stretch_of = _stretches([*events, *out.added], memories)
+    best = _stretch_best(events, stretch_of, score) if cfg.day_weight > 0 else {}
     neighbor_weight, day_weight, boosts = cfg.neighbor_weight, cfg.day_weight, out.boosts
-    for mid, day in day_of.items():
+    for mid, stretch in stretch_of.items():
         nb = neighbor_weight * neighbor.get(mid, 0.0)
-        top = best.get(day, ())
-        # the day's best score, when the day has other candidates: a lone event does not lift itself
+        top = best.get(stretch, ())
+        # the stretch's best score, when it has other candidates: a lone event does not lift itself
         same_day = day_weight * top[0][1] if len(top) > 1 else 0.0
         if nb or same_day:
             boosts[mid] = (nb, same_day)

@@ -11,7 +11,8 @@ Boosts (added after the weighted sum, each its own score component, only when no
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
 (+`SEED_BOOST` for seed_context.memory_ids), and the conversation-context boosts `neighbor_boost` and
-`day_boost` computed by `engine.retrieval.expand` from a first fusion, and the `length_prior` of
+`day_boost` computed by `engine.retrieval.expand` from a first fusion (never lifting an event above
+a memory of another type that beats it without them), and the `length_prior` of
 events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
 candidates)`, so among turns that match alike the one that says more leads (a short turn is mostly
 acknowledgement; zero mean, so events as a whole are not lifted above other types). A seed snippet
@@ -23,6 +24,7 @@ so `sum(c.contrib for c in components.values()) == score` exactly. Vectorized ov
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
@@ -39,14 +41,14 @@ from engine.retrieval.responses import ScoreComponent
 from engine.storage.base import Hit
 from engine.storage.scope_filter import memory_entities
 from engine.timeutil import to_micros
+from loci.wire.tuning import TUNING
 
-DEFAULT_CONFIDENCE = 0.5
-ENTITY_BOOST = 0.1
-SEED_BOOST = 0.2
-SNIPPET_SCORE = 0.5
-#: the length prior counts characters up to this: past a couple of sentences length says no more about
-#: substance, and uncapped it lifts long assistant replies over the short user turn that states a new value
-LENGTH_CAP_CHARS = 200
+DEFAULT_CONFIDENCE = TUNING.default_confidence
+ENTITY_BOOST = TUNING.entity_boost
+SEED_BOOST = TUNING.seed_boost
+SNIPPET_SCORE = TUNING.snippet_score
+#: uncapped, the length prior would lift long assistant replies over the short user turn that states a value
+LENGTH_CAP_CHARS = TUNING.length_cap_chars
 BOOSTS: tuple[str, ...] = (
     "predicate_boost",
     "entity_boost",
@@ -57,6 +59,13 @@ BOOSTS: tuple[str, ...] = (
     "day_boost",
     "length_prior",
 )
+# the columns of `Fused.raw`/`norm`/`contrib` (CHANNELS order; the first three are also `Fused.hit`'s)
+SEMANTIC, BM25, GRAPH, RECENCY, CONFIDENCE = range(len(CHANNELS))
+SEARCHED = (SEMANTIC, BM25, GRAPH)  # the channels that return hits; the others are priors
+# the columns of `Fused.boosts` (BOOSTS order)
+PREDICATE, ENTITY, TYPE, SEED, SNIPPET, NEIGHBOR, DAY, LENGTH = range(len(BOOSTS))
+#: the boosts a request or preset gives a memory itself (what reusing a first fusion keeps)
+OWN_BOOSTS = slice(PREDICATE, NEIGHBOR)
 _DAY_US = 86_400_000_000
 
 F64 = npt.NDArray[np.float64]
@@ -126,7 +135,7 @@ def _channels(
     raw = np.zeros((n, 5), dtype=np.float64)
     norm = np.zeros((n, 5), dtype=np.float64)
     hit = np.zeros((n, 3), dtype=bool)
-    for j, channel_hits in enumerate((hits.semantic, hits.bm25, hits.graph)):
+    for j, channel_hits in zip(SEARCHED, (hits.semantic, hits.bm25, hits.graph), strict=True):
         raw[:, j], norm[:, j], hit[:, j] = _channel(index, channel_hits, n, normalization)
     return raw, norm, hit
 
@@ -139,10 +148,9 @@ def _priors_and_boosts(
     reference: datetime,
     seeded: frozenset[str],
     snippets: frozenset[str],
-    context: Mapping[str, tuple[float, float]] | None,
 ) -> tuple[F64, F64, npt.NDArray[np.bool_], F64, F64]:
-    """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), boosts,
-    and ln(characters) for the length prior (see `_log_chars`)."""
+    """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), its own
+    boosts (`OWN_BOOSTS`), and ln(characters) for the length prior (see `_log_chars`)."""
     n = len(ids)
     ref_us = to_micros(reference)
     # per-candidate values gathered in Python lists, one array each at the end (numpy item writes are slow)
@@ -156,7 +164,7 @@ def _priors_and_boosts(
     boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
     for i, mid in enumerate(ids):
         if mid in snippets:
-            boosts[i, 4] = SNIPPET_SCORE
+            boosts[i, SNIPPET] = SNIPPET_SCORE
             continue
         m = memories[mid]
         real[i] = True
@@ -165,15 +173,13 @@ def _priors_and_boosts(
         if m.type == "event":
             chars[i] = min(LENGTH_CAP_CHARS, max(1, len(m.text)))
         if m.predicate is not None and m.predicate in pred_boost:
-            boosts[i, 0] = pred_boost[m.predicate]
+            boosts[i, PREDICATE] = pred_boost[m.predicate]
         if ent_boost and any(e in ent_boost for e in memory_entities(m)):
-            boosts[i, 1] = ENTITY_BOOST
+            boosts[i, ENTITY] = ENTITY_BOOST
         if m.type in type_boost:
-            boosts[i, 2] = type_boost[m.type]
+            boosts[i, TYPE] = type_boost[m.type]
         if mid in seeded:
-            boosts[i, 3] = SEED_BOOST
-        if context and mid in context:
-            boosts[i, 5], boosts[i, 6] = context[mid]
+            boosts[i, SEED] = SEED_BOOST
     return (
         np.asarray(ages, dtype=np.float64),
         np.asarray(conf, dtype=np.float64),
@@ -256,87 +262,112 @@ def fuse(
     seeded: frozenset[str] = frozenset(),
     snippets: frozenset[str] = frozenset(),
     context: Mapping[str, tuple[float, float]] | None = None,
+    reuse: Fused | None = None,
 ) -> Fused:
-    """`context`: memory id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`."""
-    raw, norm, hit = _channels(ids, hits, cfg.normalization)
-    ages, conf, real, boosts, log_chars = _priors_and_boosts(
-        ids, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
+    """The fusion of `ids`. `context`: memory id -> (neighbor_boost, day_boost) from
+    `engine.retrieval.expand`. `reuse`: an earlier fusion of a prefix of `ids` under the same settings,
+    whose rows are taken instead of computed again (the result is the same to the last bit); `hits`
+    may have gained hits of the new candidates since (a neighbour spoken by a seed entity is a graph hit)."""
+    kept = len(reuse.ids) if reuse is not None and _extends(reuse, ids, snippets) else 0
+    fresh = ids[kept:]
+    ages, conf, real_fresh, own, fresh_log_chars = _priors_and_boosts(
+        fresh, memories, cfg, reference=reference, seeded=seeded, snippets=snippets
     )
-    recency = np.where(real, _recency(ages, cfg), 0.0)
-    raw[:, 3] = norm[:, 3] = recency
-    raw[:, 4] = norm[:, 4] = conf
-    # snippets are not in the channels: no norm floor for them
-    if not real.all():
-        norm[~real, :3] = 0.0
-
-    length = _length_prior(log_chars, cfg.length_weight)
+    raw, norm, hit = _searched(ids, hits, cfg.normalization, reuse if kept else None)
+    real = np.asarray([mid not in snippets for mid in ids], dtype=bool)
+    if kept and reuse is not None:
+        raw[:kept, RECENCY:], norm[:kept, RECENCY:] = reuse.raw[:, RECENCY:], reuse.norm[:, RECENCY:]
+    raw[kept:, RECENCY] = norm[kept:, RECENCY] = np.where(real_fresh, _recency(ages, cfg), 0.0)
+    raw[kept:, CONFIDENCE] = norm[kept:, CONFIDENCE] = conf
+    if not real.all():  # snippets are not in the channels: no norm floor for them
+        norm[~real, SEMANTIC : GRAPH + 1] = 0.0
+    boosts = np.zeros((len(ids), len(BOOSTS)), dtype=np.float64)
+    if kept and reuse is not None:
+        boosts[:kept, OWN_BOOSTS] = reuse.boosts[:, OWN_BOOSTS]
+    boosts[kept:, OWN_BOOSTS] = own[:, OWN_BOOSTS]
+    for i, mid in enumerate(ids):
+        if context and mid in context:
+            boosts[i, NEIGHBOR], boosts[i, DAY] = context[mid]
+    log_chars = (
+        np.concatenate((reuse.log_chars, fresh_log_chars)) if kept and reuse is not None else fresh_log_chars
+    )
+    length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with every event candidate
     if length is not None:
-        boosts[:, 7] = length
+        boosts[:, LENGTH] = length
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
+    if context:
+        _cap_context_boosts(ids, memories, _score(norm * weights, boosts), boosts)
     return _fused(ids, raw, norm, weights, boosts, hit, log_chars)
 
 
-def refuse(
-    first: Fused,
-    added: Sequence[str],
-    memories: Mapping[str, Memory],
-    hits: ChannelHits,
-    cfg: ResolvedRetrieval,
-    *,
-    reference: datetime,
-    seeded: frozenset[str] = frozenset(),
-    snippets: frozenset[str] = frozenset(),
-    context: Mapping[str, tuple[float, float]],
-) -> Fused:
-    """`fuse(first.ids + added, ..., context=context)`, equal to the last bit, reusing `first` for the
-    rows it already scored: only the added candidates' priors are computed. `hits` may have gained
-    hits of added candidates since `first` (a neighbour spoken by a seed entity is a graph hit)."""
-    ids = [*first.ids, *added]
-    if any(mid in snippets for mid in added):  # snippets come from the request, never as neighbours
-        return fuse(
-            ids, memories, hits, cfg, reference=reference, seeded=seeded, snippets=snippets, context=context
-        )
-    n1, n = len(first.ids), len(ids)
-    ages, conf, _, extra, added_log_chars = _priors_and_boosts(
-        added, memories, cfg, reference=reference, seeded=seeded, snippets=snippets, context=None
-    )
+def _extends(first: Fused, ids: Sequence[str], snippets: frozenset[str]) -> bool:
+    """Whether `ids` extend `first.ids` by candidates that are not snippets (snippets come from the
+    request, never as neighbours: a list that adds one is fused afresh)."""
+    n = len(first.ids)
+    return list(ids[:n]) == first.ids and not any(mid in snippets for mid in ids[n:])
+
+
+def _searched(
+    ids: Sequence[str], hits: ChannelHits, normalization: str, reuse: Fused | None
+) -> tuple[F64, F64, npt.NDArray[np.bool_]]:
+    """(raw, norm, hit) with the searched channels filled: normalized over their hits afresh, or, when
+    `reuse` covers a prefix and no new candidate is a hit, its rows and a channel's miss (norm 0, or the
+    floor of its hits under zscore) for the new ones."""
     hit_ids = {h.memory_id for h in (*hits.semantic, *hits.bm25, *hits.graph)}
-    if any(mid in hit_ids for mid in added):
-        # the channels are normalized over their hits, which now include added candidates
-        raw, norm, hit = _channels(ids, hits, cfg.normalization)
-        raw[:n1, 3:], norm[:n1, 3:] = first.raw[:, 3:], first.norm[:, 3:]
-        norm[[i for i, mid in enumerate(first.ids) if mid in snippets], :3] = 0.0
-    else:
-        raw = np.zeros((n, 5), dtype=np.float64)
-        norm = np.zeros((n, 5), dtype=np.float64)
-        hit = np.zeros((n, 3), dtype=bool)
-        raw[:n1], norm[:n1], hit[:n1] = first.raw, first.norm, first.hit
-        for j in range(3):  # a channel's miss: norm 0, or its floor (zscore) when it had hits
-            hit_norms = first.norm[first.hit[:, j], j]
-            if hit_norms.size:
-                norm[n1:, j] = min(0.0, float(hit_norms.min()))
-    raw[n1:, 3] = norm[n1:, 3] = _recency(ages, cfg)
-    raw[n1:, 4] = norm[n1:, 4] = conf
-    boosts = np.zeros((n, len(BOOSTS)), dtype=np.float64)
-    boosts[:n1, :5], boosts[n1:, :5] = first.boosts[:, :5], extra[:, :5]
-    for i, mid in enumerate(ids):
-        if mid in context:
-            boosts[i, 5], boosts[i, 6] = context[mid]
-    log_chars = np.concatenate((first.log_chars, added_log_chars))
-    length = _length_prior(log_chars, cfg.length_weight)  # its mean moves with the added events
-    if length is not None:
-        boosts[:, 7] = length
-    return _fused(ids, raw, norm, first.weights, boosts, hit, log_chars)
+    kept = len(reuse.ids) if reuse is not None else 0
+    if reuse is None or any(mid in hit_ids for mid in ids[kept:]):
+        return _channels(ids, hits, normalization)
+    n = len(ids)
+    raw = np.zeros((n, len(CHANNELS)), dtype=np.float64)
+    norm = np.zeros((n, len(CHANNELS)), dtype=np.float64)
+    hit = np.zeros((n, len(SEARCHED)), dtype=bool)
+    raw[:kept], norm[:kept], hit[:kept] = reuse.raw, reuse.norm, reuse.hit
+    for j in SEARCHED:
+        hit_norms = reuse.norm[reuse.hit[:, j], j]
+        if hit_norms.size:
+            norm[kept:, j] = min(0.0, float(hit_norms.min()))
+    return raw, norm, hit
+
+
+#: a boosted event stays this far below the direct match of another type it would have passed
+CAP_MARGIN = 1e-6
+
+
+def _cap_context_boosts(
+    ids: Sequence[str], memories: Mapping[str, Memory], weighted: F64, boosts: F64
+) -> None:
+    """The conversation-context boosts (neighbour, day) of an event never lift it above a memory of
+    another type that beats the event without them (those memories take no such boost): the boosts
+    model turns answering together, not a better match. Scales them down in place; `weighted` is every
+    candidate's score."""
+    context = boosts[:, NEIGHBOR] + boosts[:, DAY]
+    if not context.any():
+        return
+    others = sorted(
+        float(weighted[i]) for i, mid in enumerate(ids) if mid in memories and memories[mid].type != "event"
+    )
+    if not others:
+        return
+    for i in np.flatnonzero(context > 0):
+        direct = float(weighted[i] - context[i])
+        at = bisect.bisect_right(others, direct)  # the weakest other memory the event does not beat alone
+        if at == len(others):
+            continue
+        cap = others[at] - CAP_MARGIN
+        if weighted[i] > cap:
+            keep = max(0.0, (cap - direct) / float(context[i]))
+            boosts[i, NEIGHBOR] *= keep
+            boosts[i, DAY] *= keep
 
 
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
     out: list[str] = []
-    if fused.hit[i, 0]:
-        out.append(f"semantic match (cosine {fused.raw[i, 0]:.3f})")
-    if fused.hit[i, 1]:
-        out.append(f"keyword match (bm25 {fused.raw[i, 1]:.3f})")
-    if fused.hit[i, 2]:
-        hops = round(1.0 / fused.raw[i, 2] - 1.0)
+    if fused.hit[i, SEMANTIC]:
+        out.append(f"semantic match (cosine {fused.raw[i, SEMANTIC]:.3f})")
+    if fused.hit[i, BM25]:
+        out.append(f"keyword match (bm25 {fused.raw[i, BM25]:.3f})")
+    if fused.hit[i, GRAPH]:
+        hops = round(1.0 / fused.raw[i, GRAPH] - 1.0)
         out.append(f"graph: {hops} hop{'s' if hops != 1 else ''} from a seed entity")
     names = {
         "predicate_boost": "predicate boost",

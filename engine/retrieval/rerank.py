@@ -2,7 +2,8 @@
 
 Greedy: at each step pick the candidate maximizing
     LAMBDA * relevance - (1 - LAMBDA) * max cosine similarity to the already picked ones,
-with relevance = the fused score min-max normalized over the list, LAMBDA = 0.7. Candidates without a
+with relevance = the fused score min-max normalized over the list (LAMBDA: the preset's
+`rerank_lambda`, 0.7 by default, `loci.wire.tuning`). Candidates without a
 vector (seed snippets, texts never embedded) have similarity 0 to everything. Returns a permutation.
 """
 
@@ -14,9 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from engine.retrieval.normalize import minmax
+from loci.wire.tuning import DEFAULTS, TUNING
 
-LAMBDA = 0.7
-PICKS = 100  # places chosen by MMR; a context holds fewer lines, the rest follow by relevance
+LAMBDA = DEFAULTS.rerank_lambda
+PICKS = TUNING.rerank_picks
 
 
 def mmr(

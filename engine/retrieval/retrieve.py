@@ -35,7 +35,7 @@ from engine.retrieval.channels import (
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.expand import context_boosts, speaker_hits
-from engine.retrieval.fuse import Fused, fuse, refuse
+from engine.retrieval.fuse import Fused, fuse
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
@@ -260,9 +260,8 @@ def retrieve(
         if cfg.weights.graph_prior > 0 and context.added:
             # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
             hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
-        fused = refuse(
-            fused,
-            context.added,
+        fused = fuse(
+            [*fused.ids, *context.added],
             memories,
             hits,
             cfg,
@@ -270,6 +269,7 @@ def retrieve(
             seeded=seeded,
             snippets=frozenset(snippet_map),
             context=context.boosts,
+            reuse=fused,
         )
         union = fused.ids
         timings.expand = _ms(t)

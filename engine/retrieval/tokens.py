@@ -21,11 +21,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Literal
 
-TokenizerName = Literal["o200k_base", "cl100k_base", "estimate"]
-TOKENIZERS: tuple[TokenizerName, ...] = ("o200k_base", "cl100k_base", "estimate")
-DEFAULT_TOKENIZER: TokenizerName = "o200k_base"
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.tokens import (  # isort: skip
+    DEFAULT_TOKENIZER as DEFAULT_TOKENIZER,
+    TOKENIZERS as TOKENIZERS,
+    TokenizerName as TokenizerName,
+)
+
 LINE_OVERHEAD = 1
 ELLIPSIS = "…"
 CHARS_PER_TOKEN = 3.0  # the estimate's rate

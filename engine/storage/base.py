@@ -106,7 +106,7 @@ class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
     memory_id: str | None = None
     since: datetime | None = None
     limit: int = 100
-    after: int | None = None  # the `seq` of the last event already seen
+    after: int | None = None  # the org's `seq` of the last event already seen
 
 
 class RecordStore(Protocol):
@@ -181,7 +181,8 @@ class RecordStore(Protocol):
         ...
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
-        """Events in append order as (seq, event); `seq` increases strictly and is the cursor."""
+        """The org's events in append order as (seq, event). `seq` numbers the org's own events (1, 2, ...:
+        nothing in it depends on other orgs), increases strictly in commit order and is the cursor."""
         ...
 
 

@@ -39,8 +39,7 @@ class InMemoryStore:
         self._embeddings: dict[tuple[str, str], Vector] = {}
         self._api_keys: dict[str, ApiKey] = {}
         self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
-        self._events: list[tuple[int, Event]] = []
-        self._seq = 0
+        self._events: dict[str, list[Event]] = {}  # per org, in append order: the org's seq is place + 1
         self.search = LocalSearch(self._load_namespace, self.get_embeddings, self._lock)
 
     # --- lifecycle and transactions -------------------------------------------------------------
@@ -229,23 +228,24 @@ class InMemoryStore:
     # --- events ----------------------------------------------------------------------------------
     def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
         with self._auto():
+            added: dict[str, int] = {}
             for event in events:
-                self._seq += 1
-                self._events.append((self._seq, event))
-            count = len(events)
-            if count:
+                self._events.setdefault(event.org_id, []).append(event)
+                added[event.org_id] = added.get(event.org_id, 0) + 1
+            if added:
 
                 def undo() -> None:
-                    del self._events[-count:]
-                    self._seq -= count
+                    for org_id, count in added.items():
+                        del self._events[org_id][-count:]
 
                 self._undo.append(undo)
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         with self._lock:
             out: list[tuple[int, Event]] = []
-            for seq, event in self._events:
-                if event.org_id == org_id and event_matches(seq, event, query):
+            start = max(query.after or 0, 0)
+            for seq, event in enumerate(self._events.get(org_id, [])[start:], start=start + 1):
+                if event_matches(seq, event, query):
                     out.append((seq, event))
                     if len(out) >= query.limit:
                         break

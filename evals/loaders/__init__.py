@@ -1,6 +1,7 @@
 """Datasets by name: `locomo`, `longmemeval-oracle`, `longmemeval-ku` (its 78 knowledge-update
 questions), `longmemeval-s-dev` (the S setting's development split, full haystacks), `synthetic` (the
-default seeded set), or a path to a JSON file in the common format.
+default seeded set), `synthetic-mixed` (facts, notes, documents and events of one person together,
+`evals.synthetic_mixed`), or a path to a JSON file in the common format.
 
     load_dataset("locomo") -> Dataset
     load_dataset("runs/my-scenarios.json") -> Dataset
@@ -16,6 +17,7 @@ from evals.loaders.locomo import load_locomo
 from evals.loaders.longmemeval import S_DEV_PATH, load_longmemeval
 from evals.loaders.synthetic import load_json, load_synthetic
 from evals.model import Dataset
+from evals.synthetic_mixed import generate_mixed
 
 LOADERS: dict[str, Callable[[], Dataset]] = {
     "locomo": load_locomo,
@@ -23,6 +25,7 @@ LOADERS: dict[str, Callable[[], Dataset]] = {
     "longmemeval-ku": lambda: load_longmemeval(question_types=("knowledge-update",)),
     "longmemeval-s-dev": lambda: load_longmemeval(S_DEV_PATH, name="longmemeval-s-dev"),
     "synthetic": load_synthetic,
+    "synthetic-mixed": generate_mixed,
 }
 
 

@@ -1,7 +1,7 @@
 """Loci's Python client: `LociClient` (sync) and `AsyncLociClient` (asyncio), on httpx.
 
-- Requests and answers are the server's own wire Structs (re-exported here), so the client and the
-  server cannot disagree on a shape.
+- Requests and answers are the server's own wire Structs (`loci.wire`, re-exported here), so the client
+  and the server cannot disagree on a shape.
 - Every logical write (create, update, delete, assemble, prune) carries one `Idempotency-Key` for all its
   attempts, so a retry never writes twice; pass `idempotency_key=` to choose it.
 - Connection errors, 429 (after `Retry-After`) and 503 are retried with exponential backoff
@@ -9,14 +9,10 @@
 - `iter_memories` / `iter_events` walk cursor pages; `stream_events` follows the live event stream
   (server-sent events), resuming after the last event when the connection drops.
 
-Importing it loads neither torch, faiss nor the web framework (tests/integrations/test_sdk.py).
+It needs nothing but httpx and msgspec: the `loci-client` distribution (clients/python) ships it with
+`loci.wire` and without the server (tests/integrations/test_client_wheel.py).
 """
 
-from engine.memory_service import MemoryCreate, MemoryPatch
-from engine.models import Memory
-from engine.prune import PruneRequest, PruneResult
-from engine.retrieval.options import AssembleRequest, Budget, IngestOptions, RecallRequest
-from engine.retrieval.responses import AssembleResponse, RecallResponse
 from loci.client.async_ import AsyncLociClient
 from loci.client.calls import Call
 from loci.client.errors import (
@@ -37,10 +33,15 @@ from loci.client.errors import (
 from loci.client.retry import RetryPolicy
 from loci.client.sse import StreamedEvent
 from loci.client.sync import LociClient
-from server.schemas.errors import ErrorBody
-from server.schemas.health import Health
-from server.schemas.memories import Deleted, MemoryList
-from server.schemas.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.errors import ErrorBody
+from loci.wire.health import Health
+from loci.wire.memories import Deleted, MemoryList
+from loci.wire.models import Memory
+from loci.wire.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.options import AssembleRequest, Budget, IngestOptions, RecallRequest
+from loci.wire.prune import PruneRequest, PruneResult
+from loci.wire.responses import AssembleResponse, RecallResponse
+from loci.wire.writes import MemoryCreate, MemoryPatch
 
 __all__ = [
     "APIError",

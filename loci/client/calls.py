@@ -12,16 +12,16 @@ from typing import Any, Generic, TypeVar
 import httpx
 import msgspec
 
-from engine.memory_service import MemoryCreate, MemoryPatch
-from engine.models import Memory
-from engine.prune import PruneRequest, PruneResult
-from engine.retrieval.options import AssembleRequest, RecallRequest
-from engine.retrieval.responses import AssembleResponse, RecallResponse
 from loci.client.errors import APIError, error_for
 from loci.client.sse import MEDIA_TYPE
-from server.schemas.health import Health
-from server.schemas.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
-from server.schemas.ops import EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.health import Health
+from loci.wire.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
+from loci.wire.models import Memory
+from loci.wire.ops import EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.options import AssembleRequest, RecallRequest
+from loci.wire.prune import PruneRequest, PruneResult
+from loci.wire.responses import AssembleResponse, RecallResponse
+from loci.wire.writes import MemoryCreate, MemoryPatch
 
 T = TypeVar("T")
 AGENT_HEADER = "X-Service-Agent"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
-from server.schemas.errors import ErrorBody
+from loci.wire.errors import ErrorBody
 
 
 class LociClientError(Exception):

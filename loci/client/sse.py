@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from server.schemas.ops import EventItem
+from loci.wire.ops import EventItem
 
 MEDIA_TYPE = "text/event-stream"
 

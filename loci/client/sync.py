@@ -10,19 +10,19 @@ from typing import Any, TypeVar
 
 import httpx
 
-from engine.memory_service import MemoryCreate, MemoryPatch
-from engine.models import Memory
-from engine.prune import PruneRequest, PruneResult
-from engine.retrieval.options import AssembleRequest, RecallRequest
-from engine.retrieval.responses import AssembleResponse, RecallResponse
 from loci.client import calls
 from loci.client.calls import Call
 from loci.client.errors import ConnectionFailed
 from loci.client.retry import RETRY_STATUSES, RetryPolicy
 from loci.client.sse import Parser, StreamedEvent
-from server.schemas.health import Health
-from server.schemas.memories import Deleted, MemoryList
-from server.schemas.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.health import Health
+from loci.wire.memories import Deleted, MemoryList
+from loci.wire.models import Memory
+from loci.wire.ops import EventItem, EventList, SummarizeRequest, SummarizeResponse
+from loci.wire.options import AssembleRequest, RecallRequest
+from loci.wire.prune import PruneRequest, PruneResult
+from loci.wire.responses import AssembleResponse, RecallResponse
+from loci.wire.writes import MemoryCreate, MemoryPatch
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import anyio.to_thread
 import msgspec
 from litestar import Request, Response, get, post
+from litestar.background_tasks import BackgroundTask
 from litestar.params import HeaderParameter, QueryParameter
 from litestar.response import Stream
 
@@ -136,7 +137,10 @@ def wants_stream(request: Request[Any, Any, Any]) -> bool:
         "text/event-stream` the same events are sent as server-sent events (`id:` is the event's "
         "cursor, `event:` its type, `data:` the item as JSON), then new ones as they are written "
         "(polled every 0.5 s; `: keep-alive` comments every 15 s); `Last-Event-ID` resumes after that "
-        "event. `max_events` and `timeout` end the stream early (for tests and tools)."
+        "event. `max_events` and `timeout` end the stream early (for tests and tools). Open streams are "
+        "capped per API key (`LOCI_MAX_STREAMS_PER_KEY`, default 10) and per server process "
+        "(`LOCI_MAX_STREAMS`, default 100): one more is 429 `rate_limited` with `Retry-After` and "
+        "`details.limit` (`streams_per_key` or `streams`); a stream's slot is freed when it ends."
     ),
     guards=[require_auth],
     opt={"scope": "read"},
@@ -193,7 +197,8 @@ async def list_events(
     if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
         raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
     after = event_stream.decode_cursor(cursor) if cursor else None
-    org_id = principal_of(request).org_id
+    principal = principal_of(request)
+    org_id = principal.org_id
     store = services_of(request).store
     query = EventQuery(
         type=event_type,
@@ -206,12 +211,22 @@ async def list_events(
     if wants_stream(request):
         if last_event_id:
             after = event_stream.decode_cursor(last_event_id, field="Last-Event-ID")
-        frames = event_stream.stream(read, after=after, limit=limit, max_events=max_events, timeout=timeout)
-        return Stream(
-            frames,
-            media_type=SSE_MEDIA_TYPE,  # type: ignore[return-value]
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        slot = services_of(request).streams.acquire(principal.key_id)  # 429 over a cap
+        try:
+            frames = event_stream.stream(
+                read, after=after, limit=limit, max_events=max_events, timeout=timeout, on_close=slot.release
+            )
+            # the generator frees the slot when it ends; a client gone while a frame was being sent
+            # leaves it suspended, so the response frees it too once it is over
+            return Stream(
+                frames,
+                media_type=SSE_MEDIA_TYPE,  # type: ignore[return-value]
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+                background=BackgroundTask(slot.release),
+            )
+        except BaseException:
+            slot.release()
+            raise
     page = await anyio.to_thread.run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
     return Response(page)
 

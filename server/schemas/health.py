@@ -1,13 +1,6 @@
 """Wire record of GET /v0/health."""
 
-from __future__ import annotations
-
-from datetime import datetime
-from typing import Literal
-
-import msgspec
-
-
-class Health(msgspec.Struct, kw_only=True):
-    status: Literal["ok"]
-    now: datetime
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.health import (  # isort: skip
+    Health as Health,
+)

@@ -39,12 +39,14 @@ class LiveServer:
         database_url: str | None = None,
         env: dict[str, str] | None = None,
         start_timeout: float = 90.0,
+        serve_args: tuple[str, ...] = (),
     ) -> None:
         self.data_dir = data_dir
         self.database_url = database_url
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.start_timeout = start_timeout
+        self.serve_args = serve_args  # more `loci serve` options, e.g. ("--workers", "2")
         self.log_path = data_dir / "server.log"
         self.env = {
             **os.environ,
@@ -79,7 +81,7 @@ class LiveServer:
     def start(self) -> None:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CLI, "serve", "--port", str(self.port)],
+            [sys.executable, "-c", CLI, "serve", "--port", str(self.port), *self.serve_args],
             cwd=ROOT,
             env=self.env,
             stdout=log,

@@ -52,6 +52,8 @@ def test_settings_env_round_trips() -> None:
         cors_origins=("https://a.example", "https://b.example"),
         embedder="hash",
         idempotency_ttl_hours=1.5,
+        max_streams_per_key=3,
+        max_streams=0,
     )
     assert Settings.from_env(settings_env(settings)) == settings
     assert Settings.from_env(settings_env(Settings())) == Settings()

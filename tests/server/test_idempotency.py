@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 
 from engine.errors import Conflict
 from engine.storage.base import EventQuery, Store
-from server.idempotency import Idempotency, StoredResponse, fingerprint
+from server.idempotency import Idempotency, RequestPrint, StoredResponse, fingerprint
 from tests.server.conftest import memory_body
 
 
@@ -108,7 +108,7 @@ def test_record_and_write_commit_together(store: Store) -> None:
         return StoredResponse(status_code=200, body=b"{}")
 
     with pytest.raises(RuntimeError):
-        idem.run("acme", "k", method="POST", path="/v0/memories", body=b"{}", work=work)
+        idem.run("acme", "k", RequestPrint("POST", "/v0/memories", b"{}"), work)
     store.put_idempotency = original  # type: ignore[method-assign]
     assert store.count_memories("acme") == 0
     assert store.list_events("acme", EventQuery()) == []
@@ -151,7 +151,7 @@ def test_lost_race_replays_winner(store: Store) -> None:
         svc.create("acme", [MemoryCreate(type="note", text="loser")])
         return StoredResponse(status_code=200, body=b'{"winner":false}')
 
-    out = idem.run("acme", "k", method="POST", path="/p", body=b"{}", work=work)
+    out = idem.run("acme", "k", RequestPrint("POST", "/p", b"{}"), work)
     assert out.body == b'{"winner":true}' and out.replayed
     assert store.count_memories("acme") == 0
 
@@ -165,8 +165,92 @@ def test_records_expire_after_ttl(store: Store) -> None:
         runs.append(1)
         return StoredResponse(status_code=200, body=str(len(runs)).encode())
 
-    idem.run("acme", "k", method="POST", path="/p", body=b"", work=work)
+    idem.run("acme", "k", RequestPrint("POST", "/p", b""), work)
     clock[0] += timedelta(hours=23)
-    assert idem.run("acme", "k", method="POST", path="/p", body=b"", work=work).body == b"1"
+    assert idem.run("acme", "k", RequestPrint("POST", "/p", b""), work).body == b"1"
     clock[0] += timedelta(hours=2)
-    assert idem.run("acme", "k", method="POST", path="/p", body=b"", work=work).body == b"2"
+    assert idem.run("acme", "k", RequestPrint("POST", "/p", b""), work).body == b"2"
+
+
+# --- the fingerprint is over the parsed body ------------------------------------------------------------
+SENT = b'{"type":"note","text":"caf\\u00e9 at 9","tags":["a","b"],"metadata":{"x":1,"y":{"z":0.50}}}'
+REORDERED = (
+    b'{ "metadata" : {"y":{"z":0.5},\n "x":1},\t"tags":["a","b"], "text":"caf\xc3\xa9 at 9", "type":"note" }'
+)
+
+
+def test_same_document_in_another_key_order_replays(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    headers = {**auth, "Idempotency-Key": "reordered", "Content-Type": "application/json"}
+    first = client.post("/v0/memories", content=SENT, headers=headers)
+    second = client.post("/v0/memories", content=REORDERED, headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert second.content == first.content and second.headers["idempotent-replayed"] == "true"
+    assert store.count_memories("acme") == 1
+    other = REORDERED.replace(b'["a","b"]', b'["b","a"]')  # a list's order is part of the document
+    r = client.post("/v0/memories", content=other, headers=headers)
+    assert r.status_code == 409 and r.json()["error"] == "conflict"
+    assert (
+        client.post("/v0/memories", content=SENT.replace(b"0.50", b"1"), headers=headers).status_code == 409
+    )
+    assert store.count_memories("acme") == 1
+
+
+def test_the_same_key_and_body_as_another_agent_is_a_conflict(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """The agent scopes what a request writes: a1's response is never replayed to a2."""
+    body = {"type": "note", "text": "Alice likes tea", "entity_id": "ent:alice"}
+    first = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a1"}
+    )
+    assert first.status_code == 200 and first.json()["agent_id"] == "a1"
+    again = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a1"}
+    )
+    assert again.headers["idempotent-replayed"] == "true"
+    other = client.post(
+        "/v0/memories", json=body, headers={**auth, "Idempotency-Key": "k1", "X-Service-Agent": "a2"}
+    )
+    assert other.status_code == 409 and store.count_memories("acme") == 1
+
+
+def test_a_record_stored_with_the_raw_fingerprint_still_replays_its_bytes(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """A record written before fingerprints were versioned (a hash of the raw bytes) replays a retry of
+    the same bytes within its TTL; the same document in another key order is 409, as it was then."""
+    from engine.models import IdempotencyRecord
+    from server.idempotency import raw_fingerprint
+
+    now = datetime.now(UTC)
+    store.put_idempotency(
+        IdempotencyRecord(
+            org_id="acme",
+            key="before",
+            fingerprint=raw_fingerprint("POST", "/v0/memories", SENT),
+            status_code=200,
+            body=b'{"stored":"before the upgrade"}',
+            created_at=now,
+            expires_at=now + timedelta(hours=1),
+        )
+    )
+    headers = {**auth, "Idempotency-Key": "before", "Content-Type": "application/json"}
+    replay = client.post("/v0/memories", content=SENT, headers=headers)
+    assert replay.status_code == 200 and replay.content == b'{"stored":"before the upgrade"}'
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert client.post("/v0/memories", content=REORDERED, headers=headers).status_code == 409
+    assert store.count_memories("acme") == 0
+
+
+def test_canonical_body() -> None:
+    from server.idempotency import canonical_body
+
+    assert canonical_body(SENT) == canonical_body(REORDERED)
+    assert canonical_body(b'{"a":1,"a":2}') == canonical_body(b'{"a":2}')  # the value the server reads
+    assert canonical_body(b'{"a":1}') != canonical_body(b'{"a":1.0}')  # numbers as parsed
+    assert canonical_body(b"  ") == canonical_body(b"") != canonical_body(b'""')
+    assert canonical_body(b"{not json") == b"R{not json"
+    assert fingerprint("POST", "/p", b'{"b":1, "a":2}') == fingerprint("post", "/p", b'{"a":2,"b":1}')
+    assert fingerprint("POST", "/p", b"{}") != fingerprint("POST", "/p?x=1", b"{}")

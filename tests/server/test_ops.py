@@ -3,6 +3,7 @@ shapes, bad input (422 naming the field), scopes and org isolation."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -396,6 +397,48 @@ def test_events_scope_and_isolation(
         "/v0/observability/events", params={"max_events": 1, "timeout": 0}, headers={**other, **SSE}
     )
     assert "event:" not in r.text
+
+
+def decoded(cursor: str) -> Any:
+    return msgspec.msgpack.decode(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+
+
+def test_cursors_carry_nothing_about_other_orgs(client: TestClient[Litestar], make_key: KeyMaker) -> None:
+    """A cursor numbers the org's own events: another org's writes never move it."""
+    url = "/v0/observability/events"
+    a, b = make_key("org_a"), make_key("org_b")
+    make_events(client, a, 6)
+    make_events(client, b, 1)
+    first = client.get(url, headers=b).json()
+    assert decoded(first["next_cursor"]) == ["ev", 2, 1]
+    make_events(client, a, 5)
+    make_events(client, b, 1)
+    later = client.get(url, params={"cursor": first["next_cursor"]}, headers=b).json()
+    assert len(later["items"]) == 1 and decoded(later["next_cursor"]) == ["ev", 2, 2]
+    assert decoded(client.get(url, headers=a).json()["next_cursor"]) == ["ev", 2, 11]
+    stream = client.get(url, params={"timeout": 0}, headers={**b, **SSE})
+    assert [decoded(f["id"]) for f in parse_sse(stream.text)] == [["ev", 2, 1], ["ev", 2, 2]]
+    resumed = client.get(
+        url, params={"timeout": 0}, headers={**b, **SSE, "Last-Event-ID": first["next_cursor"]}
+    )
+    assert [decoded(f["id"]) for f in parse_sse(resumed.text)] == [["ev", 2, 2]]
+
+
+def test_a_cursor_of_the_shared_log_is_a_clear_422(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Version-1 cursors counted every org's events; they cannot be placed in the org's own log."""
+    make_events(client, auth, 2)
+    old = base64.urlsafe_b64encode(msgspec.msgpack.encode(["ev", 1, 7])).decode().rstrip("=")
+    for params, headers, field in (
+        ({"cursor": old}, auth, "cursor"),
+        ({"timeout": 0}, {**auth, **SSE, "Last-Event-ID": old}, "Last-Event-ID"),
+    ):
+        r = client.get("/v0/observability/events", params=params, headers=headers)
+        assert field_of(r) == field
+        body = r.json()
+        assert body["details"]["rule"] == "cursor" and body["details"]["cursor_version"] == 1
+        assert "since=" in body["message"]
 
 
 # --- events: server-sent events ----------------------------------------------------------------------

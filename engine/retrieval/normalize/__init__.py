@@ -8,7 +8,6 @@ empty array for an empty input. An unknown name raises `engine.errors.UnknownNam
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -16,9 +15,13 @@ import numpy.typing as npt
 from engine.errors import UnknownName
 from engine.retrieval.normalize import minmax, softmax, zscore
 
+# the API's wire records live in loci.wire (the client distribution ships it); re-exported here
+from loci.wire.normalize import (  # isort: skip
+    NormalizationName as NormalizationName,
+)
+
 Array = npt.NDArray[np.float64]
 Normalizer = Callable[[Array], Array]
-NormalizationName = Literal["minmax", "zscore", "softmax"]
 
 NORMALIZERS: Mapping[str, Normalizer] = {
     "minmax": minmax.normalize,

@@ -23,7 +23,7 @@ Reads at scale: semantic search is exact over the scope's rows when it holds at 
 `semantic.EXACT_SCAN_MAX` memories (every entity scope in practice), else over the model's vectors
 while it has at most `semantic.EXACT_VECTORS_MAX`, HNSW only beyond both (see `semantic`). Memory rows carry copies of their vector (for the store's `inline_model`; schema
 migration 3, `PostgresStore.backfill_inline_vectors` fills rows written before it) and of their keyword
-terms (migration 4), INCLUDEd in the entity indexes, so that scan and the entity keyword query read
+terms (migration 5), INCLUDEd in the entity indexes, so that scan and the entity keyword query read
 index pages only.
 `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
 
@@ -45,8 +45,8 @@ Cross-process locking (supersession and idempotency are correct with many worker
 - `get_idempotency(org, key, now)` inside a transaction takes the same kind of lock on (org, key), so
   `with store.transaction(): rec = get_idempotency(...); if rec is None: ...; put_idempotency(...)`
   runs once per key across workers; the second one waits, then sees the stored record and replays.
-- `append_events` takes a per-org advisory xact lock so the `seq` order of an org's events equals
-  their commit order (a cursor never skips an event that commits late).
+- `append_events` takes a per-org advisory xact lock so an org's events are numbered (`org_seq`, the
+  cursor) in their commit order (a cursor never skips an event that commits late).
 Locks taken in several keys by one transaction should be taken in a consistent order (e.g. sorted
 keys) to avoid deadlocks; PostgreSQL detects any deadlock and aborts one transaction
 (psycopg.errors.DeadlockDetected).

@@ -3,10 +3,11 @@
 Each record is kept whole as msgspec JSON in `doc` (exact round trip, bytes as base64) beside the
 columns its queries need.
 
-Events: `seq` is a bigserial. Sequence values are handed out at insert time, but transactions may
-commit in another order, so a reader paging with `after=seq` could skip an event that commits later
-with a smaller seq. `append_events` therefore takes a per-org transaction-scoped advisory lock before
-inserting: within one org, seq order is commit order, and the cursor never skips.
+Events: each row gets the org's next number, `org_seq` (a trigger, migration 4: max + 1 within the org;
+the log is append-only), which is the cursor's position. Two transactions numbering one org at once
+would read the same max, and one that inserts first may commit last, so a reader paging with `after`
+could skip it. `append_events` therefore takes a per-org transaction-scoped advisory lock before
+inserting: within one org, numbers are handed out in commit order, and the cursor never skips.
 """
 
 from __future__ import annotations
@@ -133,8 +134,8 @@ def list_events(conn: psycopg.Connection[Any], org_id: str, q: EventQuery) -> li
     if q.since is not None:
         w.add("at >= %(since)s", since=to_utc(q.since))
     if q.after is not None:
-        w.add("seq > %(after)s", after=q.after)
-    stmt = f"SELECT seq, doc FROM events WHERE {w.sql} ORDER BY seq LIMIT %(limit)s"
+        w.add("org_seq > %(after)s", after=q.after)
+    stmt = f"SELECT org_seq, doc FROM events WHERE {w.sql} ORDER BY org_seq LIMIT %(limit)s"
     params = {**w.params, "limit": max(q.limit, 0)}
     rows = conn.execute(stmt, params).fetchall()
     return [(int(seq), _event_decoder.decode(doc)) for seq, doc in rows]

@@ -2,7 +2,7 @@
 
 Each memory row stores its terms (`kw`, by `engine.storage.tokenize.terms`, the tokenizer the local
 index uses: same stems, stop words and word splitting) and, for an event, its speaker's name words
-(`speaker`); schema migration 4. A search is one statement over the scope's rows (`scope_rows`):
+(`speaker`); schema migration 5. A search is one statement over the scope's rows (`scope_rows`):
 - `st`: N (the scope's rows), the sum of their lengths (cardinality of `kw`, empty documents count)
   and, per distinct query term, its df (rows whose `kw` holds it), all over exactly the eligible rows;
 - `w`: avgdl = total / N and per term idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's);

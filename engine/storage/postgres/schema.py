@@ -19,7 +19,7 @@ from typing import Any
 
 import psycopg
 
-#: `tsv_small` (migration 3), and since migration 4 `kw_small` with `speaker_small`, are kept when
+#: `tsv_small` (migration 3), and since migration 5 `kw_small` with `speaker_small`, are kept when
 #: their size plus the row's ids stays within this many bytes, so the memories_by_entity_kw entry
 #: (those, ~250 bytes of other columns and overhead) stays under btree's 2,704-byte limit for any ids
 #: the API accepts.
@@ -40,7 +40,7 @@ def tsv_inline_fits(row: str, tsv: str) -> str:
 
 
 def kw_inline_fits(row: str) -> str:
-    """The rule for keeping `kw_small` and `speaker_small` (the trigger of migration 4), in SQL: the
+    """The rule for keeping `kw_small` and `speaker_small` (the trigger of migration 5), in SQL: the
     keyword terms and speaker words of row `row` (an alias, or NEW) fit beside its ids."""
     return (
         f"pg_column_size({row}.kw) + coalesce(pg_column_size({row}.speaker), 0) + {_ids_size(row)}"
@@ -238,8 +238,36 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
     ),
     (
         4,
+        # Events numbered per org: `org_seq` is the cursor's position, so a cursor tells an org nothing
+        # about the others' writes (the global `seq` stays as the row id). A trigger numbers each row,
+        # so a server of the previous version still inserts correctly during a rolling upgrade;
+        # append_events' per-org advisory lock serializes the numbering (the unique index would turn a
+        # writer that skipped the lock into an error, never a duplicate). The backfill numbers existing
+        # rows in log order under the table's write lock.
+        """
+        ALTER TABLE events ADD COLUMN org_seq bigint;
+        UPDATE events e SET org_seq = n.org_seq
+            FROM (SELECT seq, row_number() OVER (PARTITION BY org_id ORDER BY seq) AS org_seq FROM events) n
+            WHERE e.seq = n.seq;
+        ALTER TABLE events ALTER COLUMN org_seq SET NOT NULL;
+        CREATE FUNCTION loci_events_org_seq() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        BEGIN
+            NEW.org_seq := (SELECT coalesce(max(org_seq), 0) + 1 FROM events WHERE org_id = NEW.org_id);
+            RETURN NEW;
+        END
+        $fn$;
+        CREATE TRIGGER events_org_seq BEFORE INSERT ON events
+            FOR EACH ROW EXECUTE FUNCTION loci_events_org_seq();
+        CREATE UNIQUE INDEX events_by_org_seq ON events (org_id, org_seq);
+        CREATE INDEX events_by_org_type_seq ON events (org_id, type, org_seq);
+        DROP INDEX events_by_org;
+        DROP INDEX events_by_org_type;
+        """,
+    ),
+    (
+        5,
         # BM25 as the local index ranks (postgres/keywords.py): `kw` holds a memory's keyword terms as
-        # the Python tokenizer makes them (engine.storage.keyword_terms: the same stems and stop words;
+        # the Python tokenizer makes them (engine.storage.tokenize: the same stems and stop words;
         # PostgreSQL's own `english` parser splits words differently), `speaker` an event's speaker's
         # name words. `kw_small` and `speaker_small` are their copies for the entity index when they
         # fit beside the row's ids (the trigger's rule, like migration 3's tsvector copy, which they
@@ -270,9 +298,9 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
             entity_id ON memories FOR EACH ROW EXECUTE FUNCTION loci_memories_kw();
         """.replace("{KW_INLINE_FITS}", kw_inline_fits("NEW")),
     ),
-    (4, tokenize_rows),
+    (5, tokenize_rows),
     (
-        4,
+        5,
         """
         ALTER TABLE memories ALTER COLUMN kw SET NOT NULL;
         CREATE INDEX memories_by_entity_kw ON memories (org_id, namespace, entity_id, ts, memory_id)

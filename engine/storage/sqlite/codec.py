@@ -181,7 +181,7 @@ def row_idempotency(r: tuple[Any, ...]) -> IdempotencyRecord:
     )
 
 
-EVENT_SELECT = "seq, event_id, org_id, type, at, memory_id, entity_id, data"
+EVENT_SELECT = "org_seq, event_id, org_id, type, at, memory_id, entity_id, data"
 
 
 def event_row(e: Event) -> tuple[Any, ...]:

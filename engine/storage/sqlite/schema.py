@@ -159,7 +159,27 @@ def _v3(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """Events numbered per org (`org_seq`, the cursor's position: it tells an org nothing about the others'
+    writes), backfilled in log order; the global `seq` stays as the row id."""
+    _run(
+        conn,
+        """
+        ALTER TABLE events ADD COLUMN org_seq INTEGER;
+        CREATE TEMP TABLE event_numbers (seq INTEGER PRIMARY KEY, org_seq INTEGER NOT NULL);
+        INSERT INTO event_numbers (seq, org_seq)
+            SELECT seq, row_number() OVER (PARTITION BY org_id ORDER BY seq) FROM events;
+        UPDATE events SET org_seq = (SELECT n.org_seq FROM event_numbers n WHERE n.seq = events.seq);
+        DROP TABLE temp.event_numbers;
+        CREATE UNIQUE INDEX events_org_oseq ON events (org_id, org_seq);
+        CREATE INDEX events_org_type_oseq ON events (org_id, type, org_seq);
+        DROP INDEX events_org_seq;
+        DROP INDEX events_org_type_seq;
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
 LATEST = len(MIGRATIONS)
 
 

@@ -385,9 +385,11 @@ class SQLiteStore:
                 self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
                 with self.transaction():
+                    # the org's next number, read under the write lock (the log is append-only)
                     self._conn.executemany(
-                        "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data, org_seq) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                        "(SELECT COALESCE(MAX(org_seq), 0) + 1 FROM events WHERE org_id = ?2))",
                         [codec.event_row(e) for e in events],
                     )
             finally:
@@ -398,7 +400,7 @@ class SQLiteStore:
         where = ["org_id = ?"]
         params: list[Any] = [org_id]
         if query.after is not None:
-            where.append("seq > ?")
+            where.append("org_seq > ?")
             params.append(query.after)
         if query.type is not None:
             where.append("type = ?")
@@ -414,7 +416,7 @@ class SQLiteStore:
             params.append(to_micros(query.since))
         params.append(max(query.limit, 0))
         rows = self._q(
-            f"SELECT {codec.EVENT_SELECT} FROM events WHERE {' AND '.join(where)} ORDER BY seq LIMIT ?",
+            f"SELECT {codec.EVENT_SELECT} FROM events WHERE {' AND '.join(where)} ORDER BY org_seq LIMIT ?",
             params,
         )
         return [codec.row_event(r) for r in rows]

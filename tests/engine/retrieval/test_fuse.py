@@ -16,7 +16,6 @@ from engine.retrieval.fuse import (
     SNIPPET_SCORE,
     fuse,
     reasons,
-    refuse,
 )
 from engine.retrieval.normalize import NORMALIZERS
 from engine.retrieval.options import RetrievalOptions, WeightsIn
@@ -122,7 +121,7 @@ def test_graph_seeds() -> None:
 
 
 @pytest.mark.parametrize("normalization", sorted(NORMALIZERS))
-def test_refuse_equals_fusing_the_longer_list_afresh(normalization: str) -> None:
+def test_reusing_a_first_fusion_equals_fusing_the_longer_list_afresh(normalization: str) -> None:
     """The second fusion (conversation context) reuses the first one's rows: every array it returns
     equals a full `fuse` of the extended list, to the last bit."""
     memories, hits, cfg = _setup(
@@ -140,12 +139,12 @@ def test_refuse_equals_fusing_the_longer_list_afresh(normalization: str) -> None
     # graph channel is normalized over one more hit, for the first rows too
     speaker = msgspec.structs.replace(hits, graph=[*hits.graph, Hit("d", 1.0)])
     for added, now in ((["d", "e"], hits), (["d", "e"], speaker), (["e", "d"], speaker), ([], hits)):
-        got = refuse(first, added, memories, now, cfg, context=context, **kwargs)
+        got = fuse([*first.ids, *added], memories, now, cfg, context=context, reuse=first, **kwargs)
         want = fuse([*first.ids, *added], memories, now, cfg, context=context, **kwargs)
         assert got.ids == want.ids
         for name in ("raw", "norm", "weights", "contrib", "boosts", "score", "hit"):
             assert np.array_equal(getattr(got, name), getattr(want, name)), name
-    got = refuse(first, ["d"], memories, speaker, cfg, context=context, **kwargs)
+    got = fuse([*first.ids, "d"], memories, speaker, cfg, context=context, reuse=first, **kwargs)
     assert got.hit[-1, 2] and got.raw[-1, 2] == 1.0
 
 
@@ -176,13 +175,13 @@ def test_length_prior_lifts_the_longer_of_equal_event_matches() -> None:
     assert "longer than most candidate turns" in reasons(f, 1, pinned=False, seeded=False)
 
 
-def test_refuse_recentres_the_length_prior_over_the_added_events() -> None:
+def test_reuse_recentres_the_length_prior_over_the_added_events() -> None:
     memories = _events("A: ok", "B: I moved to Denver in March for the new job.", "A: " + "z" * 90, "B: yes")
     hits = ChannelHits(semantic=[Hit("e0", 0.9), Hit("e1", 0.6)])
     cfg = resolve(RetrievalOptions(length_weight=0.1))
     first = fuse(["e0", "e1"], memories, hits, cfg, reference=NOW)
     context = {"e2": (0.1, 0.0), "e3": (0.05, 0.0)}
-    got = refuse(first, ["e2", "e3"], memories, hits, cfg, reference=NOW, context=context)
+    got = fuse([*first.ids, "e2", "e3"], memories, hits, cfg, reference=NOW, context=context, reuse=first)
     want = fuse(["e0", "e1", "e2", "e3"], memories, hits, cfg, reference=NOW, context=context)
     for name in ("boosts", "score"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name

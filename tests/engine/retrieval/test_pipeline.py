@@ -74,12 +74,12 @@ def test_basic_shape(store: Store, cache: EmbeddingCache) -> None:
     assert s.candidate_counts.semantic > 0 and s.candidate_counts.bm25 > 0
     # "Alice" is the scope's own entity: no graph seed, the graph channel is skipped
     assert s.candidate_counts.graph == 0
-    # 2 channels + get_memories + the events next to the best ones (conversation context); recency has
-    # weight 0 in `balanced`, so the newest events are not fetched
-    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 4
+    # 2 channels + the newest events (recency has weight) + get_memories + the events next to the best
+    # ones (conversation context)
+    assert resp.cost.embedding == 1 and resp.cost.retrieval_ops == 5
     assert resp.cost.input_tokens == get_tokenizer("o200k_base").count(req().turn)
     acme = run(store, cache, turn="Where is Acme?")
-    assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 5
+    assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 6
 
 
 def test_scope_rules(store: Store, cache: EmbeddingCache) -> None:

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-import engine.retrieval.presets as presets_mod
+import loci.wire.tuning as tuning_mod
 from engine.errors import UnknownName
 from engine.retrieval.presets import PRESETS, Weights, get_preset
 
@@ -12,12 +12,13 @@ def test_preset_weights_sum_to_one(name: str) -> None:
     assert get_preset(name).weights.total() == pytest.approx(1.0, abs=1e-12)
 
 
-def test_balanced_is_the_held_out_choice() -> None:
+def test_balanced_is_the_apis_documented_default() -> None:
+    """With no preset and no weights a request runs the weights the API documents."""
     p = get_preset("balanced")
     assert (
         p.weights
         == Weights()
-        == Weights(semantic=0.32, bm25=0.47, graph_prior=0.16, recency_decay=0.0, confidence=0.05)
+        == Weights(semantic=0.45, bm25=0.25, graph_prior=0.15, recency_decay=0.1, confidence=0.05)
     )
     assert (p.top_k, p.depth, p.recency_half_life_days, p.rerank) == (100, 2, 45, False)
     assert (p.neighbors, p.neighbor_weight, p.day_weight) == (2, 0.35, 0.2)
@@ -35,7 +36,7 @@ def test_documented_differences() -> None:
 
 
 def test_docstring_table_matches_data() -> None:
-    doc = presets_mod.__doc__ or ""
+    doc = tuning_mod.__doc__ or ""
     rows = [line for line in doc.splitlines() if re.match(r"^\| [a-z]+ +\|", line) and "preset" not in line]
     assert len(rows) == len(PRESETS)
     for row in rows:

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
-from engine.storage.base import Hit, Scope, Vector
+from engine.storage.base import EventQuery, Hit, Scope, Vector
 from engine.storage.postgres import PostgresStore, bookkeeping, search, semantic
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
@@ -130,10 +130,51 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
         drop_database(pg_server, name)
 
 
-def test_migrations_3_and_4_on_a_database_with_memories(
+def test_migration_4_numbers_each_orgs_events_and_rows_from_the_previous_version(
     pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A schema-2 database with memories migrates in place: migration 4 tokenizes the existing rows (the
+    """Events logged by schema-3 code (one sequence for every org) are numbered per org in log order;
+    afterwards a row inserted the way a schema-3 server inserts it (a rolling upgrade) is numbered too."""
+    from engine.storage.postgres import schema
+
+    name = f"{pg_server.prefix}_migrate_v3"
+    url = create_database(pg_server, name)
+    old_insert = "INSERT INTO events (org_id, type, entity_id, at, doc) VALUES (%s, 'x', NULL, %s, %s)"
+
+    def doc(event_id: str, org: str) -> str:
+        return msgspec.json.encode(Event(event_id=event_id, org_id=org, type="x", at=T0)).decode()
+
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+        assert migrate(url) == [1, 2, 3]
+        orgs = ["org_a", "org_b", "org_a", "org_a", "org_b"]
+        with psycopg.connect(url) as conn, conn.cursor() as cur:
+            cur.executemany(old_insert, [(org, T0, doc(f"evt_{i}", org)) for i, org in enumerate(orgs)])
+        monkeypatch.undo()
+        assert migrate(url) == list(range(4, LATEST_VERSION + 1))
+        with psycopg.connect(url) as conn:
+            conn.execute(old_insert, ("org_b", T0, doc("evt_old_code", "org_b")))
+        store = PostgresStore(url, max_size=2)
+        try:
+            store.append_events([Event(event_id="evt_new", org_id="org_a", type="x", at=T0)])
+            ids = {
+                o: [(n, e.event_id) for n, e in store.list_events(o, EventQuery())]
+                for o in ("org_a", "org_b")
+            }
+        finally:
+            store.close()
+        assert ids == {
+            "org_a": [(1, "evt_0"), (2, "evt_2"), (3, "evt_3"), (4, "evt_new")],
+            "org_b": [(1, "evt_1"), (2, "evt_4"), (3, "evt_old_code")],
+        }
+    finally:
+        drop_database(pg_server, name)
+
+
+def test_migrations_3_to_5_on_a_database_with_memories(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema-2 database with memories migrates in place: migration 5 tokenizes the existing rows (the
     keyword channel then ranks them as the in-memory store does), semantic search finds the old rows
     before any backfill (through the join), and the backfill gives them their copies with the same
     results."""
@@ -162,7 +203,7 @@ def test_migrations_3_and_4_on_a_database_with_memories(
                 [pg_rows.row_of(m)[: len(v2_columns)] for m in rows],
             )
         monkeypatch.undo()
-        assert migrate(url) == [3, 4]
+        assert migrate(url) == list(range(3, LATEST_VERSION + 1))
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:

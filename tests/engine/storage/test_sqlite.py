@@ -130,6 +130,30 @@ def test_migration_3_keeps_every_vector_and_its_key(tmp_path: Path) -> None:
     s.close()
 
 
+def test_migration_4_numbers_each_orgs_events_in_log_order(tmp_path: Path) -> None:
+    path = str(tmp_path / "v3.db")
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert migrate(conn, target=3) == 3
+    orgs = ["org_a", "org_b", "org_a", "org_a", "org_b"]
+    conn.executemany(  # as version-3 code logged them: one sequence shared by every org
+        "INSERT INTO events (event_id, org_id, type, at, memory_id, entity_id, data) VALUES (?, ?, 'x', 0, NULL, NULL, '{}')",
+        [(f"evt_{i}", org) for i, org in enumerate(orgs)],
+    )
+    conn.close()
+    s = SQLiteStore(path)
+    assert [(n, e.event_id) for n, e in s.list_events("org_a", EventQuery())] == [
+        (1, "evt_0"),
+        (2, "evt_2"),
+        (3, "evt_3"),
+    ]
+    assert [(n, e.event_id) for n, e in s.list_events("org_b", EventQuery(after=1))] == [(2, "evt_4")]
+    s.append_events([Event(event_id="evt_new", org_id="org_b", type="x", at=at(0))])
+    assert s.list_events("org_b", EventQuery(after=2)) == [
+        (3, Event(event_id="evt_new", org_id="org_b", type="x", at=at(0)))
+    ]
+    s.close()
+
+
 def test_checkpoints_run_off_the_commit_path(tmp_path: Path) -> None:
     """The writer leaves its WAL alone below the backstop; the background thread copies each commit
     into the database file itself (a copy of that file alone, without the WAL, holds the rows)."""

@@ -1,0 +1,343 @@
+// LociClient: every call of the Loci API over fetch, with retries that never write twice.
+//
+// - Bodies and answers are the API's own JSON (snake_case), typed from the server's OpenAPI document.
+// - Every logical write (createMemory, createMemories, updateMemory, deleteMemory, assemble, prune)
+//   sends one Idempotency-Key on all its attempts, so a retry after a lost answer writes nothing twice.
+// - Connection errors, 429 (after Retry-After) and 503 are retried with exponential backoff; any other
+//   error answer throws the APIError of its status, carrying the error envelope.
+import { ConnectionFailed, errorFor } from "./errors.js";
+import { DEFAULT_RETRY, RETRY_STATUSES, type RetryPolicy, retryDelay, sleep } from "./retry.js";
+import { EVENT_STREAM, SseParser } from "./sse.js";
+import type {
+  AssembleRequest,
+  AssembleResponse,
+  Deleted,
+  EventItem,
+  EventList,
+  EventStreamQuery,
+  Health,
+  ListEventsQuery,
+  ListMemoriesQuery,
+  Memory,
+  MemoryBatch,
+  MemoryCreate,
+  MemoryItems,
+  MemoryList,
+  MemoryPatch,
+  PruneRequest,
+  PruneResult,
+  RecallRequest,
+  RecallResponse,
+  StreamedEvent,
+  SummarizeRequest,
+  SummarizeResponse,
+} from "./types.js";
+
+export const DEFAULT_URL = "http://127.0.0.1:8080";
+const EVENTS_PATH = "/v0/observability/events";
+
+export interface LociClientOptions {
+  /** The server; defaults to $LOCI_URL, then http://127.0.0.1:8080. */
+  baseUrl?: string;
+  /** An API key (`loci_...`); defaults to $LOCI_API_KEY. */
+  apiKey?: string;
+  /** Time one attempt may take, in milliseconds (the live stream has none once connected). */
+  timeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+  /** Another fetch (a proxy agent, a test double); the global fetch by default. */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  /** Cancels the call, its retries and its waits. */
+  signal?: AbortSignal;
+}
+
+export interface WriteOptions extends RequestOptions {
+  /** The key all attempts of this write send; a fresh UUID by default. */
+  idempotencyKey?: string;
+}
+
+export interface AgentOptions {
+  /** Sent as X-Service-Agent: the calling agent's id (writes default their agent_id to it, reads are
+   * scoped to it). */
+  agent?: string;
+}
+
+type Method = "GET" | "POST" | "PATCH" | "DELETE";
+type QueryValue = string | number | boolean | Date | readonly (string | number)[] | null | undefined;
+
+interface Call {
+  method: Method;
+  path: string;
+  query?: Record<string, QueryValue>;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** A logical write: sent with one Idempotency-Key for all its attempts. */
+  writes?: boolean;
+}
+
+function fromEnv(name: string): string | undefined {
+  const proc = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return proc?.env?.[name] || undefined;
+}
+
+function queryString(values: Record<string, QueryValue> | undefined): string {
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(values ?? {})) {
+    if (value === null || value === undefined) continue;
+    if (value instanceof Date) params.set(key, value.toISOString());
+    else if (Array.isArray(value)) params.set(key, value.join(","));
+    else params.set(key, String(value));
+  }
+  const text = params.toString();
+  return text ? `?${text}` : "";
+}
+
+function agentHeader(agent: string | undefined): Record<string, string> {
+  return agent ? { "X-Service-Agent": agent } : {};
+}
+
+interface Scope {
+  signal: AbortSignal;
+  /** Closes the request (and its connection, mid-answer). */
+  abort: () => void;
+  /** Stops listening to the outer signal and the timer. */
+  done: () => void;
+}
+
+/** A signal that aborts when `outer` does, and after `timeoutMs` when given. */
+function linked(outer: AbortSignal | undefined, timeoutMs?: number): Scope {
+  const controller = new AbortController();
+  const abort = (): void => controller.abort(outer?.reason);
+  if (outer?.aborted) abort();
+  outer?.addEventListener("abort", abort, { once: true });
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => controller.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+  return {
+    signal: controller.signal,
+    abort: () => controller.abort(),
+    done: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", abort);
+    },
+  };
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  return `${error.message}${cause}`;
+}
+
+export class LociClient {
+  readonly baseUrl: string;
+  readonly retry: RetryPolicy;
+  private readonly apiKey: string | undefined;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: LociClientOptions = {}) {
+    this.baseUrl = (options.baseUrl ?? fromEnv("LOCI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
+    this.apiKey = options.apiKey ?? fromEnv("LOCI_API_KEY");
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  // --- memories ----------------------------------------------------------------------------------------
+  health(options?: RequestOptions): Promise<Health> {
+    return this.send({ method: "GET", path: "/v0/health" }, options);
+  }
+
+  createMemory(body: MemoryCreate, options?: WriteOptions & AgentOptions): Promise<Memory> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/memories", body, headers, writes: true }, options);
+  }
+
+  /** Several memories in one call (1..200): all are stored or none. */
+  createMemories(body: MemoryBatch, options?: WriteOptions & AgentOptions): Promise<MemoryItems> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/memories", body, headers, writes: true }, options);
+  }
+
+  getMemory(memoryId: string, options?: RequestOptions): Promise<Memory> {
+    return this.send({ method: "GET", path: `/v0/memories/${encodeURIComponent(memoryId)}` }, options);
+  }
+
+  updateMemory(memoryId: string, body: MemoryPatch, options?: WriteOptions): Promise<Memory> {
+    const path = `/v0/memories/${encodeURIComponent(memoryId)}`;
+    return this.send({ method: "PATCH", path, body, writes: true }, options);
+  }
+
+  deleteMemory(memoryId: string, options?: WriteOptions): Promise<Deleted> {
+    const path = `/v0/memories/${encodeURIComponent(memoryId)}`;
+    return this.send({ method: "DELETE", path, writes: true }, options);
+  }
+
+  /** One page of memories; pass its `next_cursor` as `cursor` for the next. */
+  listMemories(query: ListMemoriesQuery = {}, options?: RequestOptions & AgentOptions): Promise<MemoryList> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "GET", path: "/v0/memories", query, headers }, options);
+  }
+
+  /** Every memory matching the filters, page by page (cursor paging: no repeats, no gaps). */
+  async *iterMemories(
+    query: Omit<ListMemoriesQuery, "cursor"> = {},
+    options?: RequestOptions & AgentOptions,
+  ): AsyncGenerator<Memory, void, undefined> {
+    let cursor: string | null | undefined;
+    do {
+      const page = await this.listMemories({ page_size: 200, ...query, cursor }, options);
+      yield* page.items;
+      cursor = page.next_cursor;
+    } while (cursor);
+  }
+
+  // --- context -----------------------------------------------------------------------------------------
+  /** The context for one agent turn; by default it also stores the turn and the facts it states. */
+  assemble(body: AssembleRequest, options?: WriteOptions & AgentOptions): Promise<AssembleResponse> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/context/assemble", body, headers, writes: true }, options);
+  }
+
+  recall(body: RecallRequest, options?: RequestOptions & AgentOptions): Promise<RecallResponse> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/recall", body, headers }, options);
+  }
+
+  summarize(body: SummarizeRequest, options?: RequestOptions): Promise<SummarizeResponse> {
+    return this.send({ method: "POST", path: "/v0/summarize", body }, options);
+  }
+
+  /** Deletes or archives what the rules select; a dry run unless `dry_run: false`. */
+  prune(body: PruneRequest, options?: WriteOptions): Promise<PruneResult> {
+    return this.send({ method: "POST", path: "/v0/prune", body, writes: true }, options);
+  }
+
+  // --- events ------------------------------------------------------------------------------------------
+  /** One page of the org's event log; pass its `next_cursor` as `cursor` for the next. */
+  events(query: ListEventsQuery = {}, options?: RequestOptions): Promise<EventList> {
+    return this.send({ method: "GET", path: EVENTS_PATH, query }, options);
+  }
+
+  /** The log from `cursor` (or the start) to its current end, page by page. */
+  async *iterEvents(
+    query: ListEventsQuery = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<EventItem, void, undefined> {
+    let cursor = query.cursor;
+    for (;;) {
+      const page = await this.events({ limit: 500, ...query, cursor }, options);
+      yield* page.items;
+      if (!page.next_cursor) return;
+      cursor = page.next_cursor;
+    }
+  }
+
+  /** The live event stream (server-sent events). A dropped connection is resumed after the last event
+   * seen (Last-Event-ID) with the retry policy; `max_events` / `timeout` end it on the server's side,
+   * and leaving the loop (or the signal) closes it. */
+  async *streamEvents(
+    query: EventStreamQuery = {},
+    options?: RequestOptions,
+  ): AsyncGenerator<StreamedEvent, void, undefined> {
+    const { after: start, max_events: maxEvents, ...filters } = query;
+    let after = start ?? null;
+    let seen = 0;
+    let failures = 0;
+    while (maxEvents == null || seen < maxEvents) {
+      const left = maxEvents == null ? undefined : maxEvents - seen;
+      const url = this.url(EVENTS_PATH, { ...filters, max_events: left });
+      const headers = { ...this.auth(), Accept: EVENT_STREAM, ...(after ? { "Last-Event-ID": after } : {}) };
+      const scope = linked(options?.signal);
+      try {
+        const response = await this.fetchImpl(url, { headers, signal: scope.signal });
+        if (!response.ok) {
+          throw errorFor(response.status, await response.text(), response.headers.get("X-Request-Id"));
+        }
+        for await (const event of readEvents(response)) {
+          after = event.cursor;
+          seen += 1;
+          failures = 0;
+          yield event;
+        }
+        return; // the server ended the stream (max_events or timeout)
+      } catch (error) {
+        if (options?.signal?.aborted || !(error instanceof TypeError)) throw error; // not the connection
+        if (failures >= this.retry.maxRetries) {
+          throw new ConnectionFailed(`event stream: ${describe(error)}`, { cause: error });
+        }
+        await sleep(retryDelay(this.retry, failures), options?.signal);
+        failures += 1;
+      } finally {
+        scope.abort(); // the loop was left early, or the stream is over: close the connection
+        scope.done();
+      }
+    }
+  }
+
+  // --- sending -----------------------------------------------------------------------------------------
+  private url(path: string, query?: Record<string, QueryValue>): string {
+    return `${this.baseUrl}${path}${queryString(query)}`;
+  }
+
+  private auth(): Record<string, string> {
+    return this.apiKey ? { Authorization: `Bearer ${this.apiKey}` } : {};
+  }
+
+  /** Send one call with retries and decode its answer; an error answer throws its APIError. */
+  private async send<T>(call: Call, options?: WriteOptions): Promise<T> {
+    const headers: Record<string, string> = { ...this.auth(), Accept: "application/json", ...call.headers };
+    if (call.writes) headers["Idempotency-Key"] = options?.idempotencyKey ?? crypto.randomUUID();
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const url = this.url(call.path, call.query);
+    for (let attempt = 0; ; attempt += 1) {
+      const last = attempt >= this.retry.maxRetries;
+      let status: number;
+      let text: string;
+      let answer: Response;
+      const scope = linked(options?.signal, this.timeoutMs);
+      try {
+        answer = await this.fetchImpl(url, { method: call.method, headers, body, signal: scope.signal });
+        text = await answer.text();
+        status = answer.status;
+      } catch (error) {
+        if (options?.signal?.aborted) throw error;
+        if (last)
+          throw new ConnectionFailed(`${call.method} ${call.path}: ${describe(error)}`, { cause: error });
+        await sleep(retryDelay(this.retry, attempt), options?.signal);
+        continue;
+      } finally {
+        scope.done();
+      }
+      if (RETRY_STATUSES.has(status) && !last) {
+        await sleep(retryDelay(this.retry, attempt, answer.headers.get("Retry-After")), options?.signal);
+        continue;
+      }
+      if (!answer.ok) throw errorFor(status, text, answer.headers.get("X-Request-Id"));
+      return JSON.parse(text) as T;
+    }
+  }
+}
+
+/** The events of a server-sent-event answer, as its body arrives. A dropped connection throws (a
+ * TypeError, as fetch's own network errors). */
+async function* readEvents(response: Response): AsyncGenerator<StreamedEvent, void, undefined> {
+  if (response.body === null) return;
+  const reader = response.body.getReader();
+  const parser = new SseParser();
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield* parser.push(decoder.decode(value, { stream: true }));
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}

@@ -1,0 +1,20 @@
+export { DEFAULT_URL, LociClient } from "./client.js";
+export type { AgentOptions, LociClientOptions, RequestOptions, WriteOptions } from "./client.js";
+export {
+  APIError,
+  AuthenticationError,
+  BadRequestError,
+  ConflictError,
+  ConnectionFailed,
+  InternalServerError,
+  LociError,
+  NotFoundError,
+  NotSupportedError,
+  PermissionDeniedError,
+  RateLimitError,
+  ServiceUnavailableError,
+  ValidationError,
+} from "./errors.js";
+export { DEFAULT_RETRY, retryDelay } from "./retry.js";
+export type { RetryPolicy } from "./retry.js";
+export type * from "./types.js";

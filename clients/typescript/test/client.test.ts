@@ -1,0 +1,181 @@
+// The client against a real `loci serve`: every call, typed bodies and answers, errors carrying the
+// envelope, cursor pages and the live event stream.
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  AuthenticationError,
+  LociClient,
+  NotFoundError,
+  PermissionDeniedError,
+  ValidationError,
+  type Memory,
+} from "../src/index.js";
+import { entity, FAST, KEY, NO_SERVER, READ_KEY, URL } from "./helpers.js";
+
+const client = (): LociClient => new LociClient({ baseUrl: URL, apiKey: KEY, retry: FAST });
+
+// Compile-time only: bodies take the API's snake_case keys, not camelCase ones.
+export function typeChecks(loci: LociClient): void {
+  // @ts-expect-error entityId is not a field of the API; entity_id is
+  void loci.createMemory({ type: "note", text: "x", entityId: "ent:a" });
+  // @ts-expect-error a memory's type is one of the API's
+  void loci.createMemory({ type: "thought", text: "x" });
+  // @ts-expect-error recall needs a query
+  void loci.recall({ entity_id: "ent:a" });
+}
+
+describe("against a live server", { skip: NO_SERVER }, () => {
+  test("health, and the URL and key from the environment", async () => {
+    const loci = new LociClient({ retry: FAST }); // LOCI_URL, LOCI_API_KEY
+    assert.equal(loci.baseUrl, URL.replace(/\/+$/, ""));
+    assert.equal((await loci.health()).status, "ok");
+    assert.ok(Array.isArray((await loci.listMemories({ page_size: 1 })).items));
+  });
+
+  test("memories: create, get, update, create several, delete, list and iterate", async () => {
+    const loci = client();
+    const ent = entity();
+    const made = await loci.createMemory({
+      type: "note",
+      text: "Alice likes tea",
+      entity_id: ent,
+      tags: ["a"],
+    });
+    assert.match(made.memory_id, /^mem_/);
+    assert.deepEqual(await loci.getMemory(made.memory_id), made);
+    const changed = await loci.updateMemory(made.memory_id, { tags: ["b"], archived: true });
+    assert.deepEqual([changed.tags, changed.archived], [["b"], true]);
+    const batch = await loci.createMemories({
+      items: [0, 1, 2, 3, 4].map((i) => ({ type: "event" as const, text: `e${i}`, entity_id: ent })),
+    });
+    assert.equal(batch.items.length, 5);
+    assert.deepEqual(await loci.deleteMemory(made.memory_id), { deleted: true, memory_id: made.memory_id });
+    const page = await loci.listMemories({ entity_id: ent, page_size: 2 });
+    assert.equal(page.items.length, 2);
+    assert.ok(page.next_cursor);
+    const all: Memory[] = [];
+    for await (const memory of loci.iterMemories({ entity_id: ent, page_size: 2, sort: "timestamp_asc" })) {
+      all.push(memory);
+    }
+    assert.deepEqual(
+      all.map((m) => m.text),
+      ["e0", "e1", "e2", "e3", "e4"],
+    );
+  });
+
+  test("assemble stores and supersedes; recall finds the current value", async () => {
+    const loci = client();
+    const ent = entity();
+    await loci.assemble({ entity_id: ent, turn: "I live in Paris" });
+    const moved = await loci.assemble({ entity_id: ent, turn: "I moved to Berlin" });
+    assert.deepEqual(
+      moved.extracted?.upserts.map((u) => u.action),
+      ["UPSERTED", "SUPERSEDED"],
+    );
+    const asked = await loci.assemble({ entity_id: ent, turn: "Where do I live?" });
+    assert.ok(
+      asked.context.facts.some((line) => line.includes("Berlin")),
+      JSON.stringify(asked.context),
+    );
+    const found = await loci.recall({ query: "Berlin", entity_id: ent });
+    assert.ok(found.matches.length > 0);
+    assert.match(found.matches[0]?.text ?? "", /Berlin/);
+  });
+
+  test("summarize and prune", async () => {
+    const loci = client();
+    const ent = entity();
+    const made = await loci.createMemories({
+      items: [
+        { type: "fact", text: "Bob works at Acme", entity_id: ent },
+        { type: "note", text: "Bob prefers green tea", entity_id: ent },
+      ],
+    });
+    const summary = await loci.summarize({ entity_id: ent });
+    assert.equal(summary.origin, "extractive");
+    assert.match(summary.summary, /Acme|tea/);
+    const stale = made.items[0]?.memory_id ?? "";
+    await loci.updateMemory(stale, { archived: true });
+    const dry = await loci.prune({ entity_id: ent, archived: true });
+    assert.deepEqual([dry.dry_run, dry.memory_ids], [true, [stale]]);
+    assert.equal((await loci.getMemory(stale)).memory_id, stale); // a dry run changes nothing
+    const done = await loci.prune({ entity_id: ent, archived: true, action: "delete", dry_run: false });
+    assert.deepEqual([done.dry_run, done.count], [false, 1]);
+    const left = await loci.listMemories({ entity_id: ent });
+    assert.deepEqual(
+      left.items.map((m) => m.text),
+      ["Bob prefers green tea"],
+    );
+  });
+
+  test("errors are typed and carry the envelope", async () => {
+    const loci = client();
+    const missing = await loci.getMemory("mem_nope").catch((e: unknown) => e);
+    assert.ok(missing instanceof NotFoundError);
+    assert.equal(missing.status, 404);
+    assert.equal(missing.envelope.error, "not_found");
+    assert.match(missing.requestId, /^req_/);
+    const bad = await loci
+      .createMemory({ type: "note", text: "x", tags: ["t".repeat(65)] })
+      .catch((e: unknown) => e);
+    assert.ok(bad instanceof ValidationError);
+    assert.equal(bad.code, "validation_error");
+    assert.equal(bad.details.field, "tags[0]");
+    const reader = new LociClient({ baseUrl: URL, apiKey: READ_KEY, retry: FAST });
+    await assert.rejects(reader.createMemory({ type: "note", text: "x" }), (e: unknown) => {
+      return e instanceof PermissionDeniedError && /write/.test(e.message);
+    });
+    const stranger = new LociClient({ baseUrl: URL, apiKey: "loci_not_a_key", retry: FAST });
+    await assert.rejects(stranger.listMemories(), AuthenticationError);
+  });
+
+  test("event pages, and the live stream resumed after a cursor", async () => {
+    const loci = client();
+    const ent = entity();
+    for (const i of [0, 1, 2]) await loci.createMemory({ type: "note", text: `n${i}`, entity_id: ent });
+    const first = await loci.events({ entity_id: ent, limit: 2 });
+    assert.equal(first.items.length, 2);
+    const pages = [];
+    for await (const item of loci.iterEvents({ entity_id: ent, limit: 2 })) pages.push(item);
+    assert.deepEqual(
+      pages.map((e) => e.type),
+      ["memory.created", "memory.created", "memory.created"],
+    );
+    const streamed = [];
+    for await (const event of loci.streamEvents({ entity_id: ent, max_events: 3, timeout: 20 }))
+      streamed.push(event);
+    assert.deepEqual(
+      streamed.map((e) => e.item.event_id),
+      pages.map((e) => e.event_id),
+    );
+    assert.deepEqual(
+      streamed.map((e) => e.type),
+      ["memory.created", "memory.created", "memory.created"],
+    );
+    const resumed = [];
+    const after = streamed[0]?.cursor;
+    for await (const event of loci.streamEvents({ entity_id: ent, after, max_events: 2, timeout: 20 })) {
+      resumed.push(event.item.event_id);
+    }
+    assert.deepEqual(
+      resumed,
+      pages.slice(1).map((e) => e.event_id),
+    );
+  });
+
+  test("the live stream follows writes made after it opened, and leaving the loop closes it", async () => {
+    const loci = client();
+    const ent = entity();
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const event of loci.streamEvents({ entity_id: ent, timeout: 30 })) {
+        seen.push(event.item.memory_id ?? "");
+        if (seen.length === 2) break;
+      }
+    })();
+    const a = await loci.createMemory({ type: "note", text: "later 1", entity_id: ent });
+    const b = await loci.createMemory({ type: "note", text: "later 2", entity_id: ent });
+    await reading;
+    assert.deepEqual(seen, [a.memory_id, b.memory_id]);
+  });
+});

@@ -1,0 +1,103 @@
+// The live stream's resumption, against a fake event server that drops the connection mid-stream: the
+// client reconnects with the last cursor as Last-Event-ID and yields every event once.
+import assert from "node:assert/strict";
+import http from "node:http";
+import type net from "node:net";
+import { test } from "node:test";
+import { ConnectionFailed, LociClient } from "../src/index.js";
+import { FAST } from "./helpers.js";
+
+function frame(n: number): string {
+  const item = {
+    event_id: `evt_${n}`,
+    type: "memory.created",
+    at: "2026-01-01T00:00:00Z",
+    memory_id: `mem_${n}`,
+    entity_id: null,
+    data: {},
+  };
+  return `id: c${n}\nevent: memory.created\ndata: ${JSON.stringify(item)}\n\n`;
+}
+
+interface EventServer {
+  url: string;
+  /** The Last-Event-ID of each connection. */
+  lastIds: (string | null)[];
+  /** Resolves when a client closes a connection the server left open ("open"). */
+  clientClosed: Promise<void>;
+  close: () => Promise<void>;
+}
+
+/** Answers each connection with the events listed for it, then ends the answer; after "drop" it cuts the
+ * connection instead, after "open" it leaves it open. */
+async function eventServer(script: (number | "drop" | "open")[][]): Promise<EventServer> {
+  const lastIds: (string | null)[] = [];
+  const sockets = new Set<net.Socket>();
+  let closed = (): void => {};
+  const clientClosed = new Promise<void>((resolve) => (closed = resolve));
+  const server = http.createServer((req, res) => {
+    lastIds.push((req.headers["last-event-id"] as string | undefined) ?? null);
+    res.writeHead(200, { "Content-Type": "text/event-stream" });
+    res.write("retry: 1000\n: connected\n\n");
+    const steps = script.shift() ?? [];
+    const frames = steps.flatMap((s) => (typeof s === "number" ? [frame(s)] : [])).join("");
+    if (steps.includes("drop"))
+      res.write(frames, () => req.socket.destroy()); // sent, then cut
+    else if (steps.includes("open")) {
+      res.write(frames);
+      res.on("close", closed);
+    } else res.end(frames);
+  });
+  server.on("connection", (s) => sockets.add(s));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    lastIds,
+    clientClosed,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+test("a dropped stream resumes after the last event seen", async () => {
+  const server = await eventServer([[1, 2, "drop"], [3]]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    const got = [];
+    for await (const event of loci.streamEvents({ max_events: 3 })) got.push(event.item.event_id);
+    assert.deepEqual(got, ["evt_1", "evt_2", "evt_3"]);
+    assert.deepEqual(server.lastIds, [null, "c2"]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a stream that keeps dropping without an event is a ConnectionFailed", async () => {
+  const server = await eventServer([["drop"], ["drop"], ["drop"], ["drop"], ["drop"]]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    await assert.rejects(async () => {
+      for await (const _ of loci.streamEvents({ after: "c9" })) assert.fail("no event was sent");
+    }, ConnectionFailed);
+    assert.deepEqual(server.lastIds, ["c9", "c9", "c9", "c9"]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("leaving the loop closes the connection", { timeout: 30_000 }, async () => {
+  const server = await eventServer([[1, 2, "open"]]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    for await (const event of loci.streamEvents()) {
+      assert.equal(event.item.event_id, "evt_1");
+      break;
+    }
+    await server.clientClosed; // the test times out if the connection stays open
+  } finally {
+    await server.close();
+  }
+});

@@ -1,0 +1,92 @@
+"""The API's memory records, and the limits of their fields as constrained types: the server
+validates with them and the OpenAPI document shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+# --- the API's enumerations --------------------------------------------------------------------
+MemoryType = Literal["fact", "event", "document", "note", "profile", "chunk"]
+MEMORY_TYPES: tuple[str, ...] = ("fact", "event", "document", "note", "profile", "chunk")
+Status = Literal["active", "superseded", "disputed"]
+STATUSES: tuple[str, ...] = ("active", "superseded", "disputed")
+Sensitivity = Literal["none", "pii", "auto"]
+ObjectType = Literal["literal", "string", "number", "date", "json", "entity"]
+
+#: a JSON-schema pattern for "not blank": some character that `str.isspace` does not call space (spelled
+#: out, since JSON-schema regex engines disagree on what `\s` covers)
+SPACES = "\\t\\n\\u000b\\f\\r \\u001c-\\u001f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+NOT_BLANK_PATTERN = f"[^{SPACES}]"
+
+# --- the API's limits as constrained types ------------------------------------------------------
+Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
+AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
+SubjectId = Annotated[
+    str,
+    Meta(
+        max_length=256, pattern=f"^ent:[^{SPACES}]+$(?!\\n)", description="an entity id of the form ent:<id>"
+    ),
+]
+MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
+Tag = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
+Predicate = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+ObjectString = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
+Unit = Annotated[str, Meta(max_length=32, description="max 32 characters")]
+ConflictKey = Annotated[str, Meta(min_length=1, max_length=128, description="<subject>|<predicate>")]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+MAX_TAGS = 64
+MAX_KEYS = 32
+#: the tags and conflict keys a write may carry (stored memories are read back as they are)
+TagList = Annotated[list[Tag], Meta(max_length=MAX_TAGS, description=f"at most {MAX_TAGS} tags")]
+ConflictKeys = Annotated[list[ConflictKey], Meta(max_length=MAX_KEYS, description=f"at most {MAX_KEYS} keys")]
+# `object` of a memory: string (max 4000), number, boolean, object or null. JSON keeps int vs float.
+ObjectValue = ObjectString | bool | int | float | dict[str, Any] | None
+
+
+class Memory(msgspec.Struct, kw_only=True):
+    """A stored memory: every field of the API's Memory resource, plus `created_at`/`updated_at`."""
+
+    memory_id: str
+    org_id: str
+    namespace: Namespace = "default"
+    agent_id: AgentId | None = None
+    entity_id: EntityId | None = None
+    type: MemoryType
+    text: MemoryText
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    tags: list[Tag] = msgspec.field(default_factory=list)
+    timestamp: datetime
+    archived: bool = False
+    sensitivity: Sensitivity = "auto"
+    subject: SubjectId | None = None
+    predicate: Predicate | None = None
+    object: ObjectValue = None
+    object_type: ObjectType | None = None
+    unit: Unit | None = None
+    keys: list[ConflictKey] | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: Confidence | None = None
+    status: Status = "active"
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def holds_from(self) -> datetime:
+        """When the memory starts to hold: its valid_from, else its timestamp (the scope's `as_of` test,
+        ages, the day it is shown under, supersession order)."""
+        return self.valid_from if self.valid_from is not None else self.timestamp
+
+
+class Entity(msgspec.Struct, kw_only=True):
+    entity_id: str
+    type: str
+    name: str | None = None
+    confidence: float | None = None
+    attributes: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -1,0 +1,28 @@
+"""What a write reports, per item and per turn (the assemble response's `extracted`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from loci.wire.models import Entity, Memory
+
+
+class Upsert(msgspec.Struct, kw_only=True):
+    """One write's outcome. `memory_id` is the memory written or kept (SKIPPED: the fact it repeated);
+    for a negation, which stores nothing of its own, the stored turn that said it, or null."""
+
+    memory_id: str | None
+    action: Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
+    supersedes: list[str] = msgspec.field(default_factory=list)
+
+
+class Extracted(msgspec.Struct, kw_only=True):
+    """Filled by the ingest path when `ingest` ran; empty otherwise."""
+
+    entities: list[Entity] = msgspec.field(default_factory=list)
+    facts: list[Memory] = msgspec.field(default_factory=list)
+    upserts: list[Upsert] = msgspec.field(default_factory=list)
+    #: extraction stopped at its time budget (the turn is stored all the same): later facts are missing
+    truncated: bool = False
