@@ -47,6 +47,11 @@ _NAME = re.compile(
     r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?"
 )  # a capitalized word and its possessive
 _WORD = re.compile(r"[A-Za-z0-9']+")
+#: cosine similarities are rounded to this many decimals: float32 sums differ in the last bits from one
+#: implementation to another (faiss, numpy, pgvector), which must not order near-equal candidates
+SEMANTIC_DECIMALS = 4
+#: more semantic hits fetched than kept, so near-equal candidates at the cut are ordered (and cut) here
+SEMANTIC_MARGIN = 16
 #: a name that speaks at least this share of the scope's events says who, not what (`SearchBackend.speaker_shares`)
 NAME_SHARE = TUNING.speaker_share
 
@@ -133,6 +138,16 @@ def graph_and_recent(
         out.ops += 1
 
 
+def same_on_every_backend(hits: Sequence[Hit]) -> list[Hit]:
+    """Semantic hits with their similarity rounded (`SEMANTIC_DECIMALS`), best first, then the newer
+    id (ids grow with time): near-equal similarities keep one order (and one cut) whatever computed
+    them."""
+    rounded = [Hit(h.memory_id, round(h.raw, SEMANTIC_DECIMALS)) for h in hits]
+    rounded.sort(key=lambda h: h.memory_id, reverse=True)
+    rounded.sort(key=lambda h: -h.raw)
+    return rounded
+
+
 def add_semantic(
     out: ChannelHits,
     store: Store,
@@ -145,9 +160,9 @@ def add_semantic(
     """The semantic channel into `out` (skipped without a vector or weight)."""
     if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
         try:
-            out.semantic = store.search.vector_search(
-                scope, model, np.asarray(query_vector, np.float32), cfg.top_k
-            )
+            query = np.asarray(query_vector, np.float32)
+            hits = store.search.vector_search(scope, model, query, cfg.top_k + SEMANTIC_MARGIN)
+            out.semantic = same_on_every_backend(hits)[: cfg.top_k]
         except Unavailable as exc:
             out.errors.append(f"semantic: {exc.message}")
             out.degraded = True
