@@ -1,5 +1,5 @@
 """The entity graph around one entity, for inspection: the memories the retrieval graph channel reaches
-from it (`Store.graph_search`, same scope rules and depth), and the entities and edges they form.
+from it (`SearchBackend.graph_search`, same scope rules and depth), and the entities and edges they form.
 
 A memory links every entity it touches (entity_id, subject, an entity-valued object). Edges shown:
 - `fact`: subject -> entity-valued object, labelled with the predicate;
@@ -136,7 +136,7 @@ def entity_graph(
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be 1..{MAX_LIMIT}", field="limit")
     scope = Scope(org_id=org_id, namespace=namespace, as_of=as_of, now=now)
-    hits = store.graph_search(scope, [entity_id], depth, limit + 1)
+    hits = store.search.graph_search(scope, [entity_id], depth, limit + 1)
     distance = {h.memory_id: int(h.raw) for h in hits[:limit]}
     memories = store.get_memories(org_id, list(distance))
     touched = [memory_entities(m) for m in memories]

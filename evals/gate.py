@@ -3,7 +3,9 @@
     measure(GateSpec()) -> {"locomo.recall_in_context": 0.41, ...}
     check(measured, load_floors()) -> [] (or the list of failures)
 
-It replays through the engine in process, with the default preset and the `hash` embedder:
+It replays through the engine in process, with the default preset and the `hash` embedder, on the
+store `measure` is given (CI runs it on SQLite and on an embedded PostgreSQL: one set of floors, since
+both rank alike):
 - the first `locomo_conversations` LoCoMo conversations (categories 1-4; turns as events, no
   extraction, questions one day after the last session, `return.max_events` 200: the protocol of
   `loci eval run --ingest events`);
@@ -78,10 +80,10 @@ def first_of_each_type(dataset: Dataset, n: int) -> Dataset:
     return dataset.subset(list(dict.fromkeys(ids)))
 
 
-def _agent_loop(s: GateSpec) -> dict[str, float]:
+def _agent_loop(s: GateSpec, store: str) -> dict[str, float]:
     """The agent loop on a LoCoMo slice (default `return`, and with room) and a LongMemEval_S slice."""
     agent = RunConfig(dataset="locomo", ingest="agent", preset=s.preset, embedder=s.embedder, budget=s.budget,
-                      rank_depth=s.rank_depth, limit=s.agent_conversations)  # fmt: skip
+                      rank_depth=s.rank_depth, limit=s.agent_conversations, store=store)  # fmt: skip
     default = agent.replay_config()
     configs = {"default": default, "room": msgspec.structs.replace(default, max_events=EVENTS_MAX_EVENTS)}
     keep = lambda q: evidence_questions(q) and q.category in LOCOMO_CATEGORIES  # noqa: E731
@@ -96,9 +98,16 @@ def _agent_loop(s: GateSpec) -> dict[str, float]:
     return out
 
 
-def measure(spec: GateSpec | None = None) -> dict[str, float]:
+#: the stores the gate runs on (`loci eval gate --backend`; `--backend` names of `loci eval run`)
+GATE_STORES: dict[str, str] = {"sqlite": "sqlite://:memory:", "postgres": "postgres-embedded"}
+
+
+def measure(spec: GateSpec | None = None, store: str = GATE_STORES["sqlite"]) -> dict[str, float]:
+    """The gate's metrics, replayed on a fresh store of target `store` per conversation."""
     s = spec or GateSpec()
-    config = ReplayConfig(preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth)
+    config = ReplayConfig(
+        preset=s.preset, embedder=s.embedder, budget=s.budget, rank_depth=s.rank_depth, store=store
+    )
     events = RunConfig(
         dataset="locomo",
         ingest="events",
@@ -107,6 +116,7 @@ def measure(spec: GateSpec | None = None) -> dict[str, float]:
         budget=s.budget,
         rank_depth=s.rank_depth,
         limit=s.locomo_conversations,
+        store=store,
     )
     locomo = select(load_dataset("locomo"), events)
     loc = _summary(
@@ -115,7 +125,7 @@ def measure(spec: GateSpec | None = None) -> dict[str, float]:
     synthetic = generate(SyntheticConfig(seed=s.synthetic_seed, entities=s.synthetic_entities))
     syn = _summary(synthetic, config, evidence_questions)
     return {
-        **_agent_loop(s),
+        **_agent_loop(s, store),
         "locomo.recall_in_context": round(float(loc["recall_in_context"]), 4),
         "locomo.recall_in_context_whole": round(float(loc["recall_in_context_whole"]), 4),
         "locomo.overflow_count": float(loc["overflow_count"]),
@@ -177,6 +187,7 @@ def write_measured(measured: Mapping[str, float], path: Path = FLOORS_PATH) -> N
 
 __all__: Sequence[str] = (
     "FLOORS_PATH",
+    "GATE_STORES",
     "Floors",
     "GateSpec",
     "check",

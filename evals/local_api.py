@@ -1,6 +1,7 @@
 """The served API in process, for notebooks and docs: the real Litestar app (`server.app.create_app`)
-behind Litestar's TestClient (an httpx client over ASGI, no socket), a fresh in-memory store, and an
-API key created for one org.
+behind Litestar's TestClient (an httpx client over ASGI, no socket), a fresh store (in memory unless
+`store` names another `open_store` target, e.g. "postgres-embedded"), and an API key created for one
+org.
 
     with start_local_api(org="demo") as api:
         api.post("/v0/memories", {"items": [...]})
@@ -23,16 +24,17 @@ class LocalApi:
         org: str = "demo",
         embedder: str | Embedder = "hash",
         scopes: Sequence[str] = ("read", "write", "admin"),
+        store: str = "memory",
     ):
         from litestar.testing import TestClient
 
         from engine.embed.registry import create_embedder
         from engine.keys import create_api_key
-        from engine.storage.in_memory import InMemoryStore
+        from engine.storage import open_store
         from server.app import create_app
         from server.config import Settings
 
-        self.store = InMemoryStore()
+        self.store = open_store(store)
         model = create_embedder(embedder) if isinstance(embedder, str) else embedder
         settings = Settings(
             embedder=embedder if isinstance(embedder, str) else model.model.partition(":")[0],
@@ -68,8 +70,8 @@ class LocalApi:
         return data
 
 
-def start_local_api(org: str = "demo", embedder: str | Embedder = "hash") -> LocalApi:
-    return LocalApi(org=org, embedder=embedder)
+def start_local_api(org: str = "demo", embedder: str | Embedder = "hash", store: str = "memory") -> LocalApi:
+    return LocalApi(org=org, embedder=embedder, store=store)
 
 
 __all__: Sequence[str] = ("LocalApi", "start_local_api")

@@ -183,14 +183,14 @@ LOCAL_API = "local"  # `--http local`: the real app in process (evals.local_api)
 @contextlib.contextmanager
 def open_backend(config: RunConfig, api_key: str | None = None) -> Iterator[Backend]:
     """The backend a run replays through; `http_url == "local"` serves the app in process for the run
-    (a fresh in-memory store, the run's embedder behind the eval vector cache)."""
+    (on a fresh store of the run's `store` target, the run's embedder behind the eval vector cache)."""
     if config.http_url != LOCAL_API:
         yield make_backend(config, api_key)
         return
     from evals.local_api import start_local_api
     from evals.vector_cache import cached_embedder
 
-    with start_local_api(org="eval", embedder=cached_embedder(config.embedder)) as api:
+    with start_local_api(org="eval", embedder=cached_embedder(config.embedder), store=config.store) as api:
         yield HttpBackend("http://testserver", api.secret, client=api.client)
 
 

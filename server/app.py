@@ -81,13 +81,13 @@ def open_default_store(settings: Settings) -> Store:
 
 
 def keep_inline_vectors(store: Store, embedder: Embedder) -> None:
-    """Have a store that keeps inline vector copies (PostgreSQL: `PostgresStore.inline_model`) keep
-    them for this server's embedder, unless it was given a model already. An embedder that cannot
-    load leaves it unset (everything still works, through the slower join)."""
-    if not hasattr(store, "inline_model") or store.inline_model is not None:
+    """Have a search backend that can keep copies of one model's vectors in its rows
+    (`Capabilities.vector_copies`: PostgreSQL) keep this server's embedder's, unless it keeps a model
+    already. An embedder that cannot load leaves it unset (everything still works, more slowly)."""
+    if not store.search.capabilities.vector_copies:
         return
     try:
-        store.inline_model = embedder.model
+        store.search.keep_vector_copies(embedder.model)
     except Unavailable as exc:
         log.warning("no inline vectors: the embedder did not load (%s)", exc.message)
 

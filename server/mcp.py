@@ -227,7 +227,7 @@ def caller_key(ctx: Context) -> str | None:
     return str(key) if key else None
 
 
-def in_process(app: Any) -> ClientFor:
+def over_asgi(app: Any) -> ClientFor:
     """Clients that call `app` itself (no socket) with the caller's key; no client-side retries."""
     transport = httpx.ASGITransport(app=app)
 
@@ -256,5 +256,5 @@ def shared(client: AsyncLociClient) -> ClientFor:
 
 def session_manager(app: Any) -> StreamableHTTPSessionManager:
     """The streamable-HTTP handler for /mcp: stateless, JSON answers."""
-    mcp = build(in_process(app))
+    mcp = build(over_asgi(app))
     return StreamableHTTPSessionManager(app=mcp._lowlevel_server, stateless=True, json_response=True)

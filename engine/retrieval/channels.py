@@ -47,7 +47,12 @@ _NAME = re.compile(
     r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?"
 )  # a capitalized word and its possessive
 _WORD = re.compile(r"[A-Za-z0-9']+")
-#: a name that speaks at least this share of the scope's events says who, not what (`Store.speaker_shares`)
+#: cosine similarities are rounded to this many decimals: float32 sums differ in the last bits from one
+#: implementation to another (faiss, numpy, pgvector), which must not order near-equal candidates
+SEMANTIC_DECIMALS = 4
+#: more semantic hits fetched than kept, so near-equal candidates at the cut are ordered (and cut) here
+SEMANTIC_MARGIN = 16
+#: a name that speaks at least this share of the scope's events says who, not what (`SearchBackend.speaker_shares`)
 NAME_SHARE = TUNING.speaker_share
 
 
@@ -96,25 +101,31 @@ class ChannelHits(msgspec.Struct, kw_only=True):
     degraded: bool = False
 
 
-def run_other_channels(
-    store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str, seeds: Sequence[str]
-) -> ChannelHits:
-    """bm25, graph_prior and the recent events: the channels that do not need the query vector (so
-    they can run while it is being computed)."""
-    out = ChannelHits()
-    w = cfg.weights
-    if w.bm25 > 0 and query.strip():
+def keyword_channel(
+    out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str
+) -> None:
+    """The bm25 channel into `out` (skipped without weight or query). It runs first: a store that
+    counts the scope's speakers in the same statement then answers `speaker_shares` without another."""
+    if cfg.weights.bm25 > 0 and query.strip():
         try:
-            out.bm25 = store.keyword_search(scope, query, cfg.top_k)
+            out.bm25 = store.search.keyword_search(scope, query, cfg.top_k)
         except Unavailable as exc:
             out.errors.append(f"bm25: {exc.message}")
             out.degraded = True
         out.ops += 1
     else:
         out.skipped.append("bm25")
+
+
+def graph_and_recent(
+    out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *, seeds: Sequence[str]
+) -> None:
+    """graph_prior and the recent events into `out`: with bm25, the channels that do not need the query
+    vector (so they can run while it is being computed)."""
+    w = cfg.weights
     if w.graph_prior > 0 and seeds:
         try:
-            hits = store.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
+            hits = store.search.graph_search(scope, list(seeds), cfg.depth, cfg.top_k)
             out.graph = [Hit(h.memory_id, hops_to_prior(h.raw)) for h in hits]
         except Unavailable as exc:
             out.errors.append(f"graph_prior: {exc.message}")
@@ -125,7 +136,16 @@ def run_other_channels(
     if w.recency_decay > 0:
         out.recent = recent_events(store, scope)
         out.ops += 1
-    return out
+
+
+def same_on_every_backend(hits: Sequence[Hit]) -> list[Hit]:
+    """Semantic hits with their similarity rounded (`SEMANTIC_DECIMALS`), best first, then the newer
+    id (ids grow with time): near-equal similarities keep one order (and one cut) whatever computed
+    them."""
+    rounded = [Hit(h.memory_id, round(h.raw, SEMANTIC_DECIMALS)) for h in hits]
+    rounded.sort(key=lambda h: h.memory_id, reverse=True)
+    rounded.sort(key=lambda h: -h.raw)
+    return rounded
 
 
 def add_semantic(
@@ -140,7 +160,9 @@ def add_semantic(
     """The semantic channel into `out` (skipped without a vector or weight)."""
     if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
         try:
-            out.semantic = store.vector_search(scope, model, np.asarray(query_vector, np.float32), cfg.top_k)
+            query = np.asarray(query_vector, np.float32)
+            hits = store.search.vector_search(scope, model, query, cfg.top_k + SEMANTIC_MARGIN)
+            out.semantic = same_on_every_backend(hits)[: cfg.top_k]
         except Unavailable as exc:
             out.errors.append(f"semantic: {exc.message}")
             out.degraded = True

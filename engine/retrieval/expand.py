@@ -8,7 +8,7 @@ that day.
   hop 0: it is about that entity as much as a fact naming it. This holds for the channels'
   candidates and for the neighbours the conversation context adds.
 - `context_boosts`, after a first fusion: the best `cfg.anchors` events are anchors; the events up to
-  `neighbors` places before and after each (`Store.adjacent_events`, the same stretch of conversation:
+  `neighbors` places before and after each (`SearchBackend.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
   `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
   `day_boost = day_weight x (the best first-fusion score among the event candidates of its stretch)`
@@ -119,7 +119,7 @@ def context_boosts(
     neighbor: dict[str, float] = {}
     if cfg.neighbors > 0 and cfg.neighbor_weight > 0 and events:
         anchors = sorted(events, key=lambda mid: -score[mid])[: cfg.anchors]
-        adjacent = store.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
+        adjacent = store.search.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
         out.ops += 1
         for a in adjacent:
             neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])

@@ -301,7 +301,7 @@ def run_assemble(
             graph_seeds=seeds,
             channels_skipped=r.channels_skipped,
             errors=r.errors,
-            scope_size=store.scope_size(scope),
+            scope_size=store.search.scope_size(scope),
         )
     return AssembleOutcome(response=response, timings=timings)
 

@@ -27,8 +27,9 @@ from engine.retrieval.channels import (
     NAME_SHARE,
     ChannelHits,
     add_semantic,
+    graph_and_recent,
+    keyword_channel,
     query_names,
-    run_other_channels,
     semantic_query,
 )
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
@@ -43,14 +44,13 @@ QUERY_MAX_CHARS = 4000
 
 
 def _semantic_text(store: Store, scope: Scope, query: str) -> str:
-    """The query without the names of the scope's speakers (`channels.semantic_query`). Only with an
-    in-process index, which answers from memory: on a database server the look-up would add a query
-    to every read."""
-    names = query_names(query) if store.in_process else []
+    """The query without the names of the scope's speakers (`channels.semantic_query`). Asked after the
+    keyword channel, whose statement a database store counts the scope's speakers in."""
+    names = query_names(query)
     if not names:
         return query
     try:
-        shares = store.speaker_shares(scope, names)
+        shares = store.search.speaker_shares(scope, names)
     except Unavailable:
         return query
     return semantic_query(query, {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE})
@@ -211,24 +211,27 @@ def retrieve(
     errors: list[str] = []
     degraded = False
 
-    # --- embed the query; on a database server, run the channels that do not need it meanwhile ----
-    # With PostgreSQL the embedding runs in a background thread while this one waits on bm25 / graph /
-    # recent: the database works while this process encodes. An in-process store's channels would
-    # compete with the encoder for the same cores (and the GIL), so there it embeds first.
-    # `timings.embed` is the wait for the vector; `timings.channels` runs from the start of the other
-    # channels to the end of the candidate union (they overlap on a server).
+    # --- bm25, then embed the query; on a database server, run graph / recent meanwhile ------------
+    # The keyword channel runs first: the semantic query leaves out the scope's speakers' names, which
+    # a database store counts in the keyword statement. With PostgreSQL the embedding then runs in a
+    # background thread while this one waits on graph / recent: the database works while this process
+    # encodes. An in-process store's channels would compete with the encoder for the same cores (and
+    # the GIL), so there it embeds in this thread. `timings.embed` runs to the vector's arrival;
+    # `timings.channels` from the start of the channels to the end of the candidate union.
     t = time.perf_counter()
     stats = EmbedStats()
     pending: Future[list[Vector]] | None = None
+    hits = ChannelHits()
+    keyword_channel(hits, store, scope, cfg, query=query)
     if cfg.weights.semantic > 0 and query:
         if embeddings is None:
             degraded = True
             errors.append("semantic: no embedder configured")
             cfg = without_semantic(cfg)
         else:
-            embed = _done_now if store.in_process else _embed_pool().submit
+            embed = _embed_pool().submit if store.search.capabilities.server_side else _done_now
             pending = embed(_embed_query, embeddings, store, scope, query, stats, prefetch)
-    hits: ChannelHits = run_other_channels(store, scope, cfg, query=query, seeds=seeds)
+    graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     qvec: Vector | None = None
     if pending is not None:
         try:

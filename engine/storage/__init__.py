@@ -1,6 +1,8 @@
 """Store registry: `open_store(target)` turns a configuration string into a Store.
 
     "memory"                     -> InMemoryStore()
+    "postgres-embedded"          -> a fresh database on this process's embedded PostgreSQL (see
+                                    engine.storage.postgres.embedded), dropped when the store closes
     "sqlite:///abs/path.db"      -> SQLiteStore("/abs/path.db")
     "sqlite://:memory:"          -> SQLiteStore(":memory:") (one private in-memory database)
     "./data", "/var/lib/loci"    -> SQLiteStore("<dir>/loci.db") (a plain directory path; created if missing)
@@ -18,13 +20,38 @@ from collections.abc import Callable
 from pathlib import Path
 
 from engine.errors import UnknownName
-from engine.storage.base import EventQuery, Hit, ListQuery, Scope, Store, Vector
+from engine.storage.base import (
+    Capabilities,
+    EventQuery,
+    Hit,
+    ListQuery,
+    RecordStore,
+    Scope,
+    SearchBackend,
+    Store,
+    Vector,
+)
 
-__all__ = ["EventQuery", "Hit", "ListQuery", "Scope", "Store", "Vector", "open_store", "BACKENDS", "SCHEMES"]
+__all__ = [
+    "Capabilities",
+    "EventQuery",
+    "Hit",
+    "ListQuery",
+    "RecordStore",
+    "Scope",
+    "SearchBackend",
+    "Store",
+    "Vector",
+    "open_store",
+    "BACKENDS",
+    "SCHEMES",
+]
 
 # Named targets (no "://"): name -> "module:Class", constructed with no arguments.
 BACKENDS: dict[str, str] = {
     "memory": "engine.storage.in_memory:InMemoryStore",
+    # a fresh database on an embedded PostgreSQL server of this process (eval replays, benchmarks)
+    "postgres-embedded": "engine.storage.postgres.embedded:EmbeddedPostgresStore",
 }
 
 # URL schemes: scheme -> "module:Class", constructed with the argument `_SCHEME_ARG` derives.

@@ -1,19 +1,28 @@
-"""The Store protocol: the only seam between the engine and a database.
+"""The storage seam between the engine and a database, in two faces:
 
-Implementations: `memory.InMemoryStore` (engine tests), `sqlite.SQLiteStore` (the embedded default),
-and later PostgreSQL. All pass the one parametrized suite in `tests/engine/storage/`.
+    Store (a RecordStore)   the records: memories, embeddings, API keys, idempotency, the event log,
+                            and the transactions that group writes
+    store.search            its SearchBackend: the retrieval channels over the same records, with the
+                            `Capabilities` it declares (the pipeline reads those, never the backend's type)
+
+Implementations: `in_memory.InMemoryStore` (engine tests) and `sqlite.SQLiteStore` (the embedded
+default), which share one local search (`local_index.LocalSearch`), and `postgres.PostgresStore`
+with `postgres.PostgresSearch`. All pass the one parametrized suite in `tests/engine/storage/`, every
+test on every backend.
 
 Rules every implementation keeps:
 - Org isolation: every call takes `org_id` (directly or in a `Scope`) and never returns or touches
   another org's rows.
 - Atomicity: `with store.transaction():` groups calls into one all-or-nothing unit (nested blocks join
   the outer one). A call made outside a transaction block is its own transaction. When the outermost
-  block exits normally the change is durable (committed) before control returns.
+  block exits normally the change is durable (committed) before control returns. Searches made inside
+  the block see its writes; searches made elsewhere never see them before the commit.
 - Records round-trip exactly: what `put_memories` stores, `get_memory` returns, field for field
   (datetimes as aware UTC; `object` keeps str/int/float/bool/dict/None apart).
-- Retrieval calls (`vector_search`, `keyword_search`, `graph_search`) filter inside the search by the
-  whole `Scope` (org, namespace, entity, agent, archived, status/validity at `as_of`): they never
-  fetch a fixed number of rows first and filter afterwards, so no eligible memory is missed.
+- Searches filter inside the search by the whole `Scope` (org, namespace, entity, agent, archived,
+  status/validity at `as_of`): they never fetch a fixed number of rows first and filter afterwards,
+  so no eligible memory is missed; and every backend ranks alike (the same BM25 numbers, exact
+  vectors up to `Capabilities.exact_vectors_max` candidates).
 """
 
 from __future__ import annotations
@@ -100,11 +109,8 @@ class EventQuery(msgspec.Struct, frozen=True, kw_only=True):
     after: int | None = None  # the org's `seq` of the last event already seen
 
 
-@runtime_checkable
-class Store(Protocol):
-    #: the store's queries run in this process (SQLite, in memory) instead of waiting on a server:
-    #: assemble then embeds the query before the other channels rather than beside them (see retrieve)
-    in_process: bool
+class RecordStore(Protocol):
+    """The records and their transactions (see the module docstring)."""
 
     # --- lifecycle and transactions -------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...
@@ -141,12 +147,65 @@ class Store(Protocol):
 
     def put_embeddings(self, model: str, vectors: Mapping[str, Vector]) -> None: ...
 
+    def embedding_models(self) -> list[str]:
+        """The models the stored vectors belong to (an export's default)."""
+        ...
+
     def missing_vectors(self, model: str) -> Iterator[str]:
         """The text of every stored memory (any org) that has no vector for `model`, read in pages
         (`loci doctor` embeds them; `/metrics` counts them)."""
         ...
 
-    # --- retrieval channels (filtering inside, see Scope) ----------------------------------------
+    # --- API keys --------------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKey) -> None: ...
+
+    def find_api_key(self, key_hash: str) -> ApiKey | None: ...
+
+    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]: ...
+
+    def revoke_api_key(self, key_id: str, at: datetime) -> bool: ...
+
+    # --- idempotency -----------------------------------------------------------------------------
+    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
+        """The unexpired record for (org, key), if any."""
+        ...
+
+    def put_idempotency(self, record: IdempotencyRecord) -> None: ...
+
+    # --- event log -------------------------------------------------------------------------------
+    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
+        """Append to the org's log. `durable=False`, for a log entry no acknowledged write depends on (a
+        read's `context.assembled`): outside a transaction the commit need not wait for the disk; it
+        survives the process being killed, and the next durable commit takes it to disk, but an OS crash
+        or power loss before that may lose it. Inside a transaction the transaction decides."""
+        ...
+
+    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
+        """The org's events in append order as (seq, event). `seq` numbers the org's own events (1, 2, ...:
+        nothing in it depends on other orgs), increases strictly in commit order and is the cursor."""
+        ...
+
+
+class Capabilities(msgspec.Struct, frozen=True, kw_only=True):
+    """What a search backend declares about itself; the pipeline and the server read these."""
+
+    #: searches run in a database server, not on this process's cores: the pipeline embeds the query
+    #: in another thread while they run (in process the two would compete for the same cores)
+    server_side: bool
+    #: memory rows can carry a copy of one embedding model's vectors, so an entity's semantic search
+    #: reads an index alone (`SearchBackend.keep_vector_copies`, `fill_vector_copies`)
+    vector_copies: bool
+    #: semantic search is exact for scopes of at most this many candidates, approximate (HNSW) above;
+    #: None: always exact
+    exact_vectors_max: int | None
+
+
+class SearchBackend(Protocol):
+    """The retrieval channels over a RecordStore's memories (filtering inside, see Scope)."""
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
         """Cosine similarity (vectors are L2-normalized) of memories whose text has a cached vector
         for `model`; best first; raw = similarity."""
@@ -181,34 +240,23 @@ class Store(Protocol):
         0.0 when the scope has no events."""
         ...
 
-    # --- API keys --------------------------------------------------------------------------------
-    def create_api_key(self, key: ApiKey) -> None: ...
-
-    def find_api_key(self, key_hash: str) -> ApiKey | None: ...
-
-    def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]: ...
-
-    def revoke_api_key(self, key_id: str, at: datetime) -> bool: ...
-
-    # --- idempotency -----------------------------------------------------------------------------
-    def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
-        """The unexpired record for (org, key), if any."""
+    def keep_vector_copies(self, model: str) -> None:
+        """Copy `model`'s vectors into the rows written from now on, unless a model is kept already
+        (only with `capabilities.vector_copies`; a no-op otherwise)."""
         ...
 
-    def put_idempotency(self, record: IdempotencyRecord) -> None: ...
-
-    # --- event log -------------------------------------------------------------------------------
-    def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
-        """Append to the org's log. `durable=False`, for a log entry no acknowledged write depends on (a
-        read's `context.assembled`): outside a transaction the commit need not wait for the disk; it
-        survives the process being killed, and the next durable commit takes it to disk, but an OS crash
-        or power loss before that may lose it. Inside a transaction the transaction decides."""
+    def fill_vector_copies(self) -> int:
+        """Copy the kept model's vectors into rows written without one; the copies made (0 without
+        `capabilities.vector_copies`)."""
         ...
 
-    def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
-        """The org's events in append order as (seq, event). `seq` numbers the org's own events (1, 2, ...:
-        nothing in it depends on other orgs), increases strictly in commit order and is the cursor."""
-        ...
+
+@runtime_checkable
+class Store(RecordStore, Protocol):
+    """A RecordStore with the SearchBackend over its records."""
+
+    @property
+    def search(self) -> SearchBackend: ...
 
 
 def page_through(store: Store, org_id: str, query: ListQuery) -> Iterator[Memory]:

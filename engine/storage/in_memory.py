@@ -4,8 +4,9 @@
 - Transactions keep an undo log; an exception in the outermost block undoes every change made in it
   (nested blocks join the outer one, so an exception escaping an inner block rolls back everything).
 - Records are stored as given (no copy): treat them as immutable, as `engine.models` says.
-- Retrieval uses the shared in-process index (`engine.storage.local_index`), patched after commit.
-  Searches see committed data: inside an open transaction they may miss that block's own writes.
+- `store.search` is the local search (`engine.storage.local_index.LocalSearch`), patched as each
+  write runs (dropped on rollback): searches inside a transaction see its own writes, other threads'
+  searches wait for it to end.
 """
 
 from __future__ import annotations
@@ -13,36 +14,33 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
-from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.base import EventQuery, ListQuery, Vector
 from engine.storage.listing import event_matches, list_matches, paginate_sorted
-from engine.storage.local_index import IndexRegistry
+from engine.storage.local_index import LocalSearch
 from engine.timeutil import to_micros
 
 _MISSING: Any = object()
 
 
 class InMemoryStore:
-    in_process = True
-
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._depth = 0
         self._mark = 0
         self._undo: list[Callable[[], None]] = []
-        self._after_commit: list[Callable[[], None]] = []  # index patches, run only after commit
         self._memories: dict[tuple[str, str], Memory] = {}
         self._embeddings: dict[tuple[str, str], Vector] = {}
         self._api_keys: dict[str, ApiKey] = {}
         self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
         self._events: dict[str, list[Event]] = {}  # per org, in append order: the org's seq is place + 1
-        self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
+        self.search = LocalSearch(self._load_namespace, self.get_embeddings, self._lock)
 
     # --- lifecycle and transactions -------------------------------------------------------------
     @contextmanager
@@ -51,7 +49,7 @@ class InMemoryStore:
             self._depth += 1
             outer = self._depth == 1
             if outer:
-                self._mark = self._index.mark()
+                self._mark = self.search.mark()
             try:
                 yield
             except BaseException:
@@ -71,18 +69,12 @@ class InMemoryStore:
 
     def _commit(self) -> None:
         self._undo.clear()
-        patches, self._after_commit = self._after_commit, []
-        try:
-            for patch in patches:
-                patch()
-        finally:
-            self._index.end_commit()
+        self.search.committed()
 
     def _rollback(self) -> None:
         while self._undo:
             self._undo.pop()()
-        self._after_commit.clear()
-        self._index.forget_since(self._mark)
+        self.search.forget_since(self._mark)
 
     def _set(self, table: dict[Any, Any], key: Any, value: Any) -> None:
         old = table.get(key, _MISSING)
@@ -112,8 +104,7 @@ class InMemoryStore:
         with self._auto():
             for m in memories:
                 self._set(self._memories, (m.org_id, m.memory_id), m)
-            batch = list(memories)
-            self._after_commit.append(lambda: self._index.apply_put(batch))
+            self.search.apply_put(list(memories))
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         with self._lock:
@@ -130,7 +121,7 @@ class InMemoryStore:
             if old is None:
                 return False
             self._set(self._memories, (org_id, memory_id), _MISSING)
-            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            self.search.apply_delete(org_id, [memory_id])
             return True
 
     def _org_memories(self, org_id: str) -> list[Memory]:
@@ -180,34 +171,17 @@ class InMemoryStore:
             }
             for h, arr in clean.items():
                 self._set(self._embeddings, (model, h), arr)
-            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+            self.search.apply_vectors(model, clean)
+
+    def embedding_models(self) -> list[str]:
+        with self._lock:
+            return sorted({model for model, _ in self._embeddings})
 
     def missing_vectors(self, model: str) -> Iterator[str]:
         with self._lock:
             texts = [m.text for m in self._memories.values()]
             missing = [t for t in texts if (model, text_hash(t)) not in self._embeddings]
         return iter(missing)
-
-    # --- retrieval -------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
-        return self._index.vector_search(scope, model, query, k)
-
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
-        return self._index.keyword_search(scope, text, k)
-
-    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-        return self._index.graph_search(scope, seeds, depth, k)
-
-    def adjacent_events(
-        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-    ) -> list[Adjacent]:
-        return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
-
-    def scope_size(self, scope: Scope) -> int:
-        return self._index.scope_size(scope)
-
-    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        return self._index.speaker_shares(scope, words)
 
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:

@@ -86,20 +86,20 @@ def run_benchmark(
     rng = np.random.default_rng(seed + 1)
     query = rng.standard_normal(dim).astype(np.float32)
     start = time.perf_counter()
-    store.keyword_search(scope, "w1 w50", k)
-    store.vector_search(scope, "bench", query, k)
+    store.search.keyword_search(scope, "w1 w50", k)
+    store.search.vector_search(scope, "bench", query, k)
     first_search_s = time.perf_counter() - start
     calls: dict[str, Callable[[], object]] = {
-        "vector": lambda: store.vector_search(scope, "bench", query, k),
-        "vector_agent": lambda: store.vector_search(
+        "vector": lambda: store.search.vector_search(scope, "bench", query, k),
+        "vector_agent": lambda: store.search.vector_search(
             Scope(org_id="org_bench", now=now, agent_id="agent1"), "bench", query, k
         ),
-        "keyword": lambda: store.keyword_search(scope, "w3 w120 w4000 doc77", k),
-        "keyword_entity": lambda: store.keyword_search(
+        "keyword": lambda: store.search.keyword_search(scope, "w3 w120 w4000 doc77", k),
+        "keyword_entity": lambda: store.search.keyword_search(
             Scope(org_id="org_bench", now=now, entity_id="ent:e7"), "w3 w120", k
         ),
-        "graph_depth2": lambda: store.graph_search(scope, ["ent:e7"], 2, k),
-        "scope_size": lambda: store.scope_size(scope),
+        "graph_depth2": lambda: store.search.graph_search(scope, ["ent:e7"], 2, k),
+        "scope_size": lambda: store.search.scope_size(scope),
     }
     timings: list[ChannelTiming] = []
     for name, call in calls.items():

@@ -1,4 +1,4 @@
-"""`loci bench assemble|ingest|encoder|peers|scale|redos`: the latency and throughput benchmarks' command line.
+"""`loci bench assemble|ingest|encoder|peers|scale|hnsw|redos`: the latency and throughput benchmarks' command line.
 
     loci bench assemble [--sizes 1000,10000,100000] [--calls 200] [--embedder minilm|hash] [--no-http]
                         [--cache-dir ./data/bench-cache] [--max-embed N] [--out FILE]
@@ -9,6 +9,7 @@
     loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http] [--out FILE]
                         (loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
+    loci bench scale    (evals/bench/scale.py)      loci bench hnsw (evals/bench/hnsw.py)
 
 Tables go to stdout (and to --out, appended); progress to stderr. Corpus vectors are cached under
 --cache-dir (keyed by model and text hash), so only the first run embeds the corpus. The work lives in
@@ -202,7 +203,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _needs_postgres(missing: str) -> int:
     print(
-        f"loci bench scale needs the postgres extra (pip install 'loci[postgres]'): {missing}",
+        f"loci bench scale and hnsw need the postgres extra (pip install 'loci[postgres]'): {missing}",
         file=sys.stderr,
     )
     return 2
@@ -286,11 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default=None, help="also append the table to this file")
     d.set_defaults(func=_redos)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
+    h = sub.add_parser("hnsw", help="PostgreSQL's HNSW plan: recall@k against exact search per ef_search")
     try:
-        from evals.bench import scale
+        from evals.bench import hnsw, scale
     except ImportError as exc:  # psycopg is in the `postgres` extra
         missing = str(exc)
         s.set_defaults(func=lambda args: _needs_postgres(missing))
+        h.set_defaults(func=lambda args: _needs_postgres(missing))
     else:
         scale.add_arguments(s)
+        hnsw.add_arguments(h)
     return parser

@@ -557,7 +557,7 @@ def serve_rows(
 
 
 # --- entry point --------------------------------------------------------------------------------
-def _ints(text: str) -> list[int]:
+def ints(text: str) -> list[int]:
     try:
         values = [int(p) for p in text.split(",") if p.strip()]
     except ValueError as exc:
@@ -573,10 +573,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memories", type=int, default=1_000_000)
     parser.add_argument("--entities", type=int, default=1000)
     parser.add_argument("--orgs", type=int, default=10)
-    parser.add_argument("--workers", type=_ints, default=[1, 2, 4], help="comma-separated worker counts")
+    parser.add_argument("--workers", type=ints, default=[1, 2, 4], help="comma-separated worker counts")
     parser.add_argument(
         "--concurrency",
-        type=_ints,
+        type=ints,
         default=[4, 1],
         help="comma-separated client thread counts, each run against every worker count",
     )

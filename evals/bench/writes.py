@@ -102,7 +102,9 @@ def bench_scope(size: int, turns: Sequence[str], *, batches: int, singles: int, 
             texts = iter(f"{turns[i % len(turns)]} ({i})" for i in range(10**9))  # distinct texts
             batch_ms: list[float] = []
             for _ in range(batches):
-                store.vector_search(scope, embedder.model, warm, 5)  # the index is built (at 0: once written)
+                store.search.vector_search(
+                    scope, embedder.model, warm, 5
+                )  # the index is built (at 0: once written)
                 drafts = [
                     MemoryCreate(entity_id=corpus.ENTITY, type="event", text=next(texts))
                     for _ in range(MAX_BATCH)

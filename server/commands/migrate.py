@@ -5,7 +5,7 @@ PostgreSQL: under an advisory lock, so several workers or a deploy job may run i
 it again is a no-op.
 
 On PostgreSQL it then gives rows written before schema migration 3 their inline vector copy for the
-configured embedder's model (`PostgresStore.backfill_inline_vectors`; `--no-inline-vectors` skips it):
+configured embedder's model (`SearchBackend.fill_vector_copies`; `--no-inline-vectors` skips it):
 5,000 rows per transaction, safe while servers run, and a scan that finds nothing to do afterwards.
 """
 
@@ -16,6 +16,7 @@ import re
 import sys
 from typing import Any
 
+from engine.storage.base import Store
 from engine.storage.schema_info import latest_version, schema_version
 from server.commands import add_store_arguments, settings_from_args
 
@@ -25,9 +26,9 @@ def display_target(target: str) -> str:
     return re.sub(r"//[^@/]*@", "//", target).split("?")[0]
 
 
-def _backfill_inline(store: Any, embedder: str) -> tuple[str, int] | None:
-    """(model, copies made) on a store that keeps inline vectors (PostgreSQL), else None."""
-    if not hasattr(store, "backfill_inline_vectors"):
+def _backfill_inline(store: Store, embedder: str) -> tuple[str, int] | None:
+    """(model, copies made) on a store whose search keeps vector copies (PostgreSQL), else None."""
+    if not store.search.capabilities.vector_copies:
         return None
     from engine.embed.registry import create_embedder
 
@@ -38,8 +39,8 @@ def _backfill_inline(store: Any, embedder: str) -> tuple[str, int] | None:
             f"warning: no inline vector backfill, embedder {embedder!r} unavailable: {exc}", file=sys.stderr
         )
         return None
-    store.inline_model = model
-    return model, int(store.backfill_inline_vectors())
+    store.search.keep_vector_copies(model)
+    return model, store.search.fill_vector_copies()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -35,11 +35,11 @@ def _open(settings: Settings) -> Store:
 
 
 def default_models(store: Store, settings: Settings) -> list[str]:
-    """The models whose vectors to export when none are named: those the store reports (if it has
-    an `embedding_models()` method), else the configured embedder's model name."""
-    listed = getattr(store, "embedding_models", None)
-    if callable(listed):
-        return [str(m) for m in listed()]
+    """The models whose vectors to export when none are named: those the store holds vectors of, else
+    (none stored) the configured embedder's model name."""
+    listed = store.embedding_models()
+    if listed:
+        return listed
     try:
         from engine.embed.registry import create_embedder
 

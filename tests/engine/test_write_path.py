@@ -17,7 +17,7 @@ from engine.embed.hash import HashEmbedder
 from engine.memory_service import MemoryCreate, MemoryService
 from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Vector
-from engine.storage.local_index import IndexRegistry
+from engine.storage.local_index import LocalSearch
 from engine.storage.sqlite import SQLiteStore
 from engine.timeutil import utcnow
 from tests.factories import memory
@@ -37,7 +37,9 @@ def test_a_write_is_one_commit_with_its_vector(tmp_path: Path) -> None:
     assert text_hash(m.text) in store.get_embeddings(HashEmbedder().model, [text_hash(m.text)])
     scope = Scope(org_id="org", entity_id="ent:u", now=utcnow())
     query = HashEmbedder().embed(["Alice moved to Lisbon"])[0]
-    assert [h.memory_id for h in store.vector_search(scope, HashEmbedder().model, query, 3)] == [m.memory_id]
+    assert [h.memory_id for h in store.search.vector_search(scope, HashEmbedder().model, query, 3)] == [
+        m.memory_id
+    ]
     store.close()
 
 
@@ -70,15 +72,15 @@ def test_vectors_of_the_same_commit_are_not_read_back() -> None:
     rows.append(first)
     import threading
 
-    registry = IndexRegistry(lambda org, ns: list(rows), load_vectors, threading.RLock())
+    registry = LocalSearch(lambda org, ns: list(rows), load_vectors, threading.RLock())
     scope = Scope(org_id="o", now=now)
     registry.vector_search(scope, "m", vec, 1)  # builds the index and loads model "m"
     reads.clear()
     second = memory(memory_id="m2", org_id="o", text="second", at=now)
     registry.apply_vectors("m", {text_hash("second"): vec})
     registry.apply_put([second])
-    registry.end_commit()
-    assert reads == []  # taken from the commit's own vectors
+    registry.committed()
+    assert reads == []  # taken from the transaction's own vectors
     assert [h.memory_id for h in registry.vector_search(scope, "m", vec, 2)] == ["m2"]
     third = memory(memory_id="m3", org_id="o", text="second", at=now)
     registry.apply_put([third])  # a later commit: the store is asked again

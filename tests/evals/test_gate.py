@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.gate import Floors, check, comparison, load_floors, measure
+from evals.gate import GATE_STORES, Floors, check, comparison, load_floors, measure
 
 
 def test_check_reports_floors_and_ceilings() -> None:
@@ -31,8 +31,12 @@ def test_floors_file_is_consistent() -> None:
 
 @pytest.mark.eval
 @pytest.mark.slow
-def test_eval_gate() -> None:
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.integration)], ids=str
+)
+def test_eval_gate(backend: str) -> None:
+    """The same floors on every backend: they rank alike."""
     floors = load_floors()
-    measured = measure(floors.spec)
+    measured = measure(floors.spec, GATE_STORES[backend])
     failures = check(measured, floors)
     assert not failures, "eval gate failed:\n" + "\n".join(failures) + "\n\n" + comparison(measured, floors)

@@ -13,6 +13,7 @@ def test_names() -> None:
         "longmemeval-oracle",
         "longmemeval-s-dev",
         "synthetic",
+        "synthetic-mixed",
     ]
 
 

@@ -9,15 +9,17 @@ Scores are Okapi BM25 (k1=1.5, b=0.75) with Lucene's idf, over exactly the scope
 - a repeated query term adds its contribution each time; a term absent from the scope adds 0.
 Every document holding a query term is returned.
 
-Speed: postings are numpy arrays (cached per term), document lengths and df are numpy. `df_live`
-(df over all live rows) is kept up to date on every add/remove, so the scope's df for every term is
+Speed: postings are numpy arrays in one CSR block, with the rows added one by one since kept in
+lists and merged into the block once they reach a quarter of it (so a term's postings are at most
+one concatenation away, with no cache to keep). Document lengths and df are numpy. `df_live` (df
+over all live rows) is kept up to date on every add/remove, so the scope's df for every term is
 either counted from the eligible rows or derived as df_live minus the counts of the live-but-excluded
-rows, whichever touches fewer rows. The last scope's statistics (N, avgdl, df) are kept until a row is
-added or removed or another mask comes.
+rows, whichever touches fewer rows. A scope's statistics are kept by its ScopeView (view.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
@@ -31,14 +33,17 @@ from engine.storage.local_index.growable import Growable
 
 K1 = 1.5
 B = 0.75
+#: postings added one by one are merged into the CSR block when they exceed this or a quarter of it
+COMPACT_MIN = 4096
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 
 def idf_of(n: float, df: float) -> float:
-    """Lucene's BM25 idf of a term in `df` of `n` documents (see the module docstring)."""
-    return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+    """Lucene's BM25 idf of a term in `df` of `n` documents (see the module docstring), as ln(1 + x):
+    the libm `log` PostgreSQL's ln() calls too, so both backends compute the same number."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 class ScopeStats(NamedTuple):
@@ -50,22 +55,18 @@ class ScopeStats(NamedTuple):
 class KeywordIndex:
     def __init__(self) -> None:
         self.vocab: dict[str, int] = {}
-        # postings per term: a bulk-built numpy part plus rows appended one by one since
-        # bulk part as CSR over term ids < len(self._base_ptr) - 1
+        # postings as CSR over term ids < len(self._base_ptr) - 1, plus rows appended since (per term)
         self._base_ptr: IntArray = np.zeros(1, dtype=np.int64)
         self._base_rows: IntArray = np.zeros(0, dtype=np.int64)
         self._base_tfs: FloatArray = np.zeros(0, dtype=np.float64)
         self._post_more: dict[int, tuple[list[int], list[float]]] = {}
-        self._post_cache: dict[int, tuple[IntArray, FloatArray]] = {}
+        self._more = 0  # postings in _post_more
         self.doc_len = Growable(np.float64, 0.0)
         self._nz_start = Growable(np.int64, 0)  # per row: first position in the nz arrays
         self._nz_count = Growable(np.int64, 0)  # per row: number of distinct terms
         self._nz_term = Growable(np.int64, 0)  # per (row, distinct term)
+        self._nz_tf = Growable(np.float64, 0.0)  # per (row, distinct term)
         self.df_live = Growable(np.int64, 0)  # per term
-        # bumped by add and remove; with an equal mask it keys the last scope statistics, which the next
-        # search of the same scope (the next turn, another channel) would compute again
-        self._version = 0
-        self._last_stats: tuple[int, Mask, ScopeStats] | None = None
 
     def _term_id(self, term: str) -> int:
         tid = self.vocab.get(term)
@@ -78,7 +79,6 @@ class KeywordIndex:
     def add(self, row: int, tokens: Sequence[str]) -> None:
         """Append one row (rows are appended in order)."""
         assert row == self.doc_len.size, "rows are appended in order"
-        self._version += 1
         counts = Counter(tokens)
         self.doc_len.append(float(len(tokens)))
         self._nz_start.append(self._nz_term.size)
@@ -89,12 +89,27 @@ class KeywordIndex:
             more = self._post_more.setdefault(tid, ([], []))
             more[0].append(row)
             more[1].append(float(tf))
-            self._post_cache.pop(tid, None)
             tids.append(tid)
         self._nz_term.extend(tids)
+        self._nz_tf.extend([float(tf) for tf in counts.values()])
         if tids:
             df = self.df_live.view
             df[np.asarray(tids, dtype=np.int64)] += 1
+        self._more += len(tids)
+        if self._more > max(COMPACT_MIN, self._base_rows.shape[0] // 4):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the CSR block from every row's terms (rows ascending within a term)."""
+        terms, tfs = self._nz_term.view, self._nz_tf.view
+        rows = np.repeat(np.arange(self._nz_count.size, dtype=np.int64), self._nz_count.view)
+        order = np.argsort(terms, kind="stable")
+        counts = np.bincount(terms, minlength=len(self.vocab))
+        self._base_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._base_rows = rows[order]
+        self._base_tfs = tfs[order].astype(np.float64)
+        self._post_more.clear()
+        self._more = 0
 
     def add_bulk(self, first_row: int, docs: Sequence[Sequence[str]]) -> None:
         """Append many rows at once (first_row, first_row + 1, ...): vectorized postings."""
@@ -103,7 +118,6 @@ class KeywordIndex:
                 self.add(first_row + i, tokens)
             return
         assert first_row == 0, "bulk building starts an empty index"
-        self._version += 1
         vocab_map = self.vocab
         for term in set(chain.from_iterable(docs)):
             if term not in vocab_map:
@@ -122,16 +136,12 @@ class KeywordIndex:
         self._nz_start.extend(np.concatenate(([0], np.cumsum(per_row)[:-1])))
         self._nz_count.extend(per_row)
         self._nz_term.extend(p_terms)
-        df = np.bincount(p_terms, minlength=vocab)
-        self.df_live.view[:] += df
-        order = np.argsort(p_terms, kind="stable")  # by term, rows ascending within a term
-        self._base_ptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
-        self._base_rows = p_rows[order]
-        self._base_tfs = tf[order].astype(np.float64)
+        self._nz_tf.extend(tf.astype(np.float64))
+        self.df_live.view[:] += np.bincount(p_terms, minlength=vocab)
+        self._compact()
 
     def remove(self, row: int) -> None:
         """The row left the live set (its postings stay; the mask excludes it)."""
-        self._version += 1
         df = self.df_live.view
         df[self._terms_of_rows(np.asarray([row], dtype=np.int64))] -= 1
 
@@ -153,14 +163,10 @@ class KeywordIndex:
         more = self._post_more.get(tid)
         if more is None:
             return base_rows, base_tfs
-        cached = self._post_cache.get(tid)
-        if cached is None:
-            cached = (
-                np.concatenate((base_rows, np.asarray(more[0], dtype=np.int64))),
-                np.concatenate((base_tfs, np.asarray(more[1], dtype=np.float64))),
-            )
-            self._post_cache[tid] = cached
-        return cached
+        return (
+            np.concatenate((base_rows, np.asarray(more[0], dtype=np.int64))),
+            np.concatenate((base_tfs, np.asarray(more[1], dtype=np.float64))),
+        )
 
     def scope_df(self, mask: Mask, live: Mask) -> IntArray:
         eligible = np.flatnonzero(mask)
@@ -172,33 +178,25 @@ class KeywordIndex:
         return self.df_live.view - removed
 
     def scope_stats(self, mask: Mask, live: Mask) -> ScopeStats:
-        """N, avgdl and df over the eligible rows. The last result is kept until a row is added or
-        removed (`live` changes only with `remove`) or another mask is asked for."""
-        last = self._last_stats
-        if last is not None and last[0] == self._version and np.array_equal(last[1], mask):
-            return last[2]
+        """N, avgdl and df over the eligible rows (a ScopeView keeps them)."""
         n = int(mask.sum())
         avgdl = float(self.doc_len.view[mask].sum()) / n if n else 0.0
         if avgdl == 0.0:
-            stats = ScopeStats(n, avgdl, np.zeros(0, dtype=np.int64))
-        else:
-            stats = ScopeStats(n, avgdl, self.scope_df(mask, live))
-        self._last_stats = (self._version, mask.copy(), stats)
-        return stats
+            return ScopeStats(n, avgdl, np.zeros(0, dtype=np.int64))
+        return ScopeStats(n, avgdl, self.scope_df(mask, live))
 
-    def scores(self, mask: Mask, live: Mask, query: Sequence[str]) -> tuple[IntArray, FloatArray]:
-        """(rows, scores) of the eligible rows with a positive score, unordered."""
+    def scores(self, stats: ScopeStats, mask: Mask, query: Sequence[str]) -> tuple[IntArray, FloatArray]:
+        """(rows, scores) of the eligible rows with a positive score, unordered; `stats` are the
+        scope's (`scope_stats`)."""
         tids = [self.vocab[t] for t in query if t in self.vocab]
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-        if not tids:
-            return empty
-        n, avgdl, df = self.scope_stats(mask, live)
-        if n == 0 or avgdl == 0.0:
+        n, avgdl, df = stats
+        if not tids or n == 0 or avgdl == 0.0:
             return empty
         doc_len = self.doc_len.view
         acc = np.zeros(doc_len.shape[0], dtype=np.float64)
         for tid in tids:
-            d = float(df[tid])
+            d = float(df[tid]) if tid < df.shape[0] else 0.0
             if d == 0.0:
                 continue
             idf = idf_of(n, d)

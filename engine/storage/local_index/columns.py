@@ -72,10 +72,6 @@ class Columns:
         self.ts = Growable(np.int64, 0)
         self.speaker = Growable(np.int32, -1)
         self.dead = 0
-        #: bumped by every row change; with the Scope object (frozen) it keys the last mask, which the
-        #: channels of one request ask for again and again
-        self.generation = 0
-        self._last_mask: tuple[Scope, int, Mask] | None = None
 
     @property
     def n(self) -> int:
@@ -86,7 +82,6 @@ class Columns:
         return len(self.row_of)
 
     def append(self, m: Memory) -> int:
-        self.generation += 1
         row = len(self.memory_ids)
         self.memory_ids.append(m.memory_id)
         self.row_of[m.memory_id] = row
@@ -104,7 +99,6 @@ class Columns:
 
     def append_bulk(self, memories: Sequence[Memory]) -> int:
         """Append many rows; returns the first new row. The caller has killed earlier rows of these ids."""
-        self.generation += 1
         first = len(self.memory_ids)
         for i, m in enumerate(memories):
             self.memory_ids.append(m.memory_id)
@@ -124,23 +118,12 @@ class Columns:
     def kill(self, memory_id: str) -> int | None:
         row = self.row_of.pop(memory_id, None)
         if row is not None:
-            self.generation += 1
             self.live[row] = False
             self.dead += 1
         return row
 
     def mask(self, scope: Scope) -> Mask:
-        """The rows `scope` may see (read-only: the same array is returned for the same scope object
-        until a row changes)."""
-        last = self._last_mask
-        if last is not None and last[0] is scope and last[1] == self.generation:
-            return last[2]
-        mask = self._mask(scope)
-        mask.flags.writeable = False  # shared by the callers of this scope
-        self._last_mask = (scope, self.generation, mask)
-        return mask
-
-    def _mask(self, scope: Scope) -> Mask:
+        """The rows `scope` may see (kept by the ScopeView that asks)."""
         mask: Any = self.live.view & ~self.archived.view
         if scope.entity_id is not None:
             code = self.entities.get(scope.entity_id)

@@ -1,12 +1,16 @@
 """One (org, namespace) index: filter columns, keyword postings, entity graph, and per-model vectors.
 
 Rows are append-only: replacing a memory kills its old row and appends a new one; dead rows stay
-masked out until the registry drops the index for a rebuild (see `IndexRegistry`).
+masked out until the local search drops the index for a rebuild (see `LocalSearch`). `generation`
+moves with every change of rows or vectors; what a scope derives from the rows lives in its ScopeView
+(view.py), kept while the generation stands. A row never changes, so the decoded memory of a row
+(`memories`, filled by the SQLite store's reads) stays right for as long as the index lives.
 Hits are ordered by score (best first), ties by newer timestamp, then memory_id.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Sequence
 
@@ -16,13 +20,16 @@ import numpy.typing as npt
 from engine.models import Memory, text_hash
 from engine.storage.base import Adjacent, Hit, Scope, Vector
 from engine.storage.local_index.bm25 import KeywordIndex
-from engine.storage.local_index.columns import Columns, Mask
+from engine.storage.local_index.columns import Columns
 from engine.storage.local_index.graph import GraphIndex
-from engine.storage.local_index.tokenize import tokenize
 from engine.storage.local_index.vector import VectorIndex
+from engine.storage.local_index.view import ScopeView
 from engine.storage.scope_filter import memory_entities
+from engine.storage.tokenize import tokenize
 
 VectorLoader = Callable[[str, Sequence[str]], dict[str, Vector]]
+VIEWS = 8  # scopes kept per generation (a request's channels, a few requests at once)
+_SERIALS = itertools.count(1)
 
 
 class NamespaceIndex:
@@ -36,17 +43,42 @@ class NamespaceIndex:
         self.vectors: dict[str, VectorIndex] = {}
         self.row_hash: list[str] = []
         self.rows_by_hash: dict[str, list[int]] = {}
-        self.loaded_at = 0  # registry build counter when rows or vectors were last read from the store
+        self.serial = next(_SERIALS)  # never reused: keys the memories kept by row (search.py)
+        self.loaded_at = 0  # the local search's counter when rows or vectors were last changed
+        self.generation = 0
+        self._views: dict[Scope, ScopeView] = {}  # of this generation
+        #: decoded memories by row (a row never changes: nothing to invalidate)
+        self.memories: dict[int, Memory] = {}
         # event rows, live or dead, in (timestamp, memory_id) order: built on first use, then merged
         # into on each add (rows never change type or timestamp; the scope mask drops dead ones)
         self._events: npt.NDArray[np.int64] | None = None
-        #: (columns generation, mask, events per speaker code + 1, events in scope) of the last look-up
-        self._last_speakers: tuple[int, Mask, npt.NDArray[np.int64], int] | None = None
+
+    def _changed(self) -> None:
+        self.generation += 1
+        self._views.clear()
+
+    def view(self, scope: Scope) -> ScopeView:
+        """The scope's view at this generation; a scope whose mask equals a kept view's shares it."""
+        found = self._views.get(scope)
+        if found is not None:
+            return found
+        mask = self.cols.mask(scope)
+        for other in self._views.values():
+            if np.array_equal(other.mask, mask):
+                found = other
+                break
+        if found is None:
+            found = ScopeView(self, mask)
+        if len(self._views) >= VIEWS:
+            self._views.pop(next(iter(self._views)))
+        self._views[scope] = found
+        return found
 
     # --- maintenance (callers hold `lock`) ------------------------------------------------------
     def add(self, memories: Sequence[Memory], load_vectors: VectorLoader) -> None:
         latest: dict[str, Memory] = {m.memory_id: m for m in memories}  # a batch may repeat an id: last wins
         batch = list(latest.values())
+        self._changed()
         for m in batch:
             self.remove(m.memory_id)
         first = self.cols.append_bulk(batch)
@@ -66,10 +98,13 @@ class NamespaceIndex:
         row = self.cols.kill(memory_id)
         if row is None:
             return False
+        self._changed()
         self.keywords.remove(row)
+        self.memories.pop(row, None)
         return True
 
     def load_model(self, model: str, load_vectors: VectorLoader) -> None:
+        self._changed()
         self.vectors[model] = VectorIndex()
         live_rows = list(self.cols.row_of.values())
         found = load_vectors(model, list({self.row_hash[r] for r in live_rows}))
@@ -79,6 +114,7 @@ class NamespaceIndex:
         if model not in self.vectors:
             return
         rows = [r for h in vectors for r in self.rows_by_hash.get(h, ()) if self.cols.live.view[r]]
+        self._changed()
         self._attach(model, rows, vectors)
 
     def _attach(self, model: str, rows: Sequence[int], found: dict[str, Vector]) -> None:
@@ -116,7 +152,7 @@ class NamespaceIndex:
         return [Hit(ids[r[i]], p[i]) for i in chosen]
 
     def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
-        rows, sims = self.vectors[model].search(self.cols.mask(scope), query, k)
+        rows, sims = self.vectors[model].search(self.view(scope).mask, query, k)
         hits = self._ranked(rows, -sims, k)
         return [Hit(h.memory_id, -h.raw) for h in hits]
 
@@ -124,19 +160,20 @@ class NamespaceIndex:
         query = tokenize(text)
         if not query or k <= 0:
             return []
-        rows, scores = self.keywords.scores(self.cols.mask(scope), self.cols.live.view, query)
+        view = self.view(scope)
+        rows, scores = self.keywords.scores(view.keyword_stats(), view.mask, query)
         hits = self._ranked(rows, -scores, k)
         return [Hit(h.memory_id, -h.raw) for h in hits]
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-        rows, dist = self.graph.distances(self.cols.mask(scope), seeds, depth)
+        rows, dist = self.graph.distances(self.view(scope).mask, seeds, depth)
         return self._ranked(rows, dist.astype(np.float64), k)
 
     def scope_size(self, scope: Scope) -> int:
-        return int(self.cols.mask(scope).sum())
+        return int(self.view(scope).mask.sum())
 
     def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        spoken, n = self._speaker_counts(scope)
+        spoken, n = self.view(scope).speakers()
         if n == 0 or not words:
             return [0.0] * len(words)
         names = [name.split() for name in self.cols.speakers.names]
@@ -144,20 +181,7 @@ class NamespaceIndex:
             float(sum(int(spoken[c + 1]) for c, parts in enumerate(names) if w in parts)) / n for w in words
         ]
 
-    def _speaker_counts(self, scope: Scope) -> tuple[npt.NDArray[np.int64], int]:
-        """Events per speaker code (at code + 1; 0 counts events without one) and the events in scope.
-        Kept until a row changes or another mask is asked for: every read of a conversation asks."""
-        mask = self.cols.mask(scope)  # read-only, replaced (not changed) when a row changes
-        last = self._last_speakers
-        if last is not None and last[0] == self.cols.generation and np.array_equal(last[1], mask):
-            return last[2], last[3]
-        code = self.cols.types.get("event")
-        events = mask & (self.cols.type.view == code) if code is not None else np.zeros_like(mask)
-        spoken = np.bincount(self.cols.speaker.view[events] + 1, minlength=len(self.cols.speakers.names) + 1)
-        self._last_speakers = (self.cols.generation, mask, spoken, int(events.sum()))
-        return spoken, self._last_speakers[3]
-
-    def _event_rows(self) -> npt.NDArray[np.int64]:
+    def event_rows(self) -> npt.NDArray[np.int64]:
         """Every event row, live or dead, in (timestamp, memory_id) order."""
         if self._events is None:
             self._events = self._merge_events(np.zeros(0, dtype=np.int64), range(self.cols.n))
@@ -191,8 +215,7 @@ class NamespaceIndex:
     ) -> list[Adjacent]:
         if span <= 0 or not memory_ids:
             return []
-        events = self._event_rows()
-        order = events[self.cols.mask(scope)[events]]
+        order = self.view(scope).events()
         if order.size == 0:
             return []
         pos = np.full(self.cols.n, -1, dtype=np.int64)

@@ -16,8 +16,8 @@ import numpy as np
 
 from engine.models import Memory
 from engine.storage.base import Hit, Vector
-from engine.storage.local_index.tokenize import tokenize
 from engine.storage.scope_filter import memory_entities
+from engine.storage.tokenize import tokenize
 from engine.timeutil import to_micros
 
 K1 = 1.5

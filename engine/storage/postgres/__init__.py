@@ -2,12 +2,14 @@
 
     store = PostgresStore("postgresql://user:pass@host/db")
 
-Modules: `schema` (migrations under an advisory lock), `rows` (memory rows), `search` (the three
-retrieval channels and the scope filter; documents the exact/HNSW choice, iterative scans and how
-`ts_rank` differs from BM25), `bulk` (COPY loads, HNSW rebuild), `vectors` (pgvector binary codec,
-per-model HNSW indexes), `bookkeeping` (API keys, idempotency, events), `pgtext` (NUL-safe,
-order-preserving string code for columns), `store` (the class). Test fixtures that start a real
-server: `tests/pg_fixture.py`.
+Modules: `store` (PostgresStore, the record store), `backend` (PostgresSearch, its search backend),
+`schema` (migrations under an advisory lock), `rows` (memory rows), `search` (the scope filter, the
+graph and conversation queries), `semantic` (the vector plans: exact wherever HNSW would lose
+evidence), `keywords` (BM25 as the local index computes it, over the terms each row stores), `bulk`
+(COPY loads, HNSW rebuild), `vectors` (pgvector binary codec, per-model HNSW indexes), `bookkeeping`
+(API keys, idempotency, events), `pgtext` (NUL-safe, order-preserving string code for columns),
+`embedded` (a throwaway server, and a store on a fresh database of it). Test fixtures that start a
+real server: `tests/pg_fixture.py`.
 
 Nothing is held in process that another worker would need: any number of server processes can share
 one database.
@@ -17,11 +19,12 @@ slow. For big loads use `PostgresStore.bulk_load(memories, model=..., vectors=..
 binary COPY, and the HNSW index dropped and rebuilt once after the load (docs/benchmarks.md has the
 load rates).
 
-Reads at scale: entity-scoped semantic search (what assemble does) is exact over the scope's rows when
-the scope holds at most `search.EXACT_SCAN_MAX` memories, instead of filtering the shared HNSW index
-(see `search`). Memory rows carry copies of their vector (for the store's `inline_model`) and of their
-tsvector, INCLUDEd in the entity indexes, so that scan and the entity keyword query read index pages
-only (schema migration 3; `PostgresStore.backfill_inline_vectors` fills rows written before it).
+Reads at scale: semantic search is exact over the scope's rows when it holds at most
+`semantic.EXACT_SCAN_MAX` memories (every entity scope in practice), else over the model's vectors
+while it has at most `semantic.EXACT_VECTORS_MAX`, HNSW only beyond both (see `semantic`). Memory rows carry copies of their vector (for the store's `inline_model`; schema
+migration 3, `PostgresStore.backfill_inline_vectors` fills rows written before it) and of their keyword
+terms (migration 5), INCLUDEd in the entity indexes, so that scan and the entity keyword query read
+index pages only.
 `loci bench scale` (evals/bench/scale.py) measures load, size and assemble latency.
 
 Transactions. `with store.transaction():` checks a connection out of the psycopg pool and binds it to
@@ -49,6 +52,7 @@ keys) to avoid deadlocks; PostgreSQL detects any deadlock and aborts one transac
 (psycopg.errors.DeadlockDetected).
 """
 
+from engine.storage.postgres.backend import PostgresSearch
 from engine.storage.postgres.store import PostgresStore
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresSearch", "PostgresStore"]

@@ -8,8 +8,8 @@ graph, a few hundred per second) are far too slow.
   (`rows.row_of`, and the inline vector copy of the store's `inline_model`, from the load's
   vectors or else from `embeddings`), then their conflict keys by `COPY memory_keys`. Memories must be NEW: an
   existing (org_id, memory_id) aborts the whole load with a unique violation (nothing is written).
-  The `tsv` columns (by the trigger of schema migration 3) and the B-tree/GIN indexes are maintained
-  as rows arrive.
+  The keyword columns' index copies (by the trigger of schema migration 5) and the B-tree/GIN indexes
+  are maintained as rows arrive.
 - Vectors: binary COPY into a temporary staging table, then one
   `INSERT INTO embeddings SELECT ... ON CONFLICT (model, text_hash) DO NOTHING` (a vector is a
   function of (model, text), so an existing row is already right).
@@ -60,6 +60,8 @@ _MEMORY_TYPES = (
     "timestamptz",
     "text",
     "text",
+    "text[]",
+    "text[]",
 )
 assert len(_MEMORY_TYPES) == len(COLUMNS)
 

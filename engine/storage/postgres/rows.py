@@ -17,12 +17,12 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import msgspec
 import psycopg
 
-from engine.models import Memory, text_hash
+from engine.models import Memory, speaker_name, text_hash
 from engine.storage.base import ListQuery
 from engine.storage.listing import ascii_lower
 from engine.storage.postgres.pgtext import enc, enc_all, enc_opt
-from engine.storage.postgres.schema import tsv_inline_fits
 from engine.storage.postgres.where import Where
+from engine.storage.tokenize import terms
 from engine.timeutil import to_utc
 
 _encoder = msgspec.json.Encoder()
@@ -77,6 +77,8 @@ COLUMNS = (
     "valid_to",
     "status",
     "doc",
+    "kw",
+    "speaker",
 )
 #: the inline vector columns (migration 3), after COLUMNS
 INLINE_COLUMNS = ("embedding_model", "embedding")
@@ -163,9 +165,8 @@ def backfill_inline_page(
     conn: psycopg.Connection[Any], model: str, after: tuple[str, str] | None, limit: int
 ) -> tuple[int, tuple[str, str] | None]:
     """Give the next `limit` rows in primary-key order after `after` their inline copy of `model`'s
-    vector where they have none (and their vector is stored and fits), and their inline tsvector;
-    (vector copies made, last key read, None when no rows are left). Rows another transaction holds
-    locked are skipped."""
+    vector where they have none (and their vector is stored and fits); (vector copies made, last key
+    read, None when no rows are left). Rows another transaction holds locked are skipped."""
     where, params = (
         ("", {})
         if after is None
@@ -181,12 +182,6 @@ def backfill_inline_page(
     made = conn.execute(
         _COPY_INLINE.format(rows=_page_rows("embedding")), {**page, "model": enc(model)}, prepare=False
     ).rowcount
-    conn.execute(  # and the inline tsvector, by the trigger's rule, where it is missing
-        f"UPDATE memories m SET tsv_small = m.tsv WHERE {_page_rows('tsv_small')}"
-        f" AND {tsv_inline_fits('m', 'm.tsv')}",
-        page,
-        prepare=False,
-    )
     return made, (keys[-1][0], keys[-1][1])
 
 
@@ -216,6 +211,13 @@ def object_entity(m: Memory) -> str | None:
     return None
 
 
+def keyword_columns(kind: str, text: str) -> tuple[list[str], list[str] | None]:
+    """(`kw`, `speaker`) of a memory: its keyword terms (`engine.storage.tokenize.terms`) and, for an
+    event, the distinct words of its speaker's name (`engine.models.speaker_name`), else None."""
+    name = speaker_name(text) if kind == "event" else None
+    return enc_all(terms(text)), (enc_all(dict.fromkeys(name.split())) if name else None)
+
+
 def row_of(m: Memory) -> tuple[Any, ...]:
     m = normalized(m)
     return (
@@ -236,6 +238,7 @@ def row_of(m: Memory) -> tuple[Any, ...]:
         m.valid_to,
         enc(m.status),
         _encoder.encode(m).decode("utf-8"),
+        *keyword_columns(m.type, m.text),
     )
 
 

@@ -14,28 +14,80 @@ the (timestamp, memory_id) keyset order whatever the database's default collatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import psycopg
 
-#: `tsv_small` is kept when its size plus the row's ids stays within this many bytes, so the
-#: memories_by_entity_kw entry (those, ~250 bytes of other columns and overhead) stays under btree's
-#: 2,704-byte limit for any ids the API accepts.
-TSV_INLINE_BUDGET = 2200
+#: `tsv_small` (migration 3), and since migration 5 `kw_small` with `speaker_small`, are kept when
+#: their size plus the row's ids stays within this many bytes, so the memories_by_entity_kw entry
+#: (those, ~250 bytes of other columns and overhead) stays under btree's 2,704-byte limit for any ids
+#: the API accepts.
+INLINE_BUDGET = 2200
+
+
+def _ids_size(row: str) -> str:
+    return (
+        f"octet_length({row}.org_id) + octet_length({row}.memory_id)"
+        f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
+    )
 
 
 def tsv_inline_fits(row: str, tsv: str) -> str:
-    """The rule for keeping `tsv_small`, in SQL: tsvector `tsv` of row `row` (an alias, or NEW) fits
-    beside the row's ids. One rule for the trigger and the backfill (rows.backfill_inline_page)."""
+    """Migration 3's rule for keeping `tsv_small`, in SQL: tsvector `tsv` of row `row` (an alias, or
+    NEW) fits beside the row's ids."""
+    return f"pg_column_size({tsv}) + {_ids_size(row)} <= {INLINE_BUDGET}"
+
+
+def kw_inline_fits(row: str) -> str:
+    """The rule for keeping `kw_small` and `speaker_small` (the trigger of migration 5), in SQL: the
+    keyword terms and speaker words of row `row` (an alias, or NEW) fit beside its ids."""
     return (
-        f"pg_column_size({tsv}) + octet_length({row}.org_id) + octet_length({row}.memory_id)"
-        f" + octet_length({row}.namespace) + coalesce(octet_length({row}.entity_id), 0)"
-        f" <= {TSV_INLINE_BUDGET}"
+        f"pg_column_size({row}.kw) + coalesce(pg_column_size({row}.speaker), 0) + {_ids_size(row)}"
+        f" <= {INLINE_BUDGET}"
     )
 
 
 # Any 64-bit constant unique to Loci's migrations ("loci" in ASCII, then 1).
 MIGRATION_LOCK = 0x6C6F6369_00000001
+#: rows tokenized per round trip by `tokenize_rows`
+TOKENIZE_BATCH = 20_000
 
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+Step = str | Callable[[psycopg.Connection[Any]], None]
+
+
+def tokenize_rows(conn: psycopg.Connection[Any]) -> None:
+    """Migration 4's data step: every existing row's `kw` and `speaker` (rows.keyword_columns), read
+    in primary-key order and written back through a temporary table, a batch at a time."""
+    from engine.storage.postgres.pgtext import dec
+    from engine.storage.postgres.rows import keyword_columns
+
+    conn.execute(
+        'CREATE TEMPORARY TABLE loci_kw (org_id text COLLATE "C", memory_id text COLLATE "C",'
+        " kw text[], speaker text[]) ON COMMIT DROP"
+    )
+    after: tuple[str, str] = ("", "")
+    while True:
+        rows = conn.execute(
+            "SELECT org_id, memory_id, type, text FROM memories WHERE (org_id, memory_id) > (%s, %s)"
+            " ORDER BY org_id, memory_id LIMIT %s",
+            (*after, TOKENIZE_BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        with conn.cursor() as cur, cur.copy("COPY loci_kw FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["text", "text", "text[]", "text[]"])
+            for org, memory_id, kind, text in rows:
+                copy.write_row((org, memory_id, *keyword_columns(dec(kind), dec(text))))
+        conn.execute(
+            "UPDATE memories m SET kw = t.kw, speaker = t.speaker FROM loci_kw t"
+            " WHERE m.org_id = t.org_id AND m.memory_id = t.memory_id"
+        )
+        conn.execute("TRUNCATE loci_kw")
+        after = (rows[-1][0], rows[-1][1])
+
+
+MIGRATIONS: tuple[tuple[int, Step], ...] = (
     (
         1,
         """
@@ -212,6 +264,51 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         DROP INDEX events_by_org_type;
         """,
     ),
+    (
+        5,
+        # BM25 as the local index ranks (postgres/keywords.py): `kw` holds a memory's keyword terms as
+        # the Python tokenizer makes them (engine.storage.tokenize: the same stems and stop words;
+        # PostgreSQL's own `english` parser splits words differently), `speaker` an event's speaker's
+        # name words. `kw_small` and `speaker_small` are their copies for the entity index when they
+        # fit beside the row's ids (the trigger's rule, like migration 3's tsvector copy, which they
+        # replace with the `tsv` column, its GIN index and trigger). Existing rows are tokenized by
+        # `tokenize_rows` in this migration's transaction, before the index is built.
+        """
+        DROP TRIGGER memories_tsv ON memories;
+        DROP FUNCTION loci_memories_tsv();
+        DROP INDEX memories_by_entity_kw;
+        DROP INDEX memories_by_entity_long;
+        DROP INDEX memories_tsv;
+        ALTER TABLE memories DROP COLUMN tsv, DROP COLUMN tsv_small,
+            ADD COLUMN kw text[], ADD COLUMN speaker text[],
+            ADD COLUMN kw_small text[], ADD COLUMN speaker_small text[];
+        CREATE FUNCTION loci_memories_kw() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        BEGIN
+            IF {KW_INLINE_FITS} THEN
+                NEW.kw_small := NEW.kw;
+                NEW.speaker_small := NEW.speaker;
+            ELSE
+                NEW.kw_small := NULL;
+                NEW.speaker_small := NULL;
+            END IF;
+            RETURN NEW;
+        END
+        $fn$;
+        CREATE TRIGGER memories_kw BEFORE INSERT OR UPDATE OF kw, speaker, org_id, memory_id, namespace,
+            entity_id ON memories FOR EACH ROW EXECUTE FUNCTION loci_memories_kw();
+        """.replace("{KW_INLINE_FITS}", kw_inline_fits("NEW")),
+    ),
+    (5, tokenize_rows),
+    (
+        5,
+        """
+        ALTER TABLE memories ALTER COLUMN kw SET NOT NULL;
+        CREATE INDEX memories_by_entity_kw ON memories (org_id, namespace, entity_id, ts, memory_id)
+            INCLUDE (text_hash, type, status, archived, valid_from, valid_to, speaker_small, kw_small);
+        CREATE INDEX memories_by_entity_long ON memories (org_id, namespace, entity_id)
+            WHERE kw_small IS NULL;
+        """,
+    ),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -231,11 +328,15 @@ def migrate(url: str) -> list[int]:
                 " version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
             )
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-            for version, ddl in MIGRATIONS:
-                if version in done:
-                    continue
+            for version in sorted({v for v, _ in MIGRATIONS} - done):
                 with conn.transaction():
-                    conn.execute(ddl)  # a constant, not user input
+                    for step_version, step in MIGRATIONS:
+                        if step_version != version:
+                            continue
+                        if isinstance(step, str):
+                            conn.execute(step)  # a constant, not user input
+                        else:
+                            step(conn)
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
                 applied.append(version)
         finally:

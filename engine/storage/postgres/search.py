@@ -1,51 +1,15 @@
-r"""The three retrieval channels and the scope filter, as SQL. Every query filters by the whole `Scope`
+r"""The retrieval channels and the scope filter, as SQL. Every query filters by the whole `Scope`
 inside the database (see `scope_filter`), so no eligible memory is lost to a fetch-then-filter.
 
-Semantic (`vector_search`): memories join `embeddings` on (model, text_hash); cosine distance `<=>`.
-Two plans, chosen per query by the size of the scope:
-- Exact (`exact_vector_statement`), when the scope has at most `EXACT_SCAN_MAX` (10,000) candidates.
-  With an entity in the scope (assemble always has one) a single statement scores at most 10,001
-  rows and also counts them; 10,001 means "too big", and the HNSW plan runs instead.
-  Without an entity, a bounded count comes first (`SELECT count(*) FROM (SELECT 1 ... WHERE <scope>
-  LIMIT 10,001)`, through the (org, namespace, status, ts) index). Each scope row's vector is its
-  inline copy when it carries one for the model (schema migration 3, `PostgresStore.inline_model`:
-  then an entity scope is scored from the entity index's pages alone), else its text's row in
-  `embeddings` by the (model, text_hash) primary key; the distances are materialized (a CTE without
-  ORDER BY, so the planner cannot walk the HNSW index, which stops after ef_search neighbours), then
-  sorted: exact, and its cost grows with the scope (more through the join than inline), not with the
-  table. Why: the HNSW index is shared by every org and entity; an entity-scoped query (assemble
-  always has one) keeps maybe 1 in 1,000 of the index's neighbours, so an iterative scan walks tens of
-  thousands of index entries (up to `hnsw.max_scan_tuples`) and can still come back short: on a large
-  table with many entities that is the slow path.
-- HNSW (`vector_statement`), for larger scopes: the per-model HNSW expression index (see vectors.py),
-  ordered by (distance, newer timestamp, memory_id): the planner walks the index and adds an
-  incremental sort for the tie-breakers. With filters, a plain HNSW scan stops after
-  `hnsw.ef_search` candidates and can return fewer than k rows; so each search sets, for its
-  transaction only, `hnsw.iterative_scan = relaxed_order` (pgvector 0.8: keep scanning the index
-  until k rows pass the filter, bounded by `hnsw.max_scan_tuples`, 20,000 by default) and
-  `hnsw.ef_search = max(40, k)` (capped at 1,000). `relaxed_order` may emit rows slightly out of
-  order, so the k rows are re-sorted. HNSW is approximate: on a large scope a true neighbour can be
-  missed (recall ~0.95+ at default settings).
-raw = 1 - cosine distance (0 for a zero vector).
+Semantic: exact wherever HNSW would lose evidence (module `semantic`).
 
 Plans are made per call: every query here runs with `prepare=False` (an unnamed statement, planned
 with its actual parameters). psycopg otherwise prepares a statement after 5 runs on a connection, and
 after 5 more PostgreSQL may switch to a generic plan made without the parameters, which cannot see
 how selective the entity is and is far slower on a large table; planning each call costs much less.
 
-Keyword (`keyword_search`): PostgreSQL full-text search over the column
-`tsv = to_tsvector('english', text)` (GIN index; kept by a trigger, schema migration 3). In an entity
-scope, rows whose tsvector is also inline in the entity index (`tsv_small`) are matched there without
-reading their heap rows. The query goes through
-`plainto_tsquery('english')` and its terms are OR-ed. Score: `ts_rank(tsv, query, 1)`: for each query lexeme present, a weight
-growing with its frequency in the document, summed and divided by 1 + log(document length).
-How it differs from the SQLite and in-memory stores, which compute Okapi BM25 exactly as rank_bm25
-(k1=1.5, b=0.75) over the scope's candidates with a `\w+` tokenizer, no stemming and a 29-word stop
-list: (1) English stemming here ('lives' and 'living' match 'live'); (2) PostgreSQL's longer English
-stop list; (3) no inverse document frequency (a rare word weighs as much as a common one) and no
-term-frequency saturation; (4) values are small (about 0.01 to 0.3), not comparable with BM25's.
-The engine normalizes each channel per query, so only the order within one query matters; orders
-can differ from BM25 when a query mixes rare and common words.
+Keyword: Okapi BM25 with the local index's tokenizer, idf and parameters, in one statement over the
+scope's rows (`keywords`).
 
 Graph (`graph_search`): breadth-first over the entity graph, one SQL query per hop (indexed lookups
 by entity_id, subject, object_entity). Every in-scope memory links all the entities it names
@@ -56,17 +20,14 @@ distance. Ties everywhere: newer timestamp first, then memory_id (as in the othe
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
-from engine.storage.base import Adjacent, Hit, Scope, Vector
+from engine.storage.base import Adjacent, Hit, Scope
 from engine.storage.postgres.pgtext import dec, enc
-from engine.storage.postgres.vectors import vector_type
 from engine.storage.postgres.where import Where
 from engine.timeutil import to_micros, to_utc
 
@@ -92,167 +53,11 @@ def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
     return w.sql, w.params
 
 
-def _sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
+def sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descending: bool) -> list[Hit]:
     """Best first, ties broken by newer timestamp, then memory_id (the order every store uses)."""
     sign = -1.0 if descending else 1.0
     ordered = sorted(rows, key=lambda r: (sign * float(r[1]), -to_micros(r[2]), r[0]))
     return [Hit(dec(memory_id), float(raw)) for memory_id, raw, _ in ordered[:k]]
-
-
-def vector_statement(scope: Scope, model: str, query: Vector, k: int) -> tuple[sql.Composed, Params]:
-    """The semantic channel's SQL and parameters (separate so tests can EXPLAIN it)."""
-    dims = int(query.shape[-1])
-    where, params = scope_filter(scope)
-    params["q"] = query
-    params["k"] = k
-    vt = vector_type(dims)
-    # Ordered by the indexed expression first: the planner walks the HNSW index and adds an
-    # incremental sort for the tie-breakers, or (small scope) sorts the scope's rows exactly.
-    stmt = sql.SQL(
-        """
-        WITH nearest AS MATERIALIZED (
-            SELECT m.memory_id, m.ts, (e.embedding::{vt} <=> %(q)b::{vt}) AS distance
-            FROM embeddings e JOIN memories m ON m.text_hash = e.text_hash
-            WHERE e.model = {model} AND e.dims = {dims} AND {where}
-            ORDER BY distance, m.ts DESC, m.memory_id
-            LIMIT %(k)s
-        )
-        SELECT memory_id, CASE WHEN distance = 'NaN' THEN 0.0 ELSE 1.0 - distance END, ts FROM nearest
-        """
-    ).format(vt=vt, model=sql.Literal(enc(model)), dims=sql.Literal(dims), where=sql.SQL(where))
-    return stmt, params
-
-
-#: Scopes with at most this many candidates get the exact plan (see the module docstring).
-EXACT_SCAN_MAX = 10_000
-
-
-def exact_vector_statement(
-    scope: Scope, model: str, query: Vector, k: int, *, cap: int | None = None
-) -> tuple[sql.Composed, Params]:
-    """The exact semantic plan: every scope row with its distance (a materialized CTE without ORDER BY,
-    so the planner cannot walk the HNSW index: ordering happens outside it), then the top k. Columns
-    as `vector_statement`; with `cap`, at most `cap` rows are scored and a 4th column counts them
-    (cap reached = the scope is too big for this plan)."""
-    dims = int(query.shape[-1])
-    where, params = scope_filter(scope)
-    params["q"] = query
-    params["k"] = k
-    params["cap"] = cap
-    vt = vector_type(dims)
-    # A row's inline vector copy (migration 3) when it has one for this model, else its text's vector
-    # through the (model, text_hash) key; NULL without a vector (such rows sort last and are dropped
-    # by the caller, but still count toward `cap`).
-    stmt = sql.SQL(
-        """
-        WITH scored AS MATERIALIZED (
-            SELECT m.memory_id, m.ts,
-                   CASE WHEN m.embedding_model = {model} AND vector_dims(m.embedding) = {dims}
-                        THEN m.embedding::{vt} <=> %(q)b::{vt}
-                        ELSE (SELECT e.embedding::{vt} <=> %(q)b::{vt} FROM embeddings e
-                              WHERE e.model = {model} AND e.text_hash = m.text_hash AND e.dims = {dims})
-                   END AS distance
-            FROM memories m
-            WHERE {where}
-            LIMIT %(cap)s
-        )
-        SELECT memory_id, CASE WHEN distance = 'NaN' THEN 0.0 ELSE 1.0 - distance END, ts{counted} FROM scored
-        ORDER BY distance, ts DESC, memory_id
-        LIMIT %(k)s
-        """
-    ).format(
-        vt=vt,
-        model=sql.Literal(enc(model)),
-        dims=sql.Literal(dims),
-        where=sql.SQL(where),
-        counted=sql.SQL(", (SELECT count(*) FROM scored)" if cap is not None else ""),
-    )
-    return stmt, params
-
-
-def _scored(rows: Sequence[tuple[Any, ...]]) -> list[tuple[str, float, datetime]]:
-    """The exact plan's rows that have a vector (see `exact_vector_statement`)."""
-    return [(r[0], r[1], r[2]) for r in rows if r[1] is not None]
-
-
-def bounded_scope_size(conn: psycopg.Connection[Any], scope: Scope, limit: int) -> int:
-    """The scope's candidate count, reading at most `limit` + 1 rows (returns `limit` + 1 if larger)."""
-    where, params = scope_filter(scope)
-    params["lim"] = limit + 1
-    row = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT %(lim)s) AS c",
-        params,
-        prepare=False,
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def vector_search(
-    conn: psycopg.Connection[Any],
-    scope: Scope,
-    model: str,
-    query: Vector,
-    k: int,
-    *,
-    exact_max: int = EXACT_SCAN_MAX,
-) -> list[Hit]:
-    """Exact for scopes of at most `exact_max` candidates, HNSW otherwise (module docstring)."""
-    if k <= 0:
-        return []
-    if exact_max > 0 and scope.entity_id is not None:
-        # Entity scopes are nearly always small: score up to exact_max + 1 rows in one statement.
-        stmt, params = exact_vector_statement(scope, model, query, k, cap=exact_max + 1)
-        rows = conn.execute(stmt, params, prepare=False).fetchall()
-        if not rows or int(rows[0][3]) <= exact_max:
-            return _sorted_hits(_scored(rows), k, descending=True)
-    elif exact_max > 0 and bounded_scope_size(conn, scope, exact_max) <= exact_max:
-        stmt, params = exact_vector_statement(scope, model, query, k)
-        rows = conn.execute(stmt, params, prepare=False).fetchall()
-        return _sorted_hits(_scored(rows), k, descending=True)
-    stmt, params = vector_statement(scope, model, query, k)
-    with conn.transaction():  # the settings are transaction-local (the store may read in autocommit)
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(max(40, k), 1000)),))
-        rows = conn.execute(stmt, params, prepare=False).fetchall()
-    return _sorted_hits(rows, k, descending=True)
-
-
-# plainto_tsquery AND-s its terms; OR them instead (lexemes are quoted, so ' & ' only separates).
-_OR_QUERY = "replace(plainto_tsquery('english'::regconfig, %(text)s)::text, ' & ', ' | ')::tsquery"
-
-
-def keyword_search(conn: psycopg.Connection[Any], scope: Scope, text: str, k: int) -> list[Hit]:
-    if k <= 0 or not text.strip():
-        return []
-    where, params = scope_filter(scope)
-    params.update(text=enc(text), k=k)
-    if scope.entity_id is not None:
-        # Rows whose tsvector is inline (`tsv_small`, schema migration 3) are matched from the entity
-        # index alone; the others (long texts, or rows not backfilled yet) through the partial index
-        # of rows without it. The same tsvector either way, so the same ranks as the plain query.
-        stmt = f"""
-            WITH q AS (SELECT {_OR_QUERY} AS q)
-            SELECT memory_id, rank, ts FROM (
-                SELECT m.memory_id, ts_rank(m.tsv_small, q.q, 1) AS rank, m.ts
-                FROM memories m, q WHERE m.tsv_small @@ q.q AND {where}
-                UNION ALL
-                SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
-                FROM memories m, q WHERE m.tsv_small IS NULL AND m.tsv @@ q.q AND {where}
-            ) r
-            ORDER BY rank DESC, ts DESC, memory_id
-            LIMIT %(k)s
-        """
-    else:
-        stmt = f"""
-            WITH q AS (SELECT {_OR_QUERY} AS q)
-            SELECT m.memory_id, ts_rank(m.tsv, q.q, 1) AS rank, m.ts
-            FROM memories m, q
-            WHERE m.tsv @@ q.q AND {where}
-            ORDER BY rank DESC, m.ts DESC, m.memory_id
-            LIMIT %(k)s
-        """
-    rows = conn.execute(stmt, params, prepare=False).fetchall()
-    return _sorted_hits([r for r in rows if r[1] > 0], k, descending=True)
 
 
 def graph_search(
@@ -300,34 +105,7 @@ def graph_search(
     rows = conn.execute(
         final_sql, {**params, "ents": ents, "dists": [distance[e] for e in ents], "k": k}, prepare=False
     ).fetchall()
-    return _sorted_hits(rows, k, descending=False)
-
-
-#: `speaker_shares` counts over the newest in-scope events only (an index-ordered read of bounded cost);
-#: a conversation's speakers each say a large share of any stretch of it
-SPEAKER_SAMPLE = 50
-_NAME_WORD = "[A-Z][-\\w'.]*"  # a word of a speaker's name (`engine.models.speaker_name`), as a PG regex
-
-
-def speaker_shares(conn: psycopg.Connection[Any], scope: Scope, words: Sequence[str]) -> list[float]:
-    """`Store.speaker_shares` over the newest `SPEAKER_SAMPLE` in-scope events."""
-    if not words:
-        return []
-    where, params = scope_filter(scope)
-    counts = ", ".join(f"count(*) FILTER (WHERE s.text ~ %(w{i})s)" for i in range(len(words)))
-    for i, w in enumerate(words):
-        params[f"w{i}"] = f"^\\s*({_NAME_WORD} ){{0,3}}{re.escape(w)}( {_NAME_WORD}){{0,3}}\\s*:\\s"
-    params["n"] = SPEAKER_SAMPLE
-    stmt = f"""
-        SELECT count(*), {counts} FROM (
-            SELECT left(m.text, 100) AS text FROM memories m
-            WHERE m.type = 'event' AND {where} ORDER BY m.ts DESC LIMIT %(n)s
-        ) s
-    """
-    row = conn.execute(stmt, params, prepare=False).fetchone()
-    if not row or not row[0]:
-        return [0.0] * len(words)
-    return [int(c) / int(row[0]) for c in row[1:]]
+    return sorted_hits(rows, k, descending=False)
 
 
 def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
@@ -339,7 +117,7 @@ def scope_size(conn: psycopg.Connection[Any], scope: Scope) -> int:
 def adjacent_events(
     conn: psycopg.Connection[Any], scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
 ) -> list[Adjacent]:
-    """`Store.adjacent_events`: per in-scope event anchor, `span` in-scope events on each side in
+    """`SearchBackend.adjacent_events`: per in-scope event anchor, `span` in-scope events on each side in
     (ts, memory_id) order (two index-ordered LATERAL scans), then cut where a gap exceeds `max_gap`."""
     if span <= 0 or not memory_ids:
         return []

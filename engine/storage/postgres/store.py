@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -19,8 +19,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
-from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
-from engine.storage.postgres import bookkeeping, bulk, rows, search
+from engine.storage.base import EventQuery, ListQuery, Vector
+from engine.storage.postgres import bookkeeping, bulk, rows
+from engine.storage.postgres.backend import PostgresSearch
 from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.postgres.schema import migrate
 from engine.storage.postgres.vectors import (
@@ -68,8 +69,6 @@ class PostgresStore:
     max_prepared_statements set.
     """
 
-    in_process = False
-
     def __init__(
         self,
         url: str,
@@ -93,6 +92,7 @@ class PostgresStore:
         except psycopg.OperationalError as exc:
             raise Unavailable(f"cannot reach PostgreSQL: {exc}") from exc
         self._indexed: set[tuple[str, int]] = set()
+        self.search = PostgresSearch(self, self._read)
         self._returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._current: ContextVar[Conn | None] = ContextVar(f"loci_pg_conn_{id(self)}", default=None)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -191,6 +191,7 @@ class PostgresStore:
 
     # --- memories ---------------------------------------------------------------------------------
     def put_memories(self, memories_: Sequence[Memory]) -> None:
+        self.search.written()
         with self._conn() as conn:
             rows.put(conn, memories_, self.inline_model)
 
@@ -203,6 +204,7 @@ class PostgresStore:
             return rows.get_many(conn, org_id, memory_ids)
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
+        self.search.written()
         with self._conn() as conn:
             return rows.delete(conn, org_id, memory_id)
 
@@ -264,6 +266,11 @@ class PostgresStore:
             if model == self.inline_model:
                 rows.refresh_inline(conn, model, [r[1] for r in values])
 
+    def embedding_models(self) -> list[str]:
+        with self._read() as conn:
+            rows_ = conn.execute("SELECT DISTINCT model FROM embeddings ORDER BY model").fetchall()
+        return [dec(r[0]) for r in rows_]
+
     def missing_vectors(self, model: str) -> Iterator[str]:
         """Pages of 1000 memories by key without a row in `embeddings` for the model (an anti-join on
         its primary key)."""
@@ -309,6 +316,7 @@ class PostgresStore:
         if model is not None:
             self._ensure_indexes(model, [dims for dims in counts if dims not in rebuild])
         inline = self._inline_vectors(memories_, model, vectors)
+        self.search.written()
         with self._conn() as conn:
             for dims in rebuild:
                 bulk.drop_hnsw_index(conn, model or "", dims)
@@ -369,34 +377,6 @@ class PostgresStore:
             found = {h: vectors[h] for h in wanted if h in vectors}
         found.update(self.get_embeddings(self.inline_model, [h for h in wanted if h not in found]))
         return self.inline_model, found
-
-    # --- retrieval channels -----------------------------------------------------------------------
-    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
-        vec = np.asarray(query, dtype=np.float32).reshape(-1)
-        with self._read() as conn:
-            return search.vector_search(conn, scope, model, vec, k)
-
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
-        with self._read() as conn:
-            return search.keyword_search(conn, scope, text, k)
-
-    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-        with self._read() as conn:
-            return search.graph_search(conn, scope, seeds, depth, k)
-
-    def adjacent_events(
-        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-    ) -> list[Adjacent]:
-        with self._read() as conn:
-            return search.adjacent_events(conn, scope, memory_ids, span, max_gap)
-
-    def scope_size(self, scope: Scope) -> int:
-        with self._read() as conn:
-            return search.scope_size(conn, scope)
-
-    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        with self._read() as conn:
-            return search.speaker_shares(conn, scope, words)
 
     # --- API keys ---------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:

@@ -6,11 +6,13 @@
   before the call returns (except a log entry appended with `durable=False`, see `Store.append_events`).
   A background `Checkpointer` copies the WAL into the database file, off the commit path.
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
-- Retrieval runs on the in-process index (`engine.storage.local_index`), built from the rows on the
-  first search of a namespace and patched after each commit (never on rollback). Commits made by other
-  connections to the same file (other processes) are detected with PRAGMA data_version and make the
-  index rebuild on the next search; run one writer process per database for a warm index.
-  Searches see committed data: inside an open transaction they may miss that block's own writes.
+- `store.search` is the local search (`engine.storage.local_index.LocalSearch`), built from the rows
+  on the first search of a namespace and patched as each write runs (dropped on rollback); it also
+  keeps the memories `get_memories` reads, by index row. Searches inside a
+  transaction see its own writes; other threads' searches wait for it to end, as their reads do.
+  Commits made by other connections to the same file (other processes) are detected with PRAGMA
+  data_version and make the index rebuild on the next search; run one writer process per database
+  for a warm index.
 """
 
 from __future__ import annotations
@@ -18,10 +20,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,9 @@ import numpy as np
 
 from engine.errors import Conflict
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
-from engine.storage.base import Adjacent, EventQuery, Hit, ListQuery, Scope, Vector
+from engine.storage.base import EventQuery, ListQuery, Vector
 from engine.storage.listing import ascii_lower
-from engine.storage.local_index import IndexRegistry
+from engine.storage.local_index import LocalSearch
 from engine.storage.sqlite import codec
 from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
 from engine.storage.sqlite.schema import migrate
@@ -39,19 +40,15 @@ from engine.timeutil import to_micros
 
 _CHUNK = 500  # host parameters per IN (...) list
 _PAGE_CACHE_KIB = 65_536  # SQLite's page cache: a 100k-memory scope's index pages stay in memory
-_CACHE_MAX = 50_000  # decoded memories kept for `get_memories` (retrieval reads the same ones each turn)
 
 
 class SQLiteStore:
-    in_process = True
-
     def __init__(self, path: str) -> None:
         self.path = path
         if path != ":memory:" and not path.startswith("file:"):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
-        self._after_commit: list[Callable[[], None]] = []
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
         self._conn.execute("PRAGMA synchronous=FULL")
@@ -64,10 +61,9 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             self._checkpointer = Checkpointer(path)
             weakref.finalize(self, self._checkpointer.close)
-        self._index = IndexRegistry(self._load_namespace, self.get_embeddings, self._lock)
-        # committed memories by (org_id, memory_id), least recently used first; entries are dropped
-        # after a commit that writes them and all of it when another connection commits
-        self._cache: OrderedDict[tuple[str, str], Memory] = OrderedDict()
+        self.search = LocalSearch(
+            self._load_namespace, self.get_embeddings, self._lock, before_search=self._sync_index
+        )
         self._data_version = self._read_data_version()
 
     # --- lifecycle and transactions -------------------------------------------------------------
@@ -77,34 +73,27 @@ class SQLiteStore:
             outer = self._depth == 0
             if outer:
                 self._conn.execute("BEGIN IMMEDIATE")
-                mark = self._index.mark()
+                mark = self.search.mark()
             self._depth += 1
             try:
                 yield
             except BaseException:
                 if outer:
-                    self._after_commit.clear()
                     self._conn.execute("ROLLBACK")
-                    self._index.forget_since(mark)
+                    self.search.forget_since(mark)
                 raise
             else:
                 if outer:
                     try:
                         self._conn.execute("COMMIT")
                     except BaseException:
-                        self._after_commit.clear()
                         if self._conn.in_transaction:
                             self._conn.execute("ROLLBACK")
-                        self._index.forget_since(mark)
+                        self.search.forget_since(mark)
                         raise
+                    self.search.committed()
                     if self._checkpointer is not None:
                         self._checkpointer.poke()
-                    patches, self._after_commit = self._after_commit, []
-                    try:
-                        for patch in patches:
-                            patch()
-                    finally:
-                        self._index.end_commit()
             finally:
                 self._depth -= 1
 
@@ -123,21 +112,15 @@ class SQLiteStore:
         finally:
             self._lock.release()
 
-    def _check_version(self) -> bool:
-        """With the lock held: drop the index and the memory cache if another connection committed.
-        False inside a transaction, whose own writes the cache does not hold."""
+    def _check_version(self) -> None:
+        """With the lock held, outside a transaction: drop the local search's indexes (and the
+        memories they keep) if another connection committed."""
         if self._depth != 0:
-            return False
+            return
         version = self._read_data_version()
         if version != self._data_version:
             self._data_version = version
-            self._index.clear()
-            self._cache.clear()
-        return True
-
-    def _uncache(self, keys: Sequence[tuple[str, str]]) -> None:
-        for key in keys:
-            self._cache.pop(key, None)
+            self.search.clear()
 
     def close(self) -> None:
         if self._checkpointer is not None:
@@ -179,8 +162,7 @@ class SQLiteStore:
                     "INSERT OR IGNORE INTO memory_tags (org_id, tag, memory_id) VALUES (?, ?, ?)", tags
                 )
             batch = list(memories)
-            self._after_commit.append(lambda: self._uncache(ids))
-            self._after_commit.append(lambda: self._index.apply_put(batch))
+            self.search.apply_put(batch)
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         rows = self._q(
@@ -190,31 +172,24 @@ class SQLiteStore:
         return codec.row_memory(rows[0]) if rows else None
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-        found: dict[str, Memory] = {}
+        """Memories the local search keeps (by index row: retrieval reads the same ones each turn)
+        come from there; the others are read and given to it to keep."""
         with self._lock:
-            cached = self._check_version()
-            cache = self._cache
+            self._check_version()
             unique = list(dict.fromkeys(memory_ids))
-            if cached:
-                for mid in unique:
-                    m = cache.get((org_id, mid))
-                    if m is not None:
-                        cache.move_to_end((org_id, mid))
-                        found[mid] = m
-                unique = [mid for mid in unique if mid not in found]
-            for start in range(0, len(unique), _CHUNK):
-                chunk = unique[start : start + _CHUNK]
+            found = self.search.cached(org_id, unique)
+            read: list[Memory] = []
+            missing = [mid for mid in unique if mid not in found]
+            for start in range(0, len(missing), _CHUNK):
+                chunk = missing[start : start + _CHUNK]
                 marks = ", ".join("?" * len(chunk))
                 for r in self._q(
                     f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
                     (org_id, *chunk),
                 ):
-                    m = codec.row_memory(r)
-                    found[m.memory_id] = m
-                    if cached:
-                        cache[(org_id, m.memory_id)] = m
-            while len(cache) > _CACHE_MAX:
-                cache.popitem(last=False)
+                    read.append(codec.row_memory(r))
+            self.search.remember(read)
+            found.update((m.memory_id, m) for m in read)
         return [found[i] for i in memory_ids if i in found]
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
@@ -224,8 +199,7 @@ class SQLiteStore:
             )
             if cur.rowcount == 0:
                 return False
-            self._after_commit.append(lambda: self._uncache([(org_id, memory_id)]))
-            self._after_commit.append(lambda: self._index.apply_delete(org_id, [memory_id]))
+            self.search.apply_delete(org_id, [memory_id])
             return True
 
     def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
@@ -330,7 +304,10 @@ class SQLiteStore:
                 "ON CONFLICT (model, text_hash) DO UPDATE SET dim = excluded.dim, vector = excluded.vector",
                 [(model, h, int(v.shape[0]), v.tobytes()) for h, v in clean.items()],
             )
-            self._after_commit.append(lambda: self._index.apply_vectors(model, clean))
+            self.search.apply_vectors(model, clean)
+
+    def embedding_models(self) -> list[str]:
+        return [str(r[0]) for r in self._q("SELECT DISTINCT model FROM embeddings ORDER BY model")]
 
     def missing_vectors(self, model: str) -> Iterator[str]:
         """Pages of 1000 memories by key; each page's text hashes looked up at once (the lock is not
@@ -347,33 +324,6 @@ class SQLiteStore:
             held = self.get_embeddings(model, [text_hash(r[2]) for r in page])
             yield from (r[2] for r in page if text_hash(r[2]) not in held)
             after = (page[-1][0], page[-1][1])
-
-    # --- retrieval -------------------------------------------------------------------------------
-    def vector_search(self, scope: Scope, model: str, query: Vector, k: int) -> list[Hit]:
-        self._sync_index()
-        return self._index.vector_search(scope, model, query, k)
-
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
-        self._sync_index()
-        return self._index.keyword_search(scope, text, k)
-
-    def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-        self._sync_index()
-        return self._index.graph_search(scope, seeds, depth, k)
-
-    def adjacent_events(
-        self, scope: Scope, memory_ids: Sequence[str], span: int, max_gap: timedelta
-    ) -> list[Adjacent]:
-        self._sync_index()
-        return self._index.adjacent_events(scope, memory_ids, span, max_gap // timedelta(microseconds=1))
-
-    def scope_size(self, scope: Scope) -> int:
-        self._sync_index()
-        return self._index.scope_size(scope)
-
-    def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        self._sync_index()
-        return self._index.speaker_shares(scope, words)
 
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:

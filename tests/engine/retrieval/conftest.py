@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -11,7 +12,8 @@ from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.errors import Unavailable
 from engine.models import Memory
-from engine.storage.in_memory import InMemoryStore
+from engine.storage.base import Store
+from tests.engine.storage.conftest import STORE_FACTORIES, STORE_MARKS
 
 from .helpers import NOW, mem
 
@@ -133,15 +135,19 @@ def corpus() -> list[Memory]:
     ]
 
 
-@pytest.fixture
-def store() -> InMemoryStore:
-    s = InMemoryStore()
+@pytest.fixture(
+    params=[pytest.param(n, marks=STORE_MARKS.get(n, [])) for n in ("memory", "sqlite", "postgres")]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The corpus on every backend: the pipeline's tests hold on each (they rank alike)."""
+    s = STORE_FACTORIES[request.param](tmp_path)
     memories = corpus()
     s.put_memories(memories)
     EmbeddingCache(HashEmbedder(), s).embed([m.text for m in memories])
-    return s
+    yield s
+    s.close()
 
 
 @pytest.fixture
-def cache(store: InMemoryStore) -> EmbeddingCache:
+def cache(store: Store) -> EmbeddingCache:
     return EmbeddingCache(HashEmbedder(), store)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,8 +19,8 @@ from engine.retrieval.expand import speaker_hits
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import ScoreComponent
-from engine.storage.base import Hit, ListQuery
-from engine.storage.in_memory import InMemoryStore
+from engine.storage.base import Hit, ListQuery, Store
+from tests.engine.storage.conftest import STORE_FACTORIES, STORE_MARKS
 
 from .helpers import NOW, mem
 
@@ -46,8 +47,12 @@ def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
     assert speaker_hits(["e1"], memories, [], []) == []
 
 
-def _store() -> tuple[InMemoryStore, EmbeddingCache]:
-    store = InMemoryStore()
+@pytest.fixture(
+    params=[pytest.param(n, marks=STORE_MARKS.get(n, [])) for n in ("memory", "sqlite", "postgres")]
+)
+def talk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, EmbeddingCache]]:
+    """A conversation on every backend."""
+    store = STORE_FACTORIES[request.param](tmp_path)
     day1 = [  # one conversation: the question, the reply holding the answer, small talk
         "Melanie: How was the weekend?",
         "Caroline: I went hiking at Mount Tam with my kids.",
@@ -61,14 +66,15 @@ def _store() -> tuple[InMemoryStore, EmbeddingCache]:
     store.put_memories(memories)
     cache = EmbeddingCache(HashEmbedder(dim=64), store)
     cache.embed([m.text for m in memories])
-    return store, cache
+    yield store, cache
+    store.close()
 
 
 _ZERO = ScoreComponent(raw=0.0, norm=0.0, weight=0.0, contrib=0.0)
 
 
 def _ask(
-    store: InMemoryStore, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?", **retrieval: Any
+    store: Store, cache: EmbeddingCache, turn: str = "Where did Caroline go hiking?", **retrieval: Any
 ) -> Any:
     body = {
         "entity_id": "ent:alice",
@@ -80,8 +86,8 @@ def _ask(
     return run_assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
 
 
-def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
-    store, cache = _store()
+def test_neighbours_join_with_a_share_of_their_anchor_score(talk: tuple[Store, EmbeddingCache]) -> None:
+    store, cache = talk
     out = _ask(
         store,
         cache,
@@ -99,8 +105,10 @@ def test_neighbours_join_with_a_share_of_their_anchor_score() -> None:
     assert out.response.cost.retrieval_ops >= 3 and out.timings.expand > 0
 
 
-def test_only_the_best_anchors_bring_their_neighbours(monkeypatch: pytest.MonkeyPatch) -> None:
-    store, cache = _store()
+def test_only_the_best_anchors_bring_their_neighbours(
+    talk: tuple[Store, EmbeddingCache], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, cache = talk
     monkeypatch.setattr("engine.retrieval.config.ANCHORS", 1)  # one anchor at any depth
     bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
     out = _ask(store, cache, turn="hiking bread", weights=bm25, expand={"day_weight": 0})
@@ -112,8 +120,8 @@ def test_only_the_best_anchors_bring_their_neighbours(monkeypatch: pytest.Monkey
     assert other in matches and other[:2] not in {mid[:2] for mid in boosted}
 
 
-def test_expansion_off_and_day_boost() -> None:
-    store, cache = _store()
+def test_expansion_off_and_day_boost(talk: tuple[Store, EmbeddingCache]) -> None:
+    store, cache = talk
     off = _ask(
         store,
         cache,
@@ -135,8 +143,8 @@ def test_expansion_off_and_day_boost() -> None:
     assert "day_boost" not in matches["d2_1"].score_components
 
 
-def test_speaker_named_in_the_question_is_a_graph_hit() -> None:
-    store, cache = _store()
+def test_speaker_named_in_the_question_is_a_graph_hit(talk: tuple[Store, EmbeddingCache]) -> None:
+    store, cache = talk
     out = _ask(store, cache, expand={"neighbors": 0, "day_weight": 0})
     graph = {m.memory_id for m in out.response.matches or [] if m.score_components["graph_prior"].raw == 1.0}
     assert graph == {"d1_1", "d1_3", "d2_1"}  # Caroline's turns
@@ -144,8 +152,10 @@ def test_speaker_named_in_the_question_is_a_graph_hit() -> None:
     assert out.response.retrieval_summary.candidate_counts.graph == 3
 
 
-def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior() -> None:
-    store, cache = _store()
+def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior(
+    talk: tuple[Store, EmbeddingCache],
+) -> None:
+    store, cache = talk
     weights = {"semantic": 0, "bm25": 0.5, "graph_prior": 0.5, "recency_decay": 0, "confidence": 0}
     out = _ask(store, cache, turn="Caroline hiking", top_k=1, weights=weights, expand={"day_weight": 0})
     matches = {m.memory_id: m for m in out.response.matches or []}
@@ -181,8 +191,10 @@ class _Recording(HashEmbedder):
         return super().embed(texts)
 
 
-def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers() -> None:
-    store, _ = _store()
+def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers(
+    talk: tuple[Store, EmbeddingCache],
+) -> None:
+    store, _ = talk
     embedder = _Recording()
     cache = EmbeddingCache(embedder, store)
     cache.embed([m.text for m in store.list_memories("o1", ListQuery(limit=100))])
@@ -195,10 +207,10 @@ def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers() -> 
     assert embedder.texts == ["Where did Bob go hiking?"]
 
 
-def test_a_long_turn_takes_no_context_boost() -> None:
-    store, cache = _store()
-    long_turn = "Melanie: " + "Lovely, tell me more about the trail and the view from the top. " * 12
-    store.put_memories([mem("d1_2", long_turn, type="event", days_ago=10 - 2 / 86400)])
+def test_a_long_turn_takes_no_context_boost(talk: tuple[Store, EmbeddingCache]) -> None:
+    store, cache = talk
+    long_turn = "Melanie: " + "Lovely, tell me more about the view from the top of it. " * 12
+    store.put_memories([mem("d1_long", long_turn, type="event", days_ago=10 - 1.5 / 86400)])
     cache.embed([long_turn])
     bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
 
@@ -210,6 +222,6 @@ def test_a_long_turn_takes_no_context_boost() -> None:
         }
 
     limited = boosts(200)
-    assert not limited.get("d1_2")  # longer than 200 characters: not lifted for standing near the answer
-    assert "neighbor_boost" in limited["d1_3"]  # the short turn after it still is
-    assert "neighbor_boost" in boosts(0)["d1_2"]  # 0: no limit
+    assert not limited.get("d1_long")  # longer than 200 characters: not lifted for standing near the answer
+    assert "neighbor_boost" in limited["d1_2"]  # the short turn after it still is
+    assert "neighbor_boost" in boosts(0)["d1_long"]  # 0: no limit

@@ -18,8 +18,7 @@ from engine.retrieval.pipeline import assemble, recall, run_assemble
 from engine.retrieval.redaction_hook import NoRedaction
 from engine.retrieval.responses import AssembleResponse, Redaction
 from engine.retrieval.tokens import get_tokenizer
-from engine.storage.base import Vector
-from engine.storage.in_memory import InMemoryStore
+from engine.storage.base import Store, Vector
 
 from .conftest import FailingEmbedder
 from .helpers import NOW
@@ -31,7 +30,7 @@ def req(**body: Any) -> AssembleRequest:
     )
 
 
-def run(store: InMemoryStore, cache: EmbeddingCache | None, **body: Any) -> AssembleResponse:
+def run(store: Store, cache: EmbeddingCache | None, **body: Any) -> AssembleResponse:
     return assemble(
         store, cache, org_id="o1", agent_id=None, request=req(**body), request_id="req_1", now=NOW
     )
@@ -42,7 +41,7 @@ def all_lines(resp: AssembleResponse) -> str:
     return "\n".join([*c.facts, *c.recent_events, *c.sources, c.summary])
 
 
-def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_basic_shape(store: Store, cache: EmbeddingCache) -> None:
     resp = run(store, cache)
     enc = msgspec.json.decode(msgspec.json.encode(resp))
     assert {
@@ -83,7 +82,7 @@ def test_basic_shape(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert acme.retrieval_summary.candidate_counts.graph > 0 and acme.cost.retrieval_ops == 6
 
 
-def test_scope_rules(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_scope_rules(store: Store, cache: EmbeddingCache) -> None:
     resp = run(store, cache, **{"return": {"include_raw_matches": True}})
     text = all_lines(resp)
     ids = {m.memory_id for m in resp.matches}  # type: ignore[union-attr]
@@ -91,7 +90,7 @@ def test_scope_rules(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert not ids & {"x_archived", "x_bob", "x_other_org"}
 
 
-def test_as_of_shows_what_was_true_then(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_as_of_shows_what_was_true_then(store: Store, cache: EmbeddingCache) -> None:
     as_of = (NOW - timedelta(days=60)).isoformat()
     resp = run(store, cache, turn="Where does Alice live?", as_of=as_of)
     assert any("Alice lives in London" in f for f in resp.context.facts)
@@ -101,7 +100,7 @@ def test_as_of_shows_what_was_true_then(store: InMemoryStore, cache: EmbeddingCa
     assert not any("dentist" in e for e in resp.context.recent_events)
 
 
-def test_matches_components_sum_and_reasons(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_matches_components_sum_and_reasons(store: Store, cache: EmbeddingCache) -> None:
     resp = run(
         store,
         cache,
@@ -118,7 +117,7 @@ def test_matches_components_sum_and_reasons(store: InMemoryStore, cache: Embeddi
     assert len(scores) <= 24
 
 
-def test_optional_parts(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_optional_parts(store: Store, cache: EmbeddingCache) -> None:
     resp = run(
         store,
         cache,
@@ -144,13 +143,13 @@ def test_optional_parts(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert resp.trace.debug and resp.trace.debug.graph_seeds == ["ent:acme"]
 
 
-def test_include_controls_sections(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_include_controls_sections(store: Store, cache: EmbeddingCache) -> None:
     resp = run(store, cache, **{"return": {"include": ["recent_events"]}})
     c = resp.context
     assert c.facts == [] and c.sources == [] and c.summary == "" and c.recent_events
 
 
-def test_events_newest_first_and_max_events(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_events_newest_first_and_max_events(store: Store, cache: EmbeddingCache) -> None:
     resp = run(
         store,
         cache,
@@ -165,7 +164,7 @@ def test_events_newest_first_and_max_events(store: InMemoryStore, cache: Embeddi
     assert any(a.action == "limit" for a in resp.context.budget_actions)
 
 
-def test_must_include_and_seeds(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_must_include_and_seeds(store: Store, cache: EmbeddingCache) -> None:
     resp = run(
         store,
         cache,
@@ -184,7 +183,7 @@ def test_must_include_and_seeds(store: InMemoryStore, cache: EmbeddingCache) -> 
     assert "seed_context memory" in reasons["d_doc"]
 
 
-def test_diversity_counts(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_diversity_counts(store: Store, cache: EmbeddingCache) -> None:
     resp = run(store, cache, turn="What does Alice like", retrieval={"diversity": {"max_per_predicate": 1}})
     assert resp.retrieval_summary.diversity_actions.clamped_by_predicate >= 2
     likes = [f for f in resp.context.facts if " likes " in f]
@@ -198,7 +197,7 @@ def test_diversity_counts(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert off.retrieval_summary.diversity_actions.clamped_by_predicate == 0
 
 
-def test_degraded_embedder(store: InMemoryStore) -> None:
+def test_degraded_embedder(store: Store) -> None:
     failing = EmbeddingCache(FailingEmbedder(), store)
     resp = run(store, failing)
     assert resp.flags.degraded and resp.retrieval_summary.degraded
@@ -210,7 +209,7 @@ def test_degraded_embedder(store: InMemoryStore) -> None:
     assert none.flags.degraded
 
 
-def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_weights_renormalized_flag(store: Store, cache: EmbeddingCache) -> None:
     resp = run(
         store,
         cache,
@@ -222,7 +221,7 @@ def test_weights_renormalized_flag(store: InMemoryStore, cache: EmbeddingCache) 
     assert resp.retrieval_summary.weights_used.semantic == 0.5
 
 
-def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_presets_change_what_runs(store: Store, cache: EmbeddingCache) -> None:
     fast = run(store, cache, retrieval={"preset": "fast"})
     assert fast.retrieval_summary.depth == 0 and fast.retrieval_summary.candidate_counts.graph == 0
     assert fast.cost.retrieval_ops == 5  # no graph channel
@@ -231,7 +230,7 @@ def test_presets_change_what_runs(store: InMemoryStore, cache: EmbeddingCache) -
 
 
 @pytest.mark.parametrize("normalization", ["minmax", "zscore", "softmax"])
-def test_normalizations_run(store: InMemoryStore, cache: EmbeddingCache, normalization: str) -> None:
+def test_normalizations_run(store: Store, cache: EmbeddingCache, normalization: str) -> None:
     resp = run(
         store, cache, retrieval={"normalization": normalization}, **{"return": {"include_raw_matches": True}}
     )
@@ -239,7 +238,7 @@ def test_normalizations_run(store: InMemoryStore, cache: EmbeddingCache, normali
     assert all(sum(c.contrib for c in m.score_components.values()) == m.score for m in resp.matches or [])
 
 
-def test_graph_depth_reaches_neighbours(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_graph_depth_reaches_neighbours(store: Store, cache: EmbeddingCache) -> None:
     graph_only = {"graph_prior": 1, "semantic": 0, "bm25": 0, "recency_decay": 0, "confidence": 0}
     resp = run(
         store,
@@ -263,7 +262,7 @@ def test_graph_depth_reaches_neighbours(store: InMemoryStore, cache: EmbeddingCa
     assert shallow.retrieval_summary.candidate_counts.graph == 2
 
 
-def test_rerank_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_rerank_runs(store: Store, cache: EmbeddingCache) -> None:
     plain = run(store, cache, **{"return": {"include_raw_matches": True}})
     rr = run(
         store, cache, retrieval={"rerank": {"enable": True}}, **{"return": {"include_raw_matches": True}}
@@ -272,7 +271,7 @@ def test_rerank_runs(store: InMemoryStore, cache: EmbeddingCache) -> None:
     assert {m.memory_id for m in rr.matches or []} == {m.memory_id for m in plain.matches or []}
 
 
-def test_rerank_lambda_one_keeps_the_fused_order(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_rerank_lambda_one_keeps_the_fused_order(store: Store, cache: EmbeddingCache) -> None:
     ret = {"return": {"include_raw_matches": True}}
     plain = run(store, cache, **ret)
     pure = run(store, cache, retrieval={"rerank": {"enable": True, "lambda": 1.0}}, **ret)
@@ -280,7 +279,7 @@ def test_rerank_lambda_one_keeps_the_fused_order(store: InMemoryStore, cache: Em
     assert [m.memory_id for m in pure.matches or []] == [m.memory_id for m in plain.matches or []]
 
 
-def test_budget_small_is_respected_and_recorded(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_budget_small_is_respected_and_recorded(store: Store, cache: EmbeddingCache) -> None:
     long_snips = ["word " * 780, "other " * 660]
     resp = run(store, cache, budget={"max_context_tokens": 256}, seed_context={"snippets": long_snips})
     c = resp.context
@@ -291,18 +290,18 @@ def test_budget_small_is_respected_and_recorded(store: InMemoryStore, cache: Emb
     assert resp.trace.budget.origin == "budget.max_context_tokens"
 
 
-def test_agent_scope(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_agent_scope(store: Store, cache: EmbeddingCache) -> None:
     resp = assemble(store, cache, org_id="o1", agent_id="agent-x", request=req(), request_id="r", now=NOW)
     assert resp.context.facts == [] and resp.context.sources == []
 
 
-def test_run_assemble_returns_timings(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_run_assemble_returns_timings(store: Store, cache: EmbeddingCache) -> None:
     out = run_assemble(store, cache, org_id="o1", agent_id=None, request=req(), request_id="r", now=NOW)
     t = out.timings
     assert t.total >= t.embed and t.total >= t.channels and t.total > 0
 
 
-def test_recall(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_recall(store: Store, cache: EmbeddingCache) -> None:
     r = recall(
         store,
         cache,
@@ -352,7 +351,7 @@ class CityRedactor(NoRedaction):
         return Redaction(applied=self.count > 0, rules=["city"] if self.count else [])
 
 
-def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: EmbeddingCache) -> None:
+def test_redaction_hook_runs_before_budget(store: Store, cache: EmbeddingCache) -> None:
     request = req(
         turn="Where does Alice live? Paris",
         budget={"max_context_tokens": 256},
@@ -377,33 +376,39 @@ def test_redaction_hook_runs_before_budget(store: InMemoryStore, cache: Embeddin
     assert context_tokens(c.facts, c.recent_events, c.summary, c.sources, get_tokenizer("o200k_base")) <= 256
 
 
-def test_on_a_server_the_query_embeds_while_the_other_channels_run(
-    store: InMemoryStore, cache: EmbeddingCache
+def test_the_query_embeds_beside_the_graph_channel_on_a_server_side_search(
+    store: Store, cache: EmbeddingCache
 ) -> None:
-    """The embedder waits until the keyword channel has started: run one after the other, this
-    would time out (the embedder's wait fails) and the answer would be degraded."""
-    store.in_process = False  # stands for PostgreSQL, whose channels wait on the database server
-    started = threading.Event()
+    """On a search backend whose searches run in a database server (`Capabilities.server_side`) the
+    query embeds while the graph channel runs: the embedder waits until it has started (run one after
+    the other, this would time out and the answer would be degraded). In process it embeds first."""
+    server = store.search.capabilities.server_side
+    graph_started = threading.Event()
+    order: list[str] = []
     inner = cache.embedder
 
-    class WaitsForKeywords:
+    class WaitsForTheGraph:
         model, dim = inner.model, inner.dim
 
         def embed(self, texts: Sequence[str]) -> Vector:
-            if not started.wait(5.0):
-                raise AssertionError("the keyword channel did not run while the query was embedding")
+            if server and not graph_started.wait(5.0):
+                raise AssertionError("the graph channel did not run while the query was embedding")
+            order.append("embedded")
             return inner.embed(texts)
 
-    original = store.keyword_search
+    original = store.search.graph_search
 
-    def keyword_search(*args: Any, **kwargs: Any) -> Any:
-        started.set()
+    def graph_search(*args: Any, **kwargs: Any) -> Any:
+        graph_started.set()
+        order.append("graph")
         return original(*args, **kwargs)
 
-    store.keyword_search = keyword_search  # type: ignore[method-assign]
-    resp = run(store, EmbeddingCache(WaitsForKeywords(), store), turn="What tea does Alice like, exactly?")
+    store.search.graph_search = graph_search  # type: ignore[method-assign]
+    turn = "Does Bob like the same tea as Alice?"  # Bob seeds the graph channel
+    resp = run(store, EmbeddingCache(WaitsForTheGraph(), store), turn=turn)
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
     assert "Alice likes green tea" in resp.context.facts
+    assert order == (["graph", "embedded"] if server else ["embedded", "graph"])
 
 
 class _ThreadNoting:
@@ -422,19 +427,16 @@ class _ThreadNoting:
         return self.inner.embed(texts)
 
 
-@pytest.mark.parametrize("on_server", [False, True])
-def test_the_query_embeds_in_the_request_thread_only_on_an_in_process_store(
-    store: InMemoryStore, on_server: bool
-) -> None:
+def test_the_query_embeds_in_the_request_thread_only_in_process(store: Store) -> None:
     """In-process channels would compete with the encoder, so the query embeds first in the calling
     thread; a database server's channels wait on it, so the encoder runs beside them in the pool."""
-    store.in_process = not on_server  # False stands for PostgreSQL: its channels wait on the server
+    server = store.search.capabilities.server_side
     noting = _ThreadNoting()
     resp = run(store, EmbeddingCache(noting, store), turn="what tea does Alice drink, asked fresh")
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
     assert len(noting.threads) == 1
-    assert noting.threads[0].startswith("loci-query-embed") == on_server
-    assert (noting.threads[0] == threading.current_thread().name) != on_server
+    assert noting.threads[0].startswith("loci-query-embed") == server
+    assert (noting.threads[0] == threading.current_thread().name) != server
     failing = _ThreadNoting(fail=True)
     down = run(store, EmbeddingCache(failing, store), turn="another fresh question about Alice")
     assert down.flags.degraded and down.retrieval_summary.candidate_counts.semantic == 0

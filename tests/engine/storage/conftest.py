@@ -78,9 +78,3 @@ def mem(**overrides: Any) -> Memory:
     """The shared factory's Memory, with an id and a timestamp (T0 + n minutes) that follow creation order."""
     n = next(_counter)
     return memory(at=T0, **{"memory_id": f"mem_{n:08d}", "timestamp": at(n), **overrides})
-
-
-def skip_on_postgres(store: Store, why: str) -> None:
-    """Skip a check that holds for the in-process index only (documented backend differences)."""
-    if type(store).__name__ == "PostgresStore":
-        pytest.skip(why)

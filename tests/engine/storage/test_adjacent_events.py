@@ -40,7 +40,7 @@ def _conversation(store: Store) -> None:
 def test_neighbours_both_sides_nearest_first(store: Store) -> None:
     _conversation(store)
     scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
-    got = store.adjacent_events(scope, ["mem_s1_2"], 2, GAP)
+    got = store.search.adjacent_events(scope, ["mem_s1_2"], 2, GAP)
     assert got == [
         Adjacent("mem_s1_2", "mem_s1_1", -1),
         Adjacent("mem_s1_2", "mem_s1_0", -2),
@@ -52,20 +52,20 @@ def test_neighbours_both_sides_nearest_first(store: Store) -> None:
 def test_a_gap_ends_the_stretch_and_other_ids_get_none(store: Store) -> None:
     _conversation(store)
     scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
-    got = store.adjacent_events(scope, ["mem_s2_0", "mem_fact", "mem_other", "mem_missing"], 3, GAP)
+    got = store.search.adjacent_events(scope, ["mem_s2_0", "mem_fact", "mem_other", "mem_missing"], 3, GAP)
     # the first turn of session 2: nothing before it within the gap (session 1 ended a day earlier)
     assert got == [Adjacent("mem_s2_0", "mem_s2_1", 1), Adjacent("mem_s2_0", "mem_s2_2", 2)]
-    assert store.adjacent_events(scope, ["mem_s1_4"], 2, timedelta(days=2))[-1] == Adjacent(
+    assert store.search.adjacent_events(scope, ["mem_s1_4"], 2, timedelta(days=2))[-1] == Adjacent(
         "mem_s1_4", "mem_s2_1", 2
     )
-    assert store.adjacent_events(scope, ["mem_s1_2"], 0, GAP) == []
+    assert store.search.adjacent_events(scope, ["mem_s1_2"], 0, GAP) == []
     # the first and the last event of the scope: nothing beyond either end
-    assert store.adjacent_events(scope, ["mem_s1_0"], 3, GAP) == [
+    assert store.search.adjacent_events(scope, ["mem_s1_0"], 3, GAP) == [
         Adjacent("mem_s1_0", "mem_s1_1", 1),
         Adjacent("mem_s1_0", "mem_s1_2", 2),
         Adjacent("mem_s1_0", "mem_s1_3", 3),
     ]
-    assert store.adjacent_events(scope, ["mem_s2_2"], 3, timedelta(days=2)) == [
+    assert store.search.adjacent_events(scope, ["mem_s2_2"], 3, timedelta(days=2)) == [
         Adjacent("mem_s2_2", "mem_s2_1", -1),
         Adjacent("mem_s2_2", "mem_s2_0", -2),
         Adjacent("mem_s2_2", "mem_s1_4", -3),
@@ -75,12 +75,12 @@ def test_a_gap_ends_the_stretch_and_other_ids_get_none(store: Store) -> None:
 def test_scope_applies_to_anchors_and_neighbours(store: Store) -> None:
     _conversation(store)
     wide = Scope(org_id="org_a", now=NOW)  # no entity: ent:b's event sits between turns 1 and 2
-    got = store.adjacent_events(wide, ["mem_s1_2"], 1, GAP)
+    got = store.search.adjacent_events(wide, ["mem_s1_2"], 1, GAP)
     assert got == [Adjacent("mem_s1_2", "mem_other", -1), Adjacent("mem_s1_2", "mem_s1_3", 1)]
     other_org = Scope(org_id="org_b", entity_id="ent:a", now=NOW)
-    assert store.adjacent_events(other_org, ["mem_s1_2"], 2, GAP) == []
+    assert store.search.adjacent_events(other_org, ["mem_s1_2"], 2, GAP) == []
     before = Scope(org_id="org_a", entity_id="ent:a", now=NOW, as_of=at(2))  # turns 3 and 4 not yet said
-    assert store.adjacent_events(before, ["mem_s1_2"], 2, GAP) == [
+    assert store.search.adjacent_events(before, ["mem_s1_2"], 2, GAP) == [
         Adjacent("mem_s1_2", "mem_s1_1", -1),
         Adjacent("mem_s1_2", "mem_s1_0", -2),
     ]
@@ -126,8 +126,8 @@ def test_events_written_between_reads_take_their_places(store: Store) -> None:
         )
         live.update({mid: at(minute) for mid, minute in batch})
         ids = sorted(live)
-        assert store.adjacent_events(scope, ids, 3, GAP) == _expected(live, ids, 3)
+        assert store.search.adjacent_events(scope, ids, 3, GAP) == _expected(live, ids, 3)
     store.delete_memory("org_a", "mem_z")
     del live["mem_z"]
     ids = ["mem_b", "mem_e", "mem_m", "mem_z"]
-    assert store.adjacent_events(scope, ids, 4, GAP) == _expected(live, ids, 4)
+    assert store.search.adjacent_events(scope, ids, 4, GAP) == _expected(live, ids, 4)

@@ -15,9 +15,9 @@ from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Store
 from engine.storage.local_index import reference
 from engine.storage.local_index import vector as vector_module
-from engine.storage.local_index.tokenize import tokenize
 from engine.storage.scope_filter import in_scope
-from tests.engine.storage.conftest import at, mem, skip_on_postgres
+from engine.storage.tokenize import tokenize
+from tests.engine.storage.conftest import at, mem
 
 NOW = at(10_000)
 
@@ -69,14 +69,11 @@ SCOPES = [
 
 @pytest.mark.parametrize("incremental", [False, True])
 def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     rng = random.Random(7)
     corpus = _random_corpus(rng, 400)
     if incremental:  # index built first, then patched write by write (vs built in bulk from the rows)
         store.put_memories(corpus[:1])
-        store.keyword_search(SCOPES[0], "w1", 1)
+        store.search.keyword_search(SCOPES[0], "w1", 1)
         for i in range(1, len(corpus), 37):
             store.put_memories(corpus[i : i + 37])
         store.delete_memory("org_a", corpus[0].memory_id)
@@ -86,7 +83,7 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
     queries = ["w0 w1", "w3 w3 w17", "apple café", "w40 w2 w59 nothing", "the w5", "W1 NAÏVE"]
     for scope in SCOPES:
         docs = [m for m in corpus if in_scope(m, scope)]
-        assert store.scope_size(scope) == len(docs)
+        assert store.search.scope_size(scope) == len(docs)
         bm25 = LuceneBM25([tokenize(m.text) for m in docs])
         for q in queries:
             expected = {
@@ -94,12 +91,12 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
                 for m, s in zip(docs, bm25.get_scores(tokenize(q)), strict=True)
                 if s > 0
             }
-            hits = store.keyword_search(scope, q, 1000)
+            hits = store.search.keyword_search(scope, q, 1000)
             assert {h.memory_id for h in hits} == set(expected), (scope, q)
             for h in hits:
                 assert h.raw == pytest.approx(expected[h.memory_id], abs=1e-6)
             assert [h.raw for h in hits] == sorted((h.raw for h in hits), reverse=True)
-            top = store.keyword_search(scope, q, 5)
+            top = store.search.keyword_search(scope, q, 5)
             assert [h.memory_id for h in top] == [h.memory_id for h in hits[:5]]
             ref = reference.keyword_hits(docs, q, 5)
             assert [h.memory_id for h in top] == [h.memory_id for h in ref]
@@ -107,19 +104,16 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
 
 
 def test_keyword_edge_cases(store: Store) -> None:
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     scope = Scope(org_id="org_a", now=NOW)
     store.put_memories([mem(text="alpha beta"), mem(text="gamma"), mem(text=""), mem(text="delta")])
-    assert store.keyword_search(scope, "", 5) == []
-    assert store.keyword_search(scope, "the of", 5) == []  # only stopwords
-    assert store.keyword_search(scope, "unknown", 5) == []
-    assert store.keyword_search(scope, "alpha", 0) == []
+    assert store.search.keyword_search(scope, "", 5) == []
+    assert store.search.keyword_search(scope, "the of", 5) == []  # only stopwords
+    assert store.search.keyword_search(scope, "unknown", 5) == []
+    assert store.search.keyword_search(scope, "alpha", 0) == []
     # hand-computed: N=4, avgdl=(2+1+0+1)/4=1, df(alpha)=1 -> idf=ln(1 + 3.5/1.5); tf=1, dl=2
     idf = np.log(1 + 3.5 / 1.5)
     expected = idf * (1 * 2.5) / (1 + 1.5 * (1 - 0.75 + 0.75 * 2 / 1))
-    (hit,) = store.keyword_search(scope, "ALPHA", 5)
+    (hit,) = store.search.keyword_search(scope, "ALPHA", 5)
     assert hit.raw == pytest.approx(expected, abs=1e-12)
 
 
@@ -149,7 +143,7 @@ def test_vector_matches_numpy(store: Store, path: str, monkeypatch: pytest.Monke
         q = nprng.standard_normal(dim).astype(np.float32)
         qn = q / np.linalg.norm(q)
         for k in (1, 10, 50):
-            hits = store.vector_search(scope, "m1", q, k)
+            hits = store.search.vector_search(scope, "m1", q, k)
             sims = np.array([float(np.dot(vecs[text_hash(m.text)], qn)) for m in docs])
             order = np.argsort(-sims, kind="stable")[:k]
             assert len(hits) == min(k, len(docs))
@@ -163,7 +157,7 @@ def test_vector_matches_numpy(store: Store, path: str, monkeypatch: pytest.Monke
             ranked = np.sort(sims)[::-1]
             if len(docs) <= k or ranked[k - 1] - ranked[k] > 1e-5:  # no tie at the cut: the same ids
                 assert set(got) == set(want)
-    assert store.vector_search(SCOPES[0], "unknown-model", np.ones(dim, dtype=np.float32), 5) == []
+    assert store.search.vector_search(SCOPES[0], "unknown-model", np.ones(dim, dtype=np.float32), 5) == []
 
 
 def test_graph_depth(store: Store) -> None:
@@ -185,7 +179,7 @@ def test_graph_depth(store: Store) -> None:
     ids = [m.memory_id for m in chain]
 
     def run(depth: int, seeds: list[str] | None = None) -> list[tuple[str, float]]:
-        return [(h.memory_id, h.raw) for h in store.graph_search(scope, seeds or ["ent:a"], depth, 50)]
+        return [(h.memory_id, h.raw) for h in store.search.graph_search(scope, seeds or ["ent:a"], depth, 50)]
 
     assert run(0) == [(ids[5], 0.0), (ids[0], 0.0)]  # ties: newer first
     assert run(1) == [(ids[5], 0.0), (ids[0], 0.0), (ids[1], 1.0)]
@@ -195,9 +189,9 @@ def test_graph_depth(store: Store) -> None:
     assert run(10) == run(4)  # ent:q / ent:z only reachable through a superseded fact
     assert run(1, ["ent:nobody"]) == []
     assert run(0, ["ent:z", "ent:nobody"]) == [(ids[7], 0.0)]
-    assert [h.memory_id for h in store.graph_search(scope, ["ent:a"], 4, 2)] == [ids[5], ids[0]]
+    assert [h.memory_id for h in store.search.graph_search(scope, ["ent:a"], 4, 2)] == [ids[5], ids[0]]
     as_of = Scope(org_id="org_a", now=NOW, as_of=at(100))
-    reached = {h.memory_id: h.raw for h in store.graph_search(as_of, ["ent:a"], 10, 50)}
+    reached = {h.memory_id: h.raw for h in store.search.graph_search(as_of, ["ent:a"], 10, 50)}
     assert reached[ids[8]] == 1.0 and reached[ids[7]] == 2.0  # b-q was valid then: it links ent:q
 
 
@@ -207,18 +201,17 @@ def test_graph_matches_reference(store: Store) -> None:
     for scope in SCOPES:
         docs = [m for m in corpus if in_scope(m, scope)]
         for seeds, depth in ((["ent:a"], 0), (["ent:d"], 1), (["ent:e", "ent:b"], 2)):
-            assert store.graph_search(scope, seeds, depth, 40) == reference.graph_hits(docs, seeds, depth, 40)
+            assert store.search.graph_search(scope, seeds, depth, 40) == reference.graph_hits(
+                docs, seeds, depth, 40
+            )
 
 
 def test_keyword_finds_the_first_memories_of_a_scope(store: Store) -> None:
     """A term in every document of a one- or two-memory scope still scores (an idf that can be zero or
     negative would hide a new scope's first memories from the keyword channel)."""
-    skip_on_postgres(
-        store, "PostgreSQL scores keywords with ts_rank, not BM25 (engine/storage/postgres/search.py)"
-    )
     scope = Scope(org_id="org_a", now=NOW, entity_id="ent:alice")
     store.put_memories([mem(text="Alice lives in Lisbon", entity_id="ent:alice")])
-    assert [h.raw > 0 for h in store.keyword_search(scope, "Where does Alice live?", 5)] == [True]
+    assert [h.raw > 0 for h in store.search.keyword_search(scope, "Where does Alice live?", 5)] == [True]
     store.put_memories([mem(text="Alice lives near the sea", entity_id="ent:alice")])
-    assert len(store.keyword_search(scope, "Where does Alice live?", 5)) == 2
-    assert len(store.keyword_search(scope, "Lisbon", 5)) == 1
+    assert len(store.search.keyword_search(scope, "Where does Alice live?", 5)) == 2
+    assert len(store.search.keyword_search(scope, "Lisbon", 5)) == 1

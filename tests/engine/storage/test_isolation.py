@@ -23,10 +23,10 @@ def test_org_isolation_every_method(store: Store) -> None:
     assert store.find_by_key("org_b", "default", "ent:x|likes") == []
     assert store.count_memories("org_b") == 0
     assert list(store.iter_memories("org_b")) == []
-    assert store.vector_search(b_scope, "m", np.ones(4, dtype=np.float32), 5) == []
-    assert store.keyword_search(b_scope, "secret apple", 5) == []
-    assert store.graph_search(b_scope, ["ent:x"], 2, 5) == []
-    assert store.scope_size(b_scope) == 0
+    assert store.search.vector_search(b_scope, "m", np.ones(4, dtype=np.float32), 5) == []
+    assert store.search.keyword_search(b_scope, "secret apple", 5) == []
+    assert store.search.graph_search(b_scope, ["ent:x"], 2, 5) == []
+    assert store.search.scope_size(b_scope) == 0
     # a put by org_b with the same memory_id is a different record
     b = msgspec.structs.replace(a, org_id="org_b", text="other")
     store.put_memories([b])
@@ -35,5 +35,5 @@ def test_org_isolation_every_method(store: Store) -> None:
     store.delete_memory("org_b", a.memory_id)
     assert store.get_memory("org_a", a.memory_id) == a
     a_scope = Scope(org_id="org_a", now=at(10**6))
-    assert [h.memory_id for h in store.keyword_search(a_scope, "secret", 5)] == [a.memory_id]
+    assert [h.memory_id for h in store.search.keyword_search(a_scope, "secret", 5)] == [a.memory_id]
     assert store.list_events("org_b", EventQuery()) == []

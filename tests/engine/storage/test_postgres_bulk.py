@@ -12,7 +12,7 @@ from psycopg import sql
 
 from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Vector
-from engine.storage.postgres import PostgresStore, search
+from engine.storage.postgres import PostgresStore, semantic
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
 from tests.factories import memory
 from tests.pg_fixture import pg_database, pg_server, postgres_store
@@ -68,8 +68,10 @@ def test_bulk_load_round_trips_and_rebuilds_the_index(postgres_store: PostgresSt
     assert _index_exists(postgres_store.url, hnsw_index_name(MODEL, 8))
     # The graph and keyword channels see the generated columns of COPY-ed rows.
     scope = Scope(org_id="org_a", entity_id="ent:a", now=T0 + timedelta(days=1))
-    assert [h.memory_id for h in postgres_store.graph_search(scope, ["ent:paris"], 1, 5)][0] == "mem_00000"
-    assert postgres_store.keyword_search(scope, "number 8", 3)[0].memory_id == "mem_00008"
+    assert [h.memory_id for h in postgres_store.search.graph_search(scope, ["ent:paris"], 1, 5)][
+        0
+    ] == "mem_00000"
+    assert postgres_store.search.keyword_search(scope, "number 8", 3)[0].memory_id == "mem_00008"
 
 
 def test_bulk_load_refuses_existing_ids_and_writes_nothing(postgres_store: PostgresStore) -> None:
@@ -98,19 +100,21 @@ def test_small_scope_vector_search_is_exact_and_skips_hnsw(postgres_store: Postg
     with psycopg.connect(postgres_store.url) as conn:
         register_vector(conn, postgres_store._vector_oid)
         conn.execute("ANALYZE")
-        assert search.bounded_scope_size(conn, scope, 50) == 51
-        assert search.bounded_scope_size(conn, scope, 1000) == 100
-        stmt, params = search.exact_vector_statement(scope, MODEL, query, k)
+        assert semantic.bounded_scope_size(conn, scope, 50) == 51
+        assert semantic.bounded_scope_size(conn, scope, 1000) == 100
+        stmt, params = semantic.exact_vector_statement(scope, MODEL, query, k)
         plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + stmt, params).fetchall())
-        exact = search.vector_search(conn, scope, MODEL, query, k)
-        forced = search.vector_search(conn, scope, MODEL, query, k, exact_max=0)
-        capped = search.vector_search(conn, scope, MODEL, query, k, exact_max=50)  # 100 > 50: HNSW
+        exact = semantic.vector_search(conn, scope, MODEL, query, k)
+        by_vectors = semantic.vector_search(conn, scope, MODEL, query, k, exact_max=0)  # over the vectors
+        capped = semantic.vector_search(conn, scope, MODEL, query, k, exact_max=50)  # 100 > 50: the same
+        hnsw = semantic.vector_search(conn, scope, MODEL, query, k, exact_max=0, vectors_max=0)
+        assert semantic.model_vectors(conn, MODEL, dims, 10) == 11
     assert hnsw_index_name(MODEL, dims) not in plan
     assert [h.memory_id for h in exact] == [f"mem_{i:05d}" for i in expected]
     assert [h.raw for h in exact] == pytest.approx([float(vecs[i] @ query) for i in expected], abs=1e-5)
-    for hits in (forced, capped):
-        assert len(hits) == k and all(int(h.memory_id[4:]) % 20 == 0 for h in hits)
+    assert by_vectors == capped == exact  # both exact plans: the same hits, the same scores
+    assert len(hnsw) == k and all(int(h.memory_id[4:]) % 20 == 0 for h in hnsw)
     # Through the store: the same exact answer.
-    assert [h.memory_id for h in postgres_store.vector_search(scope, MODEL, query, k)] == [
+    assert [h.memory_id for h in postgres_store.search.vector_search(scope, MODEL, query, k)] == [
         h.memory_id for h in exact
     ]

@@ -17,8 +17,8 @@ from psycopg import sql
 
 from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
-from engine.storage.base import EventQuery, Scope, Vector
-from engine.storage.postgres import PostgresStore, bookkeeping, search
+from engine.storage.base import EventQuery, Hit, Scope, Vector
+from engine.storage.postgres import PostgresStore, bookkeeping, search, semantic
 from engine.storage.postgres import rows as pg_rows
 from engine.storage.postgres.schema import LATEST_VERSION, migrate
 from engine.storage.postgres.vectors import hnsw_index_name, register_vector
@@ -171,12 +171,13 @@ def test_migration_4_numbers_each_orgs_events_and_rows_from_the_previous_version
         drop_database(pg_server, name)
 
 
-def test_migration_3_on_a_database_with_memories(
+def test_migrations_3_to_5_on_a_database_with_memories(
     pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A schema-2 database with memories migrates in place: `tsv` keeps its values and is kept by the
-    trigger from then on, keyword and semantic search find the old rows before any backfill (through
-    the heap and the join), and the backfill gives them their copies with the same results."""
+    """A schema-2 database with memories migrates in place: migration 5 tokenizes the existing rows (the
+    keyword channel then ranks them as the in-memory store does), semantic search finds the old rows
+    before any backfill (through the join), and the backfill gives them their copies with the same
+    results."""
     from engine.storage.postgres import schema
 
     name = f"{pg_server.prefix}_migrate_v2"
@@ -185,18 +186,34 @@ def test_migration_3_on_a_database_with_memories(
         monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
         assert migrate(url) == [1, 2]
         rows = [
-            _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
-            for i, t in enumerate(["old gardens grow tomatoes", "a note about the sea", "tomato soup"])
+            _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i), type=kind)
+            for i, (t, kind) in enumerate(
+                [
+                    ("old gardens grow tomatoes", "note"),
+                    ("Ann Lee: a note about the sea", "event"),
+                    ("tomato soup", "fact"),
+                ]
+            )
         ]
+        v2_columns = pg_rows.COLUMNS[: pg_rows.COLUMNS.index("doc") + 1]
         with psycopg.connect(url) as conn, conn.cursor() as cur:  # rows as schema 2 stored them
             cur.executemany(
-                f"INSERT INTO memories ({', '.join(pg_rows.COLUMNS)})"  # noqa: S608
-                f" VALUES ({', '.join('%s' for _ in pg_rows.COLUMNS)})",
-                [pg_rows.row_of(m) for m in rows],
+                f"INSERT INTO memories ({', '.join(v2_columns)})"  # noqa: S608
+                f" VALUES ({', '.join('%s' for _ in v2_columns)})",
+                [pg_rows.row_of(m)[: len(v2_columns)] for m in rows],
             )
         monkeypatch.undo()
         assert migrate(url) == list(range(3, LATEST_VERSION + 1))
+        local = open_store("memory")
+        local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
+            with store._conn() as conn:
+                kw = {
+                    r[0]: r[1:]
+                    for r in conn.execute("SELECT memory_id, kw, speaker, kw_small = kw FROM memories")
+                }
+            assert kw["mem_1"] == (["ann", "lee", "note", "sea"], ["Ann", "Lee"], True)
+            assert kw["mem_2"] == (["soup", "tomato"], None, True)
             vecs = {text_hash(m.text): np.eye(4, dtype=np.float32)[i] for i, m in enumerate(rows)}
             with store._conn() as conn, conn.cursor() as cur:  # vectors stored without touching the rows
                 cur.executemany(
@@ -206,37 +223,34 @@ def test_migration_3_on_a_database_with_memories(
             scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
             q = np.array([0.1, 0.2, 0.9, 0.0], dtype=np.float32)
 
-            def results() -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-                return (
-                    [
-                        (h.memory_id, round(h.raw, 6))
-                        for h in store.keyword_search(scope, "tomatoes garden", 5)
-                    ],
-                    _ranked(store, scope, "hash:4", q, 3),
+            def results() -> tuple[list[Hit], list[tuple[str, float]]]:
+                return store.search.keyword_search(scope, "tomatoes garden", 5), _ranked(
+                    store, scope, "hash:4", q, 3
                 )
 
             before = results()
-            assert [mid for mid, _ in before[0]] == ["mem_0", "mem_2"]
+            assert before[0] == local.search.keyword_search(scope, "tomatoes garden", 5)
+            assert [h.memory_id for h in before[0]] == ["mem_0", "mem_2"]
             assert [mid for mid, _ in before[1]] == ["mem_2", "mem_1", "mem_0"]
+            assert store.search.speaker_shares(scope, ["Ann", "Lee", "Bob"]) == [1.0, 1.0, 0.0]
             assert store.backfill_inline_vectors(batch=2) == 3
             with store._conn() as conn:
                 filled = conn.execute(
-                    "SELECT count(*) FROM memories WHERE tsv_small = tsv"
-                    " AND embedding_model = 'hash:4' AND embedding IS NOT NULL"
+                    "SELECT count(*) FROM memories WHERE embedding_model = 'hash:4' AND embedding IS NOT NULL"
                 ).fetchone()
             assert filled == (3,)
             assert results() == before
-            store.put_memories([msgspec.structs.replace(rows[1], text="the sea has tomatoes")])
-            assert {h.memory_id for h in store.keyword_search(scope, "sea tomatoes", 5)} == {
-                "mem_0",
-                "mem_1",
-                "mem_2",
-            }
-            with store._conn() as conn:  # the trigger recomputed both tsvectors for the new text
+            changed = msgspec.structs.replace(rows[1], text="the sea has tomatoes")
+            store.put_memories([changed])
+            local.put_memories([changed])
+            assert store.search.keyword_search(scope, "sea tomatoes", 5) == local.search.keyword_search(
+                scope, "sea tomatoes", 5
+            )
+            with store._conn() as conn:  # the trigger copied the new terms for the index
                 row = conn.execute(
-                    "SELECT tsv::text, tsv_small = tsv FROM memories WHERE memory_id = 'mem_1'"
+                    "SELECT kw, speaker, kw_small = kw, speaker_small FROM memories WHERE memory_id = 'mem_1'"
                 ).fetchone()
-            assert row == ("'sea':2 'tomato':4", True)
+            assert row == (["sea", "tomato"], None, True, None)
     finally:
         drop_database(pg_server, name)
 
@@ -273,9 +287,9 @@ def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: Post
         conn.execute("ANALYZE")
         conn.execute("SET enable_seqscan = off")  # steer the planner to the HNSW path at this size
         conn.execute("SET enable_sort = off")  # the exact plan needs a full sort; HNSW does not
-        stmt, params = search.vector_statement(scope, "hash:16", query, k)
+        stmt, params = semantic.vector_statement(scope, "hash:16", query, k)
         plan = "\n".join(r[0] for r in conn.execute(sql.SQL("EXPLAIN ") + stmt, params).fetchall())
-        hits = search.vector_search(conn, scope, "hash:16", query, k)
+        hits = semantic.vector_search(conn, scope, "hash:16", query, k, exact_max=0, vectors_max=0)
     assert hnsw_index_name("hash:16", dims) in plan
     assert len(hits) == k
     by_id = {m.memory_id: i for i, m in enumerate(mems)}
@@ -287,7 +301,7 @@ def test_vector_search_uses_hnsw_and_iterative_scan_fills_k(postgres_store: Post
         assert h.raw == pytest.approx(float(vecs[by_id[h.memory_id]] @ query), abs=1e-5)
     # Through the store (the planner's own choice) the order is the exact one.
     small = Scope(org_id="org_a", agent_id="b", now=T0 + timedelta(days=1))
-    store_hits = postgres_store.vector_search(small, "hash:16", query, k)
+    store_hits = postgres_store.search.vector_search(small, "hash:16", query, k)
     assert {h.memory_id for h in store_hits} >= {f"mem_{i:05d}" for i in exact[: k // 2]}
 
 
@@ -307,39 +321,49 @@ def test_vector_search_filters_scope_and_shares_vectors_by_text(postgres_store: 
     v_far = np.array([0.6, 0.8, 0, 0], dtype=np.float32)
     postgres_store.put_embeddings("hash:4", {text_hash(same): v_same, text_hash("different words"): v_far})
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.vector_search(scope, "hash:4", v_same, 10)
+    hits = postgres_store.search.vector_search(scope, "hash:4", v_same, 10)
     # Equal similarity: newer first; m_far at cos = 0.6.
     assert [h.memory_id for h in hits] == ["m_new", "m_old", "m_far"]
     assert [h.raw for h in hits] == pytest.approx([1.0, 1.0, 0.6])
     # as_of before the expiry: validity decides, status is ignored.
     past = Scope(org_id="org_a", now=T0, as_of=T0 - timedelta(microseconds=1) + timedelta(microseconds=1))
-    ids = {h.memory_id for h in postgres_store.vector_search(past, "hash:4", v_same, 10)}
+    ids = {h.memory_id for h in postgres_store.search.vector_search(past, "hash:4", v_same, 10)}
     assert ids == {"m_old", "m_sup", "m_far"}  # m_expired ends at T0 (valid_to > as_of fails); m_new later
 
 
-def test_keyword_search_stems_ors_and_scores_by_ts_rank(postgres_store: PostgresStore) -> None:
+def test_keyword_search_stores_the_tokenizers_terms_and_ranks_as_the_local_index(
+    postgres_store: PostgresStore,
+) -> None:
     rows = [
         _mem("k1", "Alice lives in Paris"),
         _mem("k2", "Bob is living in Berlin and Bob likes living there"),
-        _mem("k3", "A note about cats"),
+        _mem("k3", "Caroline: A note about cats", type="event"),
         _mem("k4", "Alice lives in Paris", org_id="org_b"),
     ]
     postgres_store.put_memories(rows)
-    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.keyword_search(scope, "where does Alice live?", 10)
-    # 'lives'/'living' stem to 'live'; OR semantics: k1 matches alic+live, k2 matches live (twice).
-    assert {h.memory_id for h in hits} == {"k1", "k2"}
-    assert all(h.raw > 0 for h in hits)
-    with psycopg.connect(postgres_store.url) as conn:
-        expected = {
-            mid: conn.execute(
-                "SELECT ts_rank(to_tsvector('english', %s), to_tsquery('english', 'alic | live'), 1)", (text,)
-            ).fetchone()[0]  # type: ignore[index]
-            for mid, text in (("k1", rows[0].text), ("k2", rows[1].text))
+    local = open_store("memory")
+    local.put_memories(rows)
+    with postgres_store._conn() as conn:
+        stored = {
+            r[0]: r[1:]
+            for r in conn.execute("SELECT memory_id, kw, speaker FROM memories WHERE org_id = 'org_a'")
         }
-    assert {h.memory_id: h.raw for h in hits} == pytest.approx(expected)
-    assert postgres_store.keyword_search(scope, "the and of", 10) == []  # only stop words
-    assert postgres_store.keyword_search(scope, "", 10) == []
+    assert stored == {
+        "k1": (["alic", "live", "pari"], None),
+        "k2": (["berlin", "bob", "bob", "like", "live", "live"], None),
+        "k3": (["carolin", "cat", "note"], ["Caroline"]),
+    }
+    scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
+    for query in ("where does Alice live?", "Bob Bob living", "cats", "the and of", ""):
+        assert postgres_store.search.keyword_search(scope, query, 10) == local.search.keyword_search(
+            scope, query, 10
+        )
+    assert {
+        h.memory_id for h in postgres_store.search.keyword_search(scope, "where does Alice live?", 10)
+    } == {
+        "k1",
+        "k2",
+    }
 
 
 def test_graph_search_hops(postgres_store: PostgresStore) -> None:
@@ -375,15 +399,15 @@ def test_graph_search_hops(postgres_store: PostgresStore) -> None:
     ]
     postgres_store.put_memories(rows)
     scope = Scope(org_id="org_a", now=T0 + timedelta(days=1))
-    hits = postgres_store.graph_search(scope, ["ent:alice"], 2, 10)
+    hits = postgres_store.search.graph_search(scope, ["ent:alice"], 2, 10)
     # alice: 0 (g_alice); acme: 1 (g_acme names acme); lyon: 2 (g_lyon); superseded fact not an edge.
     assert [(h.memory_id, h.raw) for h in hits] == [("g_alice", 0.0), ("g_acme", 1.0), ("g_lyon", 2.0)]
-    assert [h.memory_id for h in postgres_store.graph_search(scope, ["ent:alice"], 1, 10)] == [
+    assert [h.memory_id for h in postgres_store.search.graph_search(scope, ["ent:alice"], 1, 10)] == [
         "g_alice",
         "g_acme",
     ]
-    assert postgres_store.graph_search(scope, ["ent:alice"], 0, 10) == [
-        postgres_store.graph_search(scope, ["ent:alice"], 2, 1)[0]
+    assert postgres_store.search.graph_search(scope, ["ent:alice"], 0, 10) == [
+        postgres_store.search.graph_search(scope, ["ent:alice"], 2, 1)[0]
     ]
 
 
@@ -493,7 +517,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
                 Scope(org_id="org_a", entity_id="ent:e1", now=T0 + timedelta(days=1)),
                 Scope(org_id="org_a", entity_id="ent:e1", as_of=T0 + timedelta(seconds=250), now=T0),
             ):
-                stmt, params = search.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
+                stmt, params = semantic.exact_vector_statement(scope, "hash:8", query, 10, cap=10_001)
                 # Without the slim index beside it: whether the planner prefers the index-only scan
                 # also depends on the visibility map, which this fixture's VACUUM leaves empty (at 1M
                 # memories after VACUUM it does prefer it: see the bench); this checks it is possible.
@@ -525,7 +549,7 @@ def test_an_entity_scope_is_scored_from_the_index_alone(pg_database: str) -> Non
 def _ranked(
     store: PostgresStore, scope: Scope, model: str, query: np.ndarray, k: int
 ) -> list[tuple[str, float]]:
-    return [(h.memory_id, round(h.raw, 5)) for h in store.vector_search(scope, model, query, k)]
+    return [(h.memory_id, round(h.raw, 5)) for h in store.search.vector_search(scope, model, query, k)]
 
 
 def test_inline_copies_score_exactly_like_the_join(pg_database: str) -> None:
@@ -619,7 +643,7 @@ def test_a_new_text_takes_its_own_copy_and_wide_ids_take_none(pg_database: str) 
             )
         assert copies == {"mem_1": True, w.memory_id: False, fit.memory_id: True}
         scope = Scope(org_id=fit.org_id, entity_id=fit.entity_id, now=T0, as_of=T0)
-        assert [h.memory_id for h in store.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
+        assert [h.memory_id for h in store.search.vector_search(scope, "hash:384", a, 3)] == [fit.memory_id]
 
 
 def test_bulk_load_writes_inline_copies(pg_database: str) -> None:
@@ -691,44 +715,39 @@ def test_longest_valid_ids_fit_the_entity_index(postgres_store: PostgresStore) -
     )
     postgres_store.put_memories([m])
     scope = Scope(org_id=m.org_id, namespace=m.namespace, entity_id=m.entity_id, agent_id=m.agent_id, now=T0)
-    assert [h.memory_id for h in postgres_store.keyword_search(scope, "widest fact", 5)] == [m.memory_id]
+    assert [h.memory_id for h in postgres_store.search.keyword_search(scope, "widest fact", 5)] == [
+        m.memory_id
+    ]
 
 
-def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store: PostgresStore) -> None:
-    """In an entity scope, rows with the inline tsvector (short texts) and without it (a text too long
-    for the index entry, and a row whose copy is cleared as before a backfill) are ranked exactly as
-    the single query over `tsv` ranks them; the copy equals `tsv` and follows text updates."""
-    long_text = "garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
+def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store: PostgresStore) -> None:
+    """In an entity scope, rows with the inline terms (short texts) and without them (a text too long
+    for the index entry, and a row whose copy is cleared) are ranked exactly as the in-memory store
+    ranks them; the copy equals `kw` and follows text updates."""
+    long_text = "Ann: garden " + " ".join(f"word{i}" for i in range(400)) + " tomatoes"
     mems = [
-        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i), type="event")
         for i, t in enumerate(
             [
                 "my garden has tomatoes",
                 "tomatoes again and tomatoes",
-                "the garden",
+                "Ann: the garden",
                 "nothing here",
                 long_text,
                 "garden tomatoes garden",
             ]
         )
     ]
-    postgres_store.put_memories(mems)
-    postgres_store.put_memories([msgspec.structs.replace(mems[3], text="now the garden too")])
+    update = msgspec.structs.replace(mems[3], text="Ann: now the garden too")
+    local = open_store("memory")
+    for store in (postgres_store, local):
+        store.put_memories(mems)
+        store.put_memories([update])
     with psycopg.connect(postgres_store.url, autocommit=True) as conn:
-        conn.execute("UPDATE memories SET tsv_small = NULL WHERE memory_id = 'mem_5'")
+        conn.execute("UPDATE memories SET kw_small = NULL, speaker_small = NULL WHERE memory_id = 'mem_5'")
         small: dict[str, bool] = dict(
-            conn.execute(
-                "SELECT memory_id, tsv_small IS NOT NULL AND tsv_small = tsv FROM memories"
-            ).fetchall()
+            conn.execute("SELECT memory_id, kw_small IS NOT NULL AND kw_small = kw FROM memories").fetchall()
         )
-        scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
-        where, params = search.scope_filter(scope)
-        plain = conn.execute(
-            f"SELECT m.memory_id, ts_rank(m.tsv, w.q, 1) FROM memories m,"  # noqa: S608
-            f" (SELECT replace(plainto_tsquery('english', %(t)s)::text, ' & ', ' | ')::tsquery AS q) w"
-            f" WHERE m.tsv @@ w.q AND {where} ORDER BY 2 DESC, m.ts DESC, m.memory_id",
-            {**params, "t": "garden tomatoes"},
-        ).fetchall()
     assert small == {
         "mem_0": True,
         "mem_1": True,
@@ -737,7 +756,53 @@ def test_keyword_ranks_inline_and_long_texts_like_the_plain_query(postgres_store
         "mem_4": False,
         "mem_5": False,
     }
-    hits = postgres_store.keyword_search(scope, "garden tomatoes", 10)
-    assert [h.memory_id for h in hits] == [r[0] for r in plain]
-    assert [h.raw for h in hits] == pytest.approx([r[1] for r in plain])
+    scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+    hits = postgres_store.search.keyword_search(scope, "garden tomatoes", 10)
+    assert hits == local.search.keyword_search(scope, "garden tomatoes", 10)
     assert {"mem_3", "mem_4", "mem_5"} <= {h.memory_id for h in hits}
+    assert (
+        postgres_store.search.speaker_shares(scope, ["Ann"])
+        == local.search.speaker_shares(scope, ["Ann"])
+        == [3 / 6]
+    )
+
+
+def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
+    postgres_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The keyword statement counts the scope's speakers: asked right after it (as the pipeline asks for
+    the semantic query), `speaker_shares` answers from those counts; another scope, or a write in
+    between, has it count by a statement of its own, with the same answers."""
+    from engine.storage.postgres import keywords
+
+    postgres_store.put_memories(
+        [
+            _mem(
+                f"e{i}",
+                f"{who}: words {i}",
+                type="event",
+                entity_id="ent:c",
+                timestamp=T0 + timedelta(minutes=i),
+            )
+            for i, who in enumerate(["Caroline", "Mel Lee", "Caroline", "Caroline"])
+        ]
+    )
+    statements: list[list[str]] = []
+    counted = keywords.count_speakers
+
+    def counting(*args: Any) -> list[float]:
+        statements.append(list(args[-1]))
+        return counted(*args)
+
+    monkeypatch.setattr(keywords, "count_speakers", counting)
+    scope = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=1))
+    postgres_store.search.keyword_search(scope, "words", 5)
+    assert postgres_store.search.speaker_shares(scope, ["Caroline", "Lee", "Bob"]) == [0.75, 0.25, 0.0]
+    assert statements == []
+    other = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=2))
+    assert postgres_store.search.speaker_shares(other, ["Caroline"]) == [0.75]
+    assert statements == [["Caroline"]]
+    postgres_store.search.keyword_search(scope, "words", 5)
+    postgres_store.put_memories([_mem("e9", "Bob: hi", type="event", entity_id="ent:c")])
+    assert postgres_store.search.speaker_shares(scope, ["Caroline", "Bob"]) == [0.6, 0.2]
+    assert statements[-1] == ["Caroline", "Bob"]

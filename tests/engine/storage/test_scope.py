@@ -22,9 +22,9 @@ def _embed(store: Store, memories: list[Memory], emb: HashEmbedder) -> None:
 def _channels(store: Store, scope: Scope, emb: HashEmbedder) -> dict[str, set[str]]:
     q = emb.embed(["apple"])[0]
     return {
-        "vector": {h.memory_id for h in store.vector_search(scope, emb.model, q, 100)},
-        "keyword": {h.memory_id for h in store.keyword_search(scope, "apple", 100)},
-        "graph": {h.memory_id for h in store.graph_search(scope, ["ent:x"], 0, 100)},
+        "vector": {h.memory_id for h in store.search.vector_search(scope, emb.model, q, 100)},
+        "keyword": {h.memory_id for h in store.search.keyword_search(scope, "apple", 100)},
+        "graph": {h.memory_id for h in store.search.graph_search(scope, ["ent:x"], 0, 100)},
     }
 
 
@@ -116,7 +116,7 @@ def test_scope_semantics_every_channel(store: Store) -> None:
         assert expected is not None
         assert {n for n, m in corpus.items() if in_scope(m, scope)} == expected, scope  # oracle agrees
         n_fillers = sum(1 for f in fillers if in_scope(f, scope))
-        assert store.scope_size(scope) == len(expected) + n_fillers, scope
+        assert store.search.scope_size(scope) == len(expected) + n_fillers, scope
         for channel, ids in _channels(store, scope, emb).items():
             # other_entity's memory is about ent:y but its subject is ent:x, so graph depth 0 finds it
             assert _names(corpus, ids) == expected, (channel, scope)
@@ -130,17 +130,17 @@ def test_index_follows_reputs_and_deletes(store: Store) -> None:
     b = mem(text="apple", entity_id="ent:x", timestamp=at(2))
     store.put_memories([a, b, *fillers])
     _embed(store, [a], emb)  # b has the same text, so the same cached vector
-    assert store.scope_size(scope) == 12  # builds the index before anything changes
-    hits = store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 2)
+    assert store.search.scope_size(scope) == 12  # builds the index before anything changes
+    hits = store.search.vector_search(scope, emb.model, emb.embed(["apple"])[0], 2)
     assert [h.memory_id for h in hits] == [b.memory_id, a.memory_id]  # equal scores: newer first
     # a vector arriving after the index exists is picked up
     c = mem(text="apple banana", entity_id="ent:x", timestamp=at(3))
     store.put_memories([c])
     assert c.memory_id not in {
-        h.memory_id for h in store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 20)
+        h.memory_id for h in store.search.vector_search(scope, emb.model, emb.embed(["apple"])[0], 20)
     }
     _embed(store, [c], emb)
-    got = {h.memory_id for h in store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 3)}
+    got = {h.memory_id for h in store.search.vector_search(scope, emb.model, emb.embed(["apple"])[0], 3)}
     assert got == {a.memory_id, b.memory_id, c.memory_id}
     for changed in (
         msgspec.structs.replace(a, status="superseded"),
@@ -149,28 +149,28 @@ def test_index_follows_reputs_and_deletes(store: Store) -> None:
         msgspec.structs.replace(a, namespace="elsewhere"),
     ):
         store.put_memories([changed])
-        assert store.scope_size(scope) == 12
+        assert store.search.scope_size(scope) == 12
         for ids in _channels(store, scope, emb).values():
             assert a.memory_id not in ids
         store.put_memories([a])
-        assert store.scope_size(scope) == 13
-        assert a.memory_id in {h.memory_id for h in store.keyword_search(scope, "apple", 20)}
+        assert store.search.scope_size(scope) == 13
+        assert a.memory_id in {h.memory_id for h in store.search.keyword_search(scope, "apple", 20)}
     store.delete_memory("org_a", b.memory_id)
-    assert store.scope_size(scope) == 12
+    assert store.search.scope_size(scope) == 12
     channels = _channels(store, scope, emb)
     assert channels["keyword"] == channels["graph"] == {a.memory_id, c.memory_id}
     assert b.memory_id not in channels["vector"]
     # a text change: the keyword index follows
     store.put_memories([msgspec.structs.replace(c, text="cherry")])
-    assert {h.memory_id for h in store.keyword_search(scope, "apple", 5)} == {a.memory_id}
-    assert {h.memory_id for h in store.keyword_search(scope, "cherry", 5)} == {c.memory_id}
+    assert {h.memory_id for h in store.search.keyword_search(scope, "apple", 5)} == {a.memory_id}
+    assert {h.memory_id for h in store.search.keyword_search(scope, "cherry", 5)} == {c.memory_id}
 
 
 def test_rollback_leaves_index_untouched(store: Store) -> None:
     scope = Scope(org_id="org_a", now=NOW)
     a = mem(text="apple")
     store.put_memories([a, *_fillers()])
-    assert store.scope_size(scope) == 11
+    assert store.search.scope_size(scope) == 11
 
     class Boom(Exception):
         pass
@@ -179,12 +179,12 @@ def test_rollback_leaves_index_untouched(store: Store) -> None:
         with store.transaction():
             store.put_memories([mem(text="apple two")])
             store.delete_memory("org_a", a.memory_id)
-            store.scope_size(scope)  # a search inside the block may (re)build the index
+            store.search.scope_size(scope)  # a search inside the block may (re)build the index
             raise Boom
     except Boom:
         pass
-    assert store.scope_size(scope) == 11
-    assert [h.memory_id for h in store.keyword_search(scope, "apple", 5)] == [a.memory_id]
+    assert store.search.scope_size(scope) == 11
+    assert [h.memory_id for h in store.search.keyword_search(scope, "apple", 5)] == [a.memory_id]
 
 
 def test_vector_without_cached_embedding_is_not_a_candidate(store: Store) -> None:
@@ -192,7 +192,7 @@ def test_vector_without_cached_embedding_is_not_a_candidate(store: Store) -> Non
     a, b = mem(text="one"), mem(text="two")
     store.put_memories([a, b])
     _embed(store, [a], emb)
-    hits = store.vector_search(Scope(org_id="org_a", now=NOW), emb.model, emb.embed(["one"])[0], 5)
+    hits = store.search.vector_search(Scope(org_id="org_a", now=NOW), emb.model, emb.embed(["one"])[0], 5)
     assert [h.memory_id for h in hits] == [a.memory_id]
     assert np.isclose(hits[0].raw, 1.0)
 
@@ -212,11 +212,11 @@ def test_index_built_inside_rolled_back_transaction_is_discarded(store: Store) -
             store.put_memories([b])
             _embed(store, [a, b], emb)
             # first searches ever: they build the index and load vectors inside the open transaction
-            store.keyword_search(scope, "apple", 5)
-            store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 5)
+            store.search.keyword_search(scope, "apple", 5)
+            store.search.vector_search(scope, emb.model, emb.embed(["apple"])[0], 5)
             raise Boom
     except Boom:
         pass
-    assert [h.memory_id for h in store.keyword_search(scope, "apple", 5)] == [a.memory_id]
-    assert store.vector_search(scope, emb.model, emb.embed(["apple"])[0], 5) == []
-    assert store.scope_size(scope) == 11
+    assert [h.memory_id for h in store.search.keyword_search(scope, "apple", 5)] == [a.memory_id]
+    assert store.search.vector_search(scope, emb.model, emb.embed(["apple"])[0], 5) == []
+    assert store.search.scope_size(scope) == 11

@@ -36,20 +36,20 @@ def _conversation(store: Store) -> None:
 def test_the_share_of_the_scopes_events_a_name_speaks(store: Store) -> None:
     _conversation(store)
     scope = Scope(org_id="org_a", entity_id="ent:a", now=NOW)
-    got = store.speaker_shares(scope, ["Caroline", "Melanie", "Ann", "Mary", "Bob", "support"])
+    got = store.search.speaker_shares(scope, ["Caroline", "Melanie", "Ann", "Mary", "Bob", "support"])
     # five events in scope: the fact, the other entity's event and the archived one do not count;
     # a name mentioned inside a turn is not its speaker; each word of a name speaks for it
     assert got == [2 / 5, 1 / 5, 1 / 5, 1 / 5, 0.0, 0.0]
-    assert store.speaker_shares(scope, []) == []
+    assert store.search.speaker_shares(scope, []) == []
     empty = Scope(org_id="org_a", entity_id="ent:none", now=NOW)
-    assert store.speaker_shares(empty, ["Caroline"]) == [0.0]
+    assert store.search.speaker_shares(empty, ["Caroline"]) == [0.0]
 
 
 def test_the_shares_follow_every_write_and_removal(store: Store) -> None:
     _conversation(store)
 
     def shares() -> list[float]:  # a new Scope per read, as every request makes one
-        return store.speaker_shares(
+        return store.search.speaker_shares(
             Scope(org_id="org_a", entity_id="ent:a", now=NOW), ["Caroline", "Melanie"]
         )
 

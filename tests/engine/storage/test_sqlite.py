@@ -1,4 +1,5 @@
-"""SQLite only: durability across close/reopen, schema migration, pragmas, and the open_store registry."""
+"""SQLite only (and what the two in-process stores share): durability across close/reopen, schema
+migration, pragmas, the open_store registry, one writer at a time."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from engine.storage.in_memory import InMemoryStore
 from engine.storage.sqlite import SQLiteStore, checkpoint
 from engine.storage.sqlite.codec import MEMORY_INSERT, memory_row
 from engine.storage.sqlite.schema import LATEST, MIGRATIONS, migrate, schema_version
-from tests.engine.storage.conftest import at, mem
+from tests.engine.storage.conftest import STORE_FACTORIES, at, mem
 
 
 def test_only_a_relaxed_event_append_of_its_own_skips_the_sync(tmp_path: Path) -> None:
@@ -67,7 +68,7 @@ def test_durable_after_close_and_reopen(tmp_path: Path) -> None:
     ((seq, event),) = s2.list_events("org_a", EventQuery())
     s2.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
     assert s2.list_events("org_a", EventQuery(after=seq))[0][0] > seq
-    hits = s2.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
+    hits = s2.search.keyword_search(Scope(org_id="org_a", now=at(10**6)), "apple", 5)
     assert [h.memory_id for h in hits] == [a.memory_id]
     s2.close()
 
@@ -200,7 +201,7 @@ def test_many_threads_share_one_store(tmp_path: Path) -> None:
                 with s.transaction():
                     s.put_memories([mem(text=f"t{n} {i}")])
                     s.append_events([Event(event_id=f"evt_{n}_{i}", org_id="org_a", type="x", at=at(i))])
-                s.keyword_search(Scope(org_id="org_a", now=at(10**6)), f"t{n}", 3)
+                s.search.keyword_search(Scope(org_id="org_a", now=at(10**6)), f"t{n}", 3)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -241,13 +242,13 @@ def test_index_sees_commits_from_another_connection(tmp_path: Path) -> None:
     scope = Scope(org_id="org_a", now=at(10**6))
     fillers = [mem(text=f"filler {i}") for i in range(5)]
     writer.put_memories(fillers)
-    assert reader.keyword_search(scope, "apple", 5) == []  # builds the reader's index
+    assert reader.search.keyword_search(scope, "apple", 5) == []  # builds the reader's index
     a = mem(text="apple")
     writer.put_memories([a])
-    assert [h.memory_id for h in reader.keyword_search(scope, "apple", 5)] == [a.memory_id]
+    assert [h.memory_id for h in reader.search.keyword_search(scope, "apple", 5)] == [a.memory_id]
     writer.delete_memory("org_a", a.memory_id)
-    assert reader.keyword_search(scope, "apple", 5) == []
-    assert reader.scope_size(scope) == 5
+    assert reader.search.keyword_search(scope, "apple", 5) == []
+    assert reader.search.scope_size(scope) == 5
     reader.close()
     writer.close()
 
@@ -281,3 +282,30 @@ def test_get_memories_never_serves_a_stale_copy(tmp_path: Path) -> None:
     assert texts() == ["second, from elsewhere"]
     other.close()
     s.close()
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_in_process_store_serializes_writers(backend: str, tmp_path: Path) -> None:
+    """The in-process stores hold one lock for a transaction, so another thread's write waits for the
+    commit (PostgreSQL locks rows, not the store: unrelated writers do not wait; docs/deploying.md)."""
+    store = STORE_FACTORIES[backend](tmp_path)
+    a = mem()
+    b = mem()
+    started = threading.Event()
+    done = threading.Event()
+
+    def writer() -> None:
+        started.set()
+        store.put_memories([b])
+        done.set()
+
+    with store.transaction():
+        store.put_memories([a])
+        t = threading.Thread(target=writer)
+        t.start()
+        started.wait()
+        assert not done.wait(0.2)  # serialized behind the open transaction
+    t.join(10)
+    assert done.is_set()
+    assert store.count_memories("org_a") == 2
+    store.close()

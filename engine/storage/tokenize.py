@@ -1,4 +1,5 @@
-"""The keyword channel's tokenizer (the same terms PostgreSQL's `english` text search config keeps).
+"""The keyword channel's tokenizer, one for every backend (the local index tokenizes on load, PostgreSQL
+stores each memory's `terms` in a column on write), so both rank the same terms.
 
 Lowercase the text (str.lower), take the `\\w+` runs (Unicode word characters: letters, digits,
 underscore), drop the English stop words `STOPWORDS` (the Snowball list PostgreSQL's `english`
@@ -41,3 +42,9 @@ def stem(word: str) -> str:
 
 def tokenize(text: str) -> list[str]:
     return [stem(t) for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
+
+
+def terms(text: str) -> list[str]:
+    """A document's terms as a backend stores them: its tokens, repeats kept (the term frequencies),
+    sorted (their order does not matter to BM25)."""
+    return sorted(tokenize(text))

@@ -1,0 +1,195 @@
+"""The keyword channel on PostgreSQL: Okapi BM25 as the local index computes it, in one statement.
+
+Each memory row stores its terms (`kw`, by `engine.storage.tokenize.terms`, the tokenizer the local
+index uses: same stems, stop words and word splitting) and, for an event, its speaker's name words
+(`speaker`); schema migration 5. A search is one statement over the scope's rows (`scope_rows`):
+- `st`: N (the scope's rows), the sum of their lengths (cardinality of `kw`, empty documents count)
+  and, per distinct query term, its df (rows whose `kw` holds it), all over exactly the eligible rows;
+- `w`: avgdl = total / N and per term idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's);
+- per row holding a query term: tf = occurrences of the term in `kw`, and the score
+  sum over the query's terms (repeats add again) of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+  with the local index's k1 and b, in float8, written in the local index's order of operations, so
+  the scores are the same numbers (`engine.storage.local_index.bm25`); best first, ties by newer
+  timestamp, then memory_id; the top k.
+The same statement reports the scope's events and how many each speaker word speaks (`Speakers`),
+which `speaker_shares` answers from for the same scope (the pipeline asks right after the keyword
+channel), so leaving speakers' names out of the semantic query costs no statement of its own.
+
+In an entity scope (every assemble), rows whose terms fit the entity index entry (`kw_small`,
+`speaker_small`: short texts, the common case) are read from memories_by_entity_kw alone; the others
+through the partial index of rows without the copy (memories_by_entity_long) and the heap. Without
+an entity, the scope's rows are read from the heap. Either way the cost grows with the scope, not the
+table: the statistics are exact, so every eligible row is read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import psycopg
+
+from engine.storage.base import Scope
+from engine.storage.local_index.bm25 import K1, B
+from engine.storage.postgres.pgtext import dec, enc, enc_all
+from engine.storage.tokenize import tokenize
+
+Params = dict[str, Any]
+#: speaker words a keyword statement reports per scope (the most frequent first); a scope with more
+#: (a namespace of many conversations) has `speaker_shares` count the words it is asked about
+SPEAKER_WORDS_MAX = 256
+
+
+class Speakers(msgspec.Struct, frozen=True):
+    """A scope's events and, per speaker word, the events whose speaker's name holds it."""
+
+    events: int
+    words: dict[str, int]
+    complete: bool  # False: only the SPEAKER_WORDS_MAX most frequent words are in `words`
+
+    def shares(self, words: Sequence[str]) -> list[float] | None:
+        """Each word's share of the events (`SearchBackend.speaker_shares`), or None when `words` holds one
+        that may speak but is not listed (an incomplete list)."""
+        if not self.complete and any(w not in self.words for w in words):
+            return None
+        if self.events == 0:
+            return [0.0] * len(words)
+        return [self.words.get(w, 0) / self.events for w in words]
+
+
+class ScopeSpeakers:
+    """The `Speakers` of the scopes the last keyword searches read, by Scope (which holds the request's
+    `now`, so an entry serves the request that made it); cleared by the store's writes. Thread-safe."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[Scope, Speakers] = OrderedDict()
+
+    def put(self, scope: Scope, speakers: Speakers) -> None:
+        with self._lock:
+            self._seen[scope] = speakers
+            self._seen.move_to_end(scope)
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+
+    def get(self, scope: Scope) -> Speakers | None:
+        with self._lock:
+            return self._seen.get(scope)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+
+def scope_rows(scope: Scope, where: str) -> str:
+    """SQL of the scope's rows as (memory_id, ts, type, speaker, kw); `where` = search.scope_filter."""
+    if scope.entity_id is None:
+        return f"SELECT m.memory_id, m.ts, m.type, m.speaker, m.kw FROM memories m WHERE {where}"
+    return f"""
+        SELECT m.memory_id, m.ts, m.type, m.speaker_small AS speaker, m.kw_small AS kw FROM memories m
+        WHERE m.kw_small IS NOT NULL AND {where}
+        UNION ALL
+        SELECT m.memory_id, m.ts, m.type, m.speaker, m.kw FROM memories m
+        WHERE m.kw_small IS NULL AND {where}
+    """
+
+
+def _f(x: float) -> str:
+    return f"{float(x)!r}::float8"
+
+
+def _score_sql(query: Sequence[int]) -> str:
+    """The BM25 sum over the query's terms (indexes into the distinct terms), in the local index's
+    order: acc = 0.0, then acc += idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))."""
+    acc = "0::float8"
+    for i in query:
+        norm = f"({_f(1 - B)} + {_f(B)} * x.dl / w.avgdl)"
+        term = f"(w.idf{i} * (x.tf{i} * {_f(K1 + 1)} / (x.tf{i} + {_f(K1)} * {norm})))"
+        acc = f"({acc} + {term})"
+    return acc
+
+
+_SPEAKERS = f"""
+    sp AS (
+        SELECT sw, count(*) AS c FROM s CROSS JOIN LATERAL unnest(s.speaker) AS sw
+        WHERE s.type = 'event' GROUP BY sw ORDER BY c DESC, sw LIMIT {SPEAKER_WORDS_MAX + 1}
+    )
+"""
+
+
+def keyword_statement(scope: Scope, where: str, params: Params, query: Sequence[str], k: int) -> str:
+    """The statement (and, into `params`, its parameters) of a search for the query's terms `query`
+    (tokens, repeats kept): one row per hit, or one row of NULLs without any, each carrying the
+    scope's speaker columns."""
+    distinct = list(dict.fromkeys(query))
+    index = {t: i for i, t in enumerate(distinct)}
+    params.update({f"t{i}": enc(t) for i, t in enumerate(distinct)}, terms=enc_all(distinct), k=k)
+    dfs = ", ".join(
+        f"count(*) FILTER (WHERE s.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
+    )
+    idfs = ", ".join(
+        f"ln(1::float8 + ((st.n - st.df{i}) + 0.5::float8) / (st.df{i} + 0.5::float8)) AS idf{i}"
+        for i in index.values()
+    )
+    tfs = ", ".join(
+        f"cardinality(array_positions(s.kw, %(t{i})s::text))::float8 AS tf{i}" for i in index.values()
+    )
+    return f"""
+        WITH s AS MATERIALIZED ({scope_rows(scope, where)}),
+        st AS (SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total, {dfs} FROM s),
+        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs} FROM st),
+        {_SPEAKERS}
+        SELECT h.memory_id, h.score, h.ts, (SELECT count(*) FROM s WHERE s.type = 'event'),
+               (SELECT array_agg(sw ORDER BY c DESC, sw) FROM sp), (SELECT array_agg(c ORDER BY c DESC, sw) FROM sp)
+        FROM w LEFT JOIN LATERAL (
+            SELECT x.memory_id, x.ts, {_score_sql([index[t] for t in query])} AS score
+            FROM (SELECT s.memory_id, s.ts, cardinality(s.kw)::float8 AS dl, {tfs}
+                  FROM s WHERE s.kw && %(terms)s::text[]) x
+            WHERE w.avgdl > 0
+            ORDER BY score DESC, x.ts DESC, x.memory_id
+            LIMIT %(k)s
+        ) h ON true
+    """
+
+
+def _speakers(row: Sequence[Any]) -> Speakers:
+    events, words, counts = row[3], row[4] or [], row[5] or []
+    found = {dec(w): int(c) for w, c in zip(words[:SPEAKER_WORDS_MAX], counts, strict=False)}
+    return Speakers(int(events or 0), found, complete=len(words) <= SPEAKER_WORDS_MAX)
+
+
+def keyword_search(
+    conn: psycopg.Connection[Any], scope: Scope, where: str, params: Params, text: str, k: int
+) -> tuple[list[tuple[str, float, Any]], Speakers | None]:
+    """(rows (memory_id, score, ts) best first, the scope's speakers); no statement (and no speakers)
+    for a query without terms or k <= 0."""
+    query = tokenize(text)
+    if not query or k <= 0:
+        return [], None
+    rows = conn.execute(keyword_statement(scope, where, params, query, k), params, prepare=False).fetchall()
+    hits = [(r[0], float(r[1]), r[2]) for r in rows if r[0] is not None]
+    return hits, _speakers(rows[0])
+
+
+def count_speakers(
+    conn: psycopg.Connection[Any], scope: Scope, where: str, params: Params, words: Sequence[str]
+) -> list[float]:
+    """`SearchBackend.speaker_shares` by its own statement: per word, the in-scope events whose speaker's name
+    holds it, over the in-scope events."""
+    counts = ", ".join(
+        f"count(*) FILTER (WHERE s.type = 'event' AND s.speaker @> ARRAY[%(w{i})s]::text[])"
+        for i in range(len(words))
+    )
+    params.update({f"w{i}": enc(w) for i, w in enumerate(words)})
+    stmt = f"""
+        WITH s AS MATERIALIZED ({scope_rows(scope, where)})
+        SELECT count(*) FILTER (WHERE s.type = 'event'), {counts} FROM s
+    """
+    row = conn.execute(stmt, params, prepare=False).fetchone()
+    if not row or not row[0]:
+        return [0.0] * len(words)
+    return [int(c) / int(row[0]) for c in row[1:]]
