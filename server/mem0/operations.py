@@ -124,7 +124,9 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
         if plan.extraction.facts:
             embed_for_write(svc.memories.embeddings, plan.texts())
             ready.plan = plan
-            return ready
+            if any(not f.negated for f in plan.extraction.facts):
+                return ready
+            # only negations: when they end nothing, the messages are stored as they came (below)
     ready.memories = _raw_memories(body, scopes, org_id, ts, now, ready.valid_to)
     if not ready.memories:
         raise InvalidInput("every message is blank", field="messages")
@@ -135,8 +137,7 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
 def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]:
     """Store what `prepare_add` built (inside the caller's transaction): ADD/UPDATE/DELETE/NONE per fact."""
     if ready.plan is None:
-        created = svc.memories.insert(org_id, ready.memories)
-        return [V1CreateItem(id=m.memory_id, memory=m.text, event="ADD") for m in created]
+        return _insert_raw(svc, org_id, ready)
     commit = commit_turn(svc.store, ready.plan, now=ready.now, embeddings=svc.memories.embeddings)
     results: list[V1CreateItem] = []
     for built, outcome in zip(commit.built, commit.outcomes, strict=True):
@@ -148,11 +149,18 @@ def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]
             existing = svc.store.get_memory(org_id, target)
             text = existing.text if existing is not None else text
         results.append(V1CreateItem(id=target, memory=text, event=v1_event(outcome)))
+    if not results and ready.memories:  # negations that ended nothing: keep what was said
+        return _insert_raw(svc, org_id, ready)
     if ready.valid_to is not None:
         for item in results:
             if item.event == "ADD":
                 svc.memories.update(org_id, item.id, MemoryPatch(valid_to=ready.valid_to))
     return results
+
+
+def _insert_raw(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]:
+    created = svc.memories.insert(org_id, ready.memories)
+    return [V1CreateItem(id=m.memory_id, memory=m.text, event="ADD") for m in created]
 
 
 # --- read --------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from engine.timeutil import utcnow
+from engine.write.fact_edits import VALUE_METADATA
 from engine.write.turns import subject_for
 from tests.server.rw_cluster import CLUSTERS, Api, Failed
 from tests.server.rw_model import (
@@ -61,9 +62,7 @@ SENTENCES = (
     "I went to the dentist on Tuesday.",
     "We talked about the garden.",
 )
-#: a /v1 add whose messages hold a negation that ends nothing answers `results: []` and stores nothing, the
-#: other messages included (reported; server/mem0/ is another change's; test_read_after_write.py holds it
-#: as an xfail)
+#: negations, which end nothing in a space that never held them: a /v1 add of only those stores the messages
 NEGATIONS = ("I no longer work at Acme.", "I don't live in Paris anymore.", "I don't like sushi anymore.")
 NOTES = ("Bob prefers green tea in the morning", "The project deadline is Friday", "I live in Paris.")
 VALUES: tuple[tuple[str, str | int], ...] = (
@@ -458,9 +457,6 @@ class ReadAfterWrite(RuleBasedStateMachine):
         if space.agent is not None:
             body["agent_id"] = space.agent
         results = self._write("POST", route, space.org, body=body)["results"]
-        if not results and infer and any(t.endswith(NEGATIONS) for t in turns):
-            note("known bug: a /v1 add with a negation that ends nothing answers no results")
-            return
         if not results:
             raise Failed(f"POST {route} answered no results")
         for item in results:
@@ -593,20 +589,23 @@ class ReadAfterWrite(RuleBasedStateMachine):
     @rule(
         newest=NEWEST,
         route=st.sampled_from(("/v1/memories/{}/", "/memories/{}")),
-        change=st.sampled_from(("metadata", "text")),
+        change=st.sampled_from(("metadata", "The meeting moved to Monday", "User lives in Chicago")),
     )
     def mem0_update(self, newest: int, route: str, change: str) -> None:
-        # a fact's new text leaves its structured value stale (issue 28, bug 5, being fixed elsewhere)
-        picked = self._pick(newest, lambda i, w: change == "metadata" or w.type != "fact")
+        """A new text of a fact re-derives its value (another value of its key, or free text)."""
+        picked = self._pick(newest, lambda i, w: True)
         if picked is None:
             return
         memory_id, w = picked
-        body: dict[str, Any] = (
-            {"metadata": {"edited": True}}
-            if change == "metadata"
-            else {"text": "The meeting moved to Monday"}
-        )
+        body: dict[str, Any] = {"metadata": {"edited": True}} if change == "metadata" else {"text": change}
         self._write("PUT", route.format(memory_id), w.space.org, body=body)
+        if "text" in body and w.type == "fact":  # the value's own metadata follows the new text
+            got = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)["metadata"]
+            if {k: v for k, v in got.items() if k not in VALUE_METADATA} != {
+                k: v for k, v in (w.metadata or {}).items() if k not in VALUE_METADATA
+            }:
+                raise Failed(f"{memory_id}: a text update changed its metadata {w.metadata} -> {got}")
+            w.metadata = got
         w.metadata = body.get("metadata", w.metadata)
         w.text = body.get("text", w.text)
         self.pending.append(memory_id)
