@@ -65,8 +65,9 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: around an answer, which are worth their tokens only when they are short
     context_max_chars: int = 500
     #: the length prior (`engine.retrieval.fuse`): an event gains `length_weight` x (ln of its length,
-    #: capped, - the mean of that over the event candidates): of two equal matches the turn that says more leads
-    length_weight: float = 0.06
+    #: capped, - the mean of that over the event candidates): of two equal matches the turn that says more
+    #: leads; off by default: it cost evidence on LoCoMo and gained on no development set (docs/evaluation.md)
+    length_weight: float = 0.0
 
 
 class Tuning(msgspec.Struct, frozen=True, kw_only=True):
