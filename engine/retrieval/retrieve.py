@@ -64,9 +64,43 @@ def _embed_query(
     stats: EmbedStats,
     prefetch: Sequence[str] = (),
 ) -> list[Vector]:
-    """The semantic channel's query vector (in the embedding thread on a database server), embedded in
-    one pass with `prefetch`, whose vectors the cache keeps for the caller's next call."""
+    """The semantic channel's query vector, embedded in one pass with `prefetch`, whose vectors the
+    cache keeps for the caller's next call."""
     return embeddings.embed([_semantic_text(store, scope, query), *prefetch], persist=False, stats=stats)
+
+
+def _query_variants(query: str) -> list[str]:
+    """The texts the semantic query can be before the scope's speakers are known: the query as it is
+    and without its one name; none for a query of two or more names, whose forms multiply (it embeds
+    once the keyword search has counted the speakers)."""
+    names = query_names(query)
+    if len(names) > 1:
+        return []
+    return list(dict.fromkeys([query, semantic_query(query, set(names))]))
+
+
+def _picked(
+    vectors: list[Vector],
+    variants: Sequence[str],
+    embeddings: EmbeddingCache,
+    store: Store,
+    scope: Scope,
+    query: str,
+    stats: EmbedStats,
+) -> Vector:
+    """The query's vector among `vectors` (of `variants`, or of the query alone when none were made)."""
+    if not variants:
+        return vectors[0]
+    wanted = _semantic_text(store, scope, query)
+    if wanted in variants:
+        return vectors[list(variants).index(wanted)]
+    return embeddings.embed([wanted], persist=False, stats=stats)[0]
+
+
+def _embed_variants(
+    embeddings: EmbeddingCache, variants: Sequence[str], stats: EmbedStats, prefetch: Sequence[str]
+) -> list[Vector]:
+    return embeddings.embed([*variants, *prefetch], persist=False, stats=stats)
 
 
 def build_query(turn: str, goal: str | None) -> str:
@@ -211,31 +245,37 @@ def retrieve(
     errors: list[str] = []
     degraded = False
 
-    # --- bm25, then embed the query; on a database server, run graph / recent meanwhile ------------
-    # The keyword channel runs first: the semantic query leaves out the scope's speakers' names, which
-    # a database store counts in the keyword statement. With PostgreSQL the embedding then runs in a
-    # background thread while this one waits on graph / recent: the database works while this process
-    # encodes. An in-process store's channels would compete with the encoder for the same cores (and
-    # the GIL), so there it embeds in this thread. `timings.embed` runs to the vector's arrival;
-    # `timings.channels` from the start of the channels to the end of the candidate union.
+    # --- embed the query and run the channels --------------------------------------------------------
+    # The semantic query leaves out the scope's speakers' names, which the keyword channel's search
+    # counts. In process the keyword channel runs first and the query embeds in this thread: other
+    # channels would compete with the encoder for the same cores (and the GIL). On a database server
+    # the encoder runs in another thread while the database runs the channels: for a query of at most
+    # one name it starts at once, on the query with and without the name, and the keyword channel's
+    # counts pick one (`_query_variants`); a query of more names embeds after the keyword channel.
+    # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
+    # to the union.
     t = time.perf_counter()
     stats = EmbedStats()
     pending: Future[list[Vector]] | None = None
     hits = ChannelHits()
+    encoder = embeddings if cfg.weights.semantic > 0 and query else None
+    if cfg.weights.semantic > 0 and query and embeddings is None:
+        degraded = True
+        errors.append("semantic: no embedder configured")
+        cfg = without_semantic(cfg)
+    server_side = store.search.capabilities.server_side
+    variants = _query_variants(query) if encoder is not None and server_side else []
+    if encoder is not None and variants:
+        pending = _embed_pool().submit(_embed_variants, encoder, variants, stats, prefetch)
     keyword_channel(hits, store, scope, cfg, query=query)
-    if cfg.weights.semantic > 0 and query:
-        if embeddings is None:
-            degraded = True
-            errors.append("semantic: no embedder configured")
-            cfg = without_semantic(cfg)
-        else:
-            embed = _embed_pool().submit if store.search.capabilities.server_side else _done_now
-            pending = embed(_embed_query, embeddings, store, scope, query, stats, prefetch)
+    if encoder is not None and pending is None:
+        embed = _embed_pool().submit if server_side else _done_now
+        pending = embed(_embed_query, encoder, store, scope, query, stats, prefetch)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     qvec: Vector | None = None
-    if pending is not None:
+    if pending is not None and encoder is not None:
         try:
-            qvec = pending.result()[0]
+            qvec = _picked(pending.result(), variants, encoder, store, scope, query, stats)
         except Unavailable as exc:
             degraded = True
             errors.append(f"semantic: {exc.message}")

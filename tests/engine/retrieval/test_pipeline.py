@@ -411,6 +411,38 @@ def test_the_query_embeds_beside_the_graph_channel_on_a_server_side_search(
     assert order == (["graph", "embedded"] if server else ["embedded", "graph"])
 
 
+def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
+    store: Store, cache: EmbeddingCache
+) -> None:
+    """On a database server the encoder starts before the keyword statement (which the speakers' names
+    wait on): the keyword search here waits until the embedding has started. In process it runs first."""
+    server = store.search.capabilities.server_side
+    embedding = threading.Event()
+    order: list[str] = []
+    inner = cache.embedder
+
+    class Noting:
+        model, dim = inner.model, inner.dim
+
+        def embed(self, texts: Sequence[str]) -> Vector:
+            embedding.set()
+            order.append("embedding")
+            return inner.embed(texts)
+
+    original = store.search.keyword_search
+
+    def keyword_search(*args: Any, **kwargs: Any) -> Any:
+        if server and not embedding.wait(5.0):
+            raise AssertionError("the query was not embedding while the keyword channel ran")
+        order.append("keyword")
+        return original(*args, **kwargs)
+
+    store.search.keyword_search = keyword_search  # type: ignore[method-assign]
+    resp = run(store, EmbeddingCache(Noting(), store), turn="Which tea does Alice drink, asked anew?")
+    assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
+    assert order == (["embedding", "keyword"] if server else ["keyword", "embedding"])
+
+
 class _ThreadNoting:
     """The hash embedder, noting the thread each call runs on."""
 
