@@ -219,7 +219,9 @@ def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers(
         assert embedder.calls == 1, embedder.texts
         used = HashEmbedder(dim=64).embed([semantic])[0]
         for m in out.response.matches or []:
-            stored = HashEmbedder(dim=64).embed([store.get_memory("o1", m.memory_id).text])[0]
+            memory = store.get_memory("o1", m.memory_id)
+            assert memory is not None
+            stored = HashEmbedder(dim=64).embed([memory.text])[0]
             assert m.score_components["semantic"].raw == pytest.approx(float(used @ stored), abs=1e-3)
 
 
