@@ -81,7 +81,7 @@ def _query_variants(query: str) -> list[str]:
 
 def _picked(
     vectors: list[Vector],
-    variants: Sequence[str],
+    variants: list[str],
     embeddings: EmbeddingCache,
     store: Store,
     scope: Scope,
@@ -93,7 +93,7 @@ def _picked(
         return vectors[0]
     wanted = _semantic_text(store, scope, query)
     if wanted in variants:
-        return vectors[list(variants).index(wanted)]
+        return vectors[variants.index(wanted)]
     return embeddings.embed([wanted], persist=False, stats=stats)[0]
 
 
@@ -258,11 +258,12 @@ def retrieve(
     stats = EmbedStats()
     pending: Future[list[Vector]] | None = None
     hits = ChannelHits()
-    encoder = embeddings if cfg.weights.semantic > 0 and query else None
-    if cfg.weights.semantic > 0 and query and embeddings is None:
+    wants_semantic = cfg.weights.semantic > 0 and bool(query)
+    if wants_semantic and embeddings is None:
         degraded = True
         errors.append("semantic: no embedder configured")
         cfg = without_semantic(cfg)
+    encoder = embeddings if wants_semantic else None
     server_side = store.search.capabilities.server_side
     variants = _query_variants(query) if encoder is not None and server_side else []
     if encoder is not None and variants:
