@@ -102,13 +102,20 @@ class ChannelHits(msgspec.Struct, kw_only=True):
 
 
 def keyword_channel(
-    out: ChannelHits, store: Store, scope: Scope, cfg: ResolvedRetrieval, *, query: str
+    out: ChannelHits,
+    store: Store,
+    scope: Scope,
+    cfg: ResolvedRetrieval,
+    *,
+    query: str,
+    speakers: Sequence[str] = (),
 ) -> None:
     """The bm25 channel into `out` (skipped without weight or query). It runs first: a store that
-    counts the scope's speakers in the same statement then answers `speaker_shares` without another."""
+    counts `speakers` (the names `speaker_shares` is asked of next) in the same statement then answers
+    without another."""
     if cfg.weights.bm25 > 0 and query.strip():
         try:
-            out.bm25 = store.search.keyword_search(scope, query, cfg.top_k)
+            out.bm25 = store.search.keyword_search(scope, query, cfg.top_k, speakers)
         except Unavailable as exc:
             out.errors.append(f"bm25: {exc.message}")
             out.degraded = True

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -43,17 +45,69 @@ from engine.storage.scope_filter import in_scope
 QUERY_MAX_CHARS = 4000
 
 
-def _semantic_text(store: Store, scope: Scope, query: str) -> str:
-    """The query without the names of the scope's speakers (`channels.semantic_query`). Asked after the
-    keyword channel, whose statement a database store counts the scope's speakers in."""
-    names = query_names(query)
+class _NameHints:
+    """Whether each name was left out of the semantic query the last time its scope (else its
+    namespace) was asked about it: the guess of the text to embed before the keyword statement has
+    counted the speakers. A wrong guess costs one more embedding, never another answer."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._seen: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
+
+    @staticmethod
+    def _keys(scope: Scope, name: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        space = (scope.org_id, scope.namespace, name)
+        return (*space, scope.entity_id, scope.agent_id), space
+
+    def record(self, scope: Scope, names: Sequence[str], left_out: Collection[str]) -> None:
+        with self._lock:
+            for name in names:
+                for key in self._keys(scope, name):
+                    self._seen[key] = name in left_out
+                    self._seen.move_to_end(key)
+            while len(self._seen) > self._size:
+                self._seen.popitem(last=False)
+
+    def guess(self, scope: Scope, names: Sequence[str]) -> set[str] | None:
+        """The names to leave out, or None when a name has no hint."""
+        left_out: set[str] = set()
+        with self._lock:
+            for name in names:
+                own, space = self._keys(scope, name)
+                hint = self._seen.get(own, self._seen.get(space))
+                if hint is None:
+                    return None
+                if hint:
+                    left_out.add(name)
+        return left_out
+
+
+_HINTS: weakref.WeakKeyDictionary[object, _NameHints] = weakref.WeakKeyDictionary()
+_HINTS_LOCK = threading.Lock()
+
+
+def _hints(store: Store) -> _NameHints:
+    """The hints of `store`'s search backend (its own speakers)."""
+    with _HINTS_LOCK:
+        found = _HINTS.get(store.search)
+        if found is None:
+            found = _HINTS[store.search] = _NameHints()
+        return found
+
+
+def _semantic_text(store: Store, scope: Scope, query: str, names: Sequence[str]) -> str:
+    """The query without the names (`query_names`) of the scope's speakers (`channels.semantic_query`).
+    Asked after the keyword channel, whose statement a database store counts the names in."""
     if not names:
         return query
     try:
         shares = store.search.speaker_shares(scope, names)
     except Unavailable:
         return query
-    return semantic_query(query, {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE})
+    left_out = {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE}
+    _hints(store).record(scope, names, left_out)
+    return semantic_query(query, left_out)
 
 
 def _embed_query(
@@ -61,19 +115,24 @@ def _embed_query(
     store: Store,
     scope: Scope,
     query: str,
+    names: Sequence[str],
     stats: EmbedStats,
     prefetch: Sequence[str] = (),
 ) -> list[Vector]:
     """The semantic channel's query vector, embedded in one pass with `prefetch`, whose vectors the
     cache keeps for the caller's next call."""
-    return embeddings.embed([_semantic_text(store, scope, query), *prefetch], persist=False, stats=stats)
+    text = _semantic_text(store, scope, query, names)
+    return embeddings.embed([text, *prefetch], persist=False, stats=stats)
 
 
-def _query_variants(query: str) -> list[str]:
-    """The texts the semantic query can be before the scope's speakers are known: the query as it is
-    and without its one name; none for a query of two or more names, whose forms multiply (it embeds
-    once the keyword search has counted the speakers)."""
-    names = query_names(query)
+def _query_variants(store: Store, scope: Scope, query: str, names: Sequence[str]) -> list[str]:
+    """The texts the semantic query can be before the scope's speakers are known: the one the last
+    requests of the scope point to (`_NameHints`); without hints, the query as it is and without its
+    one name; none for a query of two or more names, whose forms multiply (it embeds once the keyword
+    search has counted the speakers)."""
+    guess = _hints(store).guess(scope, names)
+    if guess is not None:
+        return [semantic_query(query, guess)]
     if len(names) > 1:
         return []
     return list(dict.fromkeys([query, semantic_query(query, set(names))]))
@@ -86,12 +145,13 @@ def _picked(
     store: Store,
     scope: Scope,
     query: str,
+    names: Sequence[str],
     stats: EmbedStats,
 ) -> Vector:
     """The query's vector among `vectors` (of `variants`, or of the query alone when none were made)."""
     if not variants:
         return vectors[0]
-    wanted = _semantic_text(store, scope, query)
+    wanted = _semantic_text(store, scope, query, names)
     if wanted in variants:
         return vectors[variants.index(wanted)]
     return embeddings.embed([wanted], persist=False, stats=stats)[0]
@@ -249,9 +309,10 @@ def retrieve(
     # The semantic query leaves out the scope's speakers' names, which the keyword channel's search
     # counts. In process the keyword channel runs first and the query embeds in this thread: other
     # channels would compete with the encoder for the same cores (and the GIL). On a database server
-    # the encoder runs in another thread while the database runs the channels: for a query of at most
-    # one name it starts at once, on the query with and without the name, and the keyword channel's
-    # counts pick one (`_query_variants`); a query of more names embeds after the keyword channel.
+    # the encoder runs in another thread while the database runs the channels: it starts at once on the
+    # text the scope's last requests point to, or without hints (a query of at most one name) on the
+    # query with and without the name, and the keyword channel's counts pick one (`_query_variants`);
+    # a query of more names without hints embeds after the keyword channel.
     # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
     # to the union.
     t = time.perf_counter()
@@ -265,18 +326,19 @@ def retrieve(
         cfg = without_semantic(cfg)
     encoder = embeddings if wants_semantic else None
     server_side = store.search.capabilities.server_side
-    variants = _query_variants(query) if encoder is not None and server_side else []
+    names = query_names(query) if encoder is not None else []
+    variants = _query_variants(store, scope, query, names) if encoder is not None and server_side else []
     if encoder is not None and variants:
         pending = _embed_pool().submit(_embed_variants, encoder, variants, stats, prefetch)
-    keyword_channel(hits, store, scope, cfg, query=query)
+    keyword_channel(hits, store, scope, cfg, query=query, speakers=names)
     if encoder is not None and pending is None:
         embed = _embed_pool().submit if server_side else _done_now
-        pending = embed(_embed_query, encoder, store, scope, query, stats, prefetch)
+        pending = embed(_embed_query, encoder, store, scope, query, names, stats, prefetch)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     qvec: Vector | None = None
     if pending is not None and encoder is not None:
         try:
-            qvec = _picked(pending.result(), variants, encoder, store, scope, query, stats)
+            qvec = _picked(pending.result(), variants, encoder, store, scope, query, names, stats)
         except Unavailable as exc:
             degraded = True
             errors.append(f"semantic: {exc.message}")

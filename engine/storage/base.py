@@ -211,8 +211,10 @@ class SearchBackend(Protocol):
         for `model`; best first; raw = similarity."""
         ...
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
-        """BM25 over memory texts within the scope; best first; raw = BM25 score (> 0 only)."""
+    def keyword_search(self, scope: Scope, text: str, k: int, speakers: Sequence[str] = ()) -> list[Hit]:
+        """BM25 over memory texts within the scope; best first; raw = BM25 score (> 0 only).
+        `speakers`: the words the caller asks `speaker_shares` of next in this scope, which a database
+        store counts in the same statement."""
         ...
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:

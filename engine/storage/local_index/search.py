@@ -210,7 +210,8 @@ class LocalSearch:
         with self._reading(scope.org_id, scope.namespace, model) as idx:
             return idx.vector_search(scope, model, query, k)
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+    def keyword_search(self, scope: Scope, text: str, k: int, speakers: Sequence[str] = ()) -> list[Hit]:
+        """`speakers` is not needed: the index answers `speaker_shares` from its columns."""
         with self._reading(scope.org_id, scope.namespace) as idx:
             return idx.keyword_search(scope, text, k)
 

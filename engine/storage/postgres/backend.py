@@ -2,9 +2,9 @@
 
 Each channel is one statement (or, for the graph, one per hop) on a pooled connection in autocommit,
 or on the transaction's connection inside `store.transaction()` (it then sees the transaction's
-writes): the SQL is in `search` and `keywords`. What it keeps in process is the speakers of the scopes
-its last keyword searches read (`keywords.ScopeSpeakers`), so `speaker_shares` right after the keyword
-channel costs no statement; the store's writes clear it.
+writes): the SQL is in `search` and `keywords`. What it keeps in process is the speaker counts its last
+keyword searches made (`keywords.ScopeSpeakers`), so `speaker_shares` of those words right after the
+keyword channel costs no statement; the store's writes clear it.
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ class PostgresSearch:
         with self._read() as conn:
             return semantic.vector_search(conn, scope, model, vec, k)
 
-    def keyword_search(self, scope: Scope, text: str, k: int) -> list[Hit]:
+    def keyword_search(self, scope: Scope, text: str, k: int, speakers: Sequence[str] = ()) -> list[Hit]:
         where, params = search.scope_filter(scope)
         with self._read() as conn:
-            rows, speakers = keywords.keyword_search(conn, scope, where, params, text, k)
-        if speakers is not None:
-            self._speakers.put(scope, speakers)
+            rows, counted = keywords.keyword_search(conn, scope, where, params, text, k, speakers)
+        if counted is not None:
+            self._speakers.put(scope, counted)
         return search.sorted_hits(rows, k, descending=True)
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
@@ -69,8 +69,9 @@ class PostgresSearch:
             return search.scope_size(conn, scope)
 
     def speaker_shares(self, scope: Scope, words: Sequence[str]) -> list[float]:
-        """From the last keyword search of an equal scope when the store wrote nothing since (what
-        the pipeline asks right after the keyword channel), else by a statement of its own."""
+        """From the last keyword search of an equal scope that counted these words, when the store wrote
+        nothing since (what the pipeline asks right after the keyword channel), else by a statement of
+        its own."""
         if not words:
             return []
         seen = self._speakers.get(scope)

@@ -11,9 +11,10 @@ index uses: same stems, stop words and word splitting) and, for an event, its sp
   with the local index's k1 and b, in float8, written in the local index's order of operations, so
   the scores are the same numbers (`engine.storage.local_index.bm25`); best first, ties by newer
   timestamp, then memory_id; the top k.
-The same statement reports the scope's events and how many each speaker word speaks (`Speakers`),
-which `speaker_shares` answers from for the same scope (the pipeline asks right after the keyword
-channel), so leaving speakers' names out of the semantic query costs no statement of its own.
+Given the words the caller asks `speaker_shares` of next (the query's names), the same statement
+counts the scope's events and those each word speaks (`Speakers`), which `speaker_shares` answers
+from for the same scope, so leaving speakers' names out of the semantic query costs no statement of
+its own (and a query without names counts nothing).
 
 In an entity scope (every assemble), rows whose terms fit the entity index entry (`kw_small`,
 `speaker_small`: short texts, the common case) are read from memories_by_entity_kw alone; the others
@@ -34,26 +35,22 @@ import psycopg
 
 from engine.storage.base import Scope
 from engine.storage.local_index.bm25 import K1, B
-from engine.storage.postgres.pgtext import dec, enc, enc_all
+from engine.storage.postgres.pgtext import enc, enc_all
 from engine.storage.tokenize import tokenize
 
 Params = dict[str, Any]
-#: speaker words a keyword statement reports per scope (the most frequent first); a scope with more
-#: (a namespace of many conversations) has `speaker_shares` count the words it is asked about
-SPEAKER_WORDS_MAX = 256
 
 
 class Speakers(msgspec.Struct, frozen=True):
-    """A scope's events and, per speaker word, the events whose speaker's name holds it."""
+    """A scope's events and, per counted word, the events whose speaker's name holds it."""
 
     events: int
     words: dict[str, int]
-    complete: bool  # False: only the SPEAKER_WORDS_MAX most frequent words are in `words`
 
     def shares(self, words: Sequence[str]) -> list[float] | None:
-        """Each word's share of the events (`SearchBackend.speaker_shares`), or None when `words` holds one
-        that may speak but is not listed (an incomplete list)."""
-        if not self.complete and any(w not in self.words for w in words):
+        """Each word's share of the events (`SearchBackend.speaker_shares`), or None when one of `words`
+        was not counted."""
+        if any(w not in self.words for w in words):
             return None
         if self.events == 0:
             return [0.0] * len(words)
@@ -113,21 +110,33 @@ def _score_sql(query: Sequence[int]) -> str:
     return acc
 
 
-_SPEAKERS = f"""
-    sp AS (
-        SELECT sw, count(*) AS c FROM s CROSS JOIN LATERAL unnest(s.speaker) AS sw
-        WHERE s.type = 'event' GROUP BY sw ORDER BY c DESC, sw LIMIT {SPEAKER_WORDS_MAX + 1}
+def _speaker_counts(params: Params, speakers: Sequence[str]) -> tuple[str, list[str]]:
+    """(the `st` columns counting the scope's events and those each of `speakers` speaks, their names);
+    none without speakers."""
+    if not speakers:
+        return "", []
+    params.update({f"w{i}": enc(w) for i, w in enumerate(speakers)})
+    counts = "".join(
+        f", count(*) FILTER (WHERE s.type = 'event' AND s.speaker @> ARRAY[%(w{i})s]::text[]) AS sw{i}"
+        for i in range(len(speakers))
     )
-"""
+    return f", count(*) FILTER (WHERE s.type = 'event') AS ev{counts}", [
+        "ev",
+        *(f"sw{i}" for i in range(len(speakers))),
+    ]
 
 
-def keyword_statement(scope: Scope, where: str, params: Params, query: Sequence[str], k: int) -> str:
+def keyword_statement(
+    scope: Scope, where: str, params: Params, query: Sequence[str], k: int, speakers: Sequence[str] = ()
+) -> str:
     """The statement (and, into `params`, its parameters) of a search for the query's terms `query`
     (tokens, repeats kept): one row per hit, or one row of NULLs without any, each carrying the
-    scope's speaker columns."""
+    scope's events and the events each of `speakers` speaks (no such columns without `speakers`)."""
     distinct = list(dict.fromkeys(query))
     index = {t: i for i, t in enumerate(distinct)}
     params.update({f"t{i}": enc(t) for i, t in enumerate(distinct)}, terms=enc_all(distinct), k=k)
+    counted, names = _speaker_counts(params, speakers)
+    carried, selected = "".join(f", st.{c}" for c in names), "".join(f", w.{c}" for c in names)
     dfs = ", ".join(
         f"count(*) FILTER (WHERE s.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
     )
@@ -140,11 +149,12 @@ def keyword_statement(scope: Scope, where: str, params: Params, query: Sequence[
     )
     return f"""
         WITH s AS MATERIALIZED ({scope_rows(scope, where)}),
-        st AS (SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total, {dfs} FROM s),
-        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs} FROM st),
-        {_SPEAKERS}
-        SELECT h.memory_id, h.score, h.ts, (SELECT count(*) FROM s WHERE s.type = 'event'),
-               (SELECT array_agg(sw ORDER BY c DESC, sw) FROM sp), (SELECT array_agg(c ORDER BY c DESC, sw) FROM sp)
+        st AS (
+            SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total, {dfs}{counted}
+            FROM s
+        ),
+        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs}{carried} FROM st)
+        SELECT h.memory_id, h.score, h.ts{selected}
         FROM w LEFT JOIN LATERAL (
             SELECT x.memory_id, x.ts, {_score_sql([index[t] for t in query])} AS score
             FROM (SELECT s.memory_id, s.ts, cardinality(s.kw)::float8 AS dl, {tfs}
@@ -156,23 +166,28 @@ def keyword_statement(scope: Scope, where: str, params: Params, query: Sequence[
     """
 
 
-def _speakers(row: Sequence[Any]) -> Speakers:
-    events, words, counts = row[3], row[4] or [], row[5] or []
-    found = {dec(w): int(c) for w, c in zip(words[:SPEAKER_WORDS_MAX], counts, strict=False)}
-    return Speakers(int(events or 0), found, complete=len(words) <= SPEAKER_WORDS_MAX)
-
-
 def keyword_search(
-    conn: psycopg.Connection[Any], scope: Scope, where: str, params: Params, text: str, k: int
+    conn: psycopg.Connection[Any],
+    scope: Scope,
+    where: str,
+    params: Params,
+    text: str,
+    k: int,
+    speakers: Sequence[str] = (),
 ) -> tuple[list[tuple[str, float, Any]], Speakers | None]:
-    """(rows (memory_id, score, ts) best first, the scope's speakers); no statement (and no speakers)
-    for a query without terms or k <= 0."""
+    """(rows (memory_id, score, ts) best first, the scope's events each of `speakers` speaks, or None
+    without speakers); no statement (and no speakers) for a query without terms or k <= 0."""
     query = tokenize(text)
     if not query or k <= 0:
         return [], None
-    rows = conn.execute(keyword_statement(scope, where, params, query, k), params, prepare=False).fetchall()
+    words = list(dict.fromkeys(speakers))
+    stmt = keyword_statement(scope, where, params, query, k, words)
+    rows = conn.execute(stmt, params, prepare=False).fetchall()
     hits = [(r[0], float(r[1]), r[2]) for r in rows if r[0] is not None]
-    return hits, _speakers(rows[0])
+    if not words:
+        return hits, None
+    row = rows[0]
+    return hits, Speakers(int(row[3] or 0), {w: int(c or 0) for w, c in zip(words, row[4:], strict=True)})
 
 
 def count_speakers(

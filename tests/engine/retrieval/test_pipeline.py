@@ -443,6 +443,48 @@ def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
     assert order == (["embedding", "keyword"] if server else ["keyword", "embedding"])
 
 
+class _BatchNoting:
+    """The hash embedder, noting each batch of texts."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.model, self.dim = self.inner.model, self.inner.dim
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.batches.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store: Store) -> None:
+    """On a database server the encoder starts before the keyword statement has counted the speakers:
+    for a scope's first question of one name it embeds the query with and without the name; the next
+    question of that name embeds only the text the last count pointed to. A wrong pointer (the
+    speakers changed) costs one more embedding, never another context."""
+    from engine.retrieval import retrieve
+
+    server = store.search.capabilities.server_side
+    noting = _BatchNoting()
+    cache = EmbeddingCache(noting, store)
+    first = run(store, cache, turn="What tea does Alice drink these days?")
+    assert [len(b) for b in noting.batches] == ([2] if server else [1])
+    noting.batches.clear()
+    second = run(store, cache, turn="Which tea does Alice like best?")
+    assert [len(b) for b in noting.batches] == [1]
+    assert not first.flags.degraded and not second.flags.degraded
+    hints = retrieve._hints(store)
+    (pointed,) = noting.batches[0]
+    noting.batches.clear()
+    for key in list(hints._seen):  # every hint now points the other way
+        hints._seen[key] = not hints._seen[key]
+    wrong = run(store, EmbeddingCache(noting, store), turn="Which tea does Alice like best?")
+    assert all_lines(wrong) == all_lines(second)
+    if server:
+        assert len(noting.batches) == 2 and noting.batches[1] == [pointed] != noting.batches[0]
+    else:
+        assert noting.batches == [[pointed]]
+
+
 class _ThreadNoting:
     """The hash embedder, noting the thread each call runs on."""
 

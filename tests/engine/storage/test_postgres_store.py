@@ -770,9 +770,10 @@ def test_keyword_ranks_inline_and_long_texts_like_the_local_index(postgres_store
 def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
     postgres_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The keyword statement counts the scope's speakers: asked right after it (as the pipeline asks for
-    the semantic query), `speaker_shares` answers from those counts; another scope, or a write in
-    between, has it count by a statement of its own, with the same answers."""
+    """The keyword statement counts the speaker words it is given: asked of them right after it (as the
+    pipeline asks for the semantic query), `speaker_shares` answers from those counts; a word it did not
+    count, another scope, or a write in between, has it count by a statement of its own, with the same
+    answers."""
     from engine.storage.postgres import keywords
 
     postgres_store.put_memories(
@@ -796,13 +797,17 @@ def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
 
     monkeypatch.setattr(keywords, "count_speakers", counting)
     scope = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=1))
-    postgres_store.search.keyword_search(scope, "words", 5)
+    hits = postgres_store.search.keyword_search(scope, "words", 5, ["Caroline", "Lee", "Bob"])
+    assert hits == postgres_store.search.keyword_search(scope, "words", 5)
     assert postgres_store.search.speaker_shares(scope, ["Caroline", "Lee", "Bob"]) == [0.75, 0.25, 0.0]
+    assert postgres_store.search.speaker_shares(scope, ["Lee"]) == [0.25]
     assert statements == []
+    assert postgres_store.search.speaker_shares(scope, ["Mel"]) == [0.25]
+    assert statements == [["Mel"]]
     other = Scope(org_id="org_a", entity_id="ent:c", now=T0 + timedelta(days=2))
     assert postgres_store.search.speaker_shares(other, ["Caroline"]) == [0.75]
-    assert statements == [["Caroline"]]
-    postgres_store.search.keyword_search(scope, "words", 5)
+    assert statements[-1] == ["Caroline"]
+    postgres_store.search.keyword_search(scope, "words", 5, ["Caroline", "Bob"])
     postgres_store.put_memories([_mem("e9", "Bob: hi", type="event", entity_id="ent:c")])
     assert postgres_store.search.speaker_shares(scope, ["Caroline", "Bob"]) == [0.6, 0.2]
     assert statements[-1] == ["Caroline", "Bob"]
