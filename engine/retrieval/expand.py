@@ -15,7 +15,8 @@ that day.
   when that stretch has at least two event candidates, so an event alone is not lifted over facts and
   notes. A stretch is one session (`metadata.session`), else one day's candidates split where two are
   hours apart. Facts, notes and documents take neither boost, and the fusion caps both so that an
-  event never passes a memory of another type that beats it without them.
+  event never passes a memory of another type that beats it without them (a fact extracted from a
+  turn excepted: it restates a turn).
 The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
 """
 

@@ -12,7 +12,7 @@ Boosts (added after the weighted sum, each its own score component, only when no
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
 (+`SEED_BOOST` for seed_context.memory_ids), and the conversation-context boosts `neighbor_boost` and
 `day_boost` computed by `engine.retrieval.expand` from a first fusion (never lifting an event above
-a memory of another type that beats it without them), and the `length_prior` of
+a memory of another type, not extracted from a turn, that beats it without them), and the `length_prior` of
 events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
 candidates)`, so among turns that match alike the one that says more leads (a short turn is mostly
 acknowledgement; zero mean, so events as a whole are not lifted above other types). A seed snippet
@@ -333,18 +333,26 @@ def _searched(
 CAP_MARGIN = 1e-6
 
 
+def _restates_a_turn(memory: Memory) -> bool:
+    """A memory extracted from a stored turn (`provenance.source_turn`): the turn says it already."""
+    return bool(memory.provenance and memory.provenance.get("source_turn"))
+
+
 def _cap_context_boosts(
     ids: Sequence[str], memories: Mapping[str, Memory], weighted: F64, boosts: F64
 ) -> None:
     """The conversation-context boosts (neighbour, day) of an event never lift it above a memory of
     another type that beats the event without them (those memories take no such boost): the boosts
-    model turns answering together, not a better match. Scales them down in place; `weighted` is every
-    candidate's score."""
+    model turns answering together, not a better match. A fact extracted from a turn caps nothing: it
+    restates a turn, and capping the conversation under every such restatement flattens it wherever
+    turns went through extraction. Scales them down in place; `weighted` is every candidate's score."""
     context = boosts[:, NEIGHBOR] + boosts[:, DAY]
     if not context.any():
         return
     others = sorted(
-        float(weighted[i]) for i, mid in enumerate(ids) if mid in memories and memories[mid].type != "event"
+        float(weighted[i])
+        for i, mid in enumerate(ids)
+        if mid in memories and memories[mid].type != "event" and not _restates_a_turn(memories[mid])
     )
     if not others:
         return

@@ -40,7 +40,9 @@ class Geometry:
         return np.stack([self._row(t) for t in texts]) if texts else np.zeros((0, 3), dtype=np.float32)
 
 
-def _mixed_scope() -> tuple[InMemoryStore, EmbeddingCache]:
+def _mixed_scope(extracted: bool = False) -> tuple[InMemoryStore, EmbeddingCache]:
+    """Six facts about Ana (Lisbon the best match of them) and forty short events a minute apart; with
+    `extracted`, each fact was extracted from a stored turn (`provenance.source_turn`)."""
     facts = [
         "Ana lives in Lisbon",
         "Ana works at Acme",
@@ -53,7 +55,17 @@ def _mixed_scope() -> tuple[InMemoryStore, EmbeddingCache]:
     cosines = {facts[0]: 0.39} | {t: 0.2 + 0.1 * (i % 11) / 10 for i, t in enumerate(chatter)}
     store = InMemoryStore()
     store.put_memories(
-        [mem(f"f{i}", t, type="fact", entity="ent:ana", days_ago=1.0) for i, t in enumerate(facts)]
+        [
+            mem(
+                f"f{i}",
+                t,
+                type="fact",
+                entity="ent:ana",
+                days_ago=1.0,
+                provenance={"source_turn": f"t{i}"} if extracted else {},
+            )
+            for i, t in enumerate(facts)
+        ]
         + [
             mem(f"e{i}", t, type="event", entity="ent:ana", days_ago=0.5 - i / 1440)
             for i, t in enumerate(chatter)
@@ -64,8 +76,8 @@ def _mixed_scope() -> tuple[InMemoryStore, EmbeddingCache]:
     return store, cache
 
 
-def _ranking(store: InMemoryStore, cache: EmbeddingCache) -> list[str]:
-    request = RecallRequest(query=QUESTION, entity_id="ent:ana", limit=10)
+def _ranking(store: InMemoryStore, cache: EmbeddingCache, limit: int = 10) -> list[str]:
+    request = RecallRequest(query=QUESTION, entity_id="ent:ana", limit=limit)
     got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
     return [m.memory_id for m in got.response.matches]
 
@@ -81,6 +93,14 @@ def test_without_the_cap_the_chatter_would_bury_the_fact(monkeypatch: pytest.Mon
     monkeypatch.setattr(fuse_mod, "_cap_context_boosts", lambda *args: None)
     store, cache = _mixed_scope()
     assert _ranking(store, cache)[0] != "f0"  # the geometry reproduces the issue: the cap is what holds
+
+
+def test_a_fact_extracted_from_a_turn_caps_nothing() -> None:
+    """The same scope with each fact extracted from a stored turn: the facts restate turns, and the
+    boosts of the turns answering together stand (capped under every restatement, the conversation
+    around an answer flattens wherever turns went through extraction, as in the agent loop)."""
+    store, cache = _mixed_scope(extracted=True)
+    assert _ranking(store, cache)[0] != "f0"
 
 
 def test_two_chats_of_one_day_hours_apart_do_not_boost_each_other() -> None:
