@@ -3,8 +3,9 @@
 Each memory row stores its terms (`kw`, by `engine.storage.tokenize.terms`, the tokenizer the local
 index uses: same stems, stop words and word splitting) and, for an event, its speaker's name words
 (`speaker`); schema migration 5. A search is one statement over the scope's rows (`scope_rows`):
-- `st`: N (the scope's rows), the sum of their lengths (cardinality of `kw`, empty documents count)
-  and, per distinct query term, its df (rows whose `kw` holds it), all over exactly the eligible rows;
+- `st`: N (the scope's rows) and the sum of their lengths (cardinality of `kw`, empty documents count)
+  over exactly the eligible rows; `m`: the eligible rows holding a query term, over which `dm` counts
+  each distinct term's df (rows whose `kw` holds it);
 - `w`: avgdl = total / N and per term idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's);
 - per row holding a query term: tf = occurrences of the term in `kw`, and the score
   sum over the query's terms (repeats add again) of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
@@ -138,27 +139,29 @@ def keyword_statement(
     counted, names = _speaker_counts(params, speakers)
     carried, selected = "".join(f", st.{c}" for c in names), "".join(f", w.{c}" for c in names)
     dfs = ", ".join(
-        f"count(*) FILTER (WHERE s.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
+        f"count(*) FILTER (WHERE m.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
     )
     idfs = ", ".join(
-        f"ln(1::float8 + ((st.n - st.df{i}) + 0.5::float8) / (st.df{i} + 0.5::float8)) AS idf{i}"
+        f"ln(1::float8 + ((st.n - dm.df{i}) + 0.5::float8) / (dm.df{i} + 0.5::float8)) AS idf{i}"
         for i in index.values()
     )
     tfs = ", ".join(
-        f"cardinality(array_positions(s.kw, %(t{i})s::text))::float8 AS tf{i}" for i in index.values()
+        f"cardinality(array_positions(m.kw, %(t{i})s::text))::float8 AS tf{i}" for i in index.values()
     )
+    # df counts only rows holding a query term: they are read once (`m`), not every row per term
     return f"""
         WITH s AS MATERIALIZED ({scope_rows(scope, where)}),
+        m AS MATERIALIZED (SELECT s.memory_id, s.ts, s.kw FROM s WHERE s.kw && %(terms)s::text[]),
         st AS (
-            SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total, {dfs}{counted}
+            SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total{counted}
             FROM s
         ),
-        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs}{carried} FROM st)
+        dm AS (SELECT {dfs} FROM m),
+        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs}{carried} FROM st, dm)
         SELECT h.memory_id, h.score, h.ts{selected}
         FROM w LEFT JOIN LATERAL (
             SELECT x.memory_id, x.ts, {_score_sql([index[t] for t in query])} AS score
-            FROM (SELECT s.memory_id, s.ts, cardinality(s.kw)::float8 AS dl, {tfs}
-                  FROM s WHERE s.kw && %(terms)s::text[]) x
+            FROM (SELECT m.memory_id, m.ts, cardinality(m.kw)::float8 AS dl, {tfs} FROM m) x
             WHERE w.avgdl > 0
             ORDER BY score DESC, x.ts DESC, x.memory_id
             LIMIT %(k)s
