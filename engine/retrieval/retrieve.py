@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from engine.bounded import BoundedMap
 from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
@@ -51,9 +51,7 @@ class _NameHints:
     counted the speakers. A wrong guess costs one more embedding, never another answer."""
 
     def __init__(self, size: int = 8192) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._seen: OrderedDict[tuple[Any, ...], bool] = OrderedDict()
+        self._seen: BoundedMap[tuple[Any, ...], bool] = BoundedMap(size)
 
     @staticmethod
     def _keys(scope: Scope, name: str) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -61,25 +59,22 @@ class _NameHints:
         return (*space, scope.entity_id, scope.agent_id), space
 
     def record(self, scope: Scope, names: Sequence[str], left_out: Collection[str]) -> None:
-        with self._lock:
-            for name in names:
-                for key in self._keys(scope, name):
-                    self._seen[key] = name in left_out
-                    self._seen.move_to_end(key)
-            while len(self._seen) > self._size:
-                self._seen.popitem(last=False)
+        for name in names:
+            for key in self._keys(scope, name):
+                self._seen.put(key, name in left_out)
 
     def guess(self, scope: Scope, names: Sequence[str]) -> set[str] | None:
         """The names to leave out, or None when a name has no hint."""
         left_out: set[str] = set()
-        with self._lock:
-            for name in names:
-                own, space = self._keys(scope, name)
-                hint = self._seen.get(own, self._seen.get(space))
-                if hint is None:
-                    return None
-                if hint:
-                    left_out.add(name)
+        for name in names:
+            own, space = self._keys(scope, name)
+            hint = self._seen.get(own)
+            if hint is None:
+                hint = self._seen.get(space)
+            if hint is None:
+                return None
+            if hint:
+                left_out.add(name)
         return left_out
 
 
@@ -106,7 +101,8 @@ def _semantic_text(store: Store, scope: Scope, query: str, names: Sequence[str])
     except Unavailable:
         return query
     left_out = {n for n, s in zip(names, shares, strict=True) if s >= NAME_SHARE}
-    _hints(store).record(scope, names, left_out)
+    if store.search.capabilities.server_side:  # only a database server's requests read the hints
+        _hints(store).record(scope, names, left_out)
     return semantic_query(query, left_out)
 
 

@@ -3,8 +3,9 @@
 Each channel is one statement (or, for the graph, one per hop) on a pooled connection in autocommit,
 or on the transaction's connection inside `store.transaction()` (it then sees the transaction's
 writes): the SQL is in `search` and `keywords`. What it keeps in process is the speaker counts its last
-keyword searches made (`keywords.ScopeSpeakers`), so `speaker_shares` of those words right after the
-keyword channel costs no statement; the store's writes clear it.
+keyword searches made (`keywords.Speakers`, by Scope, which holds the request's `now`, so an entry
+serves the request that made it), so `speaker_shares` of those words right after the keyword channel
+costs no statement; the store's writes clear them.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import psycopg
 
+from engine.bounded import BoundedMap
 from engine.storage.base import Adjacent, Capabilities, Hit, Scope, Vector
 from engine.storage.postgres import keywords, search, semantic
-from engine.storage.postgres.keywords import ScopeSpeakers
+from engine.storage.postgres.keywords import Speakers
 
 if TYPE_CHECKING:
     from engine.storage.postgres.store import PostgresStore
@@ -35,7 +37,7 @@ class PostgresSearch:
     def __init__(self, store: PostgresStore, read: Reader) -> None:
         self._store = store
         self._read = read
-        self._speakers = ScopeSpeakers()
+        self._speakers: BoundedMap[Scope, Speakers] = BoundedMap(64)
 
     def written(self) -> None:
         """The store wrote memories: the speakers seen before may have changed."""

@@ -26,8 +26,6 @@ table: the statistics are exact, so every eligible row is read.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,31 +54,6 @@ class Speakers(msgspec.Struct, frozen=True):
         if self.events == 0:
             return [0.0] * len(words)
         return [self.words.get(w, 0) / self.events for w in words]
-
-
-class ScopeSpeakers:
-    """The `Speakers` of the scopes the last keyword searches read, by Scope (which holds the request's
-    `now`, so an entry serves the request that made it); cleared by the store's writes. Thread-safe."""
-
-    def __init__(self, size: int = 64) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._seen: OrderedDict[Scope, Speakers] = OrderedDict()
-
-    def put(self, scope: Scope, speakers: Speakers) -> None:
-        with self._lock:
-            self._seen[scope] = speakers
-            self._seen.move_to_end(scope)
-            while len(self._seen) > self._size:
-                self._seen.popitem(last=False)
-
-    def get(self, scope: Scope) -> Speakers | None:
-        with self._lock:
-            return self._seen.get(scope)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._seen.clear()
 
 
 def scope_rows(scope: Scope, where: str) -> str:

@@ -18,7 +18,7 @@ from engine.retrieval.pipeline import assemble, recall, run_assemble
 from engine.retrieval.redaction_hook import NoRedaction
 from engine.retrieval.responses import AssembleResponse, Redaction
 from engine.retrieval.tokens import get_tokenizer
-from engine.storage.base import Store, Vector
+from engine.storage.base import Scope, Store, Vector
 
 from .conftest import FailingEmbedder
 from .helpers import NOW
@@ -443,16 +443,21 @@ def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
     assert order == (["embedding", "keyword"] if server else ["keyword", "embedding"])
 
 
-class _BatchNoting:
-    """The hash embedder, noting each batch of texts."""
+class _Noting:
+    """The hash embedder, noting the thread each call runs on and the texts of each call."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail: bool = False) -> None:
         self.inner = HashEmbedder()
         self.model, self.dim = self.inner.model, self.inner.dim
+        self.threads: list[str] = []
         self.batches: list[list[str]] = []
+        self.fail = fail
 
     def embed(self, texts: Sequence[str]) -> Any:
+        self.threads.append(threading.current_thread().name)
         self.batches.append(list(texts))
+        if self.fail:
+            raise Unavailable("embedder down")
         return self.inner.embed(texts)
 
 
@@ -464,7 +469,7 @@ def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store
     from engine.retrieval import retrieve
 
     server = store.search.capabilities.server_side
-    noting = _BatchNoting()
+    noting = _Noting()
     cache = EmbeddingCache(noting, store)
     first = run(store, cache, turn="What tea does Alice drink these days?")
     assert [len(b) for b in noting.batches] == ([2] if server else [1])
@@ -472,11 +477,13 @@ def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store
     second = run(store, cache, turn="Which tea does Alice like best?")
     assert [len(b) for b in noting.batches] == [1]
     assert not first.flags.degraded and not second.flags.degraded
-    hints = retrieve._hints(store)
     (pointed,) = noting.batches[0]
     noting.batches.clear()
-    for key in list(hints._seen):  # every hint now points the other way
-        hints._seen[key] = not hints._seen[key]
+    hints = retrieve._hints(store)
+    scope = Scope(org_id="o1", namespace=req().namespace, entity_id="ent:alice", now=NOW)
+    guessed = hints.guess(scope, ["Alice"])
+    assert (guessed is not None) == server  # hints are kept only where they are read
+    hints.record(scope, ["Alice"], set() if guessed else {"Alice"})  # now pointing the other way
     wrong = run(store, EmbeddingCache(noting, store), turn="Which tea does Alice like best?")
     assert all_lines(wrong) == all_lines(second)
     if server:
@@ -485,32 +492,16 @@ def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store
         assert noting.batches == [[pointed]]
 
 
-class _ThreadNoting:
-    """The hash embedder, noting the thread each call runs on."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.inner = HashEmbedder()
-        self.model, self.dim = self.inner.model, self.inner.dim
-        self.threads: list[str] = []
-        self.fail = fail
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        self.threads.append(threading.current_thread().name)
-        if self.fail:
-            raise Unavailable("embedder down")
-        return self.inner.embed(texts)
-
-
 def test_the_query_embeds_in_the_request_thread_only_in_process(store: Store) -> None:
     """In-process channels would compete with the encoder, so the query embeds first in the calling
     thread; a database server's channels wait on it, so the encoder runs beside them in the pool."""
     server = store.search.capabilities.server_side
-    noting = _ThreadNoting()
+    noting = _Noting()
     resp = run(store, EmbeddingCache(noting, store), turn="what tea does Alice drink, asked fresh")
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
     assert len(noting.threads) == 1
     assert noting.threads[0].startswith("loci-query-embed") == server
     assert (noting.threads[0] == threading.current_thread().name) != server
-    failing = _ThreadNoting(fail=True)
+    failing = _Noting(fail=True)
     down = run(store, EmbeddingCache(failing, store), turn="another fresh question about Alice")
     assert down.flags.degraded and down.retrieval_summary.candidate_counts.semantic == 0
