@@ -376,6 +376,41 @@ def test_redaction_hook_runs_before_budget(store: Store, cache: EmbeddingCache) 
     assert context_tokens(c.facts, c.recent_events, c.summary, c.sources, get_tokenizer("o200k_base")) <= 256
 
 
+def _beside(
+    store: Store, cache: EmbeddingCache, channel: str, *, embedding_waits: bool, turn: str
+) -> tuple[AssembleResponse, list[str]]:
+    """`turn` run with the embedder and `store.search.<channel>` noting the order they start in; on a
+    server-side backend one of them (the embedder when `embedding_waits`) waits until the other has
+    started, and fails after 5 s: run one after the other, they would never overlap."""
+    server = store.search.capabilities.server_side
+    started = {"embedding": threading.Event(), channel: threading.Event()}
+    order: list[str] = []
+    inner = cache.embedder
+
+    def starting(name: str, waits: bool) -> None:
+        other = channel if name == "embedding" else "embedding"
+        if server and waits and not started[other].wait(5.0):
+            raise AssertionError(f"{other} did not start while {name} waited")
+        started[name].set()
+        order.append(name)
+
+    class Embedder:
+        model, dim = inner.model, inner.dim
+
+        def embed(self, texts: Sequence[str]) -> Vector:
+            starting("embedding", embedding_waits)
+            return inner.embed(texts)
+
+    original = getattr(store.search, channel)
+
+    def search(*args: Any, **kwargs: Any) -> Any:
+        starting(channel, not embedding_waits)
+        return original(*args, **kwargs)
+
+    setattr(store.search, channel, search)
+    return run(store, EmbeddingCache(Embedder(), store), turn=turn), order
+
+
 def test_the_query_embeds_beside_the_graph_channel_on_a_server_side_search(
     store: Store, cache: EmbeddingCache
 ) -> None:
@@ -383,32 +418,11 @@ def test_the_query_embeds_beside_the_graph_channel_on_a_server_side_search(
     query embeds while the graph channel runs: the embedder waits until it has started (run one after
     the other, this would time out and the answer would be degraded). In process it embeds first."""
     server = store.search.capabilities.server_side
-    graph_started = threading.Event()
-    order: list[str] = []
-    inner = cache.embedder
-
-    class WaitsForTheGraph:
-        model, dim = inner.model, inner.dim
-
-        def embed(self, texts: Sequence[str]) -> Vector:
-            if server and not graph_started.wait(5.0):
-                raise AssertionError("the graph channel did not run while the query was embedding")
-            order.append("embedded")
-            return inner.embed(texts)
-
-    original = store.search.graph_search
-
-    def graph_search(*args: Any, **kwargs: Any) -> Any:
-        graph_started.set()
-        order.append("graph")
-        return original(*args, **kwargs)
-
-    store.search.graph_search = graph_search  # type: ignore[method-assign]
     turn = "Does Bob like the same tea as Alice?"  # Bob seeds the graph channel
-    resp = run(store, EmbeddingCache(WaitsForTheGraph(), store), turn=turn)
+    resp, order = _beside(store, cache, "graph_search", embedding_waits=True, turn=turn)
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
     assert "Alice likes green tea" in resp.context.facts
-    assert order == (["graph", "embedded"] if server else ["embedded", "graph"])
+    assert order == (["graph_search", "embedding"] if server else ["embedding", "graph_search"])
 
 
 def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
@@ -417,30 +431,10 @@ def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
     """On a database server the encoder starts before the keyword statement (which the speakers' names
     wait on): the keyword search here waits until the embedding has started. In process it runs first."""
     server = store.search.capabilities.server_side
-    embedding = threading.Event()
-    order: list[str] = []
-    inner = cache.embedder
-
-    class Noting:
-        model, dim = inner.model, inner.dim
-
-        def embed(self, texts: Sequence[str]) -> Vector:
-            embedding.set()
-            order.append("embedding")
-            return inner.embed(texts)
-
-    original = store.search.keyword_search
-
-    def keyword_search(*args: Any, **kwargs: Any) -> Any:
-        if server and not embedding.wait(5.0):
-            raise AssertionError("the query was not embedding while the keyword channel ran")
-        order.append("keyword")
-        return original(*args, **kwargs)
-
-    store.search.keyword_search = keyword_search  # type: ignore[method-assign]
-    resp = run(store, EmbeddingCache(Noting(), store), turn="Which tea does Alice drink, asked anew?")
+    turn = "Which tea does Alice drink, asked anew?"
+    resp, order = _beside(store, cache, "keyword_search", embedding_waits=False, turn=turn)
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
-    assert order == (["embedding", "keyword"] if server else ["keyword", "embedding"])
+    assert order == (["embedding", "keyword_search"] if server else ["keyword_search", "embedding"])
 
 
 class _Noting:
