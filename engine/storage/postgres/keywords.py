@@ -4,14 +4,16 @@ Each memory row stores its terms (`kw`, by `engine.storage.tokenize.terms`, the 
 index uses: same stems, stop words and word splitting) and, for an event, its speaker's name words
 (`speaker`); schema migration 5. A search is one statement over the scope's rows (`scope_rows`):
 - `st`: N (the scope's rows) and the sum of their lengths (cardinality of `kw`, empty documents count)
-  over exactly the eligible rows; `m`: the eligible rows holding a query term, over which `dm` counts
+  over exactly the eligible rows; `m`: the eligible rows holding a query term, over which `d` counts
   each distinct term's df (rows whose `kw` holds it);
-- `w`: avgdl = total / N and per term idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's);
+- `w`: per query position, avgdl = total / N and idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (Lucene's);
 - per row holding a query term: tf = occurrences of the term in `kw`, and the score
   sum over the query's terms (repeats add again) of idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
-  with the local index's k1 and b, in float8, written in the local index's order of operations, so
-  the scores are the same numbers (`engine.storage.local_index.bm25`); best first, ties by newer
-  timestamp, then memory_id; the top k.
+  with the local index's k1 and b, in float8, written in the local index's order of operations and
+  added in the query's order, so the scores are the same numbers (`engine.storage.local_index.bm25`);
+  best first, ties by newer timestamp, then memory_id; the top k.
+The query's terms are array parameters, so one text serves every query of a scope's shape, and in
+an entity scope it runs prepared (search.py's per-call planning is for scopes an index cannot bound).
 Given the words the caller asks `speaker_shares` of next (the query's names), the same statement
 counts the scope's events and those each word speaks (`Speakers`), which `speaker_shares` answers
 from for the same scope, so leaving speakers' names out of the semantic query costs no statement of
@@ -73,15 +75,11 @@ def _f(x: float) -> str:
     return f"{float(x)!r}::float8"
 
 
-def _score_sql(query: Sequence[int]) -> str:
-    """The BM25 sum over the query's terms (indexes into the distinct terms), in the local index's
-    order: acc = 0.0, then acc += idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))."""
-    acc = "0::float8"
-    for i in query:
-        norm = f"({_f(1 - B)} + {_f(B)} * x.dl / w.avgdl)"
-        term = f"(w.idf{i} * (x.tf{i} * {_f(K1 + 1)} / (x.tf{i} + {_f(K1)} * {norm})))"
-        acc = f"({acc} + {term})"
-    return acc
+def _term_sql() -> str:
+    """One query term's BM25 part of a row, in the local index's order of operations:
+    idf * (tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl)))."""
+    norm = f"({_f(1 - B)} + {_f(B)} * x.dl / w.avgdl)"
+    return f"(w.idf * (x.tf * {_f(K1 + 1)} / (x.tf + {_f(K1)} * {norm})))"
 
 
 def _speaker_counts(params: Params, speakers: Sequence[str]) -> tuple[str, list[str]]:
@@ -105,38 +103,38 @@ def keyword_statement(
 ) -> str:
     """The statement (and, into `params`, its parameters) of a search for the query's terms `query`
     (tokens, repeats kept): one row per hit, or one row of NULLs without any, each carrying the
-    scope's events and the events each of `speakers` speaks (no such columns without `speakers`)."""
-    distinct = list(dict.fromkeys(query))
-    index = {t: i for i, t in enumerate(distinct)}
-    params.update({f"t{i}": enc(t) for i, t in enumerate(distinct)}, terms=enc_all(distinct), k=k)
+    scope's events and the events each of `speakers` speaks (no such columns without `speakers`).
+    The terms are parameters, so the text depends only on the scope's shape and len(speakers)."""
+    params.update(terms=enc_all(dict.fromkeys(query)), query=enc_all(query), k=k)
     counted, names = _speaker_counts(params, speakers)
-    carried, selected = "".join(f", st.{c}" for c in names), "".join(f", w.{c}" for c in names)
-    dfs = ", ".join(
-        f"count(*) FILTER (WHERE m.kw @> ARRAY[%(t{i})s]::text[]) AS df{i}" for i in index.values()
-    )
-    idfs = ", ".join(
-        f"ln(1::float8 + ((st.n - dm.df{i}) + 0.5::float8) / (dm.df{i} + 0.5::float8)) AS idf{i}"
-        for i in index.values()
-    )
-    tfs = ", ".join(
-        f"cardinality(array_positions(m.kw, %(t{i})s::text))::float8 AS tf{i}" for i in index.values()
-    )
-    # df counts only rows holding a query term: they are read once (`m`), not every row per term
+    selected = "".join(f", st.{c}" for c in names)
+    # df counts only rows holding a query term (`m`), read once, not every row per term; a row's
+    # score sums its terms in the query's order (the ordered sum), as the local index adds them
     return f"""
         WITH s AS MATERIALIZED ({scope_rows(scope, where)}),
         m AS MATERIALIZED (SELECT s.memory_id, s.ts, s.kw FROM s WHERE s.kw && %(terms)s::text[]),
-        st AS (
+        st AS MATERIALIZED (
             SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total{counted}
             FROM s
         ),
-        dm AS (SELECT {dfs} FROM m),
-        w AS (SELECT st.n, st.total / nullif(st.n, 0) AS avgdl, {idfs}{carried} FROM st, dm)
+        d AS MATERIALIZED (
+            SELECT u.t, (SELECT count(*) FROM m WHERE m.kw @> ARRAY[u.t]) AS df
+            FROM unnest(%(terms)s::text[]) AS u(t)
+        ),
+        w AS MATERIALIZED (
+            SELECT q.pos, q.t, st.total / nullif(st.n, 0) AS avgdl,
+                ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
+            FROM unnest(%(query)s::text[]) WITH ORDINALITY AS q(t, pos) JOIN d ON d.t = q.t CROSS JOIN st
+        )
         SELECT h.memory_id, h.score, h.ts{selected}
-        FROM w LEFT JOIN LATERAL (
-            SELECT x.memory_id, x.ts, {_score_sql([index[t] for t in query])} AS score
-            FROM (SELECT m.memory_id, m.ts, cardinality(m.kw)::float8 AS dl, {tfs} FROM m) x
+        FROM st LEFT JOIN LATERAL (
+            SELECT m.memory_id, m.ts, sum({_term_sql()} ORDER BY w.pos) AS score
+            FROM m CROSS JOIN w CROSS JOIN LATERAL (
+                SELECT cardinality(array_positions(m.kw, w.t))::float8 AS tf, cardinality(m.kw)::float8 AS dl
+            ) x
             WHERE w.avgdl > 0
-            ORDER BY score DESC, x.ts DESC, x.memory_id
+            GROUP BY m.memory_id, m.ts
+            ORDER BY score DESC, m.ts DESC, m.memory_id
             LIMIT %(k)s
         ) h ON true
     """
@@ -158,7 +156,9 @@ def keyword_search(
         return [], None
     words = list(dict.fromkeys(speakers))
     stmt = keyword_statement(scope, where, params, query, k, words)
-    rows = conn.execute(stmt, params, prepare=False).fetchall()
+    # an entity's scope is read through its index whatever the entity, so a generic plan is as good
+    # and prepared saves planning; without an entity, a plan must see how selective the scope is
+    rows = conn.execute(stmt, params, prepare=scope.entity_id is not None).fetchall()
     hits = [(r[0], float(r[1]), r[2]) for r in rows if r[0] is not None]
     if not words:
         return hits, None

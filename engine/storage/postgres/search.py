@@ -7,6 +7,7 @@ Plans are made per call: every query here runs with `prepare=False` (an unnamed 
 with its actual parameters). psycopg otherwise prepares a statement after 5 runs on a connection, and
 after 5 more PostgreSQL may switch to a generic plan made without the parameters, which cannot see
 how selective the entity is and is far slower on a large table; planning each call costs much less.
+The keyword statement of an entity's scope is the exception (`keywords`): its index bounds it.
 
 Keyword: Okapi BM25 with the local index's tokenizer, idf and parameters, in one statement over the
 scope's rows (`keywords`).
