@@ -122,16 +122,11 @@ def _embed_query(
 
 
 def _query_variants(store: Store, scope: Scope, query: str, names: Sequence[str]) -> list[str]:
-    """The texts the semantic query can be before the scope's speakers are known: the one the last
-    requests of the scope point to (`_NameHints`); without hints, the query as it is and without its
-    one name; none for a query of two or more names, whose forms multiply (it embeds once the keyword
-    search has counted the speakers)."""
+    """The text the semantic query is guessed to be before the scope's speakers are known: the one the
+    last requests of the scope (else its namespace) point to (`_NameHints`), else the query as it is,
+    what a scope whose speakers these names are not needs; a wrong guess embeds once more (`_picked`)."""
     guess = _hints(store).guess(scope, names)
-    if guess is not None:
-        return [semantic_query(query, guess)]
-    if len(names) > 1:
-        return []
-    return list(dict.fromkeys([query, semantic_query(query, set(names))]))
+    return [semantic_query(query, guess or set())]
 
 
 def _picked(
@@ -306,9 +301,8 @@ def retrieve(
     # counts. In process the keyword channel runs first and the query embeds in this thread: other
     # channels would compete with the encoder for the same cores (and the GIL). On a database server
     # the encoder runs in another thread while the database runs the channels: it starts at once on the
-    # text the scope's last requests point to, or without hints (a query of at most one name) on the
-    # query with and without the name, and the keyword channel's counts pick one (`_query_variants`);
-    # a query of more names without hints embeds after the keyword channel.
+    # text the scope's last requests point to, else on the query as it is, and the keyword channel's
+    # counts say whether that was the text (`_query_variants`); if not, the right one embeds after it.
     # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
     # to the union.
     t = time.perf_counter()

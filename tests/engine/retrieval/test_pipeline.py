@@ -13,6 +13,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.errors import Unavailable
 from engine.retrieval.budget import context_tokens
+from engine.retrieval.channels import semantic_query
 from engine.retrieval.options import AssembleRequest, RecallRequest
 from engine.retrieval.pipeline import assemble, recall, run_assemble
 from engine.retrieval.redaction_hook import NoRedaction
@@ -21,7 +22,7 @@ from engine.retrieval.tokens import get_tokenizer
 from engine.storage.base import Scope, Store, Vector
 
 from .conftest import FailingEmbedder
-from .helpers import NOW
+from .helpers import NOW, mem
 
 
 def req(**body: Any) -> AssembleRequest:
@@ -457,16 +458,17 @@ class _Noting:
 
 def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store: Store) -> None:
     """On a database server the encoder starts before the keyword statement has counted the speakers:
-    for a scope's first question of one name it embeds the query with and without the name; the next
-    question of that name embeds only the text the last count pointed to. A wrong pointer (the
-    speakers changed) costs one more embedding, never another context."""
+    a scope's first question of a name embeds the query as it is (no event here is Alice's, so that is
+    the text); the next question of that name embeds only the text the last count pointed to.
+    A wrong pointer (the speakers changed) costs one more embedding, never another context."""
     from engine.retrieval import retrieve
 
     server = store.search.capabilities.server_side
     noting = _Noting()
     cache = EmbeddingCache(noting, store)
-    first = run(store, cache, turn="What tea does Alice drink these days?")
-    assert [len(b) for b in noting.batches] == ([2] if server else [1])
+    turn = "What tea does Alice drink these days?"
+    first = run(store, cache, turn=turn)
+    assert noting.batches == [[turn]]
     noting.batches.clear()
     second = run(store, cache, turn="Which tea does Alice like best?")
     assert [len(b) for b in noting.batches] == [1]
@@ -484,6 +486,24 @@ def test_a_scope_s_next_question_embeds_the_one_text_its_speakers_point_to(store
         assert len(noting.batches) == 2 and noting.batches[1] == [pointed] != noting.batches[0]
     else:
         assert noting.batches == [[pointed]]
+
+
+def test_a_first_question_of_a_speaker_embeds_the_query_without_the_name(store: Store) -> None:
+    """Without a hint a database server starts on the query as it is; when the keyword statement's
+    counts show the name is the scope's speaker, the query without it embeds next and is the one
+    used, as in process, where it is the only embedding."""
+    server = store.search.capabilities.server_side
+    lines = ["I drink oolong every morning", "I brew it for four minutes", "My kettle is new"]
+    store.put_memories(
+        [mem(f"e_said_{i}", f"Alice: {t}", type="event", days_ago=i / 10) for i, t in enumerate(lines)]
+    )
+    noting = _Noting()
+    turn = "What tea does Alice drink these days?"
+    resp = run(store, EmbeddingCache(noting, store), turn=turn)
+    stripped = semantic_query(turn, {"Alice"})
+    assert stripped != turn
+    assert noting.batches == ([[turn], [stripped]] if server else [[stripped]])
+    assert not resp.flags.degraded and "oolong" in all_lines(resp)
 
 
 def test_the_query_embeds_in_the_request_thread_only_in_process(store: Store) -> None:
