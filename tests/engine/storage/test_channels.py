@@ -100,7 +100,6 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
             assert [h.memory_id for h in top] == [h.memory_id for h in hits[:5]]
             ref = reference.keyword_hits(docs, q, 5)
             assert [h.memory_id for h in top] == [h.memory_id for h in ref]
-            assert [h.raw for h in top] == pytest.approx([h.raw for h in ref], abs=1e-9)
             # the same float on every backend (float8 in SQL), added in the query's order
             assert {h.memory_id: h.raw for h in hits} == {
                 h.memory_id: h.raw for h in reference.keyword_hits(docs, q, 1000)
