@@ -41,6 +41,10 @@ from engine.storage.tokenize import tokenize
 
 Params = dict[str, Any]
 
+#: above this many distinct query terms (a long turn) the rows' terms are unnested and joined to the
+#: query's once, instead of each term being searched for in each row's array
+LONG_QUERY = 8
+
 
 class Speakers(msgspec.Struct, frozen=True):
     """A scope's events and, per counted word, the events whose speaker's name holds it."""
@@ -108,6 +112,8 @@ def keyword_statement(
     params.update(terms=enc_all(dict.fromkeys(query)), query=enc_all(query), k=k)
     counted, names = _speaker_counts(params, speakers)
     selected = "".join(f", st.{c}" for c in names)
+    if len(params["terms"]) > LONG_QUERY:
+        return _long_statement(scope, where, counted, selected)
     # df counts only rows holding a query term (`m`), read once, not every row per term; a row's
     # score sums its terms in the query's order (the ordered sum), as the local index adds them
     return f"""
@@ -135,6 +141,42 @@ def keyword_statement(
             WHERE w.avgdl > 0
             GROUP BY m.memory_id, m.ts
             ORDER BY score DESC, m.ts DESC, m.memory_id
+            LIMIT %(k)s
+        ) h ON true
+    """
+
+
+def _long_statement(scope: Scope, where: str, counted: str, selected: str) -> str:
+    """`keyword_statement` for a query of many terms: each row's terms are unnested once and joined
+    to the query's (`e`: a row's tf per term it holds), so the cost grows with the scope's terms, not
+    with their product with the query's; a term a row lacks adds 0.0, which changes no float, so the
+    row's sum over the terms it holds, in the query's order, is the same number."""
+    return f"""
+        WITH s AS MATERIALIZED ({scope_rows(scope, where)}),
+        st AS MATERIALIZED (
+            SELECT count(*)::float8 AS n, coalesce(sum(cardinality(s.kw)), 0)::float8 AS total{counted}
+            FROM s
+        ),
+        u AS MATERIALIZED (SELECT u.t FROM unnest(%(terms)s::text[]) AS u(t)),
+        e AS MATERIALIZED (
+            SELECT r.memory_id, r.ts, r.dl, k.t, count(*)::float8 AS tf
+            FROM (SELECT s.memory_id, s.ts, cardinality(s.kw)::float8 AS dl, s.kw FROM s) r
+            CROSS JOIN LATERAL unnest(r.kw) AS k(t) JOIN u ON u.t = k.t
+            GROUP BY r.memory_id, r.ts, r.dl, k.t
+        ),
+        d AS MATERIALIZED (SELECT e.t, count(*) AS df FROM e GROUP BY e.t),
+        w AS MATERIALIZED (
+            SELECT q.pos, q.t, st.total / nullif(st.n, 0) AS avgdl,
+                ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
+            FROM unnest(%(query)s::text[]) WITH ORDINALITY AS q(t, pos) JOIN d ON d.t = q.t CROSS JOIN st
+        )
+        SELECT h.memory_id, h.score, h.ts{selected}
+        FROM st LEFT JOIN LATERAL (
+            SELECT x.memory_id, x.ts, sum({_term_sql()} ORDER BY w.pos) AS score
+            FROM e x JOIN w ON w.t = x.t
+            WHERE w.avgdl > 0
+            GROUP BY x.memory_id, x.ts
+            ORDER BY score DESC, x.ts DESC, x.memory_id
             LIMIT %(k)s
         ) h ON true
     """

@@ -81,6 +81,8 @@ def test_keyword_matches_rank_bm25(store: Store, incremental: bool) -> None:
     else:
         store.put_memories(corpus)
     queries = ["w0 w1", "w3 w3 w17", "apple café", "w40 w2 w59 nothing", "the w5", "W1 NAÏVE"]
+    # a long turn (more distinct terms than postgres.keywords.LONG_QUERY), repeats and absent terms
+    queries.append("w9 " + " ".join(f"w{i}" for i in range(0, 60, 3)) + " w9 apple nothing w3")
     for scope in SCOPES:
         docs = [m for m in corpus if in_scope(m, scope)]
         assert store.search.scope_size(scope) == len(docs)
