@@ -127,23 +127,15 @@ def keyword_statement(
             SELECT u.t, (SELECT count(*) FROM m WHERE m.kw @> ARRAY[u.t]) AS df
             FROM unnest(%(terms)s::text[]) AS u(t)
         ),
-        w AS MATERIALIZED (
-            SELECT q.pos, q.t, st.total / nullif(st.n, 0) AS avgdl,
-                ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
-            FROM unnest(%(query)s::text[]) WITH ORDINALITY AS q(t, pos) JOIN d ON d.t = q.t CROSS JOIN st
-        )
-        SELECT h.memory_id, h.score, h.ts{selected}
-        FROM st LEFT JOIN LATERAL (
-            SELECT m.memory_id, m.ts, sum({_term_sql()} ORDER BY w.pos) AS score
-            FROM m CROSS JOIN w CROSS JOIN LATERAL (
-                SELECT cardinality(array_positions(m.kw, w.t))::float8 AS tf, cardinality(m.kw)::float8 AS dl
-            ) x
-            WHERE w.avgdl > 0
-            GROUP BY m.memory_id, m.ts
-            ORDER BY score DESC, m.ts DESC, m.memory_id
-            LIMIT %(k)s
-        ) h ON true
+        {_scored(selected, _SHORT_ROWS)}
     """
+
+
+#: per row holding a query term and per query term: tf by searching the row's array for the term
+_SHORT_ROWS = """m CROSS JOIN w CROSS JOIN LATERAL (
+                SELECT m.memory_id, m.ts, cardinality(array_positions(m.kw, w.t))::float8 AS tf,
+                    cardinality(m.kw)::float8 AS dl
+            ) x"""
 
 
 def _long_statement(scope: Scope, where: str, counted: str, selected: str) -> str:
@@ -165,6 +157,15 @@ def _long_statement(scope: Scope, where: str, counted: str, selected: str) -> st
             GROUP BY r.memory_id, r.ts, r.dl, k.t
         ),
         d AS MATERIALIZED (SELECT e.t, count(*) AS df FROM e GROUP BY e.t),
+        {_scored(selected, "e x JOIN w ON w.t = x.t")}
+    """
+
+
+def _scored(selected: str, rows: str) -> str:
+    """The statements' common end: `w` (per query position, avgdl and idf from `st` and `d`) and the
+    top k of `rows`, a FROM clause giving `x` (memory_id, ts, tf, dl) per row and query term, each row's
+    terms added in the query's order."""
+    return f"""
         w AS MATERIALIZED (
             SELECT q.pos, q.t, st.total / nullif(st.n, 0) AS avgdl,
                 ln(1::float8 + ((st.n - d.df) + 0.5::float8) / (d.df + 0.5::float8)) AS idf
@@ -173,7 +174,7 @@ def _long_statement(scope: Scope, where: str, counted: str, selected: str) -> st
         SELECT h.memory_id, h.score, h.ts{selected}
         FROM st LEFT JOIN LATERAL (
             SELECT x.memory_id, x.ts, sum({_term_sql()} ORDER BY w.pos) AS score
-            FROM e x JOIN w ON w.t = x.t
+            FROM {rows}
             WHERE w.avgdl > 0
             GROUP BY x.memory_id, x.ts
             ORDER BY score DESC, x.ts DESC, x.memory_id
