@@ -121,17 +121,16 @@ def _embed_query(
     return embeddings.embed([text, *prefetch], persist=False, stats=stats)
 
 
-def _query_variants(store: Store, scope: Scope, query: str, names: Sequence[str]) -> list[str]:
+def _guessed_text(store: Store, scope: Scope, query: str, names: Sequence[str]) -> str:
     """The text the semantic query is guessed to be before the scope's speakers are known: the one the
     last requests of the scope (else its namespace) point to (`_NameHints`), else the query as it is,
     what a scope whose speakers these names are not needs; a wrong guess embeds once more (`_picked`)."""
-    guess = _hints(store).guess(scope, names)
-    return [semantic_query(query, guess or set())]
+    return semantic_query(query, _hints(store).guess(scope, names) or set())
 
 
 def _picked(
     vectors: list[Vector],
-    variants: list[str],
+    guess: str | None,
     embeddings: EmbeddingCache,
     store: Store,
     scope: Scope,
@@ -139,19 +138,14 @@ def _picked(
     names: Sequence[str],
     stats: EmbedStats,
 ) -> Vector:
-    """The query's vector among `vectors` (of `variants`, or of the query alone when none were made)."""
-    if not variants:
+    """The query's vector: `vectors[0]`, of `guess` (or of the query itself when nothing was guessed),
+    unless the guess was not the text the counts want, which then embeds."""
+    if guess is None:
         return vectors[0]
     wanted = _semantic_text(store, scope, query, names)
-    if wanted in variants:
-        return vectors[variants.index(wanted)]
+    if wanted == guess:
+        return vectors[0]
     return embeddings.embed([wanted], persist=False, stats=stats)[0]
-
-
-def _embed_variants(
-    embeddings: EmbeddingCache, variants: Sequence[str], stats: EmbedStats, prefetch: Sequence[str]
-) -> list[Vector]:
-    return embeddings.embed([*variants, *prefetch], persist=False, stats=stats)
 
 
 def build_query(turn: str, goal: str | None) -> str:
@@ -302,7 +296,7 @@ def retrieve(
     # channels would compete with the encoder for the same cores (and the GIL). On a database server
     # the encoder runs in another thread while the database runs the channels: it starts at once on the
     # text the scope's last requests point to, else on the query as it is, and the keyword channel's
-    # counts say whether that was the text (`_query_variants`); if not, the right one embeds after it.
+    # counts say whether that was the text (`_guessed_text`); if not, the right one embeds after it.
     # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
     # to the union.
     t = time.perf_counter()
@@ -317,9 +311,9 @@ def retrieve(
     encoder = embeddings if wants_semantic else None
     server_side = store.search.capabilities.server_side
     names = query_names(query) if encoder is not None else []
-    variants = _query_variants(store, scope, query, names) if encoder is not None and server_side else []
-    if encoder is not None and variants:
-        pending = _embed_pool().submit(_embed_variants, encoder, variants, stats, prefetch)
+    guess = _guessed_text(store, scope, query, names) if encoder is not None and server_side else None
+    if encoder is not None and guess is not None:
+        pending = _embed_pool().submit(encoder.embed, [guess, *prefetch], persist=False, stats=stats)
     keyword_channel(hits, store, scope, cfg, query=query, speakers=names)
     if encoder is not None and pending is None:
         embed = _embed_pool().submit if server_side else _done_now
@@ -328,7 +322,7 @@ def retrieve(
     qvec: Vector | None = None
     if pending is not None and encoder is not None:
         try:
-            qvec = _picked(pending.result(), variants, encoder, store, scope, query, names, stats)
+            qvec = _picked(pending.result(), guess, encoder, store, scope, query, names, stats)
         except Unavailable as exc:
             degraded = True
             errors.append(f"semantic: {exc.message}")
