@@ -34,7 +34,11 @@ ELLIPSIS = "…"
 CHARS_PER_TOKEN = 3.0  # the estimate's rate
 METHOD = "ceil(ascii_chars/3) + non_ascii_chars, +1 per rendered line"
 COUNT_CACHE_SIZE = 1 << 15  # texts whose count is remembered (about 10 MB of rendered lines)
-CACHED_MAX_CHARS = 2000  # a rendered line is capped at 400 tokens; longer texts are not cached
+CACHED_MAX_CHARS = 2000  # a rendered line is capped at 400 tokens; longer texts go to the small cache
+#: longer texts (a request's turn, a context's summary) whose count is remembered: a summary is counted
+#: as it is cut, then by the block and the response
+LONG_CACHE_SIZE = 64
+LONG_MAX_CHARS = 1 << 16  # longer than this: counted every time, never kept
 
 
 def estimate(text: str) -> int:
@@ -110,14 +114,17 @@ class BpeTokenizer(Tokenizer):
         self.method = f"{name} BPE tokens of each rendered line, +1 per line (its newline)"
         self._bpe = getattr(openai, name)()
         self._cached = lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count)
+        self._long = lru_cache(maxsize=LONG_CACHE_SIZE)(self._count)
 
     def _count(self, text: str) -> int:
         return int(self._bpe.count(text)) if text else 0
 
     def count(self, text: str) -> int:
-        if len(text) > CACHED_MAX_CHARS:  # long texts (a request's turn) are counted, not kept
-            return self._count(text)
-        return int(self._cached(text))
+        if len(text) <= CACHED_MAX_CHARS:
+            return int(self._cached(text))
+        if len(text) <= LONG_MAX_CHARS:
+            return int(self._long(text))
+        return self._count(text)
 
 
 #: the estimate, and the default of every function that takes a tokenizer
