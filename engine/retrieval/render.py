@@ -137,12 +137,13 @@ def build_items(
     redactor: Redactor,
     tokenizer: Tokenizer = ESTIMATE,
 ) -> tuple[list[RenderItem], list[BudgetAction], list[RenderItem]]:
-    """The items that may enter the context, in ranking order, the `limit`/`truncate` actions, and the
-    best `MAX_OVERFLOW` candidates past the line limits (lineless, for the summary)."""
+    """The items that may enter the context, in ranking order, the `truncate` actions and one `limit`
+    action per section that had candidates past its line limit (how many: the ranking may hold
+    hundreds), and the best `MAX_OVERFLOW` of those candidates (lineless, for the summary)."""
     wanted = set(include)
     limits = {"facts": max_facts, "recent_events": max_events}
-    over = {section: f"over return.max_{section.split('_')[-1]}={limit}" for section, limit in limits.items()}
     counts = {"facts": 0, "recent_events": 0}
+    past = {"facts": 0, "recent_events": 0}
     items: list[RenderItem] = []
     actions: list[BudgetAction] = []
     overflow: list[RenderItem] = []
@@ -152,7 +153,7 @@ def build_items(
         if section not in wanted:
             continue
         if section in limits and mid not in pinned and counts[section] >= limits[section]:
-            actions.append(BudgetAction(action="limit", memory_id=mid, notes=over[section]))
+            past[section] += 1
             if memory is not None and len(overflow) < MAX_OVERFLOW:
                 overflow.append(_overflow_item(mid, rank, section, memory, redactor, scores.get(mid, 0.0)))
             continue
@@ -165,6 +166,11 @@ def build_items(
         items.append(item)
         if action is not None:
             actions.append(action)
+    for section, n in past.items():
+        if n:
+            field = f"return.max_{section.split('_')[-1]}={limits[section]}"
+            notes = f"{n} candidates past {field} (the summary takes the best that fit)"
+            actions.append(BudgetAction(action="limit", notes=notes))
     return items, actions, overflow
 
 

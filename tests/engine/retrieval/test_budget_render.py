@@ -96,7 +96,9 @@ def test_build_items_limits_and_caps() -> None:
         redactor=NoRedaction(),
     )
     assert [it.id for it in items] == ["f0", "e"]
-    assert [a.action for a in actions] == ["limit", "limit", "truncate"]
+    # one `limit` action for the section, however many candidates it held back
+    assert [(a.action, a.memory_id) for a in actions] == [("truncate", "e"), ("limit", None)]
+    assert actions[1].notes == "2 candidates past return.max_facts=1 (the summary takes the best that fit)"
     assert [(it.id, it.plain, it.line) for it in overflow] == [("f1", "fact 1", ""), ("f2", "fact 2", "")]
     assert tokens.estimate(items[1].line) <= MAX_LINE_TOKENS
     items, _, _ = build_items(
