@@ -30,13 +30,13 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 import anyio
-import anyio.to_thread
 import msgspec
 
 from engine.errors import InvalidInput, RateLimited
 from engine.models import Event
 from engine.storage.base import EventQuery, Store
 from server.schemas.ops import EventItem, EventList
+from server.threads import run_sync
 
 CURSOR_TAG = "ev"
 CURSOR_VERSION = 2
@@ -198,7 +198,7 @@ async def stream(
         start = last_output = clock()
         deadline = start + timeout if timeout is not None else None
         while True:
-            page = await anyio.to_thread.run_sync(read, after, limit)
+            page = await run_sync(read, after, limit)
             for seq, event in page:
                 after = seq
                 yield frame(seq, event)

@@ -16,7 +16,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
 import msgspec
 
 from engine.ids import request_id as new_request_id
@@ -25,6 +24,7 @@ from server.auth import AuthProblem, Principal, resolve
 from server.errors import failure_for
 from server.ratelimit import RateDecision, RateLimiter
 from server.schemas.errors import ErrorBody, as_mem0
+from server.threads import run_sync
 
 log = logging.getLogger("loci.server")
 
@@ -182,9 +182,7 @@ class Gateway:
         path = scope.get("path", "")
         carrier = path == MCP_PATH or path.startswith(MCP_PATH + "/")
         try:
-            who, decision = await anyio.to_thread.run_sync(
-                self._admit, authorization, client, not preflight, carrier
-            )
+            who, decision = await run_sync(self._admit, authorization, client, not preflight, carrier)
         except Exception as exc:  # the key store or the shared limiter is down: 503, not a bare 500
             failure = failure_for(exc, rid)
             more = [(k.lower().encode(), v.encode()) for k, v in failure.headers.items()]

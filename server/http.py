@@ -13,7 +13,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-import anyio.to_thread
 import msgspec
 import msgspec.inspect as mi
 from litestar import Request, Response
@@ -30,6 +29,7 @@ from server.idempotency import RequestPrint, StoredResponse
 from server.schema_rules import DATE_TIME_PATTERN, inner_types
 from server.schemas.errors import ErrorBody
 from server.services import services_of
+from server.threads import run_sync
 
 T = TypeVar("T")
 MAX_HEADER_LENGTH = 128
@@ -158,7 +158,7 @@ async def read_json(request: Request[Any, Any, Any]) -> tuple[bytes, Any]:
     if not raw.strip():
         raise BadRequest("request body must be a JSON document")
     if len(raw) > SMALL_BODY:  # decoding and walking megabytes would hold the event loop
-        return raw, await anyio.to_thread.run_sync(decode_json, raw)
+        return raw, await run_sync(decode_json, raw)
     return raw, decode_json(raw)
 
 
@@ -197,7 +197,7 @@ async def run_write(
             prepare(org_id)
         return svc.idempotency.run(org_id, key, fp, lambda: work(org_id))
 
-    return to_response(await anyio.to_thread.run_sync(call))
+    return to_response(await run_sync(call))
 
 
 def ok_json(payload: Any) -> StoredResponse:
@@ -269,13 +269,37 @@ def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
     return body
 
 
+_DATED_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _may_hold_datetime(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
+    """Whether a date-time can occur anywhere in `info`."""
+    if isinstance(info, mi.DateTimeType):
+        return True
+    if id(info) in seen:
+        return False
+    inner = seen | {id(info)}
+    return any(_may_hold_datetime(t, inner) for t in inner_types(info))
+
+
+def _dated_fields(kind: type) -> tuple[tuple[str, str], ...]:
+    """(attribute, JSON name) of the fields of a Struct type that may hold a date-time (computed once
+    per type: a body's other fields are not walked)."""
+    found = _DATED_FIELDS.get(kind)
+    if found is None:
+        info = _type_info(kind)
+        assert isinstance(info, mi.StructType)
+        found = _DATED_FIELDS[kind] = tuple(
+            (f.name, f.encode_name) for f in info.fields if _may_hold_datetime(f.type)
+        )
+    return found
+
+
 def _children(value: Any, path: str) -> list[tuple[Any, str]]:
     if isinstance(value, msgspec.Struct):
-        info = _type_info(type(value))  # the cached description: reading the fields anew is slow
-        assert isinstance(info, mi.StructType)
         return [
-            (getattr(value, f.name), f"{path}.{f.encode_name}" if path else f.encode_name)
-            for f in info.fields
+            (getattr(value, name), f"{path}.{encoded}" if path else encoded)
+            for name, encoded in _dated_fields(type(value))
         ]
     if isinstance(value, list | tuple):
         return [

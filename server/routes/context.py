@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio.to_thread
 import msgspec
 from litestar import Request, Response, post
 from litestar.params import QueryParameter
@@ -44,6 +43,7 @@ from server.http import (
 from server.idempotency import StoredResponse
 from server.observability import observe_stages
 from server.services import Services, services_of
+from server.threads import run_sync
 
 #: operationId -> request-body Structs, for the OpenAPI document (routes read their bodies raw)
 REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
@@ -128,7 +128,7 @@ async def recall(
     org_id = principal_of(request).org_id
     svc = services_of(request)
     rid = request_id_of(request.scope)
-    return await anyio.to_thread.run_sync(
+    return await run_sync(
         lambda: pipeline.recall(
             svc.store,
             svc.memories.embeddings,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio.to_thread
 from litestar import Request, get
 from litestar.params import PathParameter, QueryParameter
 
@@ -14,6 +13,7 @@ from engine.timeutil import to_utc, utcnow
 from server.auth import principal_of, require_auth
 from server.http import date_time_query, error_responses, query_datetime
 from server.services import services_of
+from server.threads import run_sync
 
 
 @get(
@@ -47,7 +47,7 @@ async def get_entity_graph(
     store = services_of(request).store
     parsed = query_datetime(as_of, "as_of")
     when = to_utc(parsed) if parsed is not None else None
-    return await anyio.to_thread.run_sync(
+    return await run_sync(
         lambda: entity_graph(
             store,
             org_id=org_id,

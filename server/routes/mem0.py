@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-import anyio.to_thread
 from litestar import Request, Response, delete, get, post, put, route
 from litestar.params import PathParameter, QueryParameter
 
@@ -44,6 +43,7 @@ from server.schemas.mem0 import (
 )
 from server.schemas.v1 import V1CreateRequest
 from server.services import services_of
+from server.threads import run_sync
 
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {
     "mem0AddV3": (V1CreateRequest,),
@@ -156,7 +156,7 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
             found = (m for m in found if wanted.intersection(m.tags))
         return ops.page(found, number=number, size=size)
 
-    count, items = await anyio.to_thread.run_sync(run)
+    count, items = await run_sync(run)
     last = (count + size - 1) // size
     return Mem0Page(
         count=count,
@@ -213,7 +213,7 @@ async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
     sel = _scoped(filters)
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
-    return await anyio.to_thread.run_sync(
+    return await run_sync(
         lambda: ops.search(
             svc,
             org_id,
@@ -320,7 +320,7 @@ async def memory_history(request: Request[Any, Any, Any], memory_id: MemoryIdPat
 
 async def history_of(request: Request[Any, Any, Any], memory_id: str) -> list[Mem0HistoryItem]:
     org_id, svc = _org(request), services_of(request)
-    return await anyio.to_thread.run_sync(ops.history, svc, org_id, memory_id)
+    return await run_sync(ops.history, svc, org_id, memory_id)
 
 
 # --- bulk delete and entities ---------------------------------------------------------------------------
@@ -364,9 +364,7 @@ async def delete_all(
 )
 async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
     org_id, svc = _org(request), services_of(request)
-    return await anyio.to_thread.run_sync(
-        lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id)
-    )
+    return await run_sync(lambda: entities(ops.scan(svc, org_id, select(None), now=utcnow()), owner=org_id))
 
 
 EntityTypePath = Annotated[

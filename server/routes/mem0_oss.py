@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 from typing import Annotated, Any
 
-import anyio.to_thread
 from litestar import Request, Response, delete, get, post, put
 from litestar.params import QueryParameter
 
@@ -38,6 +37,7 @@ from server.schemas.mem0 import (
 )
 from server.schemas.v1 import V1CreateRequest, V1CreateResponse
 from server.services import services_of
+from server.threads import run_sync
 
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {
     "mem0OssAdd": (V1CreateRequest,),
@@ -84,7 +84,7 @@ async def oss_list(
         found = ops.scan(svc, org_id, select(ids), now=utcnow(), show_expired=show_expired)
         return Mem0Results(results=[record(m) for m in itertools.islice(found, top_k)])
 
-    return await anyio.to_thread.run_sync(run)
+    return await run_sync(run)
 
 
 @get(
@@ -96,7 +96,7 @@ async def oss_list(
 )
 async def oss_get(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Mem0Memory:
     org_id, svc = principal_of(request).org_id, services_of(request)
-    return record(await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id))
+    return record(await run_sync(svc.memories.get, org_id, memory_id))
 
 
 @post(

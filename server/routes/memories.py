@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-import anyio.to_thread
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
@@ -27,6 +26,7 @@ from server.http import (
 from server.schema_rules import CURSOR_PATTERN
 from server.schemas.memories import Deleted, Memory, MemoryBatch, MemoryItems, MemoryList
 from server.services import services_of
+from server.threads import run_sync
 
 _COMMON: dict[str, Any] = {"guards": [require_auth], "tags": ["memories"]}
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>")]
@@ -78,7 +78,7 @@ async def create_memory(
 async def get_memory(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
-    return await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id)
+    return await run_sync(svc.memories.get, org_id, memory_id)
 
 
 @patch(
@@ -198,9 +198,7 @@ async def list_memories(
     )
     org_id = principal_of(request).org_id
     svc = services_of(request)
-    page = await anyio.to_thread.run_sync(
-        lambda: svc.memories.list_page(org_id, filters, page_size=page_size, cursor=cursor)
-    )
+    page = await run_sync(lambda: svc.memories.list_page(org_id, filters, page_size=page_size, cursor=cursor))
     return MemoryList(items=page.items, next_cursor=page.next_cursor)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio.to_thread
 import msgspec
 from litestar import Request, Response, get, post
 from litestar.background_tasks import BackgroundTask
@@ -44,6 +43,7 @@ from server.schemas.ops import (
     SummarizeResponse,
 )
 from server.services import services_of
+from server.threads import run_sync
 
 SSE_MEDIA_TYPE = "text/event-stream"
 MAX_TYPE_LENGTH = 64
@@ -94,7 +94,7 @@ async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse
             redaction=redactor.report(),
         )
 
-    return await anyio.to_thread.run_sync(work)
+    return await run_sync(work)
 
 
 # --- POST /v0/prune --------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ async def list_events(
         except BaseException:
             slot.release()
             raise
-    page = await anyio.to_thread.run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
+    page = await run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
     return Response(page)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio.to_thread
 from litestar import Request, Response, delete, get, post
 from litestar.params import QueryParameter
 
@@ -51,6 +50,7 @@ from server.schemas.v1 import (
     V1SearchResponse,
 )
 from server.services import services_of
+from server.threads import run_sync
 
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {"createMemoriesV1": (V1CreateRequest,)}
 _COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["v1"]}
@@ -147,7 +147,7 @@ async def list_memories_v1(
             results=[_search_item(by_id[x.memory_id], x.score) for x in found.matches if x.memory_id in by_id]
         )
 
-    return await anyio.to_thread.run_sync(run)
+    return await run_sync(run)
 
 
 @get(
@@ -160,7 +160,7 @@ async def list_memories_v1(
 async def get_memory_v1(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> Mem0Memory:
     org_id = principal_of(request).org_id
     svc = services_of(request)
-    return record(await anyio.to_thread.run_sync(svc.memories.get, org_id, memory_id))
+    return record(await run_sync(svc.memories.get, org_id, memory_id))
 
 
 @delete(

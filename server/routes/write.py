@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import anyio.to_thread
 import msgspec
 from litestar import Request, Response, post
 
@@ -39,6 +38,7 @@ from server.http import (
 from server.idempotency import StoredResponse
 from server.schemas.write import ExtractRequest, ExtractResult
 from server.services import services_of
+from server.threads import run_sync
 
 REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
     "batchUpsertMemories": (UpsertRequest,),
@@ -113,7 +113,7 @@ async def extract(request: Request[Any, Any, Any]) -> ExtractResult:
         )
         return ExtractResult(entities=list(result.entities), facts=facts, truncated=result.truncated)
 
-    return await anyio.to_thread.run_sync(run)
+    return await run_sync(run)
 
 
 ROUTES = [batch_upsert, extract]

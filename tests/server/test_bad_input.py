@@ -99,10 +99,11 @@ def test_the_date_time_check_reads_each_body_type_once(monkeypatch: pytest.Monke
     monkeypatch.setattr(mi, "type_info", counted)
     monkeypatch.setattr(http, "_TYPE_INFO", {})
     monkeypatch.setattr(http, "_HAS_INT", {})  # keyed by the descriptions' ids: fresh with them
+    monkeypatch.setattr(http, "_DATED_FIELDS", {})
     body = {**ASSEMBLE, "seed_context": {"memory_ids": ["m1"]}}
     http.parse_body(body, AssembleRequest)
     first = len(read)
-    assert first > 1  # the request and its nested option Structs
+    assert first >= 1  # the request (nested Structs only where a date-time may be)
     http.parse_body(body, AssembleRequest)
     assert len(read) == first
     with pytest.raises(InvalidInput) as caught:

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -17,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.storage.base import Store
 from server import observability
+from server.threads import run_sync
 from server.config import Settings
 from server.observability import AccessMiddleware, Observability
 from tests.server.conftest import memory_body
@@ -146,7 +146,7 @@ def test_module_functions_reach_the_current_requests_app() -> None:
 
     async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:
         # a route calls these from a worker thread: the context variable is inherited
-        await anyio.to_thread.run_sync(lambda: observability.observe_stages({"render": 1.0}))
+        await run_sync(lambda: observability.observe_stages({"render": 1.0}))
         observability.count_embed_cache(hits=1, misses=2)
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
