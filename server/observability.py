@@ -15,7 +15,7 @@ Metrics, on a registry of their own per app (never the process-global one):
   (`loci doctor` embeds them), counted at scrape time at most every `LOCI_METRICS_VECTORS_SECONDS` (300).
 - `loci_embed_cache_hits_total`, `loci_embed_cache_misses_total`: `count_embed_cache(hits, misses)`.
 `observe_stages` and `count_embed_cache` find the app's instance through a context variable the
-middleware sets for the request (worker threads started with anyio inherit it); outside a request
+middleware sets for the request (`server.threads.run_sync` carries it into the worker thread); outside a request
 they do nothing.
 
 GET /metrics answers the Prometheus text format. It needs no API key (scrapers run inside the
@@ -24,9 +24,10 @@ deployment); set LOCI_METRICS_TOKEN to require `Authorization: Bearer <that toke
 Access log: one JSON line per request on logger `loci.access` (INFO): request_id, method, route
 (template), status, duration_ms and org_id (when the key was valid). Never headers, query strings,
 bodies or paths: no Authorization value, API key, cursor or memory text can leak through it.
-The ASGI server's own lines (uvicorn's `uvicorn.access` request lines, and its `uvicorn.error` lines
-about websocket handshakes, under `loci serve`, `uvicorn --factory` or gunicorn's uvicorn worker) hold
-the request target: `install` adds `QueryRedactor` to those loggers, which replaces every query string
+`loci serve` turns uvicorn's own request lines off (this line says what they would). Where a
+deployment runs uvicorn itself (`uvicorn --factory`, gunicorn's uvicorn worker), its `uvicorn.access`
+request lines, and under any of them its `uvicorn.error` lines about websocket handshakes, hold the
+request target: `install` adds `QueryRedactor` to those loggers, which replaces every query string
 in them with `?<redacted>` (a key sent as `?api_key=...` would otherwise be written in clear).
 """
 

@@ -47,12 +47,15 @@ def _run(args: argparse.Namespace) -> int:
                 f"Loci listening on http://{args.host}:{args.port} with {args.workers} workers  (docs: /docs)",
                 flush=True,
             )
-            run_workers(settings, host=args.host, port=args.port, workers=args.workers, log_level="info")
+            run_workers(
+                settings, host=args.host, port=args.port, workers=args.workers, log_level="info", access_log=False
+            )
             return 0
         app = create_app(settings, store=store)
         warm_embedder(app)
         print(f"Loci listening on http://{args.host}:{args.port}  (docs: /docs)", flush=True)
-        uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+        # one line per request, Loci's own (`loci.access`): uvicorn's would repeat it with the request target
+        uvicorn.run(app, host=args.host, port=args.port, log_level="info", access_log=False)
     finally:
         store.close()
     return 0
