@@ -162,7 +162,10 @@ def test_events_newest_first_and_max_events(store: Store, cache: EmbeddingCache)
     assert len(headers) >= 1 and len(ev) - len(headers) <= 2  # one header line per day, then its events
     assert headers == sorted(headers, reverse=True) and ev[0] == headers[0]  # newest day first
     assert len(resp.context.facts) <= 1
-    assert any(a.action == "limit" for a in resp.context.budget_actions)
+    limits = [a for a in resp.context.budget_actions if a.action == "limit"]
+    # one action per section held back, naming how many candidates, no memory
+    assert 1 <= len(limits) <= 2 and all(a.memory_id is None for a in limits)
+    assert all(re.match(r"\d+ candidates past return\.max_(facts|events)=\d", a.notes or "") for a in limits)
 
 
 def test_must_include_and_seeds(store: Store, cache: EmbeddingCache) -> None:
