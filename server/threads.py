@@ -13,28 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
+
+from engine.pools import LazyPool
 
 T = TypeVar("T")
 MAX_THREADS = 40
 
-_POOL: ThreadPoolExecutor | None = None
-_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        with _LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=MAX_THREADS, thread_name_prefix="loci-request")
-    return _POOL
+_POOL = LazyPool(MAX_THREADS, "loci-request")
 
 
 async def run_sync(fn: Callable[..., T], /, *args: object) -> T:
     """`fn(*args)` in a worker thread, awaited."""
     call = functools.partial(contextvars.copy_context().run, fn, *args)
-    return await asyncio.get_running_loop().run_in_executor(_pool(), call)
+    return await asyncio.get_running_loop().run_in_executor(_POOL.get(), call)

@@ -24,6 +24,7 @@ from engine.bounded import BoundedMap
 from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
+from engine.pools import LazyPool
 from engine.retrieval import rerank
 from engine.retrieval.channels import (
     NAME_SHARE,
@@ -171,18 +172,12 @@ class Retrieved(msgspec.Struct, kw_only=True):
     errors: list[str]
 
 
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+#: threads for query embeddings (they wait on the embedder, which runs one batch at a time)
+_EMBED_POOL = LazyPool(16, "loci-query-embed")
 
 
 def _embed_pool() -> ThreadPoolExecutor:
-    """Threads for query embeddings (they wait on the embedder, which runs one batch at a time)."""
-    global _POOL
-    if _POOL is None:
-        with _POOL_LOCK:
-            if _POOL is None:
-                _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="loci-query-embed")
-    return _POOL
+    return _EMBED_POOL.get()
 
 
 def _done_now(fn: Callable[..., list[Vector]], *args: Any, **kwargs: Any) -> Future[list[Vector]]:
