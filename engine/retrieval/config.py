@@ -51,6 +51,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     day_weight: float = 0.0
     context_max_chars: int = 0
     length_weight: float = 0.0
+    time_weight: float = 0.0
     anchors: int = ANCHORS
 
 
@@ -123,6 +124,7 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
             preset.context_max_chars if options.expand.max_chars is None else options.expand.max_chars
         ),
         length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
+        time_weight=preset.time_weight if options.time_weight is None else options.time_weight,
         anchors=anchors,
     )
 

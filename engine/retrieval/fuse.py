@@ -10,7 +10,8 @@ Channels (in this order): semantic, bm25, graph_prior, recency_decay, confidence
 Boosts (added after the weighted sum, each its own score component, only when non-zero):
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
-(+`SEED_BOOST` for seed_context.memory_ids), and the conversation-context boosts `neighbor_boost` and
+(+`SEED_BOOST` for seed_context.memory_ids), `time_boost` (+`time_weight` for a memory held from
+within the time the question points to, `engine.retrieval.timeframe`), and the conversation-context boosts `neighbor_boost` and
 `day_boost` computed by `engine.retrieval.expand` from a first fusion (never lifting an event above
 a memory of another type, not extracted from a turn, that beats it without them), and the `length_prior` of
 events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
@@ -55,6 +56,7 @@ BOOSTS: tuple[str, ...] = (
     "type_boost",
     "seed_boost",
     "seed_snippet",
+    "time_boost",
     "neighbor_boost",
     "day_boost",
     "length_prior",
@@ -63,7 +65,7 @@ BOOSTS: tuple[str, ...] = (
 SEMANTIC, BM25, GRAPH, RECENCY, CONFIDENCE = range(len(CHANNELS))
 SEARCHED = (SEMANTIC, BM25, GRAPH)  # the channels that return hits; the others are priors
 # the columns of `Fused.boosts` (BOOSTS order)
-PREDICATE, ENTITY, TYPE, SEED, SNIPPET, NEIGHBOR, DAY, LENGTH = range(len(BOOSTS))
+PREDICATE, ENTITY, TYPE, SEED, SNIPPET, TIME, NEIGHBOR, DAY, LENGTH = range(len(BOOSTS))
 #: the boosts a request or preset gives a memory itself (what reusing a first fusion keeps)
 OWN_BOOSTS = slice(PREDICATE, NEIGHBOR)
 _DAY_US = 86_400_000_000
@@ -148,6 +150,7 @@ def _priors_and_boosts(
     reference: datetime,
     seeded: frozenset[str],
     snippets: frozenset[str],
+    window: tuple[int, int] | None,
 ) -> tuple[F64, F64, npt.NDArray[np.bool_], F64, F64]:
     """Per candidate: age in days, confidence, whether it is a memory (snippets have no priors), its own
     boosts (`OWN_BOOSTS`), and ln(characters) for the length prior (see `_log_chars`)."""
@@ -168,7 +171,10 @@ def _priors_and_boosts(
             continue
         m = memories[mid]
         real[i] = True
-        ages[i] = max(0, ref_us - to_micros(m.holds_from)) / _DAY_US
+        held_us = to_micros(m.holds_from)
+        ages[i] = max(0, ref_us - held_us) / _DAY_US
+        if window is not None and window[0] <= held_us < window[1]:
+            boosts[i, TIME] = cfg.time_weight
         conf[i] = DEFAULT_CONFIDENCE if m.confidence is None else m.confidence
         if m.type == "event":
             chars[i] = min(LENGTH_CAP_CHARS, max(1, len(m.text)))
@@ -263,15 +269,23 @@ def fuse(
     snippets: frozenset[str] = frozenset(),
     context: Mapping[str, tuple[float, float]] | None = None,
     reuse: Fused | None = None,
+    window: tuple[int, int] | None = None,
 ) -> Fused:
-    """The fusion of `ids`. `context`: memory id -> (neighbor_boost, day_boost) from
-    `engine.retrieval.expand`. `reuse`: an earlier fusion of a prefix of `ids` under the same settings,
+    """The fusion of `ids`. `window`: [start, end) in microseconds of the time the question points to
+    (`engine.retrieval.timeframe`); a memory held from within it takes `time_boost`. `context`: memory
+    id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a prefix of `ids` under the same settings,
     whose rows are taken instead of computed again (the result is the same to the last bit); `hits`
     may have gained hits of the new candidates since (a neighbour spoken by a seed entity is a graph hit)."""
     kept = len(reuse.ids) if reuse is not None and _extends(reuse, ids, snippets) else 0
     fresh = ids[kept:]
     ages, conf, real_fresh, own, fresh_log_chars = _priors_and_boosts(
-        fresh, memories, cfg, reference=reference, seeded=seeded, snippets=snippets
+        fresh,
+        memories,
+        cfg,
+        reference=reference,
+        seeded=seeded,
+        snippets=snippets,
+        window=window if cfg.time_weight > 0 else None,
     )
     raw, norm, hit = _searched(ids, hits, cfg.normalization, reuse if kept else None)
     real = np.asarray([mid not in snippets for mid in ids], dtype=bool)
@@ -383,6 +397,7 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "type_boost": "type boost (preset)",
         "seed_boost": "seed_context memory",
         "seed_snippet": "seed_context snippet",
+        "time_boost": "from the time the question points to",
         "neighbor_boost": "next to a strong match (same conversation)",
         "day_boost": "same stretch of conversation as a strong match",
     }

@@ -25,7 +25,7 @@ from engine.embed.cache import EmbeddingCache, EmbedStats
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
 from engine.pools import LazyPool
-from engine.retrieval import rerank
+from engine.retrieval import rerank, timeframe
 from engine.retrieval.channels import (
     NAME_SHARE,
     ChannelHits,
@@ -338,10 +338,18 @@ def retrieve(
     # --- fuse, expand with conversation context, fuse again, diversify, rerank ----------------------
     t = time.perf_counter()
     reference = scope.as_of if scope.as_of is not None else scope.now
+    window = timeframe.window(query, reference) if cfg.time_weight > 0 else None
     if cfg.weights.graph_prior > 0:
         hits.graph = speaker_hits(union, memories, seeds, hits.graph)
     fused = fuse(
-        union, memories, hits, cfg, reference=reference, seeded=seeded, snippets=frozenset(snippet_map)
+        union,
+        memories,
+        hits,
+        cfg,
+        reference=reference,
+        seeded=seeded,
+        snippets=frozenset(snippet_map),
+        window=window,
     )
     timings.fuse = _ms(t)
     if cfg.neighbors > 0 or cfg.day_weight > 0:
@@ -361,6 +369,7 @@ def retrieve(
             snippets=frozenset(snippet_map),
             context=context.boosts,
             reuse=fused,
+            window=window,
         )
         union = fused.ids
         timings.expand = _ms(t)

@@ -196,6 +196,22 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
         ]
         | None
     ) = None
+    time_weight: (
+        Annotated[
+            float,
+            Meta(
+                ge=0.0,
+                le=1.0,
+                description=(
+                    "the time boost: when the turn (or goal) points to a time relative to `as_of` (else now), "
+                    "such as '10 days ago', 'last Saturday', 'yesterday', 'last week' or 'in the past two "
+                    "weeks', a memory whose time (valid_from, else timestamp) falls in that window gains "
+                    f"this; 0 turns it off; default {DEFAULTS.time_weight} (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class ReturnOptions(msgspec.Struct, kw_only=True):

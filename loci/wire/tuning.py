@@ -14,7 +14,8 @@ are the ones that run.
 With no `preset` and no `weights`, a request runs `balanced`: the weights the API documents. Every
 preset's weights sum to 1. Every preset expands candidates with their conversation context (2
 neighbouring events each side, weight 0.35, and a same-stretch boost of 0.2; `fast` keeps one
-neighbour). What each preset gains or loses per dataset: docs/retrieval.md.
+neighbour). A memory of the time a question points to ("10 days ago", "last Saturday") gains 0.2 in
+every preset. What each preset gains or loses per dataset: docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: capped, - the mean of that over the event candidates): of two equal matches the turn that says more
     #: leads; off by default: it cost evidence on LoCoMo and gained on no development set (docs/evaluation.md)
     length_weight: float = 0.0
+    #: the time a question points to ("10 days ago", "last Saturday", "in the past two weeks";
+    #: `engine.retrieval.timeframe`): a memory of that time gains `time_weight` (`engine.retrieval.fuse`)
+    time_weight: float = 0.2
 
 
 class Tuning(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -542,3 +542,44 @@ def test_ingest_subject_names_who_first_person_statements_are_about(
     assert {f["entity_id"] for f in facts} == {"ent:household"}  # still in the request's scope
     bad = client.post("/v0/context/assemble", json={**body, "ingest": {"subject": "alice"}}, headers=auth)
     assert bad.status_code == 422 and "ingest.subject" in bad.json()["details"]["field"]
+
+
+def test_a_question_about_ten_days_ago_lifts_what_was_said_then(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """`time_boost`: the turn of the day the question points to, over the same words said a month
+    before; `retrieval.time_weight` 0 turns it off."""
+    asked = datetime(2024, 6, 20, 12, 0, tzinfo=UTC)
+    said = {"ten": asked - timedelta(days=10, hours=3), "forty": asked - timedelta(days=40)}
+    items = [
+        {
+            "type": "event",
+            "entity_id": "ent:user",
+            "text": "I bought a smoker for the barbecue.",
+            "timestamp": at,
+        }
+        for at in (said["ten"].isoformat(), said["forty"].isoformat())
+    ]
+    r = client.post("/v0/memories", json={"items": items}, headers=auth)
+    assert r.status_code in (200, 201), r.text
+    ids = dict(zip(said, (m["memory_id"] for m in r.json()["items"]), strict=True))
+
+    def scores(**retrieval: Any) -> dict[str, dict[str, Any]]:
+        body = {
+            "query": "What did I buy 10 days ago?",
+            "entity_id": "ent:user",
+            "as_of": asked.isoformat(),
+            "retrieval": retrieval,
+        }
+        r = client.post("/v0/recall", json=body, headers=auth)
+        assert r.status_code == 200, r.text
+        return {m["memory_id"]: m for m in r.json()["matches"]}
+
+    on, off = scores(), scores(time_weight=0)
+    assert on[ids["ten"]]["score_components"]["time_boost"]["contrib"] == pytest.approx(0.2)
+    assert "from the time the question points to" in on[ids["ten"]]["reason"]
+    assert "time_boost" not in on[ids["forty"]]["score_components"]
+    assert not any("time_boost" in m["score_components"] for m in off.values())
+    gap_on = on[ids["ten"]]["score"] - on[ids["forty"]]["score"]
+    gap_off = off[ids["ten"]]["score"] - off[ids["forty"]]["score"]
+    assert gap_on == pytest.approx(gap_off + 0.2)

@@ -1345,6 +1345,8 @@ export interface components {
             expand?: components["schemas"]["Expand"];
             /** @default null */
             length_weight?: number | null;
+            /** @default null */
+            time_weight?: number | null;
         };
         /**
          * WeightsIn

@@ -19,6 +19,7 @@ from engine.retrieval.fuse import (
 )
 from engine.retrieval.normalize import NORMALIZERS
 from engine.retrieval.options import RetrievalOptions, WeightsIn
+from engine.retrieval.timeframe import window
 from engine.storage.base import Hit
 
 from .helpers import NOW, mem
@@ -186,3 +187,26 @@ def test_reuse_recentres_the_length_prior_over_the_added_events() -> None:
     for name in ("boosts", "score"):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
     assert got.boosts[0, BOOSTS.index("length_prior")] != first.boosts[0, BOOSTS.index("length_prior")]
+
+
+def test_the_time_boost_lifts_the_memories_of_the_time_the_question_points_to() -> None:
+    memories = {
+        "ten": mem("ten", "I bought a smoker for the barbecue", type="event", days_ago=10),
+        "forty": mem("forty", "I bought a smoker for the barbecue", type="event", days_ago=40),
+        "note": mem("note", "User owns a smoker", days_ago=11),  # any type of memory
+    }
+    ids = [*memories]
+    hits = ChannelHits(bm25=[Hit(mid, 1.0) for mid in ids])
+    cfg = resolve(RetrievalOptions())
+    span = window("What did I buy 10 days ago?", NOW)
+    assert span is not None
+    col = BOOSTS.index("time_boost")
+    f = fuse(ids, memories, hits, cfg, reference=NOW, window=span)
+    assert f.boosts[:, col].tolist() == [cfg.time_weight, 0.0, cfg.time_weight] and cfg.time_weight == 0.2
+    for i in range(len(ids)):
+        assert sum(c.contrib for c in f.components(i).values()) == float(f.score[i])
+    assert "from the time the question points to" in reasons(f, 0, pinned=False, seeded=False)
+    off = fuse(ids, memories, hits, resolve(RetrievalOptions(time_weight=0.0)), reference=NOW, window=span)
+    assert not off.boosts[:, col].any()
+    assert f.score[0] - f.score[1] == pytest.approx(off.score[0] - off.score[1] + cfg.time_weight)
+    assert not fuse(ids, memories, hits, cfg, reference=NOW).boosts[:, col].any()  # no window
