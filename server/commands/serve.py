@@ -48,7 +48,12 @@ def _run(args: argparse.Namespace) -> int:
                 flush=True,
             )
             run_workers(
-                settings, host=args.host, port=args.port, workers=args.workers, log_level="info", access_log=False
+                settings,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                log_level="info",
+                access_log=False,
             )
             return 0
         app = create_app(settings, store=store)

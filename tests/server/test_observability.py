@@ -16,9 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.storage.base import Store
 from server import observability
-from server.threads import run_sync
 from server.config import Settings
 from server.observability import AccessMiddleware, Observability
+from server.threads import run_sync
 from tests.server.conftest import memory_body
 from tests.server.ops_app import build_app
 
