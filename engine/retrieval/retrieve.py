@@ -10,6 +10,7 @@ renormalized and the result is marked degraded.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import weakref
@@ -341,16 +342,18 @@ def retrieve(
     window = timeframe.window(query, reference) if cfg.time_weight > 0 else None
     if cfg.weights.graph_prior > 0:
         hits.graph = speaker_hits(union, memories, seeds, hits.graph)
-    fused = fuse(
-        union,
-        memories,
-        hits,
-        cfg,
+    # every fusion of this request: the same settings (`hits` as they are when it runs)
+    fused_of = functools.partial(
+        fuse,
+        memories=memories,
+        hits=hits,
+        cfg=cfg,
         reference=reference,
         seeded=seeded,
         snippets=frozenset(snippet_map),
         window=window,
     )
+    fused = fused_of(union)
     timings.fuse = _ms(t)
     if cfg.neighbors > 0 or cfg.day_weight > 0:
         t = time.perf_counter()
@@ -359,18 +362,7 @@ def retrieve(
         if cfg.weights.graph_prior > 0 and context.added:
             # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
             hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
-        fused = fuse(
-            [*fused.ids, *context.added],
-            memories,
-            hits,
-            cfg,
-            reference=reference,
-            seeded=seeded,
-            snippets=frozenset(snippet_map),
-            context=context.boosts,
-            reuse=fused,
-            window=window,
-        )
+        fused = fused_of([*fused.ids, *context.added], context=context.boosts, reuse=fused)
         union = fused.ids
         timings.expand = _ms(t)
     t = time.perf_counter()
