@@ -11,8 +11,8 @@ Boosts (added after the weighted sum, each its own score component, only when no
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
 (+`SEED_BOOST` for seed_context.memory_ids), `time_boost` (+`time_weight` for a memory held from
-within the time the question points to, `engine.retrieval.timeframe`), and the conversation-context boosts `neighbor_boost` and
-`day_boost` computed by `engine.retrieval.expand` from a first fusion (never lifting an event above
+within the time the question points to, `engine.retrieval.timeframe`), and the conversation-context
+boosts `neighbor_boost` and `day_boost` computed by `engine.retrieval.expand` from a first fusion (never lifting an event above
 a memory of another type, not extracted from a turn, that beats it without them), and the `length_prior` of
 events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
 candidates)`, so among turns that match alike the one that says more leads (a short turn is mostly
@@ -273,9 +273,10 @@ def fuse(
 ) -> Fused:
     """The fusion of `ids`. `window`: [start, end) in microseconds of the time the question points to
     (`engine.retrieval.timeframe`); a memory held from within it takes `time_boost`. `context`: memory
-    id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a prefix of `ids` under the same settings,
-    whose rows are taken instead of computed again (the result is the same to the last bit); `hits`
-    may have gained hits of the new candidates since (a neighbour spoken by a seed entity is a graph hit)."""
+    id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a
+    prefix of `ids` under the same settings, whose rows are taken instead of computed again (the result
+    is the same to the last bit); `hits` may have gained hits of the new candidates since (a neighbour
+    spoken by a seed entity is a graph hit)."""
     kept = len(reuse.ids) if reuse is not None and _extends(reuse, ids, snippets) else 0
     fresh = ids[kept:]
     ages, conf, real_fresh, own, fresh_log_chars = _priors_and_boosts(
