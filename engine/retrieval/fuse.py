@@ -10,14 +10,14 @@ Channels (in this order): semantic, bm25, graph_prior, recency_decay, confidence
 Boosts (added after the weighted sum, each its own score component, only when non-zero):
 `predicate_boost` (retrieval.predicate_boosts[predicate]), `entity_boost` (+`ENTITY_BOOST` when the
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
-(+`SEED_BOOST` for seed_context.memory_ids), `time_boost` (+`time_weight` for a memory held from
-within the time the question points to, `engine.retrieval.timeframe`), and the conversation-context
-boosts `neighbor_boost` and `day_boost` computed by `engine.retrieval.expand` from a first fusion
-(never lifting an event above a memory of another type, not extracted from a turn, that beats it without them), and the `length_prior` of
-events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean of that over the event
-candidates)`, so among turns that match alike the one that says more leads (a short turn is mostly
-acknowledgement; zero mean, so events as a whole are not lifted above other types). A seed snippet
-has only `seed_snippet` = `SNIPPET_SCORE`.
+(+`SEED_BOOST` for seed_context.memory_ids), `time_boost` (+`time_weight` for a memory held from within
+the time the question points to, `engine.retrieval.timeframe`), and the conversation-context boosts
+`neighbor_boost` and `day_boost` computed by `engine.retrieval.expand` from a first fusion (never
+lifting an event above a memory of another type, not extracted from a turn, that beats it without them),
+and the `length_prior` of events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean
+of that over the event candidates)`, so among turns that match alike the one that says more leads (a
+short turn is mostly acknowledgement; zero mean, so events as a whole are not lifted above other types).
+A seed snippet has only `seed_snippet` = `SNIPPET_SCORE`.
 
 The score is accumulated left to right in float64 in the same order as the components are listed,
 so `sum(c.contrib for c in components.values()) == score` exactly. Vectorized over candidates.
