@@ -35,6 +35,8 @@ TopK = Annotated[
 ]
 Depth = Annotated[int, Meta(ge=0, le=2, description=f"0 to 2; default {DEFAULTS.depth} (preset)")]
 WeightValue = Annotated[float, Meta(ge=0.0, le=1000.0)]
+#: the bounds of a 0..1 weight (each option adds its own description)
+UNIT_INTERVAL = Meta(ge=0.0, le=1.0)
 Count = Annotated[int, Meta(ge=0, le=1000)]
 HalfLife = Annotated[
     int, Meta(ge=1, le=36500, description=f"days; default {DEFAULTS.recency_half_life_days} (preset)")
@@ -91,9 +93,8 @@ class Rerank(msgspec.Struct, kw_only=True):
     lambda_: (
         Annotated[
             float,
+            UNIT_INTERVAL,
             Meta(
-                ge=0.0,
-                le=1.0,
                 description=(
                     "MMR's weight on relevance against redundancy (1: relevance only); "
                     f"default {DEFAULTS.rerank_lambda} (preset)"
@@ -124,9 +125,8 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     neighbor_weight: (
         Annotated[
             float,
+            UNIT_INTERVAL,
             Meta(
-                ge=0.0,
-                le=1.0,
                 description=(
                     "a neighbour's boost as a share of its strong candidate's score; "
                     f"default {DEFAULTS.neighbor_weight} (preset)"
@@ -152,9 +152,8 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     day_weight: (
         Annotated[
             float,
+            UNIT_INTERVAL,
             Meta(
-                ge=0.0,
-                le=1.0,
                 description=(
                     "an event's boost as a share of the best candidate score of its stretch of conversation; "
                     f"default {DEFAULTS.day_weight} (preset)"
@@ -184,9 +183,8 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
     length_weight: (
         Annotated[
             float,
+            UNIT_INTERVAL,
             Meta(
-                ge=0.0,
-                le=1.0,
                 description=(
                     "the length prior: an event's score gains this x (ln of its length in characters, at most "
                     "200, - the mean of that over the event candidates), so of two equal matches the turn that "
@@ -199,9 +197,8 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
     time_weight: (
         Annotated[
             float,
+            UNIT_INTERVAL,
             Meta(
-                ge=0.0,
-                le=1.0,
                 description=(
                     "the time boost: when the turn (or goal) points to a time relative to `as_of` (else now), "
                     "such as '10 days ago', 'last Saturday', 'yesterday', 'last week' or 'in the past two "
