@@ -19,13 +19,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, time, timedelta
 
+from engine.extract.rules.dates import AGO, NUMBER
 from engine.extract.rules.quantities import word_number
 from engine.timeutil import to_micros
 
-_NUM = r"(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_AGO = re.compile(rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.IGNORECASE)
-_PAST = re.compile(rf"\b(?:past|last|previous)\s+{_NUM}\s+(?P<unit>day|week|month)s?\b", re.IGNORECASE)
+_PAST = re.compile(rf"\b(?:past|last|previous)\s+{NUMBER}\s+(?P<unit>day|week|month)s?\b", re.IGNORECASE)
 _LAST_DAY = re.compile(r"\blast\s+(?P<day>" + "|".join(WEEKDAYS) + r")\b", re.IGNORECASE)
 _LAST = re.compile(r"\blast\s+(?P<unit>week|weekend|month)\b", re.IGNORECASE)
 _YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
@@ -39,7 +38,7 @@ MAX_UNITS = 1000
 def days_back(question: str, reference: datetime) -> tuple[int, int] | None:
     """(nearest, farthest) whole days before the reference's day that the question points to, or None."""
     today = reference.astimezone(UTC).date()
-    m = _AGO.search(question)
+    m = AGO.search(question)
     if m:
         n = word_number(m.group("n")) or 1
         unit = m.group("unit").lower()

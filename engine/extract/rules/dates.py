@@ -33,8 +33,9 @@ _ABSOLUTE = (
 _MONTH_YEAR = re.compile(rf"\b{_MONTH}\s+{_YEAR}\b", re.IGNORECASE)
 _YEAR_ONLY = re.compile(r"\b(?:in|since|of|from)\s+(?P<year>(?:19|20)\d{2})\b", re.IGNORECASE)
 
-_NUM = r"(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_AGO = re.compile(rf"\b{_NUM}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.IGNORECASE)
+NUMBER = r"(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+#: "N days / weeks / months / years ago" (also read by `engine.retrieval.timeframe`)
+AGO = re.compile(rf"\b{NUMBER}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.IGNORECASE)
 _LAST_NEXT = re.compile(r"\b(?P<dir>last|next|this)\s+(?P<unit>week|month|year|weekend)\b", re.IGNORECASE)
 _SIMPLE = re.compile(r"\b(?P<word>yesterday|today|tomorrow|tonight)\b", re.IGNORECASE)
 
@@ -132,7 +133,7 @@ def find_relative(text: str, reference: datetime) -> DateMatch | None:
         offset = {"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
         iso = _days_from(today, offset)
         return DateMatch(iso, m.start(), m.end(), True) if iso else None
-    for pattern, resolve in ((_AGO, _ago), (_LAST_NEXT, _last_next)):
+    for pattern, resolve in ((AGO, _ago), (_LAST_NEXT, _last_next)):
         m = pattern.search(text)
         if m:
             iso = resolve(m, today)
