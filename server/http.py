@@ -215,19 +215,21 @@ def _type_info(kind: Any) -> mi.Type:
     return found
 
 
-_HAS_INT: dict[int, bool] = {}
+#: (leaf type, id of a description) -> whether that leaf can occur inside it
+_HOLDS: dict[tuple[type, int], bool] = {}
 
 
-def _has_int(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
-    """Whether an int can occur anywhere in `info` (subtrees without one are not walked)."""
-    key = id(info)
-    if key in _HAS_INT:
-        return _HAS_INT[key]
-    if key in seen:
+def _holds(info: mi.Type, leaf: type[mi.Type], seen: frozenset[int] = frozenset()) -> bool:
+    """Whether a `leaf` (e.g. `mi.IntType`) can occur anywhere in `info` (subtrees without one are not
+    walked)."""
+    key = (leaf, id(info))
+    if key in _HOLDS:
+        return _HOLDS[key]
+    if id(info) in seen:
         return False
-    inner = seen | {key}
-    found = isinstance(info, mi.IntType) or any(_has_int(t, inner) for t in inner_types(info))
-    _HAS_INT[key] = found
+    inner = seen | {id(info)}
+    found = isinstance(info, leaf) or any(_holds(t, leaf, inner) for t in inner_types(info))
+    _HOLDS[key] = found
     return found
 
 
@@ -236,7 +238,7 @@ def _whole_numbers(data: Any, info: mi.Type) -> Any:
     Schema's `integer` includes them, msgspec's `int` does not. Nothing else is converted."""
     while isinstance(info, mi.Metadata):
         info = info.type
-    if not _has_int(info):
+    if not _holds(info, mi.IntType):
         return data
     if isinstance(info, mi.IntType):
         return int(data) if isinstance(data, float) and data.is_integer() else data
@@ -272,16 +274,6 @@ def parse_body(data: Any, kind: type[T], *, prefix: str = "") -> T:
 _DATED_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
-def _may_hold_datetime(info: mi.Type, seen: frozenset[int] = frozenset()) -> bool:
-    """Whether a date-time can occur anywhere in `info`."""
-    if isinstance(info, mi.DateTimeType):
-        return True
-    if id(info) in seen:
-        return False
-    inner = seen | {id(info)}
-    return any(_may_hold_datetime(t, inner) for t in inner_types(info))
-
-
 def _dated_fields(kind: type) -> tuple[tuple[str, str], ...]:
     """(attribute, JSON name) of the fields of a Struct type that may hold a date-time (computed once
     per type: a body's other fields are not walked)."""
@@ -290,7 +282,7 @@ def _dated_fields(kind: type) -> tuple[tuple[str, str], ...]:
         info = _type_info(kind)
         assert isinstance(info, mi.StructType)
         found = _DATED_FIELDS[kind] = tuple(
-            (f.name, f.encode_name) for f in info.fields if _may_hold_datetime(f.type)
+            (f.name, f.encode_name) for f in info.fields if _holds(f.type, mi.DateTimeType)
         )
     return found
 

@@ -98,7 +98,7 @@ def test_the_date_time_check_reads_each_body_type_once(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(mi, "type_info", counted)
     monkeypatch.setattr(http, "_TYPE_INFO", {})
-    monkeypatch.setattr(http, "_HAS_INT", {})  # keyed by the descriptions' ids: fresh with them
+    monkeypatch.setattr(http, "_HOLDS", {})  # keyed by the descriptions' ids: fresh with them
     monkeypatch.setattr(http, "_DATED_FIELDS", {})
     body = {**ASSEMBLE, "seed_context": {"memory_ids": ["m1"]}}
     http.parse_body(body, AssembleRequest)
