@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import msgspec
@@ -177,12 +177,8 @@ class Retrieved(msgspec.Struct, kw_only=True):
 _EMBED_POOL = LazyPool(16, "loci-query-embed")
 
 
-def _embed_pool() -> ThreadPoolExecutor:
-    return _EMBED_POOL.get()
-
-
 def _done_now(fn: Callable[..., list[Vector]], *args: Any, **kwargs: Any) -> Future[list[Vector]]:
-    """`fn` run in this thread, as a finished Future (what `_embed_pool().submit` would give later)."""
+    """`fn` run in this thread, as a finished Future (what `_EMBED_POOL.get().submit` would give later)."""
     done: Future[list[Vector]] = Future()
     try:
         done.set_result(fn(*args, **kwargs))
@@ -309,10 +305,10 @@ def retrieve(
     names = query_names(query) if encoder is not None else []
     guess = _guessed_text(store, scope, query, names) if encoder is not None and server_side else None
     if encoder is not None and guess is not None:
-        pending = _embed_pool().submit(encoder.embed, [guess, *prefetch], persist=False, stats=stats)
+        pending = _EMBED_POOL.get().submit(encoder.embed, [guess, *prefetch], persist=False, stats=stats)
     keyword_channel(hits, store, scope, cfg, query=query, speakers=names)
     if encoder is not None and pending is None:
-        embed = _embed_pool().submit if server_side else _done_now
+        embed = _EMBED_POOL.get().submit if server_side else _done_now
         pending = embed(_embed_query, encoder, store, scope, query, names, stats, prefetch)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     qvec: Vector | None = None
