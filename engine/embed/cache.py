@@ -7,6 +7,8 @@ because the same text was embedded earlier as a query.
 
 A writer can embed before its transaction and store the vectors inside it (`embed(..., defer=True)`,
 then `save(texts)` in the transaction), so a memory and its vector commit together, with one fsync.
+A memory text (`persist`) longer than `TUNING.passage_min_chars` brings its passages' vectors along
+(`engine.embed.passages`), embedded with it and stored with it under the passage model's name.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import msgspec
 import numpy as np
 
 from engine.embed.base import Embedder
+from engine.embed.passages import all_passages, passage_model
 from engine.models import text_hash
 from engine.storage.base import Store, Vector
+from loci.wire.tuning import TUNING
 
 
 class EmbedStats(msgspec.Struct, kw_only=True):
@@ -44,13 +48,19 @@ class EmbeddingCache:
         self._lru: OrderedDict[str, Vector] = OrderedDict()
         self._lru_size = lru_size
         self._lock = threading.Lock()
-        self._unsaved: OrderedDict[str, Vector] = OrderedDict()  # embedded with defer=True, not stored yet
+        #: (store model, text hash) -> a vector embedded with defer=True, not stored yet
+        self._unsaved: OrderedDict[tuple[str, str], Vector] = OrderedDict()
+        self._unsaved_size = lru_size * (1 + TUNING.max_passages)  # room for a whole batch's passages
         #: called with each call's stats (e.g. the server's cache hit/miss counters)
         self.listener: Callable[[EmbedStats], None] | None = None
 
     @property
     def model(self) -> str:
         return self.embedder.model
+
+    @property
+    def passage_model(self) -> str:
+        return passage_model(self.embedder.model)
 
     def _lru_put(self, key: str, vec: Vector) -> None:
         with self._lock:
@@ -74,7 +84,9 @@ class EmbeddingCache:
         engine.errors.Unavailable if the embedder fails."""
         call = EmbedStats()
         found: dict[str, Vector] = {}
-        hashes = self._embed_into(texts, persist, defer, call, found)
+        hashes = self._embed_into(texts, persist, defer, call, found, self.model)
+        if persist and (parts := all_passages(texts)):
+            self._embed_into(parts, persist, defer, call, {}, self.passage_model)
         if stats is not None:
             stats.calls += call.calls
             stats.texts += call.texts
@@ -83,13 +95,15 @@ class EmbeddingCache:
             self.listener(call)
         return [found[h] for h in hashes]
 
-    def stored(self, text_hashes: Sequence[str]) -> dict[str, Vector]:
-        """The vectors already held for these text hashes (the LRU, then the store), embedding
-        nothing: a read never writes. Store hits join the LRU, so a hot candidate is read once."""
-        return self._held(text_hashes, from_store=True)
+    def stored(self, text_hashes: Sequence[str], *, passages: bool = False) -> dict[str, Vector]:
+        """The vectors already held for these text hashes (the LRU, then the store; `passages`: the
+        vectors stored for passages), embedding nothing: a read never writes. Store hits join the LRU,
+        so a hot candidate is read once."""
+        return self._held(text_hashes, from_store=True, model=self.passage_model if passages else self.model)
 
-    def _held(self, text_hashes: Sequence[str], *, from_store: bool) -> dict[str, Vector]:
-        """Hash -> vector from the LRU, then (`from_store`) the store, whose hits join the LRU."""
+    def _held(self, text_hashes: Sequence[str], *, from_store: bool, model: str = "") -> dict[str, Vector]:
+        """Hash -> vector from the LRU, then (`from_store`) the store's `model`, whose hits join the
+        LRU (one embedder: a text has one vector whichever name it is stored under)."""
         found: dict[str, Vector] = {}
         with self._lock:
             for h in text_hashes:
@@ -99,41 +113,50 @@ class EmbeddingCache:
                     found[h] = vec
         missing = [h for h in dict.fromkeys(text_hashes) if h not in found]
         if missing and from_store and self.store is not None:
-            for h, vec in self.store.get_embeddings(self.model, missing).items():
+            for h, vec in self.store.get_embeddings(model or self.model, missing).items():
                 found[h] = vec
                 self._lru_put(h, vec)
         return found
 
     def save(self, texts: Sequence[str]) -> None:
-        """Store the deferred vectors of `texts` (call it inside the write's transaction). They stay
-        held until evicted, so a write that rolls back and is retried stores them again."""
+        """Store the deferred vectors of `texts` and of their passages (call it inside the write's
+        transaction). They stay held until evicted, so a write that rolls back and is retried stores them
+        again."""
         if self.store is None:
             return
-        with self._lock:
-            ready = {
-                h: v
-                for h in dict.fromkeys(text_hash(t) for t in texts)
-                if (v := self._unsaved.get(h)) is not None
-            }
-        if ready:
-            self.store.put_embeddings(self.model, ready)
+        for model, of in ((self.model, list(texts)), (self.passage_model, all_passages(texts))):
+            with self._lock:
+                ready = {
+                    h: v
+                    for h in dict.fromkeys(text_hash(t) for t in of)
+                    if (v := self._unsaved.get((model, h))) is not None
+                }
+            if ready:
+                self.store.put_embeddings(model, ready)
 
-    def _defer(self, new: dict[str, Vector]) -> None:
+    def _defer(self, model: str, new: dict[str, Vector]) -> None:
         with self._lock:
-            self._unsaved.update(new)
-            while len(self._unsaved) > self._lru_size:  # a write that never committed: forget its vectors
+            self._unsaved.update(((model, h), v) for h, v in new.items())
+            while len(self._unsaved) > self._unsaved_size:  # a write that never committed: forget its vectors
                 self._unsaved.popitem(last=False)
 
     def _embed_into(
-        self, texts: Sequence[str], persist: bool, defer: bool, stats: EmbedStats, found: dict[str, Vector]
+        self,
+        texts: Sequence[str],
+        persist: bool,
+        defer: bool,
+        stats: EmbedStats,
+        found: dict[str, Vector],
+        model: str,
     ) -> list[str]:
-        """Fill `found` (text hash -> vector) for every text; returns the texts' hashes in order."""
+        """Fill `found` (text hash -> vector) for every text, stored under `model` (`persist`); returns
+        the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
         found.update(self._held(hashes, from_store=False))
         in_store: set[str] = set()
         if persist and self.store is not None:
             # the LRU also holds query vectors, which were never stored: ask the store for every text
-            for h, vec in self.store.get_embeddings(self.model, list(dict.fromkeys(hashes))).items():
+            for h, vec in self.store.get_embeddings(model, list(dict.fromkeys(hashes))).items():
                 found[h] = vec
                 in_store.add(h)
                 self._lru_put(h, vec)
@@ -155,7 +178,7 @@ class EmbeddingCache:
         if persist and self.store is not None:
             unstored = {h: found[h] for h in dict.fromkeys(hashes) if h not in in_store}
             if unstored and defer:
-                self._defer(unstored)
+                self._defer(model, unstored)
             elif unstored:
-                self.store.put_embeddings(self.model, unstored)
+                self.store.put_embeddings(model, unstored)
         return hashes

@@ -17,14 +17,18 @@ channel would return an arbitrary top_k. Without seeds the graph channel is skip
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import timedelta
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
+from engine.bounded import BoundedMap
+from engine.embed.cache import EmbeddingCache
+from engine.embed.passages import passage_hashes, passages
 from engine.errors import Unavailable
-from engine.models import Memory
+from engine.models import Memory, text_hash
 from engine.retrieval.config import ResolvedRetrieval
 from engine.storage.base import Hit, ListQuery, Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
@@ -95,6 +99,8 @@ class ChannelHits(msgspec.Struct, kw_only=True):
     bm25: list[Hit] = msgspec.field(default_factory=list)
     graph: list[Hit] = msgspec.field(default_factory=list)  # raw = the prior 1/(1+hops)
     recent: list[Memory] = msgspec.field(default_factory=list)
+    #: a long candidate lifted by its closest passage -> that passage (its line shows it)
+    passage: dict[str, str] = msgspec.field(default_factory=dict)
     ops: int = 0
     skipped: list[str] = msgspec.field(default_factory=list)
     errors: list[str] = msgspec.field(default_factory=list)
@@ -196,3 +202,74 @@ def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) 
     except Unavailable:
         return []
     return [m for m in found if in_scope(m, scope)][:limit]
+
+
+#: (model, text hash) -> the stacked vectors of a long text's stored passages: candidates recur request
+#: after request, and stacking their vectors costs more than the product
+_PASSAGE_ROWS: BoundedMap[tuple[str, str], npt.NDArray[np.float32]] = BoundedMap(1024)
+
+
+def _passage_rows(
+    embeddings: EmbeddingCache, texts: Sequence[str]
+) -> tuple[dict[str, npt.NDArray[np.float32]], int]:
+    """Per long text: its stored passages' vectors stacked (texts with none stored left out); the store
+    calls made (0 or 1)."""
+    rows: dict[str, npt.NDArray[np.float32]] = {}
+    todo = []
+    for text in texts:
+        held = _PASSAGE_ROWS.get((embeddings.model, text_hash(text)))
+        if held is None:
+            todo.append(text)
+        else:
+            rows[text] = held
+    if not todo:
+        return rows, 0
+    found = embeddings.stored([h for t in todo for h in passage_hashes(t)], passages=True)
+    for text in todo:
+        vectors = [v for h in passage_hashes(text) if (v := found.get(h)) is not None]
+        if vectors:
+            rows[text] = np.stack(vectors).astype(np.float32, copy=False)
+            if len(vectors) == len(passage_hashes(text)):  # a partial set may still be written
+                _PASSAGE_ROWS.put((embeddings.model, text_hash(text)), rows[text])
+    return rows, 1
+
+
+def passage_lift(
+    out: ChannelHits,
+    union: Sequence[str],
+    memories: Mapping[str, Memory],
+    embeddings: EmbeddingCache | None,
+    query_vector: Vector | None,
+    weight: float,
+) -> int:
+    """A long candidate's similarity moves `weight` of the way to its closest passage's, when that is
+    closer (`engine.embed.passages`); a long candidate that another channel brought gets one this way
+    too (its whole text was not among the semantic channel's hits, one of its sentences may match better
+    than they do). Records each lifted candidate's passage in `out.passage`. Returns the store calls
+    made (0 to 2: the stored vectors of the passages, of the other channels' long candidates)."""
+    if weight <= 0 or embeddings is None or query_vector is None:
+        return 0
+    long = {mid: m.text for mid in union if (m := memories.get(mid)) is not None and passages(m.text)}
+    if not long:
+        return 0
+    rows, calls = _passage_rows(embeddings, list(dict.fromkeys(long.values())))
+    raw = {h.memory_id: h.raw for h in out.semantic}
+    # the whole-text vectors of the candidates the semantic channel did not return
+    need = [text_hash(t) for mid, t in long.items() if mid not in raw and t in rows]
+    found = embeddings.stored(need) if need else {}
+    calls += 1 if need else 0
+    query = np.asarray(query_vector, np.float32)
+    for mid, text in long.items():
+        stacked = rows.get(text)
+        whole = raw.get(mid)
+        if whole is None and (vec := found.get(text_hash(text))) is not None:
+            whole = float(np.dot(vec, query))
+        if stacked is None or whole is None:
+            continue
+        sims = stacked @ query
+        best = int(np.argmax(sims))
+        if float(sims[best]) > whole:
+            raw[mid] = whole + weight * (float(sims[best]) - whole)
+            out.passage[mid] = passages(text)[best]
+    out.semantic = same_on_every_backend([Hit(mid, r) for mid, r in raw.items()])
+    return calls

@@ -52,6 +52,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     context_max_chars: int = 0
     length_weight: float = 0.0
     time_weight: float = 0.0
+    passage_weight: float = 0.0
     anchors: int = ANCHORS
 
 
@@ -125,6 +126,7 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
         ),
         length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
         time_weight=preset.time_weight if options.time_weight is None else options.time_weight,
+        passage_weight=preset.passage_weight if options.passage_weight is None else options.passage_weight,
         anchors=anchors,
     )
 

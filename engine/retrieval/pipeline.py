@@ -272,6 +272,7 @@ def run_assemble(
         pinned=r.pinned,
         redactor=redactor,
         tokenizer=tok,
+        passages=r.passages,
     )
     plan = budget_mod.fit(items, budget, tok)
     timings.budget = (time.perf_counter() - t) * 1000.0

@@ -23,9 +23,11 @@ import msgspec
 from engine.models import Memory
 from engine.retrieval.redaction_hook import Redactor
 from engine.retrieval.responses import BudgetAction, FactStruct
-from engine.retrieval.tokens import ESTIMATE, Tokenizer
+from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, Tokenizer
 
 MAX_LINE_TOKENS = 160
+#: a long memory shown by the passage that matched keeps this much of its start (`snippet`)
+LEAD_TOKENS = 24
 MAX_SOURCE_TOKENS = 400
 #: candidates past the line limits kept for the summary: more than any budget's room holds
 MAX_OVERFLOW = 120
@@ -85,6 +87,17 @@ def format_line(section: str, item_id: str, text: str, memory: Memory | None) ->
     return f"[{item_id}] {text}"
 
 
+def snippet(text: str, passage: str, tok: Tokenizer) -> str:
+    """A long text whose `passage` matched the question, as its line shows it: its start (`LEAD_TOKENS`:
+    who speaks and about what) and that passage, the cuts marked with an ellipsis; the text as it is
+    when the passage lies within the start (the line's cap still applies)."""
+    at = text.find(passage)
+    if at < 0 or tok.count(text[:at]) <= LEAD_TOKENS:
+        return text
+    tail = f" {ELLIPSIS}" if text[at + len(passage) :].strip() else ""
+    return f"{tok.truncate(text[:at], LEAD_TOKENS)} {passage}{tail}"
+
+
 def _item(
     mid: str,
     rank: int,
@@ -94,11 +107,13 @@ def _item(
     score: float,
     pinned: bool,
     tok: Tokenizer,
+    shown: str | None = None,
 ) -> tuple[RenderItem, BudgetAction | None]:
-    """One candidate as a RenderItem, its line capped (`MAX_LINE_TOKENS` / `MAX_SOURCE_TOKENS`)."""
+    """One candidate as a RenderItem, its line (`shown`, else `plain`) capped (`MAX_LINE_TOKENS` /
+    `MAX_SOURCE_TOKENS`)."""
     from engine.timeutil import to_micros
 
-    line = format_line(section, mid, plain, memory)
+    line = format_line(section, mid, plain if shown is None else shown, memory)
     cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
     action = None
     before = tok.count(line)
@@ -136,6 +151,7 @@ def build_items(
     pinned: frozenset[str],
     redactor: Redactor,
     tokenizer: Tokenizer = ESTIMATE,
+    passages: Mapping[str, str] | None = None,
 ) -> tuple[list[RenderItem], list[BudgetAction], list[RenderItem]]:
     """The items that may enter the context, in ranking order, the `truncate` actions and one `limit`
     action per section that had candidates past its line limit (how many: the ranking may hold
@@ -160,8 +176,11 @@ def build_items(
         if section in counts:
             counts[section] += 1
         plain = redactor.redact(snippets[mid] if memory is None else memory.text, memory)
+        shown = None
+        if passages and memory is not None and (passage := passages.get(mid)) is not None:
+            shown = redactor.redact(snippet(memory.text, passage, tokenizer), memory)
         item, action = _item(
-            mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tokenizer
+            mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tokenizer, shown
         )
         items.append(item)
         if action is not None:

@@ -33,6 +33,7 @@ from engine.retrieval.channels import (
     add_semantic,
     graph_and_recent,
     keyword_channel,
+    passage_lift,
     query_names,
     semantic_query,
 )
@@ -171,6 +172,7 @@ class Retrieved(msgspec.Struct, kw_only=True):
     degraded: bool
     channels_skipped: list[str]
     errors: list[str]
+    passages: dict[str, str] = msgspec.field(default_factory=dict)  # see `ChannelHits.passage`
 
 
 #: threads for query embeddings (they wait on the embedder, which runs one batch at a time)
@@ -330,6 +332,7 @@ def retrieve(
     union, memories, snippet_map, pinned, seeded = _union(
         store, scope, hits, seed_ids=seed_ids, snippets=snippets, must_include=must_include, cost=cost
     )
+    cost.retrieval_ops += passage_lift(hits, union, memories, embeddings, qvec, cfg.passage_weight)
     timings.channels = _ms(t)
 
     # --- fuse, expand with conversation context, fuse again, diversify, rerank ----------------------
@@ -394,4 +397,5 @@ def retrieve(
         degraded=degraded,
         channels_skipped=hits.skipped,
         errors=errors,
+        passages=hits.passage,
     )

@@ -10,8 +10,9 @@ Works through the Store protocol only, so any backend exports to and imports fro
     {"kind":"event","event":{<engine.models.Event>}}
     {"kind":"api_key","api_key":{<engine.models.ApiKey: the hash only, never a secret>}}
 
-Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts (for
-the models asked; each text hash once); then events in the order of the org's log; then keys.
+Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts and of
+their passages (`engine.embed.passages`, under the passage model's name; for the models asked; each
+text hash once); then events in the order of the org's log; then keys.
 msgspec JSON keeps what the records hold exactly: `object` 5 vs 5.0 vs true, datetimes to the
 microsecond (UTC, "Z"), ids. Event `seq` numbers are not kept (the target assigns its own, in the
 same order); event ids are.
@@ -36,6 +37,7 @@ from typing import IO
 import msgspec
 import numpy as np
 
+from engine.embed.passages import all_passages, passage_model
 from engine.errors import Conflict, InvalidInput
 from engine.models import ApiKey, Event, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Store, Vector
@@ -107,6 +109,22 @@ class ImportResult(msgspec.Struct, kw_only=True):
 
 
 # --- vectors ----------------------------------------------------------------------------------------
+def _write_vectors(body: IO[bytes], store: Store, model: str, hashes: list[str]) -> int:
+    """The stored vectors of `hashes` under `model` as embedding lines, in the order given; how many."""
+    found = store.get_embeddings(model, hashes) if hashes else {}
+    written = 0
+    for h in hashes:  # the order of the memories, not of the dict the store returned
+        vec = found.get(h)
+        if vec is not None:
+            flat = np.asarray(vec, dtype=np.float32).reshape(-1)
+            _write(
+                body,
+                EmbeddingLine(model=model, text_hash=h, dim=int(flat.shape[0]), vector=encode_vector(flat)),
+            )
+            written += 1
+    return written
+
+
 def encode_vector(vec: Vector) -> str:
     return base64.b64encode(np.asarray(vec, dtype="<f4").reshape(-1).tobytes()).decode("ascii")
 
@@ -170,20 +188,12 @@ def export_org(
                 _write(body, MemoryLine(memory=m))
             counts.memories += len(rows)
             fresh = list(dict.fromkeys(h for h in (text_hash(m.text) for m in rows) if h not in seen))
+            parts = [h for h in (text_hash(p) for p in all_passages([m.text for m in rows])) if h not in seen]
             seen.update(fresh)
+            seen.update(parts)
             for model in models:
-                found = store.get_embeddings(model, fresh) if fresh else {}
-                for h in fresh:  # the order of the memories, not of the dict the store returned
-                    vec = found.get(h)
-                    if vec is not None:
-                        flat = np.asarray(vec, dtype=np.float32).reshape(-1)
-                        _write(
-                            body,
-                            EmbeddingLine(
-                                model=model, text_hash=h, dim=int(flat.shape[0]), vector=encode_vector(flat)
-                            ),
-                        )
-                        counts.embeddings += 1
+                for name, hashes in ((model, fresh), (passage_model(model), parts)):
+                    counts.embeddings += _write_vectors(body, store, name, hashes)
         for _, event in iter_org_events(store, org_id, page):
             _write(body, EventLine(event=event))
             counts.events += 1

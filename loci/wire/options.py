@@ -18,7 +18,7 @@ from loci.wire.models import EntityId, Namespace, SubjectId
 from loci.wire.normalize import NormalizationName
 from loci.wire.presets import PresetName
 from loci.wire.tokens import DEFAULT_TOKENIZER, TokenizerName
-from loci.wire.tuning import DEFAULTS
+from loci.wire.tuning import DEFAULTS, TUNING
 
 TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
@@ -204,6 +204,21 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
                     "such as '10 days ago', 'last Saturday', 'yesterday', 'last week' or 'in the past two "
                     "weeks', a memory whose time (valid_from, else timestamp) falls in that window gains "
                     f"this; 0 turns it off; default {DEFAULTS.time_weight} (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    passage_weight: (
+        Annotated[
+            float,
+            UNIT_INTERVAL,
+            Meta(
+                description=(
+                    f"passages: a memory longer than {TUNING.passage_min_chars} characters is also matched "
+                    "sentence by sentence, and its semantic similarity moves this share of the way to its "
+                    "closest sentence's when that is closer (1: the closest sentence's; 0 turns it off); "
+                    f"default {DEFAULTS.passage_weight} (preset)"
                 ),
             ),
         ]

@@ -15,7 +15,8 @@ With no `preset` and no `weights`, a request runs `balanced`: the weights the AP
 preset's weights sum to 1. Every preset expands candidates with their conversation context (2
 neighbouring events each side, weight 0.35, and a same-stretch boost of 0.2; `fast` keeps one
 neighbour). A memory of the time a question points to ("10 days ago", "last Saturday") gains 0.2 in
-every preset. What each preset gains or loses per dataset: docs/retrieval.md.
+every preset, and the similarity of a memory longer than 500 characters moves 0.3 of the way to its
+closest sentence's. What each preset gains or loses per dataset: docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: the time a question points to ("10 days ago", "last Saturday", "in the past two weeks";
     #: `engine.retrieval.timeframe`): a memory of that time gains `time_weight` (`engine.retrieval.fuse`)
     time_weight: float = 0.2
+    #: a long memory's semantic similarity moves this share of the way to its best passage's, when that
+    #: is closer (`engine.retrieval.channels.passage_lift`): one sentence of a long turn can answer
+    passage_weight: float = 0.3
 
 
 class Tuning(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,6 +101,10 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     #: a name that speaks at least this share of a scope's events says who, not what: the semantic
     #: channel embeds the query without it
     speaker_share: float = 0.1
+    #: a memory text longer than this also has a vector per passage (sentence; `engine.embed.passages`)
+    passage_min_chars: int = 500
+    #: passages embedded per memory text, the first ones
+    max_passages: int = 16
     #: the graph channel's seeds per query
     max_seeds: int = 16
     #: places MMR chooses when rerank is on; the rest follow by relevance

@@ -37,7 +37,9 @@ def _open(settings: Settings) -> Store:
 def default_models(store: Store, settings: Settings) -> list[str]:
     """The models whose vectors to export when none are named: those the store holds vectors of, else
     (none stored) the configured embedder's model name."""
-    listed = store.embedding_models()
+    from engine.embed.passages import is_passage_model
+
+    listed = [m for m in store.embedding_models() if not is_passage_model(m)]  # passages go with their model
     if listed:
         return listed
     try:

@@ -15,6 +15,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
+from engine.embed.passages import all_passages, passage_model, passages
 from engine.keys import create_api_key
 from engine.models import text_hash
 from engine.storage import open_store
@@ -49,8 +50,14 @@ class Cluster:
         return len(self.clients)
 
     def missing_vectors(self, texts: list[str]) -> list[str]:
+        """The texts without their vector or one of their passages' (`engine.embed.passages`)."""
         held = self.store.get_embeddings(MODEL, [text_hash(t) for t in texts])
-        return [t for t in texts if text_hash(t) not in held]
+        parts = self.store.get_embeddings(passage_model(MODEL), [text_hash(p) for p in all_passages(texts)])
+        return [
+            t
+            for t in texts
+            if text_hash(t) not in held or any(text_hash(p) not in parts for p in passages(t))
+        ]
 
     def close(self) -> None:
         try:

@@ -64,7 +64,12 @@ SENTENCES = (
 )
 #: negations, which end nothing in a space that never held them: a /v1 add of only those stores the messages
 NEGATIONS = ("I no longer work at Acme.", "I don't live in Paris anymore.", "I don't like sushi anymore.")
-NOTES = ("Bob prefers green tea in the morning", "The project deadline is Friday", "I live in Paris.")
+#: a text long enough to have passages (`engine.embed.passages`): their vectors are stored with it
+LONG = " ".join(
+    f"The weather report for the coast said rain on day {n}, and the ferries kept to their timetable."
+    for n in range(8)
+)
+NOTES = ("Bob prefers green tea in the morning", "The project deadline is Friday", "I live in Paris.", LONG)
 VALUES: tuple[tuple[str, str | int], ...] = (
     ("lives_in", "Paris"),
     ("lives_in", "ent:rome"),
@@ -115,7 +120,7 @@ AS_OF = mostly(
 TURN = st.builds(
     str.__add__,
     mostly("", "Caroline: ", "user: ", "assistant: ", times=5),
-    st.sampled_from(RESIDENCE) | st.sampled_from(SENTENCES),
+    st.sampled_from(RESIDENCE) | st.sampled_from(SENTENCES) | st.just(LONG),
 )
 KINDS = st.sampled_from(("note", "event", "document", "fact"))
 NEWEST = mostly(0, 1, 2, 3, 4, 5, times=4)
@@ -411,7 +416,16 @@ class ReadAfterWrite(RuleBasedStateMachine):
         texts = {f["memory_id"]: f["text"] for f in extracted["facts"]}
         if store_turn != "none" and turn.strip():
             first = upserts.pop(0)
-            self._stored(first["memory_id"], space, door, type=store_turn, text=turn, tags=[])
+            # a stored turn carries `metadata.origin` "turn" (engine.write.turns)
+            self._stored(
+                first["memory_id"],
+                space,
+                door,
+                type=store_turn,
+                text=turn,
+                tags=[],
+                metadata={"origin": "turn"},
+            )
         for u in upserts:
             if u["memory_id"] is not None:
                 memory_id = u["memory_id"]

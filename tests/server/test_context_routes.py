@@ -14,6 +14,7 @@ from litestar.testing import TestClient
 from engine.errors import Unavailable
 from engine.extract import ExtractResult, FactDraft
 from engine.storage.base import EventQuery, ListQuery, Store
+from loci.wire.tuning import TUNING
 from server.app import create_app
 from server.config import Settings
 from tests.server.conftest import KeyMaker
@@ -583,3 +584,75 @@ def test_a_question_about_ten_days_ago_lifts_what_was_said_then(
     gap_on = on[ids["ten"]]["score"] - on[ids["forty"]]["score"]
     gap_off = off[ids["ten"]]["score"] - off[ids["forty"]]["score"]
     assert gap_on == pytest.approx(gap_off + 0.2)
+
+
+def test_a_long_memory_is_found_by_its_closest_sentence_whichever_door_wrote_it(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Passages: a long turn whose one sentence answers the question has its semantic similarity moved
+    `retrieval.passage_weight` of the way to that sentence's (0: the whole text's; 1: the sentence's),
+    whether it was written by POST /v0/memories or stored by an assemble (the agent loop)."""
+    filler = " ".join(
+        f"On day {n} we talked about the traffic, the weather and the neighbours' garden party."
+        for n in range(8)
+    )
+    texts = {
+        "memories": f"{filler} By the way, I bought a new espresso machine for the kitchen.",
+        "assemble": f"{filler} Also, my sister gave me a vintage espresso grinder for the kitchen.",
+    }
+    r = client.post(
+        "/v0/memories",
+        json={"type": "event", "entity_id": "ent:user", "text": texts["memories"]},
+        headers=auth,
+    )
+    assert r.status_code in (200, 201), r.text
+    r = client.post(
+        "/v0/context/assemble", json={"entity_id": "ent:user", "turn": texts["assemble"]}, headers=auth
+    )
+    assert r.status_code == 200, r.text
+
+    def raw(**retrieval: Any) -> dict[str, float]:
+        body = {"query": "espresso kitchen", "entity_id": "ent:user", "retrieval": retrieval}
+        r = client.post("/v0/recall", json=body, headers=auth)
+        assert r.status_code == 200, r.text
+        by_text = {m["text"]: m["score_components"]["semantic"]["raw"] for m in r.json()["matches"]}
+        return {door: by_text[text] for door, text in texts.items()}
+
+    whole, default, sentence = raw(passage_weight=0), raw(), raw(passage_weight=1)
+    for door in texts:
+        assert whole[door] < default[door] < sentence[door], door
+        moved = whole[door] + TUNING.presets["balanced"].passage_weight * (sentence[door] - whole[door])
+        assert default[door] == pytest.approx(moved, abs=2e-4)
+
+
+def test_a_long_turn_is_shown_by_the_sentence_that_answers(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """The line of a long turn whose matched sentence lies past what the line's cap would show: its
+    start and that sentence (before, the first 160 tokens, without the answer)."""
+    filler = " ".join(
+        f"On day {n} we talked about the traffic, the weather and the neighbours' garden party at length."
+        for n in range(14)
+    )
+    text = f"Sam: {filler} By the way, I bought a new espresso machine for the kitchen. {filler}"
+    r = client.post(
+        "/v0/memories", json={"type": "event", "entity_id": "ent:sam", "text": text}, headers=auth
+    )
+    assert r.status_code in (200, 201), r.text
+
+    def line(**retrieval: Any) -> str:
+        body = {
+            "entity_id": "ent:sam",
+            "turn": "espresso kitchen",
+            "retrieval": retrieval,
+            "ingest": {"extract": False, "store_turn": "none"},
+        }
+        r = client.post("/v0/context/assemble", json=body, headers=auth)
+        assert r.status_code == 200, r.text
+        (found,) = [e for e in r.json()["context"]["recent_events"] if e.startswith("Sam: ")]
+        return str(found)
+
+    shown, capped = line(), line(passage_weight=0)
+    assert "I bought a new espresso machine for the kitchen." in shown
+    assert shown.startswith("Sam: On day 0 we talked") and shown.endswith("kitchen. …")
+    assert "espresso" not in capped and capped.startswith("Sam: On day 0")

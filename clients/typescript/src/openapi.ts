@@ -1347,6 +1347,8 @@ export interface components {
             length_weight?: number | null;
             /** @default null */
             time_weight?: number | null;
+            /** @default null */
+            passage_weight?: number | null;
         };
         /**
          * WeightsIn

@@ -17,6 +17,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from engine.embed.passages import is_passage_model
 from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Vector
@@ -255,7 +256,8 @@ class PostgresStore:
         for h, vec in vectors.items():
             arr = np.asarray(vec, dtype=np.float32).reshape(-1)
             values.append((enc(model), enc(h), int(arr.shape[0]), arr))
-        self._ensure_indexes(model, {r[2] for r in values})
+        if not is_passage_model(model):  # passages are looked up by hash, never searched
+            self._ensure_indexes(model, {r[2] for r in values})
         with self._conn() as conn, conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO embeddings (model, text_hash, dims, embedding) VALUES (%s, %s, %s, %b)"

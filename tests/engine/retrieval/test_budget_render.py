@@ -10,6 +10,7 @@ from engine.retrieval.render import (
     day_header,
     format_line,
     sections,
+    snippet,
 )
 from engine.retrieval.summary import beyond, extractive, first_sentence
 from engine.retrieval.tokens import get_tokenizer
@@ -207,3 +208,44 @@ def test_fit_cuts_a_pinned_item_before_filling_with_others() -> None:
     items = [item("pin", 300, 5, pinned=True), item("small", 30, 0)]
     plan = fit(items, budget=60)
     assert plan.kept[0].id == "pin" and plan.actions[0].action == "truncate"
+
+
+def test_a_long_text_is_shown_by_its_start_and_the_passage_that_matched() -> None:
+    tok = get_tokenizer("o200k_base")
+    start = "Sam: We spent the whole afternoon in the garden and talked about many things. "
+    text = (
+        start
+        + "The weather was fine. " * 30
+        + "I bought a new espresso machine for the kitchen. "
+        + "Bye. " * 5
+    )
+    line = snippet(text, "I bought a new espresso machine for the kitchen.", tok)
+    assert line.startswith("Sam: We spent the whole afternoon")
+    assert line.endswith(" I bought a new espresso machine for the kitchen. …")
+    assert tok.count(line) < tok.count(text) // 3
+    # a passage within the start: the text as it is (the line's cap cuts it), nothing dropped around it
+    assert (
+        snippet(text, "We spent the whole afternoon in the garden and talked about many things.", tok) == text
+    )
+    assert snippet(text, "not a passage of the text", tok) == text
+    ends = start + "The weather was fine. " * 30 + "I bought a new espresso machine for the kitchen."
+    assert snippet(ends, "I bought a new espresso machine for the kitchen.", tok).endswith("kitchen.")
+
+
+def test_build_items_shows_a_matched_passage_and_keeps_the_whole_text_for_the_summary() -> None:
+    text = "Sam: " + "The weather was fine today. " * 40 + "I bought a new espresso machine."
+    e = mem("e", text, type="event", days_ago=1)
+    items, _, _ = build_items(
+        ["e"],
+        {"e": 1.0},
+        {"e": e},
+        {},
+        include=["recent_events"],
+        max_facts=12,
+        max_events=6,
+        pinned=frozenset(),
+        redactor=NoRedaction(),
+        tokenizer=get_tokenizer("o200k_base"),
+        passages={"e": "I bought a new espresso machine."},
+    )
+    assert items[0].line.endswith("I bought a new espresso machine.") and items[0].plain == text

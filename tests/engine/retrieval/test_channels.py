@@ -1,10 +1,18 @@
 """The semantic channel's hits are the same on every backend: similarities rounded, near-equal ones in
-one order (and one cut)."""
+one order (and one cut); long candidates lifted toward their closest passage."""
 
 from __future__ import annotations
 
-from engine.retrieval.channels import SEMANTIC_DECIMALS, same_on_every_backend
+import numpy as np
+import pytest
+
+from engine.embed.cache import EmbeddingCache
+from engine.embed.hash import HashEmbedder
+from engine.retrieval.channels import SEMANTIC_DECIMALS, ChannelHits, passage_lift, same_on_every_backend
 from engine.storage.base import Hit
+from engine.storage.in_memory import InMemoryStore
+
+from .helpers import mem
 
 
 def test_near_equal_similarities_keep_one_order_whatever_computed_them() -> None:
@@ -16,3 +24,38 @@ def test_near_equal_similarities_keep_one_order_whatever_computed_them() -> None
     assert same_on_every_backend([Hit("mem_x", 0.123456789)]) == [
         Hit("mem_x", round(0.123456789, SEMANTIC_DECIMALS))
     ]
+
+
+def test_a_long_candidate_is_lifted_toward_its_closest_passage() -> None:
+    """`passage_lift`: a semantic hit moves `weight` of the way to its closest passage; a long candidate
+    of another channel joins the hits the same way; short texts, weight 0 and texts whose passages were
+    never stored keep what they had."""
+    store = InMemoryStore()
+    cache = EmbeddingCache(HashEmbedder(), store)
+    filler = " ".join(f"On day {n} we talked about the traffic and the weather at length." for n in range(10))
+    texts = {
+        "hit": f"{filler} I bought an espresso machine for the kitchen.",
+        "other": f"{filler} My sister has an espresso grinder in her kitchen.",
+        "unstored": f"{filler} The espresso bar in the kitchen is new.",
+        "short": "An espresso machine for the kitchen.",
+    }
+    memories = {mid: mem(mid, text, type="event") for mid, text in texts.items()}
+    cache.embed([texts["hit"], texts["other"], texts["short"]], persist=True)
+    cache.embed([texts["unstored"]], persist=False)
+    query = cache.embed(["espresso kitchen"], persist=False)[0]
+
+    def sim(text: str) -> float:
+        return float(np.dot(cache.embed([text], persist=False)[0], query))
+
+    whole, sentence = sim(texts["hit"]), sim("I bought an espresso machine for the kitchen.")
+    union = list(texts)
+    for weight in (0.0, 0.3, 1.0):
+        hits = ChannelHits(semantic=[Hit("hit", whole), Hit("short", sim(texts["short"]))])
+        calls = passage_lift(hits, union, memories, cache, query, weight)
+        raw = {h.memory_id: h.raw for h in hits.semantic}
+        assert (calls > 0) == (weight > 0)  # the passages' vectors, the other channels' whole vectors
+        assert raw["hit"] == pytest.approx(whole + weight * (sentence - whole), abs=1e-4)
+        assert raw["short"] == pytest.approx(sim(texts["short"]), abs=1e-4)
+        assert "unstored" not in raw
+        assert ("other" in raw) == (weight > 0)
+        assert set(hits.passage) == ({"hit", "other"} if weight else set())

@@ -12,6 +12,8 @@ import msgspec
 import numpy as np
 import pytest
 
+from engine.embed.hash import HashEmbedder
+from engine.embed.passages import passage_model, passages
 from engine.errors import InvalidInput
 from engine.models import text_hash
 from engine.storage import open_store
@@ -29,6 +31,7 @@ from tests.engine.storage.transfer_data import (
     ORG,
     OTHER,
     T0,
+    _m,
     fill,
     org_events,
     org_keys,
@@ -205,6 +208,27 @@ def test_without_vectors(stores: dict[str, Store]) -> None:
     fill(src)
     header = msgspec.json.decode(dump(src, with_vectors=False).splitlines()[0], type=HeaderLine)
     assert header.counts.embeddings == 0 and header.models == [] and not header.with_vectors
+
+
+def test_a_long_memorys_passage_vectors_move_with_it(stores: dict[str, Store]) -> None:
+    """The semantic channel scores a long memory by its passages too: their vectors leave with it."""
+    src, dst = stores["sqlite_a"], stores["memory"]
+    text = " ".join(f"Sentence number {i} says something about the garden." for i in range(20))
+    assert passages(text)
+    src.put_memories([_m(900, text)])
+    parts = list(passages(text))
+    vectors = HashEmbedder(16).embed([text, *parts])
+    src.put_embeddings(MODEL, {text_hash(text): vectors[0]})
+    src.put_embeddings(
+        passage_model(MODEL), {text_hash(p): v for p, v in zip(parts, vectors[1:], strict=True)}
+    )
+    data = dump(src)
+    header = msgspec.json.decode(data.splitlines()[0], type=HeaderLine)
+    assert header.counts.embeddings == 1 + len(parts) and header.models == [MODEL]
+    load(dst, data)
+    assert set(dst.get_embeddings(MODEL, [text_hash(text)])) == {text_hash(text)}
+    moved = dst.get_embeddings(passage_model(MODEL), [text_hash(p) for p in parts])
+    assert set(moved) == {text_hash(p) for p in parts}
 
 
 def test_vector_codec_is_exact() -> None:
