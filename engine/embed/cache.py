@@ -122,7 +122,7 @@ class EmbeddingCache:
         """Store the deferred vectors of `texts` and of their passages (call it inside the write's
         transaction). They stay held until evicted, so a write that rolls back and is retried stores them
         again."""
-        if self.store is None:
+        if self.store is None or not self._unsaved:  # nothing embedded (an embedder that failed to load)
             return
         for model, of in ((self.model, list(texts)), (self.passage_model, all_passages(texts))):
             with self._lock:

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.embed.passages import passage_model
 from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Vector
 from engine.storage.postgres import PostgresStore, semantic
@@ -118,3 +119,15 @@ def test_small_scope_vector_search_is_exact_and_skips_hnsw(postgres_store: Postg
     assert [h.memory_id for h in postgres_store.search.vector_search(scope, MODEL, query, k)] == [
         h.memory_id for h in exact
     ]
+
+
+def test_passage_vectors_are_stored_outside_the_vector_index(postgres_store: PostgresStore) -> None:
+    """Passages (`engine.embed.passages`) are looked up by hash only: their vectors get no HNSW index of
+    their own and never join the model's (whose exact-or-index plan counts its vectors)."""
+    vecs = _unit(np.random.default_rng(5), 3, 8)
+    postgres_store.put_embeddings(MODEL, {"whole": vecs[0]})
+    postgres_store.put_embeddings(passage_model(MODEL), {"p1": vecs[1], "p2": vecs[2]})
+    assert _index_exists(postgres_store.url, hnsw_index_name(MODEL, 8))
+    assert not _index_exists(postgres_store.url, hnsw_index_name(passage_model(MODEL), 8))
+    got = postgres_store.get_embeddings(passage_model(MODEL), ["p1", "p2"])
+    assert set(got) == {"p1", "p2"} and postgres_store.get_embeddings(MODEL, ["p1"]) == {}
