@@ -1,5 +1,6 @@
 """Memories stored without a vector (the embedder failed during their write) get one: `loci doctor`
-runs `embed_missing`; `/metrics` shows `count_missing`."""
+runs `embed_missing`; `/metrics` shows `count_missing`. Long texts whose passages lack vectors (written
+before passages existed, `engine.embed.passages`) get them in the same run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from itertools import islice
 import msgspec
 
 from engine.embed.cache import EmbeddingCache
+from engine.embed.passages import passage_hashes
 from engine.storage.base import Store
+from loci.wire.tuning import TUNING
 
 BATCH = 256
 
@@ -18,6 +21,7 @@ class Backfill(msgspec.Struct, kw_only=True):
     model: str
     missing: int  # memories without a vector before the run
     embedded: int = 0  # distinct texts embedded and stored by the run
+    passages: int = 0  # distinct long texts whose missing passage vectors the run stored
 
 
 def count_missing(store: Store, model: str) -> int:
@@ -38,4 +42,19 @@ def embed_missing(
         result.embedded += len(unique)
         if progress is not None:
             progress(result.missing)
+    result.passages = embed_missing_passages(store, cache)
     return result
+
+
+def embed_missing_passages(store: Store, cache: EmbeddingCache) -> int:
+    """Store the passage vectors that long memory texts lack, in batches; how many texts lacked any."""
+    done = 0
+    texts = store.long_texts(TUNING.passage_min_chars)
+    while batch := list(islice(texts, BATCH)):
+        unique = [t for t in dict.fromkeys(batch) if passage_hashes(t)]
+        held = store.get_embeddings(cache.passage_model, [h for t in unique for h in passage_hashes(t)])
+        todo = [t for t in unique if any(h not in held for h in passage_hashes(t))]
+        if todo:
+            cache.embed(todo, persist=True)
+            done += len(todo)
+    return done

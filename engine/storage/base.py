@@ -156,6 +156,11 @@ class RecordStore(Protocol):
         (`loci doctor` embeds them; `/metrics` counts them)."""
         ...
 
+    def long_texts(self, min_chars: int) -> Iterator[str]:
+        """The text of every stored memory (any org) longer than `min_chars` characters, read in pages
+        (`loci doctor` gives their passages vectors, `engine.embed.passages`)."""
+        ...
+
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None: ...
 

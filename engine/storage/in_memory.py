@@ -183,6 +183,10 @@ class InMemoryStore:
             missing = [t for t in texts if (model, text_hash(t)) not in self._embeddings]
         return iter(missing)
 
+    def long_texts(self, min_chars: int) -> Iterator[str]:
+        with self._lock:
+            return iter([m.text for m in self._memories.values() if len(m.text) > min_chars])
+
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
         with self._auto():

@@ -32,6 +32,8 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(f"memories without a vector for {done.model}: {done.missing}; embedded {done.embedded} texts")
+    if done.passages:
+        print(f"long texts given their passages' vectors: {done.passages}")
     if left:
         print(f"error: {left} memories still without a vector", file=sys.stderr)
         return 1

@@ -292,6 +292,23 @@ class PostgresStore:
             yield from (dec(r[2]) for r in page)
             after = (dec(page[-1][0]), dec(page[-1][1]))
 
+    def long_texts(self, min_chars: int) -> Iterator[str]:
+        """Pages of 1000 memories by key."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            with self._conn() as conn, conn.cursor() as cur:
+                cur.execute(
+                    "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (%s, %s)"
+                    " AND char_length(text) > %s ORDER BY org_id, memory_id LIMIT 1000",
+                    (enc(after[0]), enc(after[1]), min_chars),
+                    prepare=False,
+                )
+                page = cur.fetchall()
+            if not page:
+                return
+            yield from (dec(r[2]) for r in page)
+            after = (dec(page[-1][0]), dec(page[-1][1]))
+
     def bulk_load(
         self,
         memories_: Sequence[Memory],

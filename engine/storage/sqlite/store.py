@@ -325,6 +325,20 @@ class SQLiteStore:
             yield from (r[2] for r in page if text_hash(r[2]) not in held)
             after = (page[-1][0], page[-1][1])
 
+    def long_texts(self, min_chars: int) -> Iterator[str]:
+        """Pages of 1000 memories by key (the lock is not held between pages)."""
+        after: tuple[str, str] = ("", "")
+        while True:
+            page = self._q(
+                "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (?, ?) "
+                "AND length(text) > ? ORDER BY org_id, memory_id LIMIT 1000",
+                (*after, min_chars),
+            )
+            if not page:
+                return
+            yield from (str(r[2]) for r in page)
+            after = (page[-1][0], page[-1][1])
+
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
         try:

@@ -1,5 +1,6 @@
 """`Store.missing_vectors` on every backend: the text of each memory without a vector for a model,
-across orgs and pages, and nothing once the vectors are stored (`loci doctor`)."""
+across orgs and pages, and nothing once the vectors are stored (`loci doctor`); long texts given the
+passage vectors they lack."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import numpy as np
 from engine.embed.backfill import count_missing, embed_missing
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
+from engine.embed.passages import passages
 from engine.models import text_hash
 from engine.storage.base import Store
+from loci.wire.tuning import TUNING
 from tests.engine.storage.conftest import mem
 
 
@@ -32,3 +35,19 @@ def test_embed_missing_gives_every_memory_its_vector(store: Store) -> None:
     assert (done.missing, done.embedded) == (300, 300)
     assert list(store.missing_vectors(cache.model)) == []
     assert embed_missing(store, cache).missing == 0
+
+
+def test_embed_missing_gives_long_texts_written_before_passages_their_passages(store: Store) -> None:
+    garden = " ".join(f"Sentence {i} of a long note says something about the garden." for i in range(12))
+    kitchen = " ".join(f"Sentence {i} of another long note is about the kitchen." for i in range(12))
+    store.put_memories([mem(text=garden), mem(text="a short note"), mem(org_id="org_b", text=kitchen)])
+    cache = EmbeddingCache(HashEmbedder(), store)
+    store.put_embeddings(cache.model, {text_hash(garden): cache.embedder.embed([garden])[0]})  # no passages
+    assert sorted(store.long_texts(TUNING.passage_min_chars)) == sorted([garden, kitchen])
+    done = embed_missing(store, cache)
+    # the short note and the kitchen note had no vector (embedded with their passages), the garden note
+    # only its passages
+    assert (done.missing, done.embedded, done.passages) == (2, 2, 1)
+    parts = [text_hash(p) for t in (garden, kitchen) for p in passages(t)]
+    assert set(store.get_embeddings(cache.passage_model, parts)) == set(parts)
+    assert embed_missing(store, cache).passages == 0
