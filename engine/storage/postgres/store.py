@@ -274,33 +274,22 @@ class PostgresStore:
         return [dec(r[0]) for r in rows_]
 
     def missing_vectors(self, model: str) -> Iterator[str]:
-        """Pages of 1000 memories by key without a row in `embeddings` for the model (an anti-join on
-        its primary key)."""
+        """Memories without a row in `embeddings` for the model (an anti-join on its primary key)."""
+        anti_join = "NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = m.text_hash)"
+        return self._texts_where(anti_join, (enc(model),))
+
+    def long_texts(self, min_chars: int) -> Iterator[str]:
+        return self._texts_where("char_length(m.text) > %s", (min_chars,))
+
+    def _texts_where(self, condition: str, params: tuple[Any, ...]) -> Iterator[str]:
+        """The texts of the memories `m` meeting `condition`, in pages of 1000 by key."""
         after: tuple[str, str] = ("", "")
         while True:
             with self._conn() as conn, conn.cursor() as cur:
                 cur.execute(
                     "SELECT m.org_id, m.memory_id, m.text FROM memories m WHERE (m.org_id, m.memory_id) > (%s, %s)"
-                    " AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.model = %s AND e.text_hash = m.text_hash)"
-                    " ORDER BY m.org_id, m.memory_id LIMIT 1000",
-                    (enc(after[0]), enc(after[1]), enc(model)),
-                    prepare=False,
-                )
-                page = cur.fetchall()
-            if not page:
-                return
-            yield from (dec(r[2]) for r in page)
-            after = (dec(page[-1][0]), dec(page[-1][1]))
-
-    def long_texts(self, min_chars: int) -> Iterator[str]:
-        """Pages of 1000 memories by key."""
-        after: tuple[str, str] = ("", "")
-        while True:
-            with self._conn() as conn, conn.cursor() as cur:
-                cur.execute(
-                    "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (%s, %s)"
-                    " AND char_length(text) > %s ORDER BY org_id, memory_id LIMIT 1000",
-                    (enc(after[0]), enc(after[1]), min_chars),
+                    f" AND {condition} ORDER BY m.org_id, m.memory_id LIMIT 1000",
+                    (enc(after[0]), enc(after[1]), *params),
                     prepare=False,
                 )
                 page = cur.fetchall()

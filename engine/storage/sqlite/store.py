@@ -310,34 +310,29 @@ class SQLiteStore:
         return [str(r[0]) for r in self._q("SELECT DISTINCT model FROM embeddings ORDER BY model")]
 
     def missing_vectors(self, model: str) -> Iterator[str]:
-        """Pages of 1000 memories by key; each page's text hashes looked up at once (the lock is not
-        held between pages)."""
-        after: tuple[str, str] = ("", "")
-        while True:
-            page = self._q(
-                "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (?, ?) "
-                "ORDER BY org_id, memory_id LIMIT 1000",
-                after,
-            )
-            if not page:
-                return
-            held = self.get_embeddings(model, [text_hash(r[2]) for r in page])
-            yield from (r[2] for r in page if text_hash(r[2]) not in held)
-            after = (page[-1][0], page[-1][1])
+        """Each page's text hashes looked up at once."""
+        for page in self._text_pages("1", ()):
+            held = self.get_embeddings(model, [text_hash(t) for t in page])
+            yield from (t for t in page if text_hash(t) not in held)
 
     def long_texts(self, min_chars: int) -> Iterator[str]:
-        """Pages of 1000 memories by key (the lock is not held between pages)."""
+        for page in self._text_pages("length(text) > ?", (min_chars,)):
+            yield from page
+
+    def _text_pages(self, condition: str, params: tuple[Any, ...]) -> Iterator[list[str]]:
+        """The texts of the memories meeting `condition`, in pages of 1000 by key (the lock is not held
+        between pages)."""
         after: tuple[str, str] = ("", "")
         while True:
-            page = self._q(
+            rows = self._q(
                 "SELECT org_id, memory_id, text FROM memories WHERE (org_id, memory_id) > (?, ?) "
-                "AND length(text) > ? ORDER BY org_id, memory_id LIMIT 1000",
-                (*after, min_chars),
+                f"AND {condition} ORDER BY org_id, memory_id LIMIT 1000",
+                (*after, *params),
             )
-            if not page:
+            if not rows:
                 return
-            yield from (str(r[2]) for r in page)
-            after = (page[-1][0], page[-1][1])
+            yield [str(r[2]) for r in rows]
+            after = (rows[-1][0], rows[-1][1])
 
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
