@@ -204,17 +204,17 @@ def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) 
     return [m for m in found if in_scope(m, scope)][:limit]
 
 
-#: (model, text hash) -> the stacked vectors of a long text's stored passages: candidates recur request
-#: after request, and stacking their vectors costs more than the product
-_PASSAGE_ROWS: BoundedMap[tuple[str, str], npt.NDArray[np.float32]] = BoundedMap(1024)
+#: a long text's stored passages and their vectors stacked, row by row
+Rows = tuple[tuple[str, ...], npt.NDArray[np.float32]]
+#: (model, text hash) -> its complete `Rows`: candidates recur request after request, and stacking their
+#: vectors costs more than the product
+_PASSAGE_ROWS: BoundedMap[tuple[str, str], Rows] = BoundedMap(1024)
 
 
-def _passage_rows(
-    embeddings: EmbeddingCache, texts: Sequence[str]
-) -> tuple[dict[str, npt.NDArray[np.float32]], int]:
-    """Per long text: its stored passages' vectors stacked (texts with none stored left out); the store
-    calls made (0 or 1)."""
-    rows: dict[str, npt.NDArray[np.float32]] = {}
+def _passage_rows(embeddings: EmbeddingCache, texts: Sequence[str]) -> tuple[dict[str, Rows], int]:
+    """Per long text: the passages whose vectors are stored, and those vectors stacked (texts with none
+    stored left out); the store calls made (0 or 1)."""
+    rows: dict[str, Rows] = {}
     todo = []
     for text in texts:
         held = _PASSAGE_ROWS.get((embeddings.model, text_hash(text)))
@@ -226,10 +226,17 @@ def _passage_rows(
         return rows, 0
     found = embeddings.stored([h for t in todo for h in passage_hashes(t)], passages=True)
     for text in todo:
-        vectors = [v for h in passage_hashes(text) if (v := found.get(h)) is not None]
-        if vectors:
-            rows[text] = np.stack(vectors).astype(np.float32, copy=False)
-            if len(vectors) == len(passage_hashes(text)):  # a partial set may still be written
+        pairs = [
+            (p, v)
+            for p, h in zip(passages(text), passage_hashes(text), strict=True)
+            if (v := found.get(h)) is not None
+        ]
+        if pairs:
+            rows[text] = (
+                tuple(p for p, _ in pairs),
+                np.stack([v for _, v in pairs]).astype(np.float32, copy=False),
+            )
+            if len(pairs) == len(passage_hashes(text)):  # a partial set may still be written
                 _PASSAGE_ROWS.put((embeddings.model, text_hash(text)), rows[text])
     return rows, 1
 
@@ -260,16 +267,17 @@ def passage_lift(
     calls += 1 if need else 0
     query = np.asarray(query_vector, np.float32)
     for mid, text in long.items():
-        stacked = rows.get(text)
+        held = rows.get(text)
         whole = raw.get(mid)
         if whole is None and (vec := found.get(text_hash(text))) is not None:
             whole = float(np.dot(vec, query))
-        if stacked is None or whole is None:
+        if held is None or whole is None:
             continue
+        shown, stacked = held
         sims = stacked @ query
         best = int(np.argmax(sims))
         if float(sims[best]) > whole:
             raw[mid] = whole + weight * (float(sims[best]) - whole)
-            out.passage[mid] = passages(text)[best]
+            out.passage[mid] = shown[best]
     out.semantic = same_on_every_backend([Hit(mid, r) for mid, r in raw.items()])
     return calls

@@ -8,6 +8,8 @@ import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
+from engine.embed.passages import passages
+from engine.models import text_hash
 from engine.retrieval.channels import SEMANTIC_DECIMALS, ChannelHits, passage_lift, same_on_every_backend
 from engine.storage.base import Hit
 from engine.storage.in_memory import InMemoryStore
@@ -59,3 +61,25 @@ def test_a_long_candidate_is_lifted_toward_its_closest_passage() -> None:
         assert "unstored" not in raw
         assert ("other" in raw) == (weight > 0)
         assert set(hits.passage) == ({"hit", "other"} if weight else set())
+
+
+def test_a_partly_stored_passage_set_shows_the_passage_that_matched() -> None:
+    """Passages whose vectors are not stored yet (a write in flight) are skipped, and the passage a line
+    shows is the one whose vector matched, not the one at its place among all the text's passages."""
+    store = InMemoryStore()
+    cache = EmbeddingCache(HashEmbedder(), store)
+    filler = " ".join(
+        f"Day {n} of talk about the traffic and the weather, at length and in turn." for n in range(9)
+    )
+    text = f"{filler} I bought an espresso machine for the kitchen."
+    parts = passages(text)
+    assert parts[-1] == "I bought an espresso machine for the kitchen."
+    vectors = cache.embedder.embed(list(parts[1:]))  # the first passage's vector not stored
+    store.put_embeddings(
+        cache.passage_model, {text_hash(p): v for p, v in zip(parts[1:], vectors, strict=True)}
+    )
+    query = cache.embed(["espresso kitchen"], persist=False)[0]
+    whole = float(np.dot(cache.embed([text], persist=False)[0], query))
+    hits = ChannelHits(semantic=[Hit("m", whole)])
+    passage_lift(hits, ["m"], {"m": mem("m", text, type="event")}, cache, query, 0.3)
+    assert hits.passage == {"m": "I bought an espresso machine for the kitchen."}
