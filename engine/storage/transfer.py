@@ -182,15 +182,19 @@ def export_org(
     counts = Counts()
     models = list(dict.fromkeys(models)) if with_vectors else []
     with tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b") as body:
+        # the hashes written, texts and passages apart: one text may be a memory and a passage
         seen: set[str] = set()
+        seen_parts: set[str] = set()
         for rows in iter_org_memories(store, org_id, page):
             for m in rows:
                 _write(body, MemoryLine(memory=m))
             counts.memories += len(rows)
             fresh = list(dict.fromkeys(h for h in (text_hash(m.text) for m in rows) if h not in seen))
-            parts = [h for h in (text_hash(p) for p in all_passages([m.text for m in rows])) if h not in seen]
+            parts = [
+                h for h in (text_hash(p) for p in all_passages([m.text for m in rows])) if h not in seen_parts
+            ]
             seen.update(fresh)
-            seen.update(parts)
+            seen_parts.update(parts)
             for model in models:
                 for name, hashes in ((model, fresh), (passage_model(model), parts)):
                     counts.embeddings += _write_vectors(body, store, name, hashes)

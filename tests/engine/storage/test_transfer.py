@@ -245,3 +245,30 @@ def test_events_keep_ids_and_order(stores: dict[str, Store]) -> None:
     load(dst, dump(src))
     got = [e for _, e in dst.list_events(ORG, EventQuery())]
     assert got == org_events()
+
+
+def test_a_text_that_is_both_a_memory_and_a_passage_exports_both_vectors(stores: dict[str, Store]) -> None:
+    """The passage vectors of one model name and the memory vectors of another are kept apart: a short
+    memory whose text is a sentence of a long one keeps its own vector in the file, and the long one
+    keeps that passage's."""
+    src, dst = stores["sqlite_a"], stores["memory"]
+    sentence = "I bought an espresso machine for the kitchen."
+    long = (
+        sentence + " " + " ".join(f"Sentence number {i} says something about the garden." for i in range(20))
+    )
+    assert sentence in passages(long)
+    src.put_memories([_m(901, sentence), _m(902, long)])
+    parts = list(passages(long))
+    vectors = HashEmbedder(16).embed([sentence, long, *parts])
+    src.put_embeddings(MODEL, {text_hash(sentence): vectors[0], text_hash(long): vectors[1]})
+    src.put_embeddings(
+        passage_model(MODEL), {text_hash(p): v for p, v in zip(parts, vectors[2:], strict=True)}
+    )
+    load(dst, dump(src, page=1))  # one memory a page: the short one is seen before the long one
+    assert set(dst.get_embeddings(MODEL, [text_hash(sentence), text_hash(long)])) == {
+        text_hash(sentence),
+        text_hash(long),
+    }
+    assert set(dst.get_embeddings(passage_model(MODEL), [text_hash(p) for p in parts])) == {
+        text_hash(p) for p in parts
+    }
