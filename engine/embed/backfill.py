@@ -4,13 +4,13 @@ before passages existed, `engine.embed.passages`) get them in the same run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from itertools import islice
 
 import msgspec
 
 from engine.embed.cache import EmbeddingCache
-from engine.embed.passages import passage_hashes
+from engine.embed.passages import passage_hashes, passage_model
 from engine.storage.base import Store
 from loci.wire.tuning import TUNING
 
@@ -46,15 +46,26 @@ def embed_missing(
     return result
 
 
-def embed_missing_passages(store: Store, cache: EmbeddingCache) -> int:
-    """Store the passage vectors that long memory texts lack, in batches; how many texts lacked any."""
-    done = 0
+def _lacking_passages(store: Store, passage_model: str) -> Iterator[list[str]]:
+    """Batches of the distinct long memory texts that lack a vector for one of their passages."""
     texts = store.long_texts(TUNING.passage_min_chars)
     while batch := list(islice(texts, BATCH)):
         unique = [t for t in dict.fromkeys(batch) if passage_hashes(t)]
-        held = store.get_embeddings(cache.passage_model, [h for t in unique for h in passage_hashes(t)])
-        todo = [t for t in unique if any(h not in held for h in passage_hashes(t))]
-        if todo:
-            cache.embed(todo, persist=True)
-            done += len(todo)
+        held = store.get_embeddings(passage_model, [h for t in unique for h in passage_hashes(t)])
+        if todo := [t for t in unique if any(h not in held for h in passage_hashes(t))]:
+            yield todo
+
+
+def count_missing_passages(store: Store, model: str) -> int:
+    """Long memory texts that lack a vector for one of their passages (`loci doctor --check`; not in
+    `/metrics`: counting reads every passage vector)."""
+    return sum(len(todo) for todo in _lacking_passages(store, passage_model(model)))
+
+
+def embed_missing_passages(store: Store, cache: EmbeddingCache) -> int:
+    """Store the passage vectors that long memory texts lack, in batches; how many texts lacked any."""
+    done = 0
+    for todo in _lacking_passages(store, cache.passage_model):
+        cache.embed(todo, persist=True)
+        done += len(todo)
     return done

@@ -1,5 +1,6 @@
 """`loci doctor`: find memories stored without a vector for the configured embedder (its write ran
-while the embedder was down) and embed them. `--check` only counts, and exits 1 when any is missing.
+while the embedder was down), and long memories without their passages' vectors (written before
+passages existed), and embed them. `--check` only counts, and exits 1 when any is missing.
 
     loci doctor [--check] [--data-dir DIR | --database-url URL]
 """
@@ -14,7 +15,7 @@ from server.commands import add_store_arguments, settings_from_args
 
 
 def _run(args: argparse.Namespace) -> int:
-    from engine.embed.backfill import count_missing, embed_missing
+    from engine.embed.backfill import count_missing, count_missing_passages, embed_missing
     from engine.embed.cache import EmbeddingCache
     from engine.embed.registry import create_embedder
     from server.app import open_default_store
@@ -25,17 +26,23 @@ def _run(args: argparse.Namespace) -> int:
         embedder = create_embedder(settings.embedder)
         if args.check:
             missing = count_missing(store, embedder.model)
+            long_missing = count_missing_passages(store, embedder.model)
             print(f"memories without a vector for {embedder.model}: {missing}")
-            return 1 if missing else 0
+            print(f"long memory texts without their passages' vectors: {long_missing}")
+            return 1 if missing or long_missing else 0
         done = embed_missing(store, EmbeddingCache(embedder, store))
         left = count_missing(store, embedder.model)
+        long_left = count_missing_passages(store, embedder.model)
     finally:
         store.close()
     print(f"memories without a vector for {done.model}: {done.missing}; embedded {done.embedded} texts")
     if done.passages:
         print(f"long texts given their passages' vectors: {done.passages}")
-    if left:
-        print(f"error: {left} memories still without a vector", file=sys.stderr)
+    if left or long_left:
+        print(
+            f"error: {left} memories still without a vector, {long_left} long texts without their passages'",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

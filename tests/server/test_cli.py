@@ -115,3 +115,27 @@ def test_doctor_embeds_memories_stored_without_a_vector(
     assert main(["doctor", "--data-dir", str(tmp_path)]) == 0
     assert "embedded 3 texts" in capsys.readouterr().out
     assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 0
+
+
+def test_doctor_counts_and_fills_long_texts_without_their_passages(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.embed.hash import HashEmbedder
+    from engine.models import text_hash
+    from engine.storage import open_store
+    from tests.factories import memory
+
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    long = " ".join(f"Sentence {i} of a long note says something about the garden." for i in range(12))
+    store = open_store(str(tmp_path))
+    store.put_memories([memory(memory_id="mem_long", text=long)])
+    embedder = HashEmbedder()
+    store.put_embeddings(embedder.model, {text_hash(long): embedder.embed([long])[0]})  # no passages
+    store.close()
+    assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "memories without a vector for hash:256: 0" in out
+    assert "long memory texts without their passages' vectors: 1" in out
+    assert main(["doctor", "--data-dir", str(tmp_path)]) == 0
+    assert "long texts given their passages' vectors: 1" in capsys.readouterr().out
+    assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.embed.backfill import count_missing, embed_missing
+from engine.embed.backfill import count_missing, count_missing_passages, embed_missing
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.embed.passages import passages
@@ -44,6 +44,7 @@ def test_embed_missing_gives_long_texts_written_before_passages_their_passages(s
     cache = EmbeddingCache(HashEmbedder(), store)
     store.put_embeddings(cache.model, {text_hash(garden): cache.embedder.embed([garden])[0]})  # no passages
     assert sorted(store.long_texts(TUNING.passage_min_chars)) == sorted([garden, kitchen])
+    assert count_missing_passages(store, cache.model) == 2
     done = embed_missing(store, cache)
     # the short note and the kitchen note had no vector (embedded with their passages), the garden note
     # only its passages
@@ -51,3 +52,4 @@ def test_embed_missing_gives_long_texts_written_before_passages_their_passages(s
     parts = [text_hash(p) for t in (garden, kitchen) for p in passages(t)]
     assert set(store.get_embeddings(cache.passage_model, parts)) == set(parts)
     assert embed_missing(store, cache).passages == 0
+    assert count_missing_passages(store, cache.model) == 0
