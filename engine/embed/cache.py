@@ -98,12 +98,18 @@ class EmbeddingCache:
     def stored(self, text_hashes: Sequence[str], *, passages: bool = False) -> dict[str, Vector]:
         """The vectors already held for these text hashes (the LRU, then the store; `passages`: the
         vectors stored for passages), embedding nothing: a read never writes. Store hits join the LRU,
-        so a hot candidate is read once."""
-        return self._held(text_hashes, from_store=True, model=self.passage_model if passages else self.model)
+        so a hot candidate is read once (one embedder: a text has one vector whichever name it is
+        stored under)."""
+        found = self._from_lru(text_hashes)
+        missing = [h for h in dict.fromkeys(text_hashes) if h not in found]
+        if missing and self.store is not None:
+            model = self.passage_model if passages else self.model
+            for h, vec in self.store.get_embeddings(model, missing).items():
+                found[h] = vec
+                self._lru_put(h, vec)
+        return found
 
-    def _held(self, text_hashes: Sequence[str], *, from_store: bool, model: str = "") -> dict[str, Vector]:
-        """Hash -> vector from the LRU, then (`from_store`) the store's `model`, whose hits join the
-        LRU (one embedder: a text has one vector whichever name it is stored under)."""
+    def _from_lru(self, text_hashes: Sequence[str]) -> dict[str, Vector]:
         found: dict[str, Vector] = {}
         with self._lock:
             for h in text_hashes:
@@ -111,11 +117,6 @@ class EmbeddingCache:
                 if vec is not None:
                     self._lru.move_to_end(h)
                     found[h] = vec
-        missing = [h for h in dict.fromkeys(text_hashes) if h not in found]
-        if missing and from_store and self.store is not None:
-            for h, vec in self.store.get_embeddings(model or self.model, missing).items():
-                found[h] = vec
-                self._lru_put(h, vec)
         return found
 
     def save(self, texts: Sequence[str]) -> None:
@@ -152,7 +153,7 @@ class EmbeddingCache:
         """Fill `found` (text hash -> vector) for every text, stored under `model` (`persist`); returns
         the texts' hashes in order."""
         hashes = [text_hash(t) for t in texts]
-        found.update(self._held(hashes, from_store=False))
+        found.update(self._from_lru(hashes))
         in_store: set[str] = set()
         if persist and self.store is not None:
             # the LRU also holds query vectors, which were never stored: ask the store for every text
