@@ -250,7 +250,8 @@ def passage_lift(
     weight: float,
 ) -> int:
     """A long candidate's similarity moves `weight` of the way to its closest passage's, when that is
-    closer (`engine.embed.passages`); a long candidate that another channel brought gets one this way
+    closer (`engine.embed.passages`) and within `TUNING.passage_margin` of the best whole-text match of
+    the query; a long candidate that another channel brought gets one this way
     too (its whole text was not among the semantic channel's hits, one of its sentences may match better
     than they do). Records each lifted candidate's passage in `out.passage`. Returns the store calls
     made (0 to 2: the stored vectors of the passages, of the other channels' long candidates)."""
@@ -266,6 +267,7 @@ def passage_lift(
     found = embeddings.stored(need) if need else {}
     calls += 1 if need else 0
     query = np.asarray(query_vector, np.float32)
+    floor = max(raw.values(), default=0.0) - TUNING.passage_margin
     for mid, text in long.items():
         held = rows.get(text)
         whole = raw.get(mid)
@@ -276,7 +278,7 @@ def passage_lift(
         shown, stacked = held
         sims = stacked @ query
         best = int(np.argmax(sims))
-        if float(sims[best]) > whole:
+        if float(sims[best]) > max(whole, floor):
             raw[mid] = whole + weight * (float(sims[best]) - whole)
             out.passage[mid] = shown[best]
     out.semantic = same_on_every_backend([Hit(mid, r) for mid, r in raw.items()])

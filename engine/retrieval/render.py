@@ -10,7 +10,10 @@
   pseudo id `snippet:<n>`), best first.
 - facts are listed best first, limited by return.max_facts; events by return.max_events (the best
   ones by score are kept, then shown newest first). Each line is capped (`MAX_LINE_TOKENS` /
-  `MAX_SOURCE_TOKENS`) so one long memory cannot eat the budget; the cap is a `truncate` action.
+  `MAX_SOURCE_TOKENS`) so one long memory cannot eat the budget; the cap is a `truncate` action. A
+  memory lifted by one of its passages (`engine.retrieval.channels.passage_lift`) whose text would be
+  cut there shows its start and that passage instead (`snippet`): the sentence that matched may lie
+  past the cut.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from engine.retrieval.responses import BudgetAction, FactStruct
 from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, Tokenizer
 
 MAX_LINE_TOKENS = 160
-#: a long memory shown by the passage that matched keeps this much of its start (`snippet`)
+#: a memory too long for its line, shown by the passage that matched, keeps this much of its start (`snippet`)
 LEAD_TOKENS = 24
 MAX_SOURCE_TOKENS = 400
 #: candidates past the line limits kept for the summary: more than any budget's room holds
@@ -178,7 +181,9 @@ def build_items(
         plain = redactor.redact(snippets[mid] if memory is None else memory.text, memory)
         shown = None
         if passages and memory is not None and (passage := passages.get(mid)) is not None:
-            shown = redactor.redact(snippet(memory.text, passage, tokenizer), memory)
+            cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
+            if tokenizer.count(format_line(section, mid, plain, memory)) > cap:  # else the whole text fits
+                shown = redactor.redact(snippet(memory.text, passage, tokenizer), memory)
         item, action = _item(
             mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tokenizer, shown
         )

@@ -217,7 +217,9 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
                 description=(
                     f"passages: a memory longer than {TUNING.passage_min_chars} characters is also matched "
                     "sentence by sentence, and its semantic similarity moves this share of the way to its "
-                    "closest sentence's when that is closer (1: the closest sentence's; 0 turns it off); "
+                    "closest sentence's when that is closer and within "
+                    f"{TUNING.passage_margin} of the query's best whole-text match (1: the closest "
+                    "sentence's; 0 turns it off); "
                     f"default {DEFAULTS.passage_weight} (preset)"
                 ),
             ),

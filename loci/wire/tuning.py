@@ -15,8 +15,8 @@ With no `preset` and no `weights`, a request runs `balanced`: the weights the AP
 preset's weights sum to 1. Every preset expands candidates with their conversation context (2
 neighbouring events each side, weight 0.35, and a same-stretch boost of 0.2; `fast` keeps one
 neighbour). A memory of the time a question points to ("10 days ago", "last Saturday") gains 0.2 in
-every preset, and the similarity of a memory longer than 500 characters moves 0.3 of the way to its
-closest sentence's. What each preset gains or loses per dataset: docs/retrieval.md.
+every preset, and the similarity of a memory longer than 200 characters moves 0.7 of the way to its
+closest sentence's when that sentence is among the question's best matches. What each preset gains or loses per dataset: docs/retrieval.md.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     time_weight: float = 0.2
     #: a long memory's semantic similarity moves this share of the way to its best passage's, when that
     #: is closer (`engine.retrieval.channels.passage_lift`): one sentence of a long turn can answer
-    passage_weight: float = 0.3
+    passage_weight: float = 0.7
 
 
 class Tuning(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,7 +102,10 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     #: channel embeds the query without it
     speaker_share: float = 0.1
     #: a memory text longer than this also has a vector per passage (sentence; `engine.embed.passages`)
-    passage_min_chars: int = 500
+    passage_min_chars: int = 200
+    #: a passage lifts its memory only when it is at most this much less similar to the query than the
+    #: best whole-text match: a chatty turn's one loosely related sentence is not worth its tokens
+    passage_margin: float = 0.15
     #: passages embedded per memory text, the first ones
     max_passages: int = 16
     #: the graph channel's seeds per query

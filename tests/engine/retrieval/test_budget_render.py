@@ -249,3 +249,27 @@ def test_build_items_shows_a_matched_passage_and_keeps_the_whole_text_for_the_su
         passages={"e": "I bought a new espresso machine."},
     )
     assert items[0].line.endswith("I bought a new espresso machine.") and items[0].plain == text
+
+
+def test_a_lifted_text_that_fits_its_line_is_shown_whole() -> None:
+    """The start-and-passage line is only for a text its line would cut: one that fits keeps every word."""
+    text = (
+        "Sam: I'm looking for advice on writing a solid contract for my freelance clients, one that covers "
+        "the scope, the payment terms and the deadlines of every project. I just signed with my first client "
+        "today."
+    )
+    e = mem("e", text, type="event", days_ago=1)
+    items, _, _ = build_items(
+        ["e"],
+        {"e": 1.0},
+        {"e": e},
+        {},
+        include=["recent_events"],
+        max_facts=12,
+        max_events=6,
+        pinned=frozenset(),
+        redactor=NoRedaction(),
+        tokenizer=get_tokenizer("o200k_base"),
+        passages={"e": "I just signed with my first client today."},
+    )
+    assert items[0].line == text

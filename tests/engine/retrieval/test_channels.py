@@ -13,6 +13,7 @@ from engine.models import text_hash
 from engine.retrieval.channels import SEMANTIC_DECIMALS, ChannelHits, passage_lift, same_on_every_backend
 from engine.storage.base import Hit
 from engine.storage.in_memory import InMemoryStore
+from loci.wire.tuning import TUNING
 
 from .helpers import mem
 
@@ -61,6 +62,32 @@ def test_a_long_candidate_is_lifted_toward_its_closest_passage() -> None:
         assert "unstored" not in raw
         assert ("other" in raw) == (weight > 0)
         assert set(hits.passage) == ({"hit", "other"} if weight else set())
+
+
+def test_a_passage_lifts_its_memory_only_near_the_best_whole_match() -> None:
+    """A long memory's closest passage lifts it only when that passage is within `TUNING.passage_margin`
+    of the query's best whole-text match: a loosely related sentence of a long turn stays where it was."""
+    store = InMemoryStore()
+    cache = EmbeddingCache(HashEmbedder(), store)
+    filler = " ".join(f"On day {n} we talked about the traffic and the weather at length." for n in range(10))
+    text = f"{filler} I bought an espresso machine for the kitchen."
+    cache.embed([text], persist=True)
+    query = cache.embed(["espresso kitchen"], persist=False)[0]
+    whole = float(np.dot(cache.embed([text], persist=False)[0], query))
+    sentence = float(
+        np.dot(cache.embed(["I bought an espresso machine for the kitchen."], persist=False)[0], query)
+    )
+    assert sentence > whole
+    memories = {"long": mem("long", text, type="event"), "best": mem("best", "espresso", type="event")}
+    for best, lifted in (
+        (sentence + TUNING.passage_margin + 0.01, False),
+        (sentence + TUNING.passage_margin - 0.01, True),
+    ):
+        hits = ChannelHits(semantic=[Hit("best", best), Hit("long", whole)])
+        passage_lift(hits, ["best", "long"], memories, cache, query, 0.7)
+        raw = {h.memory_id: h.raw for h in hits.semantic}
+        assert (raw["long"] > whole + 1e-4) == lifted
+        assert ("long" in hits.passage) == lifted
 
 
 def test_a_partly_stored_passage_set_shows_the_passage_that_matched() -> None:
