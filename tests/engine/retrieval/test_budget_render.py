@@ -232,13 +232,12 @@ def test_a_long_text_is_shown_by_its_start_and_the_passage_that_matched() -> Non
     assert snippet(ends, "I bought a new espresso machine for the kitchen.", tok).endswith("kitchen.")
 
 
-def test_build_items_shows_a_matched_passage_and_keeps_the_whole_text_for_the_summary() -> None:
-    text = "Sam: " + "The weather was fine today. " * 40 + "I bought a new espresso machine."
-    e = mem("e", text, type="event", days_ago=1)
+def _lifted_event(text: str, passage: str) -> RenderItem:
+    """The item of one event whose `passage` matched the question."""
     items, _, _ = build_items(
         ["e"],
         {"e": 1.0},
-        {"e": e},
+        {"e": mem("e", text, type="event", days_ago=1)},
         {},
         include=["recent_events"],
         max_facts=12,
@@ -246,9 +245,15 @@ def test_build_items_shows_a_matched_passage_and_keeps_the_whole_text_for_the_su
         pinned=frozenset(),
         redactor=NoRedaction(),
         tokenizer=get_tokenizer("o200k_base"),
-        passages={"e": "I bought a new espresso machine."},
+        passages={"e": passage},
     )
-    assert items[0].line.endswith("I bought a new espresso machine.") and items[0].plain == text
+    return items[0]
+
+
+def test_build_items_shows_a_matched_passage_and_keeps_the_whole_text_for_the_summary() -> None:
+    text = "Sam: " + "The weather was fine today. " * 40 + "I bought a new espresso machine."
+    item = _lifted_event(text, "I bought a new espresso machine.")
+    assert item.line.endswith("I bought a new espresso machine.") and item.plain == text
 
 
 def test_a_lifted_text_that_fits_its_line_is_shown_whole() -> None:
@@ -258,18 +263,4 @@ def test_a_lifted_text_that_fits_its_line_is_shown_whole() -> None:
         "the scope, the payment terms and the deadlines of every project. I just signed with my first client "
         "today."
     )
-    e = mem("e", text, type="event", days_ago=1)
-    items, _, _ = build_items(
-        ["e"],
-        {"e": 1.0},
-        {"e": e},
-        {},
-        include=["recent_events"],
-        max_facts=12,
-        max_events=6,
-        pinned=frozenset(),
-        redactor=NoRedaction(),
-        tokenizer=get_tokenizer("o200k_base"),
-        passages={"e": "I just signed with my first client today."},
-    )
-    assert items[0].line == text
+    assert _lifted_event(text, "I just signed with my first client today.").line == text
