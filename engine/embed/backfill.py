@@ -46,12 +46,13 @@ def embed_missing(
     return result
 
 
-def _lacking_passages(store: Store, passage_model: str) -> Iterator[list[str]]:
-    """Batches of the distinct long memory texts that lack a vector for one of their passages."""
+def _lacking_passages(store: Store, model: str) -> Iterator[list[str]]:
+    """Batches of the distinct long memory texts that lack a vector for one of their passages (stored
+    under `model`, a passage model)."""
     texts = store.long_texts(TUNING.passage_min_chars)
     while batch := list(islice(texts, BATCH)):
         unique = [t for t in dict.fromkeys(batch) if passage_hashes(t)]
-        held = store.get_embeddings(passage_model, [h for t in unique for h in passage_hashes(t)])
+        held = store.get_embeddings(model, [h for t in unique for h in passage_hashes(t)])
         if todo := [t for t in unique if any(h not in held for h in passage_hashes(t))]:
             yield todo
 

@@ -16,7 +16,8 @@ preset's weights sum to 1. Every preset expands candidates with their conversati
 neighbouring events each side, weight 0.35, and a same-stretch boost of 0.2; `fast` keeps one
 neighbour). A memory of the time a question points to ("10 days ago", "last Saturday") gains 0.2 in
 every preset, and the similarity of a memory longer than 200 characters moves 0.7 of the way to its
-closest sentence's when that sentence is among the question's best matches. What each preset gains or loses per dataset: docs/retrieval.md.
+closest sentence's when that sentence is among the question's best matches. What each preset gains or
+loses per dataset: docs/retrieval.md.
 """
 
 from __future__ import annotations
