@@ -18,8 +18,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
+from functools import partial
 
 import msgspec
 
@@ -101,6 +102,10 @@ def snippet(text: str, passage: str, tok: Tokenizer) -> str:
     return f"{tok.truncate(text[:at], LEAD_TOKENS)} {passage}{tail}"
 
 
+def _snippet(memory: Memory, passage: str, redactor: Redactor, tok: Tokenizer) -> str:
+    return redactor.redact(snippet(memory.text, passage, tok), memory)
+
+
 def _item(
     mid: str,
     rank: int,
@@ -110,16 +115,19 @@ def _item(
     score: float,
     pinned: bool,
     tok: Tokenizer,
-    shown: str | None = None,
+    shown: Callable[[], str] | None = None,
 ) -> tuple[RenderItem, BudgetAction | None]:
-    """One candidate as a RenderItem, its line (`shown`, else `plain`) capped (`MAX_LINE_TOKENS` /
-    `MAX_SOURCE_TOKENS`)."""
+    """One candidate as a RenderItem, its line capped (`MAX_LINE_TOKENS` / `MAX_SOURCE_TOKENS`): the
+    line of `plain`, or of `shown()` (a lifted memory's snippet) when `plain`'s line is over the cap."""
     from engine.timeutil import to_micros
 
-    line = format_line(section, mid, plain if shown is None else shown, memory)
+    line = format_line(section, mid, plain, memory)
     cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
     action = None
     before = tok.count(line)
+    if before > cap and shown is not None:
+        line = format_line(section, mid, shown(), memory)
+        before = tok.count(line)
     if before > cap:
         line = tok.truncate(line, cap)
         action = BudgetAction(
@@ -181,9 +189,7 @@ def build_items(
         plain = redactor.redact(snippets[mid] if memory is None else memory.text, memory)
         shown = None
         if passages and memory is not None and (passage := passages.get(mid)) is not None:
-            cap = MAX_SOURCE_TOKENS if section == "sources" else MAX_LINE_TOKENS
-            if tokenizer.count(format_line(section, mid, plain, memory)) > cap:  # else the whole text fits
-                shown = redactor.redact(snippet(memory.text, passage, tokenizer), memory)
+            shown = partial(_snippet, memory, passage, redactor, tokenizer)
         item, action = _item(
             mid, rank, section, memory, plain, scores.get(mid, 0.0), mid in pinned, tokenizer, shown
         )
