@@ -87,7 +87,7 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     #: hits per channel for each line a context may show, when the request sets no `top_k`
     candidates_per_line: int = 3
     #: events whose neighbours join the candidates, at the preset's top_k
-    anchors: int = 40
+    anchors: int = 80
     #: consecutive events at most this far apart are one stretch of conversation (the neighbours' walk)
     stretch_gap_minutes: int = 60
     #: two event candidates of one day further apart than this are two conversations (the same-stretch boost)
