@@ -85,7 +85,7 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     #: the spec's default `retrieval.top_k`, and the floor of a fitted channel depth
     spec_top_k: int = 24
     #: hits per channel for each line a context may show, when the request sets no `top_k`
-    candidates_per_line: int = 3
+    candidates_per_line: int = 4
     #: events whose neighbours join the candidates, at the preset's top_k
     anchors: int = 80
     #: consecutive events at most this far apart are one stretch of conversation (the neighbours' walk)

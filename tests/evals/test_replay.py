@@ -284,8 +284,8 @@ def test_the_deeper_ranking_call_is_made_only_below_the_depth_that_ran() -> None
     loaded = Loaded(conversation_id="c", entity_id="ent:u", namespace="n", memory_to_turn={})
     question = _dataset().questions[0]
     config = ReplayConfig(rank_depth=50)
-    # the engine fits its depth to the return limits and reports it: 54 >= 50 needs no second call
-    assert ranking_body(loaded, question, config, 54) is None
+    # the engine fits its depth to the return limits and reports it: 72 >= 50 needs no second call
+    assert ranking_body(loaded, question, config, 72) is None
     deep = ranking_body(loaded, question, config, 24)
     assert deep is not None and deep["retrieval"]["top_k"] == 50 and deep["return"]["include"] == ["facts"]
     # a server that reports no depth is taken to run the spec's default 24

@@ -21,8 +21,8 @@ def _depth(lines: int | None) -> tuple[int, int]:
 
 
 def test_a_short_context_fetches_fewer_hits_per_channel_and_fewer_anchors() -> None:
-    # the API's default return limits (6 events, 12 facts): 3 hits per line, anchors in proportion
-    assert _depth(18) == (54, 43)
+    # the API's default return limits (6 events, 12 facts): 4 hits per line, anchors in proportion
+    assert _depth(18) == (72, 58)
     assert _depth(212) == (100, ANCHORS)
     assert _depth(1) == (MIN_TOP_K, 19)  # never below the spec's default top_k
     assert _depth(None) == (100, ANCHORS)
