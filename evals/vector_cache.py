@@ -1,6 +1,6 @@
 """An embedder that remembers its vectors on disk, so repeated eval runs embed each text once.
 
-    embedder = cached_embedder("minilm")          # the MiniLM embedder behind ./data/eval-cache/vectors.db
+    embedder = cached_embedder("minilm")          # the MiniLM embedder behind ./data/eval-cache/vectors-2.db
     embedder.embed(["Caroline: I went to ..."])    # read from the cache, or embedded and stored
 
 The cache is `evals.bench.vectors.VectorCache` (a SQLite file keyed by (model, text hash), the

@@ -8,7 +8,8 @@ waits, and the next batch takes every text that queued meanwhile (up to `max_tex
 embedder adds no delay: a call alone runs at once, as a batch of one.
 
 Each caller gets exactly its own rows, in order; if a batch fails, every caller in it gets the
-exception.
+exception. (The onnxruntime int8 encoder runs each text of a batch in its own pass, so there merging
+only takes turns: a text's vector never depends on the calls it was merged with.)
 """
 
 from __future__ import annotations

@@ -20,9 +20,11 @@ Runtimes (`LOCI_MINILM_RUNTIME`):
 
 Queries (batches of at most `SMALL_BATCH` texts) run on one thread: the matrices are tiny, and on a
 busy machine with few cores two threads spin-wait on each other. Concurrent query calls are merged into one
-forward pass (`engine.embed.coalesce`). Larger batches (memory writes) use `LOCI_TORCH_THREADS` threads
-(default: min(2, cpu count)); on onnxruntime, as that many one-thread sessions of their own running
-chunks of the batch side by side, so a query never waits behind a write's batch.
+call (`engine.embed.coalesce`): one forward pass on torch; on onnxruntime one pass per text, because the
+int8 products scale their activations per pass and a text's vector would depend on its neighbours in it.
+Larger batches (memory writes) use `LOCI_TORCH_THREADS` threads (default: min(2, cpu count)); on
+onnxruntime, as that many one-thread sessions of their own running the batch's texts side by side, so a
+query never waits behind a write's batch.
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ partial file. Nothing is downloaded. Where the cache directory is not writable t
 memory.
 
 Texts are tokenized with the directory's `tokenizer.json` (the Rust `tokenizers` BERT tokenizer that
-sentence-transformers uses, with its strip and truncation at `max_seq_length`). Large batches are
-sorted by length and cut into small chunks, so short texts are not padded to the longest; with more
-than one thread the chunks are shared among one-thread sessions ("lanes") that run side by side: at
-these matrix sizes that beats one session splitting each product across its threads. Every session
+sentence-transformers uses, with its strip and truncation at `max_seq_length`). Every text runs its
+own forward pass: the int8 products scale their activations once per pass (DynamicQuantizeMatMul,
+QAttention), so in a shared pass a text's vector would depend on the texts beside it; alone, a text
+has one vector whatever it is written or asked with (and is never padded). With more than one thread
+a batch's texts are shared among one-thread sessions ("lanes") that run side by side: at these
+matrix sizes that beats one session splitting each product across its threads. Every session
 uses one copy of the graph's large initializers (the word embeddings), loaded once per encoder.
 
 `OnnxEncoder.open` returns None where onnxruntime/onnx are missing or the model is not one the graph
@@ -44,8 +46,6 @@ log = logging.getLogger(__name__)
 
 GRAPH_VERSION = 4
 SHARED_MIN_BYTES = 1 << 20  # initializers this large (the word embeddings) are loaded once for every session
-CHUNK_TEXTS = 64  # texts per forward pass of a large batch (sorted by length first)
-CHUNK_TOKENS = 256  # and at most this many padded tokens per pass: small passes stay in the caches
 
 Rows = npt.NDArray[np.float32]
 
@@ -160,7 +160,8 @@ def graph_file(
 
 
 def padded(ids: Sequence[list[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(input_ids, attention_mask) of token id lists, right-padded to the longest."""
+    """(input_ids, attention_mask) of token id lists, right-padded to the longest (the calibration's
+    batches, `evals.bench.smoothing`)."""
     width = max(len(x) for x in ids)
     tokens = np.zeros((len(ids), width), dtype=np.int64)
     mask = np.zeros((len(ids), width), dtype=np.int64)
@@ -170,23 +171,9 @@ def padded(ids: Sequence[list[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray
     return tokens, mask
 
 
-def chunks(ids: Sequence[list[int]]) -> list[list[int]]:
-    """Row numbers of `ids` in forward passes: sorted by length, at most CHUNK_TEXTS texts and
-    CHUNK_TOKENS padded tokens each (a longer text alone)."""
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    out: list[list[int]] = []
-    start = 0
-    while start < len(order):
-        end = start + 1
-        while (
-            end < len(order)
-            and end - start < CHUNK_TEXTS
-            and (end - start + 1) * len(ids[order[end]]) <= CHUNK_TOKENS
-        ):
-            end += 1
-        out.append(order[start:end])
-        start = end
-    return out
+def passes(ids: Sequence[list[int]]) -> list[int]:
+    """Row numbers of `ids` in the order their passes run: longest first, so lanes finish together."""
+    return sorted(range(len(ids)), key=lambda i: -len(ids[i]))
 
 
 class OnnxEncoder:
@@ -295,59 +282,56 @@ class OnnxEncoder:
     def _ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch([t.strip() for t in texts])]
 
-    def _run(self, session: Any, ids: Sequence[list[int]]) -> Rows:
-        tokens, mask = padded(ids)
-        out: Rows = session.run(None, {"input_ids": tokens, "attention_mask": mask})[0]
+    def _run(self, session: Any, ids: list[int]) -> Rows:
+        """One text's pass: its row (1 x dim)."""
+        tokens = np.asarray([ids], dtype=np.int64)
+        out: Rows = session.run(None, {"input_ids": tokens, "attention_mask": np.ones_like(tokens)})[0]
         return out
 
     def __call__(self, texts: Sequence[str], *, threads: int = 1) -> Rows:
         if not texts:
             raise ValueError("no texts")
         ids = self._ids(texts)
-        if len(ids) <= 4:
+        order = passes(ids)
+        done: list[tuple[int, Rows]] = []
+        if len(ids) <= 4 or threads <= 1:
             session, lock = self._session(threads)
-            with lock:
-                return np.ascontiguousarray(self._run(session, ids), dtype=np.float32)
-        parts = chunks(ids)
-        done: list[tuple[list[int], Rows]] = []
-        if threads <= 1 or len(parts) == 1:
-            session, lock = self._session(threads)
-            for chunk in parts:
-                with lock:  # a query may pass between two chunks
-                    done.append((chunk, self._run(session, [ids[i] for i in chunk])))
+            for i in order:
+                with lock:  # a query may pass between two texts of a batch
+                    done.append((i, self._run(session, ids[i])))
         else:
-            self._lane_passes(ids, parts, threads, done)
+            self._lane_passes(ids, order, threads, done)
         rows = np.empty((len(ids), done[0][1].shape[1]), dtype=np.float32)
-        for chunk, part in done:
-            rows[chunk] = part
+        for i, row in done:
+            rows[i] = row[0]
         return rows
 
     def _lane_passes(
         self,
         ids: Sequence[list[int]],
-        parts: list[list[int]],
+        order: list[int],
         threads: int,
-        done: list[tuple[list[int], Rows]],
+        done: list[tuple[int, Rows]],
     ) -> None:
-        """The passes of `parts` on `threads` lanes side by side: this thread and helpers each take the
-        next chunk and an idle lane session until none is left."""
+        """The passes of `order`'s texts on `threads` lanes side by side: this thread and helpers each
+        take the next text and an idle lane session until none is left."""
         helpers = self._open_lanes(threads)
-        pending = iter(parts)
+        pending = iter(order)
         take = threading.Lock()
 
         def drive() -> None:
             while True:
                 with take:
-                    chunk = next(pending, None)
-                if chunk is None:
+                    i = next(pending, None)
+                if i is None:
                     return
                 session = self._lanes.get()
                 try:
-                    done.append((chunk, self._run(session, [ids[i] for i in chunk])))
+                    done.append((i, self._run(session, ids[i])))
                 finally:
                     self._lanes.put(session)
 
-        others = [helpers.submit(drive) for _ in range(min(threads, len(parts)) - 1)]
+        others = [helpers.submit(drive) for _ in range(min(threads, len(order)) - 1)]
         try:
             drive()
         finally:

@@ -3,7 +3,7 @@
     cli.py      the `loci bench` command line (argument parsing only)
     corpus.py   seeded template corpora: distinct short memories of one entity (a tenth facts), drafts, turns
     turns.py    seeded assemble requests: varied turns, presets and budgets
-    vectors.py  VectorCache: corpus vectors persisted in <cache_dir>/vectors.db by (model, text hash)
+    vectors.py  VectorCache: corpus vectors persisted in <cache_dir>/vectors-2.db by (model, text hash)
     harness.py  percentiles, scratch data dirs, a real `loci serve` subprocess and a bearer key
     assemble.py latency per corpus size: pipeline stages in process, client wall time over HTTP
     ingest.py   memories/s (single and batch, in process and HTTP) and assemble-with-ingest per turn

@@ -10,7 +10,7 @@
    removed afterwards; the bench sets `max_wal_size = 4GB` and `shared_buffers` (`--shared-buffers`, one
    restart; '' keeps the 128MB default). fsync stays on.
 2. Corpus: `--distinct-texts` texts from evals.bench.corpus (short memories, a tenth facts); vectors from
-   the persistent VectorCache (<cache-dir>/vectors.db, shared with `loci bench assemble`; `--max-embed`
+   the persistent VectorCache (<cache-dir>/vectors-2.db, shared with `loci bench assemble`; `--max-embed`
    caps embedding, the rest get stand-in vectors, reported). Memory i belongs to entity i mod E, entity j
    to org j mod O (~N/E memories per entity, interleaved on disk as real traffic would be), with a seeded
    random text of the vocabulary and a timestamp over two years; user facts are about its entity. So

@@ -1,6 +1,6 @@
 """A persistent vector cache for benchmark corpora, so reruns do not re-embed 100k texts.
 
-The cache is the `embeddings` table of a SQLiteStore at `<cache_dir>/vectors.db`, keyed by
+The cache is the `embeddings` table of a SQLiteStore at `<cache_dir>/vectors-2.db`, keyed by
 (model, text hash) exactly like the service's own cache; `fill_store` copies the vectors a bench store
 needs into that store's embeddings table (so the bench store's semantic index finds them).
 
@@ -27,6 +27,8 @@ from engine.storage.base import Store, Vector
 from engine.storage.sqlite import SQLiteStore
 
 DEFAULT_CACHE_DIR = "./data/bench-cache"
+#: the file name; `vectors.db` held vectors embedded several texts to a pass, which int8 moves slightly
+CACHE_FILE = "vectors-2.db"
 CHUNK = 2048  # texts embedded (and persisted) per step: an interrupted fill resumes where it stopped
 
 
@@ -42,7 +44,7 @@ class VectorCache:
         self, embedder: Embedder, cache_dir: str = DEFAULT_CACHE_DIR, *, max_embed: int | None = None
     ) -> None:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        self.path = str(Path(cache_dir) / "vectors.db")
+        self.path = str(Path(cache_dir) / CACHE_FILE)
         self.store = SQLiteStore(self.path)
         self.cache = EmbeddingCache(embedder, self.store, lru_size=1, batch_size=256)
         #: seconds spent embedding cache misses, texts embedded (for the report)
