@@ -159,18 +159,6 @@ def graph_file(
     return path
 
 
-def padded(ids: Sequence[list[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """(input_ids, attention_mask) of token id lists, right-padded to the longest (the calibration's
-    batches, `evals.bench.smoothing`)."""
-    width = max(len(x) for x in ids)
-    tokens = np.zeros((len(ids), width), dtype=np.int64)
-    mask = np.zeros((len(ids), width), dtype=np.int64)
-    for row, x in enumerate(ids):
-        tokens[row, : len(x)] = x
-        mask[row, : len(x)] = 1
-    return tokens, mask
-
-
 def passes(ids: Sequence[list[int]]) -> list[int]:
     """Row numbers of `ids` in the order their passes run: longest first, so lanes finish together."""
     return sorted(range(len(ids)), key=lambda i: -len(ids[i]))

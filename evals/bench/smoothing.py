@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from engine.embed.minilm import SMOOTHING_FILE, _model_path
 
@@ -34,12 +36,24 @@ def _texts() -> list[str]:
     return texts[:SAMPLE]
 
 
+def _padded(ids: Sequence[list[int]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(input_ids, attention_mask) of token id lists, right-padded to the longest: the calibration
+    reads float32 activations, which a shared pass does not move."""
+    width = max(len(x) for x in ids)
+    tokens = np.zeros((len(ids), width), dtype=np.int64)
+    mask = np.zeros((len(ids), width), dtype=np.int64)
+    for row, x in enumerate(ids):
+        tokens[row, : len(x)] = x
+        mask[row, : len(x)] = 1
+    return tokens, mask
+
+
 def calibrate(texts: list[str]) -> dict[str, Any]:
     import onnxruntime as ort
     from onnx import TensorProto, helper
     from safetensors.numpy import load_file
 
-    from engine.embed.onnx_encoder import OnnxEncoder, padded, weights_sha256
+    from engine.embed.onnx_encoder import OnnxEncoder, weights_sha256
     from engine.embed.onnx_graph import build_model
 
     model_dir = Path(_model_path())
@@ -53,7 +67,7 @@ def calibrate(texts: list[str]) -> dict[str, Any]:
     tokenize = OnnxEncoder(model_dir, b"")._ids
     amax = [np.zeros(int(cfg["hidden_size"]), dtype=np.float64) for _ in inputs]
     for start in range(0, len(texts), 32):
-        tokens, mask = padded(tokenize(texts[start : start + 32]))
+        tokens, mask = _padded(tokenize(texts[start : start + 32]))
         outs = session.run(inputs, {"input_ids": tokens, "attention_mask": mask})
         for i, out in enumerate(outs):
             amax[i] = np.maximum(amax[i], np.abs(out[mask.astype(bool)]).max(axis=0))

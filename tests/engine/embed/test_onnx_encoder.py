@@ -160,7 +160,7 @@ def int8_encoder(cache: Path) -> OnnxEncoder:
     return encoder
 
 
-def test_large_batches_share_their_chunks_among_lanes(int8_encoder: OnnxEncoder) -> None:
+def test_large_batches_share_their_texts_among_lanes(int8_encoder: OnnxEncoder) -> None:
     """With two threads a large batch runs on two one-thread lane sessions side by side (not on the
     sessions queries use), and gives the rows the one-thread pass gives."""
     texts = _turns(60)
