@@ -76,10 +76,38 @@ def _qty(out: Collector, clause: Clause, predicate: str, q: Quantity | None, con
              confidence=confidence, negated=False)  # fmt: skip
 
 
+#: what a cut at the date leaves hanging: "for the [next week]", "a few times before [next Saturday]"
+_DANGLING_WORDS = (
+    "for from on at in of by since until till about around before after during over within "
+    "the a an this that next last my"
+)
+_DANGLING = frozenset(_DANGLING_WORDS.split(" "))
+#: the same after a trimmed trailer, less the words a goal may end with ("get in", "a place to stay at")
+_DANGLING_TRIMMED = _DANGLING - {"from", "on", "at", "in", "of", "over", "next", "last", "my"}
+
+
+def _without_dangling(text: str, words: frozenset[str]) -> str:
+    parts = text.split()
+    while len(parts) > 1 and parts[-1].lower() in words:
+        parts.pop()
+    return " ".join(parts)
+
+
 def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
+    """The goal's object, cut before the date it states, and that date. A possessive date ("the ticket
+    stub from today's show") names a thing of the goal, not when it is: it stays in the object."""
     dm = find_relative(raw, out.reference)
-    text = raw[: dm.start] if dm and dm.start > 0 else raw
-    return clean_object(re.split(r"\s+(?:because|since|so that|but)\s", text)[0]), (dm.iso if dm else None)
+    if dm and raw[dm.end : dm.end + 2] in ("'s", "\u2019s"):
+        dm = None
+    cut = dm is not None and dm.start > 0
+    text = raw[: dm.start] if dm is not None and cut else raw
+    clause = re.split(r"\s+(?:because|since|so that|but)\s", text)[0]
+    obj = clean_object(clause)
+    if cut:
+        obj = _without_dangling(obj, _DANGLING)
+    elif obj != clause.strip().strip(" .!,;:\"'"):
+        obj = _without_dangling(obj, _DANGLING_TRIMMED)
+    return obj, (dm.iso if dm else None)
 
 
 def _budget_sentence(out: Collector, clause: Clause, s: str) -> None:

@@ -101,7 +101,8 @@ _TRAILERS = re.compile(
     r"(?:since|from|in|as of|starting)\s+(?:last|this|next)\s+\w+|since \d{4}|in \d{4}|"
     r"(?:last|this|next|on) (?:week|month|year|summer|winter|spring|fall|autumn|weekend|night|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|"
-    r"(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
+    r"(?:(?:about|around|almost|nearly|over|roughly|some)\s+)?(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
+    r"for now|for the time being|"
     r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
     r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,

@@ -157,6 +157,28 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
     assert fact.text == "User lives in Lisbon"
 
 
+@pytest.mark.parametrize(
+    ("text", "goal", "when"),
+    [
+        # a goal cut before its date keeps no word that led into the date
+        ("I'm trying to plan out my content for the next week.", "plan out my content", "2026-11-29"),
+        ("I'm planning to practice with my partner a few times before next Saturday.",
+         "practice with my partner a few times", None),
+        ("I want to focus on the Instagram stories for now.", "focus on the Instagram stories", None),
+        # a possessive date names a thing of the goal, not when it is
+        ("I'm also planning to frame the concert ticket stub from today's show.",
+         "frame the concert ticket stub from today's show", None),
+        ("I want to watch tomorrow's game.", "watch tomorrow's game", None),
+        # a goal that ends in a preposition keeps it
+        ("I'm trying to find some new music to listen to.", "find some new music to listen to", None),
+        ("I'm really hoping to get in now.", "get in", None),
+    ],
+)  # fmt: skip
+def test_a_goal_cut_at_its_date_is_left_whole(text: str, goal: str, when: str | None) -> None:
+    (fact,) = RuleExtractor().extract(text, reference_time=REF).facts
+    assert (fact.object, fact.event_date) == (goal, when)
+
+
 def test_negations_are_marked() -> None:
     assert facts("I no longer work at Acme.") == [("ent:user", "works_at", "ent:acme", None, True)]
     assert ("ent:user", "eats", "meat", None, True) in facts("I don't eat meat anymore.")
