@@ -172,6 +172,8 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
         # a goal that ends in a preposition keeps it
         ("I'm trying to find some new music to listen to.", "find some new music to listen to", None),
         ("I'm really hoping to get in now.", "get in", None),
+        ("I'd love to attend the festival I volunteered at last year.",
+         "attend the festival I volunteered at", "2025"),
     ],
 )  # fmt: skip
 def test_a_goal_cut_at_its_date_is_left_whole(text: str, goal: str, when: str | None) -> None:
