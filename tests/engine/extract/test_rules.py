@@ -181,6 +181,12 @@ def test_a_goal_cut_at_its_date_is_left_whole(text: str, goal: str, when: str | 
     assert (fact.object, fact.event_date) == (goal, when)
 
 
+def test_approximate_and_open_ended_times_are_trailers() -> None:
+    assert clean_object("vinyl collecting about three months ago") == "vinyl collecting"
+    assert clean_object("the Instagram stories for now") == "the Instagram stories"
+    assert clean_object("my hair for the time being.") == "my hair"
+
+
 def test_negations_are_marked() -> None:
     assert facts("I no longer work at Acme.") == [("ent:user", "works_at", "ent:acme", None, True)]
     assert ("ent:user", "eats", "meat", None, True) in facts("I don't eat meat anymore.")
