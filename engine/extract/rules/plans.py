@@ -78,12 +78,11 @@ def _qty(out: Collector, clause: Clause, predicate: str, q: Quantity | None, con
 
 #: what a cut at the date leaves hanging: "for the [next week]", "a few times before [next Saturday]"
 _DANGLING_WORDS = (
-    "for from on in of by since until till about around before after during over within "
-    "the a an this that next last my"
+    "for from on in of by since until till about around before after during over within the a an next last"
 )
 _DANGLING = frozenset(_DANGLING_WORDS.split(" "))
 #: the same after a trimmed trailer, less the words a goal may end with ("get in", "a place to stay at")
-_DANGLING_TRIMMED = _DANGLING - {"from", "on", "in", "of", "over", "next", "last", "my"}
+_DANGLING_TRIMMED = _DANGLING - {"from", "on", "in", "of", "over", "next", "last"}
 
 
 def _without_dangling(text: str, words: frozenset[str]) -> str:

@@ -172,6 +172,7 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
         # a goal that ends in a preposition keeps it
         ("I'm trying to find some new music to listen to.", "find some new music to listen to", None),
         ("I'm really hoping to get in now.", "get in", None),
+        ("I want to do something like this again.", "do something like this", None),
         ("I'd love to attend the festival I volunteered at last year.",
          "attend the festival I volunteered at", "2025"),
     ],
