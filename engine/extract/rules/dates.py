@@ -2,7 +2,8 @@
 
 - "July 4, 1990", "4 July 1990", "1990-07-04", "07/04/1990" (US order) -> "1990-07-04"
 - "March 3rd", "3rd of March" (no year) -> "--03-03" (ISO 8601 month-day)
-- "in 2019" -> "2019"; "yesterday", "last week", "two months ago", "next month" -> resolved dates
+- "in 2019" -> "2019"; "yesterday", "last week", "two months ago", "next month", "the 15th of last
+  month" -> resolved dates
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ NUMBER = r"(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleve
 #: "N days / weeks / months / years ago" (also read by `engine.retrieval.timeframe`)
 AGO = re.compile(rf"\b{NUMBER}\s+(?P<unit>day|week|month|year)s?\s+ago\b", re.IGNORECASE)
 _LAST_NEXT = re.compile(r"\b(?P<dir>last|next|this)\s+(?P<unit>week|month|year|weekend)\b", re.IGNORECASE)
+_ORDINAL = r"(?:the\s+)?\d{1,2}(?:st|nd|rd|th)"
+#: "the 15th of last month", "from the 10th to the 14th of next month": a day (the first) of a month
+#: named relative to today
+_DAY_OF = re.compile(
+    rf"\b(?:(?:from\s+)?(?P<first>{_ORDINAL})\s+(?:to|through|until|-)\s+)?(?P<day>{_ORDINAL})\s+of\s+"
+    r"(?P<dir>last|next|this)\s+month\b",
+    re.IGNORECASE,
+)
 _SIMPLE = re.compile(r"\b(?P<word>yesterday|today|tomorrow|tonight)\b", re.IGNORECASE)
 
 
@@ -123,6 +132,19 @@ def _last_next(m: re.Match[str], today: date) -> str | None:
     return str(year) if 1 <= year <= 9999 else None
 
 
+def _day_of(text: str, month: re.Match[str], today: date) -> DateMatch | None:
+    """The day of "the 15th of last month" ending at `month` ("last month"; a range's first), or None."""
+    if month.group("unit").lower() != "month":
+        return None
+    m = _DAY_OF.search(text, max(0, month.start() - 48), month.end())
+    if m is None or m.end() != month.end():
+        return None
+    shifted = _months_from(today, {"last": -1, "next": 1, "this": 0}[month.group("dir").lower()])
+    day = int(re.sub(r"\D", "", m.group("first") or m.group("day")))
+    iso = _iso(shifted.year, shifted.month, day) if shifted is not None else None
+    return DateMatch(iso, m.start(), m.end(), True) if iso else None
+
+
 def find_relative(text: str, reference: datetime) -> DateMatch | None:
     """The first relative date phrase, resolved against `reference` (a date, ISO). A phrase whose
     date would fall outside years 1-9999 resolves to nothing."""
@@ -135,6 +157,8 @@ def find_relative(text: str, reference: datetime) -> DateMatch | None:
         return DateMatch(iso, m.start(), m.end(), True) if iso else None
     for pattern, resolve in ((AGO, _ago), (_LAST_NEXT, _last_next)):
         m = pattern.search(text)
+        if m and pattern is _LAST_NEXT and (day := _day_of(text, m, today)) is not None:
+            return day
         if m:
             iso = resolve(m, today)
             return DateMatch(iso, m.start(), m.end(), True) if iso else None

@@ -9,7 +9,7 @@ from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.dates import find_absolute, find_date, find_relative
 from engine.extract.rules.entities import LANGUAGES, NATIONALITIES, is_person_name, is_place
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
-from engine.extract.rules.text import clean_object, is_capitalized, split_list
+from engine.extract.rules.text import DANGLING, clean_object, is_capitalized, split_list, without_dangling
 
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
 _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
@@ -64,6 +64,10 @@ _LANG_ADJ = re.compile(
 )
 
 
+#: a place name never ends in a preposition: "Lisbon in [May]", "the town I grew up at"
+_PLACE_DANGLING = DANGLING | {"at"}
+
+
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
     dm = find_date(raw, out.reference)
     text = raw[: dm.start] if dm and dm.start > 0 else raw
@@ -76,7 +80,7 @@ def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence:
         )[0]
     )
     obj = re.sub(r"^(?:the city of|downtown|central|a town called|a city called)\s+", "", obj, flags=re.I)
-    obj = re.sub(r"\s+(?:in|on|at|since|from|by|during)$", "", obj)
+    obj = without_dangling(obj, _PLACE_DANGLING)
     if not obj or not is_capitalized(obj) or len(obj.split()) > 4:
         return False
     eid = out.entity(obj, "place", 0.85 if is_place(obj) else 0.7)

@@ -14,7 +14,7 @@ from engine.extract.rules.quantities import (
     parse_money,
     parse_quantity,
 )
-from engine.extract.rules.text import clean_object
+from engine.extract.rules.text import DANGLING, clean_object, without_dangling
 
 _GOAL = re.compile(
     r"^(?P<v>want|wants|would like|would love|hope|hopes|am hoping|is hoping|aim|aims|am aiming|dream|"
@@ -76,20 +76,8 @@ def _qty(out: Collector, clause: Clause, predicate: str, q: Quantity | None, con
              confidence=confidence, negated=False)  # fmt: skip
 
 
-#: what a cut at the date leaves hanging: "for the [next week]", "a few times before [next Saturday]"
-_DANGLING_WORDS = (
-    "for from on in of by since until till about around before after during over within the a an next last"
-)
-_DANGLING = frozenset(_DANGLING_WORDS.split(" "))
-#: the same after a trimmed trailer, less the words a goal may end with ("get in", "a place to stay at")
-_DANGLING_TRIMMED = _DANGLING - {"from", "on", "in", "of", "over", "next", "last"}
-
-
-def _without_dangling(text: str, words: frozenset[str]) -> str:
-    parts = text.split()
-    while len(parts) > 1 and parts[-1].lower() in words:
-        parts.pop()
-    return " ".join(parts)
+#: what a trimmed trailer leaves hanging, less the words a goal may end with ("get in", "a place to stay at")
+_DANGLING_TRIMMED = DANGLING - {"from", "on", "in", "of", "over", "next", "last"}
 
 
 def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
@@ -103,9 +91,9 @@ def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
     clause = re.split(r"\s+(?:because|since|so that|but)\s", text)[0]
     obj = clean_object(clause)
     if cut:
-        obj = _without_dangling(obj, _DANGLING)
+        obj = without_dangling(obj)
     elif obj != clause.strip().strip(" .!,;:\"'"):
-        obj = _without_dangling(obj, _DANGLING_TRIMMED)
+        obj = without_dangling(obj, _DANGLING_TRIMMED)
     return obj, (dm.iso if dm else None)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import Clause, Collector
+from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import is_org, is_product
-from engine.extract.rules.text import clean_object, split_list, strip_article
+from engine.extract.rules.text import clean_object, split_list, strip_article, without_dangling
 
 _LIKES = re.compile(
     r"^(?:like|likes|love|loves|enjoy|enjoys|adore|adores|am into|is into|am (?:a )?(?:big |huge |massive )?fan of|"
@@ -85,8 +86,16 @@ _SKIP_OBJECTS = re.compile(
     r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE
 )
 
+#: an object that is a clause, whose parts are no things: "I love how it shows X and Y"
+_CLAUSE_OBJECT = re.compile(r"^(?:how|what|when|where|why)\b")  # lower case: "What Do You Meme" is a game
+
 
 def _items(raw: str) -> list[str]:
+    """The things of a list object. An object that is a clause ("how it shows X and Y") or a bare
+    "to" ("I love to.") names none: its parts are not things one likes."""
+    raw = re.sub(r"^to(?:\s+|$)", "", raw.strip())
+    if _CLAUSE_OBJECT.match(raw):
+        return []
     items: list[str] = []
     for item in split_list(re.split(r"\s+(?:because|since|but|when|while|so)\s", raw)[0]):
         item = strip_article(re.sub(r"^to\s+", "", item))
@@ -175,7 +184,10 @@ def _plays_and_owns(clause: Clause, out: Collector, vp: str) -> None:
             out.fact(clause, "plays", item, confidence=0.8)
     m = _OWNS.match(vp)
     if m:
-        obj = clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", m.group("o"))[0])
+        raw = m.group("o")
+        dm = find_date(raw, out.reference)  # "cleats on the 15th of last month": when, not what
+        raw = raw[: dm.start] if dm is not None and dm.start > 0 else raw
+        obj = without_dangling(clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", raw)[0]))
         first = obj.split()[0] if obj else ""
         if obj and (is_product(obj) or is_org(first) or is_product(first)) and first[:1].isupper():
             out.entity(obj, "product", 0.75)

@@ -127,6 +127,21 @@ def clean_object(text: str) -> str:
     return text
 
 
+#: what a cut at a date leaves hanging: "for the [next week]", "cleats on the [15th of last month]"
+DANGLING = frozenset(
+    {"for", "from", "on", "in", "of", "by", "since", "until", "till", "about", "around", "before", "after"}
+    | {"during", "over", "within", "the", "a", "an", "next", "last"}
+)
+
+
+def without_dangling(text: str, words: frozenset[str] = DANGLING) -> str:
+    """`text` less the trailing `words` (a word loop: a regex over runs of spaces is quadratic)."""
+    parts = text.split()
+    while len(parts) > 1 and parts[-1].lower() in words:
+        parts.pop()
+    return " ".join(parts)
+
+
 _ARTICLE = re.compile(r"^(?:a|an|the|some|my)\s+", re.IGNORECASE)
 
 
@@ -148,9 +163,15 @@ COMPOUNDS = re.compile(
 )
 
 
+#: a quoted title or phrase ("the "Before and After" post idea") is one thing as well
+_UNCUT = re.compile(
+    rf"{COMPOUNDS.pattern}|\"[^\"\n]{{1,120}}\"|\u201c[^\u201d\n]{{1,120}}\u201d", re.IGNORECASE
+)
+
+
 def separators(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    """The matches of `pattern` in `text` that do not fall inside one of its `COMPOUNDS`."""
-    inside = COMPOUNDS.finditer(text)
+    """The matches of `pattern` in `text` that do not fall inside one of its `COMPOUNDS` or a quote."""
+    inside = _UNCUT.finditer(text)
     span = next(inside, None)
     for m in pattern.finditer(text):
         while span is not None and span.end() <= m.start():

@@ -53,6 +53,12 @@ def test_absolute_dates(text: str, iso: str) -> None:
         ("next month", "2026-12"),
         ("last year", "2025"),
         ("in 2019", "2019"),
+        # a day of a month named relative to today, a range's first day; no such day: the month
+        ("on the 15th of last month", "2026-10-15"),
+        ("from the 10th to the 14th of next month", "2026-12-10"),
+        ("the 31st of next month", "2026-12-31"),
+        ("the 31st of last month", "2026-10-31"),
+        ("the 31st of this month", "2026-11"),
     ],
 )
 def test_relative_dates_resolve_against_the_reference(text: str, iso: str) -> None:
@@ -180,6 +186,55 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
 def test_a_goal_cut_at_its_date_is_left_whole(text: str, goal: str, when: str | None) -> None:
     (fact,) = RuleExtractor().extract(text, reference_time=REF).facts
     assert (fact.object, fact.event_date) == (goal, when)
+
+
+def test_a_goal_over_a_range_of_days_is_dated_by_its_first() -> None:
+    text = "I'm planning to travel to San Francisco from the 10th to the 14th of next month."
+    (fact,) = RuleExtractor().extract(text, reference_time=REF).facts
+    assert (fact.object, fact.event_date) == ("travel to San Francisco", "2026-12-10")
+
+
+@pytest.mark.parametrize(
+    ("text", "owned"),
+    [
+        ("I just got my new Nike Vapor 13 cleats on the 15th of last month.", "Nike Vapor 13 cleats"),
+        ("I also got my Fitbit scale on February 5th, and it's been great.", "Fitbit scale"),
+    ],
+)
+def test_an_owned_thing_is_cut_before_its_date(text: str, owned: str) -> None:
+    assert [(f.predicate, f.object) for f in RuleExtractor().extract(text, reference_time=REF).facts] == [
+        ("owns", owned)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love how it shows the togetherness and power you were talking about.",
+        "I love how the show explores their struggles and growth, both in their careers and relationships.",
+        "I like how they challenge me and help me build strength and flexibility.",
+        "Yeah, I love to. It's peaceful and special.",
+    ],
+)
+def test_a_clause_or_a_bare_to_after_likes_names_no_liked_thing(text: str) -> None:
+    assert [
+        f for f in RuleExtractor().extract(text, reference_time=REF).facts if f.predicate == "likes"
+    ] == []
+
+
+def test_a_quoted_name_is_one_liked_thing() -> None:
+    assert facts('I really like the "Before and After" post idea.') == [
+        ("ent:user", "likes", '"Before and After" post idea', None, False)
+    ]
+    assert split_list("\u201cSalt and Pepper\u201d, jazz and blues") == [
+        "\u201cSalt and Pepper\u201d",
+        "jazz",
+        "blues",
+    ]
+    # a list of liked things still splits; a title that starts with "What" is no clause
+    liked = [f.object for f in RuleExtractor().extract("I love hiking, swimming and reading.").facts]
+    assert liked == ["hiking", "swimming", "reading"]
+    assert "Taboo" in [f.object for f in RuleExtractor().extract("I love What Do You Meme and Taboo.").facts]
 
 
 def test_approximate_and_open_ended_times_are_trailers() -> None:
