@@ -85,6 +85,17 @@ _OWNS = re.compile(
 _SKIP_OBJECTS = re.compile(
     r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE
 )
+#: where a reason or a condition starts, the liked things end ("camping trips, 'cause nature brings peace")
+_REASON = re.compile(
+    # a match starts at a comma or at the first space of a run (else runs of spaces are quadratic)
+    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)\s|,\s*+cause\s",
+    re.IGNORECASE,
+)
+_WHEN_ESPECIALLY = re.compile(
+    r"^(?:especially|particularly)(?:$|\s+(?:during|on|in|at|for|from|with|when|since|if|after|before)\b)",
+    re.IGNORECASE,
+)
+_ARTICLE_ONLY = re.compile(r"^(?:the|a|an|my|some)$", re.IGNORECASE)
 
 #: an object that is a clause, whose parts are no things: "I love how it shows X and Y"
 _CLAUSE_OBJECT = re.compile(r"^(?:how|what|when|where|why)\b")  # lower case: "What Do You Meme" is a game
@@ -97,9 +108,18 @@ def _items(raw: str) -> list[str]:
     if _CLAUSE_OBJECT.match(raw):
         return []
     items: list[str] = []
-    for item in split_list(re.split(r"\s+(?:because|since|but|when|while|so)\s", raw)[0]):
-        item = strip_article(re.sub(r"^to\s+", "", item))
-        if item and not _SKIP_OBJECTS.match(item) and len(item.split()) <= 5:
+    for item in split_list(_REASON.split(raw)[0]):
+        if _WHEN_ESPECIALLY.match(item):
+            continue  # "I love live shows, especially on a summer night": when, not another thing
+        item = strip_article(
+            re.sub(r"^(?:to|especially|particularly)(?:\s+|$)", "", item, flags=re.IGNORECASE)
+        )
+        if (
+            item
+            and not _SKIP_OBJECTS.match(item)
+            and not _ARTICLE_ONLY.match(item)
+            and len(item.split()) <= 5
+        ):
             items.append(item)
     return items
 

@@ -222,6 +222,23 @@ def test_a_clause_or_a_bare_to_after_likes_names_no_liked_thing(text: str) -> No
     ] == []
 
 
+@pytest.mark.parametrize(
+    ("text", "liked"),
+    [
+        # a reason ends the liked things, "especially" leads to one of them, or to when
+        ("I love camping trips with my fam, 'cause nature brings such peace and serenity.",
+         ["camping trips with my fam"]),
+        ("I love Korean food, especially the spicy miso ramen.", ["Korean food", "spicy miso ramen"]),
+        ("I also love to read, especially while snuggled under the covers.", ["read"]),
+        ("I love trying new foods, especially from different cultures.", ["trying new foods"]),
+        ("I love the cause and the people.", ["cause", "people"]),
+    ],
+)  # fmt: skip
+def test_liked_things_end_at_a_reason_and_especially_names_one(text: str, liked: list[str]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == "likes"] == liked
+
+
 def test_a_quoted_name_is_one_liked_thing() -> None:
     assert facts('I really like the "Before and After" post idea.') == [
         ("ent:user", "likes", '"Before and After" post idea', None, False)
