@@ -124,13 +124,17 @@ def _items(raw: str) -> list[str]:
     return items
 
 
+#: "It's my favorite comfort meal!" names the meal in another sentence: no value here
+_PRONOUN = re.compile(r"^(?:it|this|that|these|those|they|them|he|she|one)$", re.IGNORECASE)
+
+
 def _favorites(clause: Clause, out: Collector) -> None:
     s = clause.sentence
     m = _FAV.search(s) or _FAV_REV.match(s.rstrip(" .!"))
     if m:  # "my favorite" is always the speaker's
         obj = clean_object(m.group("o"))
         cat = m.group("c").lower().replace(" ", "_")
-        if obj and len(obj.split()) <= 6:
+        if obj and len(obj.split()) <= 6 and not _PRONOUN.match(obj):
             out.fact(clause, f"favorite_{cat}", strip_article(obj), confidence=0.9, negated=False,
                      subject=clause.user, subject_name="User")  # fmt: skip
 

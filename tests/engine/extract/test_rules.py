@@ -239,6 +239,16 @@ def test_liked_things_end_at_a_reason_and_especially_names_one(text: str, liked:
     assert [f.object for f in facts if f.predicate == "likes"] == liked
 
 
+def test_a_favorite_named_by_a_pronoun_is_no_value() -> None:
+    text = "It's a tasty dish that's easy to make. It's my favorite comfort meal!"
+    assert [
+        f
+        for f in RuleExtractor().extract(text, reference_time=REF).facts
+        if f.predicate.startswith("favorite")
+    ] == []
+    assert facts("Lasagna is my favorite dish.") == [("ent:user", "favorite_dish", "Lasagna", None, False)]
+
+
 def test_a_quoted_name_is_one_liked_thing() -> None:
     assert facts('I really like the "Before and After" post idea.') == [
         ("ent:user", "likes", '"Before and After" post idea', None, False)
