@@ -129,12 +129,27 @@ def _self_statements(clause: Clause, out: Collector) -> None:
         _qty(out, clause, kind, q, 0.85)
 
 
+#: words of a goal that name nothing by themselves
+_FILLER = frozenset({"with", "either", "of", "things", "together", "all", "both"})
+_PRONOUNS = frozenset({"it", "them", "this", "that", "these", "those", "you", "him", "her", "me", "us"})
+#: what may stand beside them in a goal that only points back at what was said before
+_POINTERS = _PRONOUNS | {"out", "up", "over", "there", "here", "sometime", "someday", "soon", "again", "too"}
+
+
+def _points_back(goal: str) -> bool:
+    """A verb and a pronoun, nothing else of its own ("check them out", "try it sometime", "do either of
+    those things with you"): "User wants to check them out" tells an agent nothing."""
+    words = goal.lower().split()[1:]
+    rest = [w for w in words if w not in _POINTERS]
+    return any(w in _PRONOUNS for w in words) and all(w in _FILLER for w in rest)
+
+
 def _goals(clause: Clause, out: Collector, vp: str) -> None:
     """Goals and plans in the verb phrase: "I want to ...", "I plan to ...", "I'm saving for ..."."""
     m = _GOAL.match(vp)
     if m:
         obj, when = _goal_text(m.group("o"), out)
-        if obj and obj[0].islower() and len(obj.split()) <= 10:
+        if obj and obj[0].islower() and len(obj.split()) <= 10 and not _points_back(obj):
             kind = "plans" if m.group("v").lower() in _PLAN_VERBS else "goal"
             out.fact(clause, kind, obj, confidence=0.75, event_date=when)
     m = _GOAL_ING.match(vp)

@@ -264,6 +264,24 @@ def test_a_quoted_name_is_one_liked_thing() -> None:
     assert "Taboo" in [f.object for f in RuleExtractor().extract("I love What Do You Meme and Taboo.").facts]
 
 
+@pytest.mark.parametrize(
+    ("text", "goals"),
+    [
+        # a goal that only points back at what was said before tells an agent nothing
+        ("Got any paintings to show? I'd love to check them out.", []),
+        ("For sure! I'd love to do either of those things with you!", []),
+        ("I'd love to try it sometime.", []),
+        # one word of its own is enough
+        ("I want to try making it tonight.", ["try making it"]),
+        ("I want to visit them in Lisbon.", ["visit them in Lisbon"]),
+        ("I want to stay up.", ["stay up"]),
+    ],
+)  # fmt: skip
+def test_a_goal_that_only_points_back_is_no_goal(text: str, goals: list[str]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate in ("goal", "plans")] == goals
+
+
 def test_approximate_and_open_ended_times_are_trailers() -> None:
     assert clean_object("vinyl collecting about three months ago") == "vinyl collecting"
     assert clean_object("the Instagram stories for now") == "the Instagram stories"
