@@ -172,6 +172,13 @@ def find_date(text: str, reference: datetime) -> DateMatch | None:
     return find_absolute(text) or find_relative(text, reference)
 
 
+def before_date(text: str, reference: datetime) -> tuple[str, DateMatch | None]:
+    """`text` up to the date it states (all of it when it starts with the date), and that date: "Acme
+    since last May" -> "Acme ", "cleats on the 15th of last month" -> "cleats on "."""
+    dm = find_date(text, reference)
+    return (text[: dm.start] if dm is not None and dm.start > 0 else text), dm
+
+
 def human_date(iso: str) -> str:
     """'1990-07-04' -> 'July 4, 1990'; '--03-03' -> 'March 3'; '2019-05' -> 'May 2019'; else as is."""
     m = re.fullmatch(r"(?:(\d{4})|-)-(\d{2})(?:-(\d{2}))?", iso)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import Clause, Collector
-from engine.extract.rules.dates import find_absolute, find_date, find_relative
+from engine.extract.rules.dates import before_date, find_absolute, find_relative
 from engine.extract.rules.entities import LANGUAGES, NATIONALITIES, is_person_name, is_place
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
 from engine.extract.rules.text import DANGLING, clean_object, is_capitalized, split_list, without_dangling
@@ -69,8 +69,7 @@ _PLACE_DANGLING = DANGLING | {"at"}
 
 
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
-    dm = find_date(raw, out.reference)
-    text = raw[: dm.start] if dm and dm.start > 0 else raw
+    text, dm = before_date(raw, out.reference)
     obj = clean_object(
         re.split(
             r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b|\s+(?:in|on|by|this|last|next) "

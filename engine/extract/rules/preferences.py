@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import Clause, Collector
-from engine.extract.rules.dates import find_date
+from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import is_org, is_product
 from engine.extract.rules.text import clean_object, split_list, strip_article, without_dangling
 
@@ -208,9 +208,8 @@ def _plays_and_owns(clause: Clause, out: Collector, vp: str) -> None:
             out.fact(clause, "plays", item, confidence=0.8)
     m = _OWNS.match(vp)
     if m:
-        raw = m.group("o")
-        dm = find_date(raw, out.reference)  # "cleats on the 15th of last month": when, not what
-        raw = raw[: dm.start] if dm is not None and dm.start > 0 else raw
+        # "cleats on the 15th of last month": when it was got, not what
+        raw, _ = before_date(m.group("o"), out.reference)
         obj = without_dangling(clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", raw)[0]))
         first = obj.split()[0] if obj else ""
         if obj and (is_product(obj) or is_org(first) or is_product(first)) and first[:1].isupper():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import LEAD, Clause, Collector
-from engine.extract.rules.dates import find_date
+from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
 from engine.extract.rules.text import clean_object, cut_at, is_capitalized
 
@@ -77,8 +77,7 @@ _TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
 def _org(
     out: Collector, clause: Clause, raw: str, *, negated: bool | None = None, confidence: float = 0.85
 ) -> bool:
-    dm = find_date(raw, out.reference)
-    text = raw[: dm.start] if dm and dm.start > 0 else raw
+    text, dm = before_date(raw, out.reference)
     text = re.sub(r"^(?:my job at|my position at|my job with)\s+", "", text, flags=re.I)
     obj = clean_object(cut_at(_ORG_END, text))
     obj = re.sub(r"^the\s+", "", obj)
