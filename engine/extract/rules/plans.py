@@ -130,7 +130,7 @@ def _self_statements(clause: Clause, out: Collector) -> None:
 
 
 #: words of a goal that name nothing by themselves
-_FILLER = frozenset({"with", "either", "of", "things", "together", "all", "both"})
+_FILLER = frozenset({"with", "either", "of", "things", "together", "all", "both", "make", "happen"})
 _PRONOUNS = frozenset({"it", "them", "this", "that", "these", "those", "you", "him", "her", "me", "us"})
 #: what may stand beside them in a goal that only points back at what was said before
 _POINTERS = _PRONOUNS | {"out", "up", "over", "there", "here", "sometime", "someday", "soon", "again", "too"}
@@ -144,14 +144,20 @@ def _points_back(goal: str) -> bool:
     return any(w in _PRONOUNS for w in words) and all(w in _FILLER for w in rest)
 
 
+#: "I'm going to a conference / to Lisbon": a place, so the plan is to go there
+_PLACE_START = re.compile(r"^(?:(?:a|an|the|my|our|his|her|their|some)\s|[A-Z])")
+
+
 def _goals(clause: Clause, out: Collector, vp: str) -> None:
     """Goals and plans in the verb phrase: "I want to ...", "I plan to ...", "I'm saving for ..."."""
     m = _GOAL.match(vp)
     if m:
         obj, when = _goal_text(m.group("o"), out)
-        if obj and obj[0].islower() and len(obj.split()) <= 10 and not _points_back(obj):
-            kind = "plans" if m.group("v").lower() in _PLAN_VERBS else "goal"
-            out.fact(clause, kind, obj, confidence=0.75, event_date=when)
+        verb = m.group("v").lower()
+        place = verb in ("am going", "is going") and _PLACE_START.match(obj) is not None
+        if obj and (place or obj[0].islower()) and len(obj.split()) <= 10 and not _points_back(obj):
+            kind = "plans" if verb in _PLAN_VERBS else "goal"
+            out.fact(clause, kind, f"go to {obj}" if place else obj, confidence=0.75, event_date=when)
     m = _GOAL_ING.match(vp)
     if m:
         verb = m.group("v").lower().split()[0]

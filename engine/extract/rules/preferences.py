@@ -88,8 +88,14 @@ _SKIP_OBJECTS = re.compile(
 #: where a reason or a condition starts, the liked things end ("camping trips, 'cause nature brings peace")
 _REASON = re.compile(
     # a match starts at a comma or at the first space of a run (else runs of spaces are quadratic)
-    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)\s|,\s*+cause\s",
+    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)\s|,\s*+cause\s"
+    # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
+    r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014",
     re.IGNORECASE,
+)
+#: a pronoun, or "these / those ..." ("I like those ideas"), points back at what was said: no thing of its own
+_POINTS_BACK = re.compile(
+    r"^(?:me|us|everywhere|everything|everyone|everybody|anything|anyone|someone|these|those|ones?)(?:\s|$)"
 )
 _WHEN_ESPECIALLY = re.compile(
     r"^(?:especially|particularly)(?:$|\s+(?:during|on|in|at|for|from|with|when|since|if|after|before)\b)",
@@ -112,11 +118,12 @@ def _items(raw: str) -> list[str]:
         if _WHEN_ESPECIALLY.match(item):
             continue  # "I love live shows, especially on a summer night": when, not another thing
         item = strip_article(
-            re.sub(r"^(?:to|especially|particularly)(?:\s+|$)", "", item, flags=re.IGNORECASE)
+            re.sub(r"^(?:to|especially|particularly|both(?: of)?)(?:\s+|$)", "", item, flags=re.IGNORECASE)
         )
         if (
             item
             and not _SKIP_OBJECTS.match(item)
+            and not _POINTS_BACK.match(item)
             and not _ARTICLE_ONLY.match(item)
             and len(item.split()) <= 5
         ):

@@ -232,9 +232,30 @@ def test_a_clause_or_a_bare_to_after_likes_names_no_liked_thing(text: str) -> No
         ("I also love to read, especially while snuggled under the covers.", ["read"]),
         ("I love trying new foods, especially from different cultures.", ["trying new foods"]),
         ("I love the cause and the people.", ["cause", "people"]),
+        # a dash starts a remark; "both" leads to the things
+        ("I'm a big fan of pottery - the creativity and skill is awesome.", ["pottery"]),
+        ("I love hiking\u2014it clears my head.", ["hiking"]),
+        ("I love the 1990 - 2000 era.", ["1990 - 2000 era"]),
+        ("I'm a fan of both jazz and blues.", ["jazz", "blues"]),
     ],
 )  # fmt: skip
 def test_liked_things_end_at_a_reason_and_especially_names_one(text: str, liked: list[str]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == "likes"] == liked
+
+
+@pytest.mark.parametrize(
+    ("text", "liked"),
+    [
+        # a pronoun or "these / those ..." points back at what was said: no thing of its own
+        ("I like those ideas, but I need something cheaper.", []),
+        ("I'm obsessed with those, so I made something.", []),
+        ("I went to a parade and it was awesome - so much energy and love everywhere.", []),
+        ("I'm much happier being around those who accept and love me.", []),
+        ("I love one-pot pasta.", ["one-pot pasta"]),
+    ],
+)  # fmt: skip
+def test_a_like_that_points_back_names_nothing(text: str, liked: list[str]) -> None:
     facts = RuleExtractor().extract(text, reference_time=REF).facts
     assert [f.object for f in facts if f.predicate == "likes"] == liked
 
@@ -275,11 +296,28 @@ def test_a_quoted_name_is_one_liked_thing() -> None:
         ("I want to try making it tonight.", ["try making it"]),
         ("I want to visit them in Lisbon.", ["visit them in Lisbon"]),
         ("I want to stay up.", ["stay up"]),
+        ("It's important to me, and I want to help make that happen.", []),
+        ("I want to make it to the finals.", ["make it to the finals"]),
     ],
 )  # fmt: skip
 def test_a_goal_that_only_points_back_is_no_goal(text: str, goals: list[str]) -> None:
     facts = RuleExtractor().extract(text, reference_time=REF).facts
     assert [f.object for f in facts if f.predicate in ("goal", "plans")] == goals
+
+
+@pytest.mark.parametrize(
+    ("text", "plan", "when"),
+    [
+        # "going to" a place is a plan to go there, not a plan named by the place
+        ("I'm going to a transgender conference this month.", "go to a transgender conference", "2026-11"),
+        ("I'm going to Lisbon next week.", "go to Lisbon", "2026-11-29"),
+        ("I'm going to try sushi.", "try sushi", None),
+    ],
+)  # fmt: skip
+def test_going_to_a_place_is_a_plan_to_go_there(text: str, plan: str, when: str | None) -> None:
+    (fact,) = RuleExtractor().extract(text, reference_time=REF).facts
+    expected = ("plans", plan, f"User plans to {plan}", when)
+    assert (fact.predicate, fact.object, fact.text, fact.event_date) == expected
 
 
 def test_approximate_and_open_ended_times_are_trailers() -> None:
