@@ -82,8 +82,11 @@ _OWNS = re.compile(
     r"^(?:drive|drives|own|owns|have|has|bought|got|use|ride) (?:an? |the |my )?(?:new |used |old |brand new )?(?P<o>.+)$",
     re.IGNORECASE,
 )
+#: objects that name no thing of their own; a lower-case pronoun, or "these / those ..." ("I like those
+#: ideas"), points back at what was said ("US history" is a thing)
 _SKIP_OBJECTS = re.compile(
-    r"^(?:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b", re.IGNORECASE
+    r"^(?:(?i:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b"
+    r"|(?:me|us|everywhere|everything|everyone|everybody|anything|anyone|someone|these|those|ones?)(?:\s|$))"
 )
 #: where a reason or a condition starts, the liked things end ("camping trips, 'cause nature brings peace")
 _REASON = re.compile(
@@ -92,10 +95,6 @@ _REASON = re.compile(
     # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
     r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014",
     re.IGNORECASE,
-)
-#: a pronoun, or "these / those ..." ("I like those ideas"), points back at what was said: no thing of its own
-_POINTS_BACK = re.compile(
-    r"^(?:me|us|everywhere|everything|everyone|everybody|anything|anyone|someone|these|those|ones?)(?:\s|$)"
 )
 _WHEN_ESPECIALLY = re.compile(
     r"^(?:especially|particularly)(?:$|\s+(?:during|on|in|at|for|from|with|when|since|if|after|before)\b)",
@@ -123,7 +122,6 @@ def _items(raw: str) -> list[str]:
         if (
             item
             and not _SKIP_OBJECTS.match(item)
-            and not _POINTS_BACK.match(item)
             and not _ARTICLE_ONLY.match(item)
             and len(item.split()) <= 5
         ):
