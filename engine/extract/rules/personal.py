@@ -58,7 +58,17 @@ _NATIONALITY = re.compile(
     r"^(?:am|is) (?:an? )?(?P<o>[A-Z][a-z]+)(?: citizen| national)?(?:$|\s*,|\s+(?:but|and|by)\b)"
 )
 _SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
-_LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?:how )?(?:to )?(?P<o>.+)$", re.IGNORECASE)
+_LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?P<o>.+)$", re.IGNORECASE)
+#: where what one learns ends: a comma, a dash, a reason, a second verb, or how long ("for a few months")
+_LEARNING_END = re.compile(
+    r"[,;\u2014]|\s[-\u2013]\s|\s(?:but|because|since|so|and (?:want|need|it|I))\b"
+    r"|\sfor (?:about |over |almost |nearly )?(?:a few|a couple of|several|\d+|a|one|two|three) (?:days|weeks|months|years)\b",
+    re.IGNORECASE,
+)
+#: how much one learns is no part of what: "a lot about Agile" is learning about Agile
+_LEARNING_AMOUNT = re.compile(r"^(?:a lot|a bit|a little|so much|lots)(?: of)?\s+", re.IGNORECASE)
+#: what only points back, or a verb joined on: "learning so much from it", "learning and want to ..."
+_LEARNING_NOTHING = re.compile(r"^(?:and|or)\b|\b(?:it|them|this|that|these|those)$", re.IGNORECASE)
 _LANG_ADJ = re.compile(
     r"^(?:fluent|some|a little|a bit of|basic|native|conversational|decent)\s+", re.IGNORECASE
 )
@@ -196,8 +206,9 @@ def _languages(clause: Clause, out: Collector, vp: str) -> None:
                 out.fact(clause, "speaks", lang, confidence=0.85)
     m = _LEARNING.match(vp)
     if m:
-        obj = clean_object(m.group("o"))
-        if obj and not find_relative(obj, out.reference):
+        # "learning how to draw" keeps its "how to": a bare verb ("is learning draw") is no thing
+        obj = _LEARNING_AMOUNT.sub("", clean_object(_LEARNING_END.split(m.group("o"))[0]))
+        if obj and not _LEARNING_NOTHING.search(obj) and not find_relative(obj, out.reference):
             out.fact(clause, "learning", obj, confidence=0.75)
 
 

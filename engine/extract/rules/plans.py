@@ -138,8 +138,11 @@ _POINTERS = _PRONOUNS | {"out", "up", "over", "there", "here", "sometime", "some
 
 def _points_back(goal: str) -> bool:
     """A verb and a pronoun, nothing else of its own ("check them out", "try it sometime", "do either of
-    those things with you"): "User wants to check them out" tells an agent nothing."""
+    those things with you"), or a part of a pronoun's thing: "User wants to check them out" tells an
+    agent nothing."""
     words = goal.lower().split()[1:]
+    if len(words) > 1 and words[-2] == "of" and words[-1] in _PRONOUNS:
+        return True  # a part of what was said: "make the most of it", "take good care of them"
     rest = [w for w in words if w not in _POINTERS]
     return any(w in _PRONOUNS for w in words) and all(w in _FILLER for w in rest)
 

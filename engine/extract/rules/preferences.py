@@ -106,26 +106,41 @@ _ARTICLE_ONLY = re.compile(r"^(?:the|a|an|my|some)$", re.IGNORECASE)
 _CLAUSE_OBJECT = re.compile(r"^(?:how|what|when|where|why)\b")  # lower case: "What Do You Meme" is a game
 
 
+#: an aside in a list of liked things, no thing of its own ("I don't like bowling itself, to be honest")
+_ASIDE = re.compile(
+    r"^(?:to be (?:honest|fair|frank|sure)|honestly|though|anyway|I (?:guess|think|mean))$", re.I
+)
+#: a thing "of" a pronoun is a part of what was said before: "the taste of these", "some of those ideas"
+#: ("the food of this city" is a thing)
+_OF_PRONOUN = re.compile(r"\bof (?:it|them|these|those)\b|\bof (?:this|that)$")
+
+
 def _items(raw: str) -> list[str]:
     """The things of a list object. An object that is a clause ("how it shows X and Y") or a bare
-    "to" ("I love to.") names none: its parts are not things one likes."""
-    raw = re.sub(r"^to(?:\s+|$)", "", raw.strip())
+    "to" ("I love to.") names none: its parts are not things one likes. After "to" the items that are
+    verbs keep it ("I love to read" -> "to read"): a bare verb is no thing."""
+    raw = raw.strip()
+    infinitive = re.match(r"^to(?:\s+|$)", raw) is not None
+    raw = raw[3:] if infinitive else raw
     if _CLAUSE_OBJECT.match(raw):
         return []
     items: list[str] = []
     for item in split_list(_REASON.split(raw)[0]):
-        if _WHEN_ESPECIALLY.match(item):
+        if _WHEN_ESPECIALLY.match(item) or _ASIDE.match(item):
             continue  # "I love live shows, especially on a summer night": when, not another thing
         item = strip_article(
             re.sub(r"^(?:to|especially|particularly|both(?: of)?)(?:\s+|$)", "", item, flags=re.IGNORECASE)
         )
+        item = re.sub(r"\s+(?:itself|themselves)$", "", item)
+        item = re.sub(r"^sound of\s+(?:(?:the|a|an)\s+)?", "", item)  # "I like the sound of the lentil soup"
         if (
             item
             and not _SKIP_OBJECTS.match(item)
             and not _ARTICLE_ONLY.match(item)
+            and not _OF_PRONOUN.search(item)
             and len(item.split()) <= 5
         ):
-            items.append(item)
+            items.append(f"to {item}" if infinitive and not item.split()[0].endswith("ing") else item)
     return items
 
 
@@ -139,7 +154,13 @@ def _favorites(clause: Clause, out: Collector) -> None:
     if m:  # "my favorite" is always the speaker's
         obj = clean_object(m.group("o"))
         cat = m.group("c").lower().replace(" ", "_")
-        if obj and len(obj.split()) <= 6 and not _PRONOUN.match(obj):
+        if not obj or len(obj.split()) > 6 or _PRONOUN.match(obj):
+            return
+        if re.search(r"\bone of\s+$", s[: m.start()], re.IGNORECASE):
+            # "one of my favorite dishes is lasagna": one liked thing of several, not the favorite
+            out.fact(clause, "likes", strip_article(obj), confidence=0.85, negated=False,
+                     subject=clause.user, subject_name="User")  # fmt: skip
+        else:
             out.fact(clause, f"favorite_{cat}", strip_article(obj), confidence=0.9, negated=False,
                      subject=clause.user, subject_name="User")  # fmt: skip
 

@@ -229,7 +229,7 @@ def test_a_clause_or_a_bare_to_after_likes_names_no_liked_thing(text: str) -> No
         ("I love camping trips with my fam, 'cause nature brings such peace and serenity.",
          ["camping trips with my fam"]),
         ("I love Korean food, especially the spicy miso ramen.", ["Korean food", "spicy miso ramen"]),
-        ("I also love to read, especially while snuggled under the covers.", ["read"]),
+        ("I also love to read, especially while snuggled under the covers.", ["to read"]),
         ("I love trying new foods, especially from different cultures.", ["trying new foods"]),
         ("I love the cause and the people.", ["cause", "people"]),
         # a dash starts a remark; "both" leads to the things
@@ -258,6 +258,56 @@ def test_liked_things_end_at_a_reason_and_especially_names_one(text: str, liked:
 def test_a_like_that_points_back_names_nothing(text: str, liked: list[str]) -> None:
     facts = RuleExtractor().extract(text, reference_time=REF).facts
     assert [f.object for f in facts if f.predicate == "likes"] == liked
+
+
+@pytest.mark.parametrize(
+    ("text", "predicate", "values"),
+    [
+        # after "to" a liked verb keeps it: "User likes relax by reading" says nothing right
+        ("I like to relax by reading.", "likes", ["to relax by reading"]),
+        ("I love to swim, dance and do yoga.", "likes", ["to swim", "to dance", "to do yoga"]),
+        ("I love to travel and hiking.", "likes", ["to travel", "hiking"]),
+        # an aside is no liked thing, and "itself" is no part of one
+        ("I also don't like bowling itself, to be honest.", "dislikes", ["bowling"]),
+        # a part of a pronoun's thing points back; "the sound of X" approves X
+        ("I enjoy the taste of these.", "likes", []),
+        ("I don't really like any of those suggestions.", "dislikes", []),
+        ("I love the awesome food of this city.", "likes", ["awesome food of this city"]),
+        ("I like the sound of the lentil soup.", "likes", ["lentil soup"]),
+        ("I like the sound of The Immortalists.", "likes", ["The Immortalists"]),
+        ("I love the sound of those recipes!", "likes", []),
+        # one favorite of several is a liked thing, not the single-valued favorite
+        ("One of my favorite dishes is lasagna!", "likes", ["lasagna"]),
+        ("One of my favorite dishes is lasagna!", "favorite_dishes", []),
+    ],
+)  # fmt: skip
+def test_liked_things_read_as_said(text: str, predicate: str, values: list[str]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == predicate] == values
+    assert all(not f.text.startswith("User likes to to") for f in facts)
+
+
+def test_a_liked_verb_reads_as_a_sentence() -> None:
+    (fact,) = RuleExtractor().extract("I like to relax by reading.", reference_time=REF).facts
+    assert fact.text == "User likes to relax by reading"
+
+
+@pytest.mark.parametrize(
+    ("text", "learning"),
+    [
+        ("I'm still just learning how to draw, but I love writing.", ["how to draw"]),
+        ("I've been learning Spanish for a few months now, but I feel stuck.", ["Spanish"]),
+        ("I've been learning a lot about Agile methodologies lately.", ["about Agile methodologies"]),
+        ("I'm learning German now - tough but fun.", ["German"]),
+        ("I've been learning about aquarium keeping for about 6 months now.", ["about aquarium keeping"]),
+        # nothing of its own: a verb joined on, or only what was said before
+        ("I'm still learning and want to make sure I'm doing it correctly.", []),
+        ("I've been learning so much from it.", []),
+    ],
+)  # fmt: skip
+def test_what_one_learns_ends_where_its_clause_does(text: str, learning: list[str]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == "learning"] == learning
 
 
 def test_a_favorite_named_by_a_pronoun_is_no_value() -> None:
@@ -298,6 +348,11 @@ def test_a_quoted_name_is_one_liked_thing() -> None:
         ("I want to stay up.", ["stay up"]),
         ("It's important to me, and I want to help make that happen.", []),
         ("I want to make it to the finals.", ["make it to the finals"]),
+        # a part of a pronoun's thing points back too
+        ("I just moved into a place with a great backyard and I want to make the most of it.", []),
+        ("I just want to get rid of it.", []),
+        ("I want to keep track of them.", []),
+        ("I want to visit the Museum of Modern Art.", ["visit the Museum of Modern Art"]),
     ],
 )  # fmt: skip
 def test_a_goal_that_only_points_back_is_no_goal(text: str, goals: list[str]) -> None:
