@@ -91,7 +91,9 @@ _SKIP_OBJECTS = re.compile(
 #: where a reason or a condition starts, the liked things end ("camping trips, 'cause nature brings peace")
 _REASON = re.compile(
     # a match starts at a comma or at the first space of a run (else runs of spaces are quadratic)
-    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)\s|,\s*+cause\s"
+    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)[\s,]|,\s*+cause\s"
+    # a subject after a comma starts a clause of its own ("sci-fi movies, they're a great escape")
+    r"|,\s*+(?:and\s++)?(?:they|he|she|we|it|I)(?=\s|['\u2019])"
     # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
     r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014",
     re.IGNORECASE,
@@ -110,6 +112,9 @@ _CLAUSE_OBJECT = re.compile(r"^(?:how|what|when|where|why)\b")  # lower case: "W
 _ASIDE = re.compile(
     r"^(?:to be (?:honest|fair|frank|sure)|honestly|though|anyway|I (?:guess|think|mean))$", re.I
 )
+#: a verb makes a clause, not a thing ("I love action movies, the effects are so cool"; lower case: titles),
+#: unless a relative pronoun or a gerund holds it ("books that are engaging", "making sure vets are fed")
+_COPULA = re.compile(r"^(?!\S+ing\b)(?:(?!\b(?:that|which|who)\b).)*?\b(?:is|are|was|were)\b")
 #: a thing "of" a pronoun is a part of what was said before: "the taste of these", "some of those ideas"
 #: ("the food of this city" is a thing)
 _OF_PRONOUN = re.compile(r"\bof (?:it|them|these|those)\b|\bof (?:this|that)$")
@@ -129,7 +134,12 @@ def _items(raw: str) -> list[str]:
         if _WHEN_ESPECIALLY.match(item) or _ASIDE.match(item):
             continue  # "I love live shows, especially on a summer night": when, not another thing
         item = strip_article(
-            re.sub(r"^(?:to|especially|particularly|both(?: of)?)(?:\s+|$)", "", item, flags=re.IGNORECASE)
+            re.sub(
+                r"^(?:to|especially|particularly|both(?: of)?|also|like|such as|including)(?:\s+|$)",
+                "",
+                item,
+                flags=re.IGNORECASE,
+            )
         )
         item = re.sub(r"\s+(?:itself|themselves)$", "", item)
         item = re.sub(r"^sound of\s+(?:(?:the|a|an)\s+)?", "", item)  # "I like the sound of the lentil soup"
@@ -138,6 +148,7 @@ def _items(raw: str) -> list[str]:
             and not _SKIP_OBJECTS.match(item)
             and not _ARTICLE_ONLY.match(item)
             and not _OF_PRONOUN.search(item)
+            and not _COPULA.search(item)
             and len(item.split()) <= 5
         ):
             items.append(f"to {item}" if infinitive and not item.split()[0].endswith("ing") else item)

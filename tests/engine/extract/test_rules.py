@@ -276,6 +276,17 @@ def test_a_like_that_points_back_names_nothing(text: str, liked: list[str]) -> N
         ("I like the sound of the lentil soup.", "likes", ["lentil soup"]),
         ("I like the sound of The Immortalists.", "likes", ["The Immortalists"]),
         ("I love the sound of those recipes!", "likes", []),
+        # a clause after the liked things is none of them: a subject, a verb, "but", "of course"
+        ("I love football, but, of course, the most important reason is to improve yourself.", "likes",
+         ["football"]),
+        ("I love fantasy and sci-fi movies, they're a great escape.", "likes", ["fantasy", "sci-fi movies"]),
+        ("Yes, I really love cats, and they also need a home, love, and care.", "likes", ["cats"]),
+        ("I love action and sci-fi movies, the effects are so cool!", "likes", ["action", "sci-fi movies"]),
+        ("I love books that are engaging.", "likes", ["books that are engaging"]),
+        ("I like making sure veterans are supported.", "likes", ["making sure veterans are supported"]),
+        # "also", "like", "such as" lead to the thing
+        ("I like also cheese pizza and prosciutto.", "likes", ["cheese pizza", "prosciutto"]),
+        ("I'm into games now, like RPGs and strategy games.", "likes", ["games", "RPGs", "strategy games"]),
         # one favorite of several is a liked thing, not the single-valued favorite
         ("One of my favorite dishes is lasagna!", "likes", ["lasagna"]),
         ("One of my favorite dishes is lasagna!", "favorite_dishes", []),
