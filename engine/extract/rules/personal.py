@@ -19,7 +19,11 @@ _CALL_ME = re.compile(
 )
 _AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")
 _AGE = re.compile(
-    rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?:\s*(?:years?|yrs?)(?: old)?| y/?o)?(?P<rest>.*)$",
+    rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?P<u>[\s-]*(?:years?|yrs?)(?:[- ]old)?| y/?o)?(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_AGE_END = re.compile(
+    r"\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though)\b)",
     re.IGNORECASE,
 )
 _AGE_TURNED = re.compile(
@@ -143,10 +147,9 @@ def _name_and_age(clause: Clause, out: Collector, vp: str) -> None:
         if m and is_person_name(m.group("name")) and m.group("name") not in NATIONALITIES:
             out.fact(clause, "name", m.group("name"), confidence=0.75)
     m = _AGE.match(vp)
-    if m and not re.match(
-        r"^\s*(?:%|percent|minutes|hours|days|weeks|months|kg|km|cm|lbs?|miles|feet|ft|\$)",
-        m.group("rest"),
-    ):
+    # a bare number is an age only where nothing it counts follows: "I'm 20, and ...", not "I'm 2
+    # episodes behind" or "Skyrim is one of my favorites"
+    if m and (m.group("u") or _AGE_END.match(m.group("rest"))):
         _age(out, clause, m.group("n"), 0.9)
     m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
     if m:

@@ -321,6 +321,24 @@ def test_what_one_learns_ends_where_its_clause_does(text: str, learning: list[st
     assert [f.object for f in facts if f.predicate == "learning"] == learning
 
 
+@pytest.mark.parametrize(
+    ("text", "ages"),
+    [
+        # a bare number is an age only where nothing it counts follows
+        ("I'm 2 episodes behind, and I don't want to fall too far behind.", []),
+        ("I'm currently 10 books ahead of schedule.", []),
+        ("Ratatouille is one of my favorites!", []),
+        ("I'm 20, and I'm interested in a mix of activities.", [20]),
+        ("I'm 32-year-old male, and I'm applying for a green card.", [32]),
+        ("I'm 34 now.", [34]),
+        ("I'm 29 years old and live in Oslo.", [29]),
+    ],
+)  # fmt: skip
+def test_an_age_is_a_number_of_years(text: str, ages: list[int]) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == "age"] == ages
+
+
 def test_a_favorite_named_by_a_pronoun_is_no_value() -> None:
     text = "It's a tasty dish that's easy to make. It's my favorite comfort meal!"
     assert [
