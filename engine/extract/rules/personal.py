@@ -23,7 +23,7 @@ _AGE = re.compile(
     re.IGNORECASE,
 )
 _AGE_END = re.compile(
-    r"\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though)\b)",
+    r"(?<!\s)\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though)\b)",
     re.IGNORECASE,
 )
 _AGE_TURNED = re.compile(
