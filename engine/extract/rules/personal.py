@@ -9,7 +9,14 @@ from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.dates import before_date, find_absolute, find_relative
 from engine.extract.rules.entities import LANGUAGES, NATIONALITIES, is_person_name, is_place
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
-from engine.extract.rules.text import DANGLING, clean_object, is_capitalized, split_list, without_dangling
+from engine.extract.rules.text import (
+    DANGLING,
+    REASON,
+    clean_object,
+    is_capitalized,
+    split_list,
+    without_dangling,
+)
 
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
 _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
@@ -63,9 +70,10 @@ _NATIONALITY = re.compile(
 )
 _SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
 _LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?P<o>.+)$", re.IGNORECASE)
-#: where what one learns ends: a comma, a dash, a reason, a second verb, or how long ("for a few months")
+#: where what one learns ends besides a reason or a remark (`REASON`): any comma, a second verb, or
+#: how long ("for a few months")
 _LEARNING_END = re.compile(
-    r"[,;\u2014]|\s[-\u2013]\s|\s(?:but|because|since|so|and (?:want|need|it|I))\b"
+    r"[,;]|\sand (?:want|need|it|I)\b"
     r"|\sfor (?:about |over |almost |nearly )?(?:a few|a couple of|several|\d+|a|one|two|three) (?:days|weeks|months|years)\b",
     re.IGNORECASE,
 )
@@ -210,7 +218,7 @@ def _languages(clause: Clause, out: Collector, vp: str) -> None:
     m = _LEARNING.match(vp)
     if m:
         # "learning how to draw" keeps its "how to": a bare verb ("is learning draw") is no thing
-        obj = _LEARNING_AMOUNT.sub("", clean_object(_LEARNING_END.split(m.group("o"))[0]))
+        obj = _LEARNING_AMOUNT.sub("", clean_object(_LEARNING_END.split(REASON.split(m.group("o"))[0])[0]))
         if obj and not _LEARNING_NOTHING.search(obj) and not find_relative(obj, out.reference):
             out.fact(clause, "learning", obj, confidence=0.75)
 

@@ -11,7 +11,7 @@ import re
 from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import is_org, is_product
-from engine.extract.rules.text import clean_object, split_list, strip_article, without_dangling
+from engine.extract.rules.text import REASON, clean_object, split_list, strip_article, without_dangling
 
 _LIKES = re.compile(
     r"^(?:like|likes|love|loves|enjoy|enjoys|adore|adores|am into|is into|am (?:a )?(?:big |huge |massive )?fan of|"
@@ -88,16 +88,6 @@ _SKIP_OBJECTS = re.compile(
     r"^(?:(?i:it|that|this|them|you|him|her|when|how|what|the idea|to think|being here)\b"
     r"|(?:me|us|everywhere|everything|everyone|everybody|anything|anyone|someone|these|those|ones?)(?:\s|$))"
 )
-#: where a reason or a condition starts, the liked things end ("camping trips, 'cause nature brings peace")
-_REASON = re.compile(
-    # a match starts at a comma or at the first space of a run (else runs of spaces are quadratic)
-    r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)[\s,]|,\s*+cause\s"
-    # a subject after a comma starts a clause of its own ("sci-fi movies, they're a great escape")
-    r"|,\s*+(?:and\s++)?(?:they|he|she|we|it|I)(?=\s|['\u2019])"
-    # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
-    r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014",
-    re.IGNORECASE,
-)
 _WHEN_ESPECIALLY = re.compile(
     r"^(?:especially|particularly)(?:$|\s+(?:during|on|in|at|for|from|with|when|since|if|after|before)\b)",
     re.IGNORECASE,
@@ -130,7 +120,7 @@ def _items(raw: str) -> list[str]:
     if _CLAUSE_OBJECT.match(raw):
         return []
     items: list[str] = []
-    for item in split_list(_REASON.split(raw)[0]):
+    for item in split_list(REASON.split(raw)[0]):
         if _WHEN_ESPECIALLY.match(item) or _ASIDE.match(item):
             continue  # "I love live shows, especially on a summer night": when, not another thing
         item = strip_article(
