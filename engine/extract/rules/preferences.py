@@ -115,8 +115,8 @@ def _items(raw: str) -> list[str]:
     "to" ("I love to.") names none: its parts are not things one likes. After "to" the items that are
     verbs keep it ("I love to read" -> "to read"): a bare verb is no thing."""
     raw = raw.strip()
-    infinitive = re.match(r"^to(?:\s+|$)", raw) is not None
-    raw = raw[3:] if infinitive else raw
+    to = re.match(r"^to(?:\s+|$)", raw)
+    raw = raw[to.end() :] if to else raw
     if _CLAUSE_OBJECT.match(raw):
         return []
     items: list[str] = []
@@ -141,7 +141,7 @@ def _items(raw: str) -> list[str]:
             and not _COPULA.search(item)
             and len(item.split()) <= 5
         ):
-            items.append(f"to {item}" if infinitive and not item.split()[0].endswith("ing") else item)
+            items.append(f"to {item}" if to and not item.split()[0].endswith("ing") else item)
     return items
 
 
