@@ -30,7 +30,7 @@ _DIAGNOSIS = re.compile(
 )
 _AROUND_ALLERGIC = re.compile(
     r"^I can not (?:be around|be near|go near|eat|have|touch|take|drink) (?P<o>[^,;]*?[^,;\s])\s*+[,;]?+\s*+"
-    r"(?:because |since |as |-+ )?I am (?:very |severely |super |so |really )?allergic(?: to (?:it|them))?[.!]*$",
+    r"(?:because |since |as |(?<!-)-++ )?I am (?:very |severely |super |so |really )?allergic(?: to (?:it|them))?[.!]*$",
     re.IGNORECASE,
 )
 _DROPPED_SUBJECT = re.compile(

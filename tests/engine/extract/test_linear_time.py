@@ -247,3 +247,11 @@ def test_every_redaction_rule_is_linear(rule: str) -> None:
     detector = create_rule(rule)
     worst = max((growth(detector.detect, make), make(12)) for make in ADVERSARIAL_TEXTS)
     assert worst[0] <= MAX_RATIO, f"redaction rule {rule} grows {worst[0]:.1f}x per character on {worst[1]!r}"
+
+
+def test_a_run_of_dashes_after_a_thing_one_cannot_eat_is_linear() -> None:
+    """The case the pumped search found: the dash before "I am allergic" starts only at a run's first dash."""
+    from engine.extract.rules.rewrite import _AROUND_ALLERGIC
+
+    ratio = growth(scan(_AROUND_ALLERGIC), repeat("-", "I can not eat 0" + "\x85" * 13))
+    assert ratio <= MAX_RATIO, f"grows {ratio:.1f}x per character"
