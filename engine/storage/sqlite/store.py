@@ -4,7 +4,8 @@
   store; `transaction()` holds the lock and runs BEGIN IMMEDIATE ... COMMIT; a call outside a
   transaction block is its own committed transaction. WAL with synchronous=FULL: a commit is on disk
   before the call returns (except a log entry appended with `durable=False`, see `Store.append_events`).
-  A background `Checkpointer` copies the WAL into the database file, off the commit path.
+  A background `Checkpointer` copies the WAL into the database file, off the commit path; commits and
+  its passes take turns through the file's `WalGate` (see `checkpoint`).
 - Schema versioned with PRAGMA user_version and migrated on open (`schema.MIGRATIONS`).
 - `store.search` is the local search (`engine.storage.local_index.LocalSearch`), built from the rows
   on the first search of a namespace and patched as each write runs (dropped on rollback); it also
@@ -21,7 +22,7 @@ import sqlite3
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from engine.storage.base import EventQuery, ListQuery, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import LocalSearch
 from engine.storage.sqlite import codec
-from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer
+from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer, WalGate
 from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
@@ -49,17 +50,19 @@ class SQLiteStore:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0
+        self._gate = WalGate(path)
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=10000")
-        self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
-        migrate(self._conn)
+        with self._gate.held():
+            wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
+            migrate(self._conn)
         self._checkpointer: Checkpointer | None = None
         if wal:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
-            self._checkpointer = Checkpointer(path)
+            self._checkpointer = Checkpointer(path, self._gate)
             weakref.finalize(self, self._checkpointer.close)
         self.search = LocalSearch(
             self._load_namespace, self.get_embeddings, self._lock, before_search=self._sync_index
@@ -69,9 +72,10 @@ class SQLiteStore:
     # --- lifecycle and transactions -------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        with self._lock:
+        with self._lock, ExitStack() as gate:
             outer = self._depth == 0
             if outer:
+                gate.enter_context(self._gate.held())  # held through COMMIT and the checkpoint it may run
                 self._conn.execute("BEGIN IMMEDIATE")
                 mark = self.search.mark()
             self._depth += 1
@@ -125,8 +129,9 @@ class SQLiteStore:
     def close(self) -> None:
         if self._checkpointer is not None:
             self._checkpointer.close()
-        with self._lock:
+        with self._lock, self._gate.held():  # the last connection to close checkpoints
             self._conn.close()
+        self._gate.close()
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:

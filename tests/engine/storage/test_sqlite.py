@@ -4,8 +4,11 @@ migration, pragmas, the open_store registry, one writer at a time."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -173,6 +176,72 @@ def test_checkpoints_run_off_the_commit_path(tmp_path: Path) -> None:
     thread = s._checkpointer._thread
     s.close()
     assert not thread.is_alive()
+
+
+def _wait_for(predicate: Callable[[], bool], seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_a_checkpoint_waits_for_a_commit_on_another_connection(tmp_path: Path) -> None:
+    """SQLite before 3.51.3 can corrupt a WAL database when a checkpoint overlaps the commit that
+    restarts the WAL: a pass never runs while any Loci connection to the file (here a second store,
+    as another process would open) is inside a write transaction."""
+    path = str(tmp_path / "loci.db")
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    assert b._checkpointer is not None
+    b.put_memories([mem(text="first")])
+    assert _wait_for(lambda: b._checkpointer is not None and b._checkpointer.passes > 0)
+    with a.transaction():
+        a.put_memories([mem(text="second")])
+        before = b._checkpointer.passes
+        b._checkpointer.poke()
+        time.sleep(10 * checkpoint.DELAY)  # the pass is due; it must still be waiting for the commit
+        assert b._checkpointer.passes == before
+    assert _wait_for(lambda: b._checkpointer is not None and b._checkpointer.passes > before)
+    a.close()
+    b.close()
+
+
+def test_a_write_waits_for_another_process_holding_the_gate(tmp_path: Path) -> None:
+    """The gate is an flock on `<database>-lock`: a write of this process waits while another process
+    holds it, and goes through when it lets go; a holder stuck past the timeout is reported as SQLite
+    reports a busy database."""
+    path = tmp_path / "loci.db"
+    s = SQLiteStore(str(path))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys\n"
+            f"f = open({str(path) + '-lock'!r}, 'a')\n"
+            "fcntl.flock(f, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.read()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(sqlite3.OperationalError, match="locked"), s._gate.held(timeout=0.05):
+            pass
+        writer = threading.Thread(target=s.put_memories, args=([mem(text="waits")],))
+        writer.start()
+        writer.join(10 * checkpoint.DELAY)
+        assert writer.is_alive()  # still waiting for the other process
+        assert holder.stdin is not None
+        holder.stdin.close()
+        writer.join(10)
+        assert not writer.is_alive()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert [m.text for m in s.list_memories("org_a", ListQuery())] == ["waits"]
+    s.close()
 
 
 def test_an_in_memory_store_has_no_checkpointer() -> None:
