@@ -11,7 +11,7 @@ from datetime import datetime
 from engine.extract.base import DraftObjectType, DraftSensitivity, FactDraft
 from engine.extract.rules.dates import human_date
 from engine.extract.rules.entities import is_person_name, make_entity
-from engine.extract.rules.text import entity_id
+from engine.extract.rules.text import entity_id, speaks_to_listener, third_person
 from engine.models import Entity
 from engine.write.predicates import canonical, render, spec_for
 
@@ -104,6 +104,10 @@ def _ing_to_base(vp: str) -> str:
     return f"{word} {rest}".strip()
 
 
+#: predicates whose value is a thing or an act the speaker names; a listener's thing is none of theirs
+_TOLD_THINGS = frozenset({"likes", "dislikes", "goal", "plans", "learning"})
+
+
 @dataclass
 class Clause:
     subject: str
@@ -149,6 +153,12 @@ class Collector:
         pred = canonical(predicate)
         spec = spec_for(pred)
         otype: DraftObjectType = object_type or spec.object_type
+        if pred in _TOLD_THINGS and isinstance(value, str) and speaks_to_listener(value):
+            return  # a compliment or the talk itself ("your turtles", "hear your thoughts"): no fact
+        subj = subject or clause.subject
+        if otype == "string" and isinstance(value, str) and subj == clause.user:
+            value = third_person(value)
+            object_name = None if object_name is None else third_person(object_name)
         if object_name is not None:
             name = object_name
         elif otype == "date":
@@ -158,7 +168,6 @@ class Collector:
         neg = clause.negated if negated is None else negated
         if neg and not clause.negated:
             confidence = min(confidence, 0.6)
-        subj = subject or clause.subject
         subj_name = subject_name or clause.subject_name
         draft = FactDraft(
             subject=subj,

@@ -14,7 +14,7 @@ from engine.extract.rules.quantities import (
     parse_money,
     parse_quantity,
 )
-from engine.extract.rules.text import DANGLING, clean_object, without_dangling
+from engine.extract.rules.text import DANGLING, clean_object, trim_ends, without_dangling
 
 _GOAL = re.compile(
     r"^(?P<v>want|wants|would like|would love|hope|hopes|am hoping|is hoping|aim|aims|am aiming|dream|"
@@ -92,7 +92,7 @@ def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
     obj = clean_object(clause)
     if cut:
         obj = without_dangling(obj)
-    elif obj != clause.strip().strip(" .!,;:\"'"):
+    elif obj != trim_ends(clause):
         obj = without_dangling(obj, _DANGLING_TRIMMED)
     return obj, (dm.iso if dm else None)
 

@@ -7,7 +7,11 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-_SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+|;\s+")
+#: no split after a title's abbreviation ("Mrs. Johnson", "Dr. Lee")
+_SENT_SPLIT = re.compile(
+    r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bJr\.)(?<!\bSr\.)"
+    r"\s+(?=[A-Z0-9\"'])|\n+|;\s+"
+)
 
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
     (r"\bI'm\b", "I am"),
@@ -114,16 +118,33 @@ _TRAILERS = re.compile(
 TRAILER_WINDOW = 256
 
 
+def trim_ends(text: str) -> str:
+    """`text` without the spaces, punctuation and quotes around it; a double quote goes only with its
+    pair around the whole text or when it has no pair ('"Brave" by Sara Bareilles' keeps both)."""
+    previous = None
+    while previous != text:
+        previous = text
+        text = text.strip().strip(" .!,;:'")
+        if len(text) > 1 and text[0] == text[-1] == '"' and text.count('"') == 2:
+            text = text[1:-1]
+        elif text.count('"') % 2:
+            if text.startswith('"'):
+                text = text[1:]
+            elif text.endswith('"'):
+                text = text[:-1]
+    return text
+
+
 def clean_object(text: str) -> str:
     """Trim trailing time expressions, adverbs and punctuation from a captured object."""
-    text = text.strip().strip(" .!,;:\"'")
+    text = trim_ends(text)
     previous = None
     while previous != text:
         previous = text
         m = _TRAILERS.search(text, max(0, len(text) - TRAILER_WINDOW))
         if m:
             text = text[: m.start()]
-        text = text.strip().strip(" .!,;:\"'")
+        text = trim_ends(text)
     return text
 
 
@@ -142,7 +163,8 @@ def without_dangling(text: str, words: frozenset[str] = DANGLING) -> str:
     return " ".join(parts)
 
 
-_ARTICLE = re.compile(r"^(?:a|an|the|some|my)\s+", re.IGNORECASE)
+#: a capital article before a capital word starts a title ("The Royal Affair", "The Office"): it stays
+_ARTICLE = re.compile(r"^(?:(?-i:A|An|The)\s+(?![A-Z])|(?-i:a|an|the)\s|(?:some|my)\s)\s*+", re.IGNORECASE)
 
 
 def strip_article(text: str) -> str:
@@ -157,11 +179,14 @@ REASON = re.compile(
     # a subject after a comma starts a clause of its own ("sci-fi movies, they're a great escape")
     r"|,\s*+(?:and\s++)?(?:they|he|she|we|it|I)(?=\s|['\u2019])"
     # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
-    r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014",
+    r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014"
+    # a dash typed against the word before it, then a subject ("The Santa Clause too- it is so good")
+    r"|(?<=\w)-\s++(?=(?:it|this|that|they|he|she|we|I)\s)",
     re.IGNORECASE,
 )
+#: an "&" between two words with no space ("Q&A", "R&D") is part of a name, not a list's joint
 _LIST_SPLIT = re.compile(
-    r"(?<!\s)(?:\s*+(?:,\s*+(?:(?:and|or)\s++)?+|&\s*+)|\s++(?:and|or)\s++)", re.IGNORECASE
+    r"(?<!\s)(?:\s*+(?:,\s*+(?:(?:and|or)\s++)?+|(?:(?<=\s)&|&(?=\s))\s*+)|\s++(?:and|or)\s++)", re.IGNORECASE
 )
 #: one thing whose name holds "and" or "&": a list or a name is never cut inside it
 COMPOUNDS = re.compile(
@@ -216,3 +241,54 @@ def is_capitalized(text: str) -> bool:
 def norm_value(text: str) -> str:
     """Case- and whitespace-insensitive form used to compare values."""
     return re.sub(r"\s+", " ", text.strip().casefold())
+
+
+#: lower case only, and no "I" before a capital: "My", "Me", "You", "I Will" are a title's words
+_FIRST_PERSON = re.compile(r"\b(?:(?P<be>I (?:am|was))|I(?=\s[^A-Z]|$|[,.;:!?])|(?P<my>my|mine|myself|me))\b")
+_THIRD: dict[str, str] = {"my": "their", "mine": "theirs", "myself": "themselves", "me": "them"}
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def _outside_quotes(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    quoted = [m.span() for m in _QUOTED.finditer(text)]
+    for m in pattern.finditer(text):
+        if not any(a <= m.start() < b for a, b in quoted):
+            yield m
+
+
+def _after_a_capital(text: str, at: int) -> bool:
+    """Whether the word before `at` starts with a capital (no regex: a search back is quadratic)."""
+    before = text[max(0, at - 64) : at]
+    words = before.split()
+    return bool(words) and before[-1:].isspace() and words[-1][:1].isupper()
+
+
+def third_person(value: str) -> str:
+    """The speaker's own words in a fact about the speaker, as a third person reads them: "make sure I
+    am ready for my exam" -> "make sure they are ready for their exam". Quoted titles stay as written."""
+    out: list[str] = []
+    at = 0
+    for m in _outside_quotes(_FIRST_PERSON, value):
+        if m.group("my"):
+            new = _THIRD[m.group("my")]
+        elif m.group("be"):
+            new = "they are" if m.group("be").endswith("am") else "they were"
+        elif _after_a_capital(value, m.start()):
+            continue  # "World War I", "Elizabeth I": a numeral, not the speaker
+        else:
+            new = "they"
+        out.append(value[at : m.start()] + new)
+        at = m.end()
+    return "".join(out) + value[at:]
+
+
+#: the listener's things, or the talk itself ("your turtles", "hear your thoughts", "share it with you");
+#: what the listener offered stays a thing one can like ("the recipe you provided")
+_SECOND_PERSON = re.compile(
+    r"\b(?:your|yours|yourself|yourselves|y'all|you(?! (?:have )?(?:"
+    r"provided|mentioned|gave|suggested|recommended|listed|shared|described|showed|shown|sent|offered)\b))\b"
+)
+
+
+def speaks_to_listener(value: str) -> bool:
+    return next(_outside_quotes(_SECOND_PERSON, value), None) is not None

@@ -146,7 +146,10 @@ CASES: list[tuple[str, list[Expected]]] = [
     ("My favourite food is sushi.", [(U, "favorite_food", "sushi", None)]),
     ("My favorite band is Radiohead.", [(U, "favorite_band", "Radiohead", None)]),
     ("Pizza is my favorite food.", [(U, "favorite_food", "pizza", None)]),
-    ("My all-time favorite movie is The Matrix.", [(U, "favorite_movie", "Matrix", None)]),
+    (
+        "My all-time favorite movie is The Matrix.",
+        [(U, "favorite_movie", "The Matrix", None)],
+    ),  # a title keeps its article
     ("I prefer tea over coffee.", [(U, "likes", "tea over coffee", None)]),
     ("I enjoy reading and gardening.", [(U, "likes", "reading", None), (U, "likes", "gardening", None)]),
     ("I dislike crowded places.", [(U, "dislikes", "crowded places", None)]),

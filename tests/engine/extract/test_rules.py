@@ -14,7 +14,14 @@ from engine.extract.rules import RuleExtractor
 from engine.extract.rules.dates import find_absolute, find_relative, human_date
 from engine.extract.rules.quantities import parse_money, parse_quantity
 from engine.extract.rules.rewrite import split_statement
-from engine.extract.rules.text import clean_object, is_statement, normalize_text, slug, split_list
+from engine.extract.rules.text import (
+    clean_object,
+    is_statement,
+    normalize_text,
+    slug,
+    split_list,
+    split_sentences,
+)
 
 REF = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 
@@ -167,9 +174,9 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
     ("text", "goal", "when"),
     [
         # a goal cut before its date keeps no word that led into the date
-        ("I'm trying to plan out my content for the next week.", "plan out my content", "2026-11-29"),
+        ("I'm trying to plan out my content for the next week.", "plan out their content", "2026-11-29"),
         ("I'm planning to practice with my partner a few times before next Saturday.",
-         "practice with my partner a few times", None),
+         "practice with their partner a few times", None),
         ("I want to focus on the Instagram stories for now.", "focus on the Instagram stories", None),
         # a possessive date names a thing of the goal, not when it is
         ("I'm also planning to frame the concert ticket stub from today's show.",
@@ -180,7 +187,7 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
         ("I'm really hoping to get in now.", "get in", None),
         ("I want to do something like this again.", "do something like this", None),
         ("I'd love to attend the festival I volunteered at last year.",
-         "attend the festival I volunteered at", "2025"),
+         "attend the festival they volunteered at", "2025"),
     ],
 )  # fmt: skip
 def test_a_goal_cut_at_its_date_is_left_whole(text: str, goal: str, when: str | None) -> None:
@@ -227,7 +234,7 @@ def test_a_clause_or_a_bare_to_after_likes_names_no_liked_thing(text: str) -> No
     [
         # a reason ends the liked things, "especially" leads to one of them, or to when
         ("I love camping trips with my fam, 'cause nature brings such peace and serenity.",
-         ["camping trips with my fam"]),
+         ["camping trips with their fam"]),
         ("I love Korean food, especially the spicy miso ramen.", ["Korean food", "spicy miso ramen"]),
         ("I also love to read, especially while snuggled under the covers.", ["to read"]),
         ("I love trying new foods, especially from different cultures.", ["trying new foods"]),
@@ -518,3 +525,78 @@ def test_never_raises_and_facts_are_well_formed(text: str) -> None:
             assert isinstance(f.object, int | float)
         if f.predicate in ("email", "phone"):
             assert f.sensitivity == "pii"
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("I want to make sure I'm ready for my exam.", "User wants to make sure they are ready for their exam"),
+        ("I plan to buy winter clothes before I leave my hometown.",
+         "User plans to buy winter clothes before they leave their hometown"),
+        ("I love camping trips with my fam, 'cause nature brings peace.", "User likes camping trips with their fam"),
+        ("I want to take it easy and not push myself too hard.", "User wants to take it easy and not push themselves too hard"),
+        # a title's words stay as written
+        ('I want to read "Me Before You" again.', 'User wants to read "Me Before You"'),
+        ("I love I Will Survive.", "User likes I Will Survive"),
+        ("I love World War I history.", "User likes World War I history"),
+    ],
+)  # fmt: skip
+def test_a_fact_about_the_speaker_reads_in_the_third_person(text: str, fact: str) -> None:
+    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == [fact]
+
+
+def test_the_speakers_words_about_someone_else_stay_theirs() -> None:
+    """Only a fact about the speaker is turned to the third person: "my" in a fact about the speaker's
+    sister is the speaker, not the sister."""
+    facts = RuleExtractor().extract("My sister Anna loves my cooking.", reference_time=REF).facts
+    assert all("their" not in f.text for f in facts)
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I love your turtles so much!", []),
+        ("I'd love to hear your thoughts.", []),
+        ("I'd love to join you and your pups for a walk.", []),
+        ("I want to show you one of my snakes!", []),
+        # what the listener offered is a thing one can want or like
+        ("I'd like to try out the Rosemary Gin Fizz recipe you provided.",
+         ["User wants to try out the Rosemary Gin Fizz recipe you provided"]),
+        ('I love "Me Before You".', ['User likes Me Before You']),
+    ],
+)  # fmt: skip
+def test_the_listeners_things_and_the_talk_itself_are_no_facts(text: str, facts: list[str]) -> None:
+    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ('I also love "Brave" by Sara Bareilles, it is all about standing up for yourself.',
+         ['User likes "Brave" by Sara Bareilles']),
+        ('I like the sound of "The Memory Thief" and "The Royal Affair".',
+         ['User likes "The Memory Thief"', "User likes The Royal Affair"]),
+        ('I\'d like to check out "The Social Dilemma" and "The Last Dance".',
+         ['User wants to check out "The Social Dilemma" and "The Last Dance"']),
+        ('I love "Dune" and "Arrival".', ["User likes Dune", "User likes Arrival"]),
+        ("I like The Cozy Cup.", ["User likes The Cozy Cup"]),
+        ("I love the beach.", ["User likes beach"]),
+        # a dash against the word before it still starts a remark
+        ('We love "The Santa Clause" too- it\'s so heartwarming!', ["User likes The Santa Clause"]),
+    ],
+)  # fmt: skip
+def test_a_quoted_title_keeps_its_quotes_and_its_article(text: str, facts: list[str]) -> None:
+    assert [
+        f.text for f in RuleExtractor().extract(text, reference_time=REF, subject="ent:tim").facts
+    ] == facts
+
+
+def test_a_title_abbreviation_ends_no_sentence() -> None:
+    assert split_sentences("I want to visit St. Stephen's Basilica. Dr. Lee agrees.") == [
+        "I want to visit St. Stephen's Basilica.",
+        "Dr. Lee agrees.",
+    ]
+
+
+def test_an_ampersand_inside_a_name_joins_no_list() -> None:
+    assert split_list("the Q&A session, R&D budgets & snacks") == ["the Q&A session", "R&D budgets", "snacks"]
