@@ -91,6 +91,21 @@ def _norm_unit(unit: str | None) -> str:
     return (unit or "").strip().casefold()
 
 
+#: first-person words as the rule extractor writes them in a fact about the speaker, so a value stored
+#: before it did ("camping trips with my fam") equals its third-person form ("... with their fam")
+_FIRST_TO_THIRD = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves"}
+_AFTER_I = {"am": "are", "was": "were"}
+
+
+def _plain(text: str) -> str:
+    words = text.casefold().split()
+    out = [_FIRST_TO_THIRD.get(w, w) for w in words]
+    for n in range(1, len(words)):
+        if words[n - 1] == "i" and words[n] in _AFTER_I:
+            out[n] = _AFTER_I[words[n]]
+    return " ".join(out)
+
+
 def same_value(a: Memory, b: Memory) -> bool:
     """Normalized equality of two facts' objects (and units for numbers)."""
     x, y = a.object, b.object
@@ -103,7 +118,7 @@ def same_value(a: Memory, b: Memory) -> bool:
     if isinstance(x, str) and isinstance(y, str):
         if x.startswith("ent:") or y.startswith("ent:"):
             return _slug(x.removeprefix("ent:")) == _slug(y.removeprefix("ent:"))
-        return " ".join(x.casefold().split()) == " ".join(y.casefold().split())
+        return _plain(x) == _plain(y)
     if x is None and y is None:
         return " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split())
     return bool(x == y)

@@ -79,6 +79,20 @@ def test_new_value_supersedes_the_active_one() -> None:
     assert res.events[1].data["superseded_by"] == berlin.memory_id
 
 
+def test_a_value_in_the_first_person_equals_its_third_person_form() -> None:
+    """The rule extractor writes a fact about the speaker in the third person; a value stored before it
+    did is the same value, so saying it again adds no second like or goal."""
+    assert same_value(
+        fact("likes", "camping trips with my fam"), fact("likes", "camping trips with their fam")
+    )
+    assert same_value(fact("goal", "make sure I am ready"), fact("goal", "make sure they are ready"))
+    assert same_value(fact("goal", "push myself"), fact("goal", "push themselves"))
+    assert not same_value(fact("goal", "make sure I am ready"), fact("goal", "make sure we are ready"))
+    old = fact("likes", "camping trips with my fam")
+    res = resolve(fact("likes", "camping trips with their fam", at=T0 + timedelta(days=1)), [old], now=NOW)
+    assert res.outcome.action == "SKIPPED" and res.outcome.memory_id == old.memory_id
+
+
 def test_same_value_is_skipped_and_confidence_rises() -> None:
     old = fact("lives_in", "ent:berlin", confidence=0.6)
     again = fact("lives_in", "ent:Berlin", at=T0 + timedelta(days=1), confidence=0.9)
