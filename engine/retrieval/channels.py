@@ -174,8 +174,15 @@ def add_semantic(
     if cfg.weights.semantic > 0 and query_vector is not None and model is not None:
         try:
             query = np.asarray(query_vector, np.float32)
-            hits = store.search.vector_search(scope, model, query, cfg.top_k + SEMANTIC_MARGIN)
-            out.semantic = same_on_every_backend(hits)[: cfg.top_k]
+            k = cfg.top_k + SEMANTIC_MARGIN
+            while True:
+                hits = same_on_every_backend(store.search.vector_search(scope, model, query, k))
+                # a tie at the cut that runs to the last hit fetched may run on: each backend picks its
+                # own members of it, so fetch until the tie ends (or the scope does) and cut it here
+                if len(hits) < k or len(hits) <= cfg.top_k or hits[cfg.top_k - 1].raw != hits[-1].raw:
+                    break
+                k *= 4
+            out.semantic = hits[: cfg.top_k]
         except Unavailable as exc:
             out.errors.append(f"semantic: {exc.message}")
             out.degraded = True

@@ -220,3 +220,24 @@ def test_keyword_finds_the_first_memories_of_a_scope(store: Store) -> None:
     store.put_memories([mem(text="Alice lives near the sea", entity_id="ent:alice")])
     assert len(store.search.keyword_search(scope, "Where does Alice live?", 5)) == 2
     assert len(store.search.keyword_search(scope, "Lisbon", 5)) == 1
+
+
+def test_a_tie_at_the_semantic_cut_is_cut_alike_on_every_backend(store: Store) -> None:
+    """Many memories at the same similarity across the channel's cut (orthogonal to the query: every
+    vector of a hashed embedder that shares no feature with it): each backend's search returns its own
+    members of the tie, so the channel fetches the whole tie and keeps the newest, as it orders ties."""
+    from engine.retrieval.channels import ChannelHits, add_semantic
+    from engine.retrieval.config import resolve
+    from engine.retrieval.options import RetrievalOptions
+
+    near = [mem(text=f"near {i}", timestamp=at(i)) for i in range(5)]
+    far = [mem(text=f"far {i}", timestamp=at(10 + i)) for i in range(80)]
+    store.put_memories([*near, *far])
+    vecs = {text_hash(m.text): np.array([0.9 - 0.1 * i, 0.1, 0, 0], np.float32) for i, m in enumerate(near)}
+    vecs.update({text_hash(m.text): np.array([0, 0, 1, 0], np.float32) for m in far})
+    store.put_embeddings("m1", {h: v / np.linalg.norm(v) for h, v in vecs.items()})
+    cfg = resolve(RetrievalOptions(top_k=30))
+    out = ChannelHits()
+    add_semantic(out, store, SCOPES[0], cfg, query_vector=np.array([1, 0, 0, 0], np.float32), model="m1")
+    newest_far = sorted((m.memory_id for m in far), reverse=True)[:25]
+    assert [h.memory_id for h in out.semantic] == [m.memory_id for m in near] + newest_far
