@@ -56,6 +56,8 @@ _WORD = re.compile(r"[A-Za-z0-9']+")
 SEMANTIC_DECIMALS = 4
 #: more semantic hits fetched than kept, so near-equal candidates at the cut are ordered (and cut) here
 SEMANTIC_MARGIN = 16
+#: how far the channel fetches to see a tie at its cut end (`add_semantic`)
+SEMANTIC_TIE_FETCH = 16_384
 #: a name that speaks at least this share of the scope's events says who, not what (`SearchBackend.speaker_shares`)
 NAME_SHARE = TUNING.speaker_share
 
@@ -180,6 +182,8 @@ def add_semantic(
                 # a tie at the cut that runs to the last hit fetched may run on: each backend picks its
                 # own members of it, so fetch until the tie ends (or the scope does) and cut it here
                 if len(hits) < k or len(hits) <= cfg.top_k or hits[cfg.top_k - 1].raw != hits[-1].raw:
+                    break
+                if k >= SEMANTIC_TIE_FETCH:  # a degenerate embedder's tie over a whole large scope
                     break
                 k *= 4
             out.semantic = hits[: cfg.top_k]

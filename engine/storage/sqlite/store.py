@@ -43,6 +43,12 @@ _CHUNK = 500  # host parameters per IN (...) list
 _PAGE_CACHE_KIB = 65_536  # SQLite's page cache: a 100k-memory scope's index pages stay in memory
 
 
+def _release(checkpointer: Checkpointer | None, gate: WalGate) -> None:
+    if checkpointer is not None:
+        checkpointer.close()
+    gate.close()
+
+
 class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
@@ -63,7 +69,7 @@ class SQLiteStore:
         if wal:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
             self._checkpointer = Checkpointer(path, self._gate)
-            weakref.finalize(self, self._checkpointer.close)
+        weakref.finalize(self, _release, self._checkpointer, self._gate)  # a store never closed
         self.search = LocalSearch(
             self._load_namespace, self.get_embeddings, self._lock, before_search=self._sync_index
         )
