@@ -80,6 +80,15 @@ def _qty(out: Collector, clause: Clause, predicate: str, q: Quantity | None, con
 _DANGLING_TRIMMED = DANGLING - {"from", "on", "in", "of", "over", "next", "last"}
 
 
+#: where a goal's own clause ends: a reason, a concession, a remark after a dash, a second want or need
+#: ("... and need help with data analysis"); a match starts only where a run of spaces does (linear)
+_GOAL_END = re.compile(
+    r"(?<!\s)\s++(?:because|since|so that|but)\s|,\s*+(?:even though|although|though)\b"
+    r"|(?<!\s)\s++[-\u2013\u2014]++\s|(?<!\s)\s++and\s++(?:want|need|would like)\s",
+    re.IGNORECASE,
+)
+
+
 def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
     """The goal's object, cut before the date it states, and that date. A possessive date ("the ticket
     stub from today's show") names a thing of the goal, not when it is: it stays in the object."""
@@ -88,7 +97,8 @@ def _goal_text(raw: str, out: Collector) -> tuple[str, str | None]:
         dm = None
     cut = dm is not None and dm.start > 0
     text = raw[: dm.start] if dm is not None and cut else raw
-    clause = re.split(r"\s+(?:because|since|so that|but)\s", text)[0]
+    end = _GOAL_END.search(text)
+    clause = text if end is None else text[: end.start()]
     obj = clean_object(clause)
     if cut:
         obj = without_dangling(obj)

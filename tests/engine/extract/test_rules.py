@@ -600,3 +600,20 @@ def test_a_title_abbreviation_ends_no_sentence() -> None:
 
 def test_an_ampersand_inside_a_name_joins_no_list() -> None:
     assert split_list("the Q&A session, R&D budgets & snacks") == ["the Q&A session", "R&D budgets", "snacks"]
+
+
+@pytest.mark.parametrize(
+    ("text", "goal"),
+    [
+        ("I'm determined to find the right spot - when I do, I'm sure the rest will follow!", "find the right spot"),
+        ("I'm trying to make my plan work, even though it's been tough.", "make their plan work"),
+        ("I'm training for a triathlon and need help with creating a workout schedule.", "train for a triathlon"),
+        ("I'm preparing for a team meeting and want to make sure I'm well-prepared.", "prepare for a team meeting"),
+        ("I want to try some guided imagery exercises, though.", "try some guided imagery exercises"),
+        # a goal of two things stays whole
+        ("I want to stay upbeat and learn as much as I can.", "stay upbeat and learn as much as they can"),
+    ],
+)  # fmt: skip
+def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate in ("goal", "plans")] == [goal]
