@@ -92,13 +92,16 @@ def _norm_unit(unit: str | None) -> str:
 
 
 #: first-person words as the rule extractor writes them in a fact about the speaker, so a value stored
-#: before it did ("camping trips with my fam") equals its third-person form ("... with their fam")
+#: before it did ("camping trips with my fam") equals its third-person form ("... with their fam");
+#: likewise a leading article, which the extractor keeps on a title and dropped before
 _FIRST_TO_THIRD = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves"}
 _AFTER_I = {"am": "are", "was": "were"}
 
 
 def _plain(text: str) -> str:
     words = text.casefold().split()
+    if len(words) > 1 and words[0] in ("a", "an", "the"):  # "The Matrix" is "Matrix" said again
+        words = words[1:]
     out = [_FIRST_TO_THIRD.get(w, w) for w in words]
     for n in range(1, len(words)):
         if words[n - 1] == "i" and words[n] in _AFTER_I:

@@ -88,6 +88,8 @@ def test_a_value_in_the_first_person_equals_its_third_person_form() -> None:
     assert same_value(fact("goal", "make sure I am ready"), fact("goal", "make sure they are ready"))
     assert same_value(fact("goal", "push myself"), fact("goal", "push themselves"))
     assert not same_value(fact("goal", "make sure I am ready"), fact("goal", "make sure we are ready"))
+    assert same_value(fact("favorite_movie", "Matrix"), fact("favorite_movie", "The Matrix"))
+    assert not same_value(fact("likes", "the"), fact("likes", "a"))
     old = fact("likes", "camping trips with my fam")
     res = resolve(fact("likes", "camping trips with their fam", at=T0 + timedelta(days=1)), [old], now=NOW)
     assert res.outcome.action == "SKIPPED" and res.outcome.memory_id == old.memory_id
