@@ -246,14 +246,6 @@ def norm_value(text: str) -> str:
 #: lower case only, and no "I" before a capital: "My", "Me", "You", "I Will" are a title's words
 _FIRST_PERSON = re.compile(r"\b(?:(?P<be>I (?:am|was))|I(?=\s[^A-Z]|$|[,.;:!?])|(?P<my>my|mine|myself|me))\b")
 _THIRD: dict[str, str] = {"my": "their", "mine": "theirs", "myself": "themselves", "me": "them"}
-_QUOTED = re.compile(r'"[^"]*"')
-
-
-def _outside_quotes(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
-    quoted = [m.span() for m in _QUOTED.finditer(text)]
-    for m in pattern.finditer(text):
-        if not any(a <= m.start() < b for a, b in quoted):
-            yield m
 
 
 def _after_a_capital(text: str, at: int) -> bool:
@@ -268,7 +260,7 @@ def third_person(value: str) -> str:
     am ready for my exam" -> "make sure they are ready for their exam". Quoted titles stay as written."""
     out: list[str] = []
     at = 0
-    for m in _outside_quotes(_FIRST_PERSON, value):
+    for m in separators(_FIRST_PERSON, value):
         if m.group("my"):
             new = _THIRD[m.group("my")]
         elif m.group("be"):
@@ -291,4 +283,4 @@ _SECOND_PERSON = re.compile(
 
 
 def speaks_to_listener(value: str) -> bool:
-    return next(_outside_quotes(_SECOND_PERSON, value), None) is not None
+    return next(separators(_SECOND_PERSON, value), None) is not None

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 
 BACKSTOP_PAGES = 8192  # the writer checkpoints itself only if this thread falls this far behind
 DELAY = 0.05
-GATE_TIMEOUT = 10.0  # as the store's busy_timeout: a holder stuck longer is reported, not waited on
+GATE_TIMEOUT = 10.0  # the store's busy_timeout too: a holder stuck longer is reported, not waited on
 
 
 class WalGate:

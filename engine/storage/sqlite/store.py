@@ -35,7 +35,7 @@ from engine.storage.base import EventQuery, ListQuery, Vector
 from engine.storage.listing import ascii_lower
 from engine.storage.local_index import LocalSearch
 from engine.storage.sqlite import codec
-from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, Checkpointer, WalGate
+from engine.storage.sqlite.checkpoint import BACKSTOP_PAGES, GATE_TIMEOUT, Checkpointer, WalGate
 from engine.storage.sqlite.schema import migrate
 from engine.timeutil import to_micros
 
@@ -62,7 +62,7 @@ class SQLiteStore:
             wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA busy_timeout={int(GATE_TIMEOUT * 1000)}")
             self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
             migrate(self._conn)
         self._checkpointer: Checkpointer | None = None
