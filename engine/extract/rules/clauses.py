@@ -11,7 +11,7 @@ from datetime import datetime
 from engine.extract.base import DraftObjectType, DraftSensitivity, FactDraft
 from engine.extract.rules.dates import human_date
 from engine.extract.rules.entities import is_person_name, make_entity
-from engine.extract.rules.text import entity_id, speaks_to_listener, third_person
+from engine.extract.rules.text import entity_id, points_back, speaks_to_listener, third_person
 from engine.models import Entity
 from engine.write.predicates import canonical, render, spec_for
 
@@ -153,8 +153,8 @@ class Collector:
         pred = canonical(predicate)
         spec = spec_for(pred)
         otype: DraftObjectType = object_type or spec.object_type
-        if pred in _TOLD_THINGS and isinstance(value, str) and speaks_to_listener(value):
-            return  # a compliment or the talk itself ("your turtles", "hear your thoughts"): no fact
+        if pred in _TOLD_THINGS and isinstance(value, str) and (speaks_to_listener(value) or points_back(value)):
+            return  # a compliment, the talk itself ("your turtles", "hear your thoughts") or "more about it"
         subj = subject or clause.subject
         if otype == "string" and isinstance(value, str) and subj == clause.user:
             value = third_person(value)

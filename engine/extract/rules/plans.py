@@ -139,24 +139,6 @@ def _self_statements(clause: Clause, out: Collector) -> None:
         _qty(out, clause, kind, q, 0.85)
 
 
-#: words of a goal that name nothing by themselves
-_FILLER = frozenset({"with", "either", "of", "things", "together", "all", "both", "make", "happen"})
-_PRONOUNS = frozenset({"it", "them", "this", "that", "these", "those", "you", "him", "her", "me", "us"})
-#: what may stand beside them in a goal that only points back at what was said before
-_POINTERS = _PRONOUNS | {"out", "up", "over", "there", "here", "sometime", "someday", "soon", "again", "too"}
-
-
-def _points_back(goal: str) -> bool:
-    """A verb and a pronoun, nothing else of its own ("check them out", "try it sometime", "do either of
-    those things with you"), or a part of a pronoun's thing: "User wants to check them out" tells an
-    agent nothing."""
-    words = goal.lower().split()[1:]
-    if len(words) > 1 and words[-2] == "of" and words[-1] in _PRONOUNS:
-        return True  # a part of what was said: "make the most of it", "take good care of them"
-    rest = [w for w in words if w not in _POINTERS]
-    return any(w in _PRONOUNS for w in words) and all(w in _FILLER for w in rest)
-
-
 #: "I'm going to a conference / to Lisbon": a place, so the plan is to go there
 _PLACE_START = re.compile(r"^(?:(?:a|an|the|my|our|his|her|their|some)\s|[A-Z])")
 
@@ -168,7 +150,7 @@ def _goals(clause: Clause, out: Collector, vp: str) -> None:
         obj, when = _goal_text(m.group("o"), out)
         verb = m.group("v").lower()
         place = verb in ("am going", "is going") and _PLACE_START.match(obj) is not None
-        if obj and (place or obj[0].islower()) and len(obj.split()) <= 10 and not _points_back(obj):
+        if obj and (place or obj[0].islower()) and len(obj.split()) <= 10:
             kind = "plans" if verb in _PLAN_VERBS else "goal"
             out.fact(clause, kind, f"go to {obj}" if place else obj, confidence=0.75, event_date=when)
     m = _GOAL_ING.match(vp)

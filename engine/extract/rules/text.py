@@ -284,3 +284,37 @@ _SECOND_PERSON = re.compile(
 
 def speaks_to_listener(value: str) -> bool:
     return next(separators(_SECOND_PERSON, value), None) is not None
+
+
+#: a value that ends on a word pointing back to what was said before ("learn more about it", "check them
+#: out", "try it sometime", "help make that happen")
+_POINTS_BACK = re.compile(
+    r"\b(?:it|them|this|that|these|those|there|him|her|me|us)"
+    r"(?:\s+(?:out|up|over|here|again|too|soon|sometime|someday|happen|together))*\W*$",
+    re.IGNORECASE,
+)
+_OF_POINTER = re.compile(r"\bof (?:it|them|this|that|these|those)\W*$", re.IGNORECASE)
+_WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+#: words that say nothing of what a like or a goal is about without the thing they point back to
+_LIGHT = frozenset(
+    "a an the to of in on at for with about around through into out up over by from as like more most much "
+    "many lot bit little again also really just even still too so very all some any every either both "
+    "everything something anything things thing way ways together i me my we our us you your he she they "
+    "their them it its this that these those there here him her be being been am is are was were do doing "
+    "done did get getting got go going gone make making made happen know knowing see seeing find finding "
+    "try trying figure keep keeping take taking give giving use using start starting continue help helping "
+    "hear hearing learn learning check checking look looking work working sure best better good great new "
+    "own other others sometime someday soon".split()
+)
+
+
+def points_back(value: str) -> bool:
+    """Whether `value` says what it is about only by pointing back at what was said before ("learn more
+    about them", "try making it"): it ends on such a word and names at most one thing of its own
+    ("visit a retreat like that" names two and stays), or it ends on a part of such a thing ("of it")."""
+    found = _POINTS_BACK.search(value)
+    if found is None:
+        return False
+    if _OF_POINTER.search(value, max(0, found.start() - 4)) is not None:
+        return True  # a part of what was said: "make the most of it", "limit their intake of those"
+    return sum(1 for w in _WORDS.findall(value.lower()) if w not in _LIGHT) <= 1

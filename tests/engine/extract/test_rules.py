@@ -185,7 +185,7 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
         # a goal that ends in a preposition keeps it
         ("I'm trying to find some new music to listen to.", "find some new music to listen to", None),
         ("I'm really hoping to get in now.", "get in", None),
-        ("I want to do something like this again.", "do something like this", None),
+        ("I want to visit a town like this again.", "visit a town like this", None),
         ("I'd love to attend the festival I volunteered at last year.",
          "attend the festival they volunteered at", "2025"),
     ],
@@ -378,8 +378,9 @@ def test_a_quoted_name_is_one_liked_thing() -> None:
         ("Got any paintings to show? I'd love to check them out.", []),
         ("For sure! I'd love to do either of those things with you!", []),
         ("I'd love to try it sometime.", []),
-        # one word of its own is enough
-        ("I want to try making it tonight.", ["try making it"]),
+        ("I want to try making it tonight.", []),
+        ("I want to visit them.", []),
+        # a thing of its own is enough
         ("I want to visit them in Lisbon.", ["visit them in Lisbon"]),
         ("I want to stay up.", ["stay up"]),
         ("It's important to me, and I want to help make that happen.", []),
@@ -617,3 +618,24 @@ def test_an_ampersand_inside_a_name_joins_no_list() -> None:
 def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
     facts = RuleExtractor().extract(text, reference_time=REF).facts
     assert [f.object for f in facts if f.predicate in ("goal", "plans")] == [goal]
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I'd like to learn more about them.", []),
+        ("I'm going to try making it tonight!", []),
+        ("I also like holding them.", []),
+        ("I want to know everything about it.", []),
+        ("I used to love playing it when I was younger.", []),
+        # what the value names itself stays
+        ("I'd love to visit a retreat like that.", ["User wants to visit a retreat like that"]),
+        ("I want to budget around $20-30 for that.", ["User wants to budget around $20-30 for that"]),
+        ("I'd like to know more about the climate change situation there.",
+         ["User wants to know more about the climate change situation there"]),
+        ("I love it.", []),
+        ("I love pottery.", ["User likes pottery"]),
+    ],
+)  # fmt: skip
+def test_a_like_or_goal_that_only_points_back_is_no_fact(text: str, facts: list[str]) -> None:
+    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
