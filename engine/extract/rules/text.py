@@ -304,17 +304,23 @@ _LIGHT = frozenset(
     "done did get getting got go going gone make making made happen know knowing see seeing find finding "
     "try trying figure keep keeping take taking give giving use using start starting continue help helping "
     "hear hearing learn learning check checking look looking work working sure best better good great new "
-    "own other others sometime someday soon".split()
+    "own other others similar different else sometime someday soon".split()
 )
+
+#: light words that still name what one likes or wants when nothing else is said ("User likes to help")
+_A_THING = frozenset("help helping work working other others thing things better learn learning".split())
 
 
 def points_back(value: str) -> bool:
     """Whether `value` says what it is about only by pointing back at what was said before ("learn more
     about them", "try making it"): it ends on such a word and names at most one thing of its own
-    ("visit a retreat like that" names two and stays), or it ends on a part of such a thing ("of it")."""
+    ("visit a retreat like that" names two and stays), or it ends on a part of such a thing ("of it");
+    or it names nothing at all ("try something new")."""
+    words = _WORDS.findall(value.lower())
+    own = sum(1 for w in words if w not in _LIGHT)
     found = _POINTS_BACK.search(value)
-    if found is None:
-        return False
+    if found is None:  # "try something new", "do something similar"; "helping others" is a thing
+        return all(w in _LIGHT and w not in _A_THING for w in words)
     if _OF_POINTER.search(value, max(0, found.start() - 4)) is not None:
         return True  # a part of what was said: "make the most of it", "limit their intake of those"
-    return sum(1 for w in _WORDS.findall(value.lower()) if w not in _LIGHT) <= 1
+    return own <= 1

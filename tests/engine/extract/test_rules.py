@@ -184,7 +184,7 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
         ("I want to watch tomorrow's game.", "watch tomorrow's game", None),
         # a goal that ends in a preposition keeps it
         ("I'm trying to find some new music to listen to.", "find some new music to listen to", None),
-        ("I'm really hoping to get in now.", "get in", None),
+        ("I'm really hoping to move in now.", "move in", None),
         ("I want to visit a town like this again.", "visit a town like this", None),
         ("I'd love to attend the festival I volunteered at last year.",
          "attend the festival they volunteered at", "2025"),
@@ -635,7 +635,12 @@ def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
          ["User wants to know more about the climate change situation there"]),
         ("I love it.", []),
         ("I love pottery.", ["User likes pottery"]),
+        # a value that names nothing at all
+        ("I want to try something new.", []),
+        ("I'd like to find something similar.", []),
+        ("I love helping others.", ["User likes helping others"]),
+        ("I love trying new things.", ["User likes trying new things"]),
     ],
 )  # fmt: skip
-def test_a_like_or_goal_that_only_points_back_is_no_fact(text: str, facts: list[str]) -> None:
+def test_a_like_or_goal_that_points_back_or_names_nothing_is_no_fact(text: str, facts: list[str]) -> None:
     assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
