@@ -11,7 +11,7 @@ from datetime import datetime
 from engine.extract.base import DraftObjectType, DraftSensitivity, FactDraft
 from engine.extract.rules.dates import human_date
 from engine.extract.rules.entities import is_person_name, make_entity
-from engine.extract.rules.text import entity_id, points_back, speaks_to_listener, third_person
+from engine.extract.rules.text import entity_id, own_name, points_back, speaks_to_listener, third_person
 from engine.models import Entity
 from engine.write.predicates import canonical, render, spec_for
 
@@ -134,6 +134,18 @@ class Collector:
             self.entities[ent.entity_id] = ent
         return ent.entity_id
 
+    def relative(self, clause: Clause, rel: str, name: str, confidence: float = 0.85) -> str | None:
+        """The speaker's `rel` called `name` (without the possessive it was read with: "my brother
+        Michael's wife"): its entity id, after the entity and the relation fact; None for no person's name."""
+        name = own_name(name)
+        if not is_person_name(name):
+            return None
+        pid = self.entity(name, "person", 0.85, relation=rel.lower())
+        self.fact(
+            clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence
+        )
+        return pid
+
     def fact(
         self,
         clause: Clause,
@@ -153,7 +165,11 @@ class Collector:
         pred = canonical(predicate)
         spec = spec_for(pred)
         otype: DraftObjectType = object_type or spec.object_type
-        if pred in _TOLD_THINGS and isinstance(value, str) and (speaks_to_listener(value) or points_back(value)):
+        if (
+            pred in _TOLD_THINGS
+            and isinstance(value, str)
+            and (speaks_to_listener(value) or points_back(value))
+        ):
             return  # a compliment, the talk itself ("your turtles", "hear your thoughts") or "more about it"
         subj = subject or clause.subject
         if otype == "string" and isinstance(value, str) and subj == clause.user:
@@ -234,12 +250,10 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     else:
         m2 = _MY_REL.match(s) or _APPOS.match(s)
         m3 = _OTHER.match(s) if not m2 else None
-        if m2 and is_person_name(m2.group("name")):
-            rel, name = m2.group("rel").lower(), m2.group("name")
-            pid = collector.entity(name, "person", 0.85, relation=rel)
-            base = Clause(user, "User", True, "", sentence, user=user)
-            collector.fact(base, RELATIONS[rel], pid, object_type="entity", object_name=name, confidence=0.85)
-            subject, subject_name, is_self, vp = pid, name, False, m2.group("vp")
+        base = Clause(user, "User", True, "", sentence, user=user)
+        pid = collector.relative(base, m2.group("rel"), m2.group("name")) if m2 else None
+        if m2 and pid is not None:
+            subject, subject_name, is_self, vp = pid, own_name(m2.group("name")), False, m2.group("vp")
             joint = re.match(r"^and I\s+(?P<vp>.+)$", vp)
             if joint:  # "My wife Sarah and I live in Denver": the rest is about the user too
                 subject, subject_name, is_self, vp = user, "User", True, joint.group("vp")

@@ -10,6 +10,7 @@ import re
 from engine.extract.rules.clauses import RELATIONS, Clause, Collector
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
+from engine.extract.rules.text import own_name
 
 _NAME = r"(?P<n>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?))"
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
@@ -18,6 +19,9 @@ PETS = (
     "guinea pig|ferret|snake|lizard|gecko|golden retriever|labrador|lab|beagle|poodle|corgi|"
     "dachshund|husky|terrier|bulldog|german shepherd|border collie|tabby|chihuahua|pug"
 )
+#: a pet's word that names a plant is no pet ("a snake plant", "my Snake Plant"); "puppy training" or "a
+#: new dog bed" still says there is one
+_NOT_A_PET = r"(?![ -](?i:plants?)\b)"
 _PET_SINGULAR = {
     "puppy": "puppy",
     "puppies": "puppy",
@@ -67,7 +71,7 @@ _MY_REL_NAME = re.compile(
 )
 _HAVE_PET = re.compile(
     rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
-    rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?"
+    rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?{_NOT_A_PET}"
     rf"(?: (?:named|called) {_NAME})?\b",
     re.IGNORECASE,
 )
@@ -77,26 +81,18 @@ _PET_DIED = re.compile(
     re.IGNORECASE,
 )
 _MY_PET = re.compile(
-    rf"\bmy (?:\w+ )?(?P<k>{PETS})(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE
+    rf"\bmy (?:\w+ )?(?P<k>{PETS}){_NOT_A_PET}(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE
 )
 
 
 def _pet(out: Collector, clause: Clause, kind: str, name: str | None, *, negated: bool | None = None) -> None:
     kind = _PET_SINGULAR.get(kind.lower(), kind.lower())
+    name = own_name(name) if name else name
     if name and is_person_name(name):
         out.entity(name, "pet", 0.8, species=kind)
         out.fact(clause, "has_pet", f"{kind} named {name}", confidence=0.85, negated=negated)
     else:
         out.fact(clause, "has_pet", kind, confidence=0.8, negated=negated)
-
-
-def _relation(out: Collector, clause: Clause, rel: str, name: str, confidence: float) -> None:
-    if not is_person_name(name):
-        return
-    pid = out.entity(name, "person", 0.85, relation=rel.lower())
-    out.fact(
-        clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence
-    )
 
 
 def _self_statements(clause: Clause, out: Collector) -> None:
@@ -105,7 +101,7 @@ def _self_statements(clause: Clause, out: Collector) -> None:
     s, vp = clause.sentence, clause.vp
     m = _MY_REL_NAME.search(s.rstrip(" .!"))
     if m:
-        _relation(out, clause, m.group("r"), m.group("n"), 0.9)
+        out.relative(clause, m.group("r"), m.group("n"), 0.9)
     m = _MY_PET.search(s)
     if m:
         _pet(out, clause, m.group("k"), m.group("n"), negated=False)
@@ -115,7 +111,7 @@ def _self_statements(clause: Clause, out: Collector) -> None:
     m = _TOGETHER.match(s.rstrip(" .!"))
     if m and not vp:
         married = m.group("k") == "married"
-        _relation(out, clause, "wife" if married else "partner", m.group("n"), 0.8)
+        out.relative(clause, "wife" if married else "partner", m.group("n"), 0.8)
     m = _SPLIT_WITH.match(s.rstrip(" .!"))
     if m and not vp and is_person_name(m.group("n")):
         out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
@@ -127,11 +123,11 @@ def _partner(clause: Clause, out: Collector, vp: str) -> None:
     m = _MARRIED_TO.match(vp)
     if m:
         rel = "wife" if m.group("k").lower() == "married" else "fiance"
-        _relation(out, clause, rel, m.group("n"), 0.9)
+        out.relative(clause, rel, m.group("n"), 0.9)
         out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
     m = _DATING.match(vp)
     if m:
-        _relation(out, clause, "partner", m.group("n"), 0.8)
+        out.relative(clause, "partner", m.group("n"), 0.8)
     m = _STATUS.match(vp)
     if m:
         out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
@@ -145,10 +141,10 @@ def _children_and_siblings(clause: Clause, out: Collector, vp: str) -> None:
             out.fact(clause, "children_count", n, object_name=str(n), unit=None, confidence=0.85)
     m = _CHILD_NAMED.match(vp)
     if m:
-        _relation(out, clause, "child", m.group("n"), 0.85)
+        out.relative(clause, "child", m.group("n"), 0.85)
     m = _SIB_NAMED.match(vp)
     if m:
-        _relation(out, clause, m.group("r"), m.group("n"), 0.85)
+        out.relative(clause, m.group("r"), m.group("n"), 0.85)
 
 
 def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import RELATIONS, Clause, Collector
-from engine.extract.rules.entities import is_person_name
 
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z\-]{1,40}(?:\s+[A-Z][a-zA-Z\-]{1,40})?))"
@@ -40,8 +39,4 @@ def extract(sentence: str, user: str, out: Collector) -> None:
     if m:
         pairs.append((m.group("rel"), m.group("name")))
     for rel, name in pairs:
-        if not is_person_name(name):
-            continue
-        rel = rel.lower()
-        pid = out.entity(name, "person", 0.85, relation=rel)
-        out.fact(base, RELATIONS[rel], pid, object_type="entity", object_name=name, confidence=0.85)
+        out.relative(base, rel, name)

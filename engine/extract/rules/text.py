@@ -282,6 +282,11 @@ _SECOND_PERSON = re.compile(
 )
 
 
+def own_name(name: str) -> str:
+    """A name without the possessive it was read with ("my brother Michael's wife", "Luna's skin")."""
+    return name[:-2] if name.endswith(("'s", "\u2019s")) else name
+
+
 def speaks_to_listener(value: str) -> bool:
     return next(separators(_SECOND_PERSON, value), None) is not None
 
@@ -296,7 +301,7 @@ _POINTS_BACK = re.compile(
 _OF_POINTER = re.compile(r"\bof (?:it|them|this|that|these|those)\W*$", re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 #: words that say nothing of what a like or a goal is about without the thing they point back to
-_LIGHT = frozenset(
+_LIGHT_WORDS = (
     "a an the to of in on at for with about around through into out up over by from as like more most much "
     "many lot bit little again also really just even still too so very all some any every either both "
     "everything something anything things thing way ways together i me my we our us you your he she they "
@@ -304,11 +309,13 @@ _LIGHT = frozenset(
     "done did get getting got go going gone make making made happen know knowing see seeing find finding "
     "try trying figure keep keeping take taking give giving use using start starting continue help helping "
     "hear hearing learn learning check checking look looking work working sure best better good great new "
-    "own other others similar different else sometime someday soon".split()
+    "own other others similar different else sometime someday soon"
 )
+_LIGHT = frozenset(_LIGHT_WORDS.split())
 
 #: light words that still name what one likes or wants when nothing else is said ("User likes to help")
-_A_THING = frozenset("help helping work working other others thing things better learn learning".split())
+_A_THING_WORDS = "help helping work working other others thing things better learn learning"
+_A_THING = frozenset(_A_THING_WORDS.split())
 
 
 def points_back(value: str) -> bool:

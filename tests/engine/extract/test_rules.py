@@ -644,3 +644,31 @@ def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
 )  # fmt: skip
 def test_a_like_or_goal_that_points_back_or_names_nothing_is_no_fact(text: str, facts: list[str]) -> None:
     assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        ("I have a snake plant that's been doing well.", []),
+        ("I'm thinking of repotting my Snake Plant.", []),
+        ("I have a snake named Seraphim.", ["User has a snake named Seraphim"]),
+        # the thing still says there is a pet
+        ("I got a new dog bed for him.", ["User has a dog"]),
+    ],
+)  # fmt: skip
+def test_a_pets_word_naming_a_plant_is_no_pet(text: str, facts: list[str]) -> None:
+    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("I'm trying to keep my kitten Luna's skin healthy.", "User has a kitten named Luna"),
+        ("By the way, my brother Michael's wife Rachel is doing great.", "User has a sibling named Michael"),
+        ("My friend Sarah's adopted daughter turns five.", "User has a friend named Sarah"),
+    ],
+)
+def test_a_name_read_with_its_possessive_is_the_name(text: str, fact: str) -> None:
+    texts = [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts]
+    assert fact in texts
+    assert not any("'s" in t.split(" named ")[-1] for t in texts if " named " in t)
