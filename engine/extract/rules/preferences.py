@@ -78,6 +78,14 @@ _PLAYS = re.compile(r"^(?:play|plays|(?:am|is) playing) (?:the )?(?P<o>.+)$", re
 _HOBBY = re.compile(
     r"\bmy (?:main |favorite )?hobb(?:y|ies) (?:is|are|include|includes) (?!not\b)(?P<o>.+)$", re.IGNORECASE
 )
+#: where an owned thing's name ends: a clause, a remark after a dash, what was done to it ("got my Camry
+#: serviced"), or a word about the getting ("recently", "myself")
+_OWNED_END = re.compile(
+    r",|(?<=\S)(?:\s+(?:and|but|because|which|that)\s|\s+[-\u2013\u2014]+\s|\s*[\u2013\u2014]"
+    r"|\s+(?:serviced|fixed|repaired|replaced|washed|detailed|inspected|cleaned|tuned|delivered|shipped)\b"
+    r"|\s+(?:recently|myself|themselves)\b|\s+(?:yesterday|today|already|too|as well)\s*$)",
+    re.IGNORECASE,
+)
 _OWNS = re.compile(
     r"^(?:drive|drives|own|owns|have|has|bought|got|use|ride) (?:an? |the |my )?(?:new |used |old |brand new )?(?P<o>.+)$",
     re.IGNORECASE,
@@ -237,7 +245,7 @@ def _plays_and_owns(clause: Clause, out: Collector, vp: str) -> None:
     if m:
         # "cleats on the 15th of last month": when it was got, not what
         raw, _ = before_date(m.group("o"), out.reference)
-        obj = without_dangling(clean_object(re.split(r",|\s+(?:and|but|because|which|that)\s", raw)[0]))
+        obj = without_dangling(clean_object(_OWNED_END.split(raw)[0]))
         first = obj.split()[0] if obj else ""
         if obj and (is_product(obj) or is_org(first) or is_product(first)) and first[:1].isupper():
             out.entity(obj, "product", 0.75)

@@ -672,3 +672,17 @@ def test_a_name_read_with_its_possessive_is_the_name(text: str, fact: str) -> No
     texts = [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts]
     assert fact in texts
     assert not any("'s" in t.split(" named ")[-1] for t in texts if " named " in t)
+
+
+@pytest.mark.parametrize(
+    ("text", "owned"),
+    [
+        ("I got my Samsung Galaxy S22 Ultra recently - I received an email from Amazon.", "Samsung Galaxy S22 Ultra"),
+        ("I recently got a Samsung smartwatch myself, a Galaxy Watch.", "Samsung smartwatch"),
+        ("I got my Toyota Camry serviced at the dealership.", "Toyota Camry"),
+        ("I have a Fitbit too.", "Fitbit"),
+    ],
+)  # fmt: skip
+def test_an_owned_things_name_ends_where_the_getting_is_told(text: str, owned: str) -> None:
+    facts = RuleExtractor().extract(text, reference_time=REF).facts
+    assert [f.object for f in facts if f.predicate == "owns"] == [owned]
