@@ -250,8 +250,10 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     else:
         m2 = _MY_REL.match(s) or _APPOS.match(s)
         m3 = _OTHER.match(s) if not m2 else None
-        base = Clause(user, "User", True, "", sentence, user=user)
-        pid = collector.relative(base, m2.group("rel"), m2.group("name")) if m2 else None
+        pid = None
+        if m2:  # "My sister Anna lives in Rome": Anna is the user's sister, and the rest is about her
+            base = Clause(user, "User", True, "", sentence, user=user)
+            pid = collector.relative(base, m2.group("rel"), m2.group("name"))
         if m2 and pid is not None:
             subject, subject_name, is_self, vp = pid, own_name(m2.group("name")), False, m2.group("vp")
             joint = re.match(r"^and I\s+(?P<vp>.+)$", vp)
