@@ -292,10 +292,11 @@ def speaks_to_listener(value: str) -> bool:
 
 
 #: a value that ends on a word pointing back to what was said before ("learn more about it", "check them
-#: out", "try it sometime", "help make that happen")
+#: out", "try it sometime", "help make that happen", "doing it right")
 _POINTS_BACK = re.compile(
     r"\b(?:it|them|this|that|these|those|there|him|her|me|us)"
-    r"(?:\s+(?:out|up|over|here|again|too|soon|sometime|someday|happen|together))*\W*$",
+    r"(?:\s+(?:out|up|over|here|again|too|soon|sometime|someday|happen|together|around|in|later|next|right"
+    r"|well|correctly|properly|nicely|firsthand))*\W*$",
     re.IGNORECASE,
 )
 _OF_POINTER = re.compile(r"\bof (?:it|them|this|that|these|those)\W*$", re.IGNORECASE)
@@ -309,7 +310,8 @@ _LIGHT_WORDS = (
     "done did get getting got go going gone make making made happen know knowing see seeing find finding "
     "try trying figure keep keeping take taking give giving use using start starting continue help helping "
     "hear hearing learn learning check checking look looking work working sure best better good great new "
-    "own other others similar different else sometime someday soon"
+    "own other others similar different else sometime someday soon later next right well correctly "
+    "properly nicely firsthand"
 )
 _LIGHT = frozenset(_LIGHT_WORDS.split())
 

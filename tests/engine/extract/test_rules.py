@@ -635,6 +635,9 @@ def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
          ["User wants to know more about the climate change situation there"]),
         ("I love it.", []),
         ("I love pottery.", ["User likes pottery"]),
+        ("I want to make sure I'm doing it right.", []),
+        ("I want to make sure I store them properly.", []),
+        ("I love having them around.", []),
         # a value that names nothing at all
         ("I want to try something new.", []),
         ("I'd like to find something similar.", []),
