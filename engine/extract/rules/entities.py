@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from engine.extract.rules.text import entity_id
+from engine.extract.rules.text import entity_id, word_set
 from engine.models import Entity
 
 _PLACES = """
@@ -64,10 +64,6 @@ def _names(block: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 PLACES = _names(_PLACES)
 ORGS = _names(_ORGS)
 PRODUCTS = _names(_PRODUCTS)
@@ -75,18 +71,18 @@ _PLACES_LOWER = {p.lower() for p in PLACES}
 _ORGS_LOWER = {o.lower() for o in ORGS}
 _PRODUCTS_LOWER = {p.lower() for p in PRODUCTS}
 
-LANGUAGES = _words(
+LANGUAGES = word_set(
     "English Spanish French German Italian Portuguese Dutch Russian Japanese Chinese Mandarin "
     "Cantonese Korean Arabic Hindi Turkish Polish Swedish Norwegian Danish Greek Hebrew "
     "Vietnamese Thai Swahili Czech Finnish Ukrainian Catalan Latin"
 )
-NATIONALITIES = _words(
+NATIONALITIES = word_set(
     "American British English Scottish Irish Canadian Australian German French Italian Spanish "
     "Portuguese Dutch Belgian Swiss Austrian Swedish Norwegian Danish Finnish Polish Czech Greek "
     "Turkish Russian Ukrainian Japanese Chinese Korean Indian Brazilian Mexican Argentinian "
     "Colombian Chilean Peruvian Nigerian Kenyan Egyptian Israeli Vietnamese Thai Filipino"
 )
-PROFESSION_HEADS = _words(
+PROFESSION_HEADS = word_set(
     """engineer developer programmer designer teacher nurse doctor physician surgeon dentist lawyer
     attorney accountant analyst scientist researcher professor lecturer student manager director
     consultant architect writer author journalist editor photographer artist musician chef cook
@@ -99,7 +95,7 @@ PROFESSION_HEADS = _words(
     midwife caregiver farmer gardener tailor hairdresser stylist lead owner"""
 )
 
-_STOP_CAPS = _words(
+_STOP_CAPS = word_set(
     """I I'm My We Our The A An This That These Those It He She They His Her Their You Your Yes No
     Hi Hello Hey Thanks Thank Ok Okay So And But Or Also Actually Well Oh Btw Anyway Last Next Today
     Yesterday Tomorrow Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February
@@ -179,7 +175,7 @@ def scan_named(sentence: str) -> list[Entity]:
     return found
 
 
-_PERSON_CONTEXT = _words(
+_PERSON_CONTEXT = word_set(
     "with and to from named called met meet ask asked tell told call called text texted visit visited "
     "friend friends sister brother wife husband son daughter mom dad boss colleague coworker partner "
     "girlfriend boyfriend cousin uncle aunt grandma grandpa neighbor dr. mr. mrs. ms."

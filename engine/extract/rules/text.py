@@ -238,6 +238,11 @@ def is_capitalized(text: str) -> bool:
     return bool(text) and text[0].isupper()
 
 
+def word_set(text: str) -> frozenset[str]:
+    """The words of a space-separated list, as a set."""
+    return frozenset(text.split())
+
+
 def norm_value(text: str) -> str:
     """Case- and whitespace-insensitive form used to compare values."""
     return re.sub(r"\s+", " ", text.strip().casefold())
@@ -274,17 +279,17 @@ def third_person(value: str) -> str:
     return "".join(out) + value[at:]
 
 
+def own_name(name: str) -> str:
+    """A name without the possessive it was read with ("my brother Michael's wife", "Luna's skin")."""
+    return name[:-2] if name.endswith(("'s", "\u2019s")) else name
+
+
 #: the listener's things, or the talk itself ("your turtles", "hear your thoughts", "share it with you");
 #: what the listener offered stays a thing one can like ("the recipe you provided")
 _SECOND_PERSON = re.compile(
     r"\b(?:your|yours|yourself|yourselves|y'all|you(?! (?:have )?(?:"
     r"provided|mentioned|gave|suggested|recommended|listed|shared|described|showed|shown|sent|offered)\b))\b"
 )
-
-
-def own_name(name: str) -> str:
-    """A name without the possessive it was read with ("my brother Michael's wife", "Luna's skin")."""
-    return name[:-2] if name.endswith(("'s", "\u2019s")) else name
 
 
 def speaks_to_listener(value: str) -> bool:
@@ -302,7 +307,7 @@ _POINTS_BACK = re.compile(
 _OF_POINTER = re.compile(r"\bof (?:it|them|this|that|these|those)\W*$", re.IGNORECASE)
 _WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
 #: words that say nothing of what a like or a goal is about without the thing they point back to
-_LIGHT_WORDS = (
+_LIGHT = word_set(
     "a an the to of in on at for with about around through into out up over by from as like more most much "
     "many lot bit little again also really just even still too so very all some any every either both "
     "everything something anything things thing way ways together i me my we our us you your he she they "
@@ -313,11 +318,9 @@ _LIGHT_WORDS = (
     "own other others similar different else sometime someday soon later next right well correctly "
     "properly nicely firsthand"
 )
-_LIGHT = frozenset(_LIGHT_WORDS.split())
 
 #: light words that still name what one likes or wants when nothing else is said ("User likes to help")
-_A_THING_WORDS = "help helping work working other others thing things better learn learning"
-_A_THING = frozenset(_A_THING_WORDS.split())
+_A_THING = word_set("help helping work working other others thing things better learn learning")
 
 
 def points_back(value: str) -> bool:
@@ -326,10 +329,9 @@ def points_back(value: str) -> bool:
     ("visit a retreat like that" names two and stays), or it ends on a part of such a thing ("of it");
     or it names nothing at all ("try something new")."""
     words = _WORDS.findall(value.lower())
-    own = sum(1 for w in words if w not in _LIGHT)
     found = _POINTS_BACK.search(value)
     if found is None:  # "try something new", "do something similar"; "helping others" is a thing
         return all(w in _LIGHT and w not in _A_THING for w in words)
     if _OF_POINTER.search(value, max(0, found.start() - 4)) is not None:
         return True  # a part of what was said: "make the most of it", "limit their intake of those"
-    return own <= 1
+    return sum(1 for w in words if w not in _LIGHT) <= 1
