@@ -14,7 +14,7 @@ from engine.extract.rules.quantities import (
     parse_money,
     parse_quantity,
 )
-from engine.extract.rules.text import DANGLING, clean_object, trim_ends, without_dangling
+from engine.extract.rules.text import DANGLING, SPACED_DASH, clean_object, trim_ends, without_dangling
 
 _GOAL = re.compile(
     r"^(?P<v>want|wants|would like|would love|hope|hopes|am hoping|is hoping|aim|aims|am aiming|dream|"
@@ -84,7 +84,7 @@ _DANGLING_TRIMMED = DANGLING - {"from", "on", "in", "of", "over", "next", "last"
 #: ("... and need help with data analysis"); a match starts only where a run of spaces does (linear)
 _GOAL_END = re.compile(
     r"(?<!\s)\s++(?:because|since|so that|but)\s|,\s*+(?:even though|although|though)\b"
-    r"|(?<!\s)\s++[-\u2013\u2014]++\s|(?<!\s)\s++and\s++(?:want|need|would like)\s",
+    rf"|(?<!\s){SPACED_DASH}|(?<!\s)\s++and\s++(?:want|need|would like)\s",
     re.IGNORECASE,
 )
 

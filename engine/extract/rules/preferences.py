@@ -11,7 +11,14 @@ import re
 from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import is_org, is_product
-from engine.extract.rules.text import REASON, clean_object, split_list, strip_article, without_dangling
+from engine.extract.rules.text import (
+    REASON,
+    SPACED_DASH,
+    clean_object,
+    split_list,
+    strip_article,
+    without_dangling,
+)
 
 _LIKES = re.compile(
     r"^(?:like|likes|love|loves|enjoy|enjoys|adore|adores|am into|is into|am (?:a )?(?:big |huge |massive )?fan of|"
@@ -81,7 +88,7 @@ _HOBBY = re.compile(
 #: where an owned thing's name ends: a clause, a remark after a dash, what was done to it ("got my Camry
 #: serviced"), or a word about the getting ("recently", "myself")
 _OWNED_END = re.compile(
-    r",|(?<=\S)(?:\s+(?:and|but|because|which|that)\s|\s+[-\u2013\u2014]+\s|\s*[\u2013\u2014]"
+    rf",|(?<=\S)(?:\s+(?:and|but|because|which|that)\s|{SPACED_DASH}|\s*[\u2013\u2014]"
     r"|\s+(?:serviced|fixed|repaired|replaced|washed|detailed|inspected|cleaned|tuned|delivered|shipped)\b"
     r"|\s+(?:recently|myself|themselves)\b|\s+(?:yesterday|today|already|too|as well)\s*$)",
     re.IGNORECASE,

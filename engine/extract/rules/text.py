@@ -173,13 +173,15 @@ def strip_article(text: str) -> str:
 
 #: where a reason, a condition, a remark or a clause of its own starts, a list of things ends ("camping
 #: trips, 'cause nature brings peace"; "I'm learning German now - tough but fun")
+#: a dash between spaces ("pottery - the creativity is awesome"): what follows is a remark of its own
+SPACED_DASH = r"\s++[-\u2013\u2014]++\s"
 REASON = re.compile(
     # a match starts at a comma or at the first space of a run (else runs of spaces are quadratic)
     r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)[\s,]|,\s*+cause\s"
     # a subject after a comma starts a clause of its own ("sci-fi movies, they're a great escape")
     r"|,\s*+(?:and\s++)?(?:they|he|she|we|it|I)(?=\s|['\u2019])"
     # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
-    r"|(?<!\s)\s++[-\u2013\u2014]++\s(?!\d)|\u2014"
+    rf"|(?<!\s){SPACED_DASH}(?!\d)|\u2014"
     # a dash typed against the word before it, then a subject ("The Santa Clause too- it is so good")
     r"|(?<=\w)-\s++(?=(?:it|this|that|they|he|she|we|I)\s)",
     re.IGNORECASE,
