@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,11 @@ from engine.extract.rules.text import (
 )
 
 REF = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
+
+
+def fact_texts(text: str, **kwargs: Any) -> list[str]:
+    """The texts of the facts the rules draft from `text` at `REF`."""
+    return [f.text for f in RuleExtractor().extract(text, reference_time=REF, **kwargs).facts]
 
 
 def facts(text: str, subject: str = "ent:user") -> list[tuple[str, str, object, str | None, bool]]:
@@ -543,7 +549,7 @@ def test_never_raises_and_facts_are_well_formed(text: str) -> None:
     ],
 )  # fmt: skip
 def test_a_fact_about_the_speaker_reads_in_the_third_person(text: str, fact: str) -> None:
-    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == [fact]
+    assert fact_texts(text) == [fact]
 
 
 def test_the_speakers_words_about_someone_else_stay_theirs() -> None:
@@ -567,7 +573,7 @@ def test_the_speakers_words_about_someone_else_stay_theirs() -> None:
     ],
 )  # fmt: skip
 def test_the_listeners_things_and_the_talk_itself_are_no_facts(text: str, facts: list[str]) -> None:
-    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+    assert fact_texts(text) == facts
 
 
 @pytest.mark.parametrize(
@@ -587,9 +593,7 @@ def test_the_listeners_things_and_the_talk_itself_are_no_facts(text: str, facts:
     ],
 )  # fmt: skip
 def test_a_quoted_title_keeps_its_quotes_and_its_article(text: str, facts: list[str]) -> None:
-    assert [
-        f.text for f in RuleExtractor().extract(text, reference_time=REF, subject="ent:tim").facts
-    ] == facts
+    assert fact_texts(text, subject="ent:tim") == facts
 
 
 def test_a_title_abbreviation_ends_no_sentence() -> None:
@@ -646,7 +650,7 @@ def test_a_goal_ends_where_its_own_clause_does(text: str, goal: str) -> None:
     ],
 )  # fmt: skip
 def test_a_like_or_goal_that_points_back_or_names_nothing_is_no_fact(text: str, facts: list[str]) -> None:
-    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+    assert fact_texts(text) == facts
 
 
 @pytest.mark.parametrize(
@@ -660,7 +664,7 @@ def test_a_like_or_goal_that_points_back_or_names_nothing_is_no_fact(text: str, 
     ],
 )  # fmt: skip
 def test_a_pets_word_naming_a_plant_is_no_pet(text: str, facts: list[str]) -> None:
-    assert [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts] == facts
+    assert fact_texts(text) == facts
 
 
 @pytest.mark.parametrize(
@@ -672,7 +676,7 @@ def test_a_pets_word_naming_a_plant_is_no_pet(text: str, facts: list[str]) -> No
     ],
 )
 def test_a_name_read_with_its_possessive_is_the_name(text: str, fact: str) -> None:
-    texts = [f.text for f in RuleExtractor().extract(text, reference_time=REF).facts]
+    texts = fact_texts(text)
     assert fact in texts
     assert not any("'s" in t.split(" named ")[-1] for t in texts if " named " in t)
 
