@@ -58,6 +58,16 @@ _MOVED = re.compile(
 _MY_HOME = re.compile(
     r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>[A-Z].+)$"
 )
+#: a move told by what follows it: "Unpacking boxes in Montreal", "Settling into our new flat in Leeds",
+#: "The move to Oslo went fine" (where one lives now, as "I moved to" says)
+_MOVE_DONE = re.compile(
+    r"^(?:(?:am|is|are|was|were|have|has|had) )?(?:been )?(?:(?:just|finally|still|busy|currently) )?(?:"
+    r"(?:unpacking|unpacked) (?:the |my |our |all the |all our |the last of the |moving )?boxes"
+    r"|(?:settling|settled) into (?:my|our|the) new (?:place|flat|apartment|house|home)"
+    r") (?:in|at) (?P<o>[A-Z].*)$"
+    r"|^the move to (?P<o2>[A-Z].*?) went\b",
+    re.IGNORECASE,
+)
 _FLAT = re.compile(
     r"^(?:have|has|have got|has got|got|rent|rents) (?:an? |my |our )?(?:own )?"
     r"(?:(?:small|little|tiny|new|nice|cozy|cosy|big|lovely|one-bedroom|two-bedroom) )*"
@@ -136,6 +146,9 @@ def _self_statements(clause: Clause, out: Collector) -> None:
     m = _MY_HOME.search(s)
     if m:
         _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.75)
+    m = _MOVE_DONE.match(s)
+    if m:
+        _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.8)
 
 
 def _other_birthday(clause: Clause, out: Collector) -> None:
@@ -187,6 +200,9 @@ def _residence(clause: Clause, out: Collector, vp: str) -> None:
     m = _FLAT.match(vp)
     if m:
         _place(out, clause, "lives_in", m.group("o"), 0.7)
+    m = _MOVE_DONE.match(vp)
+    if m:
+        _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.8)
     m = _MOVED.match(vp)
     if m and not re.match(r"^(?:am|is) (?:moving|relocating)", vp, re.I):
         _place(out, clause, "lives_in", m.group("o"), 0.9)

@@ -177,6 +177,28 @@ def test_moved_to_is_lives_in_with_the_stated_date_kept_aside() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "place"),
+    [
+        ("Unpacking boxes in Montreal, the move went fine.", "ent:montreal"),
+        ("I am still unpacking boxes in Denver.", "ent:denver"),
+        ("Settling into my new place in Montreal.", "ent:montreal"),
+        ("We have finally settled into our new house in Porto.", "ent:porto"),
+        ("The move to New York went smoothly.", "ent:new-york"),
+        # no move told: a trip's bags, a garage, a job, a move that did not happen, someone else's boxes
+        ("Unpacking in Paris after my vacation.", None),
+        ("Unpacking boxes in the garage today.", None),
+        ("Settling in at Google, the team is nice.", None),
+        ("I settled into the new job at Google.", None),
+        ("The move to Montreal was cancelled.", None),
+        ("My sister is unpacking boxes in Rome.", None),
+    ],
+)
+def test_a_move_told_by_what_follows_it_is_where_one_lives(text: str, place: str | None) -> None:
+    expected = [("ent:user", "lives_in", place, None, False)] if place else []
+    assert [f for f in facts(text) if f[1] == "lives_in"] == expected
+
+
+@pytest.mark.parametrize(
     ("text", "goal", "when"),
     [
         # a goal cut before its date keeps no word that led into the date
