@@ -11,7 +11,14 @@ from datetime import datetime
 from engine.extract.base import DraftObjectType, DraftSensitivity, FactDraft
 from engine.extract.rules.dates import human_date
 from engine.extract.rules.entities import is_person_name, make_entity
-from engine.extract.rules.text import entity_id, own_name, points_back, speaks_to_listener, third_person
+from engine.extract.rules.text import (
+    asks_the_talk,
+    entity_id,
+    own_name,
+    points_back,
+    speaks_to_listener,
+    third_person,
+)
 from engine.models import Entity
 from engine.write.predicates import canonical, render, spec_for
 
@@ -168,7 +175,7 @@ class Collector:
         if (
             pred in _TOLD_THINGS
             and isinstance(value, str)
-            and (speaks_to_listener(value) or points_back(value))
+            and (speaks_to_listener(value) or points_back(value) or asks_the_talk(value))
         ):
             return  # a compliment, the talk itself ("your turtles", "hear your thoughts") or "more about it"
         subj = subject or clause.subject

@@ -298,6 +298,25 @@ def speaks_to_listener(value: str) -> bool:
     return next(separators(_SECOND_PERSON, value), None) is not None
 
 
+#: what one asks of the talk itself, not a goal one holds: "know more about the CRM trend", "ask about
+#: sleep habits", "discuss the ethics of AI", "get some advice on a silent auction"
+_ASKS = re.compile(
+    r"^(?:(?:know|hear|find out) (?:(?:a (?:bit|little) |some )?more )?(?:about|on)\b"
+    r"|know (?:what|how|whether|if|which|why|when|where|who)\b"
+    r"|ask (?:about|more|(?:a|some|a few) (?:(?:quick|follow-up|more) )?questions?)\b"
+    r"|(?:discuss|chat about|talk about)\b"
+    r"|(?:hear|get) (?:(?:some|more|a few) )*(?:suggestions|advice|tips|ideas|recommendations|information|info"
+    r"|feedback|thoughts)\b|hear what\b"
+    r"|explore more about\b)",
+    re.IGNORECASE,
+)
+
+
+def asks_the_talk(value: str) -> bool:
+    """A goal that is a request of the conversation itself ("know more about X", "ask about Y")."""
+    return _ASKS.match(value) is not None
+
+
 #: a value that ends on a word pointing back to what was said before ("learn more about it", "check them
 #: out", "try it sometime", "help make that happen", "doing it right")
 _POINTS_BACK = re.compile(
