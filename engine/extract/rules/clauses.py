@@ -177,7 +177,7 @@ class Collector:
             and isinstance(value, str)
             and (speaks_to_listener(value) or points_back(value) or asks_the_talk(value))
         ):
-            return  # a compliment, the talk itself ("your turtles", "hear your thoughts") or "more about it"
+            return  # a compliment, the talk itself ("hear your thoughts", "ask about it") or "more about it"
         subj = subject or clause.subject
         if otype == "string" and isinstance(value, str) and subj == clause.user:
             value = third_person(value)
