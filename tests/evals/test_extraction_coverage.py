@@ -41,7 +41,7 @@ HAND = _dataset(
         ("Alice", "I moved to Lisbon last month.", (GoldFact(predicate="lives_in", value="Lisbon"),)),
         (
             "Alice",
-            "Unpacking boxes in Porto, the move went fine.",
+            "The new neighbours in Porto are lovely.",
             (GoldFact(predicate="lives_in", value="Porto"),),
         ),
         ("Alice", "I love jazz.", (GoldFact(predicate="likes", value="jazz", action="add"),)),
@@ -58,7 +58,7 @@ HAND = _dataset(
 def test_hand_built_turns_are_counted_per_predicate_and_action() -> None:
     report = coverage(HAND)
     table = {(r.predicate, r.action): (r.caught, r.total) for r in report.rows}
-    # Berlin and Lisbon are said plainly; "Unpacking boxes in Porto" is an inference the rules skip
+    # Berlin and Lisbon are said plainly; "The new neighbours in Porto" is an inference the rules skip
     assert table == {
         ("lives_in", "set"): (2, 3),
         ("likes", "add"): (1, 1),
