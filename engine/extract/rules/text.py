@@ -251,8 +251,21 @@ def norm_value(text: str) -> str:
 
 
 #: lower case only, and no "I" before a capital: "My", "Me", "You", "I Will" are a title's words
-_FIRST_PERSON = re.compile(r"\b(?:(?P<be>I (?:am|was))|I(?=\s[^A-Z]|$|[,.;:!?])|(?P<my>my|mine|myself|me))\b")
-_THIRD: dict[str, str] = {"my": "their", "mine": "theirs", "myself": "themselves", "me": "them"}
+_FIRST_PERSON = re.compile(
+    r"\b(?:(?P<be>I (?:am|was))|I(?=\s[^A-Z]|$|[,.;:!?])|(?P<my>my|mine|myself|me|we|our|ours|ourselves|us))\b"
+)
+#: the speaker with the people they speak for ("our two-year-old") reads as they do
+_THIRD: dict[str, str] = {
+    "my": "their",
+    "mine": "theirs",
+    "myself": "themselves",
+    "me": "them",
+    "we": "they",
+    "our": "their",
+    "ours": "theirs",
+    "ourselves": "themselves",
+    "us": "them",
+}
 
 
 def _after_a_capital(text: str, at: int) -> bool:

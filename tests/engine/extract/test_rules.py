@@ -586,6 +586,14 @@ def test_never_raises_and_facts_are_well_formed(text: str) -> None:
          "User plans to buy winter clothes before they leave their hometown"),
         ("I love camping trips with my fam, 'cause nature brings peace.", "User likes camping trips with their fam"),
         ("I want to take it easy and not push myself too hard.", "User wants to take it easy and not push themselves too hard"),
+        # the people the speaker speaks for read as they do
+        ("I want to make sure it is safe and fun for our two-year-old.",
+         "User wants to make sure it is safe and fun for their two-year-old"),
+        ("I want to make sure we have enough time for all the activities.",
+         "User wants to make sure they have enough time for all the activities"),
+        ("I want to find another game that'll give us a similar experience.",
+         "User wants to find another game that'll give them a similar experience"),
+        ("I love the US national parks.", "User likes US national parks"),
         # a title's words stay as written
         ('I want to read "Me Before You" again.', 'User wants to read "Me Before You"'),
         ("I love I Will Survive.", "User likes I Will Survive"),
