@@ -383,6 +383,20 @@ def _cap_context_boosts(
             boosts[i, DAY] *= keep
 
 
+#: fused scores equal to this many decimals tie: events capped under one memory land on its score
+#: minus the margin up to float noise, which must not decide their order (it moves with the clock)
+SCORE_DECIMALS = 9
+
+
+def ranking(fused: Fused) -> npt.NDArray[np.intp]:
+    """Candidate positions, best first. Equal scores (to `SCORE_DECIMALS`) rank the better match without
+    the conversation-context boosts first (among events capped to one score, the turn that matches
+    best), then keep the candidates' order."""
+    score = np.round(fused.score, SCORE_DECIMALS)
+    direct = np.round(fused.score - fused.boosts[:, NEIGHBOR] - fused.boosts[:, DAY], SCORE_DECIMALS)
+    return np.lexsort((-direct, -score))
+
+
 def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
     out: list[str] = []
     if fused.hit[i, SEMANTIC]:

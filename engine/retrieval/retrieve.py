@@ -40,7 +40,7 @@ from engine.retrieval.channels import (
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.expand import context_boosts, speaker_hits
-from engine.retrieval.fuse import Fused, fuse
+from engine.retrieval.fuse import Fused, fuse, ranking
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
@@ -365,7 +365,7 @@ def retrieve(
         union = fused.ids
         timings.expand = _ms(t)
     t = time.perf_counter()
-    order = np.argsort(-fused.score, kind="stable")
+    order = ranking(fused)
     ranked = [union[int(i)] for i in order]
     div = DiversityActions()
     if cfg.diversity:

@@ -5,6 +5,7 @@ one day hours apart do not boost each other."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
@@ -76,9 +77,9 @@ def _mixed_scope(extracted: bool = False) -> tuple[InMemoryStore, EmbeddingCache
     return store, cache
 
 
-def _ranking(store: InMemoryStore, cache: EmbeddingCache, limit: int = 10) -> list[str]:
+def _ranking(store: InMemoryStore, cache: EmbeddingCache, limit: int = 10, now: datetime = NOW) -> list[str]:
     request = RecallRequest(query=QUESTION, entity_id="ent:ana", limit=limit)
-    got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
+    got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=now)
     return [m.memory_id for m in got.response.matches]
 
 
@@ -87,6 +88,14 @@ def test_the_best_direct_match_of_another_type_stays_first() -> None:
     same-stretch boost from the events beside it, and without the cap four of them outrank Lisbon."""
     store, cache = _mixed_scope()
     assert _ranking(store, cache)[0] == "f0"
+
+
+def test_events_capped_to_one_score_rank_the_same_whatever_the_clock() -> None:
+    """The chatter capped under Lisbon lands on one score up to float noise, which moves with the
+    request's clock: the order among them is their match without the boosts, on every request."""
+    store, cache = _mixed_scope()
+    rankings = {tuple(_ranking(store, cache, 46, NOW + timedelta(seconds=37 * k))) for k in range(12)}
+    assert len(rankings) == 1
 
 
 def test_without_the_cap_the_chatter_would_bury_the_fact(monkeypatch: pytest.MonkeyPatch) -> None:
