@@ -110,9 +110,30 @@ class _Cursor(msgspec.Struct, array_like=True):
 
 
 def _check_validity(valid_from: datetime | None, valid_to: datetime | None, field: str) -> None:
+    """`valid_from`: where the memory's validity starts (its valid_from, else its timestamp)."""
     if valid_from is not None and valid_to is not None and to_utc(valid_to) < to_utc(valid_from):
         raise InvalidInput(
-            "valid_to is before valid_from", field=field, details={"rule": "valid_to_after_valid_from"}
+            "valid_to is before valid_from (or the timestamp, when valid_from is not given)",
+            field=field,
+            details={"rule": "valid_to_after_valid_from"},
+        )
+
+
+def _check_text(text: str, field: str) -> None:
+    if not text.strip():
+        raise InvalidInput("text must not be blank", field=field, details={"rule": "not_blank"})
+
+
+def _check_superseded_end(old: Memory, valid_to: datetime | None) -> None:
+    """A superseded memory ends where its successor begins: cleared or moved later, two values of one
+    key would both hold."""
+    if old.status != "superseded" or old.valid_to is None:
+        return
+    if valid_to is None or to_utc(valid_to) > to_utc(old.valid_to):
+        raise InvalidInput(
+            "a superseded memory's valid_to can only move earlier (its successor holds from then on)",
+            field="valid_to",
+            details={"rule": "superseded_valid_to", "valid_to": old.valid_to.isoformat()},
         )
 
 
@@ -151,10 +172,11 @@ class MemoryService:
             )
         for index, draft in enumerate(drafts):
             try:
-                _check_validity(draft.valid_from, draft.valid_to, "valid_to")
+                _check_text(draft.text, "text")
+                _check_validity(draft.valid_from or draft.timestamp, draft.valid_to, "valid_to")
             except InvalidInput as exc:
                 if len(drafts) > 1:
-                    exc.details.update(index=index, field=f"items[{index}].valid_to")
+                    exc.details.update(index=index, field=f"items[{index}].{exc.field}")
                 raise
         now = self.clock()
         memories = [self._build(org_id, draft, now, agent_id) for draft in drafts]
@@ -233,6 +255,8 @@ class MemoryService:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
             changes: dict[str, Any] = _edited(patch)
+            if "text" in changes:
+                _check_text(changes["text"], "text")
             if not isinstance(patch.tags, UnsetType):
                 changes["tags"] = list(patch.tags)
             if not isinstance(patch.metadata, UnsetType):
@@ -241,7 +265,9 @@ class MemoryService:
                 changes["archived"] = patch.archived
             if not isinstance(patch.valid_to, UnsetType):
                 changes["valid_to"] = _opt_utc(patch.valid_to)
-                _check_validity(old.valid_from, changes["valid_to"], "valid_to")
+                _check_validity(old.valid_from or old.timestamp, changes["valid_to"], "valid_to")
+                if changes["valid_to"] != old.valid_to:
+                    _check_superseded_end(old, changes["valid_to"])
             changed = sorted(k for k, v in changes.items() if getattr(old, k) != v)
             if not changed:
                 return old

@@ -110,6 +110,28 @@ def test_unarchiving_keeps_one_current_value(client: TestClient[Litestar], auth:
     assert [m["memory_id"] for m in listed["items"]] == [porto["memory_id"]]
 
 
+def test_a_superseded_fact_cannot_be_reopened_by_its_valid_to(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Cleared or moved later, a superseded value's end would overlap its successor: two current homes."""
+    paris = assemble(client, auth, "ent:ann", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    paris_id = paris["extracted"]["upserts"][1]["memory_id"]
+    assemble(client, auth, "ent:ann", "I moved to Berlin.", as_of="2024-06-10T00:00:00Z")
+    before = client.get(f"/v0/memories/{paris_id}", headers=auth).json()
+    for valid_to in (None, "2024-08-01T00:00:00Z"):
+        r = client.patch(f"/v0/memories/{paris_id}", json={"valid_to": valid_to}, headers=auth)
+        assert r.status_code == 422 and r.json()["details"]["rule"] == "superseded_valid_to"
+    assert client.get(f"/v0/memories/{paris_id}", headers=auth).json() == before
+    lives = [
+        x for x in current_facts(client, auth, "ent:ann", as_of="2024-07-01T00:00:00Z") if "lives in" in x
+    ]
+    assert len(lives) == 1 and "Berlin" in lives[0]
+    earlier = client.patch(
+        f"/v0/memories/{paris_id}", json={"valid_to": "2024-05-01T00:00:00Z"}, headers=auth
+    )
+    assert earlier.status_code == 200 and earlier.json()["valid_to"].startswith("2024-05-01")
+
+
 # --- 7. one agent's write never leaves another with no current value ------------------------------------
 def test_agents_keep_their_own_current_values(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     a1, a2 = {**auth, "X-Service-Agent": "a1"}, {**auth, "X-Service-Agent": "a2"}

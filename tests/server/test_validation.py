@@ -27,6 +27,13 @@ CREATE_LIMITS = [
     ("type", "type", {"type": "diary"}, {"type": "profile"}),
     ("status", "status", {"status": "gone"}, {"status": "disputed"}),
     ("subject", "subject", {"subject": "alice"}, {"subject": "ent:alice"}),
+    ("text_blank", "text", {"text": " \n\t"}, {"text": "x"}),
+    (
+        "valid_to_before_timestamp",
+        "valid_to",
+        {"timestamp": "2024-02-01T00:00:00Z", "valid_to": "2024-01-01T00:00:00Z"},
+        {"timestamp": "2024-01-01T00:00:00Z", "valid_to": "2024-02-01T00:00:00Z"},
+    ),
     (
         "valid_to_before_from",
         "valid_to",
@@ -100,6 +107,16 @@ def test_patch_valid_to_before_valid_from(client: TestClient[Litestar], auth: di
         f"/v0/memories/{mem['memory_id']}", json={"valid_to": "2024-01-01T00:00:00Z"}, headers=auth
     )
     assert r.status_code == 422 and r.json()["details"]["field"] == "valid_to"
+
+
+def test_patch_valid_to_before_timestamp(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """With no valid_from a memory holds from its timestamp: it cannot end before that."""
+    mem = client.post("/v0/memories", json=memory_body(timestamp="2024-02-01T00:00:00Z"), headers=auth).json()
+    r = client.patch(
+        f"/v0/memories/{mem['memory_id']}", json={"valid_to": "2024-01-01T00:00:00Z"}, headers=auth
+    )
+    assert r.status_code == 422 and r.json()["details"]["field"] == "valid_to"
+    assert client.get(f"/v0/memories/{mem['memory_id']}", headers=auth).json() == mem
 
 
 def test_page_size_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
