@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
+from engine.errors import InvalidInput
 from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
 from engine.models import MEMORY_TYPES, STATUSES
 from server.auth import principal_of, require_auth
@@ -130,6 +131,19 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip(" \t") for v in value.split(",") if v.strip(" \t")) or None
 
 
+def _given_once(request: Request[Any, Any, Any]) -> None:
+    """A repeated query parameter would be read as its last value alone: several types or statuses are
+    one comma list."""
+    params = request.query_params
+    for name in params:
+        if len(params.getall(name)) > 1:
+            raise InvalidInput(
+                f"query parameter {name!r} is given more than once (several values: one comma list)",
+                field=name,
+                details={"rule": "given_once"},
+            )
+
+
 def csv_pattern(names: tuple[str, ...]) -> str:
     """The regular expression of a comma list of `names` as `_csv` reads it (for the OpenAPI document)."""
     item = "[ \t]*(?:" + "|".join(names) + ")?[ \t]*"
@@ -183,6 +197,7 @@ async def list_memories(
     x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
+    _given_once(request)
     filters = ListFilters(
         namespace=namespace,
         entity_id=entity_id,

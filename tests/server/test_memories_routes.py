@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
@@ -185,3 +186,13 @@ def test_list_filters(client: TestClient[Litestar], auth: dict[str, str]) -> Non
         == "type"
     )
     assert client.get("/v0/memories", params={"sort": "x"}, headers=auth).json()["details"]["field"] == "sort"
+
+
+@pytest.mark.parametrize("query", ["type=note&type=fact", "status=active&status=superseded", "tag=a&tag=b"])
+def test_a_repeated_list_filter_is_422(
+    client: TestClient[Litestar], auth: dict[str, str], query: str
+) -> None:
+    """Read as its last value, `?type=note&type=fact` would list the facts alone: several are a comma list."""
+    r = client.get(f"/v0/memories?{query}", headers=auth)
+    assert r.status_code == 422 and r.json()["details"]["rule"] == "given_once"
+    assert r.json()["details"]["field"] == query.split("=")[0]
