@@ -37,7 +37,7 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
 
 def openapi_config() -> OpenAPIConfig:
     return OpenAPIConfig(
-        title="Loci memory service",
+        title="Loci memory service (MVP)",
         version=API_VERSION,
         description="Memory and context assembly for LLM agents (/v0). Errors use one envelope: "
         "{error, message, request_id, details}.",

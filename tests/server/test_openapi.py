@@ -90,6 +90,11 @@ def test_bearer_scheme(doc: dict[str, Any]) -> None:
     assert doc["paths"]["/v0/health"]["get"]["security"] == []
 
 
+def test_the_document_is_the_versioned_mvp(doc: dict[str, Any]) -> None:
+    """The spec: the /v0 description carries version 0.9.2 and is labelled an MVP."""
+    assert doc["info"]["version"] == "0.9.2" and "MVP" in doc["info"]["title"]
+
+
 def test_error_envelope_documented_per_status(doc: dict[str, Any]) -> None:
     envelope = doc["components"]["schemas"]["ErrorBody"]
     assert set(envelope["required"]) >= {"error", "message", "request_id"}
