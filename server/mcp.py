@@ -27,7 +27,7 @@ from pydantic import Field
 
 from engine.memory_service import MemoryCreate, MemoryPatch
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions, RecallRequest
-from loci.client import APIError, AsyncLociClient, ConnectionFailed, RetryPolicy
+from loci.client import APIError, AsyncLociClient, ConnectionFailed, LociClientError, RetryPolicy
 
 INSTRUCTIONS = (
     "Loci is long-term memory. Call `assemble_context` with the user's turn before answering to get what "
@@ -72,6 +72,8 @@ async def api(ctx: Context, client_for: ClientFor) -> AsyncIterator[AsyncLociCli
         raise ToolError(f"{exc.status} {exc.envelope.error}: {exc.envelope.message}") from exc
     except ConnectionFailed as exc:
         raise ToolError(f"Loci is unreachable: {exc}") from exc
+    except LociClientError as exc:  # an answer the client could not read (UnexpectedAnswer)
+        raise ToolError(f"Loci's answer was not understood: {exc}") from exc
 
 
 def build(client_for: ClientFor) -> MCPServer:
@@ -170,8 +172,8 @@ def build(client_for: ClientFor) -> MCPServer:
                         await client.update_memory(memory_id, MemoryPatch(archived=True))
                     )
                 }
-            await client.delete_memory(memory_id)
-        return {"deleted": memory_id}
+            gone = await client.delete_memory(memory_id)
+        return {"deleted": gone.memory_id}
 
     @server.tool(
         description="A page of memories, newest first, with optional filters; pass `cursor` "

@@ -5,7 +5,8 @@
 - Every logical write (create, update, delete, assemble, prune) carries one `Idempotency-Key` for all its
   attempts, so a retry never writes twice; pass `idempotency_key=` to choose it.
 - Connection errors, 429 (after `Retry-After`) and 503 are retried with exponential backoff
-  (`RetryPolicy`); other errors raise the `APIError` of their status, carrying the error envelope.
+  (`RetryPolicy`); other errors raise the `APIError` of their status, carrying the error envelope; a
+  success whose body is not the call's answer type raises `UnexpectedAnswer`.
 - `iter_memories` / `iter_events` walk cursor pages; `stream_events` follows the live event stream
   (server-sent events), resuming after the last event when the connection drops.
 
@@ -28,6 +29,7 @@ from loci.client.errors import (
     PermissionDeniedError,
     RateLimitError,
     ServiceUnavailableError,
+    UnexpectedAnswer,
     ValidationError,
 )
 from loci.client.retry import RetryPolicy
@@ -80,5 +82,6 @@ __all__ = [
     "StreamedEvent",
     "SummarizeRequest",
     "SummarizeResponse",
+    "UnexpectedAnswer",
     "ValidationError",
 ]

@@ -8,11 +8,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 import httpx
 import msgspec
 
-from loci.client.errors import APIError, error_for
+from loci.client.errors import APIError, UnexpectedAnswer, error_for
 from loci.client.sse import MEDIA_TYPE
 from loci.wire.health import Health
 from loci.wire.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
@@ -56,10 +57,27 @@ def error_of(r: httpx.Response) -> APIError:
 
 
 def answer(call: Call[T], r: httpx.Response) -> T:
-    """The decoded answer of `call`; an error answer raises its APIError."""
+    """The decoded answer of `call`; an error answer raises its APIError, a success that is not the
+    call's answer type raises UnexpectedAnswer."""
     if r.is_error:
         raise error_of(r)
-    return msgspec.json.decode(r.content, type=call.answer)
+    try:
+        return msgspec.json.decode(r.content, type=call.answer)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise UnexpectedAnswer(
+            f"{call.method} {call.path}: {r.status_code} is not a {call.answer.__name__}: {exc}",
+            status=r.status_code,
+            request_id=r.headers.get("X-Request-Id"),
+        ) from exc
+
+
+def segment(value: str) -> str:
+    """`value` as exactly one path segment: `/ ? # %` and the rest percent-encoded, and a lone `.` or
+    `..` too, which URL resolution would otherwise take for this folder or its parent."""
+    if not value:
+        raise ValueError("a path segment cannot be empty")
+    encoded = quote(value, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
 
 
 def _body(value: Any) -> bytes:
@@ -113,17 +131,21 @@ def create_memories(drafts: Sequence[MemoryCreate], agent: str | None = None) ->
 
 
 def get_memory(memory_id: str) -> Call[Memory]:
-    return Call(method="GET", path=f"/v0/memories/{memory_id}", answer=Memory)
+    return Call(method="GET", path=f"/v0/memories/{segment(memory_id)}", answer=Memory)
 
 
 def update_memory(memory_id: str, patch: MemoryPatch) -> Call[Memory]:
     return Call(
-        method="PATCH", path=f"/v0/memories/{memory_id}", answer=Memory, body=_body(patch), writes=True
+        method="PATCH",
+        path=f"/v0/memories/{segment(memory_id)}",
+        answer=Memory,
+        body=_body(patch),
+        writes=True,
     )
 
 
 def delete_memory(memory_id: str) -> Call[Deleted]:
-    return Call(method="DELETE", path=f"/v0/memories/{memory_id}", answer=Deleted, writes=True)
+    return Call(method="DELETE", path=f"/v0/memories/{segment(memory_id)}", answer=Deleted, writes=True)
 
 
 def list_memories(

@@ -2,6 +2,7 @@
 
 LociClientError                  base of everything the client raises
 ├── ConnectionFailed             no answer after the retries (connection refused, dropped, timed out)
+├── UnexpectedAnswer             a success answer whose body is not the call's answer type: .status
 └── APIError                     the server answered an error: .status, .envelope (ErrorBody)
     ├── BadRequestError          400 bad_request
     ├── AuthenticationError      401 unauthorized
@@ -28,6 +29,15 @@ class LociClientError(Exception):
 
 class ConnectionFailed(LociClientError):
     """The server could not be reached (or dropped the connection) on every attempt."""
+
+
+class UnexpectedAnswer(LociClientError):
+    """The server answered success with a body that does not decode as the call's answer."""
+
+    def __init__(self, message: str, *, status: int, request_id: str | None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.request_id = request_id
 
 
 class APIError(LociClientError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from loci.client.errors import UnexpectedAnswer
 from loci.wire.ops import EventItem
 
 MEDIA_TYPE = "text/event-stream"
@@ -18,9 +19,11 @@ class StreamedEvent(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Parser:
-    """Feed it lines (without their newline); it answers an event at each blank line that ends one."""
+    """Feed it lines (without their newline); it answers an event at each blank line that ends one.
+    `status`: the stream's answer status, for the UnexpectedAnswer of data that is not an event item."""
 
-    def __init__(self) -> None:
+    def __init__(self, status: int = 200) -> None:
+        self._status = status
         self._id: str | None = None
         self._type = "message"
         self._data: list[str] = []
@@ -45,4 +48,10 @@ class Parser:
         self._data, self._type = [], "message"
         if not data or cursor is None:
             return None
-        return StreamedEvent(cursor=cursor, type=kind, item=msgspec.json.decode(data, type=EventItem))
+        try:
+            item = msgspec.json.decode(data, type=EventItem)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise UnexpectedAnswer(
+                f"event {cursor}: its data is not an EventItem: {exc}", status=self._status, request_id=None
+            ) from exc
+        return StreamedEvent(cursor=cursor, type=kind, item=item)

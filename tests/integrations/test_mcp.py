@@ -122,6 +122,18 @@ def test_http_scopes_are_the_apis(live: LiveServer) -> None:
     _run(_http(live, other_org), isolated)
 
 
+def test_an_odd_memory_id_names_no_other_memory(live: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        note = {"text": "keep me", "entity_id": _entity(), "kind": "note"}
+        kept = _data(await client.call_tool("remember", note))["stored"][0]["memory_id"]
+        for memory_id in ("nope/../" + kept, "../keys/self", f"{kept}?x=1"):
+            assert "404 not_found" in _error(await client.call_tool("forget", {"memory_id": memory_id}))
+            assert "404 not_found" in _error(await client.call_tool("get_memory", {"memory_id": memory_id}))
+        assert _data(await client.call_tool("get_memory", {"memory_id": kept}))["text"] == "keep me"
+
+    _run(_http(live, live.key), body)
+
+
 def test_http_without_a_key_is_401(live: LiveServer) -> None:
     r = httpx.post(f"{live.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 401 and r.json()["error"] == "unauthorized"

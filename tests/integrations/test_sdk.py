@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+import httpx
 import pytest
 
 from loci.client import (
@@ -26,8 +27,10 @@ from loci.client import (
     PermissionDeniedError,
     RecallRequest,
     RetryPolicy,
+    UnexpectedAnswer,
     ValidationError,
 )
+from loci.client.sse import Parser
 from tests.integrations.conftest import LiveServer, free_port
 from tests.integrations.faulty_proxy import FaultyProxy
 
@@ -100,6 +103,47 @@ def test_errors_are_typed_and_carry_the_envelope(client: LociClient, live: LiveS
         pytest.raises(PermissionDeniedError, match="write"),
     ):
         reader.create_memory(MemoryCreate(type="note", text="x"))
+
+
+def test_a_memory_id_is_one_path_segment(client: LociClient) -> None:
+    entity = _entity()
+    kept = client.create_memory(MemoryCreate(type="note", text="kept", entity_id=entity))
+    odd = ["x/../" + kept.memory_id, "../health", "..", ".", kept.memory_id + "?x=1", kept.memory_id + "#x"]
+    for memory_id in odd:
+        with pytest.raises(NotFoundError):
+            client.get_memory(memory_id)
+        with pytest.raises(NotFoundError):
+            client.update_memory(memory_id, MemoryPatch(archived=True))
+        with pytest.raises(NotFoundError):
+            client.delete_memory(memory_id)
+    assert client.get_memory(kept.memory_id) == kept
+    with pytest.raises(NotFoundError, match=r"memory '\.\.' not found"):
+        client.get_memory("..")
+    with pytest.raises(ValueError, match="empty"):
+        client.delete_memory("")
+
+
+def test_an_answer_of_another_shape_is_a_client_error() -> None:
+    health = httpx.MockTransport(lambda r: httpx.Response(200, json={"status": "ok"}))
+    with (
+        LociClient("http://loci.test", "loci_x", transport=health) as c,
+        pytest.raises(UnexpectedAnswer) as bad,
+    ):
+        c.get_memory("mem_1")
+    assert bad.value.status == 200 and "Memory" in str(bad.value)
+    page = httpx.MockTransport(lambda r: httpx.Response(200, text="<html>a login page</html>"))
+
+    async def run() -> None:
+        async with AsyncLociClient("http://loci.test", "loci_x", transport=page) as c:
+            with pytest.raises(UnexpectedAnswer):
+                await c.list_memories()
+
+    asyncio.run(run())
+    parser = Parser()
+    for line in ("id: 7", "data: {}"):
+        parser.feed(line)
+    with pytest.raises(UnexpectedAnswer, match="EventItem"):
+        parser.feed("")
 
 
 def test_a_dropped_answer_is_retried_without_a_second_write(live: LiveServer) -> None:

@@ -4,8 +4,9 @@
 // - Every logical write (createMemory, createMemories, updateMemory, deleteMemory, assemble, prune)
 //   sends one Idempotency-Key on all its attempts, so a retry after a lost answer writes nothing twice.
 // - Connection errors, 429 (after Retry-After) and 503 are retried with exponential backoff; any other
-//   error answer throws the APIError of its status, carrying the error envelope.
-import { ConnectionFailed, errorFor } from "./errors.js";
+//   error answer throws the APIError of its status, carrying the error envelope; a success whose body
+//   is not JSON throws UnexpectedAnswer.
+import { ConnectionFailed, UnexpectedAnswer, errorFor } from "./errors.js";
 import { DEFAULT_RETRY, RETRY_STATUSES, type RetryPolicy, retryDelay, sleep } from "./retry.js";
 import { EVENT_STREAM, SseParser } from "./sse.js";
 import type {
@@ -163,17 +164,17 @@ export class LociClient {
     return this.send({ method: "POST", path: "/v0/memories", body, headers, writes: true }, options);
   }
 
-  getMemory(memoryId: string, options?: RequestOptions): Promise<Memory> {
-    return this.send({ method: "GET", path: `/v0/memories/${encodeURIComponent(memoryId)}` }, options);
+  async getMemory(memoryId: string, options?: RequestOptions): Promise<Memory> {
+    return this.send({ method: "GET", path: `/v0/memories/${segment(memoryId)}` }, options);
   }
 
-  updateMemory(memoryId: string, body: MemoryPatch, options?: WriteOptions): Promise<Memory> {
-    const path = `/v0/memories/${encodeURIComponent(memoryId)}`;
+  async updateMemory(memoryId: string, body: MemoryPatch, options?: WriteOptions): Promise<Memory> {
+    const path = `/v0/memories/${segment(memoryId)}`;
     return this.send({ method: "PATCH", path, body, writes: true }, options);
   }
 
-  deleteMemory(memoryId: string, options?: WriteOptions): Promise<Deleted> {
-    const path = `/v0/memories/${encodeURIComponent(memoryId)}`;
+  async deleteMemory(memoryId: string, options?: WriteOptions): Promise<Deleted> {
+    const path = `/v0/memories/${segment(memoryId)}`;
     return this.send({ method: "DELETE", path, writes: true }, options);
   }
 
@@ -319,9 +320,25 @@ export class LociClient {
         continue;
       }
       if (!answer.ok) throw errorFor(status, text, answer.headers.get("X-Request-Id"));
-      return JSON.parse(text) as T;
+      try {
+        return JSON.parse(text) as T;
+      } catch (error) {
+        const requestId = answer.headers.get("X-Request-Id");
+        throw new UnexpectedAnswer(`${call.method} ${call.path}: ${status} is not JSON`, status, requestId, {
+          cause: error,
+        });
+      }
     }
   }
+}
+
+/** `value` as exactly one path segment. fetch's URL parser resolves a lone `.` or `..` (even
+ * percent-encoded) as this folder or its parent, so those, and an empty value, cannot be sent. */
+function segment(value: string): string {
+  if (value === "" || value === "." || value === "..") {
+    throw new RangeError(`${JSON.stringify(value)} cannot be sent as one path segment`);
+  }
+  return encodeURIComponent(value);
 }
 
 /** The events of a server-sent-event answer, as its body arrives. A dropped connection throws (a
@@ -329,7 +346,7 @@ export class LociClient {
 async function* readEvents(response: Response): AsyncGenerator<StreamedEvent, void, undefined> {
   if (response.body === null) return;
   const reader = response.body.getReader();
-  const parser = new SseParser();
+  const parser = new SseParser(response.status);
   const decoder = new TextDecoder();
   try {
     for (;;) {

@@ -2,6 +2,7 @@
 //
 // LociError                        base of everything the client throws
 // ├── ConnectionFailed             no answer after the retries (refused, dropped, timed out)
+// ├── UnexpectedAnswer             a success answer whose body is not JSON: .status
 // └── APIError                     the server answered an error: .status, .envelope
 //     ├── BadRequestError          400 bad_request
 //     ├── AuthenticationError      401 unauthorized
@@ -21,6 +22,18 @@ export class LociError extends Error {
 
 export class ConnectionFailed extends LociError {
   override name = "ConnectionFailed";
+}
+
+export class UnexpectedAnswer extends LociError {
+  override name = "UnexpectedAnswer";
+  readonly status: number;
+  readonly requestId: string | null;
+
+  constructor(message: string, status: number, requestId: string | null, options?: ErrorOptions) {
+    super(message, options);
+    this.status = status;
+    this.requestId = requestId;
+  }
 }
 
 export class APIError extends LociError {

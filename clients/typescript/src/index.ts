@@ -13,6 +13,7 @@ export {
   PermissionDeniedError,
   RateLimitError,
   ServiceUnavailableError,
+  UnexpectedAnswer,
   ValidationError,
 } from "./errors.js";
 export { DEFAULT_RETRY, retryDelay } from "./retry.js";

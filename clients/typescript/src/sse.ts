@@ -1,10 +1,14 @@
 // A parser of the server-sent-event stream of GET /v0/observability/events: `id:` the event's cursor,
 // `event:` its type, `data:` the event item as JSON; comments and `retry:` are skipped.
+import { UnexpectedAnswer } from "./errors.js";
 import type { EventItem, StreamedEvent } from "./types.js";
 
 export const EVENT_STREAM = "text/event-stream";
 
 export class SseParser {
+  /** `status`: the stream's answer status, for the UnexpectedAnswer of data that is not JSON. */
+  constructor(private readonly status = 200) {}
+
   private buffer = "";
   private id: string | null = null;
   private type = "message";
@@ -47,6 +51,13 @@ export class SseParser {
     this.data = [];
     this.type = "message";
     if (data === "" || cursor === null) return null;
-    return { cursor, type, item: JSON.parse(data) as EventItem };
+    let item: EventItem;
+    try {
+      item = JSON.parse(data) as EventItem;
+    } catch (error) {
+      const message = `event ${cursor}: its data is not JSON`;
+      throw new UnexpectedAnswer(message, this.status, null, { cause: error });
+    }
+    return { cursor, type, item };
   }
 }

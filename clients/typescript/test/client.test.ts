@@ -7,6 +7,7 @@ import {
   LociClient,
   NotFoundError,
   PermissionDeniedError,
+  UnexpectedAnswer,
   ValidationError,
   type Memory,
 } from "../src/index.js";
@@ -23,6 +24,47 @@ export function typeChecks(loci: LociClient): void {
   // @ts-expect-error recall needs a query
   void loci.recall({ entity_id: "ent:a" });
 }
+
+describe("against a fake fetch", () => {
+  const answering = (body: string, seen: string[] = []): LociClient =>
+    new LociClient({
+      baseUrl: "http://loci.test",
+      apiKey: "loci_x",
+      retry: FAST,
+      fetch: async (input) => {
+        seen.push(new globalThis.URL(String(input)).pathname);
+        return new Response(body, { status: 200, headers: { "X-Request-Id": "req_1" } });
+      },
+    });
+
+  test("a memory id is one path segment; an id fetch would resolve as a folder is refused", async () => {
+    const seen: string[] = [];
+    const loci = answering(JSON.stringify({ deleted: true, memory_id: "x" }), seen);
+    await loci.getMemory("x/../mem_1?a=1#b");
+    await loci.updateMemory("../health", { archived: true });
+    await loci.deleteMemory("%2E%2E");
+    assert.deepEqual(seen, [
+      "/v0/memories/x%2F..%2Fmem_1%3Fa%3D1%23b",
+      "/v0/memories/..%2Fhealth",
+      "/v0/memories/%252E%252E",
+    ]);
+    for (const id of ["", ".", ".."]) await assert.rejects(loci.deleteMemory(id), RangeError);
+    assert.equal(seen.length, 3);
+  });
+
+  test("a success answer, or a streamed event, that is not JSON throws UnexpectedAnswer", async () => {
+    const unexpected = (error: unknown): boolean => {
+      assert.ok(error instanceof UnexpectedAnswer, String(error));
+      assert.equal(error.status, 200);
+      return true;
+    };
+    const page = answering("<html>a login page</html>");
+    const fromPage = (e: unknown): boolean => unexpected(e) && (e as UnexpectedAnswer).requestId === "req_1";
+    await assert.rejects(page.getMemory("mem_1"), fromPage);
+    const stream = answering("id: c1\nevent: memory.created\ndata: <html>\n\n").streamEvents();
+    await assert.rejects(stream.next(), unexpected);
+  });
+});
 
 describe("against a live server", { skip: NO_SERVER }, () => {
   test("health, and the URL and key from the environment", async () => {
