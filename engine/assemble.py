@@ -92,6 +92,7 @@ def prepare_assemble(
         mode=ingest.upsert_conflicts,
         provenance={"request_id": request_id},
         subject=ingest.subject,
+        tags=ingest.tags,
     )
     outcome = pipeline.run_assemble(
         engine.store,

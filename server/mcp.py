@@ -41,6 +41,10 @@ Namespace = Annotated[
     str, Field(min_length=1, max_length=64, description="the memory space (default: default)")
 ]
 Kind = Literal["turn", "fact", "event", "note", "document", "profile", "chunk"]
+Tags = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    Field(max_length=50, description="on every memory stored (for a turn: its event and its facts)"),
+]
 
 
 def _out(value: Any) -> dict[str, Any]:
@@ -90,7 +94,7 @@ def build(client_for: ClientFor) -> MCPServer:
         ctx: Context,
         kind: Kind = "turn",
         namespace: Namespace = "default",
-        tags: Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=50)] | None = None,
+        tags: Tags | None = None,
     ) -> dict[str, Any]:
         async with api(ctx, client_for) as client:
             if kind != "turn":
@@ -106,7 +110,7 @@ def build(client_for: ClientFor) -> MCPServer:
                     turn=text,
                     namespace=namespace,
                     budget=Budget(max_context_tokens=256),
-                    ingest=IngestOptions(extract=True, store_turn="event"),
+                    ingest=IngestOptions(extract=True, store_turn="event", tags=tags or []),
                 )
             )
         return {"upserts": _out(out.extracted.upserts), "facts": [f.text for f in out.extracted.facts]}

@@ -10,6 +10,8 @@ Decisions:
 - `store_turn`: `none` stores nothing; `event` | `note` | `fact` store the turn text as one memory of
   that type (a `fact` turn has the entity as subject but no predicate, hence no conflict key: it never
   supersedes). An empty (blank) turn is never stored.
+- `tags` go on every memory the turn writes (the stored turn and its new facts); a fact that repeats
+  one already held (SKIPPED) writes nothing, so the held one keeps its own tags.
 - The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
   so replays of dated conversations keep their dates; else now). Facts carry
   `provenance.source_turn` = the stored turn's id (absent when the turn is not stored).
@@ -79,6 +81,8 @@ class TurnPlan(msgspec.Struct, kw_only=True):
     entity_id: str | None
     #: merged into the metadata of every memory written (the turn's and the facts')
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the tags of every memory written
+    tags: list[str] = msgspec.field(default_factory=list)
 
     def texts(self) -> list[str]:
         """Texts the write will store (turn and facts): embed them before the write."""
@@ -103,6 +107,7 @@ def turn_memory(
     now: datetime,
     provenance: dict[str, str] | None = None,
     metadata: dict[str, Any] | None = None,
+    tags: Sequence[str] = (),
 ) -> Memory | None:
     """The memory that stores a turn, or None for `none` or a blank turn."""
     if kind == "none" or not text.strip():
@@ -120,6 +125,7 @@ def turn_memory(
         type=kind,
         text=text,
         metadata={"origin": "turn", **(metadata or {})},
+        tags=list(tags),
         timestamp=ts,
         subject=subject_for(entity_id) if kind == "fact" else None,
         valid_from=ts if kind == "fact" else None,
@@ -145,6 +151,7 @@ def plan_turn(
     provenance: dict[str, str] | None = None,
     metadata: dict[str, Any] | None = None,
     subject: str | None = None,
+    tags: Sequence[str] = (),
 ) -> TurnPlan:
     """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
     `subject`: who first-person statements are about; by default the speaker a `<Name>: ` label names,
@@ -168,6 +175,7 @@ def plan_turn(
         now=now,
         provenance=provenance,
         metadata=metadata,
+        tags=tags,
     )
     return TurnPlan(
         org_id=org_id,
@@ -179,6 +187,7 @@ def plan_turn(
         agent_id=agent_id,
         entity_id=entity_id,
         metadata=dict(metadata or {}),
+        tags=list(tags),
     )
 
 
@@ -244,8 +253,9 @@ def commit_turn(
 
 
 def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> list[Memory]:
-    """The plan's drafts as fact memories (engine.write.ingest.draft_to_memory), the plan's metadata merged
-    in, a later statement of the same key ordered after an earlier one (engine.write.ingest)."""
+    """The plan's drafts as fact memories (engine.write.ingest.draft_to_memory) with the plan's metadata
+    merged in and its tags, a later statement of the same key ordered after an earlier one
+    (engine.write.ingest)."""
     built = []
     for d in plan.extraction.facts:
         m = draft_to_memory(
@@ -261,6 +271,8 @@ def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> 
         )
         if plan.metadata:
             m = msgspec.structs.replace(m, metadata={**m.metadata, **plan.metadata})
+        if plan.tags:
+            m = msgspec.structs.replace(m, tags=list(plan.tags))
         built.append(m)
     return order_within_turn(built)
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from loci.wire.models import EntityId, Namespace, SubjectId
+from loci.wire.models import EntityId, Namespace, SubjectId, TagList
 from loci.wire.normalize import NormalizationName
 from loci.wire.presets import PresetName
 from loci.wire.tokens import DEFAULT_TOKENIZER, TokenizerName
@@ -255,6 +255,8 @@ class IngestOptions(msgspec.Struct, kw_only=True):
     #: who first-person statements ("I live in ...") are about; default: the request's entity_id as an
     #: `ent:` id. Facts stay in the request's entity scope either way.
     subject: SubjectId | None = None
+    #: the tags of the memories the turn writes: the stored turn and the facts extracted from it
+    tags: TagList = msgspec.field(default_factory=list)
 
 
 class AssembleRequest(msgspec.Struct, kw_only=True):

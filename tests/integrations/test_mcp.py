@@ -122,6 +122,20 @@ def test_http_scopes_are_the_apis(live: LiveServer) -> None:
     _run(_http(live, other_org), isolated)
 
 
+def test_remember_tags_the_turn_and_its_facts(live: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        entity = _entity()
+        turn = {"text": "I live in Paris", "entity_id": entity, "tags": ["home"]}
+        _data(await client.call_tool("remember", turn))
+        tagged = _data(await client.call_tool("list_memories", {"entity_id": entity, "tag": "home"}))
+        assert sorted((m["type"], m["tags"]) for m in tagged["items"]) == [
+            ("event", ["home"]),
+            ("fact", ["home"]),
+        ]
+
+    _run(_http(live, live.key), body)
+
+
 def test_an_odd_memory_id_names_no_other_memory(live: LiveServer) -> None:
     async def body(client: Client) -> None:
         note = {"text": "keep me", "entity_id": _entity(), "kind": "note"}

@@ -1440,6 +1440,11 @@ export interface components {
             upsert_conflicts?: "off" | "smart";
             /** @default null */
             subject?: string | null;
+            /**
+             * @description at most 64 tags
+             * @default []
+             */
+            tags?: string[];
         };
         /** RecallRequest */
         RecallRequest: {

@@ -151,3 +151,19 @@ def test_subject_for_stays_a_valid_subject() -> None:
         subject = subject_for(entity_id)
         assert msgspec.convert(subject, SubjectId) == subject  # within 256 characters, no spaces
     assert subject_for("ent:ok") == "ent:ok"
+
+
+def test_tags_go_on_the_turn_and_its_new_facts() -> None:
+    store = InMemoryStore()
+    tagged = plan_turn(
+        RULES, "I live in Paris", org_id="o", entity_id="ent:u", timestamp=T0, now=T0, tags=["home"]
+    )
+    out = commit_turn(store, tagged, now=T0)
+    stored = store.list_memories("o", ListQuery())
+    assert sorted((m.type, m.tags) for m in stored) == [("event", ["home"]), ("fact", ["home"])]
+    assert out.extracted.facts[0].tags == ["home"]
+    again = plan_turn(
+        RULES, "I live in Paris", org_id="o", entity_id="ent:u", timestamp=T0, now=T0, tags=["x"]
+    )
+    # the repeated fact writes nothing: the fact held keeps its tags
+    assert commit_turn(store, again, now=T0).extracted.facts[0].tags == ["home"]
