@@ -26,6 +26,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import Field
 
 from engine.memory_service import MemoryCreate, MemoryPatch
+from engine.models import MemoryType
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions, RecallRequest
 from loci.client import APIError, AsyncLociClient, ConnectionFailed, LociClientError, RetryPolicy
 
@@ -181,23 +182,18 @@ def build(client_for: ClientFor) -> MCPServer:
 
     @server.tool(
         description="A page of memories, newest first, with optional filters; pass `cursor` "
-        "(next_cursor of the previous page) for the next page."
+        "(next_cursor of the previous page) for the next page. A turn `remember` stored is an `event`."
     )
     async def list_memories(
         ctx: Context,
         entity_id: Entity | None = None,
         namespace: Namespace | None = None,
-        type: Kind | None = None,  # noqa: A002
+        type: MemoryType | None = None,  # noqa: A002
         tag: Annotated[str, Field(max_length=64)] | None = None,
         page_size: Annotated[int, Field(ge=1, le=200)] = 50,
         cursor: Annotated[str, Field(max_length=512)] | None = None,
     ) -> dict[str, Any]:
-        filters = {
-            "entity_id": entity_id,
-            "namespace": namespace,
-            "type": type if type != "turn" else None,
-            "tag": tag,
-        }
+        filters = {"entity_id": entity_id, "namespace": namespace, "type": type, "tag": tag}
         async with api(ctx, client_for) as client:
             page = await client.list_memories(page_size=page_size, cursor=cursor, **filters)
         return {"items": [_memory_line(m) for m in page.items], "next_cursor": page.next_cursor}

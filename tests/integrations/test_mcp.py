@@ -136,6 +136,19 @@ def test_remember_tags_the_turn_and_its_facts(live: LiveServer) -> None:
     _run(_http(live, live.key), body)
 
 
+def test_list_memories_takes_only_stored_types(live: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        types = json.dumps(tools["list_memories"].input_schema["properties"]["type"])
+        assert '"event"' in types and '"turn"' not in types
+        entity = _entity()
+        await client.call_tool("remember", {"text": "a note", "entity_id": entity, "kind": "note"})
+        refused = _error(await client.call_tool("list_memories", {"entity_id": entity, "type": "turn"}))
+        assert "type" in refused
+
+    _run(_http(live, live.key), body)
+
+
 def test_an_odd_memory_id_names_no_other_memory(live: LiveServer) -> None:
     async def body(client: Client) -> None:
         note = {"text": "keep me", "entity_id": _entity(), "kind": "note"}
