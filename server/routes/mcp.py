@@ -1,5 +1,6 @@
 """/mcp: the MCP server (server.mcp) over streamable HTTP, mounted on the API. Any valid key may open
-it; each tool then needs the scope of the REST call it makes (a read-only key cannot call write tools)."""
+it, whatever its scopes; each tool then needs the scope of the REST call it makes (a read-only key
+cannot call write tools, a write-only key cannot recall)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from litestar import Litestar, asgi
 
-from server.auth import require_auth
+from server.auth import require_key
 from server.gateway import MCP_PATH
 from server.mcp import session_manager
 
@@ -18,8 +19,7 @@ from server.mcp import session_manager
     MCP_PATH,
     is_mount=True,
     copy_scope=True,
-    guards=[require_auth],
-    opt={"scope": "read"},
+    guards=[require_key],  # the scopes are checked where the tools call the API
     include_in_schema=False,
 )
 async def mcp_endpoint(scope: Any, receive: Any, send: Any) -> None:

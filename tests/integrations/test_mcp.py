@@ -161,6 +161,19 @@ def test_an_odd_memory_id_names_no_other_memory(live: LiveServer) -> None:
     _run(_http(live, live.key), body)
 
 
+def test_a_write_only_key_opens_http_and_writes(live: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        note = {"text": "call mum", "entity_id": _entity(), "kind": "note"}
+        stored = _data(await client.call_tool("remember", note))["stored"][0]["memory_id"]
+        assert _data(await client.call_tool("forget", {"memory_id": stored})) == {"deleted": stored}
+        turn = {"text": "I live in Rome", "entity_id": _entity()}
+        for name, args in (("recall", {"query": "Rome"}), ("remember", turn)):
+            refused = _error(await client.call_tool(name, args))
+            assert refused.endswith("403 forbidden: API key lacks the 'read' scope"), (name, refused)
+
+    _run(_http(live, live.make_key(scopes=("write",))), body)
+
+
 def test_http_without_a_key_is_401(live: LiveServer) -> None:
     r = httpx.post(f"{live.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert r.status_code == 401 and r.json()["error"] == "unauthorized"
