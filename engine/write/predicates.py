@@ -13,6 +13,7 @@ never hides a value it was not told to replace.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from typing import Literal
@@ -196,9 +197,29 @@ def is_single_valued(name: str) -> bool:
     return spec_for(name).single_valued
 
 
+#: the longest conflict key (the API's limit on `keys` items)
+MAX_KEY = 128
+#: hex digits of the digest that stands for the rest of an over-long subject or predicate in a key
+KEY_DIGEST = 24
+
+
+def _fit(part: str, width: int) -> str:
+    """`part` when it fits `width` characters, else its start, `~` and a digest of all of it: two long
+    parts that share a start stay apart."""
+    if len(part) <= width:
+        return part
+    digest = hashlib.sha256(part.encode()).hexdigest()[:KEY_DIGEST]
+    return f"{part[: width - KEY_DIGEST - 1]}~{digest}"
+
+
 def conflict_key(subject: str, predicate: str) -> str:
-    """`<subject>|<predicate>` with the predicate canonicalized; at most 128 characters."""
-    return f"{subject}|{canonical(predicate)}"[:128]
+    """`<subject>|<predicate>` with the predicate canonicalized, at most `MAX_KEY` characters. A key
+    never loses its predicate: an over-long subject (or predicate) is shortened by `_fit`, so distinct
+    (subject, predicate) pairs keep distinct keys."""
+    name = canonical(predicate)
+    room = MAX_KEY - 1  # the "|"
+    who = _fit(subject, max(room - len(name), room // 2))
+    return f"{who}|{_fit(name, room - len(who))}"
 
 
 def render(subject_name: str, predicate: str, object_text: str, *, negated: bool = False) -> str:

@@ -179,3 +179,43 @@ def test_a_named_speakers_turn_is_about_the_speaker(
     assert [(f["subject"], f["predicate"]) for f in up["facts"]] == [("ent:caroline", "lives_in")]
     bot = assemble(client, auth, "ent:conv-1", "assistant: I live in the cloud.")["extracted"]
     assert bot["facts"] == [] and bot["upserts"][0]["action"] == "UPSERTED"
+
+
+# --- long ids: every fact keeps a key of its own -----------------------------------------------------
+def test_long_entity_subject_and_speaker_ids_keep_one_key_per_predicate(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A key cut at 128 characters lost its predicate: with a 127-character entity id the residence,
+    the age and the employer shared one key and superseded each other."""
+    entity = "ent:org-acme-prod:user:" + "0123456789abcdef" * 6 + "-xxxxxxx"  # 127 characters
+    subject = "ent:" + "s" * 200
+    speaker = " ".join(["Bartholomew" + "x" * 29] * 3)  # a three-word name of 122 characters
+    for turn, ingest in [
+        ("I live in Paris", {}),
+        ("I am 30 years old", {}),
+        ("I work at Google", {"subject": subject}),
+        ("I live in Rome", {"subject": subject}),
+        (f"{speaker}: I am 40 years old.", {}),
+    ]:
+        assemble(client, auth, entity, turn, ingest=ingest)
+    facts = client.get("/v0/memories", params={"entity_id": entity, "type": "fact"}, headers=auth).json()
+    current = {(m["subject"], m["predicate"]): m["keys"] for m in facts["items"] if m["status"] == "active"}
+    assert set(current) == {
+        (entity, "lives_in"),
+        (entity, "age"),
+        (subject, "works_at"),
+        (subject, "lives_in"),
+        ("ent:" + "-".join([("bartholomew" + "x" * 29)] * 3), "age"),
+    }
+    keys = [k for ks in current.values() for k in ks]
+    assert len(set(keys)) == len(keys) == 5 and all(len(k) <= 128 for k in keys)
+    context = current_facts(client, auth, entity)
+    assert any("lives in Paris" in x for x in context) and any("30 years old" in x for x in context)
+    items = [
+        {"type": "fact", "subject": subject, "predicate": p, "object_text": v}
+        for p, v in [("lives_in", "Oslo"), ("works_at", "Acme")]
+    ]
+    r = client.post("/v0/memories:batch_upsert", json={"items": items}, headers=auth)
+    assert [u["action"] for u in r.json()["upserts"]] == ["UPSERTED", "UPSERTED"]
+    batch = [client.get(f"/v0/memories/{u['memory_id']}", headers=auth).json() for u in r.json()["upserts"]]
+    assert batch[0]["keys"] != batch[1]["keys"] and all(b["status"] == "active" for b in batch)

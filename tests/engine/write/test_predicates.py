@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from engine.write.predicates import PREDICATES, canonical, conflict_key, is_single_valued, render, spec_for
+from engine.write.predicates import (
+    MAX_KEY,
+    PREDICATES,
+    canonical,
+    conflict_key,
+    is_single_valued,
+    render,
+    spec_for,
+)
 
 
 def test_aliases_map_to_registered_names() -> None:
@@ -46,7 +54,20 @@ def test_render_examples() -> None:
 
 def test_conflict_key() -> None:
     assert conflict_key("ent:user", "moved_to") == "ent:user|lives_in"
-    assert len(conflict_key("ent:" + "x" * 200, "lives_in")) == 128
+    assert len(conflict_key("ent:" + "x" * 200, "lives_in")) == MAX_KEY
+
+
+def test_an_over_long_key_keeps_its_predicate_and_its_subject_apart() -> None:
+    """Cut at 128 characters, a long subject's keys all lost their predicate and collided."""
+    long_a, long_b = "ent:" + "a" * 123, "ent:" + "a" * 122 + "b"  # 127 characters, one start
+    keys = {(s, p): conflict_key(s, p) for s in (long_a, long_b) for p in ("lives_in", "age", "works_at")}
+    assert len(set(keys.values())) == len(keys)
+    assert all(len(k) <= MAX_KEY and k.endswith(f"|{p}") for (_, p), k in keys.items())
+    assert conflict_key(long_a, "moved_to") == keys[(long_a, "lives_in")]  # stable, aliases resolved
+    long_predicate = "favorite_" + "x" * 119
+    assert conflict_key("ent:user", long_predicate).startswith("ent:user|favorite_")
+    both = {conflict_key(s, p) for s in (long_a, long_b) for p in (long_predicate, long_predicate + "y")}
+    assert len(both) == 4 and all(len(k) <= MAX_KEY for k in both)
 
 
 def test_contact_predicates_are_pii() -> None:
