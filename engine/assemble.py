@@ -127,7 +127,8 @@ def commit_assemble(engine: Engine, prepared: PreparedAssemble) -> AssembleRespo
     plan = prepared.plan
     if not plan.writes_anything:
         response.extracted.entities = list(plan.extraction.entities)
-        response.extracted.truncated = plan.extraction.truncated
+        response.extracted.truncated = plan.truncated
+        response.extracted.facts_left_out = plan.facts_left_out
         _settle(response, prepared)
         if engine.read_events is not None:
             engine.read_events.add(_assembled(prepared))

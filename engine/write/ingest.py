@@ -29,7 +29,7 @@ from engine.models import Memory, Sensitivity
 from engine.storage.base import Store
 from engine.timeutil import shift, to_utc, utcnow
 from engine.write.predicates import canonical, conflict_key
-from engine.write.supersession import Mode, Outcome, apply, check_mode
+from engine.write.supersession import KeyFacts, Mode, Outcome, apply, check_mode
 
 V1Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
@@ -152,8 +152,10 @@ def upsert_memories(
     with store.transaction():
         if embeddings is not None:
             embeddings.save([m.text for m, neg in zip(memories, flags, strict=True) if not neg])
+        known = KeyFacts(store)  # each key read once for the whole batch
         for memory, neg in zip(memories, flags, strict=True):
-            outcomes.append(apply(store, with_conflict_key(memory), negated=neg, mode=mode, now=at))
+            m = with_conflict_key(memory)
+            outcomes.append(apply(store, m, negated=neg, mode=mode, now=at, known=known))
     return outcomes
 
 

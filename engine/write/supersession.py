@@ -378,15 +378,95 @@ def existing_for(store: Store, memory: Memory) -> list[Memory]:
     return list(seen.values())
 
 
+def value_tokens(memory: Memory) -> tuple[str, str] | None:
+    """Where a string value is filed in `KeyFacts`' index: two values `same_value` calls equal share an
+    entry (their plain forms, or their slugs when either is an `ent:` id); None for any other value."""
+    value = memory.object
+    if not isinstance(value, str):
+        return None
+    return f"p:{_plain(value)}", f"s:{_slug(value.removeprefix('ent:'))}"
+
+
+class KeyFacts:
+    """The facts of each conflict key a batch of writes meets, read once per transaction (`find_by_key`,
+    which on PostgreSQL also locks the key until the transaction ends) and kept up to date with the
+    batch's own writes. A new string value of a multi-valued key is compared only with the facts filed
+    under its `value_tokens` (all `resolve` reads there), not with every value the key ever held."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._facts: dict[tuple[str, str, str], dict[str, Memory]] = {}
+        self._index: dict[tuple[str, str, str], dict[str, set[str]]] = {}
+
+    def _load(self, where: tuple[str, str, str]) -> dict[str, Memory]:
+        facts = self._facts.get(where)
+        if facts is None:
+            facts = self._facts[where] = {}
+            self._index[where] = {}
+            for m in self.store.find_by_key(*where):
+                self._file(where, m)
+        return facts
+
+    def _file(self, where: tuple[str, str, str], memory: Memory) -> None:
+        index = self._index[where]
+        old = self._facts[where].get(memory.memory_id)
+        for token in (value_tokens(old) or ()) if old is not None else ():
+            index[token].discard(memory.memory_id)
+        self._facts[where][memory.memory_id] = memory
+        for token in value_tokens(memory) or ():
+            index.setdefault(token, set()).add(memory.memory_id)
+
+    def existing(self, memory: Memory, *, negated: bool = False) -> list[Memory]:
+        """What `existing_for` returns, narrowed to the facts whose value may equal `memory`'s when
+        that is all `resolve` reads (a multi-valued key; not a negation that names no value)."""
+        tokens = None
+        if not is_single_valued(memory.predicate or "") and not (negated and memory.object is None):
+            tokens = value_tokens(memory)
+        seen: dict[str, Memory] = {}
+        for key in memory.keys or []:
+            where = (memory.org_id, memory.namespace, key)
+            facts = self._load(where)
+            if tokens is None:
+                found = list(facts.values())
+            else:
+                ids = set().union(*(self._index[where].get(token, ()) for token in tokens))
+                found = [facts[mid] for mid in ids]
+            for m in sorted(found, key=lambda m: (m.timestamp, m.memory_id)):  # find_by_key's order
+                if same_space(m, memory):
+                    seen.setdefault(m.memory_id, m)
+        return list(seen.values())
+
+    def wrote(self, memories: Sequence[Memory]) -> None:
+        """The batch stored `memories`: keys already read see them."""
+        for m in memories:
+            for key in m.keys or []:
+                where = (m.org_id, m.namespace, key)
+                if where in self._facts:
+                    self._file(where, m)
+
+
 def apply(
-    store: Store, memory: Memory, *, negated: bool = False, mode: Mode = "smart", now: datetime
+    store: Store,
+    memory: Memory,
+    *,
+    negated: bool = False,
+    mode: Mode = "smart",
+    now: datetime,
+    known: KeyFacts | None = None,
 ) -> Outcome:
-    """Store `memory` with supersession; one transaction (joins the caller's when nested)."""
+    """Store `memory` with supersession; one transaction (joins the caller's when nested). `known`: the
+    keys a batch has read in the caller's transaction (a batch's facts do not read their keys again)."""
     with store.transaction():
-        existing = existing_for(store, memory) if mode == "smart" else []
+        existing: list[Memory] = []
+        if mode == "smart":
+            existing = (
+                known.existing(memory, negated=negated) if known is not None else existing_for(store, memory)
+            )
         resolution = resolve(memory, existing, negated=negated, mode=mode, now=now)
         if resolution.writes:
             store.put_memories(resolution.writes)
+            if known is not None:
+                known.wrote(resolution.writes)
         if resolution.events:
             store.append_events(resolution.events)
         return resolution.outcome

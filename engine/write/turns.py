@@ -15,6 +15,9 @@ Decisions:
 - The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
   so replays of dated conversations keep their dates; else now). Facts carry
   `provenance.source_turn` = the stored turn's id (absent when the turn is not stored).
+- A turn writes at most `MAX_FACTS_PER_TURN` facts, its first ones; the rest are counted in
+  `Extracted.facts_left_out` (and `truncated` is true). Every fact costs a supersession decision, a
+  row, an index entry and a vector inside the write transaction, which other writers wait for.
 - First-person statements are about `ingest.subject` when given, else the speaker a `<Name>: ` label
   names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity),
   else `subject_for(entity_id)`: the entity id itself when it has the form `ent:<id>`, else
@@ -57,6 +60,8 @@ STORE_TURN_VALUES: tuple[str, ...] = ("none", "event", "note", "fact")
 _ENT = re.compile(r"ent:\S+")
 #: the longest subject a memory holds (engine.models.SubjectId)
 MAX_SUBJECT = 256
+#: facts one turn may write; conversation turns state a handful, a pasted list may state thousands
+MAX_FACTS_PER_TURN = 50
 
 
 def subject_for(entity_id: str | None) -> str:
@@ -83,6 +88,13 @@ class TurnPlan(msgspec.Struct, kw_only=True):
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     #: the tags of every memory written
     tags: list[str] = msgspec.field(default_factory=list)
+    #: facts extracted past `MAX_FACTS_PER_TURN`, dropped from `extraction`
+    facts_left_out: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        """Facts of the turn are missing: the extractor's time budget ran out or the limit cut them."""
+        return self.extraction.truncated or self.facts_left_out > 0
 
     def texts(self) -> list[str]:
         """Texts the write will store (turn and facts): embed them before the write."""
@@ -164,6 +176,9 @@ def plan_turn(
         extraction = extractor.extract(said.body, subject=about, reference_time=ts)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
+    left_out = max(0, len(extraction.facts) - MAX_FACTS_PER_TURN)
+    if left_out:
+        extraction = msgspec.structs.replace(extraction, facts=extraction.facts[:MAX_FACTS_PER_TURN])
     turn = turn_memory(
         text,
         kind=store_turn,
@@ -188,6 +203,7 @@ def plan_turn(
         entity_id=entity_id,
         metadata=dict(metadata or {}),
         tags=list(tags),
+        facts_left_out=left_out,
     )
 
 
@@ -247,7 +263,8 @@ def commit_turn(
         entities=list(plan.extraction.entities),
         facts=facts,
         upserts=upserts,
-        truncated=plan.extraction.truncated,
+        truncated=plan.truncated,
+        facts_left_out=plan.facts_left_out,
     )
     return TurnCommit(extracted=extracted, outcomes=outcomes, built=built)
 

@@ -24,5 +24,8 @@ class Extracted(msgspec.Struct, kw_only=True):
     entities: list[Entity] = msgspec.field(default_factory=list)
     facts: list[Memory] = msgspec.field(default_factory=list)
     upserts: list[Upsert] = msgspec.field(default_factory=list)
-    #: extraction stopped at its time budget (the turn is stored all the same): later facts are missing
+    #: facts of the turn are missing (the turn is stored all the same): extraction stopped at its time
+    #: budget, or the turn stated more facts than one turn may write (`facts_left_out`)
     truncated: bool = False
+    #: facts extracted past the per-turn limit (engine.write.turns.MAX_FACTS_PER_TURN), not written
+    facts_left_out: int = 0

@@ -219,3 +219,24 @@ def test_long_entity_subject_and_speaker_ids_keep_one_key_per_predicate(
     assert [u["action"] for u in r.json()["upserts"]] == ["UPSERTED", "UPSERTED"]
     batch = [client.get(f"/v0/memories/{u['memory_id']}", headers=auth).json() for u in r.json()["upserts"]]
     assert batch[0]["keys"] != batch[1]["keys"] and all(b["status"] == "active" for b in batch)
+
+
+# --- one turn's writes are bounded ---------------------------------------------------------------------
+def test_a_turn_writes_at_most_the_fact_limit(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """A long list of likes wrote every fact it stated (1,241 from one 20,000-character turn, in
+    seconds that other writers waited for); the rest of such a turn is counted, not written."""
+    from engine.write.turns import MAX_FACTS_PER_TURN
+
+    stated = MAX_FACTS_PER_TURN + 70
+    turn = " ".join(f"I like dish{i}." for i in range(stated))
+    extracted = assemble(client, auth, "ent:big", turn)["extracted"]
+    assert len(extracted["facts"]) == MAX_FACTS_PER_TURN
+    assert len(extracted["upserts"]) == MAX_FACTS_PER_TURN + 1  # and the stored turn
+    assert (extracted["facts_left_out"], extracted["truncated"]) == (70, True)
+    assert extracted["facts"][-1]["object"] == f"dish{MAX_FACTS_PER_TURN - 1}"  # the first ones are kept
+    listed = client.get(
+        "/v0/memories", params={"entity_id": "ent:big", "type": "fact", "page_size": 200}, headers=auth
+    )
+    assert len(listed.json()["items"]) == MAX_FACTS_PER_TURN
+    small = assemble(client, auth, "ent:big", "I like jazz.")["extracted"]
+    assert (small["facts_left_out"], small["truncated"]) == (0, False)

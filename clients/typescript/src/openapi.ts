@@ -723,6 +723,8 @@ export interface components {
             upserts: components["schemas"]["Upsert"][];
             /** @default false */
             truncated: boolean;
+            /** @default 0 */
+            facts_left_out: number;
         };
         /** FactStruct */
         FactStruct: {

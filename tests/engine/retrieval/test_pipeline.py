@@ -57,7 +57,13 @@ def test_basic_shape(store: Store, cache: EmbeddingCache) -> None:
     } <= set(enc)
     assert "matches" not in enc and "raw_memories" not in enc and "facts_struct" not in enc["context"]
     assert enc["request_id"] == "req_1"
-    assert enc["extracted"] == {"entities": [], "facts": [], "upserts": [], "truncated": False}
+    assert enc["extracted"] == {
+        "entities": [],
+        "facts": [],
+        "upserts": [],
+        "truncated": False,
+        "facts_left_out": 0,
+    }
     assert enc["redaction"] == {"applied": False, "rules": []}
     assert enc["trace"]["summary"]["origin"] == "extractive"
     budget = enc["trace"]["budget"]

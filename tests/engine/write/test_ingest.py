@@ -171,6 +171,46 @@ def test_upsert_memories_adds_conflict_keys(store: Store) -> None:
     assert stored is not None and stored.keys == ["ent:user|lives_in"]
 
 
+class CountingKeys:
+    """A store that counts `find_by_key` calls per key."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.reads: dict[str, int] = {}
+
+    def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return self.inner.find_by_key(org_id, namespace, key)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_turn_reads_each_key_once(store: Store) -> None:
+    """Each fact of a turn read its key's facts again, the turn's own earlier ones included: a turn of
+    n likes decoded and compared n^2/2 facts."""
+    turn(store, "I like dish0. I live in Oslo.", T1)
+    counting = CountingKeys(store)
+    likes = " ".join(f"I like dish{i}." for i in range(40))
+    _, outcomes = turn(counting, f"{likes} I moved to Bergen. I like dish41.", T2)
+    assert counting.reads == {"ent:user|likes": 1, "ent:user|lives_in": 1}
+    assert [o.action for o in outcomes] == ["SKIPPED"] + ["UPSERTED"] * 39 + ["SUPERSEDED", "UPSERTED"]
+
+    def like(n: int, obj: str) -> Memory:
+        return memory(memory_id=f"mem_like{n}", org_id=ORG, type="fact", text=f"User likes {obj}", at=T2,
+                      entity_id="ent:user", subject="ent:user", predicate="likes", object=obj,
+                      object_type="string", valid_from=T2)  # fmt: skip
+
+    counting.reads.clear()
+    again = upsert_memories(counting, [like(1, "the Opera"), like(2, "dish7"), like(3, "opera")], now=NOW)
+    assert [(o.action, o.memory_id) for o in again] == [
+        ("UPSERTED", "mem_like1"),
+        ("SKIPPED", outcomes[7].memory_id),
+        ("SKIPPED", "mem_like1"),  # the batch's own earlier value
+    ]
+    assert counting.reads == {"ent:user|likes": 1}
+
+
 def test_upsert_memories_checks_its_arguments(store: Store) -> None:
     with pytest.raises(ValueError):
         upsert_memories(store, [], negated=[True])
