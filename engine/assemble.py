@@ -26,7 +26,7 @@ from engine.ids import event_id
 from engine.models import Event
 from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest
-from engine.retrieval.redaction_hook import RedactorFactory, no_redaction
+from engine.retrieval.redaction_hook import NoRedaction, Redactor, RedactorFactory, no_redaction
 from engine.retrieval.responses import AssembleResponse, StageTimings
 from engine.storage.base import Store
 from engine.timeutil import to_utc
@@ -58,6 +58,8 @@ class PreparedAssemble(msgspec.Struct, kw_only=True):
     plan: TurnPlan
     #: the texts to store have vectors (False: the embedder failed; stored without, flags.degraded)
     embedded: bool
+    #: the response's redactor (the request's policy), for `extracted`
+    redactor: Redactor = msgspec.field(default_factory=NoRedaction)
 
 
 def writes_of(request: AssembleRequest) -> bool:
@@ -116,6 +118,7 @@ def prepare_assemble(
         timings=outcome.timings,
         plan=plan,
         embedded=embed_for_write(engine.embeddings, plan.texts()),
+        redactor=outcome.redactor,
     )
 
 
@@ -145,7 +148,16 @@ def commit_assemble(engine: Engine, prepared: PreparedAssemble) -> AssembleRespo
 
 
 def _settle(response: AssembleResponse, prepared: PreparedAssemble) -> None:
-    """The extraction's cost and whether anything degraded, into the response."""
+    """`extracted` redacted under the request's policy like the rest of the response (and counted in
+    `redaction`), the extraction's cost and whether anything degraded, into the response."""
+    redactor = prepared.redactor
+    extracted = response.extracted
+    extracted.facts = [redactor.redact_memory(m) for m in extracted.facts]
+    extracted.entities = [
+        e if e.name is None else msgspec.structs.replace(e, name=redactor.redact(e.name, None))
+        for e in extracted.entities
+    ]
+    response.redaction = redactor.result()
     extraction = prepared.plan.extraction
     response.cost.llm_tokens += extraction.llm_tokens
     response.flags.degraded = response.flags.degraded or extraction.degraded or not prepared.embedded

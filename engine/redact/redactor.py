@@ -129,15 +129,19 @@ class Redactor:
         return result
 
     def redact_memory(self, memory: Memory) -> Memory:
-        """A redacted copy: `text`, `object` and the string leaves of `metadata` (the latter by the rules
-        only, as under `auto`). Ids, tags, provenance and the other fields are kept."""
+        """A redacted copy: `text`, `object` and the string leaves of `metadata` and `provenance` (the
+        latter two by the rules only, as under `auto`, and the values already hidden: a fact's
+        `object_name` and `source_text` repeat its object). Ids, tags and the other fields are kept."""
         if not self.enabled or memory.sensitivity == "none":
             return memory
+        text = self.redact_memory_text(memory)
+        obj = self.redact_object(memory.object, memory.sensitivity)
         return msgspec.structs.replace(
             memory,
-            text=self.redact_memory_text(memory),
-            object=self.redact_object(memory.object, memory.sensitivity),
+            text=text,
+            object=obj,
             metadata=self._redact_tree(memory.metadata, "auto"),
+            provenance=self._redact_tree(memory.provenance, "auto"),
         )
 
     def redact_memory_text(self, memory: Memory, text: str | None = None) -> str:

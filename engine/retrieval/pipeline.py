@@ -25,7 +25,7 @@ from engine.retrieval.channels import graph_seeds
 from engine.retrieval.config import resolve
 from engine.retrieval.fuse import reasons
 from engine.retrieval.options import AssembleRequest, RecallRequest, ReturnOptions
-from engine.retrieval.redaction_hook import Redactor, RedactorFactory, no_redaction
+from engine.retrieval.redaction_hook import NoRedaction, Redactor, RedactorFactory, no_redaction
 from engine.retrieval.render import RenderItem, build_items, fact_struct, sections
 from engine.retrieval.responses import (
     AssembleResponse,
@@ -52,6 +52,9 @@ QUERY_SEED_CHARS = 4000  # graph seeds are read from at most this many character
 class AssembleOutcome(msgspec.Struct, kw_only=True):
     response: AssembleResponse
     timings: StageTimings
+    #: the response's redactor: what the caller adds to the response (the turn's `extracted`) goes
+    #: through it too, so a value keeps one placeholder and `redaction` counts it
+    redactor: Redactor = msgspec.field(default_factory=NoRedaction)
 
 
 class RecallOutcome(msgspec.Struct, kw_only=True):
@@ -304,7 +307,7 @@ def run_assemble(
             errors=r.errors,
             scope_size=store.search.scope_size(scope),
         )
-    return AssembleOutcome(response=response, timings=timings)
+    return AssembleOutcome(response=response, timings=timings, redactor=redactor)
 
 
 def assemble(

@@ -528,6 +528,37 @@ def test_recall_redacts_pii_unless_off(client: TestClient[Litestar], auth: dict[
     assert "dana@example.com" in raw["matches"][0]["text"]
 
 
+def test_assemble_redacts_the_facts_it_extracted_unless_off(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """`extracted` came back raw (text, object, object_name, source_text) under the default policy, with
+    `redaction.applied` false, while the same fact in `context.facts` read [EMAIL_1]."""
+    turn = "My email is carol@example.com"
+    body = assemble(client, auth, turn)
+    assert "carol@example.com" not in str(body)
+    (fact,) = body["extracted"]["facts"]
+    assert (fact["sensitivity"], fact["text"], fact["object"]) == (
+        "pii",
+        "User's email is [EMAIL_1]",
+        "[EMAIL_1]",
+    )
+    assert fact["metadata"]["object_name"] == "[EMAIL_1]"
+    assert fact["provenance"]["source_text"] == "My email is [EMAIL_1]"
+    assert body["redaction"] == {"applied": True, "rules": ["email"]}
+    moved = assemble(
+        client, auth, "My email is now bob@example.com", policy={"egress_rehydration": "allowed"}
+    )
+    assert moved["context"]["facts"][0].startswith(
+        "User's email is [EMAIL_1]"
+    )  # carol, read before the write
+    assert moved["extracted"]["facts"][0]["text"] == "User's email is [EMAIL_2]"  # one numbering for both
+    placeholders = moved["redaction"]["placeholders"]
+    assert placeholders == {"[EMAIL_1]": "carol@example.com", "[EMAIL_2]": "bob@example.com"}
+    off = assemble(client, auth, "My email is dave@example.com", policy={"pii_redaction": "off"})
+    assert off["extracted"]["facts"][0]["text"] == "User's email is dave@example.com"
+    assert off["redaction"] == {"applied": False, "rules": []}
+
+
 def test_ingest_subject_names_who_first_person_statements_are_about(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
