@@ -33,7 +33,7 @@ MAX_LINE_TOKENS = 160
 #: a memory too long for its line, shown by the passage that matched, keeps this much of its start (`snippet`)
 LEAD_TOKENS = 24
 MAX_SOURCE_TOKENS = 400
-#: candidates past the line limits kept for the summary: more than any budget's room holds
+#: candidates without a line kept for the summary: more than any budget's room holds
 MAX_OVERFLOW = 120
 SECTION_OF_TYPE: Mapping[str, str] = {
     "fact": "facts",
@@ -166,8 +166,10 @@ def build_items(
 ) -> tuple[list[RenderItem], list[BudgetAction], list[RenderItem]]:
     """The items that may enter the context, in ranking order, the `truncate` actions and one `limit`
     action per section that had candidates past its line limit (how many: the ranking may hold
-    hundreds), and the best `MAX_OVERFLOW` of those candidates (lineless, for the summary)."""
+    hundreds), and the best `MAX_OVERFLOW` of the memories without a line (lineless, for the summary):
+    those past a line limit and, when the summary is asked for, those of sections `include` leaves out."""
     wanted = set(include)
+    summarized = "summary" in wanted
     limits = {"facts": max_facts, "recent_events": max_events}
     counts = {"facts": 0, "recent_events": 0}
     past = {"facts": 0, "recent_events": 0}
@@ -178,6 +180,8 @@ def build_items(
         memory = memories.get(mid)
         section = "sources" if memory is None else SECTION_OF_TYPE.get(memory.type, "sources")
         if section not in wanted:
+            if summarized and memory is not None and len(overflow) < MAX_OVERFLOW:
+                overflow.append(_overflow_item(mid, rank, section, memory, redactor, scores.get(mid, 0.0)))
             continue
         if section in limits and mid not in pinned and counts[section] >= limits[section]:
             past[section] += 1
@@ -207,8 +211,8 @@ def build_items(
 def _overflow_item(
     mid: str, rank: int, section: str, memory: Memory, redactor: Redactor, score: float
 ) -> RenderItem:
-    """A candidate past its section's line limit, for the summary (`engine.retrieval.summary.beyond`):
-    its text and day, no line of its own."""
+    """A candidate without a line (past its section's line limit, or of a section left out), for the
+    summary (`engine.retrieval.summary.beyond`): its text and day."""
     from engine.timeutil import to_micros
 
     return RenderItem(

@@ -2,9 +2,9 @@
 already say. No model is involved.
 
 `beyond(candidates, max_tokens)`: the next-best memories that have no line of their own (past
-`return.max_events`/`max_facts`, or dropped by the budget), compacted and dated: chosen best first
-while they fit the room the lines left, then shown one day per line, newest day first, each memory's
-whole text (capped like a line) after its day. So the budget, not the line count, limits a context:
+`return.max_events`/`max_facts`, of a section `return.include` leaves out, or dropped by the budget),
+compacted and dated: chosen best first while they fit the room the lines left, then shown one day per
+line, newest day first, each memory's whole text (capped like a line) after its day. So the budget, not the line count, limits a context:
 six event lines leave most of 1,200 tokens, and the summary carries the next turns in it. It never
 repeats a rendered line, and is empty when every ranked memory has its line.
 `extractive(kept, max_tokens)` (first sentences of the kept items) is an older digest, kept for

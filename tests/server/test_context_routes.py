@@ -559,6 +559,33 @@ def test_assemble_redacts_the_facts_it_extracted_unless_off(
     assert off["redaction"] == {"applied": False, "rules": []}
 
 
+def test_a_summary_only_context_summarizes_what_it_shows_no_line_for(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """With the other sections left out, the summary had nothing to summarize: empty, 0 tokens."""
+    for turn in [
+        "I live in Paris",
+        "I like jazz",
+        "I booked a flight to Rome for Friday",
+        "My sister Anna is a nurse",
+    ]:
+        assemble(client, auth, turn)
+    for include in (["summary"], ["summary", "sources"]):
+        context = assemble(
+            client, auth, "Tell me about me", ingest=READ_ONLY, **{"return": {"include": include}}
+        )["context"]
+        assert (context["facts"], context["recent_events"], context["sources"]) == ([], [], [])
+        summary = context["summary"]
+        assert "lives in Paris" in summary and "flight to Rome" in summary, summary
+        assert context["token_counts"]["used"] > 0
+    events_only = assemble(
+        client, auth, "Tell me about me", ingest=READ_ONLY, **{"return": {"include": ["facts", "summary"]}}
+    )["context"]
+    assert events_only["recent_events"] == [] and "flight to Rome" in events_only["summary"]
+    assert any("lives in Paris" in x for x in events_only["facts"])
+    assert "User lives in Paris" not in events_only["summary"]  # its line says it
+
+
 def test_ingest_subject_names_who_first_person_statements_are_about(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
