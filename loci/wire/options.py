@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-from msgspec import Meta
+from msgspec import UNSET, Meta, UnsetType
 
 from loci.wire.models import EntityId, Namespace, SubjectId, TagList
 from loci.wire.normalize import NormalizationName
@@ -48,7 +48,18 @@ DEFAULT_BUDGET = 1200
 
 
 class Budget(msgspec.Struct, kw_only=True):
-    max_context_tokens: BudgetTokens = DEFAULT_BUDGET
+    #: unset: the request's top-level `max_context_tokens`, else `DEFAULT_BUDGET`
+    max_context_tokens: (
+        Annotated[
+            int,
+            Meta(
+                ge=256,
+                le=8192,
+                description=f"256 to 8192; default: the top-level max_context_tokens, else {DEFAULT_BUDGET}",
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     tokenizer: Annotated[
         TokenizerName,
         Meta(
@@ -265,7 +276,7 @@ class AssembleRequest(msgspec.Struct, kw_only=True):
     namespace: Namespace = "default"
     goal: GoalText | None = None
     budget: Budget | None = None
-    #: accepted when `budget` is absent; `budget.max_context_tokens` wins
+    #: the budget when `budget.max_context_tokens` is not given (`budget.max_context_tokens` wins)
     max_context_tokens: BudgetTokens | None = None
     policy: Policy = msgspec.field(default_factory=Policy)
     retrieval: RetrievalOptions = msgspec.field(default_factory=RetrievalOptions)
@@ -280,8 +291,10 @@ class AssembleRequest(msgspec.Struct, kw_only=True):
         return self.budget.tokenizer if self.budget is not None else DEFAULT_TOKENIZER
 
     def budget_tokens(self) -> tuple[int, str]:
-        """(budget, where it came from)."""
-        if self.budget is not None:
+        """(budget, the field it came from: `budget.max_context_tokens`, else the top-level
+        `max_context_tokens`, else `default`). A `budget` object that gives only a tokenizer keeps the
+        top-level budget."""
+        if self.budget is not None and not isinstance(self.budget.max_context_tokens, UnsetType):
             return self.budget.max_context_tokens, "budget.max_context_tokens"
         if self.max_context_tokens is not None:
             return self.max_context_tokens, "max_context_tokens"

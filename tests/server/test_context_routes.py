@@ -280,6 +280,33 @@ def test_bounds_are_422_naming_the_field(
 
 
 @pytest.mark.parametrize(
+    ("fields", "budget", "origin"),
+    [
+        ({}, 1200, "default"),
+        ({"max_context_tokens": 300}, 300, "max_context_tokens"),
+        ({"max_context_tokens": 300, "budget": {"tokenizer": "cl100k_base"}}, 300, "max_context_tokens"),
+        (
+            {"max_context_tokens": 300, "budget": {"max_context_tokens": 500}},
+            500,
+            "budget.max_context_tokens",
+        ),
+        ({"budget": {"tokenizer": "estimate"}}, 1200, "default"),
+    ],
+)
+def test_the_budget_is_the_callers_and_the_trace_names_where_it_came_from(
+    client: TestClient[Litestar], auth: dict[str, str], fields: dict[str, Any], budget: int, origin: str
+) -> None:
+    """A budget object naming only its tokenizer took the place of the top-level budget (1200 for 300),
+    and the trace named budget.max_context_tokens, which was never sent."""
+    body = assemble(
+        client, auth, "Tell me about me", ingest=READ_ONLY, **fields, **{"return": {"trace": True}}
+    )
+    assert body["context"]["token_counts"]["budget"] == budget
+    assert body["trace"]["budget"]["origin"] == origin
+    assert body["trace"]["budget"]["tokenizer"] == fields.get("budget", {}).get("tokenizer", "o200k_base")
+
+
+@pytest.mark.parametrize(
     "fields",
     [
         {"turn": "t" * 20000, "goal": "g" * 2000, "seed_context": {"snippets": ["s" * 4000]}},

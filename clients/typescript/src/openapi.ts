@@ -1294,10 +1294,7 @@ export interface components {
         };
         /** Budget */
         Budget: {
-            /**
-             * @description 256 to 8192
-             * @default 1200
-             */
+            /** @description 256 to 8192; default: the top-level max_context_tokens, else 1200 */
             max_context_tokens?: number;
             /**
              * @description how the budget is counted: o200k_base (default; GPT-4o, GPT-4.1, o-series) or cl100k_base (GPT-4, GPT-3.5) count exact BPE tokens of each rendered line plus one per line for its newline; estimate counts ceil(ascii_chars/3) + non-ASCII characters per line, plus one

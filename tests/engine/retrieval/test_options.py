@@ -35,7 +35,11 @@ def test_budget_precedence() -> None:
     assert decode({**BASE, "max_context_tokens": 300}).budget_tokens() == (300, "max_context_tokens")
     both = decode({**BASE, "max_context_tokens": 300, "budget": {"max_context_tokens": 500}})
     assert both.budget_tokens() == (500, "budget.max_context_tokens")
-    assert decode({**BASE, "budget": {}}).budget_tokens() == (1200, "budget.max_context_tokens")
+    assert decode({**BASE, "budget": {}}).budget_tokens() == (1200, "default")
+    # a budget object that names only the tokenizer keeps the caller's top-level budget
+    tokenizer_only = decode({**BASE, "max_context_tokens": 300, "budget": {"tokenizer": "cl100k_base"}})
+    assert tokenizer_only.budget_tokens() == (300, "max_context_tokens")
+    assert tokenizer_only.tokenizer_name() == "cl100k_base"
 
 
 @pytest.mark.parametrize(
