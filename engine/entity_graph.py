@@ -21,7 +21,7 @@ import msgspec
 from engine.errors import InvalidInput
 from engine.models import Memory
 from engine.storage.base import Scope, Store
-from engine.storage.scope_filter import memory_entities
+from engine.storage.scope_filter import as_seen, memory_entities
 
 MAX_DEPTH = 2
 MAX_LIMIT = 500
@@ -138,7 +138,7 @@ def entity_graph(
     scope = Scope(org_id=org_id, namespace=namespace, as_of=as_of, now=now)
     hits = store.search.graph_search(scope, [entity_id], depth, limit + 1)
     distance = {h.memory_id: int(h.raw) for h in hits[:limit]}
-    memories = store.get_memories(org_id, list(distance))
+    memories = [as_seen(m, scope) for m in store.get_memories(org_id, list(distance))]
     touched = [memory_entities(m) for m in memories]
     hops = entity_hops(entity_id, touched)
     counts: dict[str, int] = {}

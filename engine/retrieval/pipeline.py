@@ -44,6 +44,7 @@ from engine.retrieval.responses import (
 )
 from engine.retrieval.retrieve import Retrieved, build_query, retrieve
 from engine.storage.base import Scope, Store
+from engine.storage.scope_filter import as_seen
 from engine.timeutil import to_utc
 
 QUERY_SEED_CHARS = 4000  # graph seeds are read from at most this many characters of the turn
@@ -199,6 +200,13 @@ def _assemble_response(
     return response
 
 
+def _seen_at(r: Retrieved, scope: Scope) -> None:
+    """The candidates as the reader knows them at `as_of` (`as_seen`): lines, structured facts and raw
+    memories never show an end that came later."""
+    if scope.as_of is not None:
+        r.memories = {mid: as_seen(m, scope) for mid, m in r.memories.items()}
+
+
 def _scope(
     org_id: str,
     agent_id: str | None,
@@ -253,6 +261,7 @@ def run_assemble(
         prefetch=prefetch,
         timings=timings,
     )
+    _seen_at(r, scope)
     tok = tokens.get_tokenizer(request.tokenizer_name())
     r.cost.input_tokens = tok.count(request.turn) + tok.count(request.goal or "")
 
@@ -354,6 +363,7 @@ def run_recall(
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
     r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds, timings=timings)
+    _seen_at(r, scope)
     r.cost.input_tokens = tokens.estimate(request.query)
     t = time.perf_counter()
     top = r.ranked[: request.limit]

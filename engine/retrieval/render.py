@@ -1,8 +1,8 @@
 """Rendering: a ranked candidate becomes one self-contained line in one section of the context.
 
 - facts: fact and profile memories, `"<text> (valid <from> to <to>)"` with the validity dates when
-  known (dates as YYYY-MM-DD). Only what the scope let through: active facts, or with `as_of` the
-  facts valid then (superseded ones never otherwise).
+  known (dates as YYYY-MM-DD). Only what the scope let through: active facts valid now, or with `as_of`
+  the facts valid then, as known then (an end after `as_of` is not shown: "since <from>").
 - recent_events: event memories grouped by day: a header line `"<YYYY-MM-DD> (<weekday>):"` and then
   that day's events, one `<text>` per line in time order; days newest first. One date per day instead
   of one per line leaves the budget to the events themselves (the speaker stays in each event's text).

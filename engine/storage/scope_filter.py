@@ -3,14 +3,20 @@
 A memory is a retrieval candidate under a scope when:
 - org_id and namespace match; entity_id / agent_id match when the scope sets them;
 - it is not archived;
-- `as_of` None: status == 'active' and (valid_to is None or valid_to > now);
+- `as_of` None (a read as of now): (valid_from or timestamp) <= now, so a memory dated in the future
+  is not current yet, and either status == 'active' and (valid_to is None or valid_to > now), or
+  status == 'superseded' by a value that begins after now (valid_to > now): it holds until then;
 - `as_of` set: status ignored; (valid_from or timestamp) <= as_of and (valid_to is None or valid_to > as_of).
+
+`as_seen` is a memory as a reader at `as_of` knows it: an end after `as_of` had not happened then.
 
 All time comparisons are done on exact integer microseconds (`engine.timeutil.to_micros`).
 The vectorized twin of this predicate lives in `engine.storage.local_index.columns`.
 """
 
 from __future__ import annotations
+
+import msgspec
 
 from engine.models import Memory
 from engine.storage.base import Scope
@@ -28,13 +34,28 @@ def in_scope(memory: Memory, scope: Scope) -> bool:
         return False
     valid_to = to_micros(memory.valid_to) if memory.valid_to is not None else None
     if scope.as_of is None:
+        now = to_micros(scope.now)
+        if to_micros(memory.holds_from) > now:
+            return False
+        if memory.status == "superseded":
+            return valid_to is not None and valid_to > now
         if memory.status != "active":
             return False
-        return scope.expired or valid_to is None or valid_to > to_micros(scope.now)
+        return scope.expired or valid_to is None or valid_to > now
     as_of = to_micros(scope.as_of)
     if to_micros(memory.holds_from) > as_of:
         return False
     return valid_to is None or valid_to > as_of
+
+
+def as_seen(memory: Memory, scope: Scope) -> Memory:
+    """`memory` as a reader at the scope's `as_of` knows it: an end after `as_of` (a later value, a
+    negation, an expiry) had not happened yet, so the memory is shown open-ended, and active when a
+    later value superseded it. Unchanged without `as_of`, or when it ended by then."""
+    if scope.as_of is None or memory.valid_to is None or to_micros(memory.valid_to) <= to_micros(scope.as_of):
+        return memory
+    status = "active" if memory.status == "superseded" else memory.status
+    return msgspec.structs.replace(memory, valid_to=None, status=status)
 
 
 def memory_entities(memory: Memory) -> list[str]:

@@ -24,11 +24,11 @@ space, and a write elsewhere must never leave it with no current value.
     equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
     its valid_to); higher new confidence ends it at t; lower is stored as history that never held.
 - Multi-valued, different value: accumulates (UPSERTED).
-- Negation ("I no longer work at Acme"): ends the current facts with the same value (all current
-  facts of the key when the negation carries no value) whose t is not after the negation's: status
-  "superseded", valid_to = negation t. Nothing new is stored, so the outcome names no memory of its
-  own (`memory_id` None): SUPERSEDED with `negation` true and `supersedes` = the ended facts, or
-  SKIPPED when nothing matched.
+- Negation ("I no longer work at Acme"): ends the facts with the same value (all facts of the key when
+  the negation carries no value) that hold at the negation's t (begun by then and not ended then: a
+  current fact, or one that a value dated later ends): status "superseded", valid_to = negation t.
+  Nothing new is stored, so the outcome names no memory of its own (`memory_id` None): SUPERSEDED with
+  `negation` true and `supersedes` = the ended facts, or SKIPPED when nothing matched.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
@@ -184,7 +184,7 @@ def resolve(
     t_new = effective_time(new)
     current = [m for m in others if _is_current(m)]
     if negated:
-        return _negate(new, current, t_new, now)
+        return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now)
     same = [m for m in current if same_value(m, new)]
     if same:
         return _skip(new, same[0], now)
@@ -200,11 +200,13 @@ def resolve(
     return _single(new, others, t_new, now)
 
 
-def _negate(new: Memory, current: list[Memory], t_new: datetime, now: datetime) -> Resolution:
-    if new.object is None:
-        targets = [m for m in current if effective_time(m) <= t_new]
-    else:
-        targets = [m for m in current if same_value(m, new) and effective_time(m) <= t_new]
+def _holds_at(m: Memory, t: datetime) -> bool:
+    """`m` began by `t` and had not ended then (disputed values hold too)."""
+    return effective_time(m) <= t and (m.valid_to is None or m.valid_to > t)
+
+
+def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    targets = holding if new.object is None else [m for m in holding if same_value(m, new)]
     if not targets:
         return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
     writes: list[Memory] = []

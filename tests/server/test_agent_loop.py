@@ -3,6 +3,7 @@ asked about. Each test is one reproduction of issue 28 (a request sequence on a 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from litestar import Litestar
@@ -240,3 +241,45 @@ def test_a_turn_writes_at_most_the_fact_limit(client: TestClient[Litestar], auth
     assert len(listed.json()["items"]) == MAX_FACTS_PER_TURN
     small = assemble(client, auth, "ent:big", "I like jazz.")["extracted"]
     assert (small["facts_left_out"], small["truncated"]) == (0, False)
+
+
+# --- what a read as of a time may know ----------------------------------------------------------------
+def test_a_read_as_of_a_date_shows_no_later_end(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """At 2024-03-01 the move of June was not known yet, but the line read 'valid 2024-01-10 to
+    2024-06-10' and the structured fact said superseded."""
+    assemble(client, auth, "ent:tl", "I live in Paris", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, "ent:tl", "I moved to Berlin", as_of="2024-06-10T00:00:00Z")
+    then = assemble(
+        client,
+        auth,
+        "ent:tl",
+        "Where do I live?",
+        ingest=READ_ONLY,
+        as_of="2024-03-01T00:00:00Z",
+        **{"return": {"include_structured_facts": True, "include_raw_memories": True}},
+    )
+    assert [x for x in then["context"]["facts"] if "lives in" in x] == [
+        "User lives in Paris (since 2024-01-10)"
+    ]
+    (paris,) = [f for f in then["context"]["facts_struct"] if f["predicate"] == "lives_in"]
+    assert (paris["status"], paris["valid_to"]) == ("active", None)
+    assert "2024-06-10" not in str(then["context"]) + str(then["raw_memories"])
+    later = current_facts(client, auth, "ent:tl", as_of="2024-07-01T00:00:00Z")
+    assert [x for x in later if "lives in" in x] == ["User lives in Berlin (since 2024-06-10)"]
+
+
+def test_a_value_dated_in_the_future_is_not_current_yet(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Without as_of, Paris from 2030 was shown as current and hid Berlin, which holds until then."""
+    assemble(client, auth, "ent:fut", "I live in Paris", as_of="2030-01-01T00:00:00Z")
+    assemble(client, auth, "ent:fut", "I moved to Berlin")
+    now = datetime.now(UTC).isoformat()
+    for fields in ({}, {"as_of": now}):  # a read without as_of is a read as of now
+        lives = [x for x in current_facts(client, auth, "ent:fut", **fields) if "lives in" in x]
+        assert len(lives) == 1 and lives[0].startswith("User lives in Berlin"), (fields, lives)
+    in_2031 = current_facts(client, auth, "ent:fut", as_of="2031-01-01T00:00:00Z")
+    assert [x for x in in_2031 if "lives in" in x] == ["User lives in Paris (since 2030-01-01)"]
+    ended = assemble(client, auth, "ent:fut", "I no longer live in Berlin")["extracted"]["upserts"][1]
+    assert ended["action"] == "SUPERSEDED" and len(ended["supersedes"]) == 1
+    assert not [x for x in current_facts(client, auth, "ent:fut") if "lives in" in x]

@@ -2,8 +2,9 @@
 
 The mask is the exact twin of `engine.storage.scope_filter.in_scope` (org and namespace are implied by
 the index): live, not archived, entity/agent equal when set, and
-- as_of None: status == 'active' and valid_to > now (valid_to None is +infinity; not checked when
-  `expired`);
+- as_of None: (valid_from or timestamp) <= now and either status == 'active' and valid_to > now
+  (valid_to None is +infinity; not checked when `expired`) or status == 'superseded' and
+  now < valid_to < +infinity;
 - as_of set: (valid_from or timestamp) <= as_of and valid_to > as_of.
 """
 
@@ -59,6 +60,7 @@ class Columns:
         self.agents = Codes()
         self.statuses = Codes()
         self.statuses.add("active")  # code 0
+        self.statuses.add("superseded")  # code 1
         self.types = Codes()
         self.speakers = Codes()  # the "<Name>: " an event's text starts with
         self.live = Growable(np.bool_, False)
@@ -136,9 +138,13 @@ class Columns:
                 return np.zeros(self.n, dtype=np.bool_)
             mask &= self.agent.view == code
         if scope.as_of is None:
-            mask &= self.status.view == 0
+            now = to_micros(scope.now)
+            mask &= self.start.view <= now
+            active = self.status.view == 0
             if not scope.expired:
-                mask &= self.valid_to.view > to_micros(scope.now)
+                active &= self.valid_to.view > now
+            ends_later = (self.status.view == 1) & (self.valid_to.view > now) & (self.valid_to.view < INF)
+            mask &= active | ends_later
         else:
             as_of = to_micros(scope.as_of)
             mask &= self.start.view <= as_of

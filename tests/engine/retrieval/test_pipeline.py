@@ -102,7 +102,8 @@ def test_as_of_shows_what_was_true_then(store: Store, cache: EmbeddingCache) -> 
     resp = run(store, cache, turn="Where does Alice live?", as_of=as_of)
     assert any("Alice lives in London" in f for f in resp.context.facts)
     assert not any("Paris" in f for f in resp.context.facts)
-    assert "Alice lives in London (valid 2024-11-27 to 2025-12-02)" in resp.context.facts
+    # London ended when Paris began, after as_of: what was true then shows no end
+    assert "Alice lives in London (since 2024-11-27)" in resp.context.facts
     # events after as_of are not candidates
     assert not any("dentist" in e for e in resp.context.recent_events)
 

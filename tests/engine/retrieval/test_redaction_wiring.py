@@ -25,7 +25,13 @@ def _setup() -> tuple[Store, EmbeddingCache]:
         "org",
         [
             msgspec.convert(
-                {"type": "note", "text": "Reach Bob at bob@example.com", "entity_id": "ent:u"}, MemoryCreate
+                {
+                    "type": "note",
+                    "text": "Reach Bob at bob@example.com",
+                    "entity_id": "ent:u",
+                    "timestamp": "2024-12-01T00:00:00Z",  # before the reads' NOW
+                },
+                MemoryCreate,
             )
         ],
         agent_id=None,

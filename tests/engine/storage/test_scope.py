@@ -8,7 +8,7 @@ import numpy as np
 from engine.embed.hash import HashEmbedder
 from engine.models import Memory, text_hash
 from engine.storage.base import Scope, Store
-from engine.storage.scope_filter import in_scope
+from engine.storage.scope_filter import as_seen, in_scope
 from tests.engine.storage.conftest import at, mem
 
 NOW = at(1000)
@@ -44,6 +44,13 @@ def _corpus() -> dict[str, Memory]:
         "expires_now": mem(**common, valid_to=NOW, timestamp=at(10)),
         "future_valid": mem(**common, valid_from=at(700), timestamp=at(10)),
         "new": mem(**common, timestamp=at(600)),
+        # not yet: dated after now (a read as of now leaves them out until then)
+        "starts_later": mem(**common, valid_from=at(1500), timestamp=at(10)),
+        "recorded_later": mem(**common, timestamp=at(1200)),
+        # superseded by a value dated after now: it holds until that one begins
+        "ends_later": mem(
+            **common, status="superseded", valid_from=at(10), valid_to=at(1500), timestamp=at(10)
+        ),
         "ns2": mem(**common, namespace="ns2", timestamp=at(10)),
         "org_b": mem(**common, org_id="org_b", timestamp=at(10)),
     }
@@ -65,12 +72,13 @@ def test_scope_semantics_every_channel(store: Store) -> None:
     everything = list(corpus.values()) + fillers
     store.put_memories(everything)
     _embed(store, everything, emb)
-    live_now = {"plain", "agent", "other_entity", "expires_later", "future_valid", "new"}
+    live_now = {"plain", "agent", "other_entity", "expires_later", "future_valid", "new", "ends_later"}
     cases: list[tuple[Scope, set[str] | None]] = [
         (Scope(org_id="org_a", now=NOW), live_now),
         # mem0's show_expired: past their valid_to too, still only active ones
         (Scope(org_id="org_a", now=NOW, expired=True), live_now | {"expired", "expires_now"}),
         (Scope(org_id="org_a", now=NOW, as_of=at(500), expired=True), None),
+        (Scope(org_id="org_a", now=at(1600)), live_now - {"ends_later"} | {"starts_later", "recorded_later"}),
         (Scope(org_id="org_a", now=NOW, agent_id="g1"), {"agent"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:y"), {"other_entity"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:none"), set()),
@@ -90,11 +98,21 @@ def test_scope_semantics_every_channel(store: Store) -> None:
                 "expired",
                 "expires_later",
                 "expires_now",
+                "ends_later",
             },
         ),
         (
             Scope(org_id="org_a", now=NOW, as_of=at(500)),
-            {"plain", "agent", "other_entity", "disputed", "expired", "expires_later", "expires_now"},
+            {
+                "plain",
+                "agent",
+                "other_entity",
+                "disputed",
+                "expired",
+                "expires_later",
+                "expires_now",
+                "ends_later",
+            },
         ),
         (
             Scope(org_id="org_a", now=NOW, as_of=at(950)),
@@ -107,6 +125,7 @@ def test_scope_semantics_every_channel(store: Store) -> None:
                 "expires_now",
                 "future_valid",
                 "new",
+                "ends_later",
             },
         ),
     ]
@@ -120,6 +139,16 @@ def test_scope_semantics_every_channel(store: Store) -> None:
         for channel, ids in _channels(store, scope, emb).items():
             # other_entity's memory is about ent:y but its subject is ent:x, so graph depth 0 finds it
             assert _names(corpus, ids) == expected, (channel, scope)
+
+
+def test_as_seen_shows_no_end_after_as_of() -> None:
+    paris = mem(text="User lives in Paris", status="superseded", valid_from=at(10), valid_to=at(500))
+    then = as_seen(paris, Scope(org_id="org_a", now=NOW, as_of=at(100)))
+    assert (then.status, then.valid_to, then.valid_from) == ("active", None, at(10))  # Berlin came later
+    for scope in (Scope(org_id="org_a", now=NOW, as_of=at(500)), Scope(org_id="org_a", now=NOW)):
+        assert as_seen(paris, scope) == paris  # ended by then, or read as of now
+    disputed = mem(text="x", status="disputed", valid_from=at(10), valid_to=at(500))
+    assert as_seen(disputed, Scope(org_id="org_a", now=NOW, as_of=at(100))).status == "disputed"
 
 
 def test_index_follows_reputs_and_deletes(store: Store) -> None:
@@ -168,7 +197,7 @@ def test_index_follows_reputs_and_deletes(store: Store) -> None:
 
 def test_rollback_leaves_index_untouched(store: Store) -> None:
     scope = Scope(org_id="org_a", now=NOW)
-    a = mem(text="apple")
+    a = mem(text="apple", timestamp=at(5))
     store.put_memories([a, *_fillers()])
     assert store.search.scope_size(scope) == 11
 
@@ -177,7 +206,7 @@ def test_rollback_leaves_index_untouched(store: Store) -> None:
 
     try:
         with store.transaction():
-            store.put_memories([mem(text="apple two")])
+            store.put_memories([mem(text="apple two", timestamp=at(6))])
             store.delete_memory("org_a", a.memory_id)
             store.search.scope_size(scope)  # a search inside the block may (re)build the index
             raise Boom
@@ -189,7 +218,7 @@ def test_rollback_leaves_index_untouched(store: Store) -> None:
 
 def test_vector_without_cached_embedding_is_not_a_candidate(store: Store) -> None:
     emb = HashEmbedder(16)
-    a, b = mem(text="one"), mem(text="two")
+    a, b = mem(text="one", timestamp=at(5)), mem(text="two", timestamp=at(6))
     store.put_memories([a, b])
     _embed(store, [a], emb)
     hits = store.search.vector_search(Scope(org_id="org_a", now=NOW), emb.model, emb.embed(["one"])[0], 5)
@@ -200,13 +229,13 @@ def test_vector_without_cached_embedding_is_not_a_candidate(store: Store) -> Non
 def test_index_built_inside_rolled_back_transaction_is_discarded(store: Store) -> None:
     emb = HashEmbedder(16)
     scope = Scope(org_id="org_a", now=NOW)
-    a = mem(text="apple")
+    a = mem(text="apple", timestamp=at(5))
     store.put_memories([a, *_fillers()])
 
     class Boom(Exception):
         pass
 
-    b = mem(text="apple pie")
+    b = mem(text="apple pie", timestamp=at(6))
     try:
         with store.transaction():
             store.put_memories([b])
