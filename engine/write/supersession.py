@@ -23,6 +23,10 @@ space, and a write elsewhere must never leave it with no current value.
   - a fact that begins at the same t and still holds then (current, or history a later value ended):
     equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
     its valid_to); higher new confidence ends it at t; lower is stored as history that never held.
+- A statement (a fact without a predicate that holds a key: a turn stored as `store_turn="fact"`,
+  keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
+  is placed after a value; a value that begins while it holds ends it, as does a negation naming no
+  value.
 - Multi-valued, different value: accumulates (UPSERTED).
 - Negation ("I no longer work at Acme"): ends the facts with the same value (all facts of the key when
   the negation carries no value) that hold at the negation's t (begun by then and not ended then: a
@@ -182,13 +186,13 @@ def resolve(
             events=[_created(new, now, "UPSERTED")],
         )
     t_new = effective_time(new)
-    current = [m for m in others if _is_current(m)]
+    current = [m for m in others if _is_current(m) and not _is_statement(m)]
     if negated:
         return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now)
     same = [m for m in current if same_value(m, new)]
     if same:
         return _skip(new, same[0], now)
-    replay = [m for m in others if same_value(m, new) and effective_time(m) == t_new]
+    replay = [m for m in others if same_value(m, new) and effective_time(m) == t_new and not _is_statement(m)]
     if replay:
         return Resolution(outcome=Outcome(memory_id=replay[0].memory_id, action="SKIPPED"))
     if not is_single_valued(new.predicate or ""):
@@ -198,6 +202,11 @@ def resolve(
             events=[_created(new, now, "UPSERTED")],
         )
     return _single(new, others, t_new, now)
+
+
+def _is_statement(m: Memory) -> bool:
+    """A keyed fact without a predicate: what a stored turn said, not a value of its keys."""
+    return m.type == "fact" and m.predicate is None
 
 
 def _holds_at(m: Memory, t: datetime) -> bool:
@@ -230,7 +239,9 @@ def _covers(m: Memory, t: datetime) -> bool:
 
 def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution:
     """A new value of a single-valued key placed on the key's timeline (`others`: the other facts of
-    its memory space, any status)."""
+    its memory space, any status). A statement holding at `t_new` ends then; it is no value."""
+    said = [m for m in others if _is_statement(m) and _covers(m, t_new)]
+    others = [m for m in others if not _is_statement(m)]
     later = [effective_time(m) for m in others if effective_time(m) > t_new]
     # values that begin at t_new and hold after it: current ones, and history that a later value ended
     ties = [m for m in others if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new)]
@@ -239,7 +250,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     def conf(m: Memory) -> float:
         return m.confidence if m.confidence is not None else 1.0
 
-    ended = [m for m in others if _covers(m, t_new)]
+    ended = [m for m in others if _covers(m, t_new)] + said
     if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
         stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
         return _placed(stored, ended, [], t_new, now, history=True)

@@ -8,8 +8,11 @@ a call sees the state before the call's own writes.
 
 Decisions:
 - `store_turn`: `none` stores nothing; `event` | `note` | `fact` store the turn text as one memory of
-  that type (a `fact` turn has the entity as subject but no predicate, hence no conflict key: it never
-  supersedes). An empty (blank) turn is never stored.
+  that type. A `fact` turn is a statement as it was said: the entity is its subject, it has no
+  predicate, and it carries the conflict keys of the single-valued facts extracted from it, so a later
+  value of any of them ends it with them (`engine.write.supersession`: it never supersedes, ties or
+  outlives a value). A turn the rules found no such fact in has no key and is never ended by one.
+  An empty (blank) turn is never stored.
 - `tags` go on every memory the turn writes (the stored turn and its new facts); a fact that repeats
   one already held (SKIPPED) writes nothing, so the held one keeps its own tags.
 - The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
@@ -50,6 +53,7 @@ from engine.models import Event, Memory
 from engine.storage.base import Store
 from engine.timeutil import to_utc
 from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
+from engine.write.predicates import conflict_key, is_single_valued
 from engine.write.results import Extracted, Upsert
 from engine.write.supersession import Mode, Outcome, check_mode
 
@@ -120,8 +124,10 @@ def turn_memory(
     provenance: dict[str, str] | None = None,
     metadata: dict[str, Any] | None = None,
     tags: Sequence[str] = (),
+    keys: Sequence[str] = (),
 ) -> Memory | None:
-    """The memory that stores a turn, or None for `none` or a blank turn."""
+    """The memory that stores a turn, or None for `none` or a blank turn. `keys`: a `fact` turn's
+    conflict keys (`said_keys`)."""
     if kind == "none" or not text.strip():
         return None
     if kind not in STORE_TURN_VALUES:
@@ -140,10 +146,19 @@ def turn_memory(
         tags=list(tags),
         timestamp=ts,
         subject=subject_for(entity_id) if kind == "fact" else None,
+        keys=list(keys) if kind == "fact" and keys else None,
         valid_from=ts if kind == "fact" else None,
         provenance=dict(provenance or {}),
         created_at=created,
         updated_at=created,
+    )
+
+
+def said_keys(extraction: ExtractResult) -> list[str]:
+    """The conflict keys of the single-valued facts a turn states (negations too): a turn stored as a
+    `fact` holds until a later value of one of them."""
+    return sorted(
+        {conflict_key(d.subject, d.predicate) for d in extraction.facts if is_single_valued(d.predicate)}
     )
 
 
@@ -191,6 +206,7 @@ def plan_turn(
         provenance=provenance,
         metadata=metadata,
         tags=tags,
+        keys=said_keys(extraction) if store_turn == "fact" else (),
     )
     return TurnPlan(
         org_id=org_id,

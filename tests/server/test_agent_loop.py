@@ -283,3 +283,26 @@ def test_a_value_dated_in_the_future_is_not_current_yet(
     ended = assemble(client, auth, "ent:fut", "I no longer live in Berlin")["extracted"]["upserts"][1]
     assert ended["action"] == "SUPERSEDED" and len(ended["supersedes"]) == 1
     assert not [x for x in current_facts(client, auth, "ent:fut") if "lives in" in x]
+
+
+# --- a turn stored as a fact ----------------------------------------------------------------------------
+def test_a_turn_stored_as_a_fact_ends_with_what_it_said(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """With store_turn "fact", "I live in Oslo" stayed a current fact after the move to Bergen."""
+    as_fact = {"store_turn": "fact"}
+    oslo = assemble(client, auth, "ent:stf", "I live in Oslo", ingest=as_fact)["extracted"]["upserts"]
+    assemble(client, auth, "ent:stf", "My favourite colour is green", ingest=as_fact)
+    bergen = assemble(client, auth, "ent:stf", "I moved to Bergen", ingest=as_fact)["extracted"]["upserts"]
+    assert set(bergen[1]["supersedes"]) == {oslo[0]["memory_id"], oslo[1]["memory_id"]}  # the turn, its fact
+    now = current_facts(client, auth, "ent:stf")
+    said = [x for x in now if "Oslo" in x or "Bergen" in x]
+    assert sorted(x.split(" (")[0] for x in said) == ["I moved to Bergen", "User lives in Bergen"]
+    assert any(x.startswith("My favourite colour is green") for x in now)  # another key: still holds
+    turn = client.get(f"/v0/memories/{oslo[0]['memory_id']}", headers=auth).json()
+    assert (turn["type"], turn["predicate"], turn["keys"]) == ("fact", None, ["ent:stf|lives_in"])
+    assert turn["status"] == "superseded"
+    then = current_facts(client, auth, "ent:stf", as_of=turn["valid_from"])
+    assert any(x.startswith("I live in Oslo") for x in then)  # what was said then, as history
+    assemble(client, auth, "ent:stf", "Rainy days make me sleepy", ingest=as_fact)  # no fact the rules read
+    assert any(x.startswith("Rainy days") for x in current_facts(client, auth, "ent:stf"))

@@ -327,6 +327,32 @@ def test_a_memory_without_keys_is_simply_stored() -> None:
     assert res.outcome.action == "UPSERTED" and res.writes == [note]
 
 
+def test_a_statement_is_ended_by_a_value_and_is_none_itself() -> None:
+    """A turn stored as a fact, keyed by the single-valued facts it said: a later value ends it; it
+    never ties with, outlives or makes history of a value."""
+    said = msgspec.structs.replace(
+        fact("lives_in", None, at=T0), predicate=None, confidence=None, text="I live in Oslo"
+    )
+    oslo = fact("lives_in", "ent:oslo", at=T0)
+    bergen = fact("lives_in", "ent:bergen", at=T0 + timedelta(days=30))
+    res = resolve(bergen, [said, oslo], now=NOW)
+    assert (res.outcome.action, set(res.outcome.supersedes)) == (
+        "SUPERSEDED",
+        {said.memory_id, oslo.memory_id},
+    )
+    assert by_id(res.writes)[said.memory_id].valid_to == bergen.valid_from
+    same_time = resolve(fact("lives_in", "ent:oslo", at=T0), [said], now=NOW)  # its own turn's fact
+    assert (same_time.outcome.action, same_time.outcome.disputed, same_time.writes[0].status) == (
+        "UPSERTED",
+        [],
+        "active",
+    )
+    earlier = resolve(fact("lives_in", "ent:rome", at=T0 - timedelta(days=30)), [said], now=NOW)
+    assert earlier.outcome.history is False and earlier.writes[0].valid_to is None
+    kept = resolve(fact("lives_in", "ent:oslo", at=T0 + timedelta(days=1)), [said, oslo], now=NOW)
+    assert (kept.outcome.action, kept.outcome.memory_id) == ("SKIPPED", oslo.memory_id)
+
+
 # --- against the stores ---------------------------------------------------------------------------
 STORES: dict[str, Callable[[Path], Store]] = {
     "memory": lambda tmp: open_store("memory"),
