@@ -196,7 +196,7 @@ def add_semantic(
 
 
 def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) -> list[Memory]:
-    """The newest in-scope events (at or before as_of, else now), newest first."""
+    """The newest in-scope events (at or before as_of when set), newest first."""
     query = ListQuery(
         namespace=scope.namespace,
         entity_id=scope.entity_id,
@@ -204,7 +204,7 @@ def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) 
         types=("event",),
         archived=False,
         statuses=None if scope.as_of is not None else ("active",),
-        until=shift(scope.as_of or scope.now, timedelta(microseconds=1)),
+        until=None if scope.as_of is None else shift(scope.as_of, timedelta(microseconds=1)),
         sort="timestamp_desc",
         limit=limit * 2,
     )

@@ -69,7 +69,7 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
 
     - org_id and namespace always; entity_id and agent_id when not None.
     - archived memories never.
-    - `as_of` None (as of now): (valid_from or timestamp) <= now (a fact dated in the future is not
+    - `as_of` None (as of now): valid_from, when set, <= now (a value stated to begin later is not
       current yet), and status 'active' with (valid_to is null or valid_to > now), the latter skipped
       when `expired` (mem0's `show_expired`: memories past their expiration date too), or status
       'superseded' with valid_to > now (a value dated in the future supersedes it from then on).

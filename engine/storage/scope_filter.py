@@ -3,9 +3,11 @@
 A memory is a retrieval candidate under a scope when:
 - org_id and namespace match; entity_id / agent_id match when the scope sets them;
 - it is not archived;
-- `as_of` None (a read as of now): (valid_from or timestamp) <= now, so a memory dated in the future
-  is not current yet, and either status == 'active' and (valid_to is None or valid_to > now), or
-  status == 'superseded' by a value that begins after now (valid_to > now): it holds until then;
+- `as_of` None (a read as of now): valid_from is None or valid_from <= now, so a value stated to begin
+  later is not current yet (a timestamp is when it was said, not a validity: a client's clock a little
+  ahead must not hide what it just wrote), and either status == 'active' and (valid_to is None or
+  valid_to > now), or status == 'superseded' by a value that begins after now (valid_to > now): it
+  holds until then;
 - `as_of` set: status ignored; (valid_from or timestamp) <= as_of and (valid_to is None or valid_to > as_of).
 
 `as_seen` is a memory as a reader at `as_of` knows it: an end after `as_of` had not happened then.
@@ -35,7 +37,7 @@ def in_scope(memory: Memory, scope: Scope) -> bool:
     valid_to = to_micros(memory.valid_to) if memory.valid_to is not None else None
     if scope.as_of is None:
         now = to_micros(scope.now)
-        if to_micros(memory.holds_from) > now:
+        if memory.valid_from is not None and to_micros(memory.valid_from) > now:
             return False
         if memory.status == "superseded":
             return valid_to is not None and valid_to > now

@@ -3,7 +3,7 @@ asked about. Each test is one reproduction of issue 28 (a request sequence on a 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from litestar import Litestar
@@ -283,6 +283,23 @@ def test_a_value_dated_in_the_future_is_not_current_yet(
     ended = assemble(client, auth, "ent:fut", "I no longer live in Berlin")["extracted"]["upserts"][1]
     assert ended["action"] == "SUPERSEDED" and len(ended["supersedes"]) == 1
     assert not [x for x in current_facts(client, auth, "ent:fut") if "lives in" in x]
+
+
+def test_a_memory_stamped_a_little_ahead_of_the_server_clock_is_found_at_once(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A timestamp is when a thing was said, not a validity: a client clock a minute ahead still reads
+    back what it wrote, events and notes among the recent lines too."""
+    ahead = (datetime.now(UTC) + timedelta(minutes=1)).isoformat()
+    for kind, text in (
+        ("note", "Sam keeps the spare key under the blue pot"),
+        ("event", "Sam: dentist moved"),
+    ):
+        body = {"type": kind, "text": text, "entity_id": "ent:sam", "timestamp": ahead}
+        assert client.post("/v0/memories", json=body, headers=auth).status_code == 200
+        assert text in [m["text"] for m in recall(client, auth, "ent:sam", text)]
+    context = assemble(client, auth, "ent:sam", "where is the spare key?", ingest=READ_ONLY)["context"]
+    assert any("dentist moved" in line for line in context["recent_events"])
 
 
 # --- a turn stored as a fact ----------------------------------------------------------------------------

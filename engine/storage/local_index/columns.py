@@ -2,7 +2,7 @@
 
 The mask is the exact twin of `engine.storage.scope_filter.in_scope` (org and namespace are implied by
 the index): live, not archived, entity/agent equal when set, and
-- as_of None: (valid_from or timestamp) <= now and either status == 'active' and valid_to > now
+- as_of None: valid_from (when set) <= now and either status == 'active' and valid_to > now
   (valid_to None is +infinity; not checked when `expired`) or status == 'superseded' and
   now < valid_to < +infinity;
 - as_of set: (valid_from or timestamp) <= as_of and valid_to > as_of.
@@ -22,6 +22,8 @@ from engine.storage.local_index.growable import Growable
 from engine.timeutil import to_micros
 
 INF = np.iinfo(np.int64).max
+#: the `begins` of a memory with no valid_from: it holds from whenever it was said
+NO_START = np.iinfo(np.int64).min
 
 
 Mask = npt.NDArray[np.bool_]
@@ -48,6 +50,10 @@ class Codes:
         return self.code_of.get(value)
 
 
+def _begins(m: Memory) -> int:
+    return NO_START if m.valid_from is None else to_micros(m.valid_from)
+
+
 def _speaker(m: Memory) -> str | None:
     return speaker_name(m.text) if m.type == "event" else None
 
@@ -70,6 +76,7 @@ class Columns:
         self.status = Growable(np.int16, -1)
         self.type = Growable(np.int16, -1)
         self.start = Growable(np.int64, 0)  # Memory.holds_from
+        self.begins = Growable(np.int64, 0)  # Memory.valid_from, NO_START when not set
         self.valid_to = Growable(np.int64, INF)
         self.ts = Growable(np.int64, 0)
         self.speaker = Growable(np.int32, -1)
@@ -94,6 +101,7 @@ class Columns:
         self.status.append(self.statuses.add(m.status))
         self.type.append(self.types.add(m.type))
         self.start.append(to_micros(m.holds_from))
+        self.begins.append(_begins(m))
         self.valid_to.append(INF if m.valid_to is None else to_micros(m.valid_to))
         self.ts.append(to_micros(m.timestamp))
         self.speaker.append(self.speakers.add(_speaker(m)))
@@ -112,6 +120,7 @@ class Columns:
         self.status.extend([self.statuses.add(m.status) for m in memories])
         self.type.extend([self.types.add(m.type) for m in memories])
         self.start.extend([to_micros(m.holds_from) for m in memories])
+        self.begins.extend([_begins(m) for m in memories])
         self.valid_to.extend([INF if m.valid_to is None else to_micros(m.valid_to) for m in memories])
         self.ts.extend([to_micros(m.timestamp) for m in memories])
         self.speaker.extend([self.speakers.add(_speaker(m)) for m in memories])
@@ -139,7 +148,7 @@ class Columns:
             mask &= self.agent.view == code
         if scope.as_of is None:
             now = to_micros(scope.now)
-            mask &= self.start.view <= now
+            mask &= self.begins.view <= now
             active = self.status.view == 0
             if not scope.expired:
                 active &= self.valid_to.view > now

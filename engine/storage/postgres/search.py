@@ -45,7 +45,7 @@ def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
     if scope.agent_id is not None:
         w.add(f"{a}.agent_id = %(s_agent)s", s_agent=enc(scope.agent_id))
     if scope.as_of is None:
-        w.add(f"coalesce({a}.valid_from, {a}.ts) <= %(s_now)s", s_now=to_utc(scope.now))
+        w.add(f"({a}.valid_from IS NULL OR {a}.valid_from <= %(s_now)s)", s_now=to_utc(scope.now))
         active = f"{a}.status = 'active'"
         if not scope.expired:
             active += f" AND ({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)"

@@ -44,8 +44,9 @@ def _corpus() -> dict[str, Memory]:
         "expires_now": mem(**common, valid_to=NOW, timestamp=at(10)),
         "future_valid": mem(**common, valid_from=at(700), timestamp=at(10)),
         "new": mem(**common, timestamp=at(600)),
-        # not yet: dated after now (a read as of now leaves them out until then)
+        # not yet: stated to begin after now (a read as of now leaves it out until then)
         "starts_later": mem(**common, valid_from=at(1500), timestamp=at(10)),
+        # a timestamp after now is when it was said (a client clock ahead), not a validity: current
         "recorded_later": mem(**common, timestamp=at(1200)),
         # superseded by a value dated after now: it holds until that one begins
         "ends_later": mem(
@@ -72,13 +73,22 @@ def test_scope_semantics_every_channel(store: Store) -> None:
     everything = list(corpus.values()) + fillers
     store.put_memories(everything)
     _embed(store, everything, emb)
-    live_now = {"plain", "agent", "other_entity", "expires_later", "future_valid", "new", "ends_later"}
+    live_now = {
+        "plain",
+        "agent",
+        "other_entity",
+        "expires_later",
+        "future_valid",
+        "new",
+        "ends_later",
+        "recorded_later",
+    }
     cases: list[tuple[Scope, set[str] | None]] = [
         (Scope(org_id="org_a", now=NOW), live_now),
         # mem0's show_expired: past their valid_to too, still only active ones
         (Scope(org_id="org_a", now=NOW, expired=True), live_now | {"expired", "expires_now"}),
         (Scope(org_id="org_a", now=NOW, as_of=at(500), expired=True), None),
-        (Scope(org_id="org_a", now=at(1600)), live_now - {"ends_later"} | {"starts_later", "recorded_later"}),
+        (Scope(org_id="org_a", now=at(1600)), live_now - {"ends_later"} | {"starts_later"}),
         (Scope(org_id="org_a", now=NOW, agent_id="g1"), {"agent"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:y"), {"other_entity"}),
         (Scope(org_id="org_a", now=NOW, entity_id="ent:none"), set()),
