@@ -62,8 +62,14 @@ class Extractor(Protocol):
     name: str
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
-        """Entities and facts stated in `text`. First-person statements are about `subject`;
+        """Entities and facts stated in `text`. First-person statements are about `subject`, and their
+        texts name it `subject_name` ("User", or a named speaker: "Melanie is 40 years old");
         relative dates ("last month") resolve against `reference_time` (default: now, UTC)."""
         ...

@@ -171,23 +171,30 @@ class LLMExtractor:
         return content, tokens
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
         reference = to_utc(reference_time) if reference_time is not None else utcnow()
         tokens = 0
         try:
             content, tokens = self._call(text, reference)
             reply = msgspec.json.decode(_strip_fences(content), type=LLMReply)
-            return self._convert(reply, subject, tokens, text)
+            return self._convert(reply, subject, subject_name, tokens, text)
         except (_Failed, httpx.HTTPError, msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
             if isinstance(exc, _Failed):
                 tokens = exc.tokens
-            result = self.fallback.extract(text, subject=subject, reference_time=reference)
+            result = self.fallback.extract(
+                text, subject=subject, reference_time=reference, subject_name=subject_name
+            )
             return msgspec.structs.replace(
                 result, degraded=True, llm_tokens=tokens, extractor=f"{self.name}->rules"
             )
 
-    def _convert(self, reply: LLMReply, user: str, tokens: int, text: str) -> ExtractResult:
+    def _convert(self, reply: LLMReply, user: str, user_name: str, tokens: int, text: str) -> ExtractResult:
         entities: dict[str, Entity] = {}
         for e in reply.entities:
             if e.name.strip():
@@ -200,7 +207,7 @@ class LLMExtractor:
                 raise ValueError(f"empty predicate or object in {f!r}")
             is_self = f.subject.strip().lower() in _SELF
             subject = user if is_self else entity_id(f.subject)
-            subject_name = "User" if is_self else f.subject.strip()
+            subject_name = user_name if is_self else f.subject.strip()
             value, otype, name = _value(f)
             spec = spec_for(predicate)
             facts.append(

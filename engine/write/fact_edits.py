@@ -2,8 +2,8 @@
 keys it touches keep one current value.
 
 `plan_edit` (reads no store; the extractor may be an LLM) re-extracts the new text about the fact's
-subject ("User ..." at the start reads as the subject, as the texts Loci renders say), with the fact's
-own time as the reference:
+subject ("User ..." or the subject's own name at the start reads as the subject, as the texts Loci
+renders say), with the fact's own time as the reference:
 - a statement of the fact's predicate gives the new value (the last one, if several);
 - else a statement of another predicate makes the memory that fact (its key changes);
 - else (free text, a negation, only facts about someone else) the value, its metadata and the keys are
@@ -24,7 +24,6 @@ validity (valid_from, valid_to) does not move.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +31,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from engine.extract.base import Extractor
+from engine.extract.rules.text import slug
 from engine.memory_service import MemoryEdit, MemoryService
 from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, Sensitivity
 from engine.storage.base import EventQuery, Store
@@ -47,8 +47,10 @@ from engine.write.supersession import (
 
 #: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
 VALUE_METADATA = ("object_name", "event_date", "negated")
-#: the subject name the texts of first-person facts start with ("User lives in Berlin")
-_RENDERED_USER = re.compile(r"^User(?P<own>'s)?(?=\s)")
+#: the subject name the texts of the request's own entity's facts start with ("User lives in Berlin")
+RENDERED_USER = "User"
+#: the most words of a speaker's name a fact's text starts with ("Jon Snow lives in ...")
+_NAME_WORDS = 3
 #: events read to find what a fact superseded (a fact has few)
 MAX_EVENTS = 200
 
@@ -71,16 +73,26 @@ class EditPlan(msgspec.Struct, kw_only=True):
     value: FactValue | None = None
 
 
-def _as_first_person(text: str) -> str:
-    """'User lives in Chicago' -> 'I lives in Chicago'; "User's name is Sam" -> 'My name is Sam' (the rule
-    patterns read third-person verbs after "I")."""
-    return _RENDERED_USER.sub(lambda m: "My" if m.group("own") else "I", text.strip(), count=1)
+def _as_first_person(text: str, subject: str) -> str:
+    """'User lives in Chicago' -> 'I lives in Chicago'; "User's name is Sam" -> 'My name is Sam'; a named
+    speaker's own name reads the same ("Melanie is 40" about ent:melanie -> "I is 40"): the rule patterns
+    read third-person verbs after "I"."""
+    words = text.strip().split(" ")
+    for n in range(1, min(_NAME_WORDS, len(words) - 1) + 1):
+        head = " ".join(words[:n])
+        own = head.endswith("'s")
+        name = head.removesuffix("'s")
+        if (name == RENDERED_USER and n == 1) or (name[:1].isupper() and f"ent:{slug(name)}" == subject):
+            return " ".join(["My" if own else "I", *words[n:]])
+    return text.strip()
 
 
 def value_of(extractor: Extractor, memory: Memory, text: str) -> FactValue:
     """The value `text` states about `memory.subject`, read as the module docstring says."""
     subject = memory.subject or ""
-    result = extractor.extract(_as_first_person(text), subject=subject, reference_time=memory.holds_from)
+    result = extractor.extract(
+        _as_first_person(text, subject), subject=subject, reference_time=memory.holds_from
+    )
     drafts = [d for d in result.facts if d.subject == subject and not d.negated]
     same = [d for d in drafts if memory.predicate is not None and d.predicate == memory.predicate]
     chosen = same[-1] if same else (drafts[0] if drafts else None)

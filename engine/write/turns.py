@@ -24,7 +24,9 @@ Decisions:
 - First-person statements are about `ingest.subject` when given, else the speaker a `<Name>: ` label
   names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity),
   else `subject_for(entity_id)`: the entity id itself when it has the form `ent:<id>`, else
-  `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope.
+  `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope. A fact about
+  a named speaker reads with their name ("Melanie is 40 years old"), one about the request's own
+  entity (or an `ingest.subject`) with "User".
 - `Extracted.upserts`: the stored turn first (UPSERTED), then one outcome per extracted fact, in the
   order of `Extracted.facts`. A negation stores nothing of its own: its outcome's `memory_id` is the
   stored turn that said it (null when the turn is not stored) and `supersedes` lists the facts it
@@ -187,8 +189,11 @@ def plan_turn(
     ts = to_utc(timestamp)
     said = speaker_of(text)
     if extract and extractor is not None and said.body.strip() and said.kind != "agent":
-        about = subject or (f"ent:{slug(said.name)}" if said.name else subject_for(entity_id))
-        extraction = extractor.extract(said.body, subject=about, reference_time=ts)
+        named = f"ent:{slug(said.name)}" if said.name else None
+        about = subject or named or subject_for(entity_id)
+        # a named speaker's facts read with their name; the request's own entity's read "User ..."
+        name = said.name if said.name and about == named != subject_for(entity_id) else "User"
+        extraction = extractor.extract(said.body, subject=about, reference_time=ts, subject_name=name)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
     left_out = max(0, len(extraction.facts) - MAX_FACTS_PER_TURN)

@@ -76,9 +76,16 @@ class _Scripted(RuleExtractor):
     value stated earlier (true, not an extra) and one of a value never stated (an extra)."""
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
-        result = super().extract(text, subject=subject, reference_time=reference_time)
+        result = super().extract(
+            text, subject=subject, reference_time=reference_time, subject_name=subject_name
+        )
 
         def draft(predicate: str, name: str, negated: bool = False) -> FactDraft:
             return FactDraft(subject=subject, predicate=predicate, object=name, object_type="string",

@@ -40,7 +40,12 @@ class SlowExtractor:
         self.seconds = seconds
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
         end = time.perf_counter() + self.seconds
         n = 0

@@ -355,7 +355,12 @@ class DegradedExtractor:
     name = "llm"
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
         draft = FactDraft(
             subject=subject,

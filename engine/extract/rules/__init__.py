@@ -125,10 +125,15 @@ class RuleExtractor:
         self.clock = clock
 
     def extract(
-        self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+        self,
+        text: str,
+        *,
+        subject: str = "ent:user",
+        reference_time: datetime | None = None,
+        subject_name: str = "User",
     ) -> ExtractResult:
         reference = to_utc(reference_time) if reference_time is not None else utcnow()
-        out = Collector(reference=reference)
+        out = Collector(reference=reference, speaker=subject_name)
         deadline = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
         truncated = False
         for raw in split_sentences(text):
@@ -144,8 +149,16 @@ class RuleExtractor:
         )
 
 
-def extract(text: str, *, subject: str = "ent:user", reference_time: datetime | None = None) -> ExtractResult:
-    return RuleExtractor().extract(text, subject=subject, reference_time=reference_time)
+def extract(
+    text: str,
+    *,
+    subject: str = "ent:user",
+    reference_time: datetime | None = None,
+    subject_name: str = "User",
+) -> ExtractResult:
+    return RuleExtractor().extract(
+        text, subject=subject, reference_time=reference_time, subject_name=subject_name
+    )
 
 
 __all__ = ["FAMILIES", "RuleExtractor", "extract"]

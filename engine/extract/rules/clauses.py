@@ -130,6 +130,8 @@ class Clause:
 @dataclass
 class Collector:
     reference: datetime
+    #: how a fact about the first person names them: "User", or a named speaker ("Melanie")
+    speaker: str = "User"
     facts: list[FactDraft] = field(default_factory=list)
     entities: dict[str, Entity] = field(default_factory=dict)
     source_text: str | None = None
@@ -179,9 +181,12 @@ class Collector:
         ):
             return  # a compliment, the talk itself ("hear your thoughts", "ask about it") or "more about it"
         subj = subject or clause.subject
-        if otype == "string" and isinstance(value, str) and subj == clause.user:
-            value = third_person(value)
-            object_name = None if object_name is None else third_person(object_name)
+        subj_name = subject_name or clause.subject_name
+        if subj == clause.user:  # the speaker, named as the turn names them, their words in the third person
+            subj_name = self.speaker
+            if otype == "string" and isinstance(value, str):
+                value = third_person(value)
+                object_name = None if object_name is None else third_person(object_name)
         if object_name is not None:
             name = object_name
         elif otype == "date":
@@ -191,7 +196,6 @@ class Collector:
         neg = clause.negated if negated is None else negated
         if neg and not clause.negated:
             confidence = min(confidence, 0.6)
-        subj_name = subject_name or clause.subject_name
         draft = FactDraft(
             subject=subj,
             predicate=pred,
@@ -250,7 +254,8 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     """The clauses of one (already normalized, statement-only) sentence."""
     s = _LEAD.sub("", sentence).strip()
     s = s.rstrip(" .!")
-    subject, subject_name, is_self, vp = user, "User", True, ""
+    me = collector.speaker
+    subject, subject_name, is_self, vp = user, me, True, ""
     m = _SELF.match(s)
     if m:
         vp = m.group("vp")
@@ -259,13 +264,13 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
         m3 = _OTHER.match(s) if not m2 else None
         pid = None
         if m2:  # "My sister Anna lives in Rome": Anna is the user's sister, and the rest is about her
-            base = Clause(user, "User", True, "", sentence, user=user)
+            base = Clause(user, me, True, "", sentence, user=user)
             pid = collector.relative(base, m2.group("rel"), m2.group("name"))
         if m2 and pid is not None:
             subject, subject_name, is_self, vp = pid, own_name(m2.group("name")), False, m2.group("vp")
             joint = re.match(r"^and I\s+(?P<vp>.+)$", vp)
             if joint:  # "My wife Sarah and I live in Denver": the rest is about the user too
-                subject, subject_name, is_self, vp = user, "User", True, joint.group("vp")
+                subject, subject_name, is_self, vp = user, me, True, joint.group("vp")
         elif m3 and is_person_name(m3.group("name")):
             name = m3.group("name")
             subject, subject_name, is_self, vp = (
@@ -276,7 +281,7 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
             )
         else:
             # possessive and other sentence-level patterns still see the sentence
-            return [Clause(user, "User", True, "", sentence, user=user)]
+            return [Clause(user, me, True, "", sentence, user=user)]
     clauses: list[Clause] = []
     parts = _SPLIT_VP.split(vp)
     aux = re.match(r"^(am|is|are)\s", parts[0].strip())

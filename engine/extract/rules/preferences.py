@@ -175,10 +175,10 @@ def _favorites(clause: Clause, out: Collector) -> None:
         if re.search(r"\bone of\s+$", s[: m.start()], re.IGNORECASE):
             # "one of my favorite dishes is lasagna": one liked thing of several, not the favorite
             out.fact(clause, "likes", strip_article(obj), confidence=0.85, negated=False,
-                     subject=clause.user, subject_name="User")  # fmt: skip
+                     subject=clause.user)  # fmt: skip
         else:
             out.fact(clause, f"favorite_{cat}", strip_article(obj), confidence=0.9, negated=False,
-                     subject=clause.user, subject_name="User")  # fmt: skip
+                     subject=clause.user)  # fmt: skip
 
 
 def _hobbies(clause: Clause, out: Collector) -> None:

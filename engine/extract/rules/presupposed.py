@@ -27,7 +27,7 @@ _AS_AGE = re.compile(
 
 def extract(sentence: str, user: str, out: Collector) -> None:
     """Presupposed facts of one normalized sentence (statement or not)."""
-    base = Clause(user, "User", True, "", sentence, user=user)
+    base = Clause(user, out.speaker, True, "", sentence, user=user)
     a = _AS_AGE.match(sentence)
     if a and 0 < int(a.group("n")) < 120:
         n = int(a.group("n"))

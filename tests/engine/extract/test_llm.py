@@ -119,6 +119,17 @@ def test_good_reply_becomes_drafts(fake: FakeLLM) -> None:
     assert {e.entity_id for e in result.entities} == {"ent:berlin", "ent:acme"}
 
 
+def test_a_named_speakers_facts_read_with_their_name(fake: FakeLLM) -> None:
+    result = make(fake).extract("...", subject="ent:melanie", subject_name="Melanie", reference_time=REF)
+    assert [f.text for f in result.facts][::3] == [
+        "Melanie lives in Berlin",
+        "Anna's email is anna@example.com",
+    ]
+    fake.mode = "bad_json"  # the rule fallback names the speaker too
+    fallback = make(fake).extract("I live in Oslo.", subject="ent:melanie", subject_name="Melanie")
+    assert [f.text for f in fallback.facts] == ["Melanie lives in Oslo"]
+
+
 def test_request_speaks_the_protocol(fake: FakeLLM) -> None:
     make(fake).extract("I live in Berlin.", reference_time=REF)
     (body,) = fake.requests

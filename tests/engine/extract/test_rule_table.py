@@ -81,7 +81,12 @@ def test_scoring_counts_misses_and_extras() -> None:
 
     class Fixed(RuleExtractor):
         def extract(
-            self, text: str, *, subject: str = "ent:user", reference_time: datetime | None = None
+            self,
+            text: str,
+            *,
+            subject: str = "ent:user",
+            reference_time: datetime | None = None,
+            subject_name: str = "User",
         ) -> ExtractResult:
             return super().extract(
                 "I live in Berlin. I love jazz.", subject=subject, reference_time=reference_time

@@ -604,6 +604,24 @@ def test_a_fact_about_the_speaker_reads_in_the_third_person(text: str, fact: str
     assert fact_texts(text) == [fact]
 
 
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("I am 40 years old.", "Melanie is 40 years old"),
+        ("My favorite color is blue.", "Melanie's favorite color is blue"),
+        ("My sister Anna lives in Rome.", "Melanie has a sibling named Anna"),
+        ("My email is mel@example.com.", "Melanie's email is mel@example.com"),
+        ("I want to make sure I'm ready for my exam.", "Melanie wants to make sure they are ready for their exam"),
+        ("I no longer work at Acme.", "No longer true: Melanie works at Acme"),
+        ("Melanie lives in Oslo.", "Melanie lives in Oslo"),
+    ],
+)  # fmt: skip
+def test_a_fact_about_a_named_speaker_reads_with_their_name(text: str, fact: str) -> None:
+    """`subject_name` names the first person in every predicate's text; other people keep theirs."""
+    assert fact_texts(text, subject="ent:melanie", subject_name="Melanie")[0] == fact
+    assert fact_texts("My sister Anna lives in Rome.", subject_name="Melanie")[1] == "Anna lives in Rome"
+
+
 def test_the_speakers_words_about_someone_else_stay_theirs() -> None:
     """Only a fact about the speaker is turned to the third person: "my" in a fact about the speaker's
     sister is the speaker, not the sister."""

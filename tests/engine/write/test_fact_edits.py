@@ -46,8 +46,8 @@ ROUND_TRIP = [
 ]  # fmt: skip
 
 
-def _fact(text: str, subject: str = "ent:sam") -> Memory:
-    draft = RULES.extract(text, subject=subject, reference_time=T1).facts[0]
+def _fact(text: str, subject: str = "ent:sam", name: str = "User") -> Memory:
+    draft = RULES.extract(text, subject=subject, reference_time=T1, subject_name=name).facts[0]
     return draft_to_memory(draft, org_id=ORG, timestamp=T1, entity_id="sam")
 
 
@@ -62,6 +62,20 @@ def test_a_rendered_fact_reads_back_as_itself(said: str) -> None:
         fact.keys,
     )
     assert value.metadata["object_name"] == fact.metadata["object_name"]
+
+
+@pytest.mark.parametrize("said", ROUND_TRIP)
+def test_a_named_speakers_rendered_fact_reads_back_as_itself(said: str) -> None:
+    """A named speaker's fact ("Jon Snow lives in Berlin", about ent:jon-snow) reads as "User ..." does."""
+    fact = _fact(said, subject="ent:jon-snow", name="Jon Snow")
+    assert fact.text.startswith("Jon Snow")
+    value = value_of(RULES, fact, fact.text)
+    assert (value.predicate, value.object, value.unit, value.keys) == (
+        fact.predicate,
+        fact.object,
+        fact.unit,
+        fact.keys,
+    )
 
 
 def test_the_value_of_a_new_text() -> None:

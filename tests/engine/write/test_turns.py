@@ -78,6 +78,27 @@ def test_commit_supersedes_and_links_the_turn() -> None:
     assert kinds.count("memory.superseded") == 1
 
 
+def test_a_named_speakers_facts_read_with_their_name() -> None:
+    """A `<Name>: ` turn's facts name the speaker in their text; the request's own entity reads "User"."""
+
+    def texts(entity: str, turn: str) -> list[tuple[str, str]]:
+        plan = plan_turn(RULES, turn, org_id="o", entity_id=entity, timestamp=T0, now=T0)
+        return [(f.subject, f.text) for f in plan.extraction.facts]
+
+    assert texts("ent:chat", "Melanie: I am 40 years old.") == [("ent:melanie", "Melanie is 40 years old")]
+    assert texts("ent:chat", "Caroline: My sister Anna lives in Rome.") == [
+        ("ent:caroline", "Caroline has a sibling named Anna"),
+        ("ent:anna", "Anna lives in Rome"),
+    ]
+    assert texts("ent:chat", "I am 25 years old.") == [("ent:chat", "User is 25 years old")]
+    assert texts("ent:chat", "user: I am 25 years old.") == [("ent:chat", "User is 25 years old")]
+    assert texts("ent:melanie", "Melanie: I am 40 years old.") == [("ent:melanie", "User is 40 years old")]
+    about_subject = plan_turn(
+        RULES, "Melanie: I am 40.", org_id="o", entity_id="ent:chat", timestamp=T0, now=T0, subject="ent:mel"
+    )
+    assert [f.text for f in about_subject.extraction.facts] == ["User is 40 years old"]
+
+
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
     plan = plan_turn(
