@@ -2,11 +2,13 @@
 speaker and the topic) names its speaker, and its first person is that speaker, not the text's
 label. Extraction reads the text after the label.
 
-- `Name: ...` where Name is a person's name ("Caroline: I moved to Berlin") -> a named speaker;
+- `Name: ...` where Name is a person's name, titled or not ("Caroline: I moved to Berlin", "Dr. Smith:
+  ...") -> a named speaker;
 - a user role (`user:`, `human:`, `me:`, any case) -> the scope's user, as an unlabelled turn;
 - an assistant role (`assistant:`, `ai:`, `bot:`, `agent:`, `system:`) -> the agent speaks: its "I"
   is not the user, so no first-person fact is taken from it;
-- anything else ("Update: ...", "Note: ...", no label) -> unlabelled: the text as it is.
+- anything else ("Update: ...", "Note: ...", no label) -> unlabelled: the text as it is (extraction
+  reads a sentence after such an opener as the speaker's, `rules.clauses.LEAD`).
 """
 
 from __future__ import annotations
@@ -16,41 +18,17 @@ from typing import Literal
 
 import msgspec
 
-from engine.extract.rules.clauses import LEAD
+from engine.extract.rules.clauses import LABELS, LEAD
 from engine.extract.rules.entities import is_person_name
 
 SpeakerKind = Literal["none", "user", "agent", "person"]
 USER_ROLES = frozenset({"user", "human", "me", "customer", "client"})
 AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent", "system", "model"})
-#: labels that head a line without naming a speaker
-NOT_SPEAKERS = frozenset(
-    [
-        "note",
-        "notes",
-        "reminder",
-        "ps",
-        "fyi",
-        "todo",
-        "question",
-        "answer",
-        "summary",
-        "context",
-        "edit",
-        "tip",
-        "warning",
-        "important",
-        "re",
-        "subject",
-        "title",
-        "topic",
-        "q",
-        "a",
-        "caption",
-        "description",
-        "example",
-        "hint",
-    ]
-)
+#: labels that head a line without naming a speaker ("Note: ..."): the text after them is read as unlabelled
+NOT_SPEAKERS = frozenset(LABELS)
+#: a title before a name: "Dr. Smith" is a speaker of their own (ent:dr-smith), since "Mr. Smith" and
+#: "Mrs. Smith" are two people
+_TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+(?=[A-Z])")
 _LABEL = re.compile(r"(?<!\s)\s*+([A-Za-z][\w'.\-]{0,40}(?: [A-Z][\w'.\-]{0,40}){0,2})\s*:\s+")
 
 
@@ -71,7 +49,11 @@ def speaker_of(text: str) -> Speaker:
     if label.lower() in AGENT_ROLES:
         return Speaker(kind="agent", body=body)
     lead = LEAD.match(text)  # "Update: ...", "Good news: ..." open a sentence, they name nobody
-    named = is_person_name(label) and label.split()[0].lower() not in NOT_SPEAKERS
+    title = _TITLE.match(label)
+    named = (
+        is_person_name(label[title.end() :] if title else label)
+        and label.split()[0].lower() not in NOT_SPEAKERS
+    )
     if named and (lead is None or lead.end() < found.end()):
         return Speaker(kind="person", name=label, body=body)
     return Speaker(kind="none", body=text)

@@ -35,8 +35,16 @@ RELATIONS: dict[str, str] = {
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _NAME = r"(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?)"
 
+#: labels that head a line without naming anyone ("Note: I moved", "PS: ..."): what follows is the
+#: speaker's own, as after "Update:"
+LABELS: tuple[str, ...] = (
+    "note", "notes", "reminder", "ps", "fyi", "todo", "question", "answer", "summary", "context", "edit",
+    "tip", "warning", "important", "re", "subject", "title", "topic", "q", "a", "caption", "description",
+    "example", "hint",
+)  # fmt: skip
 LEAD = re.compile(
-    r"^(?:(?:hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
+    rf"^(?:(?:(?:{'|'.join(LABELS)})(?=:)|"
+    r"hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
     r"for the record|update|quick update|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
     r"(?:it |as it )?turns out(?: that)?|sadly|unfortunately|luckily|fortunately|finally|"
     r"(?:big|great|bad|sad|some|exciting|happy) news|change of plans?|(?:just a )?heads up|long story short|"

@@ -22,6 +22,11 @@ from engine.extract.speaker import speaker_of
         ("Note: buy milk", "none", None, "Note: buy milk"),
         ("I moved to Oslo.", "none", None, "I moved to Oslo."),
         ("Paris: the city of light", "none", None, "Paris: the city of light"),  # a place, not a person
+        # a titled name is its own speaker: "Mr. Smith" and "Mrs. Smith" are two people
+        ("Dr. Smith: I work at Google.", "person", "Dr. Smith", "I work at Google."),
+        ("Mrs. Ann Lee: hi", "person", "Mrs. Ann Lee", "hi"),
+        ("Reminder: I work at Google.", "none", None, "Reminder: I work at Google."),
+        ("Mom: I live in Oslo.", "none", None, "Mom: I live in Oslo."),  # someone, but not by name
         ("10:30 meeting", "none", None, "10:30 meeting"),
     ],
 )

@@ -99,6 +99,25 @@ def test_a_named_speakers_facts_read_with_their_name() -> None:
     assert [f.text for f in about_subject.extraction.facts] == ["User is 40 years old"]
 
 
+@pytest.mark.parametrize(
+    ("turn", "facts"),
+    [
+        ("Note: I live in Oslo.", [("ent:chat", "User lives in Oslo")]),
+        ("Reminder: I work at Google.", [("ent:chat", "User works at Google")]),
+        ("PS: I have a cat.", [("ent:chat", "User has a cat")]),
+        ("I moved. Note: I live in Oslo now.", [("ent:chat", "User lives in Oslo")]),
+        ("Dr. Smith: I work at Google.", [("ent:dr-smith", "Dr. Smith works at Google")]),
+    ],
+)
+def test_a_label_that_names_nobody_leaves_the_turn_to_the_entity(
+    turn: str, facts: list[tuple[str, str]]
+) -> None:
+    """ "Note:", "Reminder:" name nobody: the first person is the request's entity, as after "Update:";
+    a titled name names its speaker."""
+    plan = plan_turn(RULES, turn, org_id="o", entity_id="ent:chat", timestamp=T0, now=T0)
+    assert [(f.subject, f.text) for f in plan.extraction.facts] == facts
+
+
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
     plan = plan_turn(
