@@ -9,6 +9,9 @@ label. Extraction reads the text after the label.
   is not the user, so no first-person fact is taken from it;
 - anything else ("Update: ...", "Note: ...", no label) -> unlabelled: the text as it is (extraction
   reads a sentence after such an opener as the speaker's, `rules.clauses.LEAD`).
+
+A turn of several lines may hold several speakers ("Ann: I live in Rome\nBob: I live in Oslo"):
+`parts_of` gives each labelled line's speaker the lines up to the next label.
 """
 
 from __future__ import annotations
@@ -57,3 +60,19 @@ def speaker_of(text: str) -> Speaker:
     if named and (lead is None or lead.end() < found.end()):
         return Speaker(kind="person", name=label, body=body)
     return Speaker(kind="none", body=text)
+
+
+def parts_of(text: str) -> list[Speaker]:
+    """The speakers of a turn in order, each with its part of the text: a line that opens with a
+    speaker's label (a person, a user or an agent role) starts that speaker's part, other lines go on
+    with the part before; consecutive parts of one speaker are one."""
+    heads: list[Speaker] = []
+    lines: list[list[str]] = []
+    for line in text.split("\n"):
+        said = speaker_of(line)
+        if heads and (said.kind == "none" or (said.kind, said.name) == (heads[-1].kind, heads[-1].name)):
+            lines[-1].append(said.body)
+        else:
+            heads.append(said)
+            lines.append([said.body])
+    return [msgspec.structs.replace(h, body="\n".join(b)) for h, b in zip(heads, lines, strict=True)]

@@ -22,7 +22,8 @@ Decisions:
   `Extracted.facts_left_out` (and `truncated` is true). Every fact costs a supersession decision, a
   row, an index entry and a vector inside the write transaction, which other writers wait for.
 - First-person statements are about `ingest.subject` when given, else the speaker a `<Name>: ` label
-  names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity),
+  names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity;
+  in a turn of several lines, each labelled line's speaker owns the lines up to the next label),
   else `subject_for(entity_id)`: the entity id itself when it has the form `ent:<id>`, else
   `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope. A fact about
   a named speaker reads with their name ("Melanie is 40 years old"), one about the request's own
@@ -48,10 +49,10 @@ import msgspec
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor, ExtractResult
 from engine.extract.rules.text import slug
-from engine.extract.speaker import speaker_of
+from engine.extract.speaker import parts_of
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
-from engine.models import Event, Memory
+from engine.models import Entity, Event, Memory
 from engine.storage.base import Store
 from engine.timeutil import to_utc
 from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
@@ -187,13 +188,8 @@ def plan_turn(
     else `subject_for(entity_id)` (`engine.extract.speaker`: an assistant's turn gives no facts)."""
     check_mode(mode)
     ts = to_utc(timestamp)
-    said = speaker_of(text)
-    if extract and extractor is not None and said.body.strip() and said.kind != "agent":
-        named = f"ent:{slug(said.name)}" if said.name else None
-        about = subject or named or subject_for(entity_id)
-        # a named speaker's facts read with their name; the request's own entity's read "User ..."
-        name = said.name if said.name and about == named != subject_for(entity_id) else "User"
-        extraction = extractor.extract(said.body, subject=about, reference_time=ts, subject_name=name)
+    if extract and extractor is not None:
+        extraction = extract_turn(extractor, text, entity_id=entity_id, subject=subject, reference_time=ts)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
     left_out = max(0, len(extraction.facts) - MAX_FACTS_PER_TURN)
@@ -225,6 +221,46 @@ def plan_turn(
         metadata=dict(metadata or {}),
         tags=list(tags),
         facts_left_out=left_out,
+    )
+
+
+def extract_turn(
+    extractor: Extractor,
+    text: str,
+    *,
+    entity_id: str | None,
+    subject: str | None = None,
+    reference_time: datetime,
+) -> ExtractResult:
+    """The facts of each speaker's part of a turn (`engine.extract.speaker.parts_of`), about `subject`
+    when given, else about the speaker; an agent's part gives none. A part that ran out of the
+    extractor's time budget ends the turn's extraction (`truncated`)."""
+    own = subject_for(entity_id)
+    results: list[ExtractResult] = []
+    for said in parts_of(text):
+        if said.kind == "agent" or not said.body.strip():
+            continue
+        named = f"ent:{slug(said.name)}" if said.name else None
+        about = subject or named or own
+        # a named speaker's facts read with their name; the request's own entity's read "User ..."
+        name = said.name if said.name and about == named != own else "User"
+        results.append(
+            extractor.extract(said.body, subject=about, reference_time=reference_time, subject_name=name)
+        )
+        if results[-1].truncated:
+            break
+    if len(results) == 1:
+        return results[0]
+    entities: dict[str, Entity] = {}
+    for e in (e for r in results for e in r.entities):
+        entities.setdefault(e.entity_id, e)
+    return ExtractResult(
+        entities=list(entities.values()),
+        facts=[f for r in results for f in r.facts],
+        degraded=any(r.degraded for r in results),
+        llm_tokens=sum(r.llm_tokens for r in results),
+        extractor=results[0].extractor if results else getattr(extractor, "name", "rules"),
+        truncated=any(r.truncated for r in results),
     )
 
 

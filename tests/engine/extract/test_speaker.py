@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.extract.speaker import speaker_of
+from engine.extract.speaker import parts_of, speaker_of
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,19 @@ from engine.extract.speaker import speaker_of
 def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:
     said = speaker_of(text)
     assert (said.kind, said.name, said.body) == (kind, name, body)
+
+
+@pytest.mark.parametrize(
+    "text, parts",
+    [
+        ("Ann: I live in Rome\nBob: I live in Oslo", [("person", "Ann", "I live in Rome"), ("person", "Bob", "I live in Oslo")]),
+        # a line without a label goes on with the part before; one speaker's lines are one part
+        ("Ann: I moved.\nI live in Rome now.\nAnn: I love it", [("person", "Ann", "I moved.\nI live in Rome now.\nI love it")]),
+        ("I live in Rome\nassistant: noted\nuser: and I work at Acme",
+         [("none", None, "I live in Rome"), ("agent", None, "noted"), ("user", None, "and I work at Acme")]),
+        ("Ann: hi\nNote: I live in Rome\nParis: the city of light", [("person", "Ann", "hi\nNote: I live in Rome\nParis: the city of light")]),
+        ("", [("none", None, "")]),
+    ],
+)  # fmt: skip
+def test_parts_of_a_turn_of_several_speakers(text: str, parts: list[tuple[str, str | None, str]]) -> None:
+    assert [(p.kind, p.name, p.body) for p in parts_of(text)] == parts

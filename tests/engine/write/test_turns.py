@@ -118,6 +118,18 @@ def test_a_label_that_names_nobody_leaves_the_turn_to_the_entity(
     assert [(f.subject, f.text) for f in plan.extraction.facts] == facts
 
 
+def test_each_speakers_lines_give_their_facts() -> None:
+    """A turn of several speakers' lines: each line's speaker owns its facts; an agent's line gives none."""
+    turn = "Caroline: I live in Berlin.\nMelanie: I live in Paris.\nassistant: I live in the cloud.\nuser: I am 25."
+    plan = plan_turn(RULES, turn, org_id="o", entity_id="ent:chat", timestamp=T0, now=T0)
+    assert [(f.subject, f.text) for f in plan.extraction.facts] == [
+        ("ent:caroline", "Caroline lives in Berlin"),
+        ("ent:melanie", "Melanie lives in Paris"),
+        ("ent:chat", "User is 25 years old"),
+    ]
+    assert {"ent:berlin", "ent:paris"} <= {e.entity_id for e in plan.extraction.entities}
+
+
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
     plan = plan_turn(
