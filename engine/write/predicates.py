@@ -2,7 +2,8 @@
 
 Supersession reads `single_valued`: a single-valued predicate (lives_in, works_at, age, ...) keeps one
 active value per subject, so a new value supersedes the old one; a multi-valued predicate (likes,
-has_pet, ...) accumulates values and only an explicit negation ends one.
+has_pet, ...) accumulates values and only an explicit negation ends one, or a statement of its contrary
+(a dislike of jazz ends a like of jazz).
 
 Names are canonicalized first (`canonical`): aliases such as `moved_to` -> `lives_in` or
 `married_to` -> `spouse` map onto the registered name, so the conflict key `<subject>|<predicate>`
@@ -34,6 +35,12 @@ class PredicateSpec(msgspec.Struct, frozen=True, kw_only=True):
     pii: bool = False
     #: unit a bare number takes (age -> "years")
     default_unit: str | None = None
+    #: the predicate that says the opposite of the same value (likes / dislikes): a new value of either
+    #: ends the other's current statement of it
+    contrary: str | None = None
+    #: values name a kind, then the one meant ("cat named Tom", "Tesla Model 3"): a negation of the kind
+    #: alone ("I no longer have a cat") ends every value of that kind
+    by_kind: bool = False
 
 
 def _p(
@@ -45,6 +52,8 @@ def _p(
     *,
     pii: bool = False,
     unit: str | None = None,
+    contrary: str | None = None,
+    by_kind: bool = False,
 ) -> PredicateSpec:
     return PredicateSpec(
         name=name,
@@ -54,6 +63,8 @@ def _p(
         description=description,
         pii=pii,
         default_unit=unit,
+        contrary=contrary,
+        by_kind=by_kind,
     )
 
 
@@ -85,17 +96,17 @@ _SPECS: tuple[PredicateSpec, ...] = (
     _p("has_parent", False, "entity", "{s}'s parent is {o}", "mother or father"),
     _p("has_friend", False, "entity", "{s} has a friend named {o}", "a friend"),
     _p("has_colleague", False, "entity", "{s} has a colleague named {o}", "a coworker"),
-    _p("has_pet", False, "string", "{s} has {a} {o}", "a pet"),
+    _p("has_pet", False, "string", "{s} has {a} {o}", "a pet", by_kind=True),
     # preferences and habits
-    _p("likes", False, "string", "{s} likes {o}", "something the subject likes"),
-    _p("dislikes", False, "string", "{s} dislikes {o}", "something the subject dislikes"),
+    _p("likes", False, "string", "{s} likes {o}", "something the subject likes", contrary="dislikes"),
+    _p("dislikes", False, "string", "{s} dislikes {o}", "something the subject dislikes", contrary="likes"),
     _p("allergic_to", False, "string", "{s} is allergic to {o}", "an allergy"),
     _p("diet", True, "string", "{s} follows {a} {o} diet", "diet (vegetarian, vegan, keto, ...)"),
-    _p("eats", False, "string", "{s} eats {o}", "a food the subject eats"),
-    _p("avoids", False, "string", "{s} avoids {o}", "a food or thing the subject avoids"),
+    _p("eats", False, "string", "{s} eats {o}", "a food the subject eats", contrary="avoids"),
+    _p("avoids", False, "string", "{s} avoids {o}", "a food or thing the subject avoids", contrary="eats"),
     _p("plays", False, "string", "{s} plays {o}", "a sport, game or instrument"),
     _p("hobby", False, "string", "{s}'s hobby is {o}", "a hobby"),
-    _p("owns", False, "string", "{s} owns {o}", "a product or vehicle the subject owns"),
+    _p("owns", False, "string", "{s} owns {o}", "a product or vehicle the subject owns", by_kind=True),
     # goals and plans
     _p("goal", False, "string", "{s} wants to {o}", "a goal"),
     _p("plans", False, "string", "{s} plans to {o}", "a plan"),

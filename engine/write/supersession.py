@@ -27,12 +27,17 @@ space, and a write elsewhere must never leave it with no current value.
   keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
   is placed after a value; a value that begins while it holds ends it, as does a negation naming no
   value.
-- Multi-valued, different value: accumulates (UPSERTED).
+- Multi-valued, different value: accumulates (UPSERTED). A predicate with a contrary (likes /
+  dislikes, eats / avoids: `PredicateSpec.contrary`) ends the contrary's current fact of the same
+  value whose t is not after the new one's (SUPERSEDED, valid_to = new t): "I hate jazz now" ends
+  "likes jazz"; a contrary fact of the same value with a later t makes the new fact history ending then.
 - Negation ("I no longer work at Acme"): ends the facts with the same value (all facts of the key when
-  the negation carries no value) that hold at the negation's t (begun by then and not ended then: a
-  current fact, or one that a value dated later ends): status "superseded", valid_to = negation t.
-  Nothing new is stored, so the outcome names no memory of its own (`memory_id` None): SUPERSEDED with
-  `negation` true and `supersedes` = the ended facts, or SKIPPED when nothing matched.
+  the negation carries no value; for a predicate whose values name a kind first,
+  `PredicateSpec.by_kind`, also those of the kind it names: "no longer have a cat" ends "cat named
+  Tom") that hold at the negation's t (begun by then and not ended then: a current fact, or one that a
+  value dated later ends): status "superseded", valid_to = negation t. Nothing new is stored, so the
+  outcome names no memory of its own (`memory_id` None): SUPERSEDED with `negation` true and
+  `supersedes` = the ended facts, or SKIPPED when nothing matched.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
@@ -53,7 +58,7 @@ from engine.errors import UnknownName
 from engine.ids import event_id
 from engine.models import Event, Memory
 from engine.storage.base import Store
-from engine.write.predicates import is_single_valued
+from engine.write.predicates import conflict_key, is_single_valued, spec_for
 
 Mode = Literal["smart", "off"]
 MODES: tuple[str, ...] = ("smart", "off")
@@ -131,6 +136,16 @@ def same_value(a: Memory, b: Memory) -> bool:
     return bool(x == y)
 
 
+def of_kind(value: Memory, kind: Memory) -> bool:
+    """Whether `value`'s object is one of the kind `kind`'s object names: its words come first ("cat
+    named Tom" is a "cat", "Tesla Model 3" a "Tesla")."""
+    x, y = value.object, kind.object
+    if not (isinstance(x, str) and isinstance(y, str)) or x.startswith("ent:"):
+        return False
+    words, head = _plain(x).split(), _plain(y).split()
+    return 0 < len(head) < len(words) and words[: len(head)] == head
+
+
 def effective_time(m: Memory) -> datetime:
     return m.holds_from
 
@@ -172,9 +187,16 @@ def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
 
 
 def resolve(
-    new: Memory, existing: Sequence[Memory], *, negated: bool = False, mode: Mode = "smart", now: datetime
+    new: Memory,
+    existing: Sequence[Memory],
+    *,
+    negated: bool = False,
+    mode: Mode = "smart",
+    now: datetime,
+    contrary: Sequence[Memory] = (),
 ) -> Resolution:
-    """Decide what storing `new` does to `existing` (the memories sharing one of its keys)."""
+    """Decide what storing `new` does to `existing` (the memories sharing one of its keys) and to
+    `contrary` (the facts of its predicate's contrary about its subject)."""
     check_mode(mode)
     others = [m for m in existing if m.memory_id != new.memory_id]
     if mode == "off" or not new.keys:
@@ -196,11 +218,7 @@ def resolve(
     if replay:
         return Resolution(outcome=Outcome(memory_id=replay[0].memory_id, action="SKIPPED"))
     if not is_single_valued(new.predicate or ""):
-        return Resolution(
-            outcome=Outcome(memory_id=new.memory_id, action="UPSERTED"),
-            writes=[new],
-            events=[_created(new, now, "UPSERTED")],
-        )
+        return _multi(new, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
     return _single(new, others, t_new, now)
 
 
@@ -214,8 +232,24 @@ def _holds_at(m: Memory, t: datetime) -> bool:
     return effective_time(m) <= t and (m.valid_to is None or m.valid_to > t)
 
 
+def _multi(new: Memory, contrary: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    """A new value of a multi-valued key: it accumulates, and the contrary's statement of the same value
+    ends when it begins (or, begun later, ends it)."""
+    opposed = [m for m in contrary if _is_current(m) and same_value(m, new)]
+    later = [effective_time(m) for m in opposed if effective_time(m) > t_new]
+    stored = new
+    if later:
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later))
+    ended = [m for m in opposed if effective_time(m) <= t_new]
+    return _placed(stored, ended, [], t_new, now, history=bool(later))
+
+
 def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
-    targets = holding if new.object is None else [m for m in holding if same_value(m, new)]
+    by_kind = spec_for(new.predicate or "").by_kind
+    if new.object is None:
+        targets = holding
+    else:
+        targets = [m for m in holding if same_value(m, new) or (by_kind and of_kind(m, new))]
     if not targets:
         return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
     writes: list[Memory] = []
@@ -431,9 +465,9 @@ class KeyFacts:
 
     def existing(self, memory: Memory, *, negated: bool = False) -> list[Memory]:
         """What `existing_for` returns, narrowed to the facts whose value may equal `memory`'s when
-        that is all `resolve` reads (a multi-valued key; not a negation that names no value)."""
+        that is all `resolve` reads (a multi-valued key; not a negation, which may end a kind of values)."""
         tokens = None
-        if not is_single_valued(memory.predicate or "") and not (negated and memory.object is None):
+        if not is_single_valued(memory.predicate or "") and not negated:
             tokens = value_tokens(memory)
         seen: dict[str, Memory] = {}
         for key in memory.keys or []:
@@ -449,6 +483,21 @@ class KeyFacts:
                     seen.setdefault(m.memory_id, m)
         return list(seen.values())
 
+    def contrary(self, memory: Memory) -> list[Memory]:
+        """What `contrary_for` returns, its key read once per batch and narrowed to the facts whose
+        value may equal `memory`'s (all `_multi` reads)."""
+        other = spec_for(memory.predicate or "").contrary
+        if other is None or memory.subject is None:
+            return []
+        where = (memory.org_id, memory.namespace, conflict_key(memory.subject, other))
+        facts = self._load(where)
+        tokens = value_tokens(memory)
+        if tokens is None:
+            found = list(facts.values())
+        else:
+            found = [facts[mid] for mid in set().union(*(self._index[where].get(t, ()) for t in tokens))]
+        return [m for m in sorted(found, key=lambda m: (m.timestamp, m.memory_id)) if same_space(m, memory)]
+
     def wrote(self, memories: Sequence[Memory]) -> None:
         """The batch stored `memories`: keys already read see them."""
         for m in memories:
@@ -456,6 +505,16 @@ class KeyFacts:
                 where = (m.org_id, m.namespace, key)
                 if where in self._facts:
                     self._file(where, m)
+
+
+def contrary_for(store: Store, memory: Memory) -> list[Memory]:
+    """The facts of `memory`'s space that its predicate's contrary states about its subject (a like's
+    dislikes); none for a predicate without one."""
+    other = spec_for(memory.predicate or "").contrary
+    if other is None or memory.subject is None:
+        return []
+    key = conflict_key(memory.subject, other)
+    return [m for m in store.find_by_key(memory.org_id, memory.namespace, key) if same_space(m, memory)]
 
 
 def apply(
@@ -471,11 +530,14 @@ def apply(
     keys a batch has read in the caller's transaction (a batch's facts do not read their keys again)."""
     with store.transaction():
         existing: list[Memory] = []
+        contrary: list[Memory] = []
         if mode == "smart":
             existing = (
                 known.existing(memory, negated=negated) if known is not None else existing_for(store, memory)
             )
-        resolution = resolve(memory, existing, negated=negated, mode=mode, now=now)
+            if memory.keys and not negated:
+                contrary = known.contrary(memory) if known is not None else contrary_for(store, memory)
+        resolution = resolve(memory, existing, negated=negated, mode=mode, now=now, contrary=contrary)
         if resolution.writes:
             store.put_memories(resolution.writes)
             if known is not None:

@@ -193,7 +193,7 @@ def test_a_turn_reads_each_key_once(store: Store) -> None:
     counting = CountingKeys(store)
     likes = " ".join(f"I like dish{i}." for i in range(40))
     _, outcomes = turn(counting, f"{likes} I moved to Bergen. I like dish41.", T2)
-    assert counting.reads == {"ent:user|likes": 1, "ent:user|lives_in": 1}
+    assert counting.reads == {"ent:user|likes": 1, "ent:user|dislikes": 1, "ent:user|lives_in": 1}
     assert [o.action for o in outcomes] == ["SKIPPED"] + ["UPSERTED"] * 39 + ["SUPERSEDED", "UPSERTED"]
 
     def like(n: int, obj: str) -> Memory:
@@ -208,7 +208,7 @@ def test_a_turn_reads_each_key_once(store: Store) -> None:
         ("SKIPPED", outcomes[7].memory_id),
         ("SKIPPED", "mem_like1"),  # the batch's own earlier value
     ]
-    assert counting.reads == {"ent:user|likes": 1}
+    assert counting.reads == {"ent:user|likes": 1, "ent:user|dislikes": 1}
 
 
 def test_upsert_memories_checks_its_arguments(store: Store) -> None:

@@ -290,6 +290,41 @@ def test_negation_ends_the_matching_value_only() -> None:
     assert res.events[0].data["reason"] == "negation"
 
 
+def test_a_negation_of_a_kind_ends_the_values_of_that_kind() -> None:
+    """ "I no longer have a cat" ends "cat named Tom" (has_pet and owns name a kind first); "jazz" is no
+    kind of "jazz fusion" (likes does not)."""
+    tom, luna, rex = (
+        fact("has_pet", "cat named Tom"),
+        fact("has_pet", "cat named Luna"),
+        fact("has_pet", "dog named Rex"),
+    )
+    res = resolve(fact("has_pet", "cat", at=T0 + timedelta(days=1)), [tom, luna, rex], negated=True, now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [tom.memory_id, luna.memory_id]
+    tesla = fact("owns", "Tesla Model 3")
+    assert resolve(fact("owns", "Tesla", at=T0 + timedelta(days=1)), [tesla], negated=True,
+                   now=NOW).outcome.supersedes == [tesla.memory_id]  # fmt: skip
+    fusion = fact("likes", "jazz fusion")
+    res = resolve(fact("likes", "jazz", at=T0 + timedelta(days=1)), [fusion], negated=True, now=NOW)
+    assert res.outcome.action == "SKIPPED"
+
+
+def test_a_stance_ends_its_contrary() -> None:
+    """A dislike of jazz ends the like of jazz that held before it, and the other way round; a like
+    dated before a dislike of the same thing is history ending there; other values are untouched."""
+    like, hiking = fact("likes", "jazz"), fact("likes", "hiking")
+    later = T0 + timedelta(days=3)
+    res = resolve(fact("dislikes", "Jazz", at=later), [], contrary=[like, hiking], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [like.memory_id]
+    stored, ended = res.writes
+    assert stored.status == "active" and (ended.status, ended.valid_to) == ("superseded", later)
+    dislike = fact("dislikes", "olives", at=later)
+    res = resolve(fact("likes", "olives"), [], contrary=[dislike], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.outcome.history
+    assert [(m.status, m.valid_to) for m in res.writes] == [("superseded", later)]
+    assert resolve(fact("avoids", "meat", at=later), [], contrary=[fact("eats", "meat")],
+                   now=NOW).outcome.action == "SUPERSEDED"  # fmt: skip
+
+
 def test_negation_of_a_single_valued_fact() -> None:
     acme = fact("works_at", "ent:acme")
     res = resolve(fact("works_at", "Acme", at=T0 + timedelta(days=1)), [acme], negated=True, now=NOW)
@@ -382,6 +417,17 @@ def test_paris_then_berlin_in_a_store(store: Store) -> None:
     assert events == ["memory.created", "memory.created", "memory.superseded"]
     active = store.list_memories(ORG, ListQuery(statuses=("active",)))
     assert [m.memory_id for m in active] == [berlin.memory_id]
+
+
+def test_a_dislike_ends_the_like_in_a_store(store: Store) -> None:
+    like = fact("likes", "jazz", at=T0)
+    apply(store, like, now=NOW)
+    apply(store, fact("likes", "jazz", at=T0, subject="ent:anna"), now=NOW)  # another subject's like stays
+    dislike = fact("dislikes", "jazz", at=T0 + timedelta(days=1))
+    outcome = apply(store, dislike, now=NOW)
+    assert outcome.action == "SUPERSEDED" and outcome.supersedes == [like.memory_id]
+    active = store.list_memories(ORG, ListQuery(statuses=("active",)))
+    assert sorted(m.text for m in active) == ["ent:anna likes jazz", "ent:user dislikes jazz"]
 
 
 def test_apply_joins_the_callers_transaction(store: Store) -> None:

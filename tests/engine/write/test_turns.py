@@ -130,6 +130,28 @@ def test_each_speakers_lines_give_their_facts() -> None:
     assert {"ent:berlin", "ent:paris"} <= {e.entity_id for e in plan.extraction.entities}
 
 
+@pytest.mark.parametrize(
+    ("said", "then", "left"),
+    [
+        ("I have a cat named Tom.", "I no longer have a cat.", []),
+        ("I have a cat named Tom. I have a dog.", "I gave away my cat.", ["User has a dog"]),
+        ("I drive a Tesla Model 3.", "I no longer own a Tesla.", []),
+        ("I like jazz.", "I hate jazz now.", ["User dislikes jazz"]),
+        ("I don't eat meat.", "I eat meat now.", ["User eats meat"]),
+    ],
+)
+def test_a_turn_that_reverses_a_fact_ends_it(said: str, then: str, left: list[str]) -> None:
+    store = InMemoryStore()
+    commit_turn(store, plan_turn(RULES, said, org_id="o", entity_id="ent:u", timestamp=T0, now=T0), now=T0)
+    t1 = T0 + timedelta(days=1)
+    out = commit_turn(
+        store, plan_turn(RULES, then, org_id="o", entity_id="ent:u", timestamp=t1, now=t1), now=t1
+    )
+    assert out.extracted.upserts[1].action == "SUPERSEDED"
+    active = store.list_memories("o", ListQuery(statuses=("active",)))
+    assert sorted(m.text for m in active if m.type == "fact") == left
+
+
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
     plan = plan_turn(
