@@ -32,8 +32,9 @@ Decisions:
   order of `Extracted.facts`. A negation stores nothing of its own: its outcome's `memory_id` is the
   stored turn that said it (null when the turn is not stored) and `supersedes` lists the facts it
   ended (SUPERSEDED), or none (SKIPPED). `facts` are the records as the store holds them after the
-  write (a SKIPPED fact: the existing fact it repeated, so ids match the upserts); a negation appears
-  as built ("No longer true: ...", `metadata.negated`), never stored.
+  write (a SKIPPED fact: the existing fact it repeated, so ids match the upserts); a negation, never
+  stored, appears as built ("No longer true: ...", `metadata.negated`) under its outcome's id, the
+  stored turn, and not at all when the turn is not stored (no memory to name).
 """
 
 from __future__ import annotations
@@ -307,7 +308,7 @@ def commit_turn(
             outcomes = upsert_memories(
                 store, built, mode=plan.mode, negated=[d.negated for d in plan.extraction.facts], now=at
             )
-        facts = _as_stored(store, plan.org_id, built, outcomes)
+        facts = _as_stored(store, plan.org_id, built, outcomes, source_turn)
     upserts.extend(
         Upsert(
             memory_id=source_turn if o.negation else o.memory_id or m.memory_id,
@@ -352,16 +353,23 @@ def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> 
 
 
 def _as_stored(
-    store: Store, org_id: str, built: Sequence[Memory], outcomes: Sequence[Outcome]
+    store: Store, org_id: str, built: Sequence[Memory], outcomes: Sequence[Outcome], source_turn: str | None
 ) -> list[Memory]:
-    """Each fact as the store now holds it (a SKIPPED one: the existing fact it repeated); a negation
-    as built (it is never stored)."""
+    """Each fact as the store now holds it (a SKIPPED one: the existing fact it repeated); a negation,
+    which is never stored, as built under the id its outcome names (the stored turn that said it), and
+    left out when no turn was stored: an id in `extracted` always names a memory that exists."""
     wanted = [
         o.memory_id if o.memory_id is not None and not o.negation else m.memory_id
         for m, o in zip(built, outcomes, strict=True)
     ]
     found = {m.memory_id: m for m in store.get_memories(org_id, wanted)}
-    return [found.get(w, m) for w, m in zip(wanted, built, strict=True)]
+    facts: list[Memory] = []
+    for w, m, o in zip(wanted, built, outcomes, strict=True):
+        if not o.negation:
+            facts.append(found.get(w, m))
+        elif source_turn is not None:
+            facts.append(msgspec.structs.replace(m, memory_id=source_turn))
+    return facts
 
 
 def embed_for_write(cache: EmbeddingCache | None, texts: Sequence[str]) -> bool:

@@ -162,9 +162,11 @@ def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], 
     assert nothing[1] == {"memory_id": turn_id, "action": "SKIPPED", "supersedes": []}
     assert client.get(f"/v0/memories/{turn_id}", headers=auth).status_code == 200
     job = assemble(client, auth, "ent:user", "I work at Microsoft.")["extracted"]["upserts"][1]["memory_id"]
-    ended = assemble(client, auth, "ent:user", "I no longer work at Microsoft.")["extracted"]["upserts"]
+    said = assemble(client, auth, "ent:user", "I no longer work at Microsoft.")["extracted"]
+    ended = said["upserts"]
     assert ended[1]["action"] == "SUPERSEDED" and ended[1]["supersedes"] == [job]
     assert ended[1]["memory_id"] == ended[0]["memory_id"] != job  # the turn that said it
+    assert [f["memory_id"] for f in said["facts"]] == [ended[1]["memory_id"]]  # no id of its own
     silent = assemble(
         client, auth, "ent:user", "I no longer work at Microsoft.", ingest={"store_turn": "none"}
     )["extracted"]["upserts"]

@@ -152,6 +152,34 @@ def test_a_turn_that_reverses_a_fact_ends_it(said: str, then: str, left: list[st
     assert sorted(m.text for m in active if m.type == "fact") == left
 
 
+def test_a_negation_names_the_turn_that_said_it() -> None:
+    """A negation is never stored: its item in `facts` carries the id its outcome names (the stored
+    turn), and is left out when no turn is stored, so every id in `extracted` exists."""
+    store = InMemoryStore()
+    commit_turn(
+        store,
+        plan_turn(RULES, "I work at Acme.", org_id="o", entity_id="ent:u", timestamp=T0, now=T0),
+        now=T0,
+    )
+    t1 = T0 + timedelta(days=1)
+    out = commit_turn(
+        store,
+        plan_turn(RULES, "I no longer work at Acme.", org_id="o", entity_id="ent:u", timestamp=t1, now=t1),
+        now=t1,
+    ).extracted
+    (negation,) = out.facts
+    turn_id = out.upserts[0].memory_id
+    assert negation.memory_id == out.upserts[1].memory_id == turn_id and store.get_memory("o", turn_id or "")
+    assert negation.text == "No longer true: User works at Acme" and negation.metadata["negated"]
+    silent = commit_turn(
+        store,
+        plan_turn(RULES, "I no longer work at Acme.", org_id="o", entity_id="ent:u", timestamp=t1, now=t1,
+                  store_turn="none"),
+        now=t1,
+    ).extracted  # fmt: skip
+    assert silent.facts == [] and [u.memory_id for u in silent.upserts] == [None]
+
+
 def test_commit_reports_stored_state_and_metadata() -> None:
     store = InMemoryStore()
     plan = plan_turn(
