@@ -12,7 +12,7 @@ Decisions:
   predicate, and it carries the conflict keys of the single-valued facts extracted from it, so a later
   value of any of them ends it with them (`engine.write.supersession`: it never supersedes, ties or
   outlives a value). A turn the rules found no such fact in has no key and is never ended by one.
-  An empty (blank) turn is never stored.
+  A blank turn (nothing visible: whitespace, a NUL, a zero-width space) is never stored.
 - `tags` go on every memory the turn writes (the stored turn and its new facts); a fact that repeats
   one already held (SKIPPED) writes nothing, so the held one keeps its own tags.
 - The turn memory and its facts are timestamped with the request's reference time (`as_of` when given,
@@ -49,7 +49,7 @@ import msgspec
 
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor, ExtractResult
-from engine.extract.rules.text import slug
+from engine.extract.rules.text import is_blank, slug
 from engine.extract.speaker import parts_of
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
@@ -132,7 +132,7 @@ def turn_memory(
 ) -> Memory | None:
     """The memory that stores a turn, or None for `none` or a blank turn. `keys`: a `fact` turn's
     conflict keys (`said_keys`)."""
-    if kind == "none" or not text.strip():
+    if kind == "none" or is_blank(text):
         return None
     if kind not in STORE_TURN_VALUES:
         raise ValueError(f"store_turn must be one of {STORE_TURN_VALUES}")
@@ -239,7 +239,7 @@ def extract_turn(
     own = subject_for(entity_id)
     results: list[ExtractResult] = []
     for said in parts_of(text):
-        if said.kind == "agent" or not said.body.strip():
+        if said.kind == "agent" or is_blank(said.body):
             continue
         named = f"ent:{slug(said.name)}" if said.name else None
         about = subject or named or own

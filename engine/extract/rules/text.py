@@ -35,11 +35,21 @@ _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": 
 
 
 _SPACES = re.compile(r"\s+")
+#: control characters (NUL, ESC, ...) and invisible spaces (zero-width space, word joiner, BOM): they
+#: part words as a space does and are no part of a value
+_INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200b\u2060\ufeff]")
+
+
+def is_blank(text: str) -> bool:
+    """Nothing visible: only whitespace, control characters and invisible format marks (a NUL, a
+    zero-width space)."""
+    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 def normalize_text(text: str) -> str:
-    """Runs of any whitespace as one space, straight quotes, contractions expanded. Case is kept."""
-    text = _SPACES.sub(" ", text).strip().translate(_QUOTES)
+    """Runs of any whitespace (control characters and invisible spaces too) as one space, straight
+    quotes, contractions expanded. Case is kept."""
+    text = _SPACES.sub(" ", _INVISIBLE.sub(" ", text)).strip().translate(_QUOTES)
     for pattern, repl in _CONTRACTION_RES:
         text = pattern.sub(repl, text)
     return text

@@ -17,6 +17,7 @@ from engine.extract.rules.quantities import parse_money, parse_quantity
 from engine.extract.rules.rewrite import split_statement
 from engine.extract.rules.text import (
     clean_object,
+    is_blank,
     is_statement,
     normalize_text,
     slug,
@@ -110,6 +111,22 @@ def test_quantities(text: str, value: float, unit: str | None) -> None:
     q = parse_quantity(text)
     assert q is not None and q.value == value and q.unit == unit
     assert type(q.value) is type(value)
+
+
+def test_control_characters_are_no_part_of_a_value() -> None:
+    """A NUL, an escape or a zero-width space parts words as a space does; no fact carries one."""
+    assert normalize_text("I live in\x00 Paris\u200b\x1b") == "I live in Paris"
+    for text in ("I live in Paris\x00Berlin", "I work at Acme\u200b.", "I love\x07 jazz\ufeff"):
+        facts = RuleExtractor().extract(text, reference_time=REF).facts
+        assert facts and all(c.isprintable() for f in facts for c in f"{f.object}{f.object_name}{f.text}"), (
+            facts
+        )
+
+
+@pytest.mark.parametrize(("text", "blank"), [("", True), (" \t\n", True), ("\x00", True), ("\u200b \ufeff", True),
+                                             ("\u200b.", False), ("Paris", False)])  # fmt: skip
+def test_is_blank(text: str, blank: bool) -> None:
+    assert is_blank(text) is blank
 
 
 def test_money_needs_a_currency() -> None:

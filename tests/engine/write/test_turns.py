@@ -36,8 +36,9 @@ def test_plan_touches_no_store_and_lists_texts() -> None:
     assert plan.turn is not None and plan.turn.type == "event" and plan.turn.timestamp == T0
     assert plan.texts() == ["I live in Paris", "User lives in Paris"]
     assert plan.writes_anything
-    empty = plan_turn(RULES, "   ", org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
-    assert empty.turn is None and empty.extraction.facts == [] and not empty.writes_anything
+    for blank in ("   ", "\x00", "\u200b", " \ufeff\x00\n"):  # nothing visible: nothing stored
+        empty = plan_turn(RULES, blank, org_id="o", entity_id="ent:user", timestamp=T0, now=T0)
+        assert empty.turn is None and empty.extraction.facts == [] and not empty.writes_anything, repr(blank)
     none = plan_turn(
         RULES,
         "I live in Paris",
