@@ -175,11 +175,15 @@ async def run_write(
     work: Callable[[str], StoredResponse],
     *,
     prepare: Callable[[str], None] | None = None,
+    writes: bool = True,
 ) -> Response[Any]:
-    """Run `work(org_id)` in a worker thread under the request's Idempotency-Key (if any).
+    """Run `work(org_id)` in a worker thread, in one transaction, under the request's Idempotency-Key
+    (if any): a request that fails writes nothing, with a key or without.
 
     `prepare(org_id)`, when given, runs first and outside the write transaction (embedding); a request
-    that will be replayed skips it."""
+    that will be replayed skips it. `writes=False` (an assemble that ingests nothing): without a key,
+    `work` runs outside a transaction, since all it writes is a read's log entry that need not wait
+    for the disk."""
     principal = principal_of(request)
     svc = services_of(request)
     key = bounded_header(request, IDEMPOTENCY_HEADER)
@@ -195,6 +199,8 @@ async def run_write(
                 return early
         if prepare is not None:
             prepare(org_id)
+        if key is None and not writes:
+            return work(org_id)
         return svc.idempotency.run(org_id, key, fp, lambda: work(org_id))
 
     return to_response(await run_sync(call))

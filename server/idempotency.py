@@ -6,7 +6,8 @@ sorted and no insignificant whitespace, so the same document sent with its keys 
 same request). The same key and body replays the first response (same status and body, no second
 write); another body is 409 conflict. Records written before fingerprints were versioned hold a hash
 of the raw bytes (`raw_fingerprint`) and are compared that way until they expire. The record is stored in the SAME
-`store.transaction()` as the write, so the two commit together. Concurrent duplicates are serialized
+`store.transaction()` as the write, so the two commit together; without a key the work still runs in one
+transaction, so a request that fails part-way leaves nothing behind. Concurrent duplicates are serialized
 by a per-key lock in process; across processes a lost race on the record rolls the write back and
 replays the winner's response. Only successful responses are recorded: a failed request can be retried.
 """
@@ -143,9 +144,10 @@ class Idempotency:
         fp: RequestPrint,
         work: Callable[[], StoredResponse],
     ) -> StoredResponse:
-        """Run `work` (which writes through the same store) once per (org, key)."""
+        """Run `work` (which writes through the same store) in one transaction, once per (org, key)."""
         if key is None:
-            return work()
+            with self.store.transaction():
+                return work()
         check_key(key)
         with self._lock_for(org_id, key):
             try:

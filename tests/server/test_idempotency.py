@@ -114,6 +114,22 @@ def test_record_and_write_commit_together(store: Store) -> None:
     assert store.list_events("acme", EventQuery()) == []
 
 
+def test_without_a_key_the_work_is_one_transaction_too(store: Store) -> None:
+    """A request without an Idempotency-Key that fails after a first write leaves nothing behind."""
+    from engine.memory_service import MemoryCreate, MemoryService
+
+    svc = MemoryService(store)
+
+    def work() -> StoredResponse:
+        svc.create("acme", [MemoryCreate(type="note", text="written first")])
+        raise RuntimeError("the second step fails")
+
+    with pytest.raises(RuntimeError):
+        Idempotency(store).run("acme", None, RequestPrint("POST", "/v0/memories", b"{}"), work)
+    assert store.count_memories("acme") == 0
+    assert store.list_events("acme", EventQuery()) == []
+
+
 def test_lost_race_replays_winner(store: Store) -> None:
     """Another process stored the key between our read and our write: our write rolls back and the
     winner's response is replayed."""
