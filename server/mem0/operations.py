@@ -102,11 +102,25 @@ def _raw_memories(
     return out
 
 
+def _valid_to(body: V1CreateRequest, ts: datetime) -> datetime | None:
+    """The end of the added memories' validity; 422 when they would end before they begin (infer true
+    or false alike: the memories begin at the add's timestamp)."""
+    valid_to = valid_to_for(body.expiration_date)
+    if valid_to is not None and valid_to < ts:
+        raise InvalidInput(
+            "expiration_date is before the memories' timestamp: they would never be valid",
+            field="expiration_date",
+            details={"rule": "valid_to_after_valid_from", "timestamp": ts.isoformat()},
+        )
+    return valid_to
+
+
 def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime) -> AddPlan:
-    """Extract (infer=true) or build the raw message memories, and embed; writes nothing."""
+    """Check the input, extract (infer=true) or build the raw message memories, and embed; writes
+    nothing."""
     scopes = scopes_of(body)
     ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else now
-    ready = AddPlan(scopes=scopes, now=now, valid_to=valid_to_for(body.expiration_date))
+    ready = AddPlan(scopes=scopes, now=now, valid_to=_valid_to(body, ts))
     if body.infer:
         plan = plan_turn(
             svc.extractor,

@@ -258,3 +258,20 @@ def test_oss_list_is_the_newest_top_k_and_reads_no_further(
     assert r.status_code == 200, r.text
     assert [m["memory"] for m in r.json()["results"]] == [f"note {total - 1 - k}" for k in range(3)]
     assert len(reads) == 1  # the first store page holds the newest three: no need to read the rest
+
+
+@pytest.mark.parametrize("infer", [True, False])
+def test_an_expiration_before_the_memories_time_is_refused_before_anything_is_written(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, infer: bool
+) -> None:
+    """infer true and false agree, and a 422 without an Idempotency-Key has written nothing."""
+    body = {"messages": [{"role": "user", "content": "I live in Rome."}], "user_id": "alice", "infer": infer}
+    r = client.post("/v3/memories/add/", json={**body, "expiration_date": "2020-01-01"}, headers=auth)
+    assert r.status_code == 422, r.text
+    assert store.count_memories("acme") == 0
+    assert r.json()["details"]["field"] == "expiration_date"
+    # the memories begin at the add's timestamp: dated before the expiration, they are stored
+    dated = {**body, "expiration_date": "2020-01-01", "timestamp": 1546300800}  # 2019-01-01
+    (x,) = client.post("/v3/memories/add/", json=dated, headers=auth).json()["results"]
+    got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
+    assert got["expiration_date"] == "2020-01-01"
