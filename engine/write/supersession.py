@@ -18,7 +18,8 @@ space, and a write elsewhere must never leave it with no current value.
     outcome SUPERSEDED with `supersedes` = their ids (event memory.superseded for each); so is a
     historical fact whose interval covers t (it now ends at t);
   - a fact of the key with a later t (current or history) wins: the new fact is stored as history
-    (status "superseded", valid_to = the earliest later t); outcome UPSERTED with `history` true
+    (status "superseded", valid_to = the earliest later t, unless its own valid_to is sooner);
+    outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
   - a fact that begins at the same t and still holds then (current, or history a later value ended):
     equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
@@ -291,7 +292,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     equal_tie = [m for m in ties if conf(m) == conf_new]
     ended += [m for m in ties if conf(m) < conf_new]
     stored = new
-    if later:  # the new fact is history: it ended when the next value began
+    if later and (new.valid_to is None or min(later) < new.valid_to):  # history: the next value ended it
         stored = msgspec.structs.replace(stored, status="superseded", valid_to=min(later))
     if equal_tie:
         stored = msgspec.structs.replace(stored, status="disputed")

@@ -98,6 +98,8 @@ class TurnPlan(msgspec.Struct, kw_only=True):
     tags: list[str] = msgspec.field(default_factory=list)
     #: facts extracted past `MAX_FACTS_PER_TURN`, dropped from `extraction`
     facts_left_out: int = 0
+    #: the end of every written memory's validity (the turn's and the facts'); None: open
+    valid_to: datetime | None = None
 
     @property
     def truncated(self) -> bool:
@@ -183,10 +185,12 @@ def plan_turn(
     metadata: dict[str, Any] | None = None,
     subject: str | None = None,
     tags: Sequence[str] = (),
+    valid_to: datetime | None = None,
 ) -> TurnPlan:
     """Extract (when asked and an extractor is given) and build the turn memory; store nothing.
     `subject`: who first-person statements are about; by default the speaker a `<Name>: ` label names,
-    else `subject_for(entity_id)` (`engine.extract.speaker`: an assistant's turn gives no facts)."""
+    else `subject_for(entity_id)` (`engine.extract.speaker`: an assistant's turn gives no facts).
+    `valid_to`: when every memory written stops being valid (mem0's `expiration_date`)."""
     check_mode(mode)
     ts = to_utc(timestamp)
     if extract and extractor is not None:
@@ -210,6 +214,8 @@ def plan_turn(
         tags=tags,
         keys=said_keys(extraction) if store_turn == "fact" else (),
     )
+    if turn is not None and valid_to is not None:
+        turn = msgspec.structs.replace(turn, valid_to=to_utc(valid_to))
     return TurnPlan(
         org_id=org_id,
         turn=turn,
@@ -222,6 +228,7 @@ def plan_turn(
         metadata=dict(metadata or {}),
         tags=list(tags),
         facts_left_out=left_out,
+        valid_to=to_utc(valid_to) if valid_to is not None else None,
     )
 
 
@@ -329,7 +336,7 @@ def commit_turn(
 
 def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> list[Memory]:
     """The plan's drafts as fact memories (engine.write.ingest.draft_to_memory) with the plan's metadata
-    merged in and its tags, a later statement of the same key ordered after an earlier one
+    merged in, its tags and its valid_to, a later statement of the same key ordered after an earlier one
     (engine.write.ingest)."""
     built = []
     for d in plan.extraction.facts:
@@ -348,6 +355,8 @@ def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> 
             m = msgspec.structs.replace(m, metadata={**m.metadata, **plan.metadata})
         if plan.tags:
             m = msgspec.structs.replace(m, tags=list(plan.tags))
+        if plan.valid_to is not None:
+            m = msgspec.structs.replace(m, valid_to=plan.valid_to)
         built.append(m)
     return order_within_turn(built)
 

@@ -15,7 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from engine.errors import InvalidInput, NotFound
-from engine.memory_service import MemoryEdit, MemoryPatch
+from engine.memory_service import MemoryEdit
 from engine.models import Event, Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
@@ -134,6 +134,7 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
             store_turn="none",
             extract=True,
             metadata=_metadata(body, scopes),
+            valid_to=ready.valid_to,
         )
         if plan.extraction.facts:
             embed_for_write(svc.memories.embeddings, plan.texts())
@@ -149,7 +150,8 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
 
 
 def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]:
-    """Store what `prepare_add` built (inside the caller's transaction): ADD/UPDATE/DELETE/NONE per fact."""
+    """Store what `prepare_add` built (inside the caller's transaction): ADD/UPDATE/DELETE/NONE per fact.
+    The facts it writes (ADD, UPDATE) carry the add's expiration; NONE leaves the known fact as it is."""
     if ready.plan is None:
         return _insert_raw(svc, org_id, ready)
     commit = commit_turn(svc.store, ready.plan, now=ready.now, embeddings=svc.memories.embeddings)
@@ -165,10 +167,6 @@ def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]
         results.append(V1CreateItem(id=target, memory=text, event=v1_event(outcome)))
     if not results and ready.memories:  # negations that ended nothing: keep what was said
         return _insert_raw(svc, org_id, ready)
-    if ready.valid_to is not None:
-        for item in results:
-            if item.event == "ADD":
-                svc.memories.update(org_id, item.id, MemoryPatch(valid_to=ready.valid_to))
     return results
 
 

@@ -275,3 +275,20 @@ def test_an_expiration_before_the_memories_time_is_refused_before_anything_is_wr
     (x,) = client.post("/v3/memories/add/", json=dated, headers=auth).json()["results"]
     got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
     assert got["expiration_date"] == "2020-01-01"
+
+
+def test_an_expiration_date_reaches_the_facts_an_add_updates(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (boston,) = add(client, auth, "I live in Boston.", path="/v3/memories/add/")
+    (chicago,) = add(
+        client, auth, "I live in Chicago now.", path="/v3/memories/add/", expiration_date="2030-01-01"
+    )
+    assert chicago["event"] == "UPDATE"
+    assert client.get(f"/v1/memories/{chicago['id']}", headers=auth).json()["expiration_date"] == "2030-01-01"
+    assert client.get(f"/v1/memories/{boston['id']}", headers=auth).json()["status"] == "superseded"
+    # NONE: the fact is already known; it keeps its own expiration
+    (likes,) = add(client, auth, "I like tea.")
+    (again,) = add(client, auth, "I like tea.", expiration_date="2031-01-01")
+    assert again == {**likes, "event": "NONE"}
+    assert client.get(f"/v1/memories/{likes['id']}", headers=auth).json()["expiration_date"] is None

@@ -121,6 +121,13 @@ def test_an_older_fact_is_stored_as_history() -> None:
     assert stored.status == "superseded" and stored.valid_to == berlin.valid_from
 
 
+def test_an_older_fact_that_expires_before_the_next_value_keeps_its_own_end() -> None:
+    berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
+    paris = fact("lives_in", "ent:paris", at=T0, valid_to=T0 + timedelta(days=10))
+    (stored,) = resolve(paris, [berlin], now=NOW).writes
+    assert stored.valid_to == T0 + timedelta(days=10)
+
+
 def test_a_late_fact_ends_when_the_next_value_began_even_if_that_one_ended_since() -> None:
     """Paris (Jan) was superseded by Berlin (Jun); Madrid, dated the year before, holds until Paris."""
     jan, jun = T0 + timedelta(days=10), T0 + timedelta(days=160)
