@@ -43,7 +43,7 @@ from engine.models import (
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
-from engine.write.supersession import existing_for, reconcile
+from engine.write.supersession import existing_for, reconcile, same_space
 
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.writes import (  # isort: skip
@@ -275,7 +275,9 @@ class MemoryService:
             new = msgspec.structs.replace(old, **changes, updated_at=now)
             others: list[Memory] = []
             events: list[Event] = []
-            if "archived" in changed and not new.archived:  # back from the archive: one current value again
+            # back from the archive, or moved to another space (its metadata's run or app): one current
+            # value again where it now is
+            if not new.archived and ("archived" in changed or not same_space(old, new)):
                 placed = reconcile(new, existing_for(self.store, new), now=now)
                 if placed.writes:
                     new, others, events = placed.writes[0], placed.writes[1:], placed.events[1:]

@@ -7,8 +7,9 @@ reading with `find_by_key` inside the same transaction so concurrent writers ser
 
 Rules (mode "smart"; t = valid_from, else timestamp; "current" = status active or disputed with no
 valid_to). A fact competes only with the facts of its own memory space: the same org, namespace, key,
-entity and agent (`existing_for`), because a reader scoped to an agent or an entity sees only that
-space, and a write elsewhere must never leave it with no current value.
+entity and agent, and the same run and app (`metadata.run_id`, `metadata.app_id`: mem0's sessions and
+applications) (`existing_for`), because a reader scoped to any of these sees only that space, and a
+write elsewhere must never leave it with no current value.
 - Same value as a current fact (case/space-insensitive strings, `ent:` ids by slug, numbers with the
   same unit): SKIPPED, no new row; the existing fact's confidence rises to the max of both (re-put,
   event memory.updated). A replay of a stored historical value (same value, same t) is SKIPPED too.
@@ -410,10 +411,18 @@ def _kept_end(placed: Memory, memory: Memory) -> Memory:
 
 
 # --- against a store -----------------------------------------------------------------------------
+#: metadata keys that name a memory space within an entity and agent (mem0's run and app)
+SPACE_METADATA = ("run_id", "app_id")
+
+
 def same_space(a: Memory, b: Memory) -> bool:
-    """Whether two memories are in one memory space: the same entity and agent (org and namespace are
-    the look-up's own). Supersession happens only within a space."""
-    return a.entity_id == b.entity_id and a.agent_id == b.agent_id
+    """Whether two memories are in one memory space: the same entity, agent, run and app (org and
+    namespace are the look-up's own). Supersession happens only within a space."""
+    return (
+        a.entity_id == b.entity_id
+        and a.agent_id == b.agent_id
+        and all(a.metadata.get(k) == b.metadata.get(k) for k in SPACE_METADATA)
+    )
 
 
 def existing_for(store: Store, memory: Memory) -> list[Memory]:

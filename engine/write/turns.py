@@ -25,9 +25,10 @@ Decisions:
   names (`engine.extract.speaker`; an assistant's turn gives no facts, a `user: ` label is the entity;
   in a turn of several lines, each labelled line's speaker owns the lines up to the next label),
   else `subject_for(entity_id)`: the entity id itself when it has the form `ent:<id>`, else
-  `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope. A fact about
-  a named speaker reads with their name ("Melanie is 40 years old"), one about the request's own
-  entity (or an `ingest.subject`) with "User".
+  `ent:<slug>`; the facts' `entity_id` is the request's entity, so they stay in its scope (none
+  when the request names none: `subject_for(None)` is `ent:user`, the speaker). A fact about a named
+  speaker reads with their name ("Melanie is 40 years old"), one about the request's own entity (or an
+  `ingest.subject`) with "User".
 - `Extracted.upserts`: the stored turn first (UPSERTED), then one outcome per extracted fact, in the
   order of `Extracted.facts`. A negation stores nothing of its own: its outcome's `memory_id` is the
   stored turn that said it (null when the turn is not stored) and `supersedes` lists the facts it
@@ -357,6 +358,8 @@ def fact_memories(plan: TurnPlan, *, source_turn: str | None, now: datetime) -> 
             m = msgspec.structs.replace(m, tags=list(plan.tags))
         if plan.valid_to is not None:
             m = msgspec.structs.replace(m, valid_to=plan.valid_to)
+        if plan.entity_id is None:  # a turn of no entity (mem0's run, app or agent alone) stays so
+            m = msgspec.structs.replace(m, entity_id=None)
         built.append(m)
     return order_within_turn(built)
 

@@ -10,10 +10,12 @@ from msgspec import UNSET, UnsetType
 
 from engine.models import Event, Memory
 from engine.timeutil import shift
+from engine.write.supersession import SPACE_METADATA
 from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem0Memory
 
-#: metadata keys that carry mem0 scopes (shown as fields, not as metadata)
-SCOPE_KEYS = ("run_id", "app_id")
+#: metadata keys that carry mem0 scopes (shown as fields, not as metadata); each is part of a memory's
+#: space, so a run or app supersedes and deduplicates only within itself
+SCOPE_KEYS = SPACE_METADATA
 
 
 def meta_str(m: Memory, key: str) -> str | None:

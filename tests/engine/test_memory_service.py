@@ -239,3 +239,23 @@ def test_prepare_embeds_outside_any_transaction() -> None:
     assert store.get_memory("acme", prepared[0].memory_id) == prepared[0]
     with pytest.raises(InvalidInput):
         svc.insert("other", prepared)
+
+
+def test_a_fact_moved_into_another_run_meets_that_runs_value(store: Store) -> None:
+    """metadata.run_id is part of a fact's space: a patch that moves a fact there settles the key again."""
+    svc, clock = service(store)
+
+    def fact(city: str, run: str) -> MemoryCreate:
+        return MemoryCreate(
+            type="fact", text=city, subject="ent:u", predicate="lives_in", object=city,
+            keys=["ent:u|lives_in"], metadata={"run_id": run},
+        )  # fmt: skip
+
+    (denver,) = svc.create("acme", [fact("Denver", "A")])
+    clock.now = T0 + timedelta(hours=1)
+    (austin,) = svc.create("acme", [fact("Austin", "B")])
+    clock.now = T0 + timedelta(hours=2)
+    svc.update("acme", denver.memory_id, MemoryPatch(metadata={"run_id": "B"}))
+    moved, other = svc.get("acme", denver.memory_id), svc.get("acme", austin.memory_id)
+    assert (moved.status, moved.valid_to) == ("superseded", austin.timestamp)
+    assert other.status == "active"

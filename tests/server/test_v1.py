@@ -292,3 +292,53 @@ def test_an_expiration_date_reaches_the_facts_an_add_updates(
     (again,) = add(client, auth, "I like tea.", expiration_date="2031-01-01")
     assert again == {**likes, "event": "NONE"}
     assert client.get(f"/v1/memories/{likes['id']}", headers=auth).json()["expiration_date"] is None
+
+
+def _add_v3(client: TestClient[Litestar], auth: dict[str, str], text: str, **scope: str) -> dict[str, Any]:
+    r = client.post(
+        "/v3/memories/add/", json={"messages": [{"role": "user", "content": text}], **scope}, headers=auth
+    )
+    assert r.status_code == 200, r.text
+    (item,) = r.json()["results"]
+    return item  # type: ignore[no-any-return]
+
+
+def _get_all(client: TestClient[Litestar], auth: dict[str, str], **filters: str) -> list[dict[str, Any]]:
+    r = client.post("/v3/memories/", json={"filters": filters}, headers=auth)
+    assert r.status_code == 200, r.text
+    return r.json()["results"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("scope", ["run_id", "app_id"])
+def test_runs_and_apps_without_a_user_keep_their_own_facts(
+    client: TestClient[Litestar], auth: dict[str, str], scope: str
+) -> None:
+    denver = _add_v3(client, auth, "I live in Denver.", **{scope: "A"})
+    assert denver["event"] == "ADD"
+    austin = _add_v3(client, auth, "I live in Austin.", **{scope: "B"})
+    assert austin["event"] == "ADD"  # another run's fact is neither updated nor a duplicate
+    again = _add_v3(client, auth, "I live in Denver.", **{scope: "B"})
+    assert again["event"] == "UPDATE" and again["id"] != denver["id"]
+    (a,) = _get_all(client, auth, **{scope: "A"})
+    assert (a["id"], a["memory"], a["user_id"], a[scope]) == (denver["id"], "User lives in Denver", None, "A")
+    (b,) = _get_all(client, auth, **{scope: "B"})
+    assert b["id"] == again["id"]
+    for name, wanted in (("A", denver["id"]), ("B", again["id"])):
+        found = client.post(
+            "/v3/memories/search/", json={"query": "where do I live", "filters": {scope: name}}, headers=auth
+        ).json()["results"]
+        assert [m["id"] for m in found] == [wanted]
+
+
+def test_a_users_runs_keep_their_own_facts(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    denver = _add_v3(client, auth, "I live in Denver.", user_id="u", run_id="A")
+    same = _add_v3(client, auth, "I live in Denver.", user_id="u", run_id="B")
+    assert same["event"] == "ADD" and same["id"] != denver["id"]
+    austin = _add_v3(client, auth, "I live in Austin.", user_id="u", run_id="B")
+    assert austin["event"] == "UPDATE"
+    assert [m["id"] for m in _get_all(client, auth, user_id="u", run_id="A")] == [denver["id"]]
+    assert [m["id"] for m in _get_all(client, auth, user_id="u", run_id="B")] == [austin["id"]]
+    # the user's own space (no run) is a third one, and the user's get_all sees all three
+    home = _add_v3(client, auth, "I live in Boston.", user_id="u")
+    assert home["event"] == "ADD"
+    assert {m["id"] for m in _get_all(client, auth, user_id="u")} == {denver["id"], austin["id"], home["id"]}

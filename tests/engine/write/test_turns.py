@@ -197,19 +197,23 @@ def test_commit_reports_stored_state_and_metadata() -> None:
     (fact,) = out.extracted.facts
     assert fact.entity_id == "alice" and fact.subject == "ent:alice" and fact.metadata["run_id"] == "r1"
     assert [u.action for u in out.extracted.upserts] == ["UPSERTED"]
-    again = commit_turn(
-        store,
-        plan_turn(
-            RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0, now=T0, store_turn="none"
-        ),
-        now=T0,
-    )
+    again = commit_turn(store, plan, now=T0)
     assert (
         again.extracted.upserts[0].action == "SKIPPED"
         and again.extracted.upserts[0].memory_id == fact.memory_id
     )
     assert again.extracted.facts[0].memory_id == fact.memory_id  # the existing fact, as stored
     assert len(store.list_memories("o", ListQuery())) == 1
+    # metadata.run_id is part of the memory space: the same fact in no run is another space's
+    elsewhere = commit_turn(
+        store,
+        plan_turn(
+            RULES, "I live in Paris", org_id="o", entity_id="alice", timestamp=T0, now=T0, store_turn="none"
+        ),
+        now=T0,
+    )
+    assert elsewhere.extracted.upserts[0].action == "UPSERTED"
+    assert len(store.list_memories("o", ListQuery())) == 2
 
 
 def test_commit_is_all_or_nothing() -> None:
