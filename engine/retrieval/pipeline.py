@@ -214,6 +214,7 @@ def _scope(
     now: datetime,
     *,
     expired: bool = False,
+    within: Collection[str] | None = None,
 ) -> Scope:
     """The retrieval scope of a request: its namespace, entity and as_of, in UTC."""
     return Scope(
@@ -224,6 +225,7 @@ def _scope(
         as_of=to_utc(request.as_of) if request.as_of is not None else None,
         now=to_utc(now),
         expired=expired,
+        memory_ids=frozenset(within) if within is not None else None,
     )
 
 
@@ -353,13 +355,15 @@ def run_recall(
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
     expired: bool = False,
+    within: Collection[str] | None = None,
 ) -> RecallOutcome:
-    """`expired`: memories past their valid_to are candidates too (mem0's search `show_expired`)."""
+    """`expired`: memories past their valid_to are candidates too (mem0's search `show_expired`).
+    `within`: only these memories are candidates (a selection made by rules the scope cannot state)."""
     start = time.perf_counter()
     timings = StageTimings()
     cfg = resolve(request.retrieval)
     cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, request.limit))
-    scope = _scope(org_id, agent_id, request, now, expired=expired)
+    scope = _scope(org_id, agent_id, request, now, expired=expired, within=within)
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
     r = retrieve(store, embeddings, scope, cfg, query=query, seeds=seeds, timings=timings)
@@ -407,6 +411,7 @@ def recall(
     now: datetime,
     redactor_factory: RedactorFactory = no_redaction,
     expired: bool = False,
+    within: Collection[str] | None = None,
 ) -> RecallResponse:
     return run_recall(
         store,
@@ -418,4 +423,5 @@ def recall(
         now=now,
         redactor_factory=redactor_factory,
         expired=expired,
+        within=within,
     ).response

@@ -217,7 +217,7 @@ def _union(
         for m in store.get_memories(scope.org_id, to_fetch):
             memories[m.memory_id] = m
         cost.retrieval_ops += 1
-    loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None)
+    loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None, memory_ids=None)
     allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
     union = [mid for mid in channel_ids if mid in memories]
     in_channels = set(channel_ids)

@@ -19,8 +19,8 @@ Rules every implementation keeps:
   the block see its writes; searches made elsewhere never see them before the commit.
 - Records round-trip exactly: what `put_memories` stores, `get_memory` returns, field for field
   (datetimes as aware UTC; `object` keeps str/int/float/bool/dict/None apart).
-- Searches filter inside the search by the whole `Scope` (org, namespace, entity, agent, archived,
-  status/validity at `as_of`): they never fetch a fixed number of rows first and filter afterwards,
+- Searches filter inside the search by the whole `Scope` (org, namespace, entity, agent, the caller's
+  memory ids, archived, status/validity at `as_of`): they never fetch a fixed number of rows first and filter afterwards,
   so no eligible memory is missed; and every backend ranks alike (the same BM25 numbers, exact
   vectors up to `Capabilities.exact_vectors_max` candidates).
 """
@@ -68,6 +68,8 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     """Which memories are retrieval candidates.
 
     - org_id and namespace always; entity_id and agent_id when not None.
+    - `memory_ids` when not None: only those memories (a selection the caller made by rules the scope
+      cannot state, e.g. mem0's filters), so a search ranks within it.
     - archived memories never.
     - `as_of` None (as of now): valid_from, when set, <= now (a value stated to begin later is not
       current yet), and status 'active' with (valid_to is null or valid_to > now), the latter skipped
@@ -85,6 +87,7 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     as_of: datetime | None = None
     now: datetime
     expired: bool = False
+    memory_ids: frozenset[str] | None = None
 
 
 class Hit(msgspec.Struct, frozen=True, array_like=True):

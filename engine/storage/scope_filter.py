@@ -2,6 +2,7 @@
 
 A memory is a retrieval candidate under a scope when:
 - org_id and namespace match; entity_id / agent_id match when the scope sets them;
+- it is one of the scope's `memory_ids` when the scope sets them;
 - it is not archived;
 - `as_of` None (a read as of now): valid_from is None or valid_from <= now, so a value stated to begin
   later is not current yet (a timestamp is when it was said, not a validity: a client's clock a little
@@ -31,6 +32,8 @@ def in_scope(memory: Memory, scope: Scope) -> bool:
     if scope.entity_id is not None and memory.entity_id != scope.entity_id:
         return False
     if scope.agent_id is not None and memory.agent_id != scope.agent_id:
+        return False
+    if scope.memory_ids is not None and memory.memory_id not in scope.memory_ids:
         return False
     if memory.archived:
         return False

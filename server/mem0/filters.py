@@ -36,6 +36,8 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
     agent_id: str | None = None
     names_entity: bool = False
     predicate: Predicate = lambda m: True
+    #: the pre-filters are the whole filter (the predicate adds nothing to them)
+    exact: bool = True
 
 
 def field_value(m: Memory, key: str) -> Any:
@@ -191,17 +193,35 @@ def _names_entity(node: Any) -> bool:
     return False
 
 
-def _equalities(node: Mapping[str, Any]) -> dict[str, str]:
-    """Top-level (and top-level AND) string equalities: safe to push into the store's query."""
+def _one_id(value: Any) -> str | None:
+    """The one id a condition admits: an equality, or `in` a list of one (the same selection)."""
+    if isinstance(value, str) and value != "*":
+        return value
+    if isinstance(value, Mapping) and set(value) == {"in"}:
+        (listed,) = value.values()
+        if isinstance(listed, list) and len(listed) == 1 and isinstance(listed[0], str):
+            return listed[0]
+    return None
+
+
+def _equalities(node: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
+    """Top-level (and top-level AND) user_id/agent_id conditions that admit one id: safe to push into
+    the store's query; and whether they are the whole filter."""
     found: dict[str, str] = {}
+    whole = True
     for key, value in node.items():
-        if key in ("user_id", "agent_id") and isinstance(value, str) and value != "*":
-            found[key] = value
+        one = _one_id(value) if key in ("user_id", "agent_id") else None
+        if one is not None:
+            whole = whole and found.get(key, one) == one
+            found[key] = one
         elif key == "AND" and isinstance(value, list):
             for part in value:
-                if isinstance(part, Mapping):
-                    found.update(_equalities(part))
-    return found
+                inner, inner_whole = _equalities(part) if isinstance(part, Mapping) else ({}, False)
+                whole = whole and inner_whole and all(found.get(k, v) == v for k, v in inner.items())
+                found.update(inner)
+        else:
+            whole = False
+    return found, whole
 
 
 def select(filters: Mapping[str, Any] | None) -> Selection:
@@ -209,12 +229,13 @@ def select(filters: Mapping[str, Any] | None) -> Selection:
     if not filters:
         return Selection()
     predicate = _node(filters, 0)
-    eq = _equalities(filters)
+    eq, whole = _equalities(filters)
     return Selection(
         entity_id=eq.get("user_id"),
         agent_id=eq.get("agent_id"),
         names_entity=_names_entity(filters),
         predicate=predicate,
+        exact=whole,
     )
 
 

@@ -233,7 +233,14 @@ def search(
     show_expired: bool = False,
 ) -> list[Mem0Memory]:
     """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`;
-    memories past their expiration date too with `show_expired`."""
+    memories past their expiration date too with `show_expired`. A filter the store cannot apply
+    itself (run or app, lists, OR, NOT, dates, metadata, categories) is read first as get_all reads it,
+    and the recall ranks within those memories, so others' memories never crowd the selection out."""
+    within: list[str] | None = None
+    if not sel.exact:
+        within = [m.memory_id for m in scan(svc, org_id, sel, now=now, show_expired=show_expired)]
+        if not within:
+            return []
     found = pipeline.recall(
         svc.store,
         svc.memories.embeddings,
@@ -242,6 +249,7 @@ def search(
         request_id=request_id,
         now=now,
         expired=show_expired,
+        within=within,
         request=RecallRequest(
             query=query,
             entity_id=sel.entity_id,

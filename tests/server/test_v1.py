@@ -342,3 +342,38 @@ def test_a_users_runs_keep_their_own_facts(client: TestClient[Litestar], auth: d
     home = _add_v3(client, auth, "I live in Boston.", user_id="u")
     assert home["event"] == "ADD"
     assert {m["id"] for m in _get_all(client, auth, user_id="u")} == {denver["id"], austin["id"], home["id"]}
+
+
+def test_a_search_ranks_within_its_filters_whatever_others_hold(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """The filter selects, then the recall ranks within the selection: other users' memories that rank
+    higher never crowd the caller's out, and filters that select the same memories answer alike."""
+    old = 1_600_000_000  # 2020: recency does not help it either
+    body = {"messages": [{"role": "user", "content": "Went for a coffee downtown"}], "infer": False}
+    r = client.post(
+        "/v3/memories/add/", json={**body, "user_id": "u", "run_id": "r", "timestamp": old}, headers=auth
+    )
+    (mine,) = r.json()["results"]
+    crowd = [
+        {"type": "event", "text": f"coffee coffee espresso coffee note {i}", "entity_id": f"other-{i}"}
+        for i in range(150)
+    ]
+    assert client.post("/v0/memories", json={"items": crowd}, headers=auth).status_code == 200
+
+    def search(filters: dict[str, Any]) -> list[str]:
+        r = client.post("/v3/memories/search/", json={"query": "coffee", "filters": filters}, headers=auth)
+        assert r.status_code == 200, r.text
+        return [m["id"] for m in r.json()["results"]]
+
+    assert search({"run_id": "r"}) == [mine["id"]]
+    assert search({"user_id": "u"}) == [mine["id"]]
+    assert search({"user_id": {"in": ["u", "nobody"]}}) == [mine["id"]]
+    assert search({"OR": [{"user_id": "u"}, {"user_id": "nobody"}]}) == [mine["id"]]
+    one = client.post(
+        "/v3/memories/search/", json={"query": "coffee", "filters": {"user_id": "u"}}, headers=auth
+    )
+    listed = client.post(
+        "/v3/memories/search/", json={"query": "coffee", "filters": {"user_id": {"in": ["u"]}}}, headers=auth
+    )
+    assert one.json() == listed.json()

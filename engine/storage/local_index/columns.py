@@ -1,7 +1,7 @@
 """Per-row filter columns of one (org, namespace) index and the vectorized Scope mask.
 
 The mask is the exact twin of `engine.storage.scope_filter.in_scope` (org and namespace are implied by
-the index): live, not archived, entity/agent equal when set, and
+the index): live, not archived, entity/agent equal when set, one of `memory_ids` when set, and
 - as_of None: valid_from (when set) <= now and either status == 'active' and valid_to > now
   (valid_to None is +infinity; not checked when `expired`) or status == 'superseded' and
   now < valid_to < +infinity;
@@ -146,6 +146,11 @@ class Columns:
             if code is None:
                 return np.zeros(self.n, dtype=np.bool_)
             mask &= self.agent.view == code
+        if scope.memory_ids is not None:
+            chosen = np.zeros(self.n, dtype=np.bool_)
+            rows = [self.row_of[i] for i in scope.memory_ids if i in self.row_of]
+            chosen[np.asarray(rows, dtype=np.int64)] = True
+            mask &= chosen
         if scope.as_of is None:
             now = to_micros(scope.now)
             mask &= self.begins.view <= now

@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from engine.storage.base import Adjacent, Hit, Scope
-from engine.storage.postgres.pgtext import dec, enc
+from engine.storage.postgres.pgtext import dec, enc, enc_all
 from engine.storage.postgres.where import Where
 from engine.timeutil import to_micros, to_utc
 
@@ -44,6 +44,8 @@ def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
         w.add(f"{a}.entity_id = %(s_entity)s", s_entity=enc(scope.entity_id))
     if scope.agent_id is not None:
         w.add(f"{a}.agent_id = %(s_agent)s", s_agent=enc(scope.agent_id))
+    if scope.memory_ids is not None:
+        w.add(f"{a}.memory_id = ANY(%(s_ids)s)", s_ids=enc_all(sorted(scope.memory_ids)))
     if scope.as_of is None:
         w.add(f"({a}.valid_from IS NULL OR {a}.valid_from <= %(s_now)s)", s_now=to_utc(scope.now))
         active = f"{a}.status = 'active'"

@@ -83,6 +83,8 @@ def test_scope_semantics_every_channel(store: Store) -> None:
         "ends_later",
         "recorded_later",
     }
+    picked = ("plain", "agent", "archived", "expired", "org_b")
+    chosen = frozenset([*(corpus[n].memory_id for n in picked), "mem_unknown"])
     cases: list[tuple[Scope, set[str] | None]] = [
         (Scope(org_id="org_a", now=NOW), live_now),
         # mem0's show_expired: past their valid_to too, still only active ones
@@ -96,6 +98,10 @@ def test_scope_semantics_every_channel(store: Store) -> None:
         (Scope(org_id="org_a", namespace="ns2", now=NOW), {"ns2"}),
         (Scope(org_id="org_b", now=NOW), {"org_b"}),
         (Scope(org_id="org_c", now=NOW), set()),
+        # a caller's selection: only those memories, and only when the rest of the scope admits them
+        (Scope(org_id="org_a", now=NOW, memory_ids=chosen), {"plain", "agent"}),
+        (Scope(org_id="org_a", now=NOW, memory_ids=chosen, agent_id="g1"), {"agent"}),
+        (Scope(org_id="org_a", now=NOW, memory_ids=frozenset()), set()),
         # as_of: status ignored, validity decides
         (
             Scope(org_id="org_a", now=NOW, as_of=at(100)),
