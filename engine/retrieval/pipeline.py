@@ -356,13 +356,17 @@ def run_recall(
     redactor_factory: RedactorFactory = no_redaction,
     expired: bool = False,
     within: Collection[str] | None = None,
+    limit: int | None = None,
 ) -> RecallOutcome:
     """`expired`: memories past their valid_to are candidates too (mem0's search `show_expired`).
-    `within`: only these memories are candidates (a selection made by rules the scope cannot state)."""
+    `within`: only these memories are candidates (a selection made by rules the scope cannot state).
+    `limit`: the matches wanted, in place of `request.limit`, for a caller the API's 100 does not bound
+    (GET /v1/memories answers up to 200)."""
     start = time.perf_counter()
     timings = StageTimings()
+    wanted = request.limit if limit is None else limit
     cfg = resolve(request.retrieval)
-    cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, request.limit))
+    cfg = msgspec.structs.replace(cfg, top_k=max(cfg.top_k, wanted))
     scope = _scope(org_id, agent_id, request, now, expired=expired, within=within)
     query = build_query(request.query, None)
     seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [request.query[:QUERY_SEED_CHARS]])
@@ -370,7 +374,7 @@ def run_recall(
     _seen_at(r, scope)
     r.cost.input_tokens = tokens.estimate(request.query)
     t = time.perf_counter()
-    top = r.ranked[: request.limit]
+    top = r.ranked[:wanted]
     redactor = redactor_factory(request.policy)
     matches = [_match(r, mid, redactor) for mid in top]
     raw = (
@@ -412,6 +416,7 @@ def recall(
     redactor_factory: RedactorFactory = no_redaction,
     expired: bool = False,
     within: Collection[str] | None = None,
+    limit: int | None = None,
 ) -> RecallResponse:
     return run_recall(
         store,
@@ -424,4 +429,5 @@ def recall(
         redactor_factory=redactor_factory,
         expired=expired,
         within=within,
+        limit=limit,
     ).response

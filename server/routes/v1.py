@@ -16,7 +16,8 @@ every memory written; `expiration_date` -> `valid_to` (the start of the next day
 - `infer=false`: one memory of type `event` per non-blank message, text as given, `metadata.role` =
   the message's role; every result is `ADD`.
 - GET without `query`: active memories of the user/agent, newest first (`score` null); with `query`:
-  the recall ranking of /v0/recall (`score` = its fused score).
+  the recall ranking of /v0/recall (`score` = its fused score), up to `limit` (200, where /v0/recall
+  stops at 100).
 """
 
 from __future__ import annotations
@@ -136,11 +137,10 @@ async def list_memories_v1(
             svc.memories.embeddings,
             org_id=org_id,
             agent_id=agent_id or None,
-            request=RecallRequest(
-                query=query, entity_id=user_id or None, namespace=NAMESPACE, limit=min(limit, 100)
-            ),
+            request=RecallRequest(query=query, entity_id=user_id or None, namespace=NAMESPACE),
             request_id=rid,
             now=utcnow(),
+            limit=limit,
         )
         by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
         return V1SearchResponse(

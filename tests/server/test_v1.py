@@ -377,3 +377,19 @@ def test_a_search_ranks_within_its_filters_whatever_others_hold(
         "/v3/memories/search/", json={"query": "coffee", "filters": {"user_id": {"in": ["u"]}}}, headers=auth
     )
     assert one.json() == listed.json()
+
+
+def test_a_search_answers_up_to_its_limit_of_200(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    notes = [{"role": "user", "content": f"apple note {i}"} for i in range(150)]
+    r = client.post(
+        "/v1/memories/", json={"messages": notes, "user_id": "bulk", "infer": False}, headers=auth
+    )
+    assert r.status_code == 200, r.text
+    found = client.get(
+        "/v1/memories", params={"user_id": "bulk", "query": "apple note", "limit": 200}, headers=auth
+    )
+    assert len(found.json()["results"]) == 150
+    some = client.get(
+        "/v1/memories", params={"user_id": "bulk", "query": "apple note", "limit": 120}, headers=auth
+    )
+    assert len(some.json()["results"]) == 120
