@@ -15,13 +15,15 @@ every memory written; `expiration_date` -> `valid_to` (the start of the next day
   as with `infer=false`, so nothing said is lost and `results` is never empty.
 - `infer=false`: one memory of type `event` per non-blank message, text as given, `metadata.role` =
   the message's role; every result is `ADD`.
-- GET without `query`: active memories of the user/agent, newest first (`score` null); with `query`:
+- GET without `query`: current memories of the user/agent (not expired, as get_all), newest first
+  (`score` null); with `query`:
   the recall ranking of /v0/recall (`score` = its fused score), up to `limit` (200, where /v0/recall
   stops at 100).
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post
@@ -31,13 +33,13 @@ from engine.errors import InvalidInput
 from engine.models import Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest
-from engine.storage.base import ListQuery
 from engine.timeutil import utcnow
 from server.auth import principal_of
 from server.errors import request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
 from server.idempotency import StoredResponse
-from server.mem0.operations import NAMESPACE
+from server.mem0.filters import select
+from server.mem0.operations import NAMESPACE, scan
 from server.mem0.records import record
 from server.routes.mem0 import MEM0_COMMON, MemoryIdPath, add_response
 from server.schemas.mem0 import Mem0Memory
@@ -119,18 +121,8 @@ async def list_memories_v1(
 
     def run() -> V1SearchResponse:
         if query is None or not query.strip():
-            rows = svc.store.list_memories(
-                org_id,
-                ListQuery(
-                    namespace=NAMESPACE,
-                    entity_id=user_id or None,
-                    agent_id=agent_id or None,
-                    statuses=("active", "disputed"),
-                    archived=False,
-                    sort="timestamp_desc",
-                    limit=limit,
-                ),
-            )
+            ids = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v}
+            rows = itertools.islice(scan(svc, org_id, select(ids), now=utcnow()), limit)
             return V1SearchResponse(results=[_search_item(m, None) for m in rows])
         found = pipeline.recall(
             svc.store,

@@ -393,3 +393,13 @@ def test_a_search_answers_up_to_its_limit_of_200(client: TestClient[Litestar], a
         "/v1/memories", params={"user_id": "bulk", "query": "apple note", "limit": 120}, headers=auth
     )
     assert len(some.json()["results"]) == 120
+
+
+def test_the_list_without_a_query_hides_expired_memories(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    old = add(client, auth, "door code 4417", infer=False, timestamp=1609459200, expiration_date="2021-06-30")
+    new = add(client, auth, "door code 9902", infer=False)
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert [m["id"] for m in listed] == [new[0]["id"]]
+    assert client.get(f"/v1/memories/{old[0]['id']}", headers=auth).json()["expiration_date"] == "2021-06-30"
