@@ -49,8 +49,8 @@ def field_value(m: Memory, key: str) -> Any:
         return meta_str(m, key)
     if key in ("memory_id", "id"):
         return m.memory_id
-    if key in TIME_KEYS:
-        return m.timestamp if key == "timestamp" else getattr(m, key)
+    if key in TIME_KEYS:  # a record's created_at is the memory's timestamp (server.mem0.records)
+        return m.updated_at if key == "updated_at" else m.timestamp
     raise InvalidInput(f"unsupported filter {key!r}", field=FIELD, details={"rule": "filter_language"})
 
 

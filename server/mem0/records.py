@@ -1,4 +1,7 @@
-"""Loci memories and events as mem0 records: memories, history entries and entities."""
+"""Loci memories and events as mem0 records: memories, history entries and entities.
+
+A record's `created_at` is the memory's `timestamp`: mem0's add sets the creation time with its
+`timestamp` (default now), and listings sort by it."""
 
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
         categories=list(m.tags),
         type=m.type,
         status=m.status,
-        created_at=m.created_at,
+        created_at=m.timestamp,
         updated_at=m.updated_at,
         expiration_date=expiration_date(m.valid_to),
         score=score,
@@ -114,9 +117,9 @@ def entities(memories: Iterable[Memory], owner: str) -> Mem0EntityList:
         ):
             if not name:
                 continue
-            slot = seen.setdefault((kind, name), [0, m.created_at, m.updated_at])
+            slot = seen.setdefault((kind, name), [0, m.timestamp, m.updated_at])
             slot[0] += 1
-            slot[1] = min(slot[1], m.created_at)
+            slot[1] = min(slot[1], m.timestamp)
             slot[2] = max(slot[2], m.updated_at)
     results = [
         Mem0Entity(

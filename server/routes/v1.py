@@ -82,7 +82,7 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
         user_id=m.entity_id,
         agent_id=m.agent_id,
         score=score,
-        created_at=m.created_at,
+        created_at=m.timestamp,
         metadata=dict(m.metadata),
     )
 

@@ -58,7 +58,8 @@ class Mem0Ping(msgspec.Struct, kw_only=True):
 
 class Mem0Memory(msgspec.Struct, kw_only=True):
     """A memory as mem0 clients read it. `user_id` is the memory's entity_id, `run_id`/`app_id` come from
-    its metadata, `categories` are its tags, `expiration_date` is the last day of its validity."""
+    its metadata, `categories` are its tags, `created_at` is its timestamp (an add's `timestamp`, default
+    now), `expiration_date` is the last day of its validity."""
 
     id: str
     memory: str

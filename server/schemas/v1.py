@@ -61,6 +61,7 @@ class V1SearchItem(msgspec.Struct, kw_only=True):
     agent_id: str | None = None
     #: the fused retrieval score with `query`; null when listing without a query
     score: float | None
+    #: the memory's timestamp (the add's `timestamp`, default now): what the list sorts by
     created_at: datetime
     metadata: dict[str, Any] = msgspec.field(default_factory=dict)
 

@@ -403,3 +403,22 @@ def test_the_list_without_a_query_hides_expired_memories(
     listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
     assert [m["id"] for m in listed] == [new[0]["id"]]
     assert client.get(f"/v1/memories/{old[0]['id']}", headers=auth).json()["expiration_date"] == "2021-06-30"
+
+
+def test_the_list_is_sorted_by_the_creation_time_it_shows(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's add sets a memory's creation time with `timestamp`: created_at shows it, the list sorts by
+    it, and the created_at filter compares it."""
+    (first,) = add(client, auth, "first created", infer=False)
+    (second,) = add(client, auth, "second created", infer=False, timestamp=1500000000)
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert [m["id"] for m in listed] == [first["id"], second["id"]]
+    assert [m["created_at"] for m in listed] == sorted((m["created_at"] for m in listed), reverse=True)
+    assert listed[1]["created_at"] == "2017-07-14T02:40:00Z"
+    (got,) = client.post(
+        "/v3/memories/",
+        json={"filters": {"AND": [{"user_id": "alice"}, {"created_at": {"lt": "2018-01-01"}}]}},
+        headers=auth,
+    ).json()["results"]
+    assert (got["id"], got["created_at"]) == (second["id"], "2017-07-14T02:40:00Z")
