@@ -317,7 +317,8 @@ class MemoryService:
                         at=self.clock(),
                         memory_id=memory_id,
                         entity_id=old.entity_id,
-                        data={"namespace": old.namespace, "type": old.type},
+                        # its text, so the memory's history still says what it was
+                        data={"namespace": old.namespace, "type": old.type, "text": old.text},
                     )
                 ]
             )

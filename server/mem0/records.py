@@ -87,15 +87,18 @@ def _entry(m: Memory | None, event: Event, kind: str, old: str | None, new: str 
 
 def history(current: Memory | None, events: Sequence[Event]) -> list[Mem0HistoryItem]:
     """The memory's events, oldest first, as mem0 history entries. Texts are replayed from the events'
-    `old_text`/`text` (text edits), starting from the text the memory was created with."""
+    `old_text`/`text` (text edits), starting from the text the memory was created with (the current
+    text, or the text its `memory.deleted` event recorded, when it was never edited)."""
     edits = [e for e in events if "old_text" in e.data]
-    text: str | None = edits[0].data["old_text"] if edits else (current.text if current else None)
+    deleted = [str(e.data["text"]) for e in events if e.type == "memory.deleted" and "text" in e.data]
+    last = current.text if current else (deleted[-1] if deleted else None)
+    text: str | None = edits[0].data["old_text"] if edits else last
     out: list[Mem0HistoryItem] = []
     for event in events:
         if event.type == "memory.created":
             out.append(_entry(current, event, "ADD", None, text))
         elif event.type == "memory.deleted":
-            out.append(_entry(current, event, "DELETE", text, None))
+            out.append(_entry(current, event, "DELETE", str(event.data.get("text", text)), None))
         elif "old_text" in event.data:
             new = str(event.data.get("text", ""))
             out.append(_entry(current, event, "UPDATE", str(event.data["old_text"]), new))

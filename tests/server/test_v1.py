@@ -422,3 +422,15 @@ def test_the_list_is_sorted_by_the_creation_time_it_shows(
         headers=auth,
     ).json()["results"]
     assert (got["id"], got["created_at"]) == (second["id"], "2017-07-14T02:40:00Z")
+
+
+def test_history_keeps_the_text_of_a_deleted_memory(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (x,) = add(client, auth, "I live in Oslo.")
+    assert client.delete(f"/v1/memories/{x['id']}/", headers=auth).status_code == 200
+    history = client.get(f"/v1/memories/{x['id']}/history/", headers=auth).json()
+    assert [(h["event"], h["old_memory"], h["new_memory"]) for h in history] == [
+        ("ADD", None, "User lives in Oslo"),
+        ("DELETE", "User lives in Oslo", None),
+    ]
