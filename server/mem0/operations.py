@@ -7,7 +7,7 @@ under its Idempotency-Key (`server.http.run_write`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +23,7 @@ from engine.storage.base import EventQuery, ListQuery, page_through
 from engine.write.ingest import v1_event
 from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn, turn_memory
 from server.mem0.filters import ENTITY_KEYS, Selection, select
-from server.mem0.records import SCOPE_KEYS, record, valid_to_for
+from server.mem0.records import RESERVED_KEYS, record, valid_to_for
 from server.mem0.records import history as history_records
 from server.schemas.mem0 import MAX_TOP_K, Mem0HistoryItem, Mem0Memory, Mem0UpdateRequest
 from server.schemas.v1 import V1CreateItem, V1CreateRequest
@@ -70,10 +70,22 @@ class AddPlan(msgspec.Struct, kw_only=True):
     memories: list[Memory] = msgspec.field(default_factory=list)
 
 
+def check_metadata(metadata: Mapping[str, Any], keep: Mapping[str, Any] | None = None) -> None:
+    """422 for a caller's metadata key that Loci writes itself (`RESERVED_KEYS`), so what the caller
+    gives is stored as given or refused; `keep`: the memory's own values, which an update may repeat."""
+    for key in RESERVED_KEYS:
+        if key in metadata and (keep is None or key not in keep or keep[key] != metadata[key]):
+            raise InvalidInput(
+                f"metadata.{key} is reserved: Loci writes run_id and app_id from the add's fields, role "
+                "and origin on stored messages, object_name, event_date and negated on extracted facts",
+                field=f"metadata.{key}",
+                details={"rule": "reserved_metadata", "reserved": list(RESERVED_KEYS)},
+            )
+
+
 def _metadata(body: V1CreateRequest, scopes: Scopes) -> dict[str, Any]:
-    meta = {k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS}
-    meta.update({k: v for k, v in (("run_id", scopes.run_id), ("app_id", scopes.app_id)) if v})
-    return meta
+    scoped = {k: v for k, v in (("run_id", scopes.run_id), ("app_id", scopes.app_id)) if v}
+    return {**body.metadata, **scoped}
 
 
 def _extraction_text(body: V1CreateRequest) -> str:
@@ -119,6 +131,7 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
     """Check the input, extract (infer=true) or build the raw message memories, and embed; writes
     nothing."""
     scopes = scopes_of(body)
+    check_metadata(body.metadata)
     ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else now
     ready = AddPlan(scopes=scopes, now=now, valid_to=_valid_to(body, ts))
     if body.infer:
@@ -283,7 +296,8 @@ def history(svc: Services, org_id: str, memory_id: str) -> list[Mem0HistoryItem]
 
 # --- update and delete -------------------------------------------------------------------------------
 def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
-    """The mem0 update as a MemoryEdit; the memory's run_id/app_id survive a metadata replacement."""
+    """The mem0 update as a MemoryEdit; the metadata Loci wrote (run_id, app_id, role, ...) survives a
+    metadata replacement, which may repeat it but not change it."""
     if not isinstance(body.timestamp, UnsetType):
         raise InvalidInput(
             "a memory's timestamp cannot be changed (it orders listings)",
@@ -293,9 +307,10 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
     text = body.text if not isinstance(body.text, UnsetType) else body.data
     metadata: dict[str, Any] | UnsetType = UNSET
     if not isinstance(body.metadata, UnsetType):
+        check_metadata(body.metadata, keep=current.metadata)
         metadata = {
-            **{k: v for k, v in body.metadata.items() if k not in SCOPE_KEYS},
-            **{k: current.metadata[k] for k in SCOPE_KEYS if k in current.metadata},
+            **body.metadata,
+            **{k: current.metadata[k] for k in RESERVED_KEYS if k in current.metadata},
         }
     valid_to = UNSET if isinstance(body.expiration_date, UnsetType) else valid_to_for(body.expiration_date)
     if isinstance(text, UnsetType) and isinstance(metadata, UnsetType) and isinstance(valid_to, UnsetType):

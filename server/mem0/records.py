@@ -13,12 +13,16 @@ from msgspec import UNSET, UnsetType
 
 from engine.models import Event, Memory
 from engine.timeutil import shift
+from engine.write.fact_edits import VALUE_METADATA
 from engine.write.supersession import SPACE_METADATA
 from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem0Memory
 
 #: metadata keys that carry mem0 scopes (shown as fields, not as metadata); each is part of a memory's
 #: space, so a run or app supersedes and deduplicates only within itself
 SCOPE_KEYS = SPACE_METADATA
+#: metadata keys Loci writes itself: the scopes, a stored message's `role` and `origin`, an extracted
+#: fact's value (engine.write.fact_edits); a caller's metadata may not set them
+RESERVED_KEYS = (*SCOPE_KEYS, "role", "origin", *VALUE_METADATA)
 
 
 def meta_str(m: Memory, key: str) -> str | None:

@@ -93,6 +93,7 @@ async def add_response(request: Request[Any, Any, Any], render: Any) -> Response
     raw, data = await read_json(request)
     body = parse_body(data, V1CreateRequest)
     ops.scopes_of(body)  # 422 before anything runs
+    ops.check_metadata(body.metadata)
     svc = services_of(request)
     ready: list[ops.AddPlan] = []
 

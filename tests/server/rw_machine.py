@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from engine.timeutil import utcnow
 from engine.write.fact_edits import VALUE_METADATA
 from engine.write.turns import subject_for
+from server.mem0.records import RESERVED_KEYS
 from tests.server.rw_cluster import CLUSTERS, Api, Failed
 from tests.server.rw_model import (
     ORGS,
@@ -612,6 +613,9 @@ class ReadAfterWrite(RuleBasedStateMachine):
             return
         memory_id, w = picked
         body: dict[str, Any] = {"metadata": {"edited": True}} if change == "metadata" else {"text": change}
+        if "metadata" in body:  # what Loci wrote itself (server.mem0.records) stays
+            before = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)["metadata"]
+            w.metadata = {"edited": True, **{k: before[k] for k in RESERVED_KEYS if k in before}}
         self._write("PUT", route.format(memory_id), w.space.org, body=body)
         if "text" in body and w.type == "fact":  # the value's own metadata follows the new text
             got = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)["metadata"]
@@ -620,7 +624,6 @@ class ReadAfterWrite(RuleBasedStateMachine):
             }:
                 raise Failed(f"{memory_id}: a text update changed its metadata {w.metadata} -> {got}")
             w.metadata = got
-        w.metadata = body.get("metadata", w.metadata)
         w.text = body.get("text", w.text)
         self.pending.append(memory_id)
 

@@ -434,3 +434,37 @@ def test_history_keeps_the_text_of_a_deleted_memory(
         ("ADD", None, "User lives in Oslo"),
         ("DELETE", "User lives in Oslo", None),
     ]
+
+
+@pytest.mark.parametrize(
+    ("key", "infer"),
+    [("role", False), ("origin", False), ("run_id", False), ("app_id", True), ("object_name", True)],
+)
+def test_metadata_keys_loci_writes_itself_are_refused(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, key: str, infer: bool
+) -> None:
+    body = {"messages": [{"role": "user", "content": "I live in Oslo"}], "user_id": "u", "infer": infer}
+    r = client.post("/v3/memories/add/", json={**body, "metadata": {key: "mine", "k": "v"}}, headers=auth)
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["field"] == f"metadata.{key}"
+    assert store.count_memories("acme") == 0
+
+
+def test_the_callers_metadata_is_kept_and_loci_keeps_its_own(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (note,) = add(client, auth, "call me later", infer=False, metadata={"crm": "acme"})
+    got = client.get(f"/v1/memories/{note['id']}", headers=auth).json()
+    assert got["metadata"] == {"crm": "acme", "role": "user", "origin": "v1"}
+    # an update replaces the caller's keys; Loci's own stay, and may be sent back as they are
+    r = client.put(
+        f"/v1/memories/{note['id']}/", json={"metadata": {**got["metadata"], "crm": "globex"}}, headers=auth
+    )
+    assert r.status_code == 200 and r.json()["metadata"] == {"crm": "globex", "role": "user", "origin": "v1"}
+    r = client.put(f"/v1/memories/{note['id']}/", json={"metadata": {"x": 1}}, headers=auth)
+    assert r.json()["metadata"] == {"x": 1, "role": "user", "origin": "v1"}
+    r = client.put(f"/v1/memories/{note['id']}/", json={"metadata": {"role": "admin"}}, headers=auth)
+    assert r.status_code == 422 and r.json()["details"]["field"] == "metadata.role"
+    (fact,) = add(client, auth, "I live in Oslo")
+    r = client.put(f"/v1/memories/{fact['id']}/", json={"metadata": {"x": 1}}, headers=auth)
+    assert r.json()["metadata"] == {"x": 1, "object_name": "Oslo"}
