@@ -7,6 +7,7 @@ under its Idempotency-Key (`server.http.run_write`).
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -336,6 +337,31 @@ def entity_selection(kind: str, name: str) -> Selection:
     if key is None:
         raise InvalidInput(f"unknown entity type {kind!r}; valid: user, agent, app, run", field="entity_type")
     return select({key: name})
+
+
+def filters_param(raw: str | None) -> dict[str, Any] | None:
+    """`filters` as a query parameter: a JSON object, or the Python repr of a dict that mem0ai's client
+    sends for `delete_all(filters=...)` (read as literals only, never evaluated); 422 otherwise."""
+    if raw is None:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            value = None
+    try:  # JSON's types only (a repr may hold tuples, sets, bytes)
+        value = msgspec.json.decode(msgspec.json.encode(value))
+    except (TypeError, msgspec.EncodeError):
+        value = None
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            "filters must be a JSON object (or a dict's Python repr, as mem0 clients send it)",
+            field="filters",
+            details={"rule": "filter_language"},
+        )
+    return value
 
 
 def ids_selection(**ids: str | None) -> Selection:

@@ -69,6 +69,14 @@ MEM0_COMMON: dict[str, Any] = {
 }
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
 IdQuery = Annotated[str | None, QueryParameter(max_length=256, description="an id, or * for any")]
+FiltersQuery = Annotated[
+    str | None,
+    QueryParameter(
+        max_length=4096,
+        description="mem0 filters as a JSON object, or the Python repr of a dict (what mem0ai's "
+        "delete_all(filters=...) sends); ANDed with the ids",
+    ),
+]
 
 
 def _org(request: Request[Any, Any, Any]) -> str:
@@ -350,9 +358,12 @@ async def delete_all(
     agent_id: IdQuery = None,
     run_id: IdQuery = None,
     app_id: IdQuery = None,
+    filters: FiltersQuery = None,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Mem0Deleted]:
-    sel = ops.ids_selection(user_id=user_id, agent_id=agent_id, run_id=run_id, app_id=app_id)
+    ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "app_id": app_id}
+    parsed = ops.filters_param(filters)
+    sel = ops.ids_selection(**ids) if parsed is None else _scoped(merge_ids(parsed, **ids))
     return await delete_selected(request, sel, "Memories deleted successfully!")
 
 

@@ -149,6 +149,10 @@ def test_delete_delete_all_users_and_delete_users(live: LiveServer) -> None:
     assert {("user", a), ("user", b), ("agent", "bot-x")} <= names
     assert client.delete_all(user_id=a)["deleted"] == 1
     assert client.get_all(filters={"user_id": a})["count"] == 0
+    client.add("kept", user_id=a, infer=False)
+    client.add("gone", user_id=a, run_id="r", infer=False)
+    assert client.delete_all(filters={"user_id": a, "run_id": "r"})["deleted"] == 1  # mem0ai 2.2's way
+    assert [m["memory"] for m in client.get_all(filters={"user_id": a})["results"]] == ["kept"]
     client.delete_users(user_id=b)
     assert client.get_all(filters={"user_id": b})["count"] == 0
 

@@ -468,3 +468,22 @@ def test_the_callers_metadata_is_kept_and_loci_keeps_its_own(
     (fact,) = add(client, auth, "I live in Oslo")
     r = client.put(f"/v1/memories/{fact['id']}/", json={"metadata": {"x": 1}}, headers=auth)
     assert r.json()["metadata"] == {"x": 1, "object_name": "Oslo"}
+
+
+def test_delete_all_takes_the_filters_mem0_clients_send(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """mem0ai's delete_all(filters={...}) sends the dict's Python repr as a query parameter."""
+    add(client, auth, "a note", infer=False, user_id="a", run_id="r1")
+    add(client, auth, "a note", infer=False, user_id="a", run_id="r2")
+    add(client, auth, "b note", infer=False, user_id="b")
+
+    def delete_all(filters: str) -> Any:
+        return client.delete("/v1/memories/", params={"filters": filters}, headers=auth)
+
+    r = delete_all(str({"user_id": "a", "run_id": "r1"}))
+    assert r.status_code == 200 and r.json()["deleted"] == 1, r.text
+    assert delete_all('{"user_id": "a"}').json()["deleted"] == 1
+    for bad in ("{'created_at': {'gte': '2020-01-01'}}", "not a dict", "['user_id']", "__import__('os')"):
+        assert delete_all(bad).status_code == 422, bad
+    assert store.count_memories("acme") == 1

@@ -3753,6 +3753,8 @@ export interface operations {
                 run_id?: string | null;
                 /** @description an id, or * for any */
                 app_id?: string | null;
+                /** @description mem0 filters as a JSON object, or the Python repr of a dict (what mem0ai's delete_all(filters=...) sends); ANDed with the ids */
+                filters?: string | null;
             };
             header?: {
                 /** @description Replays the first response for the same key and body */
