@@ -19,6 +19,7 @@ import msgspec.inspect as mi
 
 from engine.models import MEMORY_TYPES, NOT_BLANK_PATTERN
 from server.mem0.filters import ENTITY_KEYS
+from server.mem0.records import RESERVED_KEYS
 
 #: RFC 3339 date-times as msgspec parses them (a calendar date, a time, an optional offset)
 DATE_TIME_PATTERN = (
@@ -38,6 +39,8 @@ RULES: dict[str, str] = {
     "timestamp_unchanged": "a memory's timestamp cannot be changed",
     "something_to_update": "an update gives text, metadata or expiration_date",
     "filter_language": "filters use mem0's keys and operators (the refusal lists them in details)",
+    "reserved_metadata": "an update's metadata keeps the keys Loci wrote itself (run_id, app_id, role, "
+    "origin, object_name, event_date, negated): it may repeat the memory's values, not change them",
 }
 
 #: operationId -> the rules of RULES it enforces
@@ -63,9 +66,14 @@ OPERATION_RULES: dict[str, tuple[str, ...]] = {
             "mem0OssSearch",
         )
     },
-    "mem0DeleteAll": ("scope_filter",),
+    "mem0DeleteAll": ("scope_filter", "filter_language"),
     "mem0OssDeleteAll": ("scope_filter",),
-    **{op: ("timestamp_unchanged", "something_to_update") for op in ("mem0UpdateMemory", "mem0OssUpdate")},
+    # server.mem0.operations: an expiration_date before the add's timestamp
+    **{op: ("valid_to_after_valid_from",) for op in ("createMemoriesV1", "mem0AddV3", "mem0OssAdd")},
+    **{
+        op: ("timestamp_unchanged", "something_to_update", "reserved_metadata", "valid_to_after_valid_from")
+        for op in ("mem0UpdateMemory", "mem0OssUpdate")
+    },
 }
 
 
@@ -90,7 +98,8 @@ PRUNE_NEEDS_A_RULE: dict[str, Any] = {
 _FILTER_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "not": {"const": "*"}}
 
 # server.mem0.operations.scopes_of: an id (user_id, agent_id, run_id, app_id) at the top level or in
-# `filters`; an id in `filters` that the top level does not give must be a plain id; some message not blank
+# `filters`; an id in `filters` that the top level does not give must be a plain id; some message not
+# blank; no metadata key Loci writes itself (server.mem0.operations.check_metadata)
 V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
     "anyOf": [
         *(_present(name, {"type": "string"}) for name in ENTITY_KEYS),
@@ -108,7 +117,10 @@ V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
         }
         for name in ENTITY_KEYS
     ],
-    "properties": {"messages": {"contains": {"properties": {"content": {"pattern": NOT_BLANK_PATTERN}}}}},
+    "properties": {
+        "messages": {"contains": {"properties": {"content": {"pattern": NOT_BLANK_PATTERN}}}},
+        "metadata": {"propertyNames": {"not": {"enum": list(RESERVED_KEYS)}}},
+    },
 }
 
 # engine.write.batch_upsert.check_item: a fact (the default type) has a subject, a predicate and a value

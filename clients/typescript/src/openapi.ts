@@ -157,11 +157,14 @@ export interface paths {
          */
         get: operations["listMemoriesV1"];
         put?: never;
-        /** Create memories from chat messages (mem0-compatible; also without the trailing slash) */
+        /**
+         * Create memories from chat messages (mem0-compatible; also without the trailing slash)
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         */
         post: operations["createMemoriesV1"];
         /**
          * Delete every memory of a user, agent, run or app (* for any) (mem0 delete_all)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
          */
         delete: operations["mem0DeleteAll"];
         options?: never;
@@ -180,7 +183,7 @@ export interface paths {
         get: operations["getMemoryV1"];
         /**
          * Update a memory's text, metadata or expiration date (mem0)
-         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`).
+         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself (run_id, app_id, role, origin, object_name, event_date, negated): it may repeat the memory's values, not change them (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
          */
         put: operations["mem0UpdateMemory"];
         post?: never;
@@ -315,7 +318,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add memories from messages (mem0 v3; synchronous: results are in the answer) */
+        /**
+         * Add memories from messages (mem0 v3; synchronous: results are in the answer)
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         */
         post: operations["mem0AddV3"];
         delete?: never;
         options?: never;
@@ -501,7 +507,10 @@ export interface paths {
         /** Newest memories of a user/agent/run, or of the org (mem0 OSS) */
         get: operations["mem0OssList"];
         put?: never;
-        /** Add memories from messages (mem0 OSS) */
+        /**
+         * Add memories from messages (mem0 OSS)
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         */
         post: operations["mem0OssAdd"];
         /**
          * Delete every memory of a user, agent or run (mem0 OSS)
@@ -524,7 +533,7 @@ export interface paths {
         get: operations["mem0OssGet"];
         /**
          * Update a memory's text, metadata or expiration date (mem0 OSS)
-         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`).
+         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself (run_id, app_id, role, origin, object_name, event_date, negated): it may repeat the memory's values, not change them (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
          */
         put: operations["mem0OssUpdate"];
         post?: never;
@@ -1588,6 +1597,7 @@ export interface components {
             filters?: Record<string, unknown> | null;
         } & (({
             messages: unknown;
+            metadata?: unknown;
         } & (({
             user_id: string;
         } | {
