@@ -112,7 +112,9 @@ def test_search_ranks_within_filters(live: LiveServer) -> None:
 
 def test_update_history_and_expiration(live: LiveServer) -> None:
     client, user = _client(live), _user()
-    mid = client.add("buy milk", user_id=user, infer=False, run_id="r9")["results"][0]["id"]
+    # dated 2000, so that it can expire in 2001 (a validity never ends before the memory's timestamp)
+    added = client.add("buy milk", user_id=user, infer=False, run_id="r9", timestamp=946684800)
+    mid = added["results"][0]["id"]
     updated = client.update(mid, text="buy oat milk", metadata={"list": "groceries"})
     assert updated["memory"] == "buy oat milk" and updated["metadata"]["list"] == "groceries"
     assert updated["run_id"] == "r9"  # the scope survives a metadata replacement
@@ -133,6 +135,8 @@ def test_update_history_and_expiration(live: LiveServer) -> None:
 
     with pytest.raises(ValidationError, match="timestamp cannot be changed"):
         client.update(mid, timestamp=1700000000)
+    with pytest.raises(ValidationError, match="valid_to is before"):
+        client.update(mid, expiration_date="1999-12-30")
 
 
 def test_delete_delete_all_users_and_delete_users(live: LiveServer) -> None:
