@@ -157,7 +157,14 @@ UPSERT_ITEM_KINDS: dict[str, Any] = {
     ]
 }
 
+# engine.memory_service: a text a write sets is not blank (a memory created, or a text an edit replaces)
+_NOT_BLANK = {"type": "string", "pattern": NOT_BLANK_PATTERN}
+TEXT_NOT_BLANK: dict[str, Any] = {"properties": {"text": _NOT_BLANK}}
+EDIT_TEXT_NOT_BLANK: dict[str, Any] = {"properties": {"text": _NOT_BLANK, "data": _NOT_BLANK}}
+
 COMPONENT_RULES: dict[str, dict[str, Any]] = {
+    "MemoryCreate": TEXT_NOT_BLANK,
+    "Mem0UpdateRequest": EDIT_TEXT_NOT_BLANK,
     "PruneRequest": PRUNE_NEEDS_A_RULE,
     "V1CreateRequest": V1_CREATE_NEEDS_A_SCOPE,
     "UpsertItem": UPSERT_ITEM_KINDS,

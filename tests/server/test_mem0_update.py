@@ -204,3 +204,15 @@ def test_the_open_source_route_and_the_older_data_field_do_the_same(
     r = client.put(f"/memories/{boston['id']}", json={"data": "User lives in Chicago"}, headers=auth)
     assert r.status_code == 200, r.text
     assert stored(client, auth, boston["id"])["object"] == "ent:chicago"
+
+
+def test_a_blank_text_is_refused_and_changes_nothing(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's update with `text` "" (or `data` of spaces) blanked the memory; the add refuses blank messages."""
+    mid = add(client, auth, "I live in Boston.")[0]["id"]
+    before = stored(client, auth, mid)
+    for body in ({"text": ""}, {"data": "  \n"}):
+        r = client.put(f"/v1/memories/{mid}/", json=body, headers=auth)
+        assert r.status_code == 422 and r.json()["details"]["field"] == "text", r.text
+    assert stored(client, auth, mid) == before

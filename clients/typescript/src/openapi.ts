@@ -1256,6 +1256,8 @@ export interface components {
             status?: "active" | "disputed" | "superseded";
             /** @default {} */
             provenance?: Record<string, unknown>;
+        } & {
+            text: string;
         };
         /**
          * MemoryBatch
@@ -1800,6 +1802,9 @@ export interface components {
             metadata?: Record<string, unknown>;
             timestamp?: number | string;
             expiration_date?: string | null;
+        } & {
+            text?: string;
+            data?: string;
         };
         /**
          * Mem0ErrorBody
