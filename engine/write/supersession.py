@@ -481,27 +481,24 @@ class KeyFacts:
             tokens = value_tokens(memory)
         seen: dict[str, Memory] = {}
         for key in memory.keys or []:
-            where = (memory.org_id, memory.namespace, key)
-            facts = self._load(where)
-            if tokens is None:
-                found = list(facts.values())
-            else:
-                ids = set().union(*(self._index[where].get(token, ()) for token in tokens))
-                found = [facts[mid] for mid in ids]
-            for m in sorted(found, key=lambda m: (m.timestamp, m.memory_id)):  # find_by_key's order
-                if same_space(m, memory):
-                    seen.setdefault(m.memory_id, m)
+            for m in self._in_space((memory.org_id, memory.namespace, key), memory, tokens):
+                seen.setdefault(m.memory_id, m)
         return list(seen.values())
 
     def contrary(self, memory: Memory) -> list[Memory]:
         """What `contrary_for` returns, its key read once per batch and narrowed to the facts whose
         value may equal `memory`'s (all `_multi` reads)."""
-        other = spec_for(memory.predicate or "").contrary
-        if other is None or memory.subject is None:
+        key = _contrary_key(memory)
+        if key is None:
             return []
-        where = (memory.org_id, memory.namespace, conflict_key(memory.subject, other))
+        return self._in_space((memory.org_id, memory.namespace, key), memory, value_tokens(memory))
+
+    def _in_space(
+        self, where: tuple[str, str, str], memory: Memory, tokens: tuple[str, str] | None
+    ) -> list[Memory]:
+        """The facts of one key in `memory`'s space, in `find_by_key`'s order; with `tokens`, only those
+        filed under them."""
         facts = self._load(where)
-        tokens = value_tokens(memory)
         if tokens is None:
             found = list(facts.values())
         else:
@@ -520,11 +517,18 @@ class KeyFacts:
 def contrary_for(store: Store, memory: Memory) -> list[Memory]:
     """The facts of `memory`'s space that its predicate's contrary states about its subject (a like's
     dislikes); none for a predicate without one."""
+    key = _contrary_key(memory)
+    if key is None:
+        return []
+    return [m for m in store.find_by_key(memory.org_id, memory.namespace, key) if same_space(m, memory)]
+
+
+def _contrary_key(memory: Memory) -> str | None:
+    """The conflict key of the contrary of `memory`'s predicate about its subject, if it has one."""
     other = spec_for(memory.predicate or "").contrary
     if other is None or memory.subject is None:
-        return []
-    key = conflict_key(memory.subject, other)
-    return [m for m in store.find_by_key(memory.org_id, memory.namespace, key) if same_space(m, memory)]
+        return None
+    return conflict_key(memory.subject, other)
 
 
 def apply(
