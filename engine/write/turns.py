@@ -50,6 +50,7 @@ import msgspec
 
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor, ExtractResult
+from engine.extract.rules import RuleExtractor
 from engine.extract.rules.text import is_blank, slug
 from engine.extract.speaker import parts_of
 from engine.ids import event_id
@@ -243,9 +244,12 @@ def extract_turn(
 ) -> ExtractResult:
     """The facts of each speaker's part of a turn (`engine.extract.speaker.parts_of`), about `subject`
     when given, else about the speaker; an agent's part gives none. A part that ran out of the
-    extractor's time budget ends the turn's extraction (`truncated`)."""
+    extractor's time budget ends the turn's extraction (`truncated`); the rule extractor's budget is the
+    whole turn's, shared by its parts."""
     own = subject_for(entity_id)
     results: list[ExtractResult] = []
+    if isinstance(extractor, RuleExtractor):
+        extractor = extractor.for_one_turn()
     for said in parts_of(text):
         if said.kind == "agent" or is_blank(said.body):
             continue
@@ -253,10 +257,9 @@ def extract_turn(
         about = subject or named or own
         # a named speaker's facts read with their name; the request's own entity's read "User ..."
         name = said.name if said.name and about == named != own else "User"
-        results.append(
-            extractor.extract(said.body, subject=about, reference_time=reference_time, subject_name=name)
-        )
-        if results[-1].truncated:
+        result = extractor.extract(said.body, subject=about, reference_time=reference_time, subject_name=name)
+        results.append(result)
+        if result.truncated:
             break
     if len(results) == 1:
         return results[0]

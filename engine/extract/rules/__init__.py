@@ -1,8 +1,8 @@
 """The rule extractor: deterministic, no network, cheap per sentence.
 
 Every pattern runs in time linear in its input (tests/engine/extract/test_linear_time.py), and one text
-gets a time budget (`LOCI_EXTRACT_BUDGET_MS`, default 500; 0 turns it off): past it, extraction
-stops between sentences and the result says `truncated`.
+gets a time budget (`LOCI_EXTRACT_BUDGET_MS`, default 500; 0 turns it off; the speakers' parts of one
+turn share it): past it, extraction stops between sentences and the result says `truncated`.
 
 Pipeline per sentence: normalize (whitespace, contractions, quotes) -> entity scan (gazetteers, dates,
 quantities) -> presupposed facts ("my sister Anna", in any sentence) -> rewrites (dropped subjects,
@@ -13,6 +13,7 @@ small talk yield no facts) -> independent clauses ("..., I ...", "... and my dog
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Callable
@@ -117,12 +118,23 @@ class RuleExtractor:
     checked between sentences on `clock` (seconds)."""
 
     name = "rules"
+    #: a time on `clock` every call also stops at (`for_one_turn`)
+    shared_deadline: float | None = None
 
     def __init__(
         self, budget_ms: float | None = None, clock: Callable[[], float] = time.perf_counter
     ) -> None:
         self.budget_ms = budget_from_env() if budget_ms is None else budget_ms
         self.clock = clock
+
+    def for_one_turn(self) -> RuleExtractor:
+        """This extractor with one deadline, a budget from now, for every call: the speakers' parts of
+        one turn share the budget. A copy, so concurrent turns keep their own."""
+        if self.budget_ms <= 0:
+            return self
+        turn = copy.copy(self)
+        turn.shared_deadline = self.clock() + self.budget_ms / 1000
+        return turn
 
     def extract(
         self,
@@ -134,7 +146,9 @@ class RuleExtractor:
     ) -> ExtractResult:
         reference = to_utc(reference_time) if reference_time is not None else utcnow()
         out = Collector(reference=reference, speaker=subject_name)
-        deadline = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
+        own = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
+        shared = self.shared_deadline
+        deadline = own if shared is None else shared if own is None else min(own, shared)
         truncated = False
         for raw in split_sentences(text):
             if deadline is not None and self.clock() > deadline:

@@ -143,6 +143,8 @@ class Collector:
     facts: list[FactDraft] = field(default_factory=list)
     entities: dict[str, Entity] = field(default_factory=dict)
     source_text: str | None = None
+    #: (subject, predicate, folded object, negated) of every fact in `facts`: a repeat is one look-up
+    _held: set[tuple[str, str, str, bool]] = field(default_factory=set)
 
     def entity(self, name: str, type_: str, confidence: float = 0.8, **attributes: object) -> str:
         ent = make_entity(name, type_, confidence, **attributes)
@@ -220,7 +222,8 @@ class Collector:
             source_text=self.source_text,
         )
         key = (draft.subject, draft.predicate, str(draft.object).casefold(), draft.negated)
-        if not any((f.subject, f.predicate, str(f.object).casefold(), f.negated) == key for f in self.facts):
+        if key not in self._held:
+            self._held.add(key)
             self.facts.append(draft)
 
 

@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from engine.extract import create_extractor
+from engine.extract.rules import RuleExtractor
 from engine.models import SubjectId
 from engine.storage.base import EventQuery, ListQuery
 from engine.storage.in_memory import InMemoryStore
@@ -129,6 +130,23 @@ def test_each_speakers_lines_give_their_facts() -> None:
         ("ent:chat", "User is 25 years old"),
     ]
     assert {"ent:berlin", "ent:paris"} <= {e.entity_id for e in plan.extraction.entities}
+
+
+def test_the_parts_of_one_turn_share_one_extraction_budget() -> None:
+    """Each labelled line is a part; the rule extractor's budget is the turn's, not each part's."""
+    ticks = iter(range(1_000_000))  # every reading of the clock is one second later
+    timed = RuleExtractor(budget_ms=5500, clock=lambda: float(next(ticks)))
+    names = ["Ann", "Bob", "Cid", "Dan", "Eve", "Fay", "Gus", "Hal"]
+    turn = "\n".join(f"{name}: I live in Rome." for name in names)
+    plan = plan_turn(timed, turn, org_id="o", entity_id="ent:chat", timestamp=T0, now=T0)
+    assert plan.extraction.truncated
+    # the turn's deadline is read once, then each part reads the clock twice (its own start and its
+    # first sentence's check): two parts run, the third's check finds the deadline passed
+    assert [f.subject for f in plan.extraction.facts] == ["ent:ann", "ent:bob"]
+    untimed = plan_turn(
+        RuleExtractor(budget_ms=0), turn, org_id="o", entity_id="ent:chat", timestamp=T0, now=T0
+    )
+    assert not untimed.extraction.truncated and len(untimed.extraction.facts) == len(names)
 
 
 @pytest.mark.parametrize(
