@@ -91,7 +91,7 @@ def current_facts(
         namespace=namespace,
         entity_id=entity_id,
         types=FACT_TYPES,
-        statuses=("active",),
+        statuses=("active", "disputed"),
         archived=False,
         limit=PAGE_SIZE,
     )

@@ -2,7 +2,8 @@
 
 - facts: fact and profile memories, `"<text> (valid <from> to <to>)"` with the validity dates when
   known (dates as YYYY-MM-DD). Only what the scope let through: active facts valid now, or with `as_of`
-  the facts valid then, as known then (an end after `as_of` is not shown: "since <from>").
+  the facts valid then, as known then (an end after `as_of` is not shown: "since <from>"). A value
+  tied with another of its key (`disputed`) says so: `"<text> (disputed) ..."`.
 - recent_events: event memories grouped by day: a header line `"<YYYY-MM-DD> (<weekday>):"` and then
   that day's events, one `<text>` per line in time order; days newest first. One date per day instead
   of one per line leaves the budget to the events themselves (the speaker stays in each event's text).
@@ -78,6 +79,8 @@ def day_header(day: str) -> str:
 def format_line(section: str, item_id: str, text: str, memory: Memory | None) -> str:
     text = " ".join(text.split())
     if section == "facts" and memory is not None:
+        if memory.status == "disputed":  # another value of its key ties with it: the reader sees both
+            text = f"{text} (disputed)"
         start, end = _day(memory.valid_from), _day(memory.valid_to)
         if start and end:
             return f"{text} (valid {start} to {end})"

@@ -74,7 +74,9 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     - `as_of` None (as of now): valid_from, when set, <= now (a value stated to begin later is not
       current yet), and status 'active' with (valid_to is null or valid_to > now), the latter skipped
       when `expired` (mem0's `show_expired`: memories past their expiration date too), or status
-      'superseded' with valid_to > now (a value dated in the future supersedes it from then on).
+      'disputed' (tied with another value of its key: both show) with (valid_to is null or valid_to >
+      now), or status 'superseded' with valid_to > now (a value dated in the future supersedes it from
+      then on).
     - `as_of` set: status is ignored; (valid_from or timestamp) <= as_of and
       (valid_to is null or valid_to > as_of). So a fact superseded later is what was true then.
     `now` is the reference time used when as_of is None (injected so tests are exact).

@@ -7,8 +7,9 @@ A memory is a retrieval candidate under a scope when:
 - `as_of` None (a read as of now): valid_from is None or valid_from <= now, so a value stated to begin
   later is not current yet (a timestamp is when it was said, not a validity: a client's clock a little
   ahead must not hide what it just wrote), and either status == 'active' and (valid_to is None or
-  valid_to > now), or status == 'superseded' by a value that begins after now (valid_to > now): it
-  holds until then;
+  valid_to > now; not checked when `expired`), or status == 'disputed' (two values of one key that
+  tie: a reader sees both, not neither) and not ended (valid_to is None or valid_to > now), or status
+  == 'superseded' by a value that begins after now (valid_to > now): it holds until then;
 - `as_of` set: status ignored; (valid_from or timestamp) <= as_of and (valid_to is None or valid_to > as_of).
 
 `as_seen` is a memory as a reader at `as_of` knows it: an end after `as_of` had not happened then.
@@ -44,6 +45,8 @@ def in_scope(memory: Memory, scope: Scope) -> bool:
             return False
         if memory.status == "superseded":
             return valid_to is not None and valid_to > now
+        if memory.status == "disputed":  # ended only by a later value: never an expiry to show
+            return valid_to is None or valid_to > now
         if memory.status != "active":
             return False
         return scope.expired or valid_to is None or valid_to > now

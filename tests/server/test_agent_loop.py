@@ -287,6 +287,32 @@ def test_a_value_dated_in_the_future_is_not_current_yet(
     assert not [x for x in current_facts(client, auth, "ent:fut") if "lives in" in x]
 
 
+def test_two_values_that_tie_both_show_as_disputed_with_or_without_as_of(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Two homes said at one time with one confidence are both disputed: a read as of now showed both,
+    a read without as_of showed neither; both reads show both, marked, until a later value ends them."""
+    at = "2024-05-01T10:00:00+00:00"
+    ids = []
+    for city in ("Paris", "Rome"):
+        fact = assemble(client, auth, "ent:tie", f"I live in {city}", as_of=at)["extracted"]["upserts"][1]
+        ids.append(fact["memory_id"])
+    statuses = {i: client.get(f"/v0/memories/{i}", headers=auth).json()["status"] for i in ids}
+    assert set(statuses.values()) == {"disputed"}, statuses
+    now = datetime.now(UTC).isoformat()
+    for fields in ({}, {"as_of": now}):
+        lives = sorted(x for x in current_facts(client, auth, "ent:tie", **fields) if "lives in" in x)
+        assert lives == [
+            "User lives in Paris (disputed) (since 2024-05-01)",
+            "User lives in Rome (disputed) (since 2024-05-01)",
+        ], (fields, lives)
+    moved = assemble(client, auth, "ent:tie", "I moved to Oslo")["extracted"]["upserts"][1]
+    assert moved["action"] == "SUPERSEDED" and sorted(moved["supersedes"]) == sorted(ids)
+    for fields in ({}, {"as_of": datetime.now(UTC).isoformat()}):
+        lives = [x for x in current_facts(client, auth, "ent:tie", **fields) if "lives in" in x]
+        assert len(lives) == 1 and lives[0].startswith("User lives in Oslo"), (fields, lives)
+
+
 def test_a_memory_stamped_a_little_ahead_of_the_server_clock_is_found_at_once(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -3,8 +3,8 @@
 The mask is the exact twin of `engine.storage.scope_filter.in_scope` (org and namespace are implied by
 the index): live, not archived, entity/agent equal when set, one of `memory_ids` when set, and
 - as_of None: valid_from (when set) <= now and either status == 'active' and valid_to > now
-  (valid_to None is +infinity; not checked when `expired`) or status == 'superseded' and
-  now < valid_to < +infinity;
+  (valid_to None is +infinity; not checked when `expired`), or status == 'disputed' and
+  valid_to > now, or status == 'superseded' and now < valid_to < +infinity;
 - as_of set: (valid_from or timestamp) <= as_of and valid_to > as_of.
 """
 
@@ -67,6 +67,7 @@ class Columns:
         self.statuses = Codes()
         self.statuses.add("active")  # code 0
         self.statuses.add("superseded")  # code 1
+        self.statuses.add("disputed")  # code 2
         self.types = Codes()
         self.speakers = Codes()  # the "<Name>: " an event's text starts with
         self.live = Growable(np.bool_, False)
@@ -157,6 +158,7 @@ class Columns:
             active = self.status.view == 0
             if not scope.expired:
                 active &= self.valid_to.view > now
+            active |= (self.status.view == 2) & (self.valid_to.view > now)
             ends_later = (self.status.view == 1) & (self.valid_to.view > now) & (self.valid_to.view < INF)
             mask &= active | ends_later
         else:

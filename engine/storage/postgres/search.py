@@ -51,7 +51,11 @@ def scope_filter(scope: Scope, alias: str = "m") -> tuple[str, Params]:
         active = f"{a}.status = 'active'"
         if not scope.expired:
             active += f" AND ({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)"
-        w.add(f"({active} OR ({a}.status = 'superseded' AND {a}.valid_to > %(s_now)s))")
+        held = f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_now)s)"
+        w.add(
+            f"(({active}) OR ({a}.status = 'disputed' AND {held})"
+            f" OR ({a}.status = 'superseded' AND {a}.valid_to > %(s_now)s))"
+        )
     else:
         w.add(f"coalesce({a}.valid_from, {a}.ts) <= %(s_asof)s", s_asof=to_utc(scope.as_of))
         w.add(f"({a}.valid_to IS NULL OR {a}.valid_to > %(s_asof)s)")

@@ -38,7 +38,11 @@ def _corpus() -> dict[str, Memory]:
         "superseded": mem(
             **common, status="superseded", valid_from=at(10), valid_to=at(500), timestamp=at(10)
         ),
+        # tied with another value of its key: a reader as of now sees it (both values), until it ends
         "disputed": mem(**common, status="disputed", timestamp=at(10)),
+        "disputed_ended": mem(
+            **common, status="disputed", valid_from=at(10), valid_to=at(500), timestamp=at(10)
+        ),
         "expired": mem(**common, valid_to=at(900), timestamp=at(10)),
         "expires_later": mem(**common, valid_to=at(2000), timestamp=at(10)),
         "expires_now": mem(**common, valid_to=NOW, timestamp=at(10)),
@@ -76,6 +80,7 @@ def test_scope_semantics_every_channel(store: Store) -> None:
     live_now = {
         "plain",
         "agent",
+        "disputed",
         "other_entity",
         "expires_later",
         "future_valid",
@@ -111,6 +116,7 @@ def test_scope_semantics_every_channel(store: Store) -> None:
                 "other_entity",
                 "superseded",
                 "disputed",
+                "disputed_ended",
                 "expired",
                 "expires_later",
                 "expires_now",
