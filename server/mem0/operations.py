@@ -91,7 +91,7 @@ def _metadata(body: V1CreateRequest, scopes: Scopes) -> dict[str, Any]:
 
 def _extraction_text(body: V1CreateRequest) -> str:
     users = [m.content for m in body.messages if m.role == "user"]
-    return "\n".join(users or [m.content for m in body.messages])
+    return "\n".join(users or [m.content for m in body.messages if m.role != "system"])
 
 
 def _raw_memories(
@@ -99,6 +99,8 @@ def _raw_memories(
 ) -> list[Memory]:
     out: list[Memory] = []
     for message in body.messages:
+        if message.role == "system":  # an instruction to the model, not something said (as mem0 skips it)
+            continue
         m = turn_memory(
             message.content,
             kind="event",
@@ -158,7 +160,10 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
             # only negations: when they end nothing, the messages are stored as they came (below)
     ready.memories = _raw_memories(body, scopes, org_id, ts, now, ready.valid_to)
     if not ready.memories:
-        raise InvalidInput("every message is blank", field="messages")
+        raise InvalidInput(
+            "no message to remember: every user or assistant message is blank, and system messages are never stored",
+            field="messages",
+        )
     embed_for_write(svc.memories.embeddings, [m.text for m in ready.memories])
     return ready
 

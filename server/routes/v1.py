@@ -15,6 +15,9 @@ every memory written; `expiration_date` -> `valid_to` (the start of the next day
   as with `infer=false`, so nothing said is lost and `results` is never empty.
 - `infer=false`: one memory of type `event` per non-blank message, text as given, `metadata.role` =
   the message's role; every result is `ADD`.
+- A `system` message (mem0 clients send one; the spec lists `user` and `assistant`) is accepted and
+  neither read for facts nor stored, as mem0 does: an instruction to the model is nothing the user
+  said. An add with nothing else to remember is a 422.
 - GET without `query`: current memories of the user/agent (not expired, as get_all), newest first
   (`score` null); with `query`:
   the recall ranking of /v0/recall (`score` = its fused score), up to `limit` (200, where /v0/recall

@@ -73,6 +73,25 @@ def test_infer_false_stores_messages_as_events(
     assert store.count_memories("acme") == 2
 
 
+@pytest.mark.parametrize("infer", [True, False])
+def test_a_system_message_is_neither_read_nor_stored(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, infer: bool
+) -> None:
+    """A system prompt is an instruction to the model: "I live in Oslo." in it is nobody's home."""
+    body = {
+        "messages": [
+            {"role": "system", "content": "You are a travel agent. I live in Oslo."},
+            {"role": "assistant", "content": "Where would you like to go?"},
+        ],
+        "user_id": "alice",
+        "infer": infer,
+    }
+    r = client.post("/v1/memories/", json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    assert [x["memory"] for x in r.json()["results"]] == ["Where would you like to go?"]
+    assert store.count_memories("acme") == 1
+
+
 def test_infer_with_nothing_to_extract_keeps_the_messages(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:
@@ -101,6 +120,11 @@ def test_metadata_and_run_id_on_inferred_facts(
         ({"messages": [{"role": "user", "content": "x" * 20001}], "user_id": "a"}, "messages[0].content"),
         ({"messages": [{"role": "user", "content": "hi"}], "agent_id": "a" * 129}, "agent_id"),
         ({"messages": [{"role": "user", "content": "  "}], "user_id": "a", "infer": False}, "messages"),
+        (
+            {"messages": [{"role": "system", "content": "Be brief."}], "user_id": "a", "infer": False},
+            "messages",
+        ),
+        ({"messages": [{"role": "system", "content": "I live in Oslo."}], "user_id": "a"}, "messages"),
     ],
 )
 def test_create_validation(
