@@ -137,6 +137,8 @@ def _one_line(text: str) -> str:
 
 def _fact_line(m: Memory, redactor: Redactor | None) -> SummaryLine:
     text = _one_line(m.text)
+    if m.status == "disputed":  # tied with another value of its key, which is listed too
+        text += " (disputed)"
     if m.valid_from is not None:
         text += f" (since {to_utc(m.valid_from).date().isoformat()})"
     if redactor is not None:

@@ -65,6 +65,27 @@ def test_extractive_summary_has_current_facts_and_recent_events_newest_first(sto
     assert out.token_count == tokens.estimate(out.summary)
 
 
+def test_two_disputed_values_are_both_summarized_and_marked(store: Store) -> None:
+    store.put_memories(
+        [
+            _m(f"mem_d{i}", days_ago=1, text=f"Alice drives a {car}", status="disputed")
+            for i, car in enumerate(("Volvo", "Fiat"))
+        ]
+        + [
+            _m(
+                "mem_d_old",
+                days_ago=9,
+                text="Alice drives a Ford",
+                status="disputed",
+                valid_to=NOW - timedelta(days=1),
+            )
+        ]
+    )
+    out = summarize(store, org_id=ORG, entity_id="ent:alice", namespace="default", now=NOW)
+    lines = [line for line in out.summary.splitlines() if "drives" in line]
+    assert sorted(lines) == ["- Alice drives a Fiat (disputed)", "- Alice drives a Volvo (disputed)"]
+
+
 def test_empty_entity_gives_an_empty_summary(store: Store) -> None:
     out = summarize(store, org_id=ORG, entity_id="ent:nobody", namespace="default", now=NOW)
     assert (out.summary, out.sources, out.token_count) == ("", [], 0)
