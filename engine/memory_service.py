@@ -43,7 +43,13 @@ from engine.models import (
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
-from engine.write.supersession import existing_for, reconcile, same_space
+from engine.write.supersession import (
+    existing_for,
+    next_value_start,
+    reconcile,
+    same_space,
+    settle_lone_dispute,
+)
 
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.writes import (  # isort: skip
@@ -134,6 +140,23 @@ def _check_superseded_end(old: Memory, valid_to: datetime | None) -> None:
             "a superseded memory's valid_to can only move earlier (its successor holds from then on)",
             field="valid_to",
             details={"rule": "superseded_valid_to", "valid_to": old.valid_to.isoformat()},
+        )
+
+
+def _check_next_value(store: Store, old: Memory, valid_to: datetime | None) -> None:
+    """An end moved later (or cleared) stops where the key's next value begins: past it, two values of
+    one key would both hold."""
+    if old.archived or (
+        valid_to is not None and old.valid_to is not None and valid_to <= to_utc(old.valid_to)
+    ):
+        return
+    found = next_value_start(store, old)
+    if found is not None and (valid_to is None or to_utc(valid_to) > found[0]):
+        begins, next_id = found
+        raise InvalidInput(
+            f"valid_to can be at most {begins.isoformat()}, when the next value of this key ({next_id}) begins",
+            field="valid_to",
+            details={"rule": "next_value", "next": next_id, "begins": begins.isoformat()},
         )
 
 
@@ -254,20 +277,7 @@ class MemoryService:
     def update(self, org_id: str, memory_id: str, patch: MemoryPatch) -> Memory:
         with self.store.transaction():
             old = self.get(org_id, memory_id)
-            changes: dict[str, Any] = _edited(patch)
-            if "text" in changes:
-                _check_text(changes["text"], "text")
-            if not isinstance(patch.tags, UnsetType):
-                changes["tags"] = list(patch.tags)
-            if not isinstance(patch.metadata, UnsetType):
-                changes["metadata"] = dict(patch.metadata)
-            if not isinstance(patch.archived, UnsetType):
-                changes["archived"] = patch.archived
-            if not isinstance(patch.valid_to, UnsetType):
-                changes["valid_to"] = _opt_utc(patch.valid_to)
-                _check_validity(old.valid_from or old.timestamp, changes["valid_to"], "valid_to")
-                if changes["valid_to"] != old.valid_to:
-                    _check_superseded_end(old, changes["valid_to"])
+            changes = self._changes(old, patch)
             changed = sorted(k for k, v in changes.items() if getattr(old, k) != v)
             if not changed:
                 return old
@@ -301,7 +311,29 @@ class MemoryService:
                 self.embeddings.save([new.text])  # embedded by the caller beforehand (`embed_for_write`)
             self.store.put_memories([new, *others])
             self.store.append_events([event, *events])
-        return new
+            if {"valid_to", "archived"} & set(changed):  # a dispute this fact was half of may be over
+                for key in new.keys or []:
+                    settle_lone_dispute(self.store, new, key, now)
+        return self.get(org_id, memory_id) if new.status == "disputed" else new
+
+    def _changes(self, old: Memory, patch: MemoryPatch) -> dict[str, Any]:
+        """The fields `patch` sets on `old`, checked (422 for a change the timeline cannot take)."""
+        changes: dict[str, Any] = _edited(patch)
+        if "text" in changes:
+            _check_text(changes["text"], "text")
+        if not isinstance(patch.tags, UnsetType):
+            changes["tags"] = list(patch.tags)
+        if not isinstance(patch.metadata, UnsetType):
+            changes["metadata"] = dict(patch.metadata)
+        if not isinstance(patch.archived, UnsetType):
+            changes["archived"] = patch.archived
+        if not isinstance(patch.valid_to, UnsetType):
+            changes["valid_to"] = _opt_utc(patch.valid_to)
+            _check_validity(old.valid_from or old.timestamp, changes["valid_to"], "valid_to")
+            if changes["valid_to"] != old.valid_to:
+                _check_superseded_end(old, changes["valid_to"])
+                _check_next_value(self.store, old, changes["valid_to"])
+        return changes
 
     # --- delete ----------------------------------------------------------------------------------
     def delete(self, org_id: str, memory_id: str) -> None:

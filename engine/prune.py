@@ -13,7 +13,8 @@ Rules (combined with AND; at least one is required, else `InvalidInput` with fie
 - `tags`: the memory carries every listed tag.
 
 Current facts are protected. A *current fact* is a `fact` or `profile` memory that is `active`, not
-archived and not expired at `now` (what assemble would treat as true). Such a memory is selected only
+archived and not expired at `now`, or `superseded` by a value that begins after `now` (it holds until
+then): what assemble would treat as true. Such a memory is selected only
 when the request names it explicitly: `types` lists its type AND at least one of `older_than`,
 `max_confidence` or `tags` is given (and every rule matches, as always). So `types: ["fact"]` alone
 prunes only non-current facts (superseded, disputed, archived, expired), and `older_than` alone never
@@ -77,12 +78,11 @@ def active_rules(request: PruneRequest) -> list[str]:
 
 
 def is_current_fact(m: Memory, now: datetime) -> bool:
-    return (
-        m.type in FACT_TYPES
-        and m.status == "active"
-        and not m.archived
-        and (m.valid_to is None or to_utc(m.valid_to) > now)
-    )
+    if m.type not in FACT_TYPES or m.archived:
+        return False
+    if m.status == "superseded":  # by a value dated later: it holds until that one begins
+        return m.valid_to is not None and to_utc(m.valid_to) > now
+    return m.status == "active" and (m.valid_to is None or to_utc(m.valid_to) > now)
 
 
 def selects(request: PruneRequest, m: Memory, now: datetime) -> bool:

@@ -43,6 +43,7 @@ from engine.write.supersession import (
     reconcile,
     same_space,
     same_value,
+    settle_lone_dispute,
 )
 
 #: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
@@ -156,7 +157,7 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
                 if key not in (after.keys or []):
                     _reinstate(store, before, key, now)
             for key in sorted({*(before.keys or []), *(after.keys or [])}):
-                _end_lone_dispute(store, after, key, now)
+                settle_lone_dispute(store, after, key, now)
         return memories.get(org_id, memory_id)
 
 
@@ -218,12 +219,3 @@ def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
     valid_to = min(later) if later else None
     back = [msgspec.structs.replace(m, status=status, valid_to=valid_to, updated_at=now) for m in ended]
     _write(store, back, [_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])
-
-
-def _end_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
-    """A value disputed with nothing left to dispute it becomes active."""
-    rows = store.find_by_key(fact.org_id, fact.namespace, key)
-    current = [m for m in rows if _is_current(m) and same_space(m, fact)]
-    if len(current) == 1 and current[0].status == "disputed":
-        alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
-        _write(store, [alone], [_event("memory.updated", alone, now, reason="undisputed")])

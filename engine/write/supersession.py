@@ -425,6 +425,31 @@ def same_space(a: Memory, b: Memory) -> bool:
     )
 
 
+def settle_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
+    """A value of `key` in `fact`'s space disputed with nothing left to dispute it (the other value
+    ended, archived or moved away) becomes active."""
+    rows = store.find_by_key(fact.org_id, fact.namespace, key)
+    current = [m for m in rows if _is_current(m) and not m.archived and same_space(m, fact)]
+    if len(current) == 1 and current[0].status == "disputed":
+        alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
+        store.put_memories([alone])
+        store.append_events([_event("memory.updated", alone, now, reason="undisputed")])
+
+
+def next_value_start(store: Store, fact: Memory) -> tuple[datetime, str] | None:
+    """When the next value of `fact`'s single-valued key(s) in its space begins after `fact` does (and
+    its id): where `fact` must end at the latest. None for a multi-valued or keyless fact."""
+    if not fact.keys or not is_single_valued(fact.predicate or ""):
+        return None
+    t = effective_time(fact)
+    later = [
+        (effective_time(m), m.memory_id)
+        for m in existing_for(store, fact)
+        if m.memory_id != fact.memory_id and not m.archived and effective_time(m) > t
+    ]
+    return min(later) if later else None
+
+
 def existing_for(store: Store, memory: Memory) -> list[Memory]:
     """The memories of `memory`'s space sharing any of its keys (deduplicated, in find_by_key order)."""
     seen: dict[str, Memory] = {}

@@ -133,6 +133,68 @@ def test_a_superseded_fact_cannot_be_reopened_by_its_valid_to(
     assert earlier.status_code == 200 and earlier.json()["valid_to"].startswith("2024-05-01")
 
 
+def test_an_ended_fact_cannot_be_reopened_over_the_next_value(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Berlin ended by a PATCH, Rome stored after that end, then Berlin's end cleared: two current homes."""
+    berlin = assemble(client, auth, "ent:f1", "I live in Berlin", as_of="2024-06-10T00:00:00Z")
+    berlin_id = berlin["extracted"]["upserts"][1]["memory_id"]
+    ended = client.patch(f"/v0/memories/{berlin_id}", json={"valid_to": "2025-01-01T00:00:00Z"}, headers=auth)
+    assert ended.status_code == 200
+    rome = assemble(client, auth, "ent:f1", "I live in Rome", as_of="2025-06-01T00:00:00Z")
+    rome_id = rome["extracted"]["upserts"][1]["memory_id"]
+    before = client.get(f"/v0/memories/{berlin_id}", headers=auth).json()
+    for valid_to in (None, "2026-01-01T00:00:00Z"):
+        r = client.patch(f"/v0/memories/{berlin_id}", json={"valid_to": valid_to}, headers=auth)
+        assert r.status_code == 422, r.text
+        assert r.json()["details"] == {
+            "field": "valid_to", "rule": "next_value", "next": rome_id, "begins": "2025-06-01T00:00:00+00:00"
+        }  # fmt: skip
+    assert client.get(f"/v0/memories/{berlin_id}", headers=auth).json() == before
+    for fields in ({}, {"as_of": "2025-07-01T00:00:00Z"}):
+        lives = [x for x in current_facts(client, auth, "ent:f1", **fields) if "lives in" in x]
+        assert len(lives) == 1 and "Rome" in lives[0], (fields, lives)
+    # up to the next value's start is still an end the user may set
+    later = client.patch(f"/v0/memories/{berlin_id}", json={"valid_to": "2025-06-01T00:00:00Z"}, headers=auth)
+    assert later.status_code == 200, later.text
+
+
+def test_a_dispute_ends_when_one_of_its_values_does(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Two tied homes; one ended (by valid_to, or archived): the other is the value, no longer disputed."""
+    for how, change in (("ended", {"valid_to": "2024-02-01T00:00:00Z"}), ("archived", {"archived": True})):
+        entity = f"ent:f5-{how}"
+        ids = [
+            assemble(client, auth, entity, f"I live in {city}", as_of="2024-01-01T00:00:00Z")["extracted"][
+                "upserts"
+            ][1]["memory_id"]
+            for city in ("Paris", "Rome")
+        ]
+        assert {client.get(f"/v0/memories/{i}", headers=auth).json()["status"] for i in ids} == {"disputed"}
+        assert client.patch(f"/v0/memories/{ids[0]}", json=change, headers=auth).status_code == 200
+        rome = client.get(f"/v0/memories/{ids[1]}", headers=auth).json()
+        assert rome["status"] == "active", (how, rome)
+        lives = [
+            x for x in current_facts(client, auth, entity, as_of="2024-03-01T00:00:00Z") if "lives in" in x
+        ]
+        assert lives == ["User lives in Rome (since 2024-01-01)"], (how, lives)
+
+
+def test_prune_keeps_a_value_that_holds_until_a_later_one_begins(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris dated 2030, then Berlin now: Berlin is superseded but is where the user lives until then."""
+    facts_only = {"store_turn": "none"}
+    assemble(client, auth, "ent:f2", "I live in Paris", as_of="2030-01-01T00:00:00Z", ingest=facts_only)
+    assemble(client, auth, "ent:f2", "I moved to Berlin", ingest=facts_only)
+    for rules in ({"types": ["fact"]}, {"older_than": "2029-01-01T00:00:00Z"}, {"statuses": ["superseded"]}):
+        r = client.post("/v0/prune", json={"entity_id": "ent:f2", "dry_run": False, **rules}, headers=auth)
+        assert r.status_code == 200 and r.json()["count"] == 0, (rules, r.text)
+    lives = [x for x in current_facts(client, auth, "ent:f2") if "lives in" in x]
+    assert len(lives) == 1 and lives[0].startswith("User lives in Berlin"), lives
+
+
 # --- 7. one agent's write never leaves another with no current value ------------------------------------
 def test_agents_keep_their_own_current_values(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     a1, a2 = {**auth, "X-Service-Agent": "a1"}, {**auth, "X-Service-Agent": "a2"}
