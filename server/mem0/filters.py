@@ -74,7 +74,7 @@ def _as_time(value: Any) -> datetime:
             raise _bad(f"not a date or time: {value!r}") from None
     if isinstance(value, str):
         try:
-            return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            return to_utc(datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00")))
         except ValueError:
             try:
                 return datetime.combine(date.fromisoformat(value), datetime.min.time(), UTC)
@@ -87,9 +87,9 @@ def _compare(op: str, actual: Any, expected: Any, timed: bool) -> bool:
     if op == "in":
         if not isinstance(expected, list) or len(expected) > MAX_LIST:
             raise _bad(f"`in` takes a list of at most {MAX_LIST} values")
-        return actual in expected
+        return actual in ([_as_time(v) for v in expected] if timed else expected)
     if op == "ne":
-        return bool(actual != expected)
+        return bool(actual != (_as_time(expected) if timed else expected))
     if op in ("contains", "icontains"):
         if not isinstance(expected, str):
             raise _bad(f"`{op}` takes a string")

@@ -511,3 +511,32 @@ def test_delete_all_takes_the_filters_mem0_clients_send(
     for bad in ("{'created_at': {'gte': '2020-01-01'}}", "not a dict", "['user_id']", "__import__('os')"):
         assert delete_all(bad).status_code == 422, bad
     assert store.count_memories("acme") == 1
+
+
+def test_time_filters_compare_times_with_every_operator(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """`ne` matched every memory and `in` none: they compared the filter's string with a date-time."""
+    ids = {}
+    for text, at in (("Note alpha", 1714536000), ("Note beta", 1714606200)):  # 04:00Z and 23:30Z
+        body = {
+            "messages": [{"role": "user", "content": text}],
+            "user_id": "u_t",
+            "infer": False,
+            "timestamp": at,
+        }
+        (item,) = client.post("/v1/memories/", json=body, headers=auth).json()["results"]
+        ids[text] = item["id"]
+
+    def picked(condition: dict[str, Any]) -> set[str]:
+        filters = {"AND": [{"user_id": "u_t"}, condition]}
+        r = client.post("/v3/memories/", json={"filters": filters}, headers=auth)
+        assert r.status_code == 200, r.text
+        return {m["id"] for m in r.json()["results"]}
+
+    alpha, beta = {ids["Note alpha"]}, {ids["Note beta"]}
+    for key in ("created_at", "timestamp"):
+        assert picked({key: {"ne": "2024-05-01T04:00:00Z"}}) == beta
+        assert picked({key: {"in": ["2024-05-01T04:00:00Z"]}}) == alpha
+        assert picked({key: {"in": [1714606200]}}) == beta
+        assert picked({key: {"lt": "2024-05-01T23:30:00z"}}) == alpha  # RFC 3339 allows a lower-case z
