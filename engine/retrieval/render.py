@@ -106,7 +106,8 @@ def snippet(text: str, passage: str, tok: Tokenizer) -> str:
 
 
 def _snippet(memory: Memory, passage: str, redactor: Redactor, tok: Tokenizer) -> str:
-    return redactor.redact(snippet(memory.text, passage, tok), memory)
+    # redacted before it is cut: half a card number or address is no longer one the detectors know
+    return snippet(redactor.redact(memory.text, memory), redactor.redact(passage, memory), tok)
 
 
 def _item(

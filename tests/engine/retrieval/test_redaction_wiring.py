@@ -106,3 +106,23 @@ def test_assemble_raw_memories_are_redacted() -> None:
         redactor_factory=redactor_factory,
     )
     assert out.raw_memories and all("bob@example.com" not in m.text for m in out.raw_memories)
+
+
+def test_a_line_shown_by_its_passage_is_redacted_before_it_is_cut() -> None:
+    """The line's start is cut to a few tokens: cut first, half a card number was no card to redact."""
+    from engine.retrieval.options import Policy
+    from engine.retrieval.render import _snippet
+    from engine.retrieval.tokens import get_tokenizer
+    from tests.factories import memory
+
+    passage = "By the way, I just signed a contract with my first client today."
+    filler = " ".join(f"Filler sentence number {i} about the weather." for i in range(10))
+    for lead, secret in (
+        ("well ok so well ok so my card number is", "4111 1111 1111 1111"),
+        ("well ok so well ok so my iban is", "GB82 WEST 1234 5698 7654 32"),
+        ("well ok so well ok so please mail", "jonathan.alexander.richardson.longname@example.com"),
+    ):
+        text = f"Mona: {lead} {secret} thanks. {filler} {passage} {filler}"
+        line = _snippet(memory(text=text), passage, redactor_factory(Policy()), get_tokenizer())
+        assert passage in line and "…" in line, line
+        assert secret[:9] not in line, line
