@@ -29,7 +29,6 @@ from engine.retrieval.options import AssembleRequest
 from engine.retrieval.redaction_hook import NoRedaction, Redactor, RedactorFactory, no_redaction
 from engine.retrieval.responses import AssembleResponse, StageTimings
 from engine.storage.base import Store
-from engine.timeutil import to_utc
 from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn
 
 
@@ -87,7 +86,7 @@ def prepare_assemble(
         entity_id=request.entity_id,
         namespace=request.namespace,
         agent_id=agent_id,
-        timestamp=to_utc(request.as_of) if request.as_of is not None else now,
+        timestamp=request.as_of if request.as_of is not None else now,  # stored in UTC; read in its own day
         now=now,
         store_turn=ingest.store_turn,
         extract=ingest.extract,

@@ -178,7 +178,10 @@ class LLMExtractor:
         reference_time: datetime | None = None,
         subject_name: str = "User",
     ) -> ExtractResult:
-        reference = to_utc(reference_time) if reference_time is not None else utcnow()
+        if reference_time is None:
+            reference = utcnow()
+        else:  # "today" in the prompt is the speaker's day; a naive time is UTC
+            reference = reference_time if reference_time.tzinfo is not None else to_utc(reference_time)
         tokens = 0
         try:
             content, tokens = self._call(text, reference)

@@ -196,7 +196,9 @@ def plan_turn(
     check_mode(mode)
     ts = to_utc(timestamp)
     if extract and extractor is not None:
-        extraction = extract_turn(extractor, text, entity_id=entity_id, subject=subject, reference_time=ts)
+        # "yesterday" is a day of the speaker's calendar: the offset they sent, not UTC's
+        local = timestamp if timestamp.tzinfo is not None else ts
+        extraction = extract_turn(extractor, text, entity_id=entity_id, subject=subject, reference_time=local)
     else:
         extraction = ExtractResult(extractor=getattr(extractor, "name", "rules"))
     left_out = max(0, len(extraction.facts) - MAX_FACTS_PER_TURN)

@@ -413,3 +413,17 @@ def test_a_turn_stored_as_a_fact_ends_with_what_it_said(
     assert any(x.startswith("I live in Oslo") for x in then)  # what was said then, as history
     assemble(client, auth, "ent:stf", "Rainy days make me sleepy", ingest=as_fact)  # no fact the rules read
     assert any(x.startswith("Rainy days") for x in current_facts(client, auth, "ent:stf"))
+
+
+def test_relative_dates_in_a_turn_are_days_of_the_offset_the_caller_sent(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "yesterday" said on Friday 1 March at 23:30-08:00 (Saturday 07:30 UTC) is Thursday 29 February."""
+    for turn, as_of, day in (
+        ("I started working at Acme yesterday.", "2024-03-01T23:30:00-08:00", "2024-02-29"),
+        ("I'm going to Lisbon next month.", "2024-01-31T23:00:00-08:00", "2024-02"),
+        ("I adopted a cat two weeks ago.", "2024-03-01T01:00:00+05:30", "2024-02-16"),
+    ):
+        extracted = assemble(client, auth, "ent:tz", turn, as_of=as_of)["extracted"]
+        dates = [e["attributes"]["iso"] for e in extracted["entities"] if e["type"] == "date"]
+        assert dates == [day], (turn, dates)

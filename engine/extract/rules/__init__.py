@@ -144,7 +144,10 @@ class RuleExtractor:
         reference_time: datetime | None = None,
         subject_name: str = "User",
     ) -> ExtractResult:
-        reference = to_utc(reference_time) if reference_time is not None else utcnow()
+        if reference_time is None:
+            reference = utcnow()
+        else:  # relative dates resolve in the reference's own calendar day; a naive time is UTC
+            reference = reference_time if reference_time.tzinfo is not None else to_utc(reference_time)
         out = Collector(reference=reference, speaker=subject_name)
         own = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
         shared = self.shared_deadline
