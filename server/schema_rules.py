@@ -98,8 +98,8 @@ PRUNE_NEEDS_A_RULE: dict[str, Any] = {
 _FILTER_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "not": {"const": "*"}}
 
 # server.mem0.operations.scopes_of: an id (user_id, agent_id, run_id, app_id) at the top level or in
-# `filters`; an id in `filters` that the top level does not give must be a plain id; some message not
-# blank; no metadata key Loci writes itself (server.mem0.operations.check_metadata)
+# `filters`; an id in `filters` that the top level does not give must be a plain id; some user or
+# assistant message not blank; no metadata key Loci writes itself (server.mem0.operations.check_metadata)
 V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
     "anyOf": [
         *(_present(name, {"type": "string"}) for name in ENTITY_KEYS),
@@ -118,7 +118,15 @@ V1_CREATE_NEEDS_A_SCOPE: dict[str, Any] = {
         for name in ENTITY_KEYS
     ],
     "properties": {
-        "messages": {"contains": {"properties": {"content": {"pattern": NOT_BLANK_PATTERN}}}},
+        # server.mem0.operations.prepare_add: a system message is never stored, so something else is said
+        "messages": {
+            "contains": {
+                "properties": {
+                    "content": {"pattern": NOT_BLANK_PATTERN},
+                    "role": {"enum": ["user", "assistant"]},
+                }
+            }
+        },
         "metadata": {"propertyNames": {"not": {"enum": list(RESERVED_KEYS)}}},
     },
 }
