@@ -219,7 +219,14 @@ def _union(
         cost.retrieval_ops += 1
     loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None, memory_ids=None)
     allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
-    union = [mid for mid in channel_ids if mid in memories]
+    # a write that committed between a channel's query and this fetch (a value superseded, a memory
+    # archived) is seen here: the record as fetched decides; an open, live record needs no second look
+    union = [
+        mid
+        for mid in channel_ids
+        if (m := memories.get(mid)) is not None
+        and ((m.valid_to is None and not m.archived and m.status != "superseded") or in_scope(m, scope))
+    ]
     in_channels = set(channel_ids)
     union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)
     snippet_map = {f"snippet:{i + 1}": s for i, s in enumerate(snippets) if s.strip()}

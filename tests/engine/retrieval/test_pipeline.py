@@ -529,3 +529,33 @@ def test_the_query_embeds_in_the_request_thread_only_in_process(store: Store) ->
     failing = _Noting(fail=True)
     down = run(store, EmbeddingCache(failing, store), turn="another fresh question about Alice")
     assert down.flags.degraded and down.retrieval_summary.candidate_counts.semantic == 0
+
+
+def test_a_value_superseded_while_the_channels_ran_is_no_candidate() -> None:
+    """The channels ran on the state before a supersession, the records were fetched after it: recall
+    returned the old and the new value of one key, both looking current."""
+    from engine.memory_service import MemoryCreate, MemoryService
+    from engine.storage import open_store
+
+    store = open_store("memory")
+    cache = EmbeddingCache(HashEmbedder(), store)
+    service = MemoryService(store, embeddings=cache, clock=lambda: NOW - timedelta(days=1))
+    common = {"type": "fact", "entity_id": "ent:m", "subject": "ent:m", "predicate": "lives_in"}
+    old, new = service.create(
+        "o1",
+        [
+            msgspec.convert({**common, "text": "User lives in Paris", "object": "Paris"}, MemoryCreate),
+            msgspec.convert({**common, "text": "User lives in Rome", "object": "Rome"}, MemoryCreate),
+        ],
+    )
+    fetch = store.get_memories
+
+    def superseded_meanwhile(org_id: str, ids: Sequence[str]) -> list[Any]:
+        ended = msgspec.structs.replace(old, status="superseded", valid_to=NOW - timedelta(hours=1))
+        store.put_memories([ended])  # what a concurrent write commits between channels and fetch
+        return fetch(org_id, ids)
+
+    store.get_memories = superseded_meanwhile  # type: ignore[method-assign]
+    request = msgspec.convert({"query": "Where does the user live?", "entity_id": "ent:m"}, RecallRequest)
+    out = recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
+    assert [m.text for m in out.matches] == ["User lives in Rome"]
