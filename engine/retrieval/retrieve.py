@@ -224,8 +224,10 @@ def _union(
     union = [
         mid
         for mid in channel_ids
-        if (m := memories.get(mid)) is not None
-        and ((m.valid_to is None and not m.archived and m.status != "superseded") or in_scope(m, scope))
+        if (got := memories.get(mid)) is not None
+        and (
+            (got.valid_to is None and not got.archived and got.status != "superseded") or in_scope(got, scope)
+        )
     ]
     in_channels = set(channel_ids)
     union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)

@@ -555,7 +555,7 @@ def test_a_value_superseded_while_the_channels_ran_is_no_candidate() -> None:
         store.put_memories([ended])  # what a concurrent write commits between channels and fetch
         return fetch(org_id, ids)
 
-    store.get_memories = superseded_meanwhile  # type: ignore[method-assign]
+    store.get_memories = superseded_meanwhile  # type: ignore[assignment]
     request = msgspec.convert({"query": "Where does the user live?", "entity_id": "ent:m"}, RecallRequest)
     out = recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
     assert [m.text for m in out.matches] == ["User lives in Rome"]
