@@ -131,7 +131,7 @@ def _context_block(
     if with_summary:
         shown = {it.id for it in plan.kept}
         rest = [it for it in items if it.id not in shown] + overflow
-        summary = summary_mod.beyond(rest, budget_mod.summary_allowance(budget, plan.used), tok)
+        summary = summary_mod.beyond(rest, budget_mod.summary_allowance(budget, plan.used), tok, plan.kept)
     used = budget_mod.context_tokens(facts, events, summary, sources, tok)
     if used > budget:  # cannot happen (fit + allowance); keep the invariant even if it did
         raise AssertionError(f"context of {used} tokens exceeds the budget of {budget}")

@@ -94,6 +94,17 @@ def format_line(section: str, item_id: str, text: str, memory: Memory | None) ->
     return f"[{item_id}] {text}"
 
 
+def summary_text(section: str, text: str, memory: Memory | None) -> str:
+    """A memory as the summary shows it, after its day: a fact keeps what its line would say beside its
+    start (that it is disputed, when it ends)."""
+    if section != "facts" or memory is None:
+        return text
+    if memory.status == "disputed":
+        text = f"{text} (disputed)"
+    end = _day(memory.valid_to)
+    return f"{text} (until {end})" if end else text
+
+
 def snippet(text: str, passage: str, tok: Tokenizer) -> str:
     """A long text whose `passage` matched the question, as its line shows it: its start (`LEAD_TOKENS`:
     who speaks and about what) and that passage, the cuts marked with an ellipsis; the text as it is
@@ -144,7 +155,7 @@ def _item(
     return RenderItem(
         id=mid,
         section=section,
-        plain=plain,
+        plain=summary_text(section, plain, memory),
         line=line,
         rank=rank,
         score=score,
@@ -222,7 +233,7 @@ def _overflow_item(
     return RenderItem(
         id=mid,
         section=section,
-        plain=redactor.redact(memory.text, memory),
+        plain=summary_text(section, redactor.redact(memory.text, memory), memory),
         line="",
         rank=rank,
         score=score,

@@ -61,13 +61,19 @@ def _digest(items: Iterable[RenderItem], max_tokens: int, tok: Tokenizer) -> str
     return tok.truncate(text, max_tokens - LINE_OVERHEAD)
 
 
-def beyond(candidates: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:
-    """The summary of `candidates` (items without a line), whose line cost is <= max_tokens."""
+def beyond(
+    candidates: Sequence[RenderItem],
+    max_tokens: int,
+    tokenizer: Tokenizer = ESTIMATE,
+    shown: Iterable[RenderItem] = (),
+) -> str:
+    """The summary of `candidates` (items without a line), whose line cost is <= max_tokens; a text
+    one of the `shown` lines already says (another memory saying the same) is left out."""
     room = max_tokens - LINE_OVERHEAD
     if room <= 0 or not candidates:
         return ""
     chosen: list[tuple[RenderItem, str]] = []
-    seen: set[str] = set()
+    seen: set[str] = {" ".join(it.plain.split()).lower() for it in shown}
     days: set[str] = set()
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):

@@ -559,3 +559,76 @@ def test_a_value_superseded_while_the_channels_ran_is_no_candidate() -> None:
     request = msgspec.convert({"query": "Where does the user live?", "entity_id": "ent:m"}, RecallRequest)
     out = recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
     assert [m.text for m in out.matches] == ["User lives in Rome"]
+
+
+def _scope_of(facts: Sequence[dict[str, Any]]) -> tuple[Store, EmbeddingCache]:
+    from engine.memory_service import MemoryCreate, MemoryService
+    from engine.storage import open_store
+
+    store = open_store("memory")
+    cache = EmbeddingCache(HashEmbedder(), store)
+    service = MemoryService(store, embeddings=cache, clock=lambda: NOW - timedelta(days=30))
+    service.create("o1", [msgspec.convert({"entity_id": "ent:d", **f}, MemoryCreate) for f in facts])
+    return store, cache
+
+
+def _assemble(store: Store, cache: EmbeddingCache, turn: str, **fields: Any) -> AssembleResponse:
+    request = msgspec.convert(
+        {"entity_id": "ent:d", "turn": turn, "ingest": {"extract": False, "store_turn": "none"}, **fields},
+        AssembleRequest,
+    )
+    return assemble(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
+
+
+def test_the_summary_says_what_a_fact_line_would_beside_its_start() -> None:
+    """Past max_facts, two disputed homes and a membership that ends read as two plain values and an
+    open-ended fact in the summary."""
+    at = (NOW - timedelta(days=20)).isoformat()
+    store, cache = _scope_of(
+        [
+            {
+                "type": "fact",
+                "text": f"Dave lives in {city}",
+                "status": "disputed",
+                "timestamp": at,
+                "valid_from": at,
+            }
+            for city in ("Berlin", "Madrid")
+        ]
+        + [
+            {
+                "type": "fact",
+                "text": "Dave has a gym membership",
+                "timestamp": at,
+                "valid_to": "2030-01-01T00:00:00Z",
+            }
+        ]
+    )
+    for fields in ({"return": {"max_facts": 0}}, {"return": {"include": ["summary"]}}):
+        summary = _assemble(store, cache, "Where does Dave live? gym membership", **fields).context.summary
+        assert "Dave lives in Berlin (disputed)" in summary and "Dave lives in Madrid (disputed)" in summary
+        assert "Dave has a gym membership (until 2030-01-01)" in summary, summary
+
+
+def test_the_summary_does_not_repeat_what_a_line_says() -> None:
+    """Two memories of one text: one has the line, the other was the summary's first entry."""
+    store, cache = _scope_of(
+        [
+            {
+                "type": "event",
+                "text": "Finn: I moved to Denver last spring",
+                "timestamp": (NOW - timedelta(days=d)).isoformat(),
+            }
+            for d in (3, 9)
+        ]
+        + [
+            {
+                "type": "event",
+                "text": "Finn: the weather turned cold",
+                "timestamp": (NOW - timedelta(days=5)).isoformat(),
+            }
+        ]
+    )
+    out = _assemble(store, cache, "When did Finn move to Denver?", **{"return": {"max_events": 1}})
+    assert [x for x in out.context.recent_events if "Denver" in x] == ["Finn: I moved to Denver last spring"]
+    assert "Denver" not in out.context.summary and "cold" in out.context.summary, out.context.summary
