@@ -235,6 +235,18 @@ def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], 
     assert silent == [{"memory_id": None, "action": "SKIPPED", "supersedes": []}]
 
 
+def test_a_plain_negation_of_an_employer_keeps_the_employer(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Denying a guess ("I don't work at Google") neither replaces nor ends the employer one has."""
+    assemble(client, auth, "ent:sam", "I work at Stripe")
+    said = assemble(client, auth, "ent:sam", "I don't work at Google, I just use Gmail a lot")["extracted"]
+    assert said["facts"] == []
+    assemble(client, auth, "ent:sam", "I never worked at Google")
+    works = [line for line in current_facts(client, auth, "ent:sam") if "works at" in line]
+    assert len(works) == 1 and "Stripe" in works[0]
+
+
 def test_a_named_speakers_turn_is_about_the_speaker(
     client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
 ) -> None:

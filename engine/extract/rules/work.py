@@ -124,10 +124,10 @@ def _works_or_left(clause: Clause, out: Collector, vp: str) -> None:
         raw = m.group("o") or m.group("o2")
         _org(out, clause, raw)
         title = re.search(r"\bas (?:an? |the )?(?P<t>[a-z][a-z \-]+)$", raw)
-        if title and not clause.plain_negation:
+        if title:
             _title(out, clause, title.group("t"), 0.8)
     m = _LEFT.match(vp)
-    if m and not clause.plain_negation:
+    if m:
         _org(out, clause, m.group("o"), negated=True, confidence=0.85)
 
 
@@ -172,9 +172,9 @@ def extract(clause: Clause, out: Collector) -> None:
     vp = clause.vp
     if not vp:
         return
-    _works_or_left(clause, out, vp)
-    if clause.plain_negation:
+    if clause.plain_negation:  # "I don't work at Google" denies a guess: only "not ... anymore" ends a job
         return
+    _works_or_left(clause, out, vp)
     _new_jobs_and_titles(clause, out, vp)
     _studies(clause, out, vp)
 

@@ -77,6 +77,10 @@ CASES: list[tuple[str, list[Expected]]] = [
     ("I'm the CTO of a small startup.", [(U, "job_title", "CTO", None)]),
     ("I work in marketing.", []),
     ("I'm working at Deloitte now.", [(U, "works_at", "ent:deloitte", None)]),
+    # a plain negation denies a guess: no employer, and none ended
+    ("I don't work at Google, I just use Gmail a lot.", []),
+    ("I never worked at Google.", []),
+    ("I don't work for Google, I work at Stripe.", [(U, "works_at", "ent:stripe", None)]),
     # --- family and relations --------------------------------------------------------------------
     ("I'm married to Sarah.", [(U, "spouse", "ent:sarah", None), (U, "marital_status", "married", None)]),
     (

@@ -779,3 +779,21 @@ def test_a_name_read_with_its_possessive_is_the_name(text: str, fact: str) -> No
 def test_an_owned_things_name_ends_where_the_getting_is_told(text: str, owned: str) -> None:
     facts = RuleExtractor().extract(text, reference_time=REF).facts
     assert [f.object for f in facts if f.predicate == "owns"] == [owned]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I don't work at Google, I just use Gmail a lot.", []),
+        ("I never worked at Google.", []),
+        ("I do not work at Google.", []),
+        ("I didn't work at Google.", []),
+        ("I have not worked at Google.", []),
+        ("I don't work for Google, I'm a freelancer.", ["User works as a freelancer"]),
+        ("I don't work at Google, I work at Stripe.", ["User works at Stripe"]),
+        # "anymore" ends the job
+        ("I don't work at Google anymore.", ["No longer true: User works at Google"]),
+    ],
+)
+def test_a_plain_negation_of_an_employer_states_no_employer(text: str, expected: list[str]) -> None:
+    assert fact_texts(text) == expected
