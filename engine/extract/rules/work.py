@@ -11,10 +11,12 @@ from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
 from engine.extract.rules.text import clean_object, cut_at, is_capitalized
 
+#: present tense only ("I worked at Google" was a job, not the current one); one works "with" a tool, a
+#: colleague or a partner, "at" or "for" an employer
 _WORKS = re.compile(
-    r"^(?:(?:am|is|have been|has been) )?(?:work|works|working|worked) (?:at|for|with) (?P<o>.+)$"
+    r"^(?:(?:am|is|have been|has been) )?(?:work|works|working) (?:at|for) (?P<o>.+)$"
     r"|^(?:(?:have|has) )?(?:joined|started (?:a new job |working )?at|got (?:a job|hired|an offer|a position) "
-    r"(?:at|with|by)|(?:am|is) (?:employed|hired) (?:by|at)|(?:am|is) (?:now )?(?:working )?with) (?P<o2>.+)$",
+    r"(?:at|with|by)|(?:am|is) (?:employed|hired) (?:by|at)) (?P<o2>.+)$",
     re.IGNORECASE,
 )
 _LEFT = re.compile(
@@ -67,9 +69,10 @@ _STUDENT_AT = re.compile(
     r"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>[A-Z].+)$",
     re.IGNORECASE,
 )
+#: where an employer's name ends: a time ("until last year", "from 2015 to 2019", "before this job")
 _ORG_END = re.compile(
     r",|(?<!\s)\s++(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|today|tonight|"
-    r"tomorrow)\b"
+    r"tomorrow|before|until|till|from|then)\b"
 )
 _TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
 

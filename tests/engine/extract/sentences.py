@@ -81,6 +81,11 @@ CASES: list[tuple[str, list[Expected]]] = [
     ("I don't work at Google, I just use Gmail a lot.", []),
     ("I never worked at Google.", []),
     ("I don't work for Google, I work at Stripe.", [(U, "works_at", "ent:stripe", None)]),
+    # "work with" a tool or a person, and a past "worked at", name no current employer
+    ("I mostly work with Python and Django.", []),
+    ("I work with Sarah on the payments team.", []),
+    ("I worked at Google until last year.", []),
+    ("I worked at Google from 2015 to 2019.", []),
     # --- family and relations --------------------------------------------------------------------
     ("I'm married to Sarah.", [(U, "spouse", "ent:sarah", None), (U, "marital_status", "married", None)]),
     (

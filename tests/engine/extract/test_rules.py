@@ -797,3 +797,27 @@ def test_an_owned_things_name_ends_where_the_getting_is_told(text: str, owned: s
 )
 def test_a_plain_negation_of_an_employer_states_no_employer(text: str, expected: list[str]) -> None:
     assert fact_texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # one works "with" a tool, a colleague or a partner
+        ("I mostly work with Python and Django.", []),
+        ("I work with Sarah on the payments team.", []),
+        ("I'm working with Google on a partnership deal.", []),
+        ("I work with Sarah at Google.", []),
+        ("Got a job with Dropbox!", ["User works at Dropbox"]),
+        # a past "worked at" was a job, not the current one
+        ("I worked at Google until last year.", []),
+        ("I worked at Google for 3 years.", []),
+        ("I worked at Google from 2015 to 2019.", []),
+        ("Before Stripe, I worked at Google.", []),
+        # an employer's name ends where a time starts
+        ("I work at Google until June.", ["User works at Google"]),
+        ("I left Initech before Christmas.", ["No longer true: User works at Initech"]),
+        ("I've been working for Nvidia from the start.", ["User works at Nvidia"]),
+    ],
+)
+def test_an_employer_is_worked_at_or_for_now(text: str, expected: list[str]) -> None:
+    assert fact_texts(text) == expected
