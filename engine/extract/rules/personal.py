@@ -8,10 +8,11 @@ import re
 from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.dates import before_date, find_absolute, find_relative
 from engine.extract.rules.entities import LANGUAGES, NATIONALITIES, is_person_name, is_place
-from engine.extract.rules.quantities import NUMBER_WORDS, word_number
+from engine.extract.rules.quantities import NUMBER_PHRASE, word_number
 from engine.extract.rules.text import (
     DANGLING,
     REASON,
+    SPACED_DASH,
     clean_object,
     is_capitalized,
     split_list,
@@ -19,22 +20,26 @@ from engine.extract.rules.text import (
 )
 
 _NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
-_MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_NAME}", re.IGNORECASE)
+#: a title is no part of the name: "Dr. Sam Smith" is Sam Smith
+_TITLE = r"(?:(?-i:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+)?"
+_MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_TITLE}{_NAME}", re.IGNORECASE)
 _CALL_ME = re.compile(
     rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go(?:es)? by) {_NAME}",
     re.IGNORECASE,
 )
-_AM_NAME = re.compile(rf"^am {_NAME}(?:\s*[,!.].*)?$")
+_AM_NAME = re.compile(rf"^am {_TITLE}{_NAME}(?:\s*[,!.].*)?$")
 _AGE = re.compile(
-    rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_WORDS})(?P<u>[\s-]*(?:years?|yrs?)(?:[- ]old)?| y/?o)?(?P<rest>.*)$",
+    rf"^(?:am|is) (?P<n>\d{{1,3}}|{NUMBER_PHRASE})(?:(?P<adj>[\s-]*(?:year|yr)[- ]old| y/?o)|(?P<u>[\s-]*(?:years|yrs)(?:[- ]old)?))?"
+    r"(?P<rest>.*)$",
     re.IGNORECASE,
 )
 _AGE_END = re.compile(
-    r"(?<!\s)\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though)\b)",
+    r"(?<!\s)\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though|today|"
+    r"lol|haha|btw|tbh|fyi)\b)",
     re.IGNORECASE,
 )
 _AGE_TURNED = re.compile(
-    rf"^(?:have |has )?(?:turned|celebrated turning|am celebrating turning) (?P<n>\d{{1,3}}|{NUMBER_WORDS})\b"
+    rf"^(?:have |has )?(?:turned|celebrated turning|am celebrating turning) (?P<n>\d{{1,3}}\b|{NUMBER_PHRASE})"
     r"|^(?:have |has )?(?:celebrated|am celebrating) my (?P<n2>\d{1,3})(?:st|nd|rd|th) birthday\b",
     re.IGNORECASE,
 )
@@ -43,9 +48,10 @@ _MY_AGE = re.compile(r"\bmy age is (?P<n>\d{1,3})\b", re.IGNORECASE)
 _BIRTHDAY = re.compile(r"\bmy (?:birthday|date of birth|dob) is (?!not\b)(?:on )?(?P<o>.+)$", re.IGNORECASE)
 _OTHER_BIRTHDAY = re.compile(rf"\b{_NAME}'s birthday is (?:on )?(?P<o>.+)$")
 _BORN = re.compile(r"^(?:was|were) born (?:on|in) (?P<o>.+)$", re.IGNORECASE)
+#: no "staying in": a stay ("staying in Lisbon for two weeks") is a visit
 _LIVES = re.compile(
     r"^(?:(?:am|is|are|have been|has been) )?(?:live|lives|living|reside|resides|residing|based|"
-    r"staying|settled|now) (?:in|at|out of) (?P<o>.+)$|^(?:have|has) (?:lived|resided) (?:in|at) (?P<o2>.+)$",
+    r"settled|now) (?:in|at|out of) (?P<o>.+)$|^(?:have|has) (?:lived|resided) (?:in|at) (?P<o2>.+)$",
     re.IGNORECASE,
 )
 _MOVED = re.compile(
@@ -98,13 +104,20 @@ _LANG_ADJ = re.compile(
 
 #: a place name never ends in a preposition: "Lisbon in [May]", "the town I grew up at"
 _PLACE_DANGLING = DANGLING | {"at"}
+#: "the" before a proper name whose every word is capitalized: "the UK", "the United States of America",
+#: not "the Marketing team"
+_THE_PROPER = re.compile(r"^the (?-i:[A-Z][\w'\-]*(?: (?:of|and|[A-Z][\w'\-]*))*)$")
+#: being somewhere is no residence, but no longer being there ends one: "I'm not in Paris anymore"
+_NO_LONGER_IN = re.compile(r"^(?:am|is|are) in (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
 
 
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:
     text, dm = before_date(raw, out.reference)
     obj = clean_object(
         re.split(
-            r",|\s+(?:with|for|because|since|after|where|to be|and I|but)\b|\s+(?:in|on|by|this|last|next) "
+            # a place ends at a remark ("which is nice", "(near Paris)", " - loving it") or where one came from
+            rf",|\s*\(|{SPACED_DASH}|\s+(?:with|for|because|since|after|where|to be|and I|but|which|who|from|until|"
+            r"till|before|permanently|like)\b|\s+(?:in|on|by|this|last|next) "
             r"(?:January|February|March|April|May|June|July|August|September|October|November|"
             r"December|spring|summer|fall|autumn|winter)\b|\s+over the (?:summer|winter|holidays|weekend)\b",
             text,
@@ -112,9 +125,11 @@ def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence:
     )
     obj = re.sub(r"^(?:the city of|downtown|central|a town called|a city called)\s+", "", obj, flags=re.I)
     obj = without_dangling(obj, _PLACE_DANGLING)
-    if not obj or not is_capitalized(obj) or len(obj.split()) > 4:
+    # "the UK", "the Bay Area": the place is named without its article, the fact reads with it
+    name = obj[4:] if _THE_PROPER.match(obj) else obj
+    if not name or not is_capitalized(name) or len(name.split()) > 4:
         return False
-    eid = out.entity(obj, "place", 0.85 if is_place(obj) else 0.7)
+    eid = out.entity(name, "place", 0.85 if is_place(name) else 0.7)
     out.fact(clause, predicate, eid, object_type="entity", object_name=obj, confidence=confidence,
              event_date=dm.iso if dm else None)  # fmt: skip
     return True
@@ -168,9 +183,9 @@ def _name_and_age(clause: Clause, out: Collector, vp: str) -> None:
         if m and is_person_name(m.group("name")) and m.group("name") not in NATIONALITIES:
             out.fact(clause, "name", m.group("name"), confidence=0.75)
     m = _AGE.match(vp)
-    # a bare number is an age only where nothing it counts follows: "I'm 20, and ...", not "I'm 2
-    # episodes behind" or "Skyrim is one of my favorites"
-    if m and (m.group("u") or _AGE_END.match(m.group("rest"))):
+    # a number is an age only where nothing it counts follows: "I'm 20, and ...", not "I'm 2 episodes
+    # behind", "I'm 5 years into my career" or "Skyrim is one of my favorites"
+    if m and (m.group("adj") or _AGE_END.match(m.group("rest"))):
         _age(out, clause, m.group("n"), 0.9)
     m = _AGE_TURNED.match(vp) or _AGE_ADJ.match(vp)
     if m:
@@ -203,6 +218,9 @@ def _residence(clause: Clause, out: Collector, vp: str) -> None:
     m = _MOVE_DONE.match(vp)
     if m:
         _place(out, clause, "lives_in", m.group("o") or m.group("o2"), 0.8)
+    m = _NO_LONGER_IN.match(vp) if clause.negated else None
+    if m:
+        _place(out, clause, "lives_in", m.group("o"), 0.8)
     m = _MOVED.match(vp)
     if m and not re.match(r"^(?:am|is) (?:moving|relocating)", vp, re.I):
         _place(out, clause, "lives_in", m.group("o"), 0.9)

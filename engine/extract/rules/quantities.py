@@ -15,6 +15,10 @@ _WORDS: dict[str, int] = {
 NUMBER_WORDS = (
     r"(?:" + "|".join(sorted((w for w in _WORDS if w not in ("a", "an")), key=len, reverse=True)) + r")"
 )
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_UNITS_1_9 = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+#: a number in words read whole: "forty-two" and "thirty one" are never "forty" and "thirty"
+NUMBER_PHRASE = rf"(?:(?:{'|'.join(_TENS)})[- ](?:{'|'.join(_UNITS_1_9)})(?![\w-])|{NUMBER_WORDS}(?![\w-]| (?:{'|'.join(_UNITS_1_9)})\b))"
 
 _CURRENCY_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CURRENCY_WORDS = {
@@ -59,6 +63,9 @@ def word_number(word: str) -> int | None:
     w = word.strip().lower()
     if w.isdigit():
         return int(w)
+    tens, _, unit = re.sub(r"[\s-]+", " ", w).partition(" ")
+    if unit:  # "forty-two", "thirty one"
+        return _WORDS[tens] + _WORDS[unit] if tens in _TENS and unit in _UNITS_1_9 else None
     return _WORDS.get(w)
 
 

@@ -118,8 +118,15 @@ _TRAILERS = re.compile(
     r"(?:(?:about|around|almost|nearly|over|roughly|some)\s+)?(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
     r"for now|for the time being|"
     r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
-    r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time)\b)++\s*+[.!,]*+$",
+    r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time|"
+    # a chat tail is the speaker's tone, no part of the value ("Lyon lol", "Stripe rn")
+    r"lol|lmao|rofl|haha\w*|hehe\w*|btw|tbh|fyi|imo|rn|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,
+)
+#: emoji and emoticons that close a value ("Lyon 🎉", "Lyon :)"); a match starts where the run does
+_CHAT_MARKS = re.compile(
+    r"(?<![\s\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d])\s*+[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]++$"
+    r"|(?<!\s)\s++(?:[:;=][-']?[()\[\]DPpOo3/|*]++|<3)$"
 )
 
 
@@ -146,12 +153,15 @@ def trim_ends(text: str) -> str:
 
 
 def clean_object(text: str) -> str:
-    """Trim trailing time expressions, adverbs and punctuation from a captured object."""
+    """Trim trailing time expressions, adverbs, chat tails, emoji and punctuation from a captured object."""
     text = trim_ends(text)
     previous = None
     while previous != text:
         previous = text
         m = _TRAILERS.search(text, max(0, len(text) - TRAILER_WINDOW))
+        if m:
+            text = text[: m.start()]
+        m = _CHAT_MARKS.search(text, max(0, len(text) - TRAILER_WINDOW))
         if m:
             text = text[: m.start()]
         text = trim_ends(text)

@@ -9,7 +9,7 @@ import re
 from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
-from engine.extract.rules.text import clean_object, cut_at, is_capitalized
+from engine.extract.rules.text import SPACED_DASH, clean_object, cut_at, is_capitalized
 
 #: present tense only ("I worked at Google" was a job, not the current one); one works "with" a tool, a
 #: colleague or a partner, "at" or "for" an employer
@@ -36,9 +36,10 @@ _SWITCHED = re.compile(
     re.IGNORECASE,
 )
 _AT_WORK = re.compile(r"^am (?:now )?at (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+#: "working on" a task can be done anywhere: "I'm at Starbucks working on my resume" names no employer
 _WORK_CUE = re.compile(
     r"\b(?:team|job|role|position|department|office|colleagues?|coworkers?|boss|manager|onboarding|"
-    r"as an? [a-z]+|working|work)\b",
+    r"as an? [a-z]+|working(?! on\b)|work)\b",
     re.IGNORECASE,
 )
 _FIRST_CUE = re.compile(r" (?:day|week|month) (?:at|with) ")
@@ -69,10 +70,12 @@ _STUDENT_AT = re.compile(
     r"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>[A-Z].+)$",
     re.IGNORECASE,
 )
-#: where an employer's name ends: a time ("until last year", "from 2015 to 2019", "before this job")
+#: where an employer's name ends: a time ("until last year", "from 2015"), a place or a way of working
+#: ("from home"), a remark ("which is nice", "(payments company)", " - loving it") or what one does there
 _ORG_END = re.compile(
     r",|(?<!\s)\s++(?:as|in|since|for|because|on|and|but|where|after|with|this|last|next|yesterday|today|tonight|"
-    r"tomorrow|before|until|till|from|then)\b"
+    r"tomorrow|before|until|till|from|then|which|who|while|working|doing|remotely)\b"
+    rf"|(?<!\s)\s*+\(|(?<!\s){SPACED_DASH}"
 )
 _TITLE_CAPS = {"ceo": "CEO", "cto": "CTO", "cfo": "CFO", "coo": "COO"}
 
@@ -141,7 +144,8 @@ def _new_jobs_and_titles(clause: Clause, out: Collector, vp: str) -> None:
         raw = m.group("o") or m.group("o2")
         _org(out, clause, re.split(r"\s+(?:now|instead of|rather than|after)\b", raw)[0], confidence=0.8)
     m = _AT_WORK.match(vp)
-    if m and _WORK_CUE.search(m.group("o")):
+    # "I'm no longer at Google" ends a job as "I no longer work at Google" does
+    if m and (clause.negated or _WORK_CUE.search(m.group("o"))):
         _org(out, clause, m.group("o"), confidence=0.7)
     m = _AS.match(vp)
     if m:

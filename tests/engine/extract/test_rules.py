@@ -821,3 +821,91 @@ def test_a_plain_negation_of_an_employer_states_no_employer(text: str, expected:
 )
 def test_an_employer_is_worked_at_or_for_now(text: str, expected: list[str]) -> None:
     assert fact_texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a stay is a visit
+        ("I'm staying in Lisbon for two weeks.", []),
+        # after its unit, an age ends: "years into my career" counts something else
+        ("I'm 5 years into my career and feeling stuck.", []),
+        ("I'm 3 years sober today.", []),
+        ("I'm 2 years into my PhD.", []),
+        ("I'm 80 years old at heart lol", []),
+        ("I'm 34 years old.", ["User is 34 years old"]),
+        ("I'm 34 years old today!", ["User is 34 years old"]),
+        ("I'm 42 btw", ["User is 42 years old"]),
+        ("I'm a 29 year old nurse.", ["User is 29 years old", "User works as a nurse"]),
+        # a number in words is read whole, never its first word
+        ("I turned forty-two last week.", ["User is 42 years old"]),
+        ("i just turned thirty one", ["User is 31 years old"]),
+        ("I'm thirty-five.", ["User is 35 years old"]),
+        ("I turned forty-something.", []),
+    ],
+)
+def test_an_age_is_said_whole_and_a_stay_is_no_home(text: str, expected: list[str]) -> None:
+    assert fact_texts(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I moved to the UK in March.", ["User lives in the UK"]),
+        ("I live in the Netherlands.", ["User lives in the Netherlands"]),
+        ("I live in the Bay Area.", ["User lives in the Bay Area"]),
+        ("I'm from the United States of America.", ["User is from the United States of America"]),
+        ("I moved to the Marketing team.", []),
+        # no longer being somewhere ends what "I live in"/"I work at" said
+        ("I'm no longer at Google.", ["No longer true: User works at Google"]),
+        ("I'm not in Paris anymore.", ["No longer true: User lives in Paris"]),
+        ("I'm in Paris this week.", []),
+        ("I'm at Google for a meeting.", []),
+    ],
+)
+def test_a_place_after_the_and_being_there_no_longer(text: str, expected: list[str]) -> None:
+    assert fact_texts(text) == expected
+
+
+def test_a_place_after_the_is_the_place_named_without_it() -> None:
+    assert (
+        facts("I live in the UK.")
+        == facts("I live in UK.")
+        == [("ent:user", "lives_in", "ent:uk", None, False)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I moved to Lyon lol", ["User lives in Lyon"]),
+        ("Finally moved to Lyon 🎉", ["User lives in Lyon"]),
+        ("I moved to Lyon!!! 😊😊", ["User lives in Lyon"]),
+        ("I live in Lyon actually.", ["User lives in Lyon"]),
+        ("I live in Lyon btw", ["User lives in Lyon"]),
+        ("I live in Lyon haha", ["User lives in Lyon"]),
+        ("I live in Lyon now tho", ["User lives in Lyon"]),
+        ("I live in Lyon fyi", ["User lives in Lyon"]),
+        ("I live in Lyon xD", ["User lives in Lyon"]),
+        ("I live in Lyon :)", ["User lives in Lyon"]),
+        ("I live in Lyon which is nice", ["User lives in Lyon"]),
+        ("I moved to Lyon - loving it", ["User lives in Lyon"]),
+        ("I moved to Lyon from Paris.", ["User lives in Lyon"]),
+        ("I work at Stripe rn", ["User works at Stripe"]),
+        ("I work at Stripe remotely.", ["User works at Stripe"]),
+        ("I work at Stripe from home.", ["User works at Stripe"]),
+        ("I work at Stripe (payments company).", ["User works at Stripe"]),
+        ("I work at Stripe - loving it", ["User works at Stripe"]),
+        ("I got fired from Google lol", ["No longer true: User works at Google"]),
+        ("My name is Dr. Sam Smith.", ["User's name is Sam Smith"]),
+        ("I'm at Starbucks working on my resume.", []),
+        ("I'm at Intercom now on the growth team.", ["User works at Intercom"]),
+    ],
+)
+def test_a_value_holds_no_chat_tail_remark_or_title(text: str, expected: list[str]) -> None:
+    assert fact_texts(text) == expected
+
+
+def test_emoji_and_emoticons_close_no_value() -> None:
+    assert clean_object("Lyon 🎉") == clean_object("Lyon🎉") == clean_object("Lyon :D") == "Lyon"
+    assert clean_object("Stripe (payments company)") == "Stripe (payments company)"
