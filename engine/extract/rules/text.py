@@ -119,8 +119,9 @@ _TRAILERS = re.compile(
     r"for now|for the time being|"
     r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
     r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time|"
-    # a chat tail is the speaker's tone, no part of the value ("Lyon lol", "Stripe rn")
-    r"lol|lmao|rofl|haha\w*|hehe\w*|btw|tbh|fyi|imo|rn|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
+    # a chat tail is the speaker's tone, no part of the value ("Lyon lol", "Stripe rn"); in capitals
+    # "IMO" and "RN" are names ("I work at IMO", "I'm an RN")
+    r"lol|lmao|rofl|haha\w*|hehe\w*|btw|tbh|fyi|(?-i:imo|rn)|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,
 )
 #: emoji and emoticons that close a value ("Lyon 🎉", "Lyon :)"); a match starts where the run does

@@ -892,6 +892,7 @@ def test_a_place_after_the_is_the_place_named_without_it() -> None:
         ("I moved to Lyon - loving it", ["User lives in Lyon"]),
         ("I moved to Lyon from Paris.", ["User lives in Lyon"]),
         ("I work at Stripe rn", ["User works at Stripe"]),
+        ("I work at IMO", ["User works at IMO"]),  # in capitals a name, not "in my opinion"
         ("I work at Stripe remotely.", ["User works at Stripe"]),
         ("I work at Stripe from home.", ["User works at Stripe"]),
         ("I work at Stripe (payments company).", ["User works at Stripe"]),
