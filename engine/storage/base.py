@@ -17,6 +17,11 @@ Rules every implementation keeps:
   the outer one). A call made outside a transaction block is its own transaction. When the outermost
   block exits normally the change is durable (committed) before control returns. Searches made inside
   the block see its writes; searches made elsewhere never see them before the commit.
+- Isolation of writes: a transaction that reads memories and writes them back never overwrites or
+  brings back what a concurrent one changed or deleted. A store either runs one write transaction at
+  a time (SQLite, in memory: `lock_keys` and `lock_memories` do nothing more), or locks what is read,
+  always in one order so two writes never deadlock (PostgreSQL: conflict keys, sorted, with
+  `find_by_key`/`lock_keys`; then rows with `lock_memories`; the org's event log last, at commit).
 - Records round-trip exactly: what `put_memories` stores, `get_memory` returns, field for field
   (datetimes as aware UTC; `object` keeps str/int/float/bool/dict/None apart).
 - Searches filter inside the search by the whole `Scope` (org, namespace, entity, agent, the caller's
@@ -141,6 +146,20 @@ class RecordStore(Protocol):
 
     def find_by_key(self, org_id: str, namespace: str, key: str) -> list[Memory]:
         """Every memory (any status, not archived) whose `keys` holds `key`; for supersession."""
+        ...
+
+    def lock_keys(self, org_id: str, keys: Sequence[tuple[str, str]]) -> None:
+        """Inside a transaction, take the lock `find_by_key` takes on each (namespace, key), in sorted
+        order, until the transaction ends: a write that will read several keys takes them all first, so
+        two such writes wait for each other instead of deadlocking. A no-op outside a transaction and
+        in a store that runs one write transaction at a time (SQLite, in memory)."""
+        ...
+
+    def lock_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """`get_memories`, with each row found locked until the transaction ends (in memory-id order),
+        read after the lock is granted: what a read-modify-write of those rows starts from. A row
+        deleted meanwhile is missing. Outside a transaction, and in a store that runs one write
+        transaction at a time, it is `get_memories`."""
         ...
 
     def count_memories(self, org_id: str | None = None) -> int: ...

@@ -142,6 +142,12 @@ class InMemoryStore:
         rows.sort(key=lambda m: (to_micros(m.timestamp), m.memory_id))
         return rows
 
+    def lock_keys(self, org_id: str, keys: Sequence[tuple[str, str]]) -> None:
+        """Nothing to lock: one write transaction runs at a time."""
+
+    def lock_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        return self.get_memories(org_id, memory_ids)  # one write transaction runs at a time
+
     def count_memories(self, org_id: str | None = None) -> int:
         with self._lock:
             if org_id is None:

@@ -34,22 +34,37 @@ exception. A call made outside any block runs in its own transaction on a pooled
 Isolation is READ COMMITTED (PostgreSQL's default): each statement sees what was committed before it
 started.
 
-Cross-process locking (supersession and idempotency are correct with many workers):
-- `find_by_key(org, namespace, key)` called INSIDE `store.transaction()` first takes
-  `pg_advisory_xact_lock(hashtextextended(org || namespace || key))` (joined with a separator), held
-  until that transaction commits or rolls back; the SELECT runs after the lock is granted, so under
-  READ COMMITTED it sees everything the previous holder committed. Supersession code that does
-  `with store.transaction(): old = store.find_by_key(...); ...; store.put_memories(...)` is thereby
-  serialized per conflict key across processes: two workers writing the same key end with one
-  active fact. Outside a transaction no lock is taken (it would end with the call).
-- `get_idempotency(org, key, now)` inside a transaction takes the same kind of lock on (org, key), so
+Cross-process locking (supersession, patches, deletes and idempotency are correct with many workers).
+Every lock is transaction-scoped (held until commit or rollback) and taken only inside
+`store.transaction()`; outside one it would end with the call.
+- Conflict keys: `find_by_key(org, namespace, key)` first takes
+  `pg_advisory_xact_lock(hashtextextended(org || namespace || key))` (joined with a separator), and
+  `lock_keys(org, [(namespace, key), ...])` takes the same locks for many keys at once, sorted. The
+  SELECT runs after the lock is granted, so under READ COMMITTED it sees everything the previous
+  holder committed: `with store.transaction(): old = store.find_by_key(...); ...; put_memories(...)`
+  is serialized per conflict key across processes (two workers writing one key end with one active
+  fact).
+- Rows: `lock_memories(org, ids)` is SELECT ... FOR UPDATE in memory-id order; it waits for the
+  rows' writer to finish and returns them as it left them (a deleted one is missing).
+  `put_memories` writes its rows in memory-id order too.
+- Idempotency: `get_idempotency(org, key, now)` takes an advisory lock on (org, key) first, so
   `with store.transaction(): rec = get_idempotency(...); if rec is None: ...; put_idempotency(...)`
   runs once per key across workers; the second one waits, then sees the stored record and replays.
-- `append_events` takes a per-org advisory xact lock so an org's events are numbered (`org_seq`, the
-  cursor) in their commit order (a cursor never skips an event that commits late).
-Locks taken in several keys by one transaction should be taken in a consistent order (e.g. sorted
-keys) to avoid deadlocks; PostgreSQL detects any deadlock and aborts one transaction
-(psycopg.errors.DeadlockDetected).
+- Events: inside a transaction `append_events` only collects them; the transaction writes them just
+  before it commits, under a per-org advisory lock, so an org's events are numbered (`org_seq`, the
+  cursor) in their commit order (a cursor never skips an event that commits late). A `list_events`
+  inside the transaction writes the collected ones first, so it reads them.
+
+The order that keeps concurrent writes free of deadlocks, kept by every write path in `engine`:
+the Idempotency-Key lock, then every conflict key the write will read (sorted, all at once:
+`supersession.lock_keys_of` for a batch or a turn's facts), then rows (`supersession.lock_for_write`
+locks a memory's keys, then its row, for a patch, delete or prune), then the event log last (at
+commit: a transaction holding it waits for nothing more). A write of an existing row reads it only
+after holding its keys and row, so a concurrent supersession, patch or delete is either done (and
+seen) or waits: no change is lost and a deleted row is never written back. If the order is broken
+anyway (a rare edit moving a memory to other keys between two reads), PostgreSQL detects the deadlock
+and aborts one transaction, which the store raises as engine.errors.Conflict (409, "retry the
+request"; PostgreSQL's message only in the log).
 """
 
 from engine.storage.postgres.backend import PostgresSearch

@@ -258,6 +258,8 @@ _FIELDS = Memory.__struct_fields__
 def put(conn: psycopg.Connection[Any], memories: Sequence[Memory], inline_model: str | None = None) -> None:
     if not memories:
         return
+    # rows locked in one order (stable: a repeated id's last version still wins)
+    memories = sorted(memories, key=lambda m: (m.org_id, m.memory_id))
     with conn.cursor() as cur:
         cur.executemany(_UPSERT, [row_of(m) + inline_params(m, inline_model) for m in memories])
         by_org: dict[str, list[str]] = {}
@@ -278,11 +280,16 @@ def put(conn: psycopg.Connection[Any], memories: Sequence[Memory], inline_model:
             )
 
 
-def get_many(conn: psycopg.Connection[Any], org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+def get_many(
+    conn: psycopg.Connection[Any], org_id: str, memory_ids: Sequence[str], *, lock: bool = False
+) -> list[Memory]:
+    """The memories found among `memory_ids`, in the order asked; `lock`: each row locked FOR UPDATE,
+    in memory-id order (every writer locks rows in that order)."""
     if not memory_ids:
         return []
+    locking = ' ORDER BY memory_id COLLATE "C" FOR UPDATE' if lock else ""
     rows = conn.execute(
-        "SELECT doc FROM memories WHERE org_id = %s AND memory_id = ANY(%s)",
+        f"SELECT doc FROM memories WHERE org_id = %s AND memory_id = ANY(%s){locking}",
         (enc(org_id), enc_all(memory_ids)),
     ).fetchall()
     found = {m.memory_id: m for m in (decode(doc) for (doc,) in rows)}

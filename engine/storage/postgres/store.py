@@ -5,6 +5,7 @@ See the package docstring (`engine.storage.postgres`) for transactions and cross
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -34,6 +35,7 @@ from engine.storage.postgres.vectors import (
 )
 
 Conn = psycopg.Connection[Any]
+log = logging.getLogger(__name__)
 #: a pooled connection idle longer than this is pinged before use (see PostgresStore)
 CHECK_IDLE_S = 1.0
 # A transaction aborted by the database because of another one (HTTP 409 "a write race lost").
@@ -42,6 +44,13 @@ _LOST_RACE = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.LockNotAvailable,
 )
+
+
+def _lost_race(exc: psycopg.Error) -> Conflict:
+    """The client's error for a transaction the database aborted: PostgreSQL's text (process and lock
+    ids) goes to the log only."""
+    log.warning("a write transaction was aborted by PostgreSQL: %s", exc)
+    return Conflict("a concurrent write won; nothing was written: retry the request")
 
 
 class PostgresStore:
@@ -96,6 +105,8 @@ class PostgresStore:
         self.search = PostgresSearch(self, self._read)
         self._returned_at: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._current: ContextVar[Conn | None] = ContextVar(f"loci_pg_conn_{id(self)}", default=None)
+        # the events the open transaction appends, written just before it commits
+        self._pending: ContextVar[list[Event] | None] = ContextVar(f"loci_pg_events_{id(self)}", default=None)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
             min_size=min_size,
@@ -129,6 +140,8 @@ class PostgresStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One all-or-nothing unit; nested blocks (in the same thread/task) join the outer one.
+        The events it appends are written when the block ends, just before the commit, so the org's
+        event-log lock is the last lock it takes (see the package docstring).
         A deadlock or serialization failure rolls it back and raises engine.errors.Conflict;
         a lost connection raises engine.errors.Unavailable."""
         if self._current.get() is not None:
@@ -137,12 +150,16 @@ class PostgresStore:
         try:
             with self._pooled() as conn, conn.transaction():
                 token = self._current.set(conn)
+                pending: list[Event] = []
+                buffered = self._pending.set(pending)
                 try:
                     yield
+                    bookkeeping.append_events(conn, pending)
                 finally:
+                    self._pending.reset(buffered)
                     self._current.reset(token)
         except _LOST_RACE as exc:
-            raise Conflict(f"a concurrent write won: {exc}") from exc
+            raise _lost_race(exc) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
 
@@ -157,7 +174,7 @@ class PostgresStore:
             with self._pooled() as conn, conn.transaction():
                 yield conn
         except _LOST_RACE as exc:
-            raise Conflict(f"a concurrent write won: {exc}") from exc
+            raise _lost_race(exc) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
 
@@ -179,7 +196,7 @@ class PostgresStore:
                     with suppress(psycopg.Error):  # a broken connection: the pool discards it
                         conn.autocommit = False
         except _LOST_RACE as exc:
-            raise Conflict(f"a concurrent write won: {exc}") from exc
+            raise _lost_race(exc) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
 
@@ -221,6 +238,23 @@ class PostgresStore:
                 bookkeeping.lock_name(conn, "loci.key", org_id, namespace, key)
             return rows.find_by_key(conn, org_id, namespace, key)
 
+    def lock_keys(self, org_id: str, keys: Sequence[tuple[str, str]]) -> None:
+        """Inside `transaction()`, the locks `find_by_key` takes, on every (namespace, key) at once in
+        sorted order (held until the transaction ends)."""
+        if not (self.lock_conflict_keys and self.in_transaction):
+            return
+        with self._conn() as conn:
+            for namespace, key in sorted(set(keys)):
+                bookkeeping.lock_name(conn, "loci.key", org_id, namespace, key)
+
+    def lock_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """Inside `transaction()`, SELECT ... FOR UPDATE in memory-id order: waits for a writer of
+        those rows to finish, then returns them as it left them (a deleted one is missing)."""
+        if not self.in_transaction:
+            return self.get_memories(org_id, memory_ids)
+        with self._conn() as conn:
+            return rows.get_many(conn, org_id, memory_ids, lock=True)
+
     def count_memories(self, org_id: str | None = None) -> int:
         with self._conn() as conn:
             return rows.count(conn, org_id)
@@ -253,7 +287,7 @@ class PostgresStore:
         if not vectors:
             return
         values: list[tuple[str, str, int, Vector]] = []
-        for h, vec in vectors.items():
+        for h, vec in sorted(vectors.items()):  # rows locked in one order: two writers never deadlock
             arr = np.asarray(vec, dtype=np.float32).reshape(-1)
             values.append((enc(model), enc(h), int(arr.shape[0]), arr))
         if not is_passage_model(model):  # passages are looked up by hash, never searched
@@ -418,6 +452,11 @@ class PostgresStore:
 
     # --- event log --------------------------------------------------------------------------------
     def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
+        """Inside `transaction()` the events wait in the transaction and are written when it ends."""
+        pending = self._pending.get()
+        if pending is not None:
+            pending.extend(events)
+            return
         relaxed = not durable and self._current.get() is None
         with self._conn() as conn:
             if relaxed:  # this transaction only: its commit does not wait for the WAL flush
@@ -426,4 +465,8 @@ class PostgresStore:
 
     def list_events(self, org_id: str, query: EventQuery) -> list[tuple[int, Event]]:
         with self._conn() as conn:
+            pending = self._pending.get()
+            if pending:  # the transaction reads its own events: they are written (and numbered) now
+                bookkeeping.append_events(conn, pending)
+                pending.clear()
             return bookkeeping.list_events(conn, org_id, query)

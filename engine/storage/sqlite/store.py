@@ -264,6 +264,12 @@ class SQLiteStore:
         )
         return [codec.row_memory(r) for r in rows]
 
+    def lock_keys(self, org_id: str, keys: Sequence[tuple[str, str]]) -> None:
+        """Nothing to lock: one write transaction runs at a time."""
+
+    def lock_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        return self.get_memories(org_id, memory_ids)  # one write transaction runs at a time
+
     def count_memories(self, org_id: str | None = None) -> int:
         if org_id is None:
             return int(self._q("SELECT count(*) FROM memories")[0][0])

@@ -144,13 +144,15 @@ def test_idempotency_key_runs_once_across_workers(pg_database: str) -> None:
 def test_event_cursor_never_skips_a_late_commit(pg_database: str) -> None:
     """Writer A appends first (smaller seq) but commits last; writer B appends meanwhile. A reader
     polling in between must not receive B's event before A's, or its cursor would skip A's forever.
-    The per-org lock in append_events makes B wait for A's commit."""
+    The per-org lock in append_events makes B wait for A's commit. (A transaction's events are
+    written when it ends, or when it reads the log, as A does here to number its event first.)"""
     a_store, b_store, reader = (PostgresStore(pg_database, max_size=2) for _ in range(3))
     a_appended = threading.Event()
 
     def writer_a() -> None:
         with a_store.transaction():
             a_store.append_events([Event(event_id="evt_a", org_id="org_a", type="x", at=T0)])
+            assert [e.event_id for _, e in a_store.list_events("org_a", EventQuery())] == ["evt_a"]
             a_appended.set()
             time.sleep(0.6)
 
@@ -179,13 +181,15 @@ def test_event_cursor_never_skips_a_late_commit(pg_database: str) -> None:
 
 
 def test_deadlock_between_key_locks_is_a_conflict(pg_database: str) -> None:
-    """Two transactions lock two conflict keys in opposite orders: PostgreSQL aborts one (deadlock),
-    which the store reports as engine.errors.Conflict; the other commits."""
+    """Two transactions lock two conflict keys in opposite orders (by hand: the engine's writes lock
+    them sorted): PostgreSQL aborts one (deadlock), which the store reports as engine.errors.Conflict;
+    the other commits."""
     from engine.errors import Conflict
 
     stores = [PostgresStore(pg_database, max_size=2) for _ in range(2)]
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
+    messages: list[str] = []
 
     def run(store: PostgresStore, first: str, second: str) -> None:
         try:
@@ -194,8 +198,9 @@ def test_deadlock_between_key_locks_is_a_conflict(pg_database: str) -> None:
                 barrier.wait(10)
                 store.find_by_key("org_a", "default", second)
             outcomes.append("committed")
-        except Conflict:
+        except Conflict as exc:
             outcomes.append("conflict")
+            messages.append(exc.message)
 
     try:
         threads = [
@@ -207,6 +212,8 @@ def test_deadlock_between_key_locks_is_a_conflict(pg_database: str) -> None:
         for t in threads:
             t.join(30)
         assert sorted(outcomes) == ["committed", "conflict"]
+        # the client is told to retry; PostgreSQL's process and lock ids stay in the server's log
+        assert messages == ["a concurrent write won; nothing was written: retry the request"]
     finally:
         for s in stores:
             s.close()

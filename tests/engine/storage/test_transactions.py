@@ -192,3 +192,28 @@ def test_concurrent_writes_and_searches(store: Store) -> None:
     want = reference.keyword_hits(docs, "apple word1", 50)
     assert [h.memory_id for h in got] == [h.memory_id for h in want]
     assert np.allclose([h.raw for h in got], [h.raw for h in want])
+
+
+def test_locked_reads_are_reads(store: Store) -> None:
+    """`lock_keys` and `lock_memories` (PostgreSQL's write locks; nothing more elsewhere) read and
+    return what `get_memories` does, inside a transaction and outside one."""
+    a, b = mem(keys=["ent:x|lives_in"]), mem()
+    store.put_memories([a, b])
+    with store.transaction():
+        store.lock_keys("org_a", [("default", "ent:x|lives_in"), ("default", "ent:x|works_at")])
+        assert store.lock_memories("org_a", [b.memory_id, "mem_missing", a.memory_id]) == [b, a]
+        store.delete_memory("org_a", b.memory_id)
+        assert store.lock_memories("org_a", [b.memory_id]) == []
+    store.lock_keys("org_a", [("default", "k")])
+    assert store.lock_memories("org_a", [a.memory_id]) == [a]
+
+
+def test_a_transactions_events_are_listed_inside_it_and_numbered_at_commit(store: Store) -> None:
+    store.append_events([Event(event_id="evt_0", org_id="org_a", type="x", at=at(0))])
+    with store.transaction():
+        store.append_events([Event(event_id="evt_1", org_id="org_a", type="x", at=at(1))])
+        inside = store.list_events("org_a", EventQuery())
+        store.append_events([Event(event_id="evt_2", org_id="org_a", type="x", at=at(2))])
+    listed = store.list_events("org_a", EventQuery())
+    assert [e.event_id for _, e in inside] == ["evt_0", "evt_1"]
+    assert [(seq, e.event_id) for seq, e in listed] == [(1, "evt_0"), (2, "evt_1"), (3, "evt_2")]
