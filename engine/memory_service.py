@@ -45,6 +45,7 @@ from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
 from engine.write.supersession import (
     existing_for,
+    lock_for_write,
     next_value_start,
     reconcile,
     same_space,
@@ -273,10 +274,18 @@ class MemoryService:
             raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
         return memory
 
+    def _locked(self, org_id: str, memory_id: str) -> Memory:
+        """The memory as it stands, locked until the transaction ends (`lock_for_write`); 404 when it
+        does not exist (or a concurrent delete removed it)."""
+        found = lock_for_write(self.store, org_id, [memory_id])
+        if not found:
+            raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
+        return found[0]
+
     # --- update ----------------------------------------------------------------------------------
     def update(self, org_id: str, memory_id: str, patch: MemoryPatch) -> Memory:
         with self.store.transaction():
-            old = self.get(org_id, memory_id)
+            old = self._locked(org_id, memory_id)
             changes = self._changes(old, patch)
             changed = sorted(k for k, v in changes.items() if getattr(old, k) != v)
             if not changed:
@@ -338,8 +347,9 @@ class MemoryService:
     # --- delete ----------------------------------------------------------------------------------
     def delete(self, org_id: str, memory_id: str) -> None:
         with self.store.transaction():
-            old = self.get(org_id, memory_id)
-            self.store.delete_memory(org_id, memory_id)
+            old = self._locked(org_id, memory_id)
+            if not self.store.delete_memory(org_id, memory_id):  # a concurrent delete got there first
+                raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
             self.store.append_events(
                 [
                     Event(

@@ -41,6 +41,7 @@ from engine.ids import event_id
 from engine.models import Event, Memory
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
+from engine.write.supersession import lock_for_write
 
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.prune import (  # isort: skip
@@ -141,7 +142,7 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
         return PruneResult(dry_run=request.dry_run, count=len(selected), memory_ids=selected)
     with store.transaction():
         # Re-read and re-check inside the transaction: a memory changed since listing is left alone.
-        current = [m for m in store.get_memories(org_id, selected) if selects(request, m, now)]
+        current = [m for m in lock_for_write(store, org_id, selected) if selects(request, m, now)]
         done = [m.memory_id for m in current]
         if request.action == "delete":
             for memory_id in done:

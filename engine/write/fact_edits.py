@@ -144,10 +144,11 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
         if plan.value is None:
             return memories.update(org_id, memory_id, plan.edit)
         before = memories.get(org_id, memory_id)
-        # the keys' locks before the row's (PostgreSQL locks a key on read, as supersession.apply
-        # does): an add of the same key waits instead of deadlocking; then the row as it stands
-        for key in sorted({*(before.keys or []), *(plan.value.keys or [])}):
-            store.find_by_key(org_id, before.namespace, key)
+        # the keys' locks before the row's (the order every writer keeps): an add of the same key
+        # waits instead of deadlocking; then the row as it stands
+        store.lock_keys(
+            org_id, [(before.namespace, k) for k in {*(before.keys or []), *(plan.value.keys or [])}]
+        )
         before = memories.get(org_id, memory_id)
         after = memories.update(org_id, memory_id, _with_value(plan.edit, before, plan.value))
         if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):

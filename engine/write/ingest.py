@@ -29,7 +29,7 @@ from engine.models import Memory, Sensitivity
 from engine.storage.base import Store
 from engine.timeutil import shift, to_utc, utcnow
 from engine.write.predicates import canonical, conflict_key
-from engine.write.supersession import KeyFacts, Mode, Outcome, apply, check_mode
+from engine.write.supersession import KeyFacts, Mode, Outcome, apply, check_mode, lock_keys_of
 
 V1Event = Literal["ADD", "UPDATE", "DELETE", "NONE"]
 
@@ -152,9 +152,11 @@ def upsert_memories(
     with store.transaction():
         if embeddings is not None:
             embeddings.save([m.text for m, neg in zip(memories, flags, strict=True) if not neg])
+        keyed = [with_conflict_key(m) for m in memories]
+        if mode == "smart":
+            lock_keys_of(store, keyed)
         known = KeyFacts(store)  # each key read once for the whole batch
-        for memory, neg in zip(memories, flags, strict=True):
-            m = with_conflict_key(memory)
+        for m, neg in zip(keyed, flags, strict=True):
             outcomes.append(apply(store, m, negated=neg, mode=mode, now=at, known=known))
     return outcomes
 

@@ -539,6 +539,36 @@ class KeyFacts:
                     self._file(where, m)
 
 
+def keys_read(memory: Memory) -> list[tuple[str, str]]:
+    """The (namespace, key) pairs supersession reads to store `memory`: its keys and its contrary's."""
+    keys = [*(memory.keys or []), *filter(None, [_contrary_key(memory)])]
+    return [(memory.namespace, key) for key in keys]
+
+
+def lock_keys_of(store: Store, memories: Sequence[Memory]) -> None:
+    """Lock every key supersession will read for `memories` before reading any, sorted (one org after
+    the other): two writes of the same keys in another order wait instead of deadlocking."""
+    by_org: dict[str, set[tuple[str, str]]] = {}
+    for m in memories:
+        by_org.setdefault(m.org_id, set()).update(keys_read(m))
+    for org_id in sorted(by_org):
+        store.lock_keys(org_id, sorted(by_org[org_id]))
+
+
+def lock_for_write(store: Store, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+    """The memories as they stand, locked for a read-modify-write: their conflict keys first (what
+    supersession locks first), then their rows (`Store.lock_memories`), so a concurrent supersession,
+    patch or delete of them is either done or waits. A memory deleted meanwhile is missing."""
+    seen = store.get_memories(org_id, memory_ids)
+    keys = {(m.namespace, key) for m in seen for key in m.keys or []}
+    store.lock_keys(org_id, sorted(keys))
+    locked = store.lock_memories(org_id, memory_ids)
+    moved = {(m.namespace, key) for m in locked for key in m.keys or []} - keys
+    if moved:  # an edit gave it other keys between the two reads: they are locked now, out of order
+        store.lock_keys(org_id, sorted(moved))
+    return locked
+
+
 def contrary_for(store: Store, memory: Memory) -> list[Memory]:
     """The facts of `memory`'s space that its predicate's contrary states about its subject (a like's
     dislikes); none for a predicate without one."""

@@ -22,6 +22,7 @@ from engine.retrieval import pipeline
 from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
 from engine.write.ingest import v1_event
+from engine.write.supersession import lock_for_write
 from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn, turn_memory
 from server.mem0.filters import ENTITY_KEYS, Selection, select
 from server.mem0.records import RESERVED_KEYS, record, valid_to_for
@@ -331,7 +332,9 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
 def delete_matching(svc: Services, org_id: str, sel: Selection, now: datetime) -> int:
     """Delete every memory the selection picks (any status, archived too) in one transaction."""
     with svc.store.transaction():
-        ids = [m.memory_id for m in scan(svc, org_id, sel, now=now, live=False)]
+        picked = [m.memory_id for m in scan(svc, org_id, sel, now=now, live=False)]
+        # all locked first, in the one order every writer keeps; one a concurrent delete took is gone
+        ids = [m.memory_id for m in lock_for_write(svc.store, org_id, picked)]
         for memory_id in ids:
             svc.memories.delete(org_id, memory_id)
     return len(ids)
