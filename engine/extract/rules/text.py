@@ -14,6 +14,11 @@ _SENT_SPLIT = re.compile(
 )
 
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
+    # typed without the apostrophe; only words that are no other word ("im" but not "ill", "id", "its")
+    (r"\b(?-i:[Ii]m)\b", "I am"),
+    (r"\b(?-i:[Ii]ve)\b", "I have"),
+    (r"\bcant\b", "can not"),
+    (r"\b(do|does|did|is|are|was|were|has|have|had)nt\b", r"\1 not"),
     (r"\bI'm\b", "I am"),
     (r"\bI've\b", "I have"),
     (r"\bI'll\b", "I will"),
@@ -46,18 +51,59 @@ def is_blank(text: str) -> bool:
     return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
+#: the pronoun typed in lower case ("i moved", "i'm"); not a letter of "i.e." or a list's "i)"
+_LOWER_I = re.compile(r"(?<![\w.'\-])i(?=\s|'|$)")
+
+
 def normalize_text(text: str) -> str:
     """Runs of any whitespace (control characters and invisible spaces too) as one space, straight
-    quotes, contractions expanded. Case is kept."""
+    quotes, the pronoun "i" as "I", contractions expanded (also typed without the apostrophe: "im",
+    "dont"). Case is otherwise kept."""
     text = _SPACES.sub(" ", _INVISIBLE.sub(" ", text)).strip().translate(_QUOTES)
+    text = _LOWER_I.sub("I", text)
     for pattern, repl in _CONTRACTION_RES:
         text = pattern.sub(repl, text)
     return text
 
 
+def word_set(text: str) -> frozenset[str]:
+    """The words of a space-separated list, as a set."""
+    return frozenset(text.split())
+
+
+#: a sentence typed in lower case starts after [.!?] and a space too ("I moved to Lyon! so happy")
+_LOWER_START = re.compile(r"(?<=[.!?])\s++(?=[a-z])")
+#: words whose dot ends no sentence before a lower-case word ("e.g. apples", "approx. five")
+_ABBREVIATIONS = word_set(
+    "mr mrs ms mx dr st jr sr prof mt ft vs etc eg ie cf ca approx incl esp dept fig vol ch pp "
+    "inc ltd co corp ave rd blvd jan feb apr aug sep sept oct nov dec"
+)
+
+
+def _ends_sentence(text: str, at: int) -> bool:
+    """Whether the [.!?] before `at` ends a sentence: not the dot of an abbreviation, an initial ("J.")
+    or a dotted short form ("a.m.", "U.S."). Looks back a bounded window: linear splitting."""
+    if text[at - 1] != ".":
+        return True
+    words = text[max(0, at - 24) : at - 1].split()
+    word = words[-1] if words else ""
+    return len(word) > 1 and "." not in word and word.lower() not in _ABBREVIATIONS
+
+
+def _lower_starts(part: str) -> list[str]:
+    out: list[str] = []
+    start = 0
+    for m in _LOWER_START.finditer(part):
+        if _ends_sentence(part, m.start()):
+            out.append(part[start : m.start()])
+            start = m.end()
+    out.append(part[start:])
+    return out
+
+
 def split_sentences(text: str) -> list[str]:
     # protect email dots and decimals from the splitter: it only splits after [.!?] plus a space
-    parts = _SENT_SPLIT.split(text)
+    parts = [q for p in _SENT_SPLIT.split(text) if p for q in _lower_starts(p)]
     return [p.strip() for p in parts if p and p.strip()]
 
 
@@ -259,11 +305,6 @@ def split_list(text: str) -> list[str]:
 
 def is_capitalized(text: str) -> bool:
     return bool(text) and text[0].isupper()
-
-
-def word_set(text: str) -> frozenset[str]:
-    """The words of a space-separated list, as a set."""
-    return frozenset(text.split())
 
 
 def norm_value(text: str) -> str:

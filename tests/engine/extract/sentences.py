@@ -700,3 +700,19 @@ COMPOUND: list[tuple[str, list[Expected]]] = [
     ("My husband and my son are both doctors.", []),
     ("It's all a process and I'm learning a ton.", []),
 ]  # fmt: skip
+
+# Chat turns as agents receive them (an extraction hunt's findings): lower-case typing and apostrophes
+# left out, a statement and a question in one sentence, a hedge in another clause than the fact's, "used
+# to ... but now ...", a subject dropped after a sentence about someone else, a word before a colon.
+CHAT: list[tuple[str, list[Expected]]] = [
+    # --- lower case and contractions without an apostrophe -------------------------------------------
+    ("I moved to Lyon! so happy", [(U, "lives_in", "ent:lyon", None)]),
+    ("i work at Stripe now. started monday", [(U, "works_at", "ent:stripe", None)]),
+    ("i live in Lyon. i work at Stripe. im 42", [(U, "lives_in", "ent:lyon", None), (U, "works_at", "ent:stripe", None), (U, "age", 42, "years")]),
+    ("i moved to Lyon. its great here", [(U, "lives_in", "ent:lyon", None)]),
+    ("ive moved to Denver", [(U, "lives_in", "ent:denver", None)]),
+    ("I dont work at Google anymore", [(U, "!works_at", "ent:google", None)]),
+    ("I saw Dr. Lee today. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
+    ("I met J. R. Smith at a party. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
+    ("i dont think i live in Paris", []),
+]  # fmt: skip

@@ -690,6 +690,39 @@ def test_a_title_abbreviation_ends_no_sentence() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("I moved to Lyon! so happy", ["I moved to Lyon!", "so happy"]),
+        ("i live in Lyon. i work at Stripe. im 42", ["i live in Lyon.", "i work at Stripe.", "im 42"]),
+        ("really? yes", ["really?", "yes"]),
+        # an abbreviation, an initial or a dotted short form ends no sentence before a lower-case word
+        ("I like fruit, e.g. apples. I live in Lyon.", ["I like fruit, e.g. apples.", "I live in Lyon."]),
+        ("I saw Dr. lee and St. james, etc. and more", ["I saw Dr. lee and St. james, etc. and more"]),
+        ("I met j. smith at 5 p.m. yesterday", ["I met j. smith at 5 p.m. yesterday"]),
+        ("It costs 3.50 euros, approx. five dollars", ["It costs 3.50 euros, approx. five dollars"]),
+    ],
+)
+def test_a_sentence_typed_in_lower_case_is_a_sentence(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "normal"),
+    [
+        ("im 42", "I am 42"),
+        ("ive moved", "I have moved"),
+        ("i dont work here", "I do not work here"),
+        ("she didnt, he doesnt, I cant", "she did not, he does not, I can not"),
+        ("i'm here", "I am here"),
+        # other words and the letter i stay: "i.e.", "ill", "its", "IM"
+        ("i.e. ill, its IM client", "i.e. ill, its IM client"),
+    ],
+)
+def test_the_lower_case_pronoun_and_contractions_without_an_apostrophe(text: str, normal: str) -> None:
+    assert normalize_text(text) == normal
+
+
 def test_an_ampersand_inside_a_name_joins_no_list() -> None:
     assert split_list("the Q&A session, R&D budgets & snacks") == ["the Q&A session", "R&D budgets", "snacks"]
 
