@@ -439,3 +439,17 @@ def test_relative_dates_in_a_turn_are_days_of_the_offset_the_caller_sent(
         extracted = assemble(client, auth, "ent:tz", turn, as_of=as_of)["extracted"]
         dates = [e["attributes"]["iso"] for e in extracted["entities"] if e["type"] == "date"]
         assert dates == [day], (turn, dates)
+
+
+# --- chat turns: a question after the statement, a label before a colon ---------------------------------
+def lives_in(client: TestClient[Litestar], headers: dict[str, str], entity: str) -> list[str]:
+    return [x.split(" (")[0] for x in current_facts(client, headers, entity) if " lives in " in x]
+
+
+def test_a_move_told_before_a_question_supersedes_the_old_city(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    assemble(client, auth, "ent:asker", "I live in Paris")
+    said = assemble(client, auth, "ent:asker", "I just moved to Lyon, what are some good neighborhoods?")
+    assert [f["text"] for f in said["extracted"]["facts"]] == ["User lives in Lyon"]
+    assert lives_in(client, auth, "ent:asker") == ["User lives in Lyon"]

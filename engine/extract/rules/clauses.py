@@ -45,7 +45,9 @@ LABELS: tuple[str, ...] = (
 LEAD = re.compile(
     rf"^(?:(?:(?:{'|'.join(LABELS)})(?=:)|"
     r"hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
-    r"for the record|update|quick update|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
+    r"for the record|update|quick update|quick question|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
+    # what follows "now that" is told as given ("Now that I live in Lyon, which bank should I use?")
+    r"now that|"
     r"(?:it |as it )?turns out(?: that)?|sadly|unfortunately|luckily|fortunately|finally|"
     r"(?:big|great|bad|sad|some|exciting|happy) news|change of plans?|(?:just a )?heads up|long story short|"
     r"(?:big|major|huge|life|small|little|personal|career|job|housing) update|"

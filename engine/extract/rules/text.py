@@ -101,9 +101,49 @@ def _lower_starts(part: str) -> list[str]:
     return out
 
 
+#: where a question starts after a statement in one sentence ("I just moved to Lyon, what are some good
+#: neighborhoods?", "I'm 42 - is it too late to learn piano?"); a match starts at the comma or the dash
+_QUESTION_AFTER = re.compile(
+    r"(?:,|(?<=\S)\s++[-\u2013\u2014]++)\s*+(?:(?:and|but|so|anyway|now)\s++)?+"
+    r"(?=(?:what|where|when|who|whom|whose|why|how|which|do|does|did|is|are|was|were|can|could|would|should|"
+    r"will|shall|may|might|have|has|am|any|anyone|anybody|anything|thoughts|ideas|suggestions|"
+    r"recommendations|tips|advice)\b)",
+    re.IGNORECASE,
+)
+#: a tag question asks the statement itself ("I live in Paris, don't I?", "..., is it not?")
+_TAG_QUESTION = re.compile(
+    r"^\s*+(?:am|is|are|was|were|do|does|did|have|has|had|can|could|will|would|should)(?:n't|\s+not)?\s+"
+    r"(?:not\s+)?(?:I|you|we|it|he|she|they|there)\s*+\?+\s*+$",
+    re.IGNORECASE,
+)
+#: a label before a colon ("Quick question: ...") does not make what follows a statement
+_OPENER = re.compile(r"^[^:?]{0,40}:\s*+")
+
+
+def _question_after_statement(sentence: str) -> list[str]:
+    """A sentence that asks a question after a statement: [the statement, the question]; a question
+    throughout (its head asks: "Where do I live, do you know?") or a tag question stays one."""
+    if not sentence.rstrip().endswith("?"):
+        return [sentence]
+    m = _QUESTION_AFTER.search(sentence)
+    if m is None or _TAG_QUESTION.match(sentence, m.end()):
+        return [sentence]
+    head = sentence[: m.start()]
+    opened = _OPENER.match(head)
+    if _QUESTION_START.match(head, opened.end() if opened else 0):
+        return [sentence]
+    return [head, sentence[m.end() :]]
+
+
 def split_sentences(text: str) -> list[str]:
     # protect email dots and decimals from the splitter: it only splits after [.!?] plus a space
-    parts = [q for p in _SENT_SPLIT.split(text) if p for q in _lower_starts(p)]
+    parts = [
+        r
+        for p in _SENT_SPLIT.split(text)
+        if p
+        for q in _lower_starts(p)
+        for r in _question_after_statement(q)
+    ]
     return [p.strip() for p in parts if p and p.strip()]
 
 

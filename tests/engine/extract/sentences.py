@@ -715,4 +715,18 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("I saw Dr. Lee today. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
     ("I met J. R. Smith at a party. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
     ("i dont think i live in Paris", []),
+    # --- a statement, then a question in the same sentence -------------------------------------------
+    ("I just moved to Lyon, what are some good neighborhoods?", [(U, "lives_in", "ent:lyon", None)]),
+    ("I'm 42, is it too late to learn piano?", [(U, "age", 42, "years")]),
+    ("I started a new job at Stripe, how do I make a good impression?", [(U, "works_at", "ent:stripe", None)]),
+    ("I just moved to Lyon - any tips for meeting people?", [(U, "lives_in", "ent:lyon", None)]),
+    ("Now that I live in Lyon, which bank should I use?", [(U, "lives_in", "ent:lyon", None)]),
+    ("Quick question: I live in Lyon, what's the best bank?", [(U, "lives_in", "ent:lyon", None)]),
+    ("ok so i moved to Lyon. anyway, what should i cook tonight?", [(U, "lives_in", "ent:lyon", None)]),
+    # a question throughout, a tag question, a question after a hypothetical or about someone else
+    ("Where do I live, do you remember?", []),
+    ("I live in Paris, don't I?", []),
+    ("I live in Paris, or is it Lyon?", []),
+    ("If I move to Berlin, what should I pack?", []),
+    ("My sister moved to Rome, what should I get her?", []),
 ]  # fmt: skip

@@ -723,6 +723,22 @@ def test_the_lower_case_pronoun_and_contractions_without_an_apostrophe(text: str
     assert normalize_text(text) == normal
 
 
+@pytest.mark.parametrize(
+    ("text", "sentences"),
+    [
+        ("I just moved to Lyon, what are some good neighborhoods?", ["I just moved to Lyon", "what are some good neighborhoods?"]),
+        ("I just moved to Lyon - any tips?", ["I just moved to Lyon", "any tips?"]),
+        ("I'm 42, is it too late?", ["I'm 42", "is it too late?"]),
+        # a question throughout, a tag question, a statement that asks nothing: one sentence
+        ("Where do I live, do you know?", ["Where do I live, do you know?"]),
+        ("I live in Paris, don't I?", ["I live in Paris, don't I?"]),
+        ("I moved to Lyon, which is nice.", ["I moved to Lyon, which is nice."]),
+    ],
+)  # fmt: skip
+def test_a_question_after_a_statement_is_a_sentence_of_its_own(text: str, sentences: list[str]) -> None:
+    assert split_sentences(text) == sentences
+
+
 def test_an_ampersand_inside_a_name_joins_no_list() -> None:
     assert split_list("the Q&A session, R&D budgets & snacks") == ["the Q&A session", "R&D budgets", "snacks"]
 
