@@ -27,7 +27,7 @@ from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import scan_named
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
 from engine.extract.rules.rewrite import rewrite, split_statement
-from engine.extract.rules.text import is_statement, normalize_text, slug, split_sentences
+from engine.extract.rules.text import hedged, is_statement, normalize_text, slug, split_sentences
 from engine.models import Entity
 from engine.timeutil import to_utc, utcnow
 
@@ -107,6 +107,8 @@ def _extract_sentence(raw: str, subject: str, out: Collector) -> None:
     sentence = rewrite(sentence)
     if is_statement(sentence):
         for part in split_statement(sentence):
+            if hedged(part):
+                break  # a hedge governs its clause and those after it ("If I move, I will ...")
             for clause in make_clauses(part, subject, out):
                 for extract_family in FAMILIES:
                     extract_family(clause, out)

@@ -8,9 +8,10 @@
   dog from the shelter" (only after a short list of past-tense verbs; "Officially 34 as of today"
   -> "I am officially 34 as of today");
 - a statement splits into independent clauses at ", I ..." and ";" (`split_statement`), so "Our dog
-  passed away, I don't have a dog anymore" reaches the first-person patterns. Only statements are
-  split: "If I move, I ..." is dropped whole by the hypothetical filter before any split.
-- it also splits where "and"/"but" (after an optional comma) starts a clause with its own subject:
+  passed away, I don't have a dog anymore" reaches the first-person patterns. A hedged clause
+  (`text.hedged`) states nothing, nor do the clauses after it: "If I move, I ..." gives nothing,
+  "I started at Stripe and I think I love it" gives the first clause.
+- it also splits where "and"/"but"/"so" (after an optional comma) starts a clause with its own subject:
   "I", "we", "my <noun> <verb>" or "<Name> <verb>", once the clause before has a verb. "My name is
   Sam and I'm 29" -> ["My name is Sam", "I am 29"]; "My wife Sarah and I live in Denver" (no verb
   before "and") and "I love hiking and swimming" (no subject after it) stay whole.
@@ -46,10 +47,11 @@ _THIRD = (
     r"is|are|was|were|has|have|had|lives|works|loves|likes|enjoys|hates|studies|speaks|plays|owns|drives|"
     r"moved|joined|started|got|turned|just|recently|now|no longer|does not|did not|passed away|died"
 )
-#: "and"/"but" (after an optional comma) before a new subject; a match starts only where a run of
-#: spaces starts, and the words between "my" and its verb are bounded: linear splitting
+#: "and"/"but"/"so" (after an optional comma) before a new subject ("so I could be near my mom"); a
+#: match starts only where a run of spaces starts, and the words between "my" and its verb are
+#: bounded: linear splitting
 _COORDINATION = re.compile(
-    rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but)\s++(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
+    rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but|so)\s++(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
     rf"|(?-i:[A-Z][a-zA-Z'\-]{{1,40}})\s++(?:{_THIRD})\b)",
     re.IGNORECASE,
 )

@@ -171,8 +171,39 @@ _SMALL_TALK = re.compile(
 )
 
 
+#: where a clause's own statement ends and a reason, a relative clause, a remark or another clause
+#: begins: a hedge after it hedges that part, not the statement ("I moved to Lyon so I could be near my
+#: mom", "I moved to Lyon, which my friends said was crazy", "I live in Lyon and I should learn French")
+_STATED_END = re.compile(
+    r"[,;(]|\s[-\u2013\u2014]+\s|\u2014"
+    r"|\s(?:and|but)\s++(?:I|we)\b|\sso(?=\s++(?:that|I|we|my|he|she|they)\b)"
+    r"|\s(?:because|cause|since|which|who|that|while|whereas|although|though|when|where|after|before|until)\b",
+    re.IGNORECASE,
+)
+#: an afterthought that hedges all that was said before it ("I live in Paris, I think", "..., maybe")
+_AFTERTHOUGHT = re.compile(
+    r"\b(?:guess|probably|suppose|believe|think|maybe|perhaps|apparently|supposedly)\b", re.I
+)
+
+
+def hedged(clause: str) -> bool:
+    """Whether the statement of `clause` (up to where a reason, a relative clause or another clause
+    starts) is a hypothetical or another person's word ("If I lived in Tokyo ...", "I think I might move
+    to Berlin", "My friend thinks I live in Paris"), or an afterthought at its end hedges it."""
+    end = _STATED_END.search(clause)
+    stated = clause if end is None else clause[: end.start()]
+    if _HYPOTHETICAL.search(stated) or _REPORTED.search(stated):
+        return True
+    cut = max(clause.rfind(","), clause.rfind("("), clause.rfind(" - "))
+    tail = clause[cut + 1 :] if cut >= 0 else ""
+    return len(tail.split()) <= 3 and (
+        _AFTERTHOUGHT.search(tail) is not None or _HYPOTHETICAL.search(tail) is not None
+    )
+
+
 def is_statement(sentence: str) -> bool:
-    """False for questions, hypotheticals, reported speech/opinions and small talk."""
+    """False for questions, small talk and a sentence whose first statement is hedged (`hedged`:
+    hypotheticals, reported speech and opinions); a later clause's hedge is that clause's."""
     s = sentence.strip()
     if not s or s.endswith("?") or _SMALL_TALK.match(s):
         return False
@@ -182,7 +213,7 @@ def is_statement(sentence: str) -> bool:
         r"^(?:am|is|are|have|has)\s+(?:i|you|we|he|she|they)\b", s, re.I
     ):
         return False
-    return not (_HYPOTHETICAL.search(s) or _REPORTED.search(s))
+    return not hedged(s)
 
 
 def slug(name: str) -> str:

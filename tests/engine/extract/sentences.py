@@ -729,4 +729,19 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("I live in Paris, or is it Lyon?", []),
     ("If I move to Berlin, what should I pack?", []),
     ("My sister moved to Rome, what should I get her?", []),
+    # --- a hedge in a reason, a relative clause or a later clause hedges only that --------------------
+    ("I moved to Lyon so I could be near my mom", [(U, "lives_in", "ent:lyon", None)]),
+    ("I started at Stripe last week and I think I love it", [(U, "works_at", "ent:stripe", None)]),
+    ("I moved to Lyon, which my friends said was crazy", [(U, "lives_in", "ent:lyon", None)]),
+    ("I live in Lyon and I should learn French", [(U, "lives_in", "ent:lyon", None)]),
+    ("I moved to Lyon because my wife would get a better job there", [(U, "lives_in", "ent:lyon", None)]),
+    ("I'm 42 and I wonder where the time went", [(U, "age", 42, "years")]),
+    ("I live in Lyon, and I heard it's great for food", [(U, "lives_in", "ent:lyon", None)]),
+    # a hedge in the statement itself, before it or as an afterthought: nothing
+    ("If I lived in Tokyo I'd eat sushi every day", []),
+    ("I think I might move to Berlin", []),
+    ("If I move to Berlin, I will learn German", []),
+    ("My mom says I live in Paris and I work at Google", []),
+    ("I'll move to Berlin if I get the job", []),
+    ("I live in Paris, I think", []),
 ]  # fmt: skip

@@ -17,6 +17,7 @@ from engine.extract.rules.quantities import parse_money, parse_quantity
 from engine.extract.rules.rewrite import split_statement
 from engine.extract.rules.text import (
     clean_object,
+    hedged,
     is_blank,
     is_statement,
     normalize_text,
@@ -167,6 +168,24 @@ def test_statements_split_where_a_new_subject_follows_and_or_but() -> None:
 )  # fmt: skip
 def test_non_statements(sentence: str) -> None:
     assert not is_statement(sentence)
+
+
+@pytest.mark.parametrize(
+    ("clause", "is_hedged"),
+    [
+        ("I moved to Lyon so I could be near my mom", False),
+        ("I moved to Lyon, which my friends said was crazy", False),
+        ("I moved to Lyon because my wife would get a better job there", False),
+        ("I moved to Lyon in May, if you need to know", False),
+        ("If I lived in Tokyo I would eat sushi", True),
+        ("I think I might move to Berlin", True),
+        ("My friend thinks I live in Paris", True),
+        ("I live in Paris, I think", True),
+        ("I am 42, maybe", True),
+    ],
+)
+def test_a_hedge_hedges_the_statement_it_is_part_of(clause: str, is_hedged: bool) -> None:
+    assert hedged(clause) is is_hedged
 
 
 def test_statements() -> None:
