@@ -41,17 +41,21 @@ _DROPPED_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 _DROPPED_COPULA = re.compile(r"^(?P<adv>officially|finally|now|just)\s+(?=\d{1,3}\b)", re.IGNORECASE)
-_CLAUSE_SPLIT = re.compile(r"(?<!\s)(?:\s*+[,\u2014]\s++(?:and |but |so )?(?=I\s)|\s*+;\s+)")
+_CLAUSE_SPLIT = re.compile(
+    r"(?<!\s)(?:\s*+[,\u2014]\s++(?:and |but |so )?(?:now |then |these days )?(?=I\s)|\s*+;\s+)",
+    re.IGNORECASE,
+)
 #: verbs that follow a third-person subject ("my dog is", "Anna lives")
 _THIRD = (
     r"is|are|was|were|has|have|had|lives|works|loves|likes|enjoys|hates|studies|speaks|plays|owns|drives|"
     r"moved|joined|started|got|turned|just|recently|now|no longer|does not|did not|passed away|died"
 )
-#: "and"/"but"/"so" (after an optional comma) before a new subject ("so I could be near my mom"); a
-#: match starts only where a run of spaces starts, and the words between "my" and its verb are
-#: bounded: linear splitting
+#: "and"/"but"/"so"/"while" (after an optional comma, before an optional "now") before a new subject
+#: ("so I could be near my mom", "but now I live in Lyon", "while I work at Stripe"); a match starts
+#: only where a run of spaces starts, and the words between "my" and its verb are bounded: linear
 _COORDINATION = re.compile(
-    rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but|so)\s++(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
+    rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but|so|while|whereas)\s++(?:(?:now|then|these days)\s++)?+"
+    rf"(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
     rf"|(?-i:[A-Z][a-zA-Z'\-]{{1,40}})\s++(?:{_THIRD})\b)",
     re.IGNORECASE,
 )
@@ -83,11 +87,38 @@ def rewrite(sentence: str) -> str:
     return sentence
 
 
+#: a place or employer one had, told before the one one has now
+_HAD = re.compile(
+    r"^I (?:used to|no longer|(?:do|did) not) (?P<verb>live|work|stay|study) (?P<prep>in|at|for)\s",
+    re.IGNORECASE,
+)
+#: "..., now Lyon": the new value without its verb, which is the one of the clause before
+_NOW_ONLY = re.compile(
+    r"(?<!\s)(?:\s*+,|\s++but|\s++[-\u2013\u2014]++)\s++(?:but\s++)?now\s++(?:(?:in|at|for)\s++)?(?=(?-i:[A-Z]))(?!I\s)",
+    re.IGNORECASE,
+)
+#: "I'm at Stripe" after "I used to work at Google": "am" stands for the verb of the clause before
+_AM_NOW = re.compile(r"^I am (?:now |currently )?(?P<prep>in|at|for)\s++(?P<rest>.+)$", re.IGNORECASE)
+
+
 def split_statement(sentence: str) -> list[str]:
     """Independent clauses of a statement: "A, I B", "A; B" and "A and my X is B" -> ["A", "I B"],
-    ["A", "B"], ["A", "my X is B"]."""
+    ["A", "B"], ["A", "my X is B"]. A clause that contrasts what one has now with what one had takes
+    the verb it leaves out from the clause before: "I used to live in Paris, now Lyon" and "I used to
+    work at Google but now I'm at Stripe" -> [..., "I live in Lyon"], [..., "I work at Stripe"]."""
+    had = _HAD.match(sentence)
+    if had:
+        now = _NOW_ONLY.search(sentence)
+        if now:
+            verb = f"I {had.group('verb')} {had.group('prep')} "
+            sentence = f"{sentence[: now.start()]}, {verb}{sentence[now.end() :]}"
     parts = [c.strip() for p in _CLAUSE_SPLIT.split(sentence) for c in _coordinated(p)]
-    return [p for p in parts if p]
+    parts = [p for p in parts if p]
+    for i in range(1, len(parts)):
+        before, am = _HAD.match(parts[i - 1]), _AM_NOW.match(parts[i])
+        if before and am and am.group("prep").lower() == before.group("prep").lower():
+            parts[i] = f"I {before.group('verb')} {before.group('prep')} {am.group('rest')}"
+    return parts
 
 
 def _coordinated(text: str) -> list[str]:

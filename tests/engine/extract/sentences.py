@@ -744,4 +744,11 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("My mom says I live in Paris and I work at Google", []),
     ("I'll move to Berlin if I get the job", []),
     ("I live in Paris, I think", []),
+    # --- what one had, then what one has now --------------------------------------------------------
+    ("I used to live in Paris but now I live in Lyon", [(U, "!lives_in", "ent:paris", None), (U, "lives_in", "ent:lyon", None)]),
+    ("I used to work at Google but now I'm at Stripe", [(U, "!works_at", "ent:google", None), (U, "works_at", "ent:stripe", None)]),
+    ("I no longer work at Google, I'm at Stripe", [(U, "!works_at", "ent:google", None), (U, "works_at", "ent:stripe", None)]),
+    ("I used to live in Paris, now Lyon", [(U, "!lives_in", "ent:paris", None), (U, "lives_in", "ent:lyon", None)]),
+    ("My wife works at Google while I work at Stripe", [(U, "works_at", "ent:stripe", None)]),
+    ("I live in Boston while my wife lives in Denver", [(U, "lives_in", "ent:boston", None)]),
 ]  # fmt: skip

@@ -161,6 +161,28 @@ def test_statements_split_where_a_new_subject_follows_and_or_but() -> None:
     assert split_statement("My parents are Tom and Anna") == ["My parents are Tom and Anna"]
 
 
+def test_a_clause_of_what_one_has_now_after_what_one_had_is_its_own() -> None:
+    assert split_statement("I used to live in Paris but now I live in Lyon") == [
+        "I used to live in Paris",
+        "I live in Lyon",
+    ]
+    assert split_statement("My wife works at Google while I work at Stripe") == [
+        "My wife works at Google",
+        "I work at Stripe",
+    ]
+    # the verb left out is the one of the clause before
+    assert split_statement("I used to live in Paris, now Lyon") == [
+        "I used to live in Paris",
+        "I live in Lyon",
+    ]
+    assert split_statement("I no longer work at Google, I am at Stripe") == [
+        "I no longer work at Google",
+        "I work at Stripe",
+    ]
+    # "I am at" stands for nothing without such a clause before
+    assert split_statement("I love my job, I am at the office") == ["I love my job", "I am at the office"]
+
+
 @pytest.mark.parametrize(
     "sentence",
     ["Where do you live?", "If I lived in Paris I would be happy", "My friend thinks I work too much",
