@@ -26,7 +26,7 @@ from engine.extract.rules.clauses import Clause, Collector, make_clauses
 from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import scan_named
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
-from engine.extract.rules.rewrite import rewrite, split_statement
+from engine.extract.rules.rewrite import about_someone_else, rewrite, split_statement
 from engine.extract.rules.text import hedged, is_statement, normalize_text, slug, split_sentences
 from engine.models import Entity
 from engine.timeutil import to_utc, utcnow
@@ -98,13 +98,16 @@ def budget_from_env() -> float:
         ) from None
 
 
-def _extract_sentence(raw: str, subject: str, out: Collector) -> None:
+def _extract_sentence(raw: str, subject: str, out: Collector, about_other: bool = False) -> bool:
+    """Reads one sentence into `out`; `about_other`: the sentences before left someone else the one a
+    sentence without its subject is about (`rewrite.about_someone_else`), which this returns for the next."""
     sentence = normalize_text(raw)
     _scan_entities(sentence, out)
     out.source_text = raw
     known, n_facts = set(out.entities), len(out.facts)
     presupposed.extract(sentence, subject, out)
-    sentence = rewrite(sentence)
+    next_about_other = about_someone_else(sentence, about_other)
+    sentence = rewrite(sentence, about_other)
     if is_statement(sentence):
         for part in split_statement(sentence):
             if hedged(part):
@@ -113,6 +116,7 @@ def _extract_sentence(raw: str, subject: str, out: Collector) -> None:
                 for extract_family in FAMILIES:
                     extract_family(clause, out)
     _drop_unused_people(out, known, n_facts)
+    return next_about_other
 
 
 class RuleExtractor:
@@ -154,12 +158,12 @@ class RuleExtractor:
         own = self.clock() + self.budget_ms / 1000 if self.budget_ms > 0 else None
         shared = self.shared_deadline
         deadline = own if shared is None else shared if own is None else min(own, shared)
-        truncated = False
+        truncated = about_other = False
         for raw in split_sentences(text):
             if deadline is not None and self.clock() > deadline:
                 truncated = True
                 break
-            _extract_sentence(raw, subject, out)
+            about_other = _extract_sentence(raw, subject, out, about_other)
         return ExtractResult(
             entities=list(out.entities.values()),
             facts=list(out.facts),

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 
-from engine.extract.rules.clauses import LEAD
+from engine.extract.rules.clauses import LEAD, RELATIONS
+from engine.extract.rules.entities import is_person_name
+from engine.extract.rules.text import word_set
 
 _DIAGNOSIS = re.compile(
     r"^(?:the |my |our )?(?:new |latest |recent )?(?:doctors?|allergist|dermatologist|gp|physician|"
@@ -67,8 +69,59 @@ _HAS_VERB = re.compile(
 )
 
 
-def rewrite(sentence: str) -> str:
-    """`sentence` (normalized) in a form the clause patterns read; unchanged when no rule fires."""
+_PEOPLE = "|".join(
+    sorted(
+        set(RELATIONS)
+        | word_set(
+            "aunt uncle cousin grandma grandpa grandmother grandfather granddaughter grandson niece nephew "
+            "boss neighbor neighbour bf gf hubby stepson stepdaughter stepmom stepdad parents kids sons "
+            "daughters sisters brothers friends cousins"
+        ),
+        key=len,
+        reverse=True,
+    )
+)
+_SELF_SUBJECT = re.compile(
+    rf"^(?:I|we|me and|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE})(?:\s++\w+)?\s++and (?:I|me)"
+    rf"|(?-i:[A-Z][a-z]+)\s++and (?:I|me))\b",
+    re.IGNORECASE,
+)
+_OTHER_SUBJECT = re.compile(
+    rf"^(?:he|she|they|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE}))\b"
+    rf"|^(?P<name>(?-i:[A-Z][a-z'\-]+))\s++(?:{_THIRD})\b",
+    re.IGNORECASE,
+)
+#: a sentence that starts with its verb: its subject is left out ("Talked to my mom today.")
+_VERB_FIRST = re.compile(
+    r"^(?:(?:just|finally|also|so|then)\s++)*(?:\w+ed|had|went|saw|met|took|made|spent|came|found|told|gave|"
+    r"bought|ran|heard|sent|caught|brought|felt|thought|spoke|called|visited)\b",
+    re.IGNORECASE,
+)
+_OTHER_PERSON = re.compile(
+    rf"\b(?:he|she|him|her|they|them|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE}))\b", re.IGNORECASE
+)
+
+
+def about_someone_else(sentence: str, before: bool) -> bool:
+    """Whether a sentence (normalized) leaves someone else the one a next sentence without its subject
+    is about: it has a third person for subject ("My sister got engaged!", "Tom just turned 40!"), or no
+    subject of its own and a third person in it ("Talked to my mom today."); a first-person subject
+    makes it the speaker; other sentences leave it as `before` was."""
+    body = LEAD.sub("", sentence).strip()
+    if _SELF_SUBJECT.match(body):
+        return False
+    if _DROPPED_SUBJECT.match(body) or _DROPPED_COPULA.match(body) or _VERB_FIRST.match(body):
+        return before or (_OTHER_PERSON.search(body) is not None and re.search(r"\bI\b", body) is None)
+    other = _OTHER_SUBJECT.match(body)
+    if other:
+        return other.group("name") is None or is_person_name(other.group("name"))
+    return before
+
+
+def rewrite(sentence: str, about_other: bool = False) -> str:
+    """`sentence` (normalized) in a form the clause patterns read; unchanged when no rule fires. After a
+    sentence about someone else (`about_someone_else`), a sentence without its subject is left without
+    one: whose it is is not told."""
     body = LEAD.sub("", sentence).strip()
     m = _DIAGNOSIS.match(body)
     if m:
@@ -78,6 +131,8 @@ def rewrite(sentence: str) -> str:
         return f"I am allergic to {m2.group('o')}."
     if m:
         return body
+    if about_other:
+        return sentence
     m3 = _DROPPED_SUBJECT.match(body)
     if m3:
         return f"I {m3.group('adv')}{m3.group('verb').lower()} {body[m3.end() :]}"

@@ -751,4 +751,15 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("I used to live in Paris, now Lyon", [(U, "!lives_in", "ent:paris", None), (U, "lives_in", "ent:lyon", None)]),
     ("My wife works at Google while I work at Stripe", [(U, "works_at", "ent:stripe", None)]),
     ("I live in Boston while my wife lives in Denver", [(U, "lives_in", "ent:boston", None)]),
+    # --- a sentence without its subject after one about someone else: whose it is is not told -------
+    ("My sister got engaged! Moved to Rome with her fiance last month.", []),
+    ("My brother is doing great. Just started at Google!", []),
+    ("Talked to my mom today. Turned 60 last week!", []),
+    ("My dad retired. Moved to Florida in May.", []),
+    ("Tom just turned 40! Moved to Denver too.", [("ent:tom", "age", 40, "years")]),
+    ("She is great. Moved to Rome.", []),
+    # after the speaker's own sentence, or alone, it is the speaker's
+    ("I love my job. Got promoted last week! Moved to Rome too.", [(U, "likes", "job", None), (U, "lives_in", "ent:rome", None)]),
+    ("My sister got engaged. I am so happy. Moved to Rome last week.", [(U, "lives_in", "ent:rome", None)]),
+    ("My sister and I are close. Moved to Rome last week.", [(U, "lives_in", "ent:rome", None)]),
 ]  # fmt: skip
