@@ -21,14 +21,19 @@ from typing import Literal
 
 import msgspec
 
-from engine.extract.rules.clauses import LABELS, LEAD
+from engine.extract.rules.clauses import LABELS, LEAD, NOUN_ENDINGS
 from engine.extract.rules.entities import is_person_name
+from engine.extract.rules.text import word_set
 
 SpeakerKind = Literal["none", "user", "agent", "person"]
 USER_ROLES = frozenset({"user", "human", "me", "customer", "client"})
 AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent", "system", "model"})
-#: labels that head a line without naming a speaker ("Note: ..."): the text after them is read as unlabelled
-NOT_SPEAKERS = frozenset(LABELS)
+#: labels that head a line without naming a speaker ("Note: ..."): the text after them is read as unlabelled;
+#: so are the labels of quoted or pasted text ("Translate: ...", an email's "From: ..."), whose words
+#: are no speaker's own (`clauses.LEAD` does not strip them)
+NOT_SPEAKERS = frozenset(LABELS) | word_set(
+    "translate translation from to cc bcc sent date roleplay quote reply prompt input output"
+)
 #: a title before a name: "Dr. Smith" is a speaker of their own (ent:dr-smith), since "Mr. Smith" and
 #: "Mrs. Smith" are two people
 _TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+(?=[A-Z])")
@@ -39,6 +44,12 @@ class Speaker(msgspec.Struct, frozen=True, kw_only=True):
     kind: SpeakerKind
     name: str | None = None  # a person's name (kind "person")
     body: str  # the text after the label (the whole text when unlabelled)
+
+
+def _common_noun(label: str) -> bool:
+    """One word that is a common noun by its ending ("Correction", "Announcement"), as `clauses.LEAD` reads it."""
+    word = label.lower()
+    return " " not in word and len(word) > 5 and word.endswith(NOUN_ENDINGS)
 
 
 def speaker_of(text: str) -> Speaker:
@@ -53,9 +64,11 @@ def speaker_of(text: str) -> Speaker:
         return Speaker(kind="agent", body=body)
     lead = LEAD.match(text)  # "Update: ...", "Good news: ..." open a sentence, they name nobody
     title = _TITLE.match(label)
+    # a name is no common word: a label word or a common noun by its ending ("Correction:") names no one
     named = (
         is_person_name(label[title.end() :] if title else label)
         and label.split()[0].lower() not in NOT_SPEAKERS
+        and (title is not None or not _common_noun(label))
     )
     if named and (lead is None or lead.end() < found.end()):
         return Speaker(kind="person", name=label, body=body)

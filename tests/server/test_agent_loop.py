@@ -453,3 +453,10 @@ def test_a_move_told_before_a_question_supersedes_the_old_city(
     said = assemble(client, auth, "ent:asker", "I just moved to Lyon, what are some good neighborhoods?")
     assert [f["text"] for f in said["extracted"]["facts"]] == ["User lives in Lyon"]
     assert lives_in(client, auth, "ent:asker") == ["User lives in Lyon"]
+
+
+def test_a_correction_label_is_no_speaker(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    assemble(client, auth, "ent:corrector", "I live in Paris")
+    said = assemble(client, auth, "ent:corrector", "Correction: I live in Lyon")["extracted"]
+    assert [(f["subject"], f["text"]) for f in said["facts"]] == [("ent:corrector", "User lives in Lyon")]
+    assert lives_in(client, auth, "ent:corrector") == ["User lives in Lyon"]

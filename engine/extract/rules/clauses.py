@@ -40,10 +40,16 @@ _NAME = r"(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?)"
 LABELS: tuple[str, ...] = (
     "note", "notes", "reminder", "ps", "fyi", "todo", "question", "answer", "summary", "context", "edit",
     "tip", "warning", "important", "re", "subject", "title", "topic", "q", "a", "caption", "description",
-    "example", "hint",
+    "example", "hint", "correction", "remember", "background", "sidenote", "status", "tldr", "psa",
+    "breaking", "wow", "disclaimer", "recap", "bonus", "info", "details", "story", "progress", "goal",
+    "problem", "issue", "result", "results", "fact", "facts", "reminders", "heads-up", "nb", "eta",
 )  # fmt: skip
+#: a word that is a common noun by its ending ("Correction:", "Clarification:", "Announcement:") heads a
+#: line as LABELS do: no one's name ends so; a translation's label heads another's words
+NOUN_ENDINGS = ("tion", "sion", "ment", "ness")
+NOUN_LABEL = rf"(?!translation\b)[a-z]{{2,}}(?:{'|'.join(NOUN_ENDINGS)})"
 LEAD = re.compile(
-    rf"^(?:(?:(?:{'|'.join(LABELS)})(?=:)|"
+    rf"^(?:(?:(?:{'|'.join(LABELS)}|{NOUN_LABEL})(?=:)|"
     r"hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"
     r"for the record|update|quick update|quick question|good news|news|okay|ok|yes|yeah|no|nope|guess what|"
     # what follows "now that" is told as given ("Now that I live in Lyon, which bank should I use?")

@@ -762,4 +762,11 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("I love my job. Got promoted last week! Moved to Rome too.", [(U, "likes", "job", None), (U, "lives_in", "ent:rome", None)]),
     ("My sister got engaged. I am so happy. Moved to Rome last week.", [(U, "lives_in", "ent:rome", None)]),
     ("My sister and I are close. Moved to Rome last week.", [(U, "lives_in", "ent:rome", None)]),
+    # --- a common word before a colon opens the sentence, it names no speaker -------------------------
+    ("Correction: I live in Lyon", [(U, "lives_in", "ent:lyon", None)]),
+    ("Remember: I live in Lyon now", [(U, "lives_in", "ent:lyon", None)]),
+    ("Background: I live in Lyon and work at Stripe", [(U, "lives_in", "ent:lyon", None), (U, "works_at", "ent:stripe", None)]),
+    ("Clarification: I'm 32", [(U, "age", 32, "years")]),
+    # a translation's words are no one's own
+    ("Translate: I live in Berlin", []),
 ]  # fmt: skip

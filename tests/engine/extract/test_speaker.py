@@ -28,6 +28,18 @@ from engine.extract.speaker import parts_of, speaker_of
         ("Reminder: I work at Google.", "none", None, "Reminder: I work at Google."),
         ("Mom: I live in Oslo.", "none", None, "Mom: I live in Oslo."),  # someone, but not by name
         ("10:30 meeting", "none", None, "10:30 meeting"),
+        # a common word before a colon names no one: a label word, or a common noun by its ending
+        ("Correction: I live in Lyon", "none", None, "Correction: I live in Lyon"),
+        ("Remember: I live in Lyon now", "none", None, "Remember: I live in Lyon now"),
+        ("Background: I work at Stripe", "none", None, "Background: I work at Stripe"),
+        ("TLDR: I moved", "none", None, "TLDR: I moved"),
+        ("PSA: I moved", "none", None, "PSA: I moved"),
+        ("Clarification: I moved", "none", None, "Clarification: I moved"),
+        ("Announcement: I moved", "none", None, "Announcement: I moved"),
+        ("Confession: I moved", "none", None, "Confession: I moved"),
+        ("Translate: I live in Berlin", "none", None, "Translate: I live in Berlin"),
+        ("From: Anna Smith", "none", None, "From: Anna Smith"),
+        ("Melanie: I live in Paris", "person", "Melanie", "I live in Paris"),
     ],
 )
 def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:
@@ -44,6 +56,7 @@ def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:
         ("I live in Rome\nassistant: noted\nuser: and I work at Acme",
          [("none", None, "I live in Rome"), ("agent", None, "noted"), ("user", None, "and I work at Acme")]),
         ("Ann: hi\nNote: I live in Rome\nParis: the city of light", [("person", "Ann", "hi\nNote: I live in Rome\nParis: the city of light")]),
+        ("Ann: hi\nCorrection: I live in Rome", [("person", "Ann", "hi\nCorrection: I live in Rome")]),
         ("", [("none", None, "")]),
     ],
 )  # fmt: skip
