@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from engine.extract.rules.clauses import LABELS, LEAD, NOUN_ENDINGS
+from engine.extract.rules.clauses import LABELS, LEAD, NAMES_WITH_NOUN_ENDINGS, NOUN_ENDINGS
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.text import word_set
 
@@ -49,7 +49,12 @@ class Speaker(msgspec.Struct, frozen=True, kw_only=True):
 def _common_noun(label: str) -> bool:
     """One word that is a common noun by its ending ("Correction", "Announcement"), as `clauses.LEAD` reads it."""
     word = label.lower()
-    return " " not in word and len(word) > 5 and word.endswith(NOUN_ENDINGS)
+    return (
+        " " not in word
+        and len(word) > 5
+        and word.endswith(NOUN_ENDINGS)
+        and word not in NAMES_WITH_NOUN_ENDINGS
+    )
 
 
 def speaker_of(text: str) -> Speaker:

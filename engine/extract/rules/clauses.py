@@ -47,7 +47,11 @@ LABELS: tuple[str, ...] = (
 #: a word that is a common noun by its ending ("Correction:", "Clarification:", "Announcement:") heads a
 #: line as LABELS do: no one's name ends so; a translation's label heads another's words
 NOUN_ENDINGS = ("tion", "sion", "ment", "ness")
-NOUN_LABEL = rf"(?!translation\b)[a-z]{{2,}}(?:{'|'.join(NOUN_ENDINGS)})"
+#: given names with a common noun's ending: speakers all the same ("Clement: ...")
+NAMES_WITH_NOUN_ENDINGS = frozenset({"clement"})
+NOUN_LABEL = (
+    rf"(?!(?:translation|{'|'.join(NAMES_WITH_NOUN_ENDINGS)})\b)[a-z]{{2,}}(?:{'|'.join(NOUN_ENDINGS)})"
+)
 LEAD = re.compile(
     rf"^(?:(?:(?:{'|'.join(LABELS)}|{NOUN_LABEL})(?=:)|"
     r"hi|hello|hey|and|so|but|well|also|actually|oh|btw|by the way|anyway|fyi|honestly|just so you know|"

@@ -40,6 +40,7 @@ from engine.extract.speaker import parts_of, speaker_of
         ("Translate: I live in Berlin", "none", None, "Translate: I live in Berlin"),
         ("From: Anna Smith", "none", None, "From: Anna Smith"),
         ("Melanie: I live in Paris", "person", "Melanie", "I live in Paris"),
+        ("Clement: I live in Paris", "person", "Clement", "I live in Paris"),  # a name with a noun's ending
     ],
 )
 def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:
