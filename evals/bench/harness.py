@@ -90,6 +90,7 @@ class ServeProcess:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
+                "-P",  # not the working directory's code: the checkout's, from PYTHONPATH below
                 "-m",
                 "server.cli",
                 "serve",
@@ -99,8 +100,12 @@ class ServeProcess:
                 str(self.port),
                 *args,
             ],
-            cwd=str(REPO_ROOT),
-            env=env,
+            # the caller's directory, so relative paths in `args` name what the bench names, and this
+            # checkout's code first, so the server is the code the bench runs
+            env={
+                **env,
+                "PYTHONPATH": os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p),
+            },
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

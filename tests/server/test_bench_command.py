@@ -197,3 +197,17 @@ def test_stage_other_and_verdict() -> None:
     assert verdict(row(10_000, 20.0, 51.0)) == "<=25/<=50 MISSED"
     assert verdict(row(100_000, 90.0, 99.0)) == "-/<=100 MET"
     assert verdict(row(1000, 500.0, 900.0)) == "-"
+
+
+def test_a_bench_run_from_another_directory_serves_its_own_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a relative cache directory the server was started in the checkout's directory and opened
+    another (empty) store there: every HTTP call of the bench answered 401 to the bench's key."""
+    monkeypatch.chdir(tmp_path)
+    code = main(
+        ["bench", "assemble", "--sizes", "120", "--calls", "3", "--embedder", "hash", "--cache-dir", "cache"]
+    )
+    assert code == 0, capsys.readouterr()
+    _, rows = table_rows(capsys.readouterr().out, "size")
+    assert rows and all("n/a" not in " ".join(row) for row in rows), rows
