@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import timedelta
 from typing import cast
 
@@ -18,7 +19,7 @@ from litestar import Litestar
 from litestar.routes import HTTPRoute
 
 from engine.deferred_events import DeferredEvents
-from engine.embed.base import Embedder
+from engine.embed.base import Embedder, begin
 from engine.embed.cache import EmbeddingCache
 from engine.errors import Unavailable
 from engine.memory_service import MemoryService
@@ -71,6 +72,9 @@ class LazyEmbedder:
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return self._get().embed(texts)
+
+    def begin(self, texts: Sequence[str]) -> Future[npt.NDArray[np.float32]]:
+        return begin(self._get(), texts)
 
 
 def open_default_store(settings: Settings) -> Store:

@@ -16,15 +16,20 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 
 import msgspec
 import numpy as np
 
-from engine.embed.base import Embedder
+from engine.embed.base import Embedder, Rows, begin
 from engine.embed.passages import all_passages, passage_model
 from engine.models import text_hash
+from engine.pools import LazyPool
 from engine.storage.base import Store, Vector
 from loci.wire.tuning import TUNING
+
+#: threads for query embeddings of an embedder that cannot begin its own (they wait on the embedder)
+_QUERY_POOL = LazyPool(16, "loci-query-embed")
 
 
 class EmbedStats(msgspec.Struct, kw_only=True):
@@ -94,6 +99,23 @@ class EmbeddingCache:
         if self.listener is not None:
             self.listener(call)
         return [found[h] for h in hashes]
+
+    def begin(
+        self, texts: Sequence[str], *, stats: EmbedStats | None = None, threaded: bool = False
+    ) -> Begun:
+        """`embed(texts, persist=False)` begun: the texts the LRU lacks go to the embedder's `begin`
+        (`engine.embed.base.begin`), whose pass runs beside the caller's other work until
+        `Begun.result()`; an embedder without one runs in a pool thread when `threaded` (a caller that
+        waits on a database meanwhile), else here and now."""
+        hashes = [text_hash(t) for t in texts]
+        found = self._from_lru(hashes)
+        todo: dict[str, str] = {}
+        for h, t in zip(hashes, texts, strict=True):
+            if h not in found:
+                todo.setdefault(h, t)
+        pool = _QUERY_POOL.get() if threaded else None
+        pending = begin(self.embedder, list(todo.values()), pool) if todo else None
+        return Begun(self, hashes, found, list(todo), pending, stats)
 
     def stored(self, text_hashes: Sequence[str], *, passages: bool = False) -> dict[str, Vector]:
         """The vectors already held for these text hashes (the LRU, then the store; `passages`: the
@@ -183,3 +205,44 @@ class EmbeddingCache:
             elif unstored:
                 self.store.put_embeddings(model, unstored)
         return hashes
+
+
+class Begun:
+    """A query's vectors on their way (`EmbeddingCache.begin`)."""
+
+    def __init__(
+        self,
+        cache: EmbeddingCache,
+        hashes: list[str],
+        found: dict[str, Vector],
+        todo: list[str],
+        pending: Future[Rows] | None,
+        stats: EmbedStats | None,
+    ) -> None:
+        self._cache, self._hashes, self._found, self._todo = cache, hashes, found, todo
+        self._pending, self._stats = pending, stats
+        self._vectors: list[Vector] | None = None
+
+    def done(self) -> bool:
+        return self._pending is None or self._pending.done()
+
+    def result(self) -> list[Vector]:
+        """The vectors in the texts' order; raises engine.errors.Unavailable if the embedder failed."""
+        if self._vectors is not None:
+            return self._vectors
+        call = EmbedStats(cache_hits=sum(1 for h in self._hashes if h in self._found))
+        if self._pending is not None:
+            rows = self._pending.result()
+            call.calls, call.texts = 1, len(self._todo)
+            for h, row in zip(self._todo, rows, strict=True):
+                vec = np.ascontiguousarray(row, dtype=np.float32)
+                self._found[h] = vec
+                self._cache._lru_put(h, vec)
+        if self._stats is not None:
+            self._stats.calls += call.calls
+            self._stats.texts += call.texts
+            self._stats.cache_hits += call.cache_hits
+        if self._cache.listener is not None:
+            self._cache.listener(call)
+        self._vectors = [self._found[h] for h in self._hashes]
+        return self._vectors

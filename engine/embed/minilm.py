@@ -34,12 +34,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from engine.embed.base import finished
 from engine.embed.bert_fast import LeanBert
 from engine.embed.coalesce import Coalescer
 from engine.embed.onnx_encoder import OnnxEncoder, weights_sha256
@@ -224,6 +226,33 @@ class MiniLMEmbedder:
                 show_progress_bar=False,
             ),
         )
+
+    def begin(self, texts: Sequence[str]) -> Future[npt.NDArray[np.float32]]:
+        """A query's passes begun on onnxruntime's own thread (`OnnxEncoder.begin`), so the caller's
+        other work runs while they compute; many or long texts, and the torch runtime, embed here and now
+        (`embed`)."""
+        encoder = self._encoder()
+        if (
+            encoder is None
+            or not texts
+            or len(texts) > SMALL_BATCH
+            or max(map(len, texts)) >= LONG_TEXT_CHARS
+        ):
+            return finished(self.embed, texts)
+        out: Future[npt.NDArray[np.float32]] = Future()
+
+        def passed(inner: Future[npt.NDArray[np.float32]]) -> None:
+            exc = inner.exception()
+            if exc is None:
+                out.set_result(inner.result())
+            else:
+                out.set_exception(Unavailable(f"minilm embedder failed: {exc}"))
+
+        try:
+            encoder.begin(list(texts)).add_done_callback(passed)
+        except Exception as exc:
+            raise Unavailable(f"minilm embedder failed: {exc}") from exc
+        return out
 
     def _embed_small(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """A batch of at most SMALL_BATCH texts (one or several merged query calls): one thread, or

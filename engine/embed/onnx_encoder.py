@@ -33,7 +33,7 @@ import queue
 import tempfile
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +275,41 @@ class OnnxEncoder:
         tokens = np.asarray([ids], dtype=np.int64)
         out: Rows = session.run(None, {"input_ids": tokens, "attention_mask": np.ones_like(tokens)})[0]
         return out
+
+    def begin(self, texts: Sequence[str]) -> Future[Rows]:
+        """The texts' passes on the two-thread session's own pool thread (`run_async`), while the caller
+        keeps the GIL for its other work; the Future holds the rows (or the first failure). Each text has
+        its own pass, as in `__call__`, so the same vectors."""
+        ids = self._ids(texts)
+        session, _ = self._session(2)  # a one-thread session has no pool thread to run on
+        rows: dict[int, Rows] = {}
+        lock = threading.Lock()
+        result: Future[Rows] = Future()
+        feeds = [
+            {"input_ids": (t := np.asarray([row], dtype=np.int64)), "attention_mask": np.ones_like(t)}
+            for row in ids
+        ]  # alive until every pass is done, as the encoder must be: a session freed while it runs crashes
+
+        def finish(out: list[Rows], i: int, err: str) -> None:
+            try:  # called from onnxruntime's thread: what goes wrong goes into the Future
+                if err:
+                    raise RuntimeError(err)
+                with lock:
+                    rows[i] = out[0]
+                    if len(rows) < len(ids) or result.done():
+                        return
+                stacked = np.empty((len(ids), out[0].shape[1]), dtype=np.float32)
+                for j, row in rows.items():
+                    stacked[j] = row[0]
+                result.set_result(stacked)
+            except Exception as exc:
+                with lock:
+                    if not result.done():
+                        result.set_exception(exc)
+
+        for i in passes(ids):
+            session.run_async(None, feeds[i], finish, i)
+        return result
 
     def __call__(self, texts: Sequence[str], *, threads: int = 1) -> Rows:
         if not texts:

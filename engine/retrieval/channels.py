@@ -222,7 +222,7 @@ Rows = tuple[tuple[str, ...], npt.NDArray[np.float32]]
 _PASSAGE_ROWS: BoundedMap[tuple[str, str], Rows] = BoundedMap(1024)
 
 
-def _passage_rows(embeddings: EmbeddingCache, texts: Sequence[str]) -> tuple[dict[str, Rows], int]:
+def passage_rows(embeddings: EmbeddingCache, texts: Sequence[str]) -> tuple[dict[str, Rows], int]:
     """Per long text: the passages whose vectors are stored, and those vectors stacked (texts with none
     stored left out); the store calls made (0 or 1)."""
     rows: dict[str, Rows] = {}
@@ -271,7 +271,7 @@ def passage_lift(
     long = {mid: m.text for mid in union if (m := memories.get(mid)) is not None and passages(m.text)}
     if not long:
         return 0
-    rows, calls = _passage_rows(embeddings, list(dict.fromkeys(long.values())))
+    rows, calls = passage_rows(embeddings, list(dict.fromkeys(long.values())))
     raw = {h.memory_id: h.raw for h in out.semantic}
     # the whole-text vectors of the candidates the semantic channel did not return
     need = [text_hash(t) for mid, t in long.items() if mid not in raw and t in rows]

@@ -14,18 +14,17 @@ import functools
 import threading
 import time
 import weakref
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Future
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from engine.bounded import BoundedMap
-from engine.embed.cache import EmbeddingCache, EmbedStats
+from engine.embed.cache import Begun, EmbeddingCache, EmbedStats
+from engine.embed.passages import passages
 from engine.errors import Unavailable
 from engine.models import Memory, text_hash
-from engine.pools import LazyPool
 from engine.retrieval import rerank, timeframe
 from engine.retrieval.channels import (
     NAME_SHARE,
@@ -34,6 +33,7 @@ from engine.retrieval.channels import (
     graph_and_recent,
     keyword_channel,
     passage_lift,
+    passage_rows,
     query_names,
     semantic_query,
 )
@@ -109,26 +109,27 @@ def _semantic_text(store: Store, scope: Scope, query: str, names: Sequence[str])
     return semantic_query(query, left_out)
 
 
-def _embed_query(
-    embeddings: EmbeddingCache,
-    store: Store,
-    scope: Scope,
-    query: str,
-    names: Sequence[str],
-    stats: EmbedStats,
-    prefetch: Sequence[str] = (),
-) -> list[Vector]:
-    """The semantic channel's query vector, embedded in one pass with `prefetch`, whose vectors the
-    cache keeps for the caller's next call."""
-    text = _semantic_text(store, scope, query, names)
-    return embeddings.embed([text, *prefetch], persist=False, stats=stats)
-
-
 def _guessed_text(store: Store, scope: Scope, query: str, names: Sequence[str]) -> str:
     """The text the semantic query is guessed to be before the scope's speakers are known: the one the
     last requests of the scope (else its namespace) point to (`_NameHints`), else the query as it is,
     what a scope whose speakers these names are not needs; a wrong guess embeds once more (`_picked`)."""
     return semantic_query(query, _hints(store).guess(scope, names) or set())
+
+
+def _start_embedding(
+    encoder: EmbeddingCache,
+    store: Store,
+    scope: Scope,
+    query: str,
+    names: Sequence[str],
+    stats: EmbedStats,
+    prefetch: Sequence[str],
+) -> tuple[Begun, str | None]:
+    """The query's pass (with `prefetch`) begun, and the text guessed for it (None: the text is known)."""
+    server_side = store.search.capabilities.server_side
+    guess = _guessed_text(store, scope, query, names) if server_side else None
+    text = guess if guess is not None else _semantic_text(store, scope, query, names)
+    return encoder.begin([text, *prefetch], stats=stats, threaded=server_side), guess
 
 
 def _picked(
@@ -175,22 +176,30 @@ class Retrieved(msgspec.Struct, kw_only=True):
     passages: dict[str, str] = msgspec.field(default_factory=dict)  # see `ChannelHits.passage`
 
 
-#: threads for query embeddings (they wait on the embedder, which runs one batch at a time)
-_EMBED_POOL = LazyPool(16, "loci-query-embed")
-
-
-def _done_now(fn: Callable[..., list[Vector]], *args: Any, **kwargs: Any) -> Future[list[Vector]]:
-    """`fn` run in this thread, as a finished Future (what `_EMBED_POOL.get().submit` would give later)."""
-    done: Future[list[Vector]] = Future()
-    try:
-        done.set_result(fn(*args, **kwargs))
-    except Exception as exc:  # re-raised by .result(), as from the pool
-        done.set_exception(exc)
-    return done
-
-
 def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
+
+
+def _meanwhile(
+    store: Store,
+    scope: Scope,
+    hits: ChannelHits,
+    cost: Cost,
+    embeddings: EmbeddingCache,
+    passage_weight: float,
+) -> dict[str, Memory]:
+    """While the query's pass computes: the memories of the keyword and graph hits, and the stored
+    vectors of their passages (`passage_lift` then finds them held)."""
+    early = list(dict.fromkeys(h.memory_id for h in (*hits.bm25, *hits.graph)))
+    if not early:
+        return {}
+    cost.retrieval_ops += 1
+    known = {m.memory_id: m for m in store.get_memories(scope.org_id, early)}
+    if passage_weight > 0:
+        cost.retrieval_ops += passage_rows(embeddings, [m.text for m in known.values() if passages(m.text)])[
+            1
+        ]
+    return known
 
 
 def _union(
@@ -202,9 +211,11 @@ def _union(
     snippets: Sequence[str],
     must_include: Sequence[str],
     cost: Cost,
+    known: Mapping[str, Memory],
 ) -> tuple[list[str], dict[str, Memory], dict[str, str], frozenset[str], frozenset[str]]:
     """(candidate ids, their memories, snippet pseudo id -> text, pinned ids, seeded ids): the channels'
-    hits and the newest events first, then the explicit ids that pass the loose scope, then snippets."""
+    hits and the newest events first, then the explicit ids that pass the loose scope, then snippets.
+    `known`: memories already fetched (while the query embedded), not fetched again."""
     memories: dict[str, Memory] = {m.memory_id: m for m in hits.recent}
     ids: list[str] = []
     for h in (*hits.semantic, *hits.bm25, *hits.graph):
@@ -213,10 +224,12 @@ def _union(
     explicit = list(dict.fromkeys((*seed_ids, *must_include)))
     channel_ids = list(dict.fromkeys(ids))
     to_fetch = [mid for mid in dict.fromkeys((*channel_ids, *explicit)) if mid not in memories]
-    if to_fetch:
-        for m in store.get_memories(scope.org_id, to_fetch):
-            memories[m.memory_id] = m
-        cost.retrieval_ops += 1
+    rest = [mid for mid in to_fetch if mid not in known]
+    fetched = {m.memory_id: m for m in store.get_memories(scope.org_id, rest)} if rest else {}
+    cost.retrieval_ops += 1 if rest else 0
+    for mid in to_fetch:
+        if (got := known.get(mid) or fetched.get(mid)) is not None:
+            memories[mid] = got
     loose = msgspec.structs.replace(scope, entity_id=None, agent_id=None, memory_ids=None)
     allowed_explicit = {mid for mid in explicit if mid in memories and in_scope(memories[mid], loose)}
     # a write that committed between a channel's query and this fetch (a value superseded, a memory
@@ -295,16 +308,15 @@ def retrieve(
 
     # --- embed the query and run the channels --------------------------------------------------------
     # The semantic query leaves out the scope's speakers' names, which the keyword channel's search
-    # counts. In process the keyword channel runs first and the query embeds in this thread: other
-    # channels would compete with the encoder for the same cores (and the GIL). On a database server
-    # the encoder runs in another thread while the database runs the channels: it starts at once on the
+    # counts on a database server. In process the index counts them at once, so the pass starts on the
+    # right text and the keyword and graph channels run while it computes (`EmbeddingCache.begin`). On a
+    # database server the pass runs while the database runs the channels: it starts at once on the
     # text the scope's last requests point to, else on the query as it is, and the keyword channel's
-    # counts say whether that was the text (`_guessed_text`); if not, the right one embeds after it.
-    # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
-    # to the union.
+    # counts say whether that was the text (`_guessed_text`); if not, the right one embeds after it. `timings.embed` runs to the vector's arrival; `timings.channels` from the
+    # start of the channels to the union.
     t = time.perf_counter()
     stats = EmbedStats()
-    pending: Future[list[Vector]] | None = None
+    pending: Begun | None = None
     hits = ChannelHits()
     wants_semantic = cfg.weights.semantic > 0 and bool(query)
     if wants_semantic and embeddings is None:
@@ -312,16 +324,15 @@ def retrieve(
         errors.append("semantic: no embedder configured")
         cfg = without_semantic(cfg)
     encoder = embeddings if wants_semantic else None
-    server_side = store.search.capabilities.server_side
     names = query_names(query) if encoder is not None else []
-    guess = _guessed_text(store, scope, query, names) if encoder is not None and server_side else None
-    if encoder is not None and guess is not None:
-        pending = _EMBED_POOL.get().submit(encoder.embed, [guess, *prefetch], persist=False, stats=stats)
+    guess: str | None = None
+    if encoder is not None:
+        pending, guess = _start_embedding(encoder, store, scope, query, names, stats, prefetch)
     keyword_channel(hits, store, scope, cfg, query=query, speakers=names)
-    if encoder is not None and pending is None:
-        embed = _EMBED_POOL.get().submit if server_side else _done_now
-        pending = embed(_embed_query, encoder, store, scope, query, names, stats, prefetch)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
+    known: dict[str, Memory] = {}
+    if pending is not None and encoder is not None and not pending.done():
+        known = _meanwhile(store, scope, hits, cost, encoder, cfg.passage_weight)
     qvec: Vector | None = None
     if pending is not None and encoder is not None:
         try:
@@ -339,7 +350,14 @@ def retrieve(
     errors.extend(hits.errors)
     cost.retrieval_ops += hits.ops
     union, memories, snippet_map, pinned, seeded = _union(
-        store, scope, hits, seed_ids=seed_ids, snippets=snippets, must_include=must_include, cost=cost
+        store,
+        scope,
+        hits,
+        seed_ids=seed_ids,
+        snippets=snippets,
+        must_include=must_include,
+        cost=cost,
+        known=known,
     )
     cost.retrieval_ops += passage_lift(hits, union, memories, embeddings, qvec, cfg.passage_weight)
     timings.channels = _ms(t)

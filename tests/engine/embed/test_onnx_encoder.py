@@ -22,7 +22,7 @@ from engine.embed.minilm import (
 )
 from engine.embed.onnx_encoder import OnnxEncoder
 from engine.embed.onnx_graph import build_model
-from engine.errors import UnknownName
+from engine.errors import Unavailable, UnknownName
 
 pytestmark = pytest.mark.slow
 
@@ -240,6 +240,35 @@ def test_a_failing_pass_on_a_lane_raises_and_gives_its_lane_back(int8_encoder: O
         del int8_encoder._run
     assert int8_encoder._lanes.qsize() == int8_encoder._lane_count == 2
     np.testing.assert_allclose(int8_encoder(texts, threads=2), int8_encoder(texts, threads=1), atol=1e-6)
+
+
+def test_a_pass_begun_gives_the_rows_of_a_pass_run_here(int8_encoder: OnnxEncoder) -> None:
+    """`begin` (the query's pass on onnxruntime's thread, beside the caller's work) gives each text the
+    vector the one-thread pass gives, in the texts' order."""
+    texts = ["What did Caroline research?", _turns(4)[3], "ok"]
+    embedder = MiniLMEmbedder(runtime="onnx", cache_dir=int8_encoder.graph.parent)  # type: ignore[union-attr]
+    np.testing.assert_array_equal(embedder.begin(texts).result(timeout=60), int8_encoder(texts, threads=1))
+    np.testing.assert_array_equal(
+        int8_encoder.begin(texts).result(timeout=60), int8_encoder(texts, threads=1)
+    )
+
+
+def test_a_failing_pass_begun_fails_its_future_as_unavailable(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    embedder = MiniLMEmbedder(runtime="onnx", cache_dir=cache)
+    encoder = embedder._encoder()
+    assert encoder is not None
+
+    class Failing:
+        def run_async(self, names: Any, feed: Any, callback: Any, user_data: Any) -> None:
+            threading.Thread(target=callback, args=(None, user_data, "device lost")).start()
+
+    monkeypatch.setattr(encoder, "_session", lambda threads: (Failing(), threading.Lock()))
+    with pytest.raises(Unavailable, match="device lost"):
+        embedder.begin(["a question"]).result(timeout=10)
 
 
 def test_the_graph_is_cached_per_weights_and_quantization(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import timedelta
 from typing import Any
 
@@ -440,12 +441,55 @@ def test_the_query_embeds_beside_the_keyword_channel_on_a_server_side_search(
     store: Store, cache: EmbeddingCache
 ) -> None:
     """On a database server the encoder starts before the keyword statement (which the speakers' names
-    wait on): the keyword search here waits until the embedding has started. In process it runs first."""
-    server = store.search.capabilities.server_side
+    wait on): the keyword search here waits until the embedding has started. In process the index
+    counts the speakers at once, so the embedding starts first there too."""
     turn = "Which tea does Alice drink, asked anew?"
     resp, order = _beside(store, cache, "keyword_search", embedding_waits=False, turn=turn)
     assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
-    assert order == (["embedding", "keyword_search"] if server else ["keyword_search", "embedding"])
+    assert order == ["embedding", "keyword_search"]
+
+
+def test_a_pass_begun_by_the_embedder_runs_while_the_other_channels_do(store: Store) -> None:
+    """An embedder that begins its own pass (`MiniLMEmbedder.begin`, on onnxruntime's thread) is asked
+    for the vector only after the keyword and graph channels ran: here its pass ends inside the graph
+    search, and a vector asked for earlier would wait the whole 5 s fallback and be late."""
+    order: list[str] = []
+    inner = HashEmbedder()
+    finish = threading.Event()
+
+    class Beginning:
+        model, dim = inner.model, inner.dim
+
+        def embed(self, texts: Sequence[str]) -> Any:
+            order.append("embed")
+            return inner.embed(texts)
+
+        def begin(self, texts: Sequence[str]) -> Future[Any]:
+            order.append("begin")
+            rows: Future[Any] = Future()
+
+            def compute() -> None:
+                finish.wait(5.0)
+                order.append("pass done" if finish.is_set() else "pass late")
+                rows.set_result(inner.embed(texts))
+
+            threading.Thread(target=compute, daemon=True).start()
+            return rows
+
+    for channel in ("keyword_search", "graph_search"):
+        original = getattr(store.search, channel)
+
+        def search(*args: Any, _channel: str = channel, _original: Any = original, **kwargs: Any) -> Any:
+            order.append(_channel)
+            if _channel == "graph_search":
+                finish.set()
+            return _original(*args, **kwargs)
+
+        setattr(store.search, channel, search)
+    resp = run(store, EmbeddingCache(Beginning(), store), turn="Does Bob like the same tea as Alice?")
+    assert not resp.flags.degraded and resp.retrieval_summary.candidate_counts.semantic > 0
+    assert order[:4] == ["begin", "keyword_search", "graph_search", "pass done"]
+    assert "embed" not in order
 
 
 class _Noting:
