@@ -1,8 +1,11 @@
 """The keyword channel's tokenizer, one for every backend (the local index tokenizes on load, PostgreSQL
 stores each memory's `terms` in a column on write), so both rank the same terms.
 
-Lowercase the text (str.lower), take the `\\w+` runs (Unicode word characters: letters, digits,
-underscore), drop the English stop words `STOPWORDS` (the Snowball list PostgreSQL's `english`
+Bring the text to one spelling per visible word (`normal`: Unicode's NFKC composition, so "e" and a
+combining accent are "é" and full-width "ＡＣＭＥ" is "ACME"; the invisible joiners and the soft hyphen
+dropped, so they do not split a word, while a zero-width space, a word break by definition, still
+does; case folded, so "Straße" is "strasse"), take the `\\w+` runs (Unicode word characters: letters,
+digits, underscore), drop the English stop words `STOPWORDS` (the Snowball list PostgreSQL's `english`
 dictionary uses: "what", "did", "when", ... say nothing about a memory), and reduce each word to its
 Snowball English stem ("painting", "painted" -> "paint"; "kids" -> "kid"), so a question finds the
 memory whatever the word form. Query and documents use the same function, so a query that is only
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
+import unicodedata
 from functools import lru_cache
 
 import Stemmer
@@ -40,8 +44,20 @@ def stem(word: str) -> str:
     return str(stemmer.stemWord(word))
 
 
+#: inside a word they join or hyphenate, they do not separate: soft hyphen, zero-width non-joiner and
+#: joiner, word joiner, zero-width no-break space
+_INVISIBLE = dict.fromkeys((0x00AD, 0x200C, 0x200D, 0x2060, 0xFEFF))
+
+
+def normal(text: str) -> str:
+    """`text` as the tokenizer reads it: NFKC, without the invisible joiners, case folded."""
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).casefold()
+
+
 def tokenize(text: str) -> list[str]:
-    return [stem(t) for t in _WORD.findall(text.lower()) if t not in STOPWORDS]
+    return [stem(t) for t in _WORD.findall(normal(text)) if t not in STOPWORDS]
 
 
 def terms(text: str) -> list[str]:

@@ -746,3 +746,31 @@ def test_a_long_turn_is_shown_by_the_sentence_that_answers(
     assert "I bought a new espresso machine for the kitchen." in shown
     assert shown.startswith("Sam: On day 0 we talked") and shown.endswith("kitchen. …")
     assert "espresso" not in capped and capped.startswith("Sam: On day 0")
+
+
+def test_recall_finds_a_word_whatever_unicode_form_it_was_typed_in(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Notes written with a composed "é" and with "e" plus a combining accent: a keyword-only recall in
+    either form found only the note typed in its own form."""
+    for text in ("Je bois un caf\u00e9 au lait", "Je bois un cafe\u0301 au lait", "Nous mangeons du pain"):
+        r = client.post(
+            "/v0/memories", json={"type": "note", "entity_id": "ent:uni", "text": text}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+    keyword_only = {"bm25": 1, "semantic": 0, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+    for query in ("caf\u00e9", "cafe\u0301"):
+        r = client.post(
+            "/v0/recall",
+            json={"entity_id": "ent:uni", "query": query, "retrieval": {"weights": keyword_only}},
+            headers=auth,
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["retrieval_summary"]["candidate_counts"]["bm25"] == 2
+        assert (
+            len(
+                {m["text"] for m in r.json()["matches"]}
+                & {"Je bois un caf\u00e9 au lait", "Je bois un cafe\u0301 au lait"}
+            )
+            == 2
+        )

@@ -14,6 +14,7 @@ the (timestamp, memory_id) keyset order whatever the database's default collatio
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -56,9 +57,10 @@ TOKENIZE_BATCH = 20_000
 Step = str | Callable[[psycopg.Connection[Any]], None]
 
 
-def tokenize_rows(conn: psycopg.Connection[Any]) -> None:
-    """Migration 4's data step: every existing row's `kw` and `speaker` (rows.keyword_columns), read
-    in primary-key order and written back through a temporary table, a batch at a time."""
+def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False) -> None:
+    """Migration 5's data step: every existing row's `kw` and `speaker` (rows.keyword_columns), read
+    in primary-key order and written back through a temporary table, a batch at a time.
+    `non_ascii_only`: only the rows whose text has a character beyond ASCII (migration 6)."""
     from engine.storage.postgres.pgtext import dec
     from engine.storage.postgres.rows import keyword_columns
 
@@ -70,7 +72,8 @@ def tokenize_rows(conn: psycopg.Connection[Any]) -> None:
     while True:
         rows = conn.execute(
             "SELECT org_id, memory_id, type, text FROM memories WHERE (org_id, memory_id) > (%s, %s)"
-            " ORDER BY org_id, memory_id LIMIT %s",
+            + (" AND octet_length(text) <> char_length(text)" if non_ascii_only else "")
+            + " ORDER BY org_id, memory_id LIMIT %s",
             (*after, TOKENIZE_BATCH),
         ).fetchall()
         if not rows:
@@ -309,6 +312,9 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
             WHERE kw_small IS NULL;
         """,
     ),
+    # The tokenizer reads one spelling per visible word (engine.storage.tokenize.normal: NFKC, the
+    # invisible joiners dropped, case folded); ASCII texts tokenize as before, the others again.
+    (6, functools.partial(tokenize_rows, non_ascii_only=True)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -222,6 +222,34 @@ def test_keyword_finds_the_first_memories_of_a_scope(store: Store) -> None:
     assert len(store.search.keyword_search(scope, "Lisbon", 5)) == 1
 
 
+def test_one_visible_word_is_one_term_however_it_was_typed(store: Store) -> None:
+    """A composed "é" and an "e" with a combining accent, full-width letters, a soft hyphen or joiner
+    inside a word, and "ß" against "ss" are one term to the keyword channel (a query found only the
+    memories typed in its own form); a zero-width space still breaks a word."""
+    scope = Scope(org_id="org_a", now=NOW, entity_id="ent:uni")
+    texts = {
+        "nfc": "Je bois un caf\u00e9 au lait",
+        "nfd": "Je bois un cafe\u0301 au lait",
+        "wide": "\uff21\uff23\uff2d\uff25 hired me",
+        "soft": "my pass\u00adword manager",
+        "street": "I live on Hauptstra\u00dfe",
+        "other": "Nous mangeons du pain",
+    }
+    memories = {k: mem(text=t, entity_id="ent:uni") for k, t in texts.items()}
+    store.put_memories(list(memories.values()))
+    ids = {m.memory_id: k for k, m in memories.items()}
+
+    def found(query: str) -> set[str]:
+        return {ids[h.memory_id] for h in store.search.keyword_search(scope, query, 10)}
+
+    assert found("caf\u00e9") == found("cafe\u0301") == {"nfc", "nfd"}
+    assert found("ACME") == found("acme") == {"wide"}
+    assert found("password") == {"soft"}
+    assert found("HAUPTSTRASSE") == {"street"}
+    assert tokenize("pass\u200bword") == ["pass", "word"]
+    assert tokenize("Bob's caf\u00e9") == tokenize("BOB'S CAFE\u0301")
+
+
 def test_a_tie_at_the_semantic_cut_is_cut_alike_on_every_backend(store: Store) -> None:
     """Many memories at the same similarity across the channel's cut (orthogonal to the query: every
     vector of a hashed embedder that shares no feature with it): each backend's search returns its own

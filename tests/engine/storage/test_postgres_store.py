@@ -255,6 +255,58 @@ def test_migrations_3_to_5_on_a_database_with_memories(
         drop_database(pg_server, name)
 
 
+def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows a schema-5 server tokenized without Unicode normalization (an accent typed as a combining
+    mark, full-width letters) get the terms the tokenizer makes now, so the keyword channel ranks them
+    as the in-memory store does; the ASCII rows, whose terms cannot change, are not rewritten."""
+    from engine.storage import tokenize
+    from engine.storage.postgres import schema
+
+    name = f"{pg_server.prefix}_migrate_v5"
+    url = create_database(pg_server, name)
+    rows = [
+        _mem("mem_0", "Je bois un cafe\u0301 au lait", entity_id="ent:x"),
+        _mem(
+            "mem_1",
+            "\uff21\uff23\uff2d\uff25 hired me",
+            entity_id="ent:x",
+            timestamp=T0 + timedelta(seconds=1),
+        ),
+        _mem("mem_2", "a plain cafe note", entity_id="ent:x", timestamp=T0 + timedelta(seconds=2)),
+    ]
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])
+        assert migrate(url) == [1, 2, 3, 4, 5]
+        monkeypatch.setattr(tokenize, "normal", str.lower)  # schema-5 code tokenized this way
+        with _store_keeping(url, "hash:4") as store:
+            store.put_memories(rows)
+            with store._conn() as conn:  # a mark only a rewrite of the ASCII row would take away
+                conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_2'")
+        monkeypatch.undo()
+        assert migrate(url) == [6]
+        local = open_store("memory")
+        local.put_memories(rows)
+        with _store_keeping(url, "hash:4") as store:
+            with store._conn() as conn:
+                kw = dict(conn.execute("SELECT memory_id, kw FROM memories").fetchall())
+            assert kw == {
+                "mem_0": sorted(tokenize.tokenize(rows[0].text)),
+                "mem_1": ["acm", "hire"],
+                "mem_2": ["untouched"],
+            }
+            scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+            for query in ("caf\u00e9 au lait", "ACME"):
+                hits = store.search.keyword_search(scope, query, 5)
+                assert [h.memory_id for h in hits] == [
+                    h.memory_id for h in local.search.keyword_search(scope, query, 5)
+                ]
+                assert hits
+    finally:
+        drop_database(pg_server, name)
+
+
 def _unit(rng: np.random.Generator, n: int, dims: int) -> Vector:
     x = rng.normal(size=(n, dims)).astype(np.float32)
     unit: Vector = x / np.linalg.norm(x, axis=1, keepdims=True)
