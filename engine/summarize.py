@@ -42,6 +42,7 @@ from engine.errors import Unavailable
 from engine.models import Memory
 from engine.redact import Redactor
 from engine.retrieval import tokens
+from engine.retrieval.render import disputed_mark
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
@@ -136,9 +137,7 @@ def _one_line(text: str) -> str:
 
 
 def _fact_line(m: Memory, redactor: Redactor | None) -> SummaryLine:
-    text = _one_line(m.text)
-    if m.status == "disputed":  # tied with another value of its key, which is listed too
-        text += " (disputed)"
+    text = disputed_mark(_one_line(m.text), m)  # the other value of its key is listed too
     if m.valid_from is not None:
         text += f" (since {to_utc(m.valid_from).date().isoformat()})"
     if redactor is not None:

@@ -76,11 +76,15 @@ def day_header(day: str) -> str:
     return f"{day} ({weekday}):"
 
 
+def disputed_mark(text: str, memory: Memory) -> str:
+    """`text`, marked when another value of its key ties with it (the reader sees both values)."""
+    return f"{text} (disputed)" if memory.status == "disputed" else text
+
+
 def format_line(section: str, item_id: str, text: str, memory: Memory | None) -> str:
     text = " ".join(text.split())
     if section == "facts" and memory is not None:
-        if memory.status == "disputed":  # another value of its key ties with it: the reader sees both
-            text = f"{text} (disputed)"
+        text = disputed_mark(text, memory)
         start, end = _day(memory.valid_from), _day(memory.valid_to)
         if start and end:
             return f"{text} (valid {start} to {end})"
@@ -99,8 +103,7 @@ def summary_text(section: str, text: str, memory: Memory | None) -> str:
     start (that it is disputed, when it ends)."""
     if section != "facts" or memory is None:
         return text
-    if memory.status == "disputed":
-        text = f"{text} (disputed)"
+    text = disputed_mark(text, memory)
     end = _day(memory.valid_to)
     return f"{text} (until {end})" if end else text
 
