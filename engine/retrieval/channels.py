@@ -11,7 +11,9 @@ or goal, and `ent:<slug>` for each capitalized word of the turn or goal that is 
 word (slug = the lowercased word; letters, digits, '-' and '_'). At most `MAX_SEEDS` seeds.
 The request's own entity_id is never a seed: the scope already keeps only that entity's memories, and
 every one of them touches it (entity_id), so as a seed it would put every candidate at hop 0 and the
-channel would return an arbitrary top_k. Without seeds the graph channel is skipped.
+channel would return an arbitrary top_k. For the same reason the walk never passes through it (every
+backend's `graph_search` skips the scope's entity): one hop through it would reach every candidate.
+Without seeds the graph channel is skipped.
 """
 
 from __future__ import annotations

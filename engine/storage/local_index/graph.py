@@ -42,10 +42,15 @@ class GraphIndex:
         self.edge_row.extend(rows)
         self.edge_ent.extend(ents)
 
-    def distances(self, mask: Mask, seeds: Sequence[str], depth: int) -> tuple[IntArray, IntArray]:
-        """(rows, hop distance) of eligible rows within `depth` hops of a seed, unordered."""
+    def distances(
+        self, mask: Mask, seeds: Sequence[str], depth: int, skip: str | None = None
+    ) -> tuple[IntArray, IntArray]:
+        """(rows, hop distance) of eligible rows within `depth` hops of a seed, unordered; the walk never
+        enters entity `skip` (the request's own: every candidate touches it, so through it every
+        candidate would be a hop away)."""
         empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        seed_codes = [c for c in (self.entities.get(s) for s in seeds) if c is not None]
+        skip_code = self.entities.get(skip) if skip is not None else None
+        seed_codes = [c for c in (self.entities.get(s) for s in seeds) if c is not None and c != skip_code]
         if not seed_codes or depth < 0:
             return empty
         n_ent = len(self.entities.names)
@@ -53,6 +58,8 @@ class GraphIndex:
         er = self.edge_row.view[on]
         ee = self.edge_ent.view[on]
         dist_ent = np.full(n_ent, -1, dtype=np.int64)
+        if skip_code is not None:
+            dist_ent[skip_code] = depth + 1  # never a frontier: it counts as reached beyond the walk
         frontier = np.asarray(sorted(set(seed_codes)), dtype=np.int64)
         dist_ent[frontier] = 0
         n_rows = mask.shape[0]

@@ -166,7 +166,7 @@ class NamespaceIndex:
         return [Hit(h.memory_id, -h.raw) for h in hits]
 
     def graph_search(self, scope: Scope, seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-        rows, dist = self.graph.distances(self.view(scope).mask, seeds, depth)
+        rows, dist = self.graph.distances(self.view(scope).mask, seeds, depth, skip=scope.entity_id)
         return self._ranked(rows, dist.astype(np.float64), k)
 
     def scope_size(self, scope: Scope) -> int:

@@ -75,11 +75,15 @@ def vector_hits(
     return [Hit(m.memory_id, s) for s, m in scored[:k]]
 
 
-def graph_hits(candidates: Sequence[Memory], seeds: Sequence[str], depth: int, k: int) -> list[Hit]:
-    """BFS over the entity graph formed by the candidates (each memory links every entity it touches)."""
+def graph_hits(
+    candidates: Sequence[Memory], seeds: Sequence[str], depth: int, k: int, skip: str | None = None
+) -> list[Hit]:
+    """BFS over the entity graph formed by the candidates (each memory links every entity it touches),
+    never through entity `skip` (the request's own)."""
+    seeds = [s for s in seeds if s != skip]
     if k <= 0 or not seeds or depth < 0:
         return []
-    touches = [memory_entities(m) for m in candidates]
+    touches = [[e for e in memory_entities(m) if e != skip] for m in candidates]
     adjacency: dict[str, set[str]] = {}
     for ents in touches:
         for e in ents:

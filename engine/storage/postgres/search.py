@@ -72,6 +72,9 @@ def sorted_hits(rows: Sequence[tuple[str, float, datetime]], k: int, *, descendi
 def graph_search(
     conn: psycopg.Connection[Any], scope: Scope, seeds: Sequence[str], depth: int, k: int
 ) -> list[Hit]:
+    # the walk never enters the request's own entity: every candidate touches it
+    own = enc(scope.entity_id) if scope.entity_id is not None else None
+    seeds = [s for s in seeds if s != scope.entity_id]
     if k <= 0 or not seeds or depth < 0:
         return []
     where, params = scope_filter(scope)
@@ -90,7 +93,7 @@ def graph_search(
         nxt: list[str] = []
         for row in rows:
             for ent in row:
-                if ent is not None and ent not in distance:
+                if ent is not None and ent not in distance and ent != own:
                     distance[ent] = hop
                     nxt.append(ent)
         frontier = nxt

@@ -250,7 +250,11 @@ def test_normalizations_run(store: Store, cache: EmbeddingCache, normalization: 
     assert all(sum(c.contrib for c in m.score_components.values()) == m.score for m in resp.matches or [])
 
 
-def test_graph_depth_reaches_neighbours(store: Store, cache: EmbeddingCache) -> None:
+def test_graph_depth_never_walks_through_the_request_s_own_entity(
+    store: Store, cache: EmbeddingCache
+) -> None:
+    """Hop 0: the memories touching ent:acme. Hop 1 went through m_acme's other entity, ent:alice, the
+    request's own, to every memory of the scope ("graph: 1 hop from a seed entity" on her tea)."""
     graph_only = {"graph_prior": 1, "semantic": 0, "bm25": 0, "recency_decay": 0, "confidence": 0}
     resp = run(
         store,
@@ -260,9 +264,9 @@ def test_graph_depth_reaches_neighbours(store: Store, cache: EmbeddingCache) -> 
         **{"return": {"include_raw_matches": True}},
     )
     by_id = {m.memory_id: m for m in resp.matches or []}
-    # hop 0: memories touching ent:acme; hop 1: through m_acme's entity ent:alice, everything else
     assert by_id["m_acme_hq"].score == by_id["m_acme"].score == 1.0
-    assert by_id["m_tea"].score == 0.0 and "graph: 1 hop from a seed entity" in by_id["m_tea"].reason
+    assert "m_tea" not in by_id or (by_id["m_tea"].score == 0.0 and "graph" not in by_id["m_tea"].reason)
+    assert resp.retrieval_summary.candidate_counts.graph == 2
     shallow = run(
         store,
         cache,

@@ -207,8 +207,35 @@ def test_graph_matches_reference(store: Store) -> None:
         docs = [m for m in corpus if in_scope(m, scope)]
         for seeds, depth in ((["ent:a"], 0), (["ent:d"], 1), (["ent:e", "ent:b"], 2)):
             assert store.search.graph_search(scope, seeds, depth, 40) == reference.graph_hits(
-                docs, seeds, depth, 40
+                docs, seeds, depth, 40, skip=scope.entity_id
             )
+
+
+def test_the_graph_walk_never_goes_through_the_request_s_own_entity(store: Store) -> None:
+    """Hank's scope: a fact linking him to Acme and notes about gardening. Seeded with Acme, the walk
+    reached Hank at hop 1 and so every note of his scope, each scored as "1 hop from a seed entity"."""
+    fact = mem(
+        text="Hank works at Acme",
+        entity_id="ent:hank",
+        subject="ent:hank",
+        predicate="works_at",
+        object="ent:acme",
+        object_type="entity",
+        timestamp=at(1),
+    )
+    notes = [
+        mem(text=f"note {i} about gardening tomatoes", entity_id="ent:hank", timestamp=at(2 + i))
+        for i in range(3)
+    ]
+    store.put_memories([fact, *notes])
+    own = Scope(org_id="org_a", now=NOW, entity_id="ent:hank")
+    for depth in (0, 1, 2):
+        assert [(h.memory_id, h.raw) for h in store.search.graph_search(own, ["ent:acme"], depth, 10)] == [
+            (fact.memory_id, 0.0)
+        ]
+        assert store.search.graph_search(own, ["ent:hank"], depth, 10) == []
+    whole = Scope(org_id="org_a", now=NOW)  # no entity of its own: Hank is an entity like any other
+    assert len(store.search.graph_search(whole, ["ent:acme"], 1, 10)) == 4
 
 
 def test_keyword_finds_the_first_memories_of_a_scope(store: Store) -> None:
