@@ -196,9 +196,8 @@ def _meanwhile(
     cost.retrieval_ops += 1
     known = {m.memory_id: m for m in store.get_memories(scope.org_id, early)}
     if passage_weight > 0:
-        cost.retrieval_ops += passage_rows(embeddings, [m.text for m in known.values() if passages(m.text)])[
-            1
-        ]
+        _, calls = passage_rows(embeddings, [m.text for m in known.values() if passages(m.text)])
+        cost.retrieval_ops += calls
     return known
 
 
@@ -312,8 +311,9 @@ def retrieve(
     # right text and the keyword and graph channels run while it computes (`EmbeddingCache.begin`). On a
     # database server the pass runs while the database runs the channels: it starts at once on the
     # text the scope's last requests point to, else on the query as it is, and the keyword channel's
-    # counts say whether that was the text (`_guessed_text`); if not, the right one embeds after it. `timings.embed` runs to the vector's arrival; `timings.channels` from the
-    # start of the channels to the union.
+    # counts say whether that was the text (`_guessed_text`); if not, the right one embeds after it.
+    # `timings.embed` runs to the vector's arrival; `timings.channels` from the start of the channels
+    # to the union.
     t = time.perf_counter()
     stats = EmbedStats()
     pending: Begun | None = None
