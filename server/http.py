@@ -129,10 +129,13 @@ def decode_json(raw: bytes) -> Any:
     """Decode a JSON body: 400 when it is not JSON, not UTF-8 or nested too deep."""
     try:
         data = msgspec.json.decode(raw)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # msgspec releases raise either for a string that is not UTF-8; the position is found here
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise BadRequest("the body is not valid UTF-8", details={"position": bad.start}) from exc
         raise BadRequest(f"malformed JSON: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise BadRequest("the body is not valid UTF-8", details={"position": exc.start}) from exc
     except RecursionError:
         raise BadRequest(
             f"JSON nested deeper than {MAX_JSON_DEPTH} levels", details={"max_depth": MAX_JSON_DEPTH}

@@ -6,6 +6,7 @@ requests), so their request-body schemas are added here from the same msgspec St
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
@@ -141,6 +142,20 @@ def add_common_headers_and_security(doc: dict[str, Any]) -> None:
                 }
 
 
+def tidy_descriptions(node: Any) -> None:
+    """Every schema description as `inspect.cleandoc` gives its docstring (msgspec releases disagree on
+    whether a docstring's continuation lines keep their indentation)."""
+    if isinstance(node, dict):
+        text = node.get("description")
+        if isinstance(text, str):
+            node["description"] = inspect.cleandoc(text)
+        for value in node.values():
+            tidy_descriptions(value)
+    elif isinstance(node, list):
+        for value in node:
+            tidy_descriptions(value)
+
+
 def complete(doc: dict[str, Any]) -> dict[str, Any]:
     """Complete Litestar's document in place (request bodies, headers, public operations). Idempotent,
     and run when the document is served, so building an app stays cheap."""
@@ -152,6 +167,7 @@ def complete(doc: dict[str, Any]) -> dict[str, Any]:
     schema_rules.distinguish_numbers(doc)
     document_statuses(doc)
     add_common_headers_and_security(doc)
+    tidy_descriptions(doc.get("components", {}).get("schemas", {}))
     return doc
 
 

@@ -1199,7 +1199,7 @@ export interface components {
         /**
          * MemoryCreate
          * @description A memory as a client writes it. Server-set fields (memory_id, org_id, created_at, updated_at)
-         *         are not part of it; unknown fields, organization fields included, are ignored.
+         *     are not part of it; unknown fields, organization fields included, are ignored.
          */
         MemoryCreate: {
             /**
@@ -1757,7 +1757,7 @@ export interface components {
         /**
          * Mem0SearchRequest
          * @description POST /v3/memories/search/ (and /v1, /v2 and the open-source /search). Entity ids belong in `filters`;
-         *         top-level ones (older clients) are merged into it.
+         *     top-level ones (older clients) are merged into it.
          */
         Mem0SearchRequest: {
             /** @description 1 to 20000 characters */
@@ -1809,7 +1809,7 @@ export interface components {
         /**
          * Mem0ErrorBody
          * @description The envelope on mem0-compatible routes: the same fields plus `detail` (= message), where mem0
-         *         clients read the error text.
+         *     clients read the error text.
          */
         Mem0ErrorBody: {
             error: string;
