@@ -253,6 +253,19 @@ def test_a_pass_begun_gives_the_rows_of_a_pass_run_here(int8_encoder: OnnxEncode
     )
 
 
+def test_passes_begun_at_once_from_many_threads_keep_their_own_rows(int8_encoder: OnnxEncoder) -> None:
+    """Requests begin their queries' passes on one session concurrently (the server's request threads):
+    each Future holds its own texts' rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = [[f"question {k} about the support group?", f"turn {k}: " + "so much " * k] for k in range(12)]
+    expected = [int8_encoder(q, threads=1) for q in queries]
+    with ThreadPoolExecutor(6) as pool:
+        begun = list(pool.map(int8_encoder.begin, queries))
+    for e, b in zip(expected, begun, strict=True):
+        np.testing.assert_array_equal(b.result(timeout=60), e)
+
+
 def test_a_failing_pass_begun_fails_its_future_as_unavailable(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
