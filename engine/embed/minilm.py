@@ -229,11 +229,12 @@ class MiniLMEmbedder:
 
     def begin(self, texts: Sequence[str]) -> Future[npt.NDArray[np.float32]]:
         """A query's passes begun on onnxruntime's own thread (`OnnxEncoder.begin`), so the caller's
-        other work runs while they compute; many or long texts, and the torch runtime, embed here and now
-        (`embed`)."""
+        other work runs while they compute; many or long texts, the torch runtime, and an embedder held to
+        one thread (`LOCI_TORCH_THREADS=1`) embed here and now (`embed`)."""
         encoder = self._encoder()
         if (
             encoder is None
+            or self.threads < 2
             or not texts
             or len(texts) > SMALL_BATCH
             or max(map(len, texts)) >= LONG_TEXT_CHARS

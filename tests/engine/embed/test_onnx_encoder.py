@@ -248,6 +248,10 @@ def test_a_pass_begun_gives_the_rows_of_a_pass_run_here(int8_encoder: OnnxEncode
     texts = ["What did Caroline research?", _turns(4)[3], "ok"]
     embedder = MiniLMEmbedder(runtime="onnx", cache_dir=int8_encoder.graph.parent)  # type: ignore[union-attr]
     np.testing.assert_array_equal(embedder.begin(texts).result(timeout=60), int8_encoder(texts, threads=1))
+    one = MiniLMEmbedder(runtime="onnx", cache_dir=int8_encoder.graph.parent, threads=1)  # type: ignore[union-attr]
+    held = one.begin(texts)  # held to one thread: embedded here and now, no pool thread
+    assert held.done() and 2 not in (one._encoder() or int8_encoder)._sessions
+    np.testing.assert_array_equal(held.result(), int8_encoder(texts, threads=1))
     np.testing.assert_array_equal(
         int8_encoder.begin(texts).result(timeout=60), int8_encoder(texts, threads=1)
     )
