@@ -46,11 +46,17 @@ _LOST_RACE = (
 )
 
 
-def _lost_race(exc: psycopg.Error) -> Conflict:
-    """The client's error for a transaction the database aborted: PostgreSQL's text (process and lock
-    ids) goes to the log only."""
-    log.warning("a write transaction was aborted by PostgreSQL: %s", exc)
-    return Conflict("a concurrent write won; nothing was written: retry the request")
+@contextmanager
+def _engine_errors() -> Iterator[None]:
+    """PostgreSQL's failures as the engine's: a transaction the database aborted is Conflict (its text,
+    with process and lock ids, goes to the log only), a lost connection or pool Unavailable."""
+    try:
+        yield
+    except _LOST_RACE as exc:
+        log.warning("a write transaction was aborted by PostgreSQL: %s", exc)
+        raise Conflict("a concurrent write won; nothing was written: retry the request") from exc
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
 
 
 class PostgresStore:
@@ -147,21 +153,16 @@ class PostgresStore:
         if self._current.get() is not None:
             yield
             return
-        try:
-            with self._pooled() as conn, conn.transaction():
-                token = self._current.set(conn)
-                pending: list[Event] = []
-                buffered = self._pending.set(pending)
-                try:
-                    yield
-                    bookkeeping.append_events(conn, pending)
-                finally:
-                    self._pending.reset(buffered)
-                    self._current.reset(token)
-        except _LOST_RACE as exc:
-            raise _lost_race(exc) from exc
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
+        with _engine_errors(), self._pooled() as conn, conn.transaction():
+            token = self._current.set(conn)
+            pending: list[Event] = []
+            buffered = self._pending.set(pending)
+            try:
+                yield
+                bookkeeping.append_events(conn, pending)
+            finally:
+                self._pending.reset(buffered)
+                self._current.reset(token)
 
     @contextmanager
     def _conn(self) -> Iterator[Conn]:
@@ -170,13 +171,8 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        try:
-            with self._pooled() as conn, conn.transaction():
-                yield conn
-        except _LOST_RACE as exc:
-            raise _lost_race(exc) from exc
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
+        with _engine_errors(), self._pooled() as conn, conn.transaction():
+            yield conn
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:
@@ -187,18 +183,13 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        try:
-            with self._pooled() as conn:
-                conn.autocommit = True
-                try:
-                    yield conn
-                finally:
-                    with suppress(psycopg.Error):  # a broken connection: the pool discards it
-                        conn.autocommit = False
-        except _LOST_RACE as exc:
-            raise _lost_race(exc) from exc
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise Unavailable(f"PostgreSQL unavailable: {exc}") from exc
+        with _engine_errors(), self._pooled() as conn:
+            conn.autocommit = True
+            try:
+                yield conn
+            finally:
+                with suppress(psycopg.Error):  # a broken connection: the pool discards it
+                    conn.autocommit = False
 
     @property
     def in_transaction(self) -> bool:
