@@ -81,13 +81,15 @@ _PEOPLE = "|".join(
         reverse=True,
     )
 )
+#: "my sister", "our little brother": a relative of the speaker's (two words at most before the noun)
+_RELATIVE = rf"(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE})"
 _SELF_SUBJECT = re.compile(
-    rf"^(?:I|we|me and|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE})(?:\s++\w+)?\s++and (?:I|me)"
+    rf"^(?:I|we|me and|{_RELATIVE}(?:\s++\w+)?\s++and (?:I|me)"
     rf"|(?-i:[A-Z][a-z]+)\s++and (?:I|me))\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT = re.compile(
-    rf"^(?:he|she|they|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE}))\b"
+    rf"^(?:he|she|they|{_RELATIVE})\b"
     rf"|^(?P<name>(?-i:[A-Z][a-z'\-]+))\s++(?:{_THIRD})\b",
     re.IGNORECASE,
 )
@@ -97,9 +99,7 @@ _VERB_FIRST = re.compile(
     r"bought|ran|heard|sent|caught|brought|felt|thought|spoke|called|visited)\b",
     re.IGNORECASE,
 )
-_OTHER_PERSON = re.compile(
-    rf"\b(?:he|she|him|her|they|them|(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE}))\b", re.IGNORECASE
-)
+_OTHER_PERSON = re.compile(rf"\b(?:he|she|him|her|they|them|{_RELATIVE})\b", re.IGNORECASE)
 
 
 def about_someone_else(sentence: str, before: bool) -> bool:
