@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from engine.letters import UPPER
+
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.models import (  # isort: skip
     AgentId as AgentId,
@@ -48,7 +50,7 @@ from loci.wire.models import (  # isort: skip
 )
 
 
-_SPEAKER = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")
+_SPEAKER = re.compile(rf"^\s*({UPPER}[\w'.\-]*(?: {UPPER}[\w'.\-]*){{0,3}})\s*:\s")
 
 
 def speaker_name(text: str) -> str | None:

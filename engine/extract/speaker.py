@@ -24,6 +24,7 @@ import msgspec
 from engine.extract.rules.clauses import LABELS, LEAD, NAMES_WITH_NOUN_ENDINGS, NOUN_ENDINGS
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.text import word_set
+from engine.letters import LETTER, UPPER
 
 SpeakerKind = Literal["none", "user", "agent", "person"]
 USER_ROLES = frozenset({"user", "human", "me", "customer", "client"})
@@ -36,8 +37,8 @@ NOT_SPEAKERS = frozenset(LABELS) | word_set(
 )
 #: a title before a name: "Dr. Smith" is a speaker of their own (ent:dr-smith), since "Mr. Smith" and
 #: "Mrs. Smith" are two people
-_TITLE = re.compile(r"(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+(?=[A-Z])")
-_LABEL = re.compile(r"(?<!\s)\s*+([A-Za-z][\w'.\-]{0,40}(?: [A-Z][\w'.\-]{0,40}){0,2})\s*:\s+")
+_TITLE = re.compile(rf"(?:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+(?={UPPER})")
+_LABEL = re.compile(rf"(?<!\s)\s*+({LETTER}[\w'.\-]{{0,40}}(?: {UPPER}[\w'.\-]{{0,40}}){{0,2}})\s*:\s+")
 
 
 class Speaker(msgspec.Struct, frozen=True, kw_only=True):

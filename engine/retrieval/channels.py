@@ -30,6 +30,8 @@ from engine.bounded import BoundedMap
 from engine.embed.cache import EmbeddingCache
 from engine.embed.passages import passage_hashes, passages
 from engine.errors import Unavailable
+from engine.extract.rules.text import entity_id
+from engine.letters import UPPER
 from engine.models import Memory, text_hash
 from engine.retrieval.config import ResolvedRetrieval
 from engine.storage.base import Hit, ListQuery, Scope, Store, Vector
@@ -49,10 +51,9 @@ _COMMON_WORDS = (
     "october november december"
 )
 _COMMON = frozenset(_COMMON_WORDS.split(" "))
-_NAME = re.compile(
-    r"\b([A-Z][a-zA-Z0-9_\-]{1,40})\b(?:['\u2019]s\b)?"
-)  # a capitalized word and its possessive
-_WORD = re.compile(r"[A-Za-z0-9']+")
+#: a capitalized word, in any script with case, and its possessive
+_NAME = re.compile(rf"\b({UPPER}[\w\-]{{1,40}})\b(?:['\u2019]s\b)?")
+_WORD = re.compile(r"(?:[^\W_]|')+")
 #: cosine similarities are rounded to this many decimals: float32 sums differ in the last bits from one
 #: implementation to another (faiss, numpy, pgvector), which must not order near-equal candidates
 SEMANTIC_DECIMALS = 4
@@ -71,8 +72,15 @@ def graph_seeds(entity_id: str | None, entity_boosts: Sequence[str], texts: Sequ
         if not text:
             continue
         seeds.extend(m.rstrip(".:") for m in _ENT.findall(text))
-        seeds.extend(f"ent:{word.lower()}" for word in query_names(text))
+        seeds.extend(seed for word in query_names(text) for seed in name_seeds(word))
     return [s for s in dict.fromkeys(seeds) if s != entity_id][:MAX_SEEDS]
+
+
+def name_seeds(word: str) -> tuple[str, ...]:
+    """The entity ids a name's word may stand for: `ent:<word lowercased>`, and the id extraction gives
+    the name (`rules.text.entity_id`: accents folded, "Zoë" -> ent:zoe) when that differs."""
+    own, folded = f"ent:{word.lower()}", entity_id(word)
+    return (own,) if own == folded else (own, folded)
 
 
 def query_names(query: str) -> list[str]:

@@ -28,6 +28,7 @@ from datetime import timedelta
 import msgspec
 
 from engine.models import Memory, speaker_of
+from engine.retrieval.channels import name_seeds
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
 from engine.storage.base import Hit, Scope, Store
@@ -59,7 +60,7 @@ def speaker_hits(
             continue
         hit = seeded_name.get(name)
         if hit is None:
-            hit = seeded_name[name] = any(f"ent:{w.lower()}" in wanted for w in name.split())
+            hit = seeded_name[name] = any(not wanted.isdisjoint(name_seeds(w)) for w in name.split())
         if hit:
             best[mid] = max(best.get(mid, 0.0), 1.0)
     return [Hit(mid, raw) for mid, raw in best.items()]

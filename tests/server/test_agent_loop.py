@@ -258,6 +258,35 @@ def test_a_named_speakers_turn_is_about_the_speaker(
     assert bot["facts"] == [] and bot["upserts"][0]["action"] == "UPSERTED"
 
 
+def test_a_name_with_a_capital_beyond_ascii_is_a_name(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "\u00c9mile: ..." is \u00c9mile's turn as "Caroline: ..." is Caroline's, and a name is read whole
+    ("Zo\u00eb", not "Zo"); the question names the speaker's entity as extraction does (ent:emile)."""
+    up = assemble(client, auth, "ent:conv-1", "\u00c9mile: I moved to Berlin last year.")["extracted"]
+    assert [(f["subject"], f["predicate"]) for f in up["facts"]] == [("ent:emile", "lives_in")]
+    assert [f.split(" (")[0] for f in current_facts(client, auth, "ent:conv-1")] == [
+        "\u00c9mile lives in Berlin"
+    ]
+    said = assemble(client, auth, "ent:zoe", "My name is Zo\u00eb and my sister Ren\u00e9e lives in Lyon.")
+    facts = sorted(f["text"] for f in said["extracted"]["facts"])
+    assert facts == [
+        "Ren\u00e9e lives in Lyon",
+        "User has a sibling named Ren\u00e9e",
+        "User's name is Zo\u00eb",
+    ]
+    body = assemble(
+        client,
+        auth,
+        "ent:conv-1",
+        "Where does \u00c9mile live?",
+        ingest=READ_ONLY,
+        **{"return": {"trace": True}},
+    )
+    assert {"ent:\u00e9mile", "ent:emile"} <= set(body["trace"]["debug"]["graph_seeds"])
+    assert [f.split(" (")[0] for f in body["context"]["facts"]] == ["\u00c9mile lives in Berlin"]
+
+
 # --- long ids: every fact keeps a key of its own -----------------------------------------------------
 def test_long_entity_subject_and_speaker_ids_keep_one_key_per_predicate(
     client: TestClient[Litestar], auth: dict[str, str]

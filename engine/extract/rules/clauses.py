@@ -19,6 +19,7 @@ from engine.extract.rules.text import (
     speaks_to_listener,
     third_person,
 )
+from engine.letters import NAME_CHAR, UPPER
 from engine.models import Entity
 from engine.write.predicates import canonical, render, spec_for
 
@@ -33,7 +34,7 @@ RELATIONS: dict[str, str] = {
     "roommate": "has_friend",
 }  # fmt: skip
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
-_NAME = r"(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?)"
+_NAME = rf"(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}})?)"
 
 #: labels that head a line without naming anyone ("Note: I moved", "PS: ..."): what follows is the
 #: speaker's own, as after "Update:"

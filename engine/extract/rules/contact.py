@@ -10,6 +10,7 @@ import phonenumbers
 
 from engine.extract.rules.clauses import Clause, Collector
 from engine.extract.rules.entities import is_person_name
+from engine.letters import LOWER, UPPER
 
 # the local part is bounded (RFC 5321: 64), so a search tries each start a bounded number of times
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
@@ -22,7 +23,7 @@ _MINE = re.compile(
 #: one long run of digits and dashes is tried at every position)
 MAX_PHONE_TRIES = 64
 _THEIRS = re.compile(
-    r"(?P<name>(?-i:[A-Z][a-z]+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE
+    rf"(?P<name>(?-i:{UPPER}{LOWER}+))'s (?:\w+ )?(?:e-?mail|number|phone|cell|mobile)", re.IGNORECASE
 )
 
 

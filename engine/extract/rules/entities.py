@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.text import entity_id, word_set
+from engine.letters import NAME_CHAR, UPPER
 from engine.models import Entity
 
 _PLACES = """
@@ -119,12 +120,15 @@ def is_product(name: str) -> bool:
     return name.lower() in _PRODUCTS_LOWER
 
 
+_NAME_WORD = re.compile(f"{UPPER}{NAME_CHAR}+")
+
+
 def is_person_name(name: str) -> bool:
     """A capitalized name that is not a stop word nor a known place, organization or product."""
     words = name.split()
     if not words or len(words) > 3:
         return False
-    if any(not re.fullmatch(r"[A-Z][a-zA-Z'\-]+", w) for w in words):
+    if any(not _NAME_WORD.fullmatch(w) for w in words):
         return False
     if words[0] in _STOP_CAPS or name in LANGUAGES or name in NATIONALITIES:
         return False
@@ -149,7 +153,7 @@ def make_entity(name: str, type_: str, confidence: float = 0.8, **attributes: ob
 
 #: longer than any word of _PERSON_CONTEXT, so the last word in the window is whole or no context word
 _WORD_WINDOW = 40
-_CAP_SEQ = re.compile(r"\b([A-Z][a-zA-Z'\-]+(?:\s+(?:[A-Z][a-zA-Z'\-]+|\d+))*)")
+_CAP_SEQ = re.compile(rf"\b({UPPER}{NAME_CHAR}+(?:\s+(?:{UPPER}{NAME_CHAR}+|\d+))*)")
 
 
 def scan_named(sentence: str) -> list[Entity]:

@@ -11,8 +11,9 @@ from engine.extract.rules.clauses import RELATIONS, Clause, Collector
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
 from engine.extract.rules.text import own_name
+from engine.letters import NAME_CHAR, UPPER
 
-_NAME = r"(?P<n>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40})?))"
+_NAME = rf"(?P<n>(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}})?))"
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 PETS = (
     "dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|goldfish|turtle|tortoise|horse|"

@@ -18,8 +18,9 @@ from engine.extract.rules.text import (
     split_list,
     without_dangling,
 )
+from engine.letters import LETTER, NAME_CHAR, UPPER
 
-_NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z'\-]{1,40}(?:\s+[A-Z][a-zA-Z'\-]{1,40}){0,2}))"
+_NAME = rf"(?P<name>(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}}){{0,2}}))"
 #: a title is no part of the name: "Dr. Sam Smith" is Sam Smith
 _TITLE = r"(?:(?-i:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+)?"
 _MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_TITLE}{_NAME}", re.IGNORECASE)
@@ -56,13 +57,13 @@ _LIVES = re.compile(
 )
 _MOVED = re.compile(
     r"^(?:(?:have|has|had|am|is) )?(?:moved|relocated|moving|relocating|emigrated)(?: back| over| out)? "
-    r"(?:from (?-i:[A-Z][A-Za-z\-]*(?: [A-Z][A-Za-z\-]*){0,2}) )?(?:to|into) "
+    rf"(?:from (?-i:{UPPER}(?:{LETTER}|-)*(?: {UPPER}(?:{LETTER}|-)*){{0,2}}) )?(?:to|into) "
     r"(?:(?:a|an|our|my) (?:new |nice |small |bigger |smaller )?(?:place|flat|apartment|house|home|condo) (?:in|near) )?"
     r"(?P<o>.+)$",
     re.IGNORECASE,
 )
 _MY_HOME = re.compile(
-    r"\bmy (?:home|hometown|city) is (?:now )?(?P<o>[A-Z].+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>[A-Z].+)$"
+    rf"\bmy (?:home|hometown|city) is (?:now )?(?P<o>{UPPER}.+)$|^[Hh]ome(?: for (?:me|us))? is (?:now )?(?P<o2>{UPPER}.+)$"
 )
 #: a move told by what follows it: "Unpacking boxes in Montreal", "Settling into our new flat in Leeds",
 #: "The move to Oslo went fine" (where one lives now, as "I moved to" says)
@@ -70,8 +71,8 @@ _MOVE_DONE = re.compile(
     r"^(?:(?:am|is|are|was|were|have|has|had) )?(?:been )?(?:(?:just|finally|still|busy|currently) )?(?:"
     r"(?:unpacking|unpacked) (?:the |my |our |all the |all our |the last of the |moving )?boxes"
     r"|(?:settling|settled) into (?:my|our|the) new (?:place|flat|apartment|house|home)"
-    r") (?:in|at) (?P<o>[A-Z].*)$"
-    r"|^the move to (?P<o2>[A-Z].*?) went\b",
+    rf") (?:in|at) (?P<o>{UPPER}.*)$"
+    rf"|^the move to (?P<o2>{UPPER}.*?) went\b",
     re.IGNORECASE,
 )
 _FLAT = re.compile(
@@ -106,9 +107,9 @@ _LANG_ADJ = re.compile(
 _PLACE_DANGLING = DANGLING | {"at"}
 #: "the" before a proper name whose every word is capitalized: "the UK", "the United States of America",
 #: not "the Marketing team"
-_THE_PROPER = re.compile(r"^the (?-i:[A-Z][\w'\-]*(?: (?:of|and|[A-Z][\w'\-]*))*)$")
+_THE_PROPER = re.compile(rf"^the (?-i:{UPPER}[\w'\-]*(?: (?:of|and|{UPPER}[\w'\-]*))*)$")
 #: being somewhere is no residence, but no longer being there ends one: "I'm not in Paris anymore"
-_NO_LONGER_IN = re.compile(r"^(?:am|is|are) in (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+_NO_LONGER_IN = re.compile(rf"^(?:am|is|are) in (?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE)
 
 
 def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence: float) -> bool:

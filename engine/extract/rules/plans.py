@@ -15,6 +15,7 @@ from engine.extract.rules.quantities import (
     parse_quantity,
 )
 from engine.extract.rules.text import DANGLING, SPACED_DASH, clean_object, trim_ends, without_dangling
+from engine.letters import UPPER
 
 _GOAL = re.compile(
     r"^(?P<v>want|wants|would like|would love|hope|hopes|am hoping|is hoping|aim|aims|am aiming|dream|"
@@ -140,7 +141,7 @@ def _self_statements(clause: Clause, out: Collector) -> None:
 
 
 #: "I'm going to a conference / to Lisbon": a place, so the plan is to go there
-_PLACE_START = re.compile(r"^(?:(?:a|an|the|my|our|his|her|their|some)\s|[A-Z])")
+_PLACE_START = re.compile(rf"^(?:(?:a|an|the|my|our|his|her|their|some)\s|{UPPER})")
 
 
 def _goals(clause: Clause, out: Collector, vp: str) -> None:

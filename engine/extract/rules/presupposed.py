@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import RELATIONS, Clause, Collector
+from engine.letters import LETTER, UPPER
 
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
-_NAME = r"(?P<name>(?-i:[A-Z][a-zA-Z\-]{1,40}(?:\s+[A-Z][a-zA-Z\-]{1,40})?))"
+_NAME = rf"(?P<name>(?-i:{UPPER}(?:{LETTER}|-){{1,40}}(?:\s+{UPPER}(?:{LETTER}|-){{1,40}})?))"
 _MODS = r"(?:(?:older|younger|little|big|baby|eldest|youngest|new|current|lovely|amazing)\s+)?"
 _MY_REL_NAME = re.compile(rf"\bmy\s+{_MODS}(?P<rel>{_REL})\s+{_NAME}\b", re.IGNORECASE)
 _APPOSITIVE = re.compile(rf"^{_NAME},\s+my\s+{_MODS}(?P<rel>{_REL}),", re.IGNORECASE)

@@ -24,6 +24,7 @@ import re
 from engine.extract.rules.clauses import LEAD, RELATIONS
 from engine.extract.rules.entities import is_person_name
 from engine.extract.rules.text import word_set
+from engine.letters import LOWER, NAME_CHAR, UPPER
 
 _DIAGNOSIS = re.compile(
     r"^(?:the |my |our )?(?:new |latest |recent )?(?:doctors?|allergist|dermatologist|gp|physician|"
@@ -58,7 +59,7 @@ _THIRD = (
 _COORDINATION = re.compile(
     rf"(?<!\s)\s*+(?:,\s*+)?\b(?:and|but|so|while|whereas)\s++(?:(?:now|then|these days)\s++)?+"
     rf"(?=(?:I|we)\s|my\s++(?:[\w'\-]++\s++){{0,3}}?(?:{_THIRD})\b"
-    rf"|(?-i:[A-Z][a-zA-Z'\-]{{1,40}})\s++(?:{_THIRD})\b)",
+    rf"|(?-i:{UPPER}{NAME_CHAR}{{1,40}})\s++(?:{_THIRD})\b)",
     re.IGNORECASE,
 )
 #: a clause that has its verb: a first-person subject with words after it, or a common finite verb
@@ -85,12 +86,12 @@ _PEOPLE = "|".join(
 _RELATIVE = rf"(?:my|our)\s++(?:\w+\s++){{0,2}}?(?:{_PEOPLE})"
 _SELF_SUBJECT = re.compile(
     rf"^(?:I|we|me and|{_RELATIVE}(?:\s++\w+)?\s++and (?:I|me)"
-    rf"|(?-i:[A-Z][a-z]+)\s++and (?:I|me))\b",
+    rf"|(?-i:{UPPER}{LOWER}+)\s++and (?:I|me))\b",
     re.IGNORECASE,
 )
 _OTHER_SUBJECT = re.compile(
     rf"^(?:he|she|they|{_RELATIVE})\b"
-    rf"|^(?P<name>(?-i:[A-Z][a-z'\-]+))\s++(?:{_THIRD})\b",
+    rf"|^(?P<name>(?-i:{UPPER}(?:{LOWER}|['\-])+))\s++(?:{_THIRD})\b",
     re.IGNORECASE,
 )
 #: a sentence that starts with its verb: its subject is left out ("Talked to my mom today.")
@@ -149,7 +150,7 @@ _HAD = re.compile(
 )
 #: "..., now Lyon": the new value without its verb, which is the one of the clause before
 _NOW_ONLY = re.compile(
-    r"(?<!\s)(?:\s*+,|\s++but|\s++[-\u2013\u2014]++)\s++(?:but\s++)?now\s++(?:(?:in|at|for)\s++)?(?=(?-i:[A-Z]))(?!I\s)",
+    rf"(?<!\s)(?:\s*+,|\s++but|\s++[-\u2013\u2014]++)\s++(?:but\s++)?now\s++(?:(?:in|at|for)\s++)?(?=(?-i:{UPPER}))(?!I\s)",
     re.IGNORECASE,
 )
 #: "I'm at Stripe" after "I used to work at Google": "am" stands for the verb of the clause before

@@ -7,10 +7,12 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
+from engine.letters import UPPER
+
 #: no split after a title's abbreviation ("Mrs. Johnson", "Dr. Lee")
 _SENT_SPLIT = re.compile(
     r"(?<=[.!?])(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.)(?<!\bJr\.)(?<!\bSr\.)"
-    r"\s+(?=[A-Z0-9\"'])|\n+|;\s+"
+    rf"\s+(?=[0-9\"']|{UPPER})|\n+|;\s+"
 )
 
 _CONTRACTIONS: tuple[tuple[str, str], ...] = (
@@ -302,7 +304,7 @@ def without_dangling(text: str, words: frozenset[str] = DANGLING) -> str:
 
 
 #: a capital article before a capital word starts a title ("The Royal Affair", "The Office"): it stays
-_ARTICLE = re.compile(r"^(?:(?-i:A|An|The)\s+(?![A-Z])|(?-i:a|an|the)\s|(?:some|my)\s)\s*+", re.IGNORECASE)
+_ARTICLE = re.compile(rf"^(?:(?-i:A|An|The)\s+(?!{UPPER})|(?-i:a|an|the)\s|(?:some|my)\s)\s*+", re.IGNORECASE)
 
 
 def strip_article(text: str) -> str:
@@ -385,7 +387,7 @@ def norm_value(text: str) -> str:
 
 #: lower case only, and no "I" before a capital: "My", "Me", "You", "I Will" are a title's words
 _FIRST_PERSON = re.compile(
-    r"\b(?:(?P<be>I (?:am|was))|I(?=\s[^A-Z]|$|[,.;:!?])|(?P<my>my|mine|myself|me|we|our|ours|ourselves|us))\b"
+    rf"\b(?:(?P<be>I (?:am|was))|I(?=\s(?!{UPPER})[\s\S]|$|[,.;:!?])|(?P<my>my|mine|myself|me|we|our|ours|ourselves|us))\b"
 )
 #: the speaker with the people they speak for ("our two-year-old") reads as they do
 _THIRD: dict[str, str] = {

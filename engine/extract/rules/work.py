@@ -10,6 +10,7 @@ from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
 from engine.extract.rules.text import SPACED_DASH, clean_object, cut_at, is_capitalized
+from engine.letters import UPPER
 
 #: present tense only ("I worked at Google" was a job, not the current one); one works "with" a tool, a
 #: colleague or a partner, "at" or "for" an employer
@@ -31,11 +32,11 @@ _OFFER = re.compile(
 )
 _SWITCHED = re.compile(
     r"^(?:have |has )?(?:switched|changed) (?:jobs|companies|employers)\s*(?:[:\u2014]|-+|,)\s*(?:now (?:at |with )?)?(?P<o>.+)$"
-    r"|^(?:have |has )?(?:switched|changed|moved) (?:jobs |companies |employers )from (?-i:[A-Z]\S*(?: [A-Z]\S*){0,2}) "
+    rf"|^(?:have |has )?(?:switched|changed|moved) (?:jobs |companies |employers )from (?-i:{UPPER}\S*(?: {UPPER}\S*){{0,2}}) "
     r"to (?P<o2>.+)$",
     re.IGNORECASE,
 )
-_AT_WORK = re.compile(r"^am (?:now )?at (?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE)
+_AT_WORK = re.compile(rf"^am (?:now )?at (?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE)
 #: "working on" a task can be done anywhere: "I'm at Starbucks working on my resume" names no employer
 _WORK_CUE = re.compile(
     r"\b(?:team|job|role|position|department|office|colleagues?|coworkers?|boss|manager|onboarding|"
@@ -44,11 +45,11 @@ _WORK_CUE = re.compile(
 )
 _FIRST_CUE = re.compile(r" (?:day|week|month) (?:at|with) ")
 _FIRST_DAYS = re.compile(
-    r"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:[A-Z]).+)$",
+    rf"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:{UPPER}).+)$",
     re.IGNORECASE,
 )
 _MY_EMPLOYER = re.compile(
-    r"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:[A-Z]).+)$", re.IGNORECASE
+    rf"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE
 )
 _AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
 _IS_TITLE = re.compile(
@@ -66,8 +67,8 @@ _STUDY = re.compile(
     re.IGNORECASE,
 )
 _STUDENT_AT = re.compile(
-    r"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>[A-Z].+)$"
-    r"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>[A-Z].+)$",
+    rf"^(?:am|is) (?:an? )?(?:\w+ )?student at (?P<o>.+)$|^(?:go|goes|going) to (?P<o2>{UPPER}.+)$"
+    rf"|^(?:(?:am|is) )?(?:study|studies|studying) at (?P<o3>{UPPER}.+)$",
     re.IGNORECASE,
 )
 #: where an employer's name ends: a time ("until last year", "from 2015"), a place or a way of working

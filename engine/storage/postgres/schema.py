@@ -315,6 +315,9 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
     # The tokenizer reads one spelling per visible word (engine.storage.tokenize.normal: NFKC, the
     # invisible joiners dropped, case folded); ASCII texts tokenize as before, the others again.
     (6, functools.partial(tokenize_rows, non_ascii_only=True)),
+    # An event's speaker is read by a capital in any script ("Émile: ...", `engine.letters`): the rows
+    # beyond ASCII get their `speaker` again (their terms come out the same).
+    (7, functools.partial(tokenize_rows, non_ascii_only=True)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

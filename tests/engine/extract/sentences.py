@@ -770,3 +770,22 @@ CHAT: list[tuple[str, list[Expected]]] = [
     # a translation's words are no one's own
     ("Translate: I live in Berlin", []),
 ]  # fmt: skip
+
+#: names and places written with a capital beyond A-Z (`engine.letters`), each the form of a sentence
+#: the other tables hold with an ASCII name; ids fold accents as extraction's slug does
+SCRIPTS: list[tuple[str, list[Expected]]] = [
+    ("My name is Zo\u00eb.", [(U, "name", "Zo\u00eb", None)]),
+    ("My name is \u0141ukasz Nowak.", [(U, "name", "\u0141ukasz Nowak", None)]),
+    ("My sister Ren\u00e9e lives in Paris.", [(U, "has_sibling", "ent:renee", None), ("ent:renee", "lives_in", "ent:paris", None)]),
+    ("My friend \u00d3lafur lives in Reykjavik.", [(U, "has_friend", "ent:olafur", None), ("ent:olafur", "lives_in", "ent:reykjavik", None)]),
+    ("My wife A\u00efsha works at Airbus.", [(U, "spouse", "ent:aisha", None), ("ent:aisha", "works_at", "ent:airbus", None)]),
+    ("My daughter Chlo\u00e9 loves ballet.", [(U, "has_child", "ent:chloe", None), ("ent:chloe", "likes", "ballet", None)]),
+    ("My best friend is \u00c1ngel.", [(U, "has_friend", "ent:angel", None)]),
+    ("Zo\u00eb's email is zoe@example.com", [("ent:zoe", "email", "zoe@example.com", None)]),
+    ("I study at \u00c9cole Polytechnique.", [(U, "studies_at", "ent:ecole-polytechnique", None)]),
+    ("I moved from Z\u00fcrich to \u00d6rebro.", [(U, "lives_in", "ent:orebro", None)]),
+    ("I live in \u00d6rebro.", [(U, "lives_in", "ent:orebro", None)]),
+    ("I no longer live in \u00d6rebro.", [(U, "!lives_in", "ent:orebro", None)]),
+    ("Is Zo\u00eb coming?", []),
+    ("Ask \u00c9mile about it.", []),
+]  # fmt: skip

@@ -41,6 +41,11 @@ from engine.extract.speaker import parts_of, speaker_of
         ("From: Anna Smith", "none", None, "From: Anna Smith"),
         ("Melanie: I live in Paris", "person", "Melanie", "I live in Paris"),
         ("Clement: I live in Paris", "person", "Clement", "I live in Paris"),  # a name with a noun's ending
+        # a name's capital in any script with case
+        ("\u00c9mile: I live in Lyon", "person", "\u00c9mile", "I live in Lyon"),
+        ("Zo\u00eb Salda\u00f1a: hi", "person", "Zo\u00eb Salda\u00f1a", "hi"),
+        ("\u0141ukasz: I work at Acme.", "person", "\u0141ukasz", "I work at Acme."),
+        ("Dr. \u00d6zt\u00fcrk: hi", "person", "Dr. \u00d6zt\u00fcrk", "hi"),
     ],
 )
 def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:

@@ -14,7 +14,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.models import speaker_of
-from engine.retrieval.channels import query_names, semantic_query
+from engine.retrieval.channels import graph_seeds, query_names, semantic_query
 from engine.retrieval.expand import speaker_hits
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
@@ -31,6 +31,8 @@ def test_speaker_of() -> None:
     assert speaker_of("caroline: lower case is no name") is None
     assert speaker_of("Note: 12:30 is lunch") == "Note"  # a name by form; it matters only if it is a seed
     assert speaker_of("no colon here") is None
+    assert speaker_of("\u00c9mile: j'arrive") == "\u00c9mile"  # a capital beyond A-Z
+    assert speaker_of("Zo\u00eb Lee: hi") == "Zo\u00eb Lee"
 
 
 def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
@@ -179,6 +181,52 @@ def test_names_and_the_semantic_query() -> None:
     assert semantic_query(question, set()) == question
     # nothing but names and common words would be left: the query as it is
     assert semantic_query("Who is Caroline?", {"Caroline"}) == "Who is Caroline?"
+
+
+def test_names_beyond_ascii_are_names() -> None:
+    question = "Where did Zo\u00eb go with \u00c9mile and \u0141ukasz?"
+    assert query_names(question) == ["Zo\u00eb", "\u00c9mile", "\u0141ukasz"]
+    assert semantic_query(question, {"Zo\u00eb", "\u00c9mile"}) == "Where did go with and \u0141ukasz?"
+    # the seeds name the ids extraction gives them (accents folded) as well as the words lowercased
+    assert graph_seeds(None, [], [question]) == [
+        "ent:zo\u00eb",
+        "ent:zoe",
+        "ent:\u00e9mile",
+        "ent:emile",
+        "ent:\u0142ukasz",
+        "ent:ukasz",  # extraction's id (`rules.text.slug` folds no stroke off a letter)
+    ]
+
+
+@pytest.mark.parametrize(
+    "backend", [pytest.param(n, marks=STORE_MARKS.get(n, [])) for n in ("memory", "sqlite", "postgres")]
+)
+def test_a_speaker_named_beyond_ascii_is_left_out_of_the_semantic_query_and_is_a_speaker_hit(
+    backend: str, tmp_path: Path
+) -> None:
+    """ "\u00c9mile: ..." turns are \u00c9mile's as "Caroline: ..." turns are Caroline's: the question
+    "Where did \u00c9mile go hiking?" embeds without the name, and \u00c9mile's turns are graph hits."""
+    store = STORE_FACTORIES[backend](tmp_path)
+    turns = ["Zo\u00eb: How was the weekend?", "\u00c9mile: I went hiking at Mount Tam.", "Zo\u00eb: Lovely!"]
+    turns += ["\u00c9mile: We saw a bobcat.", "Zo\u00eb: Wow."]
+    memories = [mem(f"t{i}", t, type="event", days_ago=10 - i / 86400) for i, t in enumerate(turns)]
+    store.put_memories(memories)
+    try:
+        embedder = _Recording()
+        cache = EmbeddingCache(embedder, store)
+        cache.embed(turns)
+        embedder.texts.clear()
+        weights = {"semantic": 0.5, "bm25": 0, "graph_prior": 0.5, "recency_decay": 0, "confidence": 0}
+        out = _ask(
+            store, cache, turn="Where did \u00c9mile go hiking?", weights=weights, expand={"neighbors": 0}
+        )
+        assert embedder.texts[-1] == "Where did go hiking?"
+        graph = {
+            m.memory_id for m in out.response.matches or [] if m.score_components["graph_prior"].raw == 1.0
+        }
+        assert graph == {"t1", "t3"}
+    finally:
+        store.close()
 
 
 class _Recording(HashEmbedder):

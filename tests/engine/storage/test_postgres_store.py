@@ -277,7 +277,7 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
         _mem("mem_2", "a plain cafe note", entity_id="ent:x", timestamp=T0 + timedelta(seconds=2)),
     ]
     try:
-        monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])
+        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m[0] <= 5))
         assert migrate(url) == [1, 2, 3, 4, 5]
         monkeypatch.setattr(tokenize, "normal", str.lower)  # schema-5 code tokenized this way
         with _store_keeping(url, "hash:4") as store:
@@ -285,7 +285,7 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
             with store._conn() as conn:  # a mark only a rewrite of the ASCII row would take away
                 conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_2'")
         monkeypatch.undo()
-        assert migrate(url) == [6]
+        assert migrate(url) == [6, 7]
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
@@ -303,6 +303,61 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
                     h.memory_id for h in local.search.keyword_search(scope, query, 5)
                 ]
                 assert hits
+    finally:
+        drop_database(pg_server, name)
+
+
+def test_migration_7_reads_again_the_speakers_named_beyond_ascii(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events a schema-6 server stored with no speaker, since their speaker's name starts with a capital
+    beyond A-Z ("Émile: ..."), get it: the semantic query then leaves out the name of the scope's
+    speaker, as it does on the in-memory store."""
+    import re
+
+    from engine.storage.postgres import schema
+
+    name = f"{pg_server.prefix}_migrate_v6"
+    url = create_database(pg_server, name)
+    rows = [
+        _mem(
+            f"mem_{i}",
+            f"{who}: turn {i}",
+            type="event",
+            entity_id="ent:x",
+            timestamp=T0 + timedelta(seconds=i),
+        )
+        for i, who in enumerate(["\u00c9mile", "\u00c9mile", "Ana", "\u00c9mile"])
+    ]
+    old = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")  # schema-6 code's pattern
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m[0] <= 6))
+        assert migrate(url) == [1, 2, 3, 4, 5, 6]
+        monkeypatch.setattr(pg_rows, "speaker_name", lambda t: m.group(1) if (m := old.match(t)) else None)
+        with _store_keeping(url, "hash:4") as store:
+            store.put_memories(rows)
+            with store._conn() as conn:
+                assert conn.execute("SELECT count(*) FROM memories WHERE speaker IS NULL").fetchone() == (3,)
+        monkeypatch.undo()
+        assert migrate(url) == [7]
+        local = open_store("memory")
+        local.put_memories(rows)
+        with _store_keeping(url, "hash:4") as store:
+            with store._conn() as conn:
+                speakers = dict(conn.execute("SELECT memory_id, speaker FROM memories").fetchall())
+            assert speakers == {
+                "mem_0": ["\u00c9mile"],
+                "mem_1": ["\u00c9mile"],
+                "mem_2": ["Ana"],
+                "mem_3": ["\u00c9mile"],
+            }
+            scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+            words = ["\u00c9mile", "Ana"]
+            assert (
+                store.search.speaker_shares(scope, words)
+                == local.search.speaker_shares(scope, words)
+                == [0.75, 0.25]
+            )
     finally:
         drop_database(pg_server, name)
 

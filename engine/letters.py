@@ -1,0 +1,36 @@
+"""Letter classes for the patterns that read a name by its capital: "Émile", "Zoë" and "Łukasz" are
+names as "Emily" is, where `[A-Z][a-z]+` saw none. Scripts without case (Chinese, Arabic, Devanagari)
+have no capital to read a name by; their names are not found this way.
+
+- `UPPER`: a regex character class of the upper- and titlecase letters of the Basic Multilingual Plane
+  (A-Z among them, so an ASCII text matches as it did with `[A-Z]`);
+- `LOWER`: the lowercase letters of the BMP (a-z among them);
+- `LETTER`: any letter, in any case (`[^\\W\\d_]`);
+- `NAME_CHAR`: a letter, an apostrophe or a hyphen, the characters of a name after its capital.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+
+def _class(test: Callable[[str], bool]) -> str:
+    """The code points of the BMP that pass `test`, as a regex character class of ranges."""
+    spans: list[tuple[int, int]] = []
+    for cp in range(0x10000):
+        if test(chr(cp)):
+            if spans and spans[-1][1] == cp - 1:
+                spans[-1] = (spans[-1][0], cp)
+            else:
+                spans.append((cp, cp))
+    body = "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in spans
+    )
+    return f"[{body}]"
+
+
+UPPER = _class(lambda c: c.isalpha() and (c.isupper() or c.istitle()))
+LOWER = _class(lambda c: c.isalpha() and c.islower())
+LETTER = r"[^\W\d_]"
+NAME_CHAR = rf"(?:{LETTER}|['\-])"
