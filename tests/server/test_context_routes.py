@@ -635,11 +635,15 @@ def test_ingest_subject_names_who_first_person_statements_are_about(
     assert bad.status_code == 422 and "ingest.subject" in bad.json()["details"]["field"]
 
 
-def test_a_question_about_ten_days_ago_lifts_what_was_said_then(
-    client: TestClient[Litestar], auth: dict[str, str]
+@pytest.mark.parametrize(
+    "question",
+    ["What did I buy 10 days ago?", "What did I buy on June 10, 2024?", "What did I buy on 10 June?"],
+)
+def test_a_question_about_a_time_lifts_what_was_said_then(
+    client: TestClient[Litestar], auth: dict[str, str], question: str
 ) -> None:
-    """`time_boost`: the turn of the day the question points to, over the same words said a month
-    before; `retrieval.time_weight` 0 turns it off."""
+    """`time_boost`: the turn of the day the question points to (ten days before it, or the date it
+    names), over the same words said a month before; `retrieval.time_weight` 0 turns it off."""
     asked = datetime(2024, 6, 20, 12, 0, tzinfo=UTC)
     said = {"ten": asked - timedelta(days=10, hours=3), "forty": asked - timedelta(days=40)}
     items = [
@@ -657,7 +661,7 @@ def test_a_question_about_ten_days_ago_lifts_what_was_said_then(
 
     def scores(**retrieval: Any) -> dict[str, dict[str, Any]]:
         body = {
-            "query": "What did I buy 10 days ago?",
+            "query": question,
             "entity_id": "ent:user",
             "as_of": asked.isoformat(),
             "retrieval": retrieval,
