@@ -7,8 +7,9 @@ When the recency weight is positive the newest events of the scope are fetched a
 listing call), so "what happened lately" reaches the context even without word overlap.
 
 Graph seeds (kept simple, documented): the entity_boosts, every `ent:<id>` token written in the turn
-or goal, and `ent:<slug>` for each capitalized word of the turn or goal that is not a common sentence
-word (slug = the lowercased word; letters, digits, '-' and '_'). At most `MAX_SEEDS` seeds.
+or goal, and for each capitalized word of the turn or goal (a capital in any script with case) that
+is not a common sentence word, `ent:<the word lowercased>` and, when it differs, the id extraction
+gives the name (`name_seeds`: accents folded). At most `MAX_SEEDS` seeds.
 The request's own entity_id is never a seed: the scope already keeps only that entity's memories, and
 every one of them touches it (entity_id), so as a seed it would put every candidate at hop 0 and the
 channel would return an arbitrary top_k. For the same reason the walk never passes through it (every
