@@ -35,6 +35,20 @@ def _mem(memory_id: str, text: str, **kw: Any) -> Memory:
     return memory(memory_id=memory_id, text=text, at=T0, **kw)
 
 
+def _turns(prefix: str, entity_id: str, speakers: list[str]) -> list[Memory]:
+    """One event per speaker, "<speaker>: words <i>", a minute apart."""
+    return [
+        _mem(
+            f"{prefix}{i}",
+            f"{who}: words {i}",
+            type="event",
+            entity_id=entity_id,
+            timestamp=T0 + timedelta(minutes=i),
+        )
+        for i, who in enumerate(speakers)
+    ]
+
+
 def test_every_field_round_trips(postgres_store: PostgresStore) -> None:
     plus2 = timezone(timedelta(hours=2))
     full = Memory(
@@ -319,16 +333,7 @@ def test_migration_7_reads_again_the_speakers_named_beyond_ascii(
 
     name = f"{pg_server.prefix}_migrate_v6"
     url = create_database(pg_server, name)
-    rows = [
-        _mem(
-            f"mem_{i}",
-            f"{who}: turn {i}",
-            type="event",
-            entity_id="ent:x",
-            timestamp=T0 + timedelta(seconds=i),
-        )
-        for i, who in enumerate(["\u00c9mile", "\u00c9mile", "Ana", "\u00c9mile"])
-    ]
+    rows = _turns("mem_", "ent:x", ["\u00c9mile", "\u00c9mile", "Ana", "\u00c9mile"])
     old = re.compile(r"^\s*([A-Z][\w'.\-]*(?: [A-Z][\w'.\-]*){0,3})\s*:\s")  # schema-6 code's pattern
     try:
         monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m[0] <= 6))
@@ -883,18 +888,7 @@ def test_speaker_shares_after_a_keyword_search_of_the_scope_cost_no_statement(
     answers."""
     from engine.storage.postgres import keywords
 
-    postgres_store.put_memories(
-        [
-            _mem(
-                f"e{i}",
-                f"{who}: words {i}",
-                type="event",
-                entity_id="ent:c",
-                timestamp=T0 + timedelta(minutes=i),
-            )
-            for i, who in enumerate(["Caroline", "Mel Lee", "Caroline", "Caroline"])
-        ]
-    )
+    postgres_store.put_memories(_turns("e", "ent:c", ["Caroline", "Mel Lee", "Caroline", "Caroline"]))
     statements: list[list[str]] = []
     counted = keywords.count_speakers
 
