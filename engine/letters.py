@@ -12,25 +12,29 @@ have no capital to read a name by; their names are not found this way.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 
-def _class(test: Callable[[str], bool]) -> str:
-    """The code points of the BMP that pass `test`, as a regex character class of ranges."""
+def _class(code_points: list[int]) -> str:
+    """Ascending code points as a regex character class of ranges."""
     spans: list[tuple[int, int]] = []
-    for cp in range(0x10000):
-        if test(chr(cp)):
-            if spans and spans[-1][1] == cp - 1:
-                spans[-1] = (spans[-1][0], cp)
-            else:
-                spans.append((cp, cp))
+    for cp in code_points:
+        if spans and spans[-1][1] == cp - 1:
+            spans[-1] = (spans[-1][0], cp)
+        else:
+            spans.append((cp, cp))
     body = "".join(
         re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in spans
     )
     return f"[{body}]"
 
 
-UPPER = _class(lambda c: c.isalpha() and (c.isupper() or c.istitle()))
-LOWER = _class(lambda c: c.isalpha() and c.islower())
+def _cased_classes() -> tuple[str, str]:
+    """(UPPER, LOWER): the plane's letters read once for both (this runs when the engine is imported)."""
+    letters = [c for c in map(chr, range(0x10000)) if c.isalpha()]
+    upper = _class([ord(c) for c in letters if c.isupper() or c.istitle()])
+    return upper, _class([ord(c) for c in letters if c.islower()])
+
+
+UPPER, LOWER = _cased_classes()
 LETTER = r"[^\W\d_]"
 NAME_CHAR = rf"(?:{LETTER}|['\-])"
