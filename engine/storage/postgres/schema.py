@@ -14,8 +14,8 @@ the (timestamp, memory_id) keyset order whatever the database's default collatio
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -60,7 +60,7 @@ Step = str | Callable[[psycopg.Connection[Any]], None]
 def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False) -> None:
     """Migration 5's data step: every existing row's `kw` and `speaker` (rows.keyword_columns), read
     in primary-key order and written back through a temporary table, a batch at a time.
-    `non_ascii_only`: only the rows whose text has a character beyond ASCII (migration 6)."""
+    `non_ascii_only`: only the rows whose text has a character beyond ASCII (migrations 6 and 7)."""
     from engine.storage.postgres.pgtext import dec
     from engine.storage.postgres.rows import keyword_columns
 
@@ -88,6 +88,21 @@ def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False
         )
         conn.execute("TRUNCATE loci_kw")
         after = (rows[-1][0], rows[-1][1])
+
+
+@dataclass(frozen=True)
+class Retokenize:
+    """A data step that writes `kw` and `speaker` again (`tokenize_rows`), with the code of the server
+    migrating: two such steps in one `migrate` call give the same rows, so a step whose rows an earlier
+    one of the call rewrote is skipped (`covers`)."""
+
+    non_ascii_only: bool = False
+
+    def __call__(self, conn: psycopg.Connection[Any]) -> None:
+        tokenize_rows(conn, non_ascii_only=self.non_ascii_only)
+
+    def covers(self, other: Retokenize) -> bool:
+        return not self.non_ascii_only or other.non_ascii_only
 
 
 MIGRATIONS: tuple[tuple[int, Step], ...] = (
@@ -301,7 +316,7 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
             entity_id ON memories FOR EACH ROW EXECUTE FUNCTION loci_memories_kw();
         """.replace("{KW_INLINE_FITS}", kw_inline_fits("NEW")),
     ),
-    (5, tokenize_rows),
+    (5, Retokenize()),
     (
         5,
         """
@@ -314,10 +329,10 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
     ),
     # The tokenizer reads one spelling per visible word (engine.storage.tokenize.normal: NFKC, the
     # invisible joiners dropped, case folded); ASCII texts tokenize as before, the others again.
-    (6, functools.partial(tokenize_rows, non_ascii_only=True)),
+    (6, Retokenize(non_ascii_only=True)),
     # An event's speaker is read by a capital in any script ("Émile: ...", `engine.letters`): the rows
     # beyond ASCII get their `speaker` again (their terms come out the same).
-    (7, functools.partial(tokenize_rows, non_ascii_only=True)),
+    (7, Retokenize(non_ascii_only=True)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]
@@ -337,6 +352,7 @@ def migrate(url: str) -> list[int]:
                 " version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
             )
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            rewritten: Retokenize | None = None  # the widest rewrite of rows this call has made
             for version in sorted({v for v, _ in MIGRATIONS} - done):
                 with conn.transaction():
                     for step_version, step in MIGRATIONS:
@@ -344,6 +360,10 @@ def migrate(url: str) -> list[int]:
                             continue
                         if isinstance(step, str):
                             conn.execute(step)  # a constant, not user input
+                        elif isinstance(step, Retokenize):
+                            if rewritten is None or not rewritten.covers(step):
+                                step(conn)
+                                rewritten = step  # not covered, so at least as wide
                         else:
                             step(conn)
                     conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))

@@ -35,6 +35,21 @@ def _mem(memory_id: str, text: str, **kw: Any) -> Memory:
     return memory(memory_id=memory_id, text=text, at=T0, **kw)
 
 
+def _count_rewrites(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The `non_ascii_only` of every row rewrite the migrations make from here on."""
+    from engine.storage.postgres import schema
+
+    calls: list[bool] = []
+    real = schema.tokenize_rows
+
+    def counted(conn: Any, *, non_ascii_only: bool = False) -> None:
+        calls.append(non_ascii_only)
+        real(conn, non_ascii_only=non_ascii_only)
+
+    monkeypatch.setattr(schema, "tokenize_rows", counted)
+    return calls
+
+
 def _turns(prefix: str, entity_id: str, speakers: list[str]) -> list[Memory]:
     """One event per speaker, "<speaker>: words <i>", a minute apart."""
     return [
@@ -217,7 +232,9 @@ def test_migrations_3_to_5_on_a_database_with_memories(
                 [pg_rows.row_of(m)[: len(v2_columns)] for m in rows],
             )
         monkeypatch.undo()
+        rewrites = _count_rewrites(monkeypatch)
         assert migrate(url) == list(range(3, LATEST_VERSION + 1))
+        assert rewrites == [False]  # migration 5 rewrote every row; 6 and 7 have nothing left to do
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
@@ -299,7 +316,9 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
             with store._conn() as conn:  # a mark only a rewrite of the ASCII row would take away
                 conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_2'")
         monkeypatch.undo()
+        rewrites = _count_rewrites(monkeypatch)
         assert migrate(url) == [6, 7]
+        assert rewrites == [True]  # migration 7 would rewrite the rows 6 just rewrote with the same code
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
