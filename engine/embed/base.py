@@ -25,9 +25,13 @@ class Embedder(Protocol):
 Rows = npt.NDArray[np.float32]
 
 
+class Finished(Future[Any]):
+    """A pass run here and now (`finished`): nothing of it runs beside the caller."""
+
+
 def finished(compute: Any, *args: Any) -> Future[Any]:
     """`compute(*args)` run now, as a finished Future (what it raised is in the Future)."""
-    done: Future[Any] = Future()
+    done: Future[Any] = Finished()
     try:
         done.set_result(compute(*args))
     except Exception as exc:  # re-raised by .result(), as from a pass begun elsewhere

@@ -21,7 +21,7 @@ from concurrent.futures import Future
 import msgspec
 import numpy as np
 
-from engine.embed.base import Embedder, Rows, begin
+from engine.embed.base import Embedder, Finished, Rows, begin
 from engine.embed.passages import all_passages, passage_model
 from engine.models import text_hash
 from engine.pools import LazyPool
@@ -223,8 +223,10 @@ class Begun:
         self._pending, self._stats = pending, stats
         self._vectors: list[Vector] | None = None
 
-    def done(self) -> bool:
-        return self._pending is None or self._pending.done()
+    def beside(self) -> bool:
+        """A pass runs beside the caller (begun elsewhere, not run here and now, not all found): the
+        same answer however fast it goes, so what a request costs does not hang on a race."""
+        return self._pending is not None and not isinstance(self._pending, Finished)
 
     def result(self) -> list[Vector]:
         """The vectors in the texts' order; raises engine.errors.Unavailable if the embedder failed."""

@@ -331,7 +331,7 @@ def retrieve(
     keyword_channel(hits, store, scope, cfg, query=query, speakers=names)
     graph_and_recent(hits, store, scope, cfg, seeds=seeds)
     known: dict[str, Memory] = {}
-    if pending is not None and encoder is not None and not pending.done():
+    if pending is not None and encoder is not None and pending.beside():
         known = _meanwhile(store, scope, hits, cost, encoder, cfg.passage_weight)
     qvec: Vector | None = None
     if pending is not None and encoder is not None:
