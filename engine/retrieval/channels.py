@@ -42,7 +42,7 @@ from loci.wire.tuning import TUNING
 
 MAX_SEEDS = TUNING.max_seeds
 RECENT_EVENTS_FETCH = 8
-_ENT = re.compile(r"\bent:[A-Za-z0-9_\-.:]+")
+_ENT = re.compile(r"\bent:[\w\-.:]+")
 _COMMON_WORDS = (
     "i i'm im a an the this that these those what when where who whom why how which is are was were do "
     "does did can could should would will shall may might must my your our their his her its we you "

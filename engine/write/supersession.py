@@ -49,7 +49,6 @@ write elsewhere must never leave it with no current value.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -57,6 +56,7 @@ from typing import Any, Literal
 import msgspec
 
 from engine.errors import UnknownName
+from engine.extract.rules.text import slug
 from engine.ids import event_id
 from engine.models import Event, Memory
 from engine.storage.base import Store
@@ -94,10 +94,6 @@ def check_mode(mode: str) -> Mode:
 
 
 # --- value equality ------------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
-
-
 def _norm_unit(unit: str | None) -> str:
     return (unit or "").strip().casefold()
 
@@ -131,7 +127,7 @@ def same_value(a: Memory, b: Memory) -> bool:
         ) == _norm_unit(b.unit)
     if isinstance(x, str) and isinstance(y, str):
         if x.startswith("ent:") or y.startswith("ent:"):
-            return _slug(x.removeprefix("ent:")) == _slug(y.removeprefix("ent:"))
+            return slug(x.removeprefix("ent:")) == slug(y.removeprefix("ent:"))
         return _plain(x) == _plain(y)
     if x is None and y is None:
         return " ".join(a.text.casefold().split()) == " ".join(b.text.casefold().split())
@@ -466,7 +462,7 @@ def value_tokens(memory: Memory) -> tuple[str, str] | None:
     value = memory.object
     if not isinstance(value, str):
         return None
-    return f"p:{_plain(value)}", f"s:{_slug(value.removeprefix('ent:'))}"
+    return f"p:{_plain(value)}", f"s:{slug(value.removeprefix('ent:'))}"
 
 
 class KeyFacts:

@@ -12,13 +12,13 @@ does not re-implement supersession: the facts' statuses and validity intervals a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import msgspec
 
+from engine.extract.rules.text import slug
 from engine.write.predicates import is_single_valued
 
 ORGS = ("acme", "globex")
@@ -132,10 +132,6 @@ Snapshot = dict[str, Row]
 
 
 # --- one value per key ----------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")
-
-
 def value_of(row: Row) -> str:
     """A fact's value, normalized the way a reader would call two values the same."""
     obj = row.object
@@ -144,7 +140,7 @@ def value_of(row: Row) -> str:
     if isinstance(obj, int | float):
         return f"{float(obj)!r} {(row.unit or '').casefold()}"
     if isinstance(obj, str):
-        return _slug(obj.removeprefix("ent:")) if obj.startswith("ent:") else " ".join(obj.casefold().split())
+        return slug(obj.removeprefix("ent:")) if obj.startswith("ent:") else " ".join(obj.casefold().split())
     return repr(obj)
 
 

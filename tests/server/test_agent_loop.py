@@ -287,6 +287,44 @@ def test_a_name_with_a_capital_beyond_ascii_is_a_name(
     assert [f.split(" (")[0] for f in body["context"]["facts"]] == ["\u00c9mile lives in Berlin"]
 
 
+def test_names_no_ascii_spelling_holds_keep_their_own_ids(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Two speakers whose names fold to no ASCII letters ("\u0411\u043e\u0440\u0438\u0441", "\u041e\u043b\u0435\u0433") are two entities, each
+    with a residence of their own, and two cities so written are two values, where both folded to
+    `ent:x`: one speaker's move retired the other's city, and a move between such cities was the same
+    value."""
+    boris, oleg = "\u0411\u043e\u0440\u0438\u0441", "\u041e\u043b\u0435\u0433"
+    moscow, kazan = "\u041c\u043e\u0441\u043a\u0432\u0430", "\u041a\u0430\u0437\u0430\u043d\u044c"
+    first = assemble(client, auth, "ent:conv-ru", f"{boris}: I moved to Berlin last year.")["extracted"]
+    assert [f["subject"] for f in first["facts"]] == [f"ent:{boris.lower()}"]
+    second = assemble(client, auth, "ent:conv-ru", f"{oleg}: I moved to Paris last year.")["extracted"]
+    assert second["upserts"][1] == {
+        "memory_id": second["facts"][0]["memory_id"],
+        "action": "UPSERTED",
+        "supersedes": [],
+    }
+    assert sorted(lives_in(client, auth, "ent:conv-ru")) == [
+        f"{boris} lives in Berlin",
+        f"{oleg} lives in Paris",
+    ]
+    assemble(client, auth, "ent:s\u00f8ren", f"I live in {moscow}.")
+    moved = assemble(client, auth, "ent:s\u00f8ren", f"I moved to {kazan}.")["extracted"]
+    assert [(u["action"], len(u["supersedes"])) for u in moved["upserts"][1:]] == [("SUPERSEDED", 1)]
+    assert lives_in(client, auth, "ent:s\u00f8ren") == [f"User lives in {kazan}"]
+    # the question's name seeds the speaker's own id
+    body = assemble(
+        client,
+        auth,
+        "ent:conv-ru",
+        f"Where does {oleg} live?",
+        ingest=READ_ONLY,
+        **{"return": {"trace": True}},
+    )
+    assert f"ent:{oleg.lower()}" in body["trace"]["debug"]["graph_seeds"]
+    assert [f.split(" (")[0] for f in body["context"]["facts"]][0] == f"{oleg} lives in Paris"
+
+
 # --- long ids: every fact keeps a key of its own -----------------------------------------------------
 def test_long_entity_subject_and_speaker_ids_keep_one_key_per_predicate(
     client: TestClient[Litestar], auth: dict[str, str]

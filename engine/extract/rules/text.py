@@ -3,6 +3,7 @@ drop sentences stating nothing (questions, hypotheticals, reported opinions), sl
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -218,10 +219,29 @@ def is_statement(sentence: str) -> bool:
     return not hedged(s)
 
 
+#: Latin letters that NFKD leaves whole, spelled as they are written in ASCII
+_LATIN_LETTERS = str.maketrans(
+    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ß": "ss", "ẞ": "SS", "đ": "d",
+     "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "TH", "ı": "i", "ħ": "h", "Ħ": "H"}
+)  # fmt: skip
+
+
+@functools.lru_cache(maxsize=4096)
+def _folded(char: str) -> str:
+    """A character as a slug spells it: its ASCII form without accents if it has one ("é" -> "e",
+    "ﬁ" -> "fi"), else a letter, mark or digit of any script as it is ("б", "東"), else nothing."""
+    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
+    if base and base.isascii():
+        return base
+    return char if unicodedata.category(char)[0] in "LMN" else ""
+
+
 def slug(name: str) -> str:
-    """'São Paulo' -> 'sao-paulo'; 'Acme Corp.' -> 'acme-corp'."""
-    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
-    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-") or "x"
+    """'São Paulo' -> 'sao-paulo'; 'Acme Corp.' -> 'acme-corp'; 'Søren' -> 'soren'; 'Борис' -> 'борис':
+    a name in any script keeps an id of its own, where folding to ASCII left two names one id."""
+    if not name.isascii():
+        name = "".join(_folded(c) for c in unicodedata.normalize("NFC", name).translate(_LATIN_LETTERS))
+    return re.sub(r"[^a-z0-9\u0080-\U0010ffff]+", "-", name.casefold()).strip("-") or "x"
 
 
 def entity_id(name: str) -> str:

@@ -785,6 +785,8 @@ SCRIPTS: list[tuple[str, list[Expected]]] = [
     ("I study at \u00c9cole Polytechnique.", [(U, "studies_at", "ent:ecole-polytechnique", None)]),
     ("I moved from Z\u00fcrich to \u00d6rebro.", [(U, "lives_in", "ent:orebro", None)]),
     ("I live in \u00d6rebro.", [(U, "lives_in", "ent:orebro", None)]),
+    ("My friend S\u00f8ren lives in Troms\u00f8.", [(U, "has_friend", "ent:soren", None), ("ent:soren", "lives_in", "ent:tromso", None)]),
+    ("My brother \u0411\u043e\u0440\u0438\u0441 lives in \u041c\u043e\u0441\u043a\u0432\u0430.", [(U, "has_sibling", "ent:\u0431\u043e\u0440\u0438\u0441", None), ("ent:\u0431\u043e\u0440\u0438\u0441", "lives_in", "ent:\u043c\u043e\u0441\u043a\u0432\u0430", None)]),
     ("I no longer live in \u00d6rebro.", [(U, "!lives_in", "ent:orebro", None)]),
     ("Is Zo\u00eb coming?", []),
     ("Ask \u00c9mile about it.", []),

@@ -137,6 +137,20 @@ def test_money_needs_a_currency() -> None:
 def test_text_helpers() -> None:
     assert normalize_text("I’m sure I can’t") == "I am sure I can not"
     assert slug("São Paulo") == "sao-paulo"
+    # letters with no ASCII form keep theirs, so two such names are two ids (not both "x")
+    assert [slug(n) for n in ("Søren", "Straße", "Łódź", "Ærø", "Борис", "Олег", "東京", "हिन्दी")] == [
+        "soren",
+        "strasse",
+        "lodz",
+        "aero",
+        "борис",
+        "олег",
+        "東京",
+        "हिन्दी",
+    ]
+    assert (
+        slug("Zoe\u0301") == slug("Zoë") == "zoe" and slug("Café ☕ Bar") == "cafe-bar" and slug("☕") == "x"
+    )
     assert clean_object("Berlin now.") == "Berlin"
     assert clean_object("Lisbon last month") == "Lisbon"
     assert split_list("peanuts, shellfish and latex") == ["peanuts", "shellfish", "latex"]
