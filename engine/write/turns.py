@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -81,6 +82,32 @@ def subject_for(entity_id: str | None) -> str:
     if _ENT.fullmatch(entity_id) and len(entity_id) <= MAX_SUBJECT:
         return entity_id
     return f"ent:{slug(entity_id)}"[:MAX_SUBJECT]
+
+
+def _ascii_slug(name: str) -> str:
+    """`rules.text.slug` as it was when it kept only ASCII (accents folded, every other letter dropped):
+    the subjects it gave are found by it (`resubjected`)."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-") or "x"
+
+
+def resubjected(memory: Memory) -> Memory | None:
+    """`memory` with the subject `subject_for` gives its entity now, and its key of that subject, when it
+    holds the one the ASCII-only slug gave (every entity id in a script without ASCII letters, such as
+    "борис", had `ent:x`; "søren" had `ent:sren`); None when it holds any other (the schema migrations)."""
+    entity, subject = memory.entity_id, memory.subject
+    if not entity or entity.isascii() or subject is None:
+        return None
+    if _ENT.fullmatch(entity) and len(entity) <= MAX_SUBJECT:
+        return None  # an `ent:` id is its own subject, then as now
+    new = subject_for(entity)
+    if subject != f"ent:{_ascii_slug(entity)}"[:MAX_SUBJECT] or new == subject:
+        return None
+    keys = memory.keys
+    if keys is not None and memory.predicate:
+        old_key, new_key = conflict_key(subject, memory.predicate), conflict_key(new, memory.predicate)
+        keys = [new_key if k == old_key else k for k in keys]
+    return msgspec.structs.replace(memory, subject=new, keys=keys)
 
 
 class TurnPlan(msgspec.Struct, kw_only=True):

@@ -237,9 +237,14 @@ def row_of(m: Memory) -> tuple[Any, ...]:
         m.valid_from,
         m.valid_to,
         enc(m.status),
-        _encoder.encode(m).decode("utf-8"),
+        document(m),
         *keyword_columns(m.type, m.text),
     )
+
+
+def document(m: Memory) -> str:
+    """The `doc` column of a memory (`normalized` first, as `row_of` does)."""
+    return _encoder.encode(m).decode("utf-8")
 
 
 def decode(doc: str) -> Memory:

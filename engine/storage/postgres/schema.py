@@ -90,6 +90,35 @@ def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False
         after = (rows[-1][0], rows[-1][1])
 
 
+def resubject_rows(conn: psycopg.Connection[Any]) -> None:
+    """Migration 8's data step: the subjects of entities beyond ASCII as slugs now spell them
+    (`engine.write.turns.resubjected`: "борис" held `ent:x`, which every such entity shared), with the
+    keys of those subjects; the row's other columns, its inline vector among them, stay as they are."""
+    from engine.storage.postgres.pgtext import enc, enc_opt
+    from engine.storage.postgres.rows import decode, document
+    from engine.write.turns import resubjected
+
+    rows = conn.execute(
+        "SELECT doc FROM memories WHERE subject IS NOT NULL AND octet_length(entity_id) <> char_length(entity_id)"
+    ).fetchall()
+    for (doc,) in rows:
+        m = resubjected(decode(doc))
+        if m is None:
+            continue
+        org, memory_id = enc(m.org_id), enc(m.memory_id)
+        conn.execute(
+            "UPDATE memories SET subject = %s, doc = %s WHERE org_id = %s AND memory_id = %s",
+            (enc_opt(m.subject), document(m), org, memory_id),
+        )
+        conn.execute("DELETE FROM memory_keys WHERE org_id = %s AND memory_id = %s", (org, memory_id))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_keys (org_id, namespace, key, memory_id) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                [(org, enc(m.namespace), enc(k), memory_id) for k in dict.fromkeys(m.keys or ())],
+            )
+
+
 @dataclass(frozen=True)
 class Retokenize:
     """A data step that writes `kw` and `speaker` again (`tokenize_rows`), with the code of the server
@@ -333,6 +362,9 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
     # An event's speaker is read by a capital in any script ("Émile: ...", `engine.letters`): the rows
     # beyond ASCII get their `speaker` again (their terms come out the same).
     (7, Retokenize(non_ascii_only=True)),
+    # A slug keeps the letters that fold to no ASCII one ("борис", not "x"): the facts of such an
+    # entity hold the subject its turns now give, so a new value supersedes the old one.
+    (8, resubject_rows),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -179,7 +179,33 @@ def _v4(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
+def _v5(conn: sqlite3.Connection) -> None:
+    """The subjects of entities beyond ASCII as slugs now spell them (`engine.write.turns.resubjected`:
+    "борис" held `ent:x`, which every such entity shared), with the keys of those subjects."""
+    from engine.storage.sqlite.codec import MEMORY_SELECT, row_memory
+    from engine.write.turns import resubjected
+
+    rows = conn.execute(
+        f"SELECT {MEMORY_SELECT} FROM memories WHERE subject IS NOT NULL"
+        " AND length(CAST(entity_id AS BLOB)) <> length(entity_id)"
+    ).fetchall()
+    for row in rows:
+        m = resubjected(row_memory(row))
+        if m is None:
+            continue
+        keys = None if m.keys is None else msgspec.json.encode(m.keys).decode("utf-8")
+        conn.execute(
+            "UPDATE memories SET subject = ?, keys = ? WHERE org_id = ? AND memory_id = ?",
+            (m.subject, keys, m.org_id, m.memory_id),
+        )
+        conn.execute("DELETE FROM memory_keys WHERE org_id = ? AND memory_id = ?", (m.org_id, m.memory_id))
+        conn.executemany(
+            "INSERT OR IGNORE INTO memory_keys (org_id, namespace, key, memory_id) VALUES (?, ?, ?, ?)",
+            [(m.org_id, m.namespace, k, m.memory_id) for k in m.keys or ()],
+        )
+
+
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4, _v5]
 LATEST = len(MIGRATIONS)
 
 

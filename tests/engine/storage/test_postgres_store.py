@@ -317,7 +317,7 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
                 conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_2'")
         monkeypatch.undo()
         rewrites = _count_rewrites(monkeypatch)
-        assert migrate(url) == [6, 7]
+        assert migrate(url) == [6, 7, 8]
         assert rewrites == [True]  # migration 7 would rewrite the rows 6 just rewrote with the same code
         local = open_store("memory")
         local.put_memories(rows)
@@ -363,7 +363,7 @@ def test_migration_7_reads_again_the_speakers_named_beyond_ascii(
             with store._conn() as conn:
                 assert conn.execute("SELECT count(*) FROM memories WHERE speaker IS NULL").fetchone() == (3,)
         monkeypatch.undo()
-        assert migrate(url) == [7]
+        assert migrate(url) == [7, 8]
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
