@@ -3,7 +3,6 @@ drop sentences stating nothing (questions, hypotheticals, reported opinions), sl
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -220,28 +219,37 @@ def is_statement(sentence: str) -> bool:
 
 
 #: Latin letters that NFKD leaves whole, spelled as they are written in ASCII
-_LATIN_LETTERS = str.maketrans(
-    {"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ß": "ss", "ẞ": "SS", "đ": "d",
-     "Đ": "D", "ð": "d", "Ð": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "TH", "ı": "i", "ħ": "h", "Ħ": "H"}
-)  # fmt: skip
+_LATIN_LETTERS = {
+    "ø": "o", "Ø": "o", "æ": "ae", "Æ": "ae", "œ": "oe", "Œ": "oe", "ß": "ss", "ẞ": "ss", "đ": "d", "Đ": "d",
+    "ð": "d", "Ð": "d", "ł": "l", "Ł": "l", "þ": "th", "Þ": "th", "ı": "i", "ħ": "h", "Ħ": "h",
+}  # fmt: skip
 
 
-@functools.lru_cache(maxsize=4096)
-def _folded(char: str) -> str:
-    """A character as a slug spells it: its ASCII form without accents if it has one ("é" -> "e",
-    "ﬁ" -> "fi"), else a letter, mark or digit of any script as it is ("б", "東"), else nothing."""
-    base = "".join(c for c in unicodedata.normalize("NFKD", char) if not unicodedata.combining(c))
-    if base and base.isascii():
-        return base
-    return char if unicodedata.category(char)[0] in "LMN" else ""
+def _spelled(name: str) -> str:
+    """`name` (case folded) as a slug spells it: each letter its ASCII form without accents where it has
+    one ("é" -> "e", "ﬁ" -> "fi"), any other letter, mark or digit as it is ("б", "東"), nothing else."""
+    kept: list[str] = []
+    marked = False  # a mark stays only on a letter kept as it is (on one spelled in ASCII it is an accent)
+    for c in unicodedata.normalize("NFKD", name):
+        if c in _LATIN_LETTERS:
+            kept.append(_LATIN_LETTERS[c])
+            marked = False
+        elif unicodedata.combining(c):
+            if marked:
+                kept.append(c)
+        elif c.isascii() or unicodedata.category(c)[0] in "LMN":
+            kept.append(c)
+            marked = not c.isascii()
+        else:
+            marked = False
+    return unicodedata.normalize("NFC", "".join(kept))
 
 
 def slug(name: str) -> str:
     """'São Paulo' -> 'sao-paulo'; 'Acme Corp.' -> 'acme-corp'; 'Søren' -> 'soren'; 'Борис' -> 'борис':
-    a name in any script keeps an id of its own, where folding to ASCII left two names one id."""
-    if not name.isascii():
-        name = "".join(_folded(c) for c in unicodedata.normalize("NFC", name).translate(_LATIN_LETTERS))
-    return re.sub(r"[^a-z0-9\u0080-\U0010ffff]+", "-", name.casefold()).strip("-") or "x"
+    a name in any script keeps an id of its own (folded to ASCII, every Cyrillic name would be 'x')."""
+    name = name.lower() if name.isascii() else _spelled(name.casefold()).casefold()
+    return re.sub(r"[^a-z0-9\u0080-\U0010ffff]+", "-", name).strip("-") or "x"
 
 
 def entity_id(name: str) -> str:

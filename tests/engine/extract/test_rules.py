@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import UnknownName
@@ -132,6 +132,25 @@ def test_is_blank(text: str, blank: bool) -> None:
 
 def test_money_needs_a_currency() -> None:
     assert parse_money("5 km") is None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(
+        st.one_of(st.characters(), st.sampled_from("\u0301\u0338\u030f\u0130\u00f8\u00df\u0416")), max_size=12
+    )
+)
+# a mark that composes with a letter folded to ASCII, one on a dropped symbol, a letter that only
+# compatibility maps to a cased or a folded one
+@example("A\u0300\u030f")
+@example("0\u22ea")
+@example("\U0001d6e2")
+@example("\U00010783")
+def test_a_slug_is_one_word_and_its_own_slug(name: str) -> None:
+    """Any text gives a non-empty id word, which slugs to itself (an id read back as a name keeps it)."""
+    word = slug(name)
+    assert word and not any(c.isspace() for c in word)
+    assert slug(word) == word
 
 
 def test_text_helpers() -> None:
