@@ -93,30 +93,33 @@ def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False
 def resubject_rows(conn: psycopg.Connection[Any]) -> None:
     """Migration 8's data step: the subjects of entities beyond ASCII as slugs now spell them
     (`engine.write.turns.resubjected`: "борис" held `ent:x`, which every such entity shared), with the
-    keys of those subjects; the row's other columns, its inline vector among them, stay as they are."""
+    keys of those subjects, a batch of candidate rows at a time; the row's other columns, its inline
+    vector among them, stay as they are."""
     from engine.storage.postgres.pgtext import enc, enc_opt
     from engine.storage.postgres.rows import decode, document
     from engine.write.turns import resubjected
 
-    rows = conn.execute(
-        "SELECT doc FROM memories WHERE subject IS NOT NULL AND octet_length(entity_id) <> char_length(entity_id)"
-    ).fetchall()
-    for (doc,) in rows:
-        m = resubjected(decode(doc))
-        if m is None:
-            continue
-        org, memory_id = enc(m.org_id), enc(m.memory_id)
-        conn.execute(
-            "UPDATE memories SET subject = %s, doc = %s WHERE org_id = %s AND memory_id = %s",
-            (enc_opt(m.subject), document(m), org, memory_id),
-        )
-        conn.execute("DELETE FROM memory_keys WHERE org_id = %s AND memory_id = %s", (org, memory_id))
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_keys (org_id, namespace, key, memory_id) VALUES (%s, %s, %s, %s)"
-                " ON CONFLICT DO NOTHING",
-                [(org, enc(m.namespace), enc(k), memory_id) for k in dict.fromkeys(m.keys or ())],
+    after: tuple[str, str] = ("", "")
+    while rows := conn.execute(
+        "SELECT org_id, memory_id, doc FROM memories WHERE (org_id, memory_id) > (%s, %s)"
+        " AND subject IS NOT NULL AND octet_length(entity_id) <> char_length(entity_id)"
+        " ORDER BY org_id, memory_id LIMIT %s",
+        (*after, TOKENIZE_BATCH),
+    ).fetchall():
+        after = (rows[-1][0], rows[-1][1])
+        for m in filter(None, (resubjected(decode(doc)) for _, _, doc in rows)):
+            org, memory_id = enc(m.org_id), enc(m.memory_id)
+            conn.execute(
+                "UPDATE memories SET subject = %s, doc = %s WHERE org_id = %s AND memory_id = %s",
+                (enc_opt(m.subject), document(m), org, memory_id),
             )
+            conn.execute("DELETE FROM memory_keys WHERE org_id = %s AND memory_id = %s", (org, memory_id))
+            with conn.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO memory_keys (org_id, namespace, key, memory_id) VALUES (%s, %s, %s, %s)"
+                    " ON CONFLICT DO NOTHING",
+                    [(org, enc(m.namespace), enc(k), memory_id) for k in dict.fromkeys(m.keys or ())],
+                )
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,7 @@ def test_postgres_migration_8(pg_server: PgServer, monkeypatch: pytest.MonkeyPat
         monkeypatch.undo()
         with psycopg.connect(url) as conn:  # the inline vector column is left as it was
             conn.execute("UPDATE memories SET embedding_model = 'kept' WHERE memory_id = 'mem_boris'")
+        monkeypatch.setattr(schema, "TOKENIZE_BATCH", 2)  # the rows read a few at a time
         assert pg_migrate(url) == [8]
         store = PostgresStore(url, max_size=2)
         try:
