@@ -79,9 +79,11 @@ class Row(msgspec.Struct, kw_only=True):
         return self.valid_to if self.valid_to is not None else FAR
 
     def current(self, now: datetime) -> bool:
-        """What a read without `as_of` (as of now) may return: not archived, begun, not ended, and active
-        or superseded by a value that begins later."""
-        held = self.status == "active" or (self.status == "superseded" and self.valid_to is not None)
+        """What a read without `as_of` (as of now) may return: not archived, begun, not ended, and active,
+        disputed (two values of one time: both show) or superseded by a value that begins later."""
+        held = self.status in ("active", "disputed") or (
+            self.status == "superseded" and self.valid_to is not None
+        )
         return held and not self.archived and self.holds_from <= now < self.ends
 
     def valid_at(self, t: datetime) -> bool:
