@@ -345,7 +345,8 @@ def reconcile(
     """A fact that comes back (from the archive, or edited to another value) meets the other values of
     its key again: placed on the key's timeline as if written anew at its own time, so the values that
     held when it began end then. A current fact of the same value is the same statement made twice: the
-    earlier of the two ends when the later began. A fact that had ended (superseded, negated, or given a
+    earlier of the two ends when the later began (or, on a single-valued key, when a value between them
+    began). A fact that had ended (superseded, negated, or given a
     valid_to) keeps its end, or ends sooner when a value written meanwhile began before that. A
     multi-valued key keeps its other values. Nothing changes for a fact without a key or one that never
     held. Its first event says `reason` and is `memory.updated` (the fact already exists)."""
@@ -360,7 +361,10 @@ def reconcile(
         return unchanged
     twins = [m for m in others if _is_current(m) and same_value(m, memory)] if current else []
     newer = [m for m in twins if effective_time(m) > t]
-    if newer:  # the same value stated later: this fact is its history
+    # a twin stated later makes this fact history; on a single-valued key `_single` places it, so a value
+    # held when it began ends then and the next value, the twin or one between, ends it
+    twins = [m for m in twins if m not in newer] if single else twins
+    if newer and not single:
         ended, event = _end(
             memory, min(effective_time(m) for m in newer), now, newer[0].memory_id, "same value"
         )

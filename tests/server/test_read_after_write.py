@@ -101,6 +101,35 @@ def test_a_past_value_back_from_the_archive_ends_what_began_before_it(
     ]  # Rome: June
 
 
+def test_a_value_back_from_the_archive_with_its_twin_stated_later_ends_at_the_next_value(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Rome from January, archived; Paris from March, Rome again from June; Rome of January back. It is
+    history up to the next value, Paris in March, not up to the later Rome (it held beside Paris from
+    March to June); and a value holding when it began ends then, as for any value placed there."""
+    rome = assemble(client, auth, "ent:tom", "I live in Rome.", as_of="2024-01-10T00:00:00Z")
+    rome_id = rome["extracted"]["upserts"][1]["memory_id"]
+    assert client.patch(f"/v0/memories/{rome_id}", json={"archived": True}, headers=auth).status_code == 200
+    assemble(client, auth, "ent:tom", "I live in Paris.", as_of="2024-03-10T00:00:00Z")
+    assemble(client, auth, "ent:tom", "I live in Rome.", as_of="2024-06-10T00:00:00Z")
+    back = client.patch(f"/v0/memories/{rome_id}", json={"archived": False}, headers=auth).json()
+    assert (back["status"], back["valid_to"]) == ("superseded", "2024-03-10T00:00:00Z")
+    then = current_facts(client, auth, "ent:tom", as_of="2024-04-01T00:00:00Z")
+    assert [line for line in then if "lives in" in line] == ["User lives in Paris (since 2024-03-10)"]
+
+    lisbon = assemble(client, auth, "ent:ann", "I live in Lisbon.", as_of="2024-02-10T00:00:00Z")
+    lisbon_id = lisbon["extracted"]["upserts"][1]["memory_id"]
+    assert client.patch(f"/v0/memories/{lisbon_id}", json={"archived": True}, headers=auth).status_code == 200
+    assemble(client, auth, "ent:ann", "I live in Oslo.", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, "ent:ann", "I live in Lisbon.", as_of="2024-06-10T00:00:00Z")
+    client.patch(f"/v0/memories/{lisbon_id}", json={"archived": False}, headers=auth)
+    oslo = next(m for m in client.get("/v0/memories", params={"type": "fact"}, headers=auth).json()["items"]
+                if m["text"] == "User lives in Oslo")  # fmt: skip
+    assert oslo["valid_to"] == "2024-02-10T00:00:00Z"
+    then = current_facts(client, auth, "ent:ann", as_of="2024-03-01T00:00:00Z")
+    assert [line for line in then if "lives in" in line] == ["User lives in Lisbon (since 2024-02-10)"]
+
+
 def test_a_v1_add_of_a_negation_that_ends_nothing_loses_nothing(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
