@@ -24,7 +24,8 @@ write elsewhere must never leave it with no current value.
     (SUPERSEDED when it also ended an earlier fact's interval);
   - a fact that begins at the same t and still holds then (current, or history a later value ended):
     equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
-    its valid_to); higher new confidence ends it at t; lower is stored as history that never held.
+    its valid_to); higher new confidence ends it at t; lower is stored as history that never held. A
+    later value ends disputed facts that hold at its t; they stay "disputed", as history.
 - A statement (a fact without a predicate that holds a key: a turn stored as `store_turn="fact"`,
   keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
   is placed after a value; a value that begins while it holds ends it, as does a negation naming no
@@ -311,6 +312,8 @@ def _placed(
     events: list[Event] = []
     for old in ended:
         closed, event = _end(old, t_new, now, stored.memory_id, "superseded")
+        if old.status == "disputed":  # a tie ended by the next value stays a tie in its history
+            closed = msgspec.structs.replace(closed, status="disputed")
         writes.append(closed)
         events.append(event)
     disputed: list[str] = []

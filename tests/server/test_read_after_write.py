@@ -130,6 +130,30 @@ def test_a_value_back_from_the_archive_with_its_twin_stated_later_ends_at_the_ne
     assert [line for line in then if "lives in" in line] == ["User lives in Lisbon (since 2024-02-10)"]
 
 
+def test_a_tie_the_next_value_ends_stays_disputed_in_its_history(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Lisbon, then Paris at the same time (a tie: both disputed) and Rome a moment later in the same
+    turn: Rome ends both, and the two stay marked disputed, so a read as of that time shows a marked
+    disagreement, not two plain values of one key."""
+    at = "2025-03-01T00:00:00Z"
+    assemble(client, auth, "ent:tom", "I live in Lisbon.", as_of=at)
+    assemble(client, auth, "ent:tom", "I live in Paris. Actually, I moved to Rome.", as_of=at)
+    facts = facts_of(client, auth)
+    rome = facts["User lives in Rome"]
+    for city in ("Lisbon", "Paris"):
+        tied = facts[f"User lives in {city}"]
+        assert (tied["status"], tied["valid_to"]) == ("disputed", rome["valid_from"]), city
+    then = current_facts(client, auth, "ent:tom", as_of=at)
+    assert sorted(line for line in then if "lives in" in line) == [
+        "User lives in Lisbon (disputed) (since 2025-03-01)",
+        "User lives in Paris (disputed) (since 2025-03-01)",
+    ]
+    assert [line for line in current_facts(client, auth, "ent:tom") if "lives in" in line] == [
+        "User lives in Rome (since 2025-03-01)"
+    ]
+
+
 def test_a_v1_add_of_a_negation_that_ends_nothing_loses_nothing(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
