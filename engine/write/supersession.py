@@ -40,7 +40,8 @@ write elsewhere must never leave it with no current value.
   Tom") that hold at the negation's t (begun by then and not ended then: a current fact, or one that a
   value dated later ends): status "superseded", valid_to = negation t. Nothing new is stored, so the
   outcome names no memory of its own (`memory_id` None): SUPERSEDED with `negation` true and
-  `supersedes` = the ended facts, or SKIPPED when nothing matched.
+  `supersedes` = the ended facts, or SKIPPED when nothing matched. A disputed value left with nothing
+  to dispute it is active again (event reason "undisputed").
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
@@ -257,6 +258,12 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         ended, event = _end(old, t_new, now, None, "negation")
         writes.append(ended)
         events.append(event)
+    # a value left disputed with nothing to dispute it is the value again (as after an archive or edit)
+    left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
+    if len(left) == 1 and left[0].status == "disputed" and any(m.status == "disputed" for m in targets):
+        alone = msgspec.structs.replace(left[0], status="active", updated_at=now)
+        writes.append(alone)
+        events.append(_event("memory.updated", alone, now, reason="undisputed"))
     ids = [m.memory_id for m in targets]
     return Resolution(
         outcome=Outcome(memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True),

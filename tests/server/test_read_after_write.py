@@ -154,6 +154,26 @@ def test_a_tie_the_next_value_ends_stays_disputed_in_its_history(
     ]
 
 
+def test_a_negation_of_one_disputed_value_leaves_the_other_the_value(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris and Lisbon from one time (disputed), then "I don't live in Paris anymore": Lisbon is the
+    value again, as when Paris is archived or edited away, not a dispute with nothing."""
+    at = "2025-03-01T00:00:00Z"
+    assemble(client, auth, "ent:tom", "I live in Paris.", as_of=at)
+    assemble(client, auth, "ent:tom", "I live in Lisbon.", as_of=at)
+    assemble(client, auth, "ent:tom", "I don't live in Paris anymore.", as_of="2025-04-01T00:00:00Z")
+    facts = facts_of(client, auth)
+    assert (facts["User lives in Lisbon"]["status"], facts["User lives in Lisbon"]["valid_to"]) == (
+        "active",
+        None,
+    )
+    assert facts["User lives in Paris"]["valid_to"] == "2025-04-01T00:00:00Z"
+    assert [line for line in current_facts(client, auth, "ent:tom") if "lives in" in line] == [
+        "User lives in Lisbon (since 2025-03-01)"
+    ]
+
+
 def test_a_v1_add_of_a_negation_that_ends_nothing_loses_nothing(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
