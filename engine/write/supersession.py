@@ -258,12 +258,11 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         ended, event = _end(old, t_new, now, None, "negation")
         writes.append(ended)
         events.append(event)
-    # a value left disputed with nothing to dispute it is the value again (as after an archive or edit)
-    left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
-    if len(left) == 1 and left[0].status == "disputed" and any(m.status == "disputed" for m in targets):
-        alone = msgspec.structs.replace(left[0], status="active", updated_at=now)
-        writes.append(alone)
-        events.append(_event("memory.updated", alone, now, reason="undisputed"))
+    if any(m.status == "disputed" for m in targets):
+        left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
+        if (settled := _undisputed(left, now)) is not None:
+            writes.append(settled[0])
+            events.append(settled[1])
     ids = [m.memory_id for m in targets]
     return Resolution(
         outcome=Outcome(memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True),
@@ -440,10 +439,18 @@ def settle_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> 
     ended, archived or moved away) becomes active."""
     rows = store.find_by_key(fact.org_id, fact.namespace, key)
     current = [m for m in rows if _is_current(m) and not m.archived and same_space(m, fact)]
-    if len(current) == 1 and current[0].status == "disputed":
-        alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
-        store.put_memories([alone])
-        store.append_events([_event("memory.updated", alone, now, reason="undisputed")])
+    if (settled := _undisputed(current, now)) is not None:
+        store.put_memories([settled[0]])
+        store.append_events([settled[1]])
+
+
+def _undisputed(current: list[Memory], now: datetime) -> tuple[Memory, Event] | None:
+    """The one current value of a key left disputed with nothing to dispute it, active again (and its
+    event); None when the key holds another current value or none is disputed."""
+    if len(current) != 1 or current[0].status != "disputed":
+        return None
+    alone = msgspec.structs.replace(current[0], status="active", updated_at=now)
+    return alone, _event("memory.updated", alone, now, reason="undisputed")
 
 
 def next_value_start(store: Store, fact: Memory) -> tuple[datetime, str] | None:
