@@ -55,6 +55,12 @@ _COMMON = frozenset(_COMMON_WORDS.split(" "))
 #: a capitalized word, in any script with case, and its possessive
 _NAME = re.compile(rf"\b({UPPER}[\w\-]{{1,40}})\b(?:['\u2019]s\b)?")
 _WORD = re.compile(r"(?:[^\W_]|')+")
+#: the third person's pronouns in the first person (`semantic_query`: a question asked in a speaker's voice)
+_FIRST_OF = {
+    "she": "I", "he": "I", "her": "my", "his": "my", "him": "me", "hers": "mine", "herself": "myself",
+    "himself": "myself",
+}  # fmt: skip
+_THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_FIRST_OF) + r")\b", re.IGNORECASE)
 #: cosine similarities are rounded to this many decimals: float32 sums differ in the last bits from one
 #: implementation to another (faiss, numpy, pgvector), which must not order near-equal candidates
 SEMANTIC_DECIMALS = 4
@@ -94,13 +100,32 @@ def semantic_query(query: str, names: Collection[str]) -> str:
     """The text the semantic channel embeds: the query without `names` (and their possessive). A name
     the scope's memories are full of (a turn's "<Name>: ", a greeting) draws the query vector to every
     memory that names the person and crowds the topic out; the keyword and graph channels match names
-    exactly. A query left with no word outside the common ones is embedded as it is."""
+    exactly. A question about one of them is asked in that speaker's voice, as the speaker's turns are
+    said: the name is "I" and the third person's pronouns are the first's ("When did Melanie go camping
+    with her kids?" -> "When did I go camping with my kids?"); a possessive is left out. A query left
+    with no word outside the common ones is embedded as it is."""
     if not names:
         return query
-    stripped = _NAME.sub(lambda m: " " if m.group(1) in names else m.group(0), query)
+    named = {m.group(1) for m in _NAME.finditer(query)} & set(names)
+    if len(named) == 1:
+        stripped = _first_person(query, next(iter(named)))
+    else:
+        stripped = _NAME.sub(lambda m: " " if m.group(1) in names else m.group(0), query)
     if not any(w.lower() not in _COMMON for w in _WORD.findall(stripped)):
         return query
     return " ".join(stripped.split())
+
+
+def _first_person(query: str, name: str) -> str:
+    """`query` in the voice of `name`: the name "I" (its possessive left out), he or she "I", her "my"."""
+
+    def voiced(m: re.Match[str]) -> str:
+        if m.group(1) != name:
+            return m.group(0)
+        return "I" if m.group(0) == name else " "
+
+    spoken = _NAME.sub(voiced, query)
+    return _THIRD_PERSON.sub(lambda m: _FIRST_OF[m.group(0).lower()], spoken)
 
 
 def hops_to_prior(hops: float) -> float:

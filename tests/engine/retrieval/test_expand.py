@@ -183,6 +183,24 @@ def test_names_and_the_semantic_query() -> None:
     assert semantic_query("Who is Caroline?", {"Caroline"}) == "Who is Caroline?"
 
 
+def test_a_question_about_one_speaker_is_asked_in_the_speakers_voice() -> None:
+    """A speaker's turns are said in the first person; a question about that speaker alone is embedded
+    so: the name "I", the third person's pronouns the first's, a possessive left out."""
+    speakers = {"Melanie", "Caroline"}
+    voiced = semantic_query("When did Melanie go camping with her kids?", speakers)
+    assert voiced == "When did I go camping with my kids?"
+    assert semantic_query("What did SHE give him after Melanie's race?", speakers) == (
+        "What did I give me after race?"
+    )
+    assert semantic_query("What do Melanie's kids like?", speakers) == "What do kids like?"
+    # two speakers named: both left out, the pronouns as they are
+    assert semantic_query("Did Melanie tell Caroline about her trip?", speakers) == "Did tell about her trip?"
+    # no speaker named (Alice is none of the scope's): the query as it is
+    assert semantic_query("Did Alice visit her mom?", speakers) == "Did Alice visit her mom?"
+    # nothing but common words would be left: the query as it is
+    assert semantic_query("Who is she, Melanie?", speakers) == "Who is she, Melanie?"
+
+
 def test_names_beyond_ascii_are_names() -> None:
     question = "Where did Zo\u00eb go with \u00c9mile and \u0141ukasz?"
     assert query_names(question) == ["Zo\u00eb", "\u00c9mile", "\u0141ukasz"]
@@ -209,7 +227,7 @@ def test_a_speaker_named_beyond_ascii_is_left_out_of_the_semantic_query_and_is_a
     backend: str, tmp_path: Path
 ) -> None:
     """ "\u00c9mile: ..." turns are \u00c9mile's as "Caroline: ..." turns are Caroline's: the question
-    "Where did \u00c9mile go hiking?" embeds without the name, and \u00c9mile's turns are graph hits."""
+    "Where did \u00c9mile go hiking?" embeds in \u00c9mile's voice, and \u00c9mile's turns are graph hits."""
     store = STORE_FACTORIES[backend](tmp_path)
     turns = ["Zo\u00eb: How was the weekend?", "\u00c9mile: I went hiking at Mount Tam.", "Zo\u00eb: Lovely!"]
     turns += ["\u00c9mile: We saw a bobcat.", "Zo\u00eb: Wow."]
@@ -224,7 +242,7 @@ def test_a_speaker_named_beyond_ascii_is_left_out_of_the_semantic_query_and_is_a
         out = _ask(
             store, cache, turn="Where did \u00c9mile go hiking?", weights=weights, expand={"neighbors": 0}
         )
-        assert embedder.texts[-1] == "Where did go hiking?"
+        assert embedder.texts[-1] == "Where did I go hiking?"
         graph = {
             m.memory_id for m in out.response.matches or [] if m.score_components["graph_prior"].raw == 1.0
         }
@@ -253,9 +271,10 @@ def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers(
     cache = EmbeddingCache(embedder, store)
     cache.embed([m.text for m in store.list_memories("o1", ListQuery(limit=100))])
     embedder.texts.clear()
-    # Caroline speaks half of the scope's events; Bob speaks none, so he stays in the query
+    # Caroline speaks half of the scope's events (the question is asked in her voice); Bob speaks none,
+    # so he stays in the query
     for turn, semantic in (
-        ("Where did Caroline go hiking with Bob?", "Where did go hiking with Bob?"),
+        ("Where did Caroline go hiking with Bob?", "Where did I go hiking with Bob?"),
         ("Where did Bob go hiking?", "Where did Bob go hiking?"),
     ):
         embedder.texts.clear()
