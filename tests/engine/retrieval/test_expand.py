@@ -223,7 +223,7 @@ def test_names_beyond_ascii_are_names() -> None:
 @pytest.mark.parametrize(
     "backend", [pytest.param(n, marks=STORE_MARKS.get(n, [])) for n in ("memory", "sqlite", "postgres")]
 )
-def test_a_speaker_named_beyond_ascii_is_left_out_of_the_semantic_query_and_is_a_speaker_hit(
+def test_a_speaker_named_beyond_ascii_is_voiced_in_the_semantic_query_and_is_a_speaker_hit(
     backend: str, tmp_path: Path
 ) -> None:
     """ "\u00c9mile: ..." turns are \u00c9mile's as "Caroline: ..." turns are Caroline's: the question
@@ -263,7 +263,7 @@ class _Recording(HashEmbedder):
         return super().embed(texts)
 
 
-def test_the_semantic_channel_embeds_the_query_without_the_scopes_speakers(
+def test_the_semantic_channel_embeds_the_query_in_the_named_speakers_voice(
     talk: tuple[Store, EmbeddingCache],
 ) -> None:
     store, _ = talk
