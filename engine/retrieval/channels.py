@@ -107,25 +107,19 @@ def semantic_query(query: str, names: Collection[str]) -> str:
     if not names:
         return query
     named = {m.group(1) for m in _NAME.finditer(query)} & set(names)
-    if len(named) == 1:
-        stripped = _first_person(query, next(iter(named)))
-    else:
-        stripped = _NAME.sub(lambda m: " " if m.group(1) in names else m.group(0), query)
+    voice = next(iter(named)) if len(named) == 1 else None
+
+    def said(m: re.Match[str]) -> str:
+        if m.group(1) not in names:
+            return m.group(0)
+        return "I" if m.group(0) == voice else " "  # the voice's own name (not its possessive) is "I"
+
+    stripped = _NAME.sub(said, query)
+    if voice is not None:
+        stripped = _THIRD_PERSON.sub(lambda m: _FIRST_OF[m.group(0).lower()], stripped)
     if not any(w.lower() not in _COMMON for w in _WORD.findall(stripped)):
         return query
     return " ".join(stripped.split())
-
-
-def _first_person(query: str, name: str) -> str:
-    """`query` in the voice of `name`: the name "I" (its possessive left out), he or she "I", her "my"."""
-
-    def voiced(m: re.Match[str]) -> str:
-        if m.group(1) != name:
-            return m.group(0)
-        return "I" if m.group(0) == name else " "
-
-    spoken = _NAME.sub(voiced, query)
-    return _THIRD_PERSON.sub(lambda m: _FIRST_OF[m.group(0).lower()], spoken)
 
 
 def hops_to_prior(hops: float) -> float:
