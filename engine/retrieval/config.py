@@ -49,6 +49,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     neighbors: int = 0
     neighbor_weight: float = 0.0
     day_weight: float = 0.0
+    opening_weight: float = 0.0
     context_max_chars: int = 0
     length_weight: float = 0.0
     time_weight: float = 0.0
@@ -121,6 +122,9 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
             else options.expand.neighbor_weight
         ),
         day_weight=preset.day_weight if options.expand.day_weight is None else options.expand.day_weight,
+        opening_weight=(
+            preset.opening_weight if options.expand.opening_weight is None else options.expand.opening_weight
+        ),
         context_max_chars=(
             preset.context_max_chars if options.expand.max_chars is None else options.expand.max_chars
         ),

@@ -14,10 +14,14 @@ that day.
   `day_boost = day_weight x (the best first-fusion score among the event candidates of its stretch)`
   when that stretch has at least two event candidates, so an event alone is not lifted over facts and
   notes. A stretch is one session (`metadata.session`), else one day's candidates split where two are
-  hours apart. Facts, notes and documents take neither boost, and the fusion caps both so that an
-  event never passes a memory of another type that beats it without them (a fact extracted from a
-  turn excepted: it restates a turn).
-The fusion then runs again with these two boosts (`engine.retrieval.fuse`).
+  hours apart; and an event that opens its stretch (no event before it within `MAX_GAP`: the first turn
+  of a conversation, where people say what it is about) gets `opening_boost = opening_weight`. The
+  openers are read off the anchors' walk: an anchor with no event before it, and the first event before
+  an anchor when the walk stops short of `neighbors` places (so a neighbour that opens a stretch joins
+  with both boosts). Facts, notes and documents take none of these boosts, and the fusion caps them so
+  that an event never passes a memory of another type that beats it without them (a fact extracted
+  from a turn excepted: it restates a turn).
+The fusion then runs again with these boosts (`engine.retrieval.fuse`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from engine.models import Memory, speaker_of
 from engine.retrieval.channels import name_seeds
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
-from engine.storage.base import Hit, Scope, Store
+from engine.storage.base import Adjacent, Hit, Scope, Store
 from engine.timeutil import to_micros
 from loci.wire.tuning import TUNING
 
@@ -67,7 +71,7 @@ def speaker_hits(
 
 
 class Context(msgspec.Struct, kw_only=True):
-    boosts: dict[str, tuple[float, float]]  # memory id -> (neighbor_boost, day_boost)
+    boosts: dict[str, tuple[float, float, float]]  # memory id -> (neighbor_boost, day_boost, opening_boost)
     added: list[str]  # neighbour ids that were not candidates (their memories are in `memories`)
     ops: int = 0
 
@@ -119,12 +123,17 @@ def context_boosts(
     events = [mid for mid in union if mid in memories and memories[mid].type == "event"]
     out = Context(boosts={}, added=[])
     neighbor: dict[str, float] = {}
-    if cfg.neighbors > 0 and cfg.neighbor_weight > 0 and events:
+    openers: set[str] = set()
+    walks = cfg.neighbor_weight > 0 or cfg.opening_weight > 0
+    if cfg.neighbors > 0 and walks and events:
         anchors = sorted(events, key=lambda mid: -score[mid])[: cfg.anchors]
         adjacent = store.search.adjacent_events(scope, anchors, cfg.neighbors, MAX_GAP)
         out.ops += 1
-        for a in adjacent:
-            neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])
+        if cfg.opening_weight > 0:
+            openers = _openers(anchors, adjacent, cfg.neighbors)
+        if cfg.neighbor_weight > 0:
+            for a in adjacent:
+                neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])
         missing = [mid for mid in neighbor if mid not in memories]
         if missing:
             for m in store.get_memories(scope.org_id, missing):
@@ -133,7 +142,8 @@ def context_boosts(
         out.added = [mid for mid in neighbor if mid in memories and mid not in score]
     stretch_of = _stretches([*events, *out.added], memories)
     best = _stretch_best(events, stretch_of, score) if cfg.day_weight > 0 else {}
-    neighbor_weight, day_weight, boosts = cfg.neighbor_weight, cfg.day_weight, out.boosts
+    neighbor_weight, day_weight, opening_weight = cfg.neighbor_weight, cfg.day_weight, cfg.opening_weight
+    boosts = out.boosts
     longest = cfg.context_max_chars or None
     for mid, stretch in stretch_of.items():
         if longest is not None and len(memories[mid].text) > longest:
@@ -142,6 +152,27 @@ def context_boosts(
         top = best.get(stretch, ())
         # the stretch's best score, when it has other candidates: a lone event does not lift itself
         same_day = day_weight * top[0][1] if len(top) > 1 else 0.0
-        if nb or same_day:
-            boosts[mid] = (nb, same_day)
+        opening = opening_weight if mid in openers else 0.0
+        if nb or same_day or opening:
+            boosts[mid] = (nb, same_day, opening)
+    return out
+
+
+def _openers(anchors: Sequence[str], adjacent: Sequence[Adjacent], span: int) -> set[str]:
+    """The events the anchors' walk (`span` places each side, stopped at a gap) shows to open a stretch
+    of conversation: an anchor with no event before it, and the first one before an anchor when the walk
+    back stops short of `span` places. One `span` places back may have more before it: not known."""
+    farthest: dict[str, tuple[int, str]] = {}  # anchor -> (offset, memory id) of the walk's last step back
+    for a in adjacent:
+        if a.offset < 0:
+            seen = farthest.get(a.anchor_id)
+            if seen is None or a.offset < seen[0]:
+                farthest[a.anchor_id] = (a.offset, a.memory_id)
+    out: set[str] = set()
+    for anchor in anchors:
+        back = farthest.get(anchor)
+        if back is None:
+            out.add(anchor)
+        elif -back[0] < span:
+            out.add(back[1])
     return out

@@ -12,8 +12,9 @@ Boosts (added after the weighted sum, each its own score component, only when no
 memory touches one of retrieval.entity_boosts), `type_boost` (the preset's type boosts), `seed_boost`
 (+`SEED_BOOST` for seed_context.memory_ids), `time_boost` (+`time_weight` for a memory held from within
 the time the question points to, `engine.retrieval.timeframe`), and the conversation-context boosts
-`neighbor_boost` and `day_boost` computed by `engine.retrieval.expand` from a first fusion (never
-lifting an event above a memory of another type, not extracted from a turn, that beats it without them),
+`neighbor_boost`, `day_boost` and `opening_boost` computed by `engine.retrieval.expand` from a first
+fusion (never lifting an event above a memory of another type, not extracted from a turn, that beats it
+without them),
 and the `length_prior` of events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean
 of that over the event candidates)`, so among turns that match alike the one that says more leads (a
 short turn is mostly acknowledgement; zero mean, so events as a whole are not lifted above other types).
@@ -59,13 +60,16 @@ BOOSTS: tuple[str, ...] = (
     "time_boost",
     "neighbor_boost",
     "day_boost",
+    "opening_boost",
     "length_prior",
 )
 # the columns of `Fused.raw`/`norm`/`contrib` (CHANNELS order; the first three are also `Fused.hit`'s)
 SEMANTIC, BM25, GRAPH, RECENCY, CONFIDENCE = range(len(CHANNELS))
 SEARCHED = (SEMANTIC, BM25, GRAPH)  # the channels that return hits; the others are priors
 # the columns of `Fused.boosts` (BOOSTS order)
-PREDICATE, ENTITY, TYPE, SEED, SNIPPET, TIME, NEIGHBOR, DAY, LENGTH = range(len(BOOSTS))
+PREDICATE, ENTITY, TYPE, SEED, SNIPPET, TIME, NEIGHBOR, DAY, OPENING, LENGTH = range(len(BOOSTS))
+#: the conversation-context boosts (`engine.retrieval.expand`), capped together (`_cap_context_boosts`)
+CONTEXT = slice(NEIGHBOR, OPENING + 1)
 #: the boosts a request or preset gives a memory itself (what reusing a first fusion keeps)
 OWN_BOOSTS = slice(PREDICATE, NEIGHBOR)
 _DAY_US = 86_400_000_000
@@ -267,13 +271,13 @@ def fuse(
     reference: datetime,
     seeded: frozenset[str] = frozenset(),
     snippets: frozenset[str] = frozenset(),
-    context: Mapping[str, tuple[float, float]] | None = None,
+    context: Mapping[str, tuple[float, float, float]] | None = None,
     reuse: Fused | None = None,
     window: tuple[int, int] | None = None,
 ) -> Fused:
     """The fusion of `ids`. `window`: [start, end) in microseconds of the time the question points to
     (`engine.retrieval.timeframe`); a memory held from within it takes `time_boost`. `context`: memory
-    id -> (neighbor_boost, day_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a
+    id -> (neighbor_boost, day_boost, opening_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a
     prefix of `ids` under the same settings, whose rows are taken instead of computed again (the result
     is the same to the last bit); `hits` may have gained hits of the new candidates since (a neighbour
     spoken by a seed entity is a graph hit)."""
@@ -302,7 +306,7 @@ def fuse(
     boosts[kept:, OWN_BOOSTS] = own[:, OWN_BOOSTS]
     for i, mid in enumerate(ids):
         if context and mid in context:
-            boosts[i, NEIGHBOR], boosts[i, DAY] = context[mid]
+            boosts[i, CONTEXT] = context[mid]
     log_chars = (
         np.concatenate((reuse.log_chars, fresh_log_chars)) if kept and reuse is not None else fresh_log_chars
     )
@@ -361,7 +365,7 @@ def _cap_context_boosts(
     model turns answering together, not a better match. A fact extracted from a turn caps nothing: it
     restates a turn, and capping the conversation under every such restatement flattens it wherever
     turns went through extraction. Scales them down in place; `weighted` is every candidate's score."""
-    context = boosts[:, NEIGHBOR] + boosts[:, DAY]
+    context = boosts[:, NEIGHBOR] + boosts[:, DAY] + boosts[:, OPENING]
     if not context.any():
         return
     others = sorted(
@@ -379,8 +383,7 @@ def _cap_context_boosts(
         cap = others[at] - CAP_MARGIN
         if weighted[i] > cap:
             keep = max(0.0, (cap - direct) / float(context[i]))
-            boosts[i, NEIGHBOR] *= keep
-            boosts[i, DAY] *= keep
+            boosts[i, CONTEXT] *= keep
 
 
 #: fused scores equal to this many decimals tie: events capped under one memory land on its score
@@ -393,7 +396,8 @@ def ranking(fused: Fused) -> npt.NDArray[np.intp]:
     the conversation-context boosts first (among events capped to one score, the turn that matches
     best), then keep the candidates' order."""
     score = np.round(fused.score, SCORE_DECIMALS)
-    direct = np.round(fused.score - fused.boosts[:, NEIGHBOR] - fused.boosts[:, DAY], SCORE_DECIMALS)
+    boosts = fused.boosts
+    direct = np.round(fused.score - boosts[:, NEIGHBOR] - boosts[:, DAY] - boosts[:, OPENING], SCORE_DECIMALS)
     return np.lexsort((-direct, -score))
 
 
@@ -415,6 +419,7 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "time_boost": "from the time the question points to",
         "neighbor_boost": "next to a strong match (same conversation)",
         "day_boost": "same stretch of conversation as a strong match",
+        "opening_boost": "opens a stretch of conversation",
     }
     for j, name in enumerate(BOOSTS):
         b = fused.boosts[i, j]

@@ -40,7 +40,7 @@ from engine.retrieval.channels import (
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
 from engine.retrieval.expand import context_boosts, speaker_hits
-from engine.retrieval.fuse import Fused, fuse, ranking
+from engine.retrieval.fuse import SCORE_DECIMALS, Fused, fuse, ranking
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
 from engine.storage.scope_filter import in_scope
@@ -282,6 +282,8 @@ def _rerank(
     cost.retrieval_ops += 1
     vectors = [found.get(wanted[mid]) if mid in wanted else None for mid in ranked]
     scores = np.asarray([fused.score[position[mid]] for mid in ranked], dtype=np.float64)
+    # scores equal to the ranking's precision tie: MMR's first pick among them is the ranking's
+    scores = np.round(scores, SCORE_DECIMALS)
     return [ranked[i] for i in rerank.mmr(scores, vectors, lam=lam, picks=rerank.PICKS)]
 
 

@@ -153,7 +153,7 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 ge=0,
                 le=20000,
                 description=(
-                    "an event longer than this many characters takes neither context boost; 0: no limit; "
+                    "an event longer than this many characters takes no context boost; 0: no limit; "
                     f"default {DEFAULTS.context_max_chars} (preset)"
                 ),
             ),
@@ -168,6 +168,20 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
                 description=(
                     "an event's boost as a share of the best candidate score of its stretch of conversation; "
                     f"default {DEFAULTS.day_weight} (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
+    opening_weight: (
+        Annotated[
+            float,
+            UNIT_INTERVAL,
+            Meta(
+                description=(
+                    "the boost of an event that opens its stretch of conversation (no event within an hour before "
+                    f"it; read off the neighbours' walk, so 0 neighbors turns it off); default {DEFAULTS.opening_weight} "
+                    "(preset)"
                 ),
             ),
         ]

@@ -1405,6 +1405,8 @@ export interface components {
             max_chars?: number | null;
             /** @default null */
             day_weight?: number | null;
+            /** @default null */
+            opening_weight?: number | null;
         };
         /** ReturnOptions */
         ReturnOptions: {

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -102,6 +103,18 @@ def test_without_the_cap_the_chatter_would_bury_the_fact(monkeypatch: pytest.Mon
     monkeypatch.setattr(fuse_mod, "_cap_context_boosts", lambda *args: None)
     store, cache = _mixed_scope()
     assert _ranking(store, cache)[0] != "f0"  # the geometry reproduces the issue: the cap is what holds
+
+
+def test_the_turn_that_opens_the_chatter_stays_under_the_fact() -> None:
+    """The first of the forty events opens their stretch: its opening boost is capped with the others."""
+    store, cache = _mixed_scope()
+    retrieval = {"expand": {"opening_weight": 1.0}}
+    body = {"query": QUESTION, "entity_id": "ent:ana", "retrieval": retrieval, "limit": 46}
+    request = msgspec.convert(body, RecallRequest)
+    got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
+    matches = {m.memory_id: m for m in got.response.matches}
+    assert got.response.matches[0].memory_id == "f0"
+    assert 0 < matches["e0"].score_components["opening_boost"].contrib < 1.0
 
 
 def test_a_fact_extracted_from_a_turn_caps_nothing() -> None:

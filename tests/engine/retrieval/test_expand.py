@@ -145,6 +145,35 @@ def test_expansion_off_and_day_boost(talk: tuple[Store, EmbeddingCache]) -> None
     assert "day_boost" not in matches["d2_1"].score_components
 
 
+def test_the_turn_that_opens_a_conversation_gains_the_opening_boost(
+    talk: tuple[Store, EmbeddingCache],
+) -> None:
+    """Read off the anchors' walk: an anchor with no turn within the hour before it opens its stretch, and
+    so does the turn a walk back stops at short of `neighbors` places."""
+    store, cache = talk
+    bm25 = {"semantic": 0, "bm25": 1, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+
+    def opened(turn: str, **expand: Any) -> dict[str, float]:
+        out = _ask(store, cache, turn=turn, top_k=1, weights=bm25, expand={"day_weight": 0, **expand})
+        return {
+            m.memory_id: m.score_components["opening_boost"].contrib
+            for m in out.response.matches or []
+            if "opening_boost" in m.score_components
+        }
+
+    # the only hit is d1_1; its walk back stops after d1_0, the first turn of day 1
+    assert opened("Where did Caroline go hiking?") == {"d1_0": 0.1}
+    assert opened("How was the weekend?") == {"d1_0": 0.1}  # the hit opens the day's talk itself
+    # from d1_3 the walk goes the whole two places back, to d1_1: what lies before that is not read
+    assert opened("a bobcat") == {}
+    assert opened("How was the weekend?", opening_weight=0.3) == {"d1_0": 0.3}
+    assert opened("How was the weekend?", opening_weight=0) == {}
+    assert opened("How was the weekend?", neighbors=0) == {}  # no walk, no openers
+    out = _ask(store, cache, turn="How was the weekend?", top_k=1, weights=bm25)
+    first = next(m for m in out.response.matches or [] if m.memory_id == "d1_0")
+    assert "opens a stretch of conversation" in first.reason
+
+
 def test_speaker_named_in_the_question_is_a_graph_hit(talk: tuple[Store, EmbeddingCache]) -> None:
     store, cache = talk
     out = _ask(store, cache, expand={"neighbors": 0, "day_weight": 0})
@@ -311,3 +340,9 @@ def test_a_long_turn_takes_no_context_boost(talk: tuple[Store, EmbeddingCache]) 
     assert not limited.get("d1_long")  # longer than 200 characters: not lifted for standing near the answer
     assert "neighbor_boost" in limited["d1_2"]  # the short turn after it still is
     assert "neighbor_boost" in boosts(0)["d1_long"]  # 0: no limit
+    store.put_memories([mem("d0_long", long_turn, type="event", days_ago=11)])  # opens a stretch of its own
+    cache.embed([long_turn])
+    opening = _ask(
+        store, cache, turn="the view from the top", top_k=2, weights=bm25, expand={"max_chars": 200}
+    )
+    assert not any("opening_boost" in m.score_components for m in opening.response.matches or [])

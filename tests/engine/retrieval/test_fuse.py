@@ -129,7 +129,7 @@ def test_reusing_a_first_fusion_equals_fusing_the_longer_list_afresh(normalizati
         normalization=normalization, predicate_boosts={"likes": 0.3}, entity_boosts=["ent:bob"]
     )
     memories |= {"d": mem("d", days_ago=3, confidence=0.9), "e": mem("e", days_ago=400, predicate="likes")}
-    context = {"a": (0.05, 0.0), "d": (0.2, 0.1), "e": (0.0, 0.3)}
+    context = {"a": (0.05, 0.0, 0.0), "d": (0.2, 0.1, 0.1), "e": (0.0, 0.3, 0.0)}
     kwargs: dict[str, Any] = {
         "reference": NOW,
         "seeded": frozenset({"e"}),
@@ -181,7 +181,7 @@ def test_reuse_recentres_the_length_prior_over_the_added_events() -> None:
     hits = ChannelHits(semantic=[Hit("e0", 0.9), Hit("e1", 0.6)])
     cfg = resolve(RetrievalOptions(length_weight=0.1))
     first = fuse(["e0", "e1"], memories, hits, cfg, reference=NOW)
-    context = {"e2": (0.1, 0.0), "e3": (0.05, 0.0)}
+    context = {"e2": (0.1, 0.0, 0.0), "e3": (0.05, 0.0, 0.1)}
     got = fuse([*first.ids, "e2", "e3"], memories, hits, cfg, reference=NOW, context=context, reuse=first)
     want = fuse(["e0", "e1", "e2", "e3"], memories, hits, cfg, reference=NOW, context=context)
     for name in ("boosts", "score"):
