@@ -169,6 +169,9 @@ def test_the_turn_that_opens_a_conversation_gains_the_opening_boost(
     assert opened("How was the weekend?", opening_weight=0.3) == {"d1_0": 0.3}
     assert opened("How was the weekend?", opening_weight=0) == {}
     assert opened("How was the weekend?", neighbors=0) == {}  # no walk, no openers
+    # without neighbours joining, the walk still finds an opener among the candidates, and adds none
+    assert opened("How was the weekend?", neighbor_weight=0) == {"d1_0": 0.1}
+    assert opened("Where did Caroline go hiking?", neighbor_weight=0) == {}
     out = _ask(store, cache, turn="How was the weekend?", top_k=1, weights=bm25)
     first = next(m for m in out.response.matches or [] if m.memory_id == "d1_0")
     assert "opens a stretch of conversation" in first.reason
