@@ -117,8 +117,8 @@ def context_boosts(
     fused: Fused,
     memories: dict[str, Memory],
 ) -> Context:
-    """Neighbour and day boosts from a first fusion (see the module docstring); fetches new neighbours
-    into `memories`."""
+    """Neighbour, day and opening boosts from a first fusion (see the module docstring); fetches new
+    neighbours into `memories`."""
     score = dict(zip(union, fused.score.tolist(), strict=False))
     events = [mid for mid in union if mid in memories and memories[mid].type == "event"]
     out = Context(boosts={}, added=[])
