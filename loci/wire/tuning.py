@@ -67,7 +67,7 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: an event that opens its stretch of conversation (no event before it within `stretch_gap_minutes`,
     #: as the neighbours' walk shows it) gains this: a conversation's first turn says what it is about
     opening_weight: float = 0.1
-    #: an event longer than this takes neither boost (0: no limit): the context boosts bring in the turns
+    #: an event longer than this takes no context boost (0: no limit): the context boosts bring in the turns
     #: around an answer, which are worth their tokens only when they are short
     context_max_chars: int = 500
     #: the length prior (`engine.retrieval.fuse`): an event gains `length_weight` x (ln of its length,
