@@ -7,15 +7,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.retrieval import fuse as fuse_mod
-from engine.retrieval.options import RecallRequest
+from engine.retrieval.options import Expand, RecallRequest, RetrievalOptions
 from engine.retrieval.pipeline import run_recall
+from engine.retrieval.responses import Match
 from engine.storage.in_memory import InMemoryStore
 
 from .helpers import NOW, mem
@@ -78,10 +78,22 @@ def _mixed_scope(extracted: bool = False) -> tuple[InMemoryStore, EmbeddingCache
     return store, cache
 
 
-def _ranking(store: InMemoryStore, cache: EmbeddingCache, limit: int = 10, now: datetime = NOW) -> list[str]:
-    request = RecallRequest(query=QUESTION, entity_id="ent:ana", limit=limit)
+def _matches(
+    store: InMemoryStore,
+    cache: EmbeddingCache,
+    limit: int = 10,
+    now: datetime = NOW,
+    retrieval: RetrievalOptions | None = None,
+) -> list[Match]:
+    request = RecallRequest(
+        query=QUESTION, entity_id="ent:ana", limit=limit, retrieval=retrieval or RetrievalOptions()
+    )
     got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=now)
-    return [m.memory_id for m in got.response.matches]
+    return got.response.matches
+
+
+def _ranking(store: InMemoryStore, cache: EmbeddingCache, limit: int = 10, now: datetime = NOW) -> list[str]:
+    return [m.memory_id for m in _matches(store, cache, limit, now)]
 
 
 def test_the_best_direct_match_of_another_type_stays_first() -> None:
@@ -108,13 +120,10 @@ def test_without_the_cap_the_chatter_would_bury_the_fact(monkeypatch: pytest.Mon
 def test_the_turn_that_opens_the_chatter_stays_under_the_fact() -> None:
     """The first of the forty events opens their stretch: its opening boost is capped with the others."""
     store, cache = _mixed_scope()
-    retrieval = {"expand": {"opening_weight": 1.0}}
-    body = {"query": QUESTION, "entity_id": "ent:ana", "retrieval": retrieval, "limit": 46}
-    request = msgspec.convert(body, RecallRequest)
-    got = run_recall(store, cache, org_id="o1", agent_id=None, request=request, request_id="r", now=NOW)
-    matches = {m.memory_id: m for m in got.response.matches}
-    assert got.response.matches[0].memory_id == "f0"
-    assert 0 < matches["e0"].score_components["opening_boost"].contrib < 1.0
+    ranked = _matches(store, cache, 46, retrieval=RetrievalOptions(expand=Expand(opening_weight=1.0)))
+    assert ranked[0].memory_id == "f0"
+    opener = next(m for m in ranked if m.memory_id == "e0")
+    assert 0 < opener.score_components["opening_boost"].contrib < 1.0
 
 
 def test_a_fact_extracted_from_a_turn_caps_nothing() -> None:
