@@ -54,6 +54,7 @@ class ResolvedRetrieval(msgspec.Struct, frozen=True, kw_only=True):
     length_weight: float = 0.0
     time_weight: float = 0.0
     passage_weight: float = 0.0
+    speaker_focus: float = 0.0
     anchors: int = ANCHORS
 
 
@@ -131,6 +132,7 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
         length_weight=preset.length_weight if options.length_weight is None else options.length_weight,
         time_weight=preset.time_weight if options.time_weight is None else options.time_weight,
         passage_weight=preset.passage_weight if options.passage_weight is None else options.passage_weight,
+        speaker_focus=preset.speaker_focus if options.speaker_focus is None else options.speaker_focus,
         anchors=anchors,
     )
 

@@ -46,14 +46,16 @@ _DAY_US = 86_400_000_000
 Stretch = tuple[int, int | str]
 
 
-def speaker_hits(
-    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], graph: Sequence[Hit]
-) -> list[Hit]:
-    """Graph hits at hop 0 (prior 1) for events spoken by a seed entity, merged into `graph`."""
+def speakers(
+    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """(events spoken by a seed entity, events spoken by anyone else) among `ids`: a "<Name>: " turn is a
+    seed's when a word of Name is one (`name_seeds`). Events with no speaker are in neither."""
     wanted = set(seeds)
+    named: list[str] = []
+    others: list[str] = []
     if not wanted:
-        return list(graph)
-    best = {h.memory_id: h.raw for h in graph}
+        return named, others
     seeded_name: dict[str, bool] = {}  # a few speakers say most turns
     for mid in ids:
         m = memories.get(mid)
@@ -65,9 +67,29 @@ def speaker_hits(
         hit = seeded_name.get(name)
         if hit is None:
             hit = seeded_name[name] = any(not wanted.isdisjoint(name_seeds(w)) for w in name.split())
-        if hit:
-            best[mid] = max(best.get(mid, 0.0), 1.0)
+        (named if hit else others).append(mid)
+    return named, others
+
+
+def speaker_hits(
+    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], graph: Sequence[Hit]
+) -> list[Hit]:
+    """Graph hits at hop 0 (prior 1) for events spoken by a seed entity, merged into `graph`."""
+    if not seeds:
+        return list(graph)
+    best = {h.memory_id: h.raw for h in graph}
+    for mid in speakers(ids, memories, seeds)[0]:
+        best[mid] = max(best.get(mid, 0.0), 1.0)
     return [Hit(mid, raw) for mid, raw in best.items()]
+
+
+def spoken_by_others(
+    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str]
+) -> frozenset[str]:
+    """The events of `ids` another speaker said, when the question names one of their speakers (some
+    event is spoken by a seed entity); else none: the speaker focus (`engine.retrieval.fuse`)."""
+    named, others = speakers(ids, memories, seeds)
+    return frozenset(others) if named else frozenset()
 
 
 class Context(msgspec.Struct, kw_only=True):

@@ -18,6 +18,8 @@ without them),
 and the `length_prior` of events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean
 of that over the event candidates)`, so among turns that match alike the one that says more leads (a
 short turn is mostly acknowledgement; zero mean, so events as a whole are not lifted above other types).
+Last, `speaker_focus` (negative): when the question names a speaker of the candidate events, an event
+another speaker said loses `speaker_focus` x its score so far.
 A seed snippet has only `seed_snippet` = `SNIPPET_SCORE`.
 
 The score is accumulated left to right in float64 in the same order as the components are listed,
@@ -62,12 +64,13 @@ BOOSTS: tuple[str, ...] = (
     "day_boost",
     "opening_boost",
     "length_prior",
+    "speaker_focus",
 )
 # the columns of `Fused.raw`/`norm`/`contrib` (CHANNELS order; the first three are also `Fused.hit`'s)
 SEMANTIC, BM25, GRAPH, RECENCY, CONFIDENCE = range(len(CHANNELS))
 SEARCHED = (SEMANTIC, BM25, GRAPH)  # the channels that return hits; the others are priors
 # the columns of `Fused.boosts` (BOOSTS order)
-PREDICATE, ENTITY, TYPE, SEED, SNIPPET, TIME, NEIGHBOR, DAY, OPENING, LENGTH = range(len(BOOSTS))
+PREDICATE, ENTITY, TYPE, SEED, SNIPPET, TIME, NEIGHBOR, DAY, OPENING, LENGTH, FOCUS = range(len(BOOSTS))
 #: the conversation-context boosts (`engine.retrieval.expand`), capped together (`_cap_context_boosts`)
 CONTEXT = slice(NEIGHBOR, OPENING + 1)
 #: the boosts a request or preset gives a memory itself (what reusing a first fusion keeps)
@@ -274,8 +277,11 @@ def fuse(
     context: Mapping[str, tuple[float, float, float]] | None = None,
     reuse: Fused | None = None,
     window: tuple[int, int] | None = None,
+    others: frozenset[str] = frozenset(),
 ) -> Fused:
-    """The fusion of `ids`. `window`: [start, end) in microseconds of the time the question points to
+    """The fusion of `ids`. `others`: the events spoken by someone the question does not name, when it
+    names a speaker of the candidates (`engine.retrieval.expand.speakers`); each loses
+    `cfg.speaker_focus` of its score, last, as `speaker_focus`. `window`: [start, end) in microseconds of the time the question points to
     (`engine.retrieval.timeframe`); a memory held from within it takes `time_boost`. `context`: memory
     id -> (neighbor_boost, day_boost, opening_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a
     prefix of `ids` under the same settings, whose rows are taken instead of computed again (the result
@@ -316,6 +322,10 @@ def fuse(
     weights = np.asarray(cfg.weights.as_tuple(), dtype=np.float64)
     if context:
         _cap_context_boosts(ids, memories, _score(norm * weights, boosts), boosts)
+    if others and cfg.speaker_focus > 0:
+        rows = np.asarray([i for i, mid in enumerate(ids) if mid in others], dtype=np.intp)
+        if rows.size:
+            boosts[rows, FOCUS] = -cfg.speaker_focus * _score(norm * weights, boosts)[rows]
     return _fused(ids, raw, norm, weights, boosts, hit, log_chars)
 
 
@@ -420,6 +430,7 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "neighbor_boost": "next to a strong match (same conversation)",
         "day_boost": "same stretch of conversation as a strong match",
         "opening_boost": "opens a stretch of conversation",
+        "speaker_focus": "said by someone the question does not name",
     }
     for j, name in enumerate(BOOSTS):
         b = fused.boosts[i, j]

@@ -14,7 +14,7 @@ import functools
 import threading
 import time
 import weakref
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -39,7 +39,7 @@ from engine.retrieval.channels import (
 )
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
-from engine.retrieval.expand import context_boosts, speaker_hits
+from engine.retrieval.expand import Context, context_boosts, speaker_hits, spoken_by_others
 from engine.retrieval.fuse import SCORE_DECIMALS, Fused, fuse, ranking
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
@@ -287,6 +287,41 @@ def _rerank(
     return [ranked[i] for i in rerank.mmr(scores, vectors, lam=lam, picks=rerank.PICKS)]
 
 
+def _fused_again(
+    store: Store,
+    scope: Scope,
+    cfg: ResolvedRetrieval,
+    fused: Fused,
+    fused_of: Callable[..., Fused],
+    memories: dict[str, Memory],
+    hits: ChannelHits,
+    seeds: Sequence[str],
+    cost: Cost,
+    timings: StageTimings,
+) -> Fused:
+    """The first fusion with the conversation context's neighbours and boosts (`expand.context_boosts`)
+    and the speaker focus; itself when neither applies."""
+    ids = fused.ids
+    context: Context | None = None
+    if cfg.neighbors > 0 or cfg.day_weight > 0:
+        t = time.perf_counter()
+        context = context_boosts(store, scope, cfg, ids, fused, memories)
+        cost.retrieval_ops += context.ops
+        if cfg.weights.graph_prior > 0 and context.added:
+            # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
+            hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
+        ids = [*ids, *context.added]
+        timings.expand = _ms(t)
+    t = time.perf_counter()
+    others = spoken_by_others(ids, memories, seeds) if cfg.speaker_focus > 0 else frozenset()
+    if context is not None or others:
+        fused = fused_of(
+            ids, context=context.boosts if context is not None else None, reuse=fused, others=others
+        )
+    timings.fuse += _ms(t)
+    return fused
+
+
 def retrieve(
     store: Store,
     embeddings: EmbeddingCache | None,
@@ -383,16 +418,8 @@ def retrieve(
     )
     fused = fused_of(union)
     timings.fuse = _ms(t)
-    if cfg.neighbors > 0 or cfg.day_weight > 0:
-        t = time.perf_counter()
-        context = context_boosts(store, scope, cfg, union, fused, memories)
-        cost.retrieval_ops += context.ops
-        if cfg.weights.graph_prior > 0 and context.added:
-            # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
-            hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
-        fused = fused_of([*fused.ids, *context.added], context=context.boosts, reuse=fused)
-        union = fused.ids
-        timings.expand = _ms(t)
+    fused = _fused_again(store, scope, cfg, fused, fused_of, memories, hits, seeds, cost, timings)
+    union = fused.ids
     t = time.perf_counter()
     order = ranking(fused)
     ranked = [union[int(i)] for i in order]

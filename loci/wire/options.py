@@ -234,6 +234,21 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
         ]
         | None
     ) = None
+    speaker_focus: (
+        Annotated[
+            float,
+            UNIT_INTERVAL,
+            Meta(
+                description=(
+                    "speaker focus: when the turn (or goal) names someone who speaks in the candidate events "
+                    "(a turn saved as '<Name>: text'), the events other speakers said lose this share of their "
+                    "score; facts, notes and documents are not touched; 0 turns it off; "
+                    f"default {DEFAULTS.speaker_focus} (preset)"
+                ),
+            ),
+        ]
+        | None
+    ) = None
     passage_weight: (
         Annotated[
             float,

@@ -1358,6 +1358,8 @@ export interface components {
             /** @default null */
             time_weight?: number | null;
             /** @default null */
+            speaker_focus?: number | null;
+            /** @default null */
             passage_weight?: number | null;
         };
         /**

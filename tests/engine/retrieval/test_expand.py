@@ -1,4 +1,4 @@
-"""Conversation context: speakers as graph hits, neighbouring turns and same-day boosts."""
+"""Conversation context: speakers as graph hits, the speaker focus, neighbouring turns and same-day boosts."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.models import speaker_of
 from engine.retrieval.channels import graph_seeds, query_names, semantic_query
-from engine.retrieval.expand import speaker_hits
+from engine.retrieval.expand import speaker_hits, speakers, spoken_by_others
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import ScoreComponent
@@ -204,6 +204,104 @@ def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior(
         matches["d1_2"].score_components["graph_prior"].raw == 0.0
     )
     assert matches["d1_3"].score > matches["d1_2"].score
+
+
+def test_speakers_split_the_events_by_who_said_them() -> None:
+    memories = {
+        m.memory_id: m
+        for m in (
+            mem("e1", "Caroline: I painted a lake.", type="event"),
+            mem("e2", "Melanie: Nice!", type="event"),
+            mem("e3", "no speaker here", type="event"),
+            mem("f1", "Melanie: a fact, not a turn", type="fact"),
+        )
+    }
+    ids = ["e1", "e2", "e3", "f1", "gone"]
+    assert speakers(ids, memories, ["ent:caroline"]) == (["e1"], ["e2"])
+    assert spoken_by_others(ids, memories, ["ent:caroline"]) == {"e2"}
+    # the question names no speaker of these turns (or none at all): nobody is the other side
+    assert spoken_by_others(ids, memories, ["ent:alice"]) == frozenset()
+    assert spoken_by_others(ids, memories, []) == frozenset()
+    # both speakers named: both are the question's
+    assert spoken_by_others(ids, memories, ["ent:caroline", "ent:melanie"]) == frozenset()
+
+
+_DIRECT = {"neighbors": 0, "day_weight": 0}
+
+
+def test_the_turns_of_a_speaker_the_question_does_not_name_lose_the_speaker_focus(
+    talk: tuple[Store, EmbeddingCache],
+) -> None:
+    store, cache = talk
+    focused = _ask(store, cache, expand=_DIRECT)
+    plain = _ask(store, cache, expand=_DIRECT, speaker_focus=0)
+    before = {m.memory_id: m for m in plain.response.matches or []}
+    melanie = {"d1_0", "d1_2", "d1_4", "d2_0"}
+    assert melanie <= set(before)
+    for m in focused.response.matches or []:
+        focus = m.score_components.get("speaker_focus")
+        if m.memory_id in melanie:
+            assert focus is not None
+            # the share of the score it had, taken last: the components still add up to the score
+            assert focus.contrib == -0.2 * before[m.memory_id].score
+            assert m.score == before[m.memory_id].score + focus.contrib
+            assert "said by someone the question does not name" in m.reason
+        else:  # Caroline's turns, named in the question, keep their score
+            assert focus is None and m.score == before[m.memory_id].score
+    assert not any("speaker_focus" in m.score_components for m in plain.response.matches or [])
+
+
+@pytest.mark.parametrize(
+    "turn",
+    ["Where did anyone go hiking?", "Did Caroline and Melanie go hiking?", "Did Alice go hiking?"],
+)
+def test_no_focus_unless_the_question_names_one_side_of_the_conversation(
+    talk: tuple[Store, EmbeddingCache], turn: str
+) -> None:
+    store, cache = talk
+    out = _ask(store, cache, turn=turn, expand=_DIRECT)
+    assert out.response.matches
+    assert not any("speaker_focus" in m.score_components for m in out.response.matches)
+
+
+class _Cosines:
+    """Each stored text at its given cosine to the query, which (however it is worded) is [1, 0]."""
+
+    model, dim = "cosines:2", 2
+
+    def __init__(self, cosines: dict[str, float]) -> None:
+        self.cosines = cosines
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        cos = [self.cosines.get(t, 1.0) for t in texts]
+        return np.asarray([[c, np.sqrt(1 - c * c)] for c in cos], dtype=np.float32).reshape(len(texts), 2)
+
+
+def test_the_named_speakers_turn_passes_the_other_sides_slightly_closer_one() -> None:
+    """Melanie's reply is a little closer to the question about Caroline than Caroline's own turn: with
+    the focus Caroline's turn leads, without it Melanie's."""
+    from engine.storage.in_memory import InMemoryStore
+
+    question = "What does Caroline paint?"
+    turns = {
+        "c1": ("Caroline: I paint lakes and sunsets.", 0.45),
+        "m1": ("Melanie: Your lakes and sunsets paintings are so lovely!", 0.5),
+        "m2": ("Melanie: I baked bread.", 0.1),
+    }
+    store = InMemoryStore()
+    store.put_memories(
+        [mem(mid, text, type="event", days_ago=1 + i) for i, (mid, (text, _)) in enumerate(turns.items())]
+    )
+    cache = EmbeddingCache(_Cosines(dict(turns.values())), store)
+    cache.embed([t for t, _ in turns.values()], persist=True)
+    semantic = {"semantic": 1, "bm25": 0, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+
+    def first(**retrieval: Any) -> str:
+        out = _ask(store, cache, turn=question, weights=semantic, expand=_DIRECT, **retrieval)
+        return str((out.response.matches or [])[0].memory_id)
+
+    assert first() == "c1"
+    assert first(speaker_focus=0) == "m1"
 
 
 def test_names_and_the_semantic_query() -> None:
