@@ -61,6 +61,8 @@ _FIRST_OF = {
     "himself": "myself",
 }  # fmt: skip
 _THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_FIRST_OF) + r")\b", re.IGNORECASE)
+_SELF = re.compile(r"\b(?:I|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|yourself|yourselves)\b", re.IGNORECASE)
 #: cosine similarities are rounded to this many decimals: float32 sums differ in the last bits from one
 #: implementation to another (faiss, numpy, pgvector), which must not order near-equal candidates
 SEMANTIC_DECIMALS = 4
@@ -120,6 +122,12 @@ def semantic_query(query: str, names: Collection[str]) -> str:
     if not any(w.lower() not in _COMMON for w in _WORD.findall(stripped)):
         return query
     return " ".join(stripped.split())
+
+
+def asks_about_self(query: str) -> bool:
+    """Whether the query is asked in the first person ("What did I buy?", "my sister") and addresses no
+    "you": the asker's own turns answer it, not the assistant's."""
+    return _SELF.search(query) is not None and _ADDRESSED.search(query) is None
 
 
 def hops_to_prior(hops: float) -> float:

@@ -32,7 +32,7 @@ from datetime import timedelta
 import msgspec
 
 from engine.models import Memory, speaker_of
-from engine.retrieval.channels import name_seeds
+from engine.retrieval.channels import asks_about_self, name_seeds
 from engine.retrieval.config import ResolvedRetrieval
 from engine.retrieval.fuse import Fused
 from engine.storage.base import Adjacent, Hit, Scope, Store
@@ -44,6 +44,9 @@ MAX_GAP = timedelta(minutes=TUNING.stretch_gap_minutes)
 STRETCH_SPLIT_US = TUNING.stretch_split_minutes * 60_000_000
 _DAY_US = 86_400_000_000
 Stretch = tuple[int, int | str]
+#: how a chat log's assistant turn starts: the other side of a question the user asks about themselves
+ASSISTANT = "assistant:"
+_ROLE_CHARS = len(ASSISTANT)
 
 
 def speakers(
@@ -84,12 +87,24 @@ def speaker_hits(
 
 
 def spoken_by_others(
-    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str]
+    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], query: str
 ) -> frozenset[str]:
-    """The events of `ids` another speaker said, when the question names one of their speakers (some
-    event is spoken by a seed entity); else none: the speaker focus (`engine.retrieval.fuse`)."""
+    """The events of `ids` the other side of the question said (the speaker focus, `engine.retrieval.fuse`):
+    when it names a speaker of some of them (an event spoken by a seed entity), every other speaker's;
+    when it asks about the asker (`asks_about_self`), the assistant's ("assistant: ..." turns, the role
+    chat logs give them); else none."""
     named, others = speakers(ids, memories, seeds)
-    return frozenset(others) if named else frozenset()
+    if named:
+        return frozenset(others)
+    if not asks_about_self(query):
+        return frozenset()
+    return frozenset(
+        mid
+        for mid in ids
+        if (m := memories.get(mid)) is not None
+        and m.type == "event"
+        and m.text[:_ROLE_CHARS].casefold() == ASSISTANT
+    )
 
 
 class Context(msgspec.Struct, kw_only=True):

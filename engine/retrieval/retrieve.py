@@ -296,6 +296,7 @@ def _fused_again(
     memories: dict[str, Memory],
     hits: ChannelHits,
     seeds: Sequence[str],
+    query: str,
     cost: Cost,
     timings: StageTimings,
 ) -> Fused:
@@ -313,7 +314,7 @@ def _fused_again(
         ids = [*ids, *context.added]
         timings.expand = _ms(t)
     t = time.perf_counter()
-    others = spoken_by_others(ids, memories, seeds) if cfg.speaker_focus > 0 else frozenset()
+    others = spoken_by_others(ids, memories, seeds, query) if cfg.speaker_focus > 0 else frozenset()
     if context is not None or others:
         fused = fused_of(
             ids, context=context.boosts if context is not None else None, reuse=fused, others=others
@@ -418,7 +419,7 @@ def retrieve(
     )
     fused = fused_of(union)
     timings.fuse = _ms(t)
-    fused = _fused_again(store, scope, cfg, fused, fused_of, memories, hits, seeds, cost, timings)
+    fused = _fused_again(store, scope, cfg, fused, fused_of, memories, hits, seeds, query, cost, timings)
     union = fused.ids
     t = time.perf_counter()
     order = ranking(fused)

@@ -240,9 +240,11 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
             UNIT_INTERVAL,
             Meta(
                 description=(
-                    "speaker focus: when the turn (or goal) names someone who speaks in the candidate events "
-                    "(a turn saved as '<Name>: text'), the events other speakers said lose this share of their "
-                    "score; facts, notes and documents are not touched; 0 turns it off; "
+                    "speaker focus: the events the other side of the question said lose this share of their "
+                    "score: when the turn (or goal) names someone who speaks in the candidate events (a turn "
+                    "saved as '<Name>: text'), the other speakers' events; when it asks in the first person "
+                    "('I', 'my') and not of 'you', the assistant's ('assistant: text'); facts, notes and "
+                    "documents are not touched; 0 turns it off; "
                     f"default {DEFAULTS.speaker_focus} (preset)"
                 ),
             ),

@@ -80,9 +80,10 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: a long memory's semantic similarity moves this share of the way to its best passage's, when that
     #: is closer (`engine.retrieval.channels.passage_lift`): one sentence of a long turn can answer
     passage_weight: float = 0.7
-    #: when the question names someone who speaks in the candidates' turns, the turns of the other
-    #: speakers lose this share of their score (`engine.retrieval.fuse`): the answer is in what the
-    #: named person said, and the other side's replies around it take the context's room
+    #: the turns of the other side of the question lose this share of their score (`engine.retrieval.fuse`):
+    #: of the other speakers when it names one who speaks in the candidates, of the assistant when it asks
+    #: about the asker ("my", "I"; no "you"); the answer is in what that person said, and the other side's
+    #: replies around it take the context's room
     speaker_focus: float = 0.2
 
 

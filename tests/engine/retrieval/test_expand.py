@@ -14,7 +14,7 @@ import pytest
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
 from engine.models import speaker_of
-from engine.retrieval.channels import graph_seeds, query_names, semantic_query
+from engine.retrieval.channels import asks_about_self, graph_seeds, query_names, semantic_query
 from engine.retrieval.expand import speaker_hits, speakers, spoken_by_others
 from engine.retrieval.options import AssembleRequest
 from engine.retrieval.pipeline import run_assemble
@@ -218,12 +218,40 @@ def test_speakers_split_the_events_by_who_said_them() -> None:
     }
     ids = ["e1", "e2", "e3", "f1", "gone"]
     assert speakers(ids, memories, ["ent:caroline"]) == (["e1"], ["e2"])
-    assert spoken_by_others(ids, memories, ["ent:caroline"]) == {"e2"}
+    assert spoken_by_others(ids, memories, ["ent:caroline"], "What did Caroline paint?") == {"e2"}
     # the question names no speaker of these turns (or none at all): nobody is the other side
-    assert spoken_by_others(ids, memories, ["ent:alice"]) == frozenset()
-    assert spoken_by_others(ids, memories, []) == frozenset()
+    assert spoken_by_others(ids, memories, ["ent:alice"], "What did Alice paint?") == frozenset()
+    assert spoken_by_others(ids, memories, [], "What was painted?") == frozenset()
     # both speakers named: both are the question's
-    assert spoken_by_others(ids, memories, ["ent:caroline", "ent:melanie"]) == frozenset()
+    assert spoken_by_others(ids, memories, ["ent:caroline", "ent:melanie"], "Who painted?") == frozenset()
+
+
+def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> None:
+    memories = {
+        m.memory_id: m
+        for m in (
+            mem("u1", "user: I bought a red bike.", type="event"),
+            mem("a1", "assistant: A red bike is a fine choice!", type="event"),
+            mem("a2", "Assistant: Anything else?", type="event"),
+            mem("f1", "assistant: a fact, not a turn", type="fact"),
+        )
+    }
+    ids = list(memories)
+    assert spoken_by_others(ids, memories, [], "What colour is my bike?") == {"a1", "a2"}
+    assert spoken_by_others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2"}
+    # a question to the assistant ("you") is about what it said, and one in no person about nobody
+    assert spoken_by_others(ids, memories, [], "What did you tell me about my bike?") == frozenset()
+    assert spoken_by_others(ids, memories, [], "Which bike is red?") == frozenset()
+
+
+def test_asks_about_self() -> None:
+    assert asks_about_self("How many engineers do I lead?")
+    assert asks_about_self("My sister's birthday: when is it?")
+    assert asks_about_self("Remind me of the hotel name")
+    assert not asks_about_self("Can you suggest accessories for my camera?")  # addressed to the assistant
+    assert not asks_about_self("What did Your Honor decide?")
+    assert not asks_about_self("Where does Alice live?")
+    assert not asks_about_self("Is it hers?")
 
 
 _DIRECT = {"neighbors": 0, "day_weight": 0}
@@ -277,17 +305,10 @@ class _Cosines:
         return np.asarray([[c, np.sqrt(1 - c * c)] for c in cos], dtype=np.float32).reshape(len(texts), 2)
 
 
-def test_the_named_speakers_turn_passes_the_other_sides_slightly_closer_one() -> None:
-    """Melanie's reply is a little closer to the question about Caroline than Caroline's own turn: with
-    the focus Caroline's turn leads, without it Melanie's."""
+def _first(turns: dict[str, tuple[str, float]], question: str, **retrieval: Any) -> str:
+    """The best match of `question` (semantic channel only) in a scope of these turns at these cosines."""
     from engine.storage.in_memory import InMemoryStore
 
-    question = "What does Caroline paint?"
-    turns = {
-        "c1": ("Caroline: I paint lakes and sunsets.", 0.45),
-        "m1": ("Melanie: Your lakes and sunsets paintings are so lovely!", 0.5),
-        "m2": ("Melanie: I baked bread.", 0.1),
-    }
     store = InMemoryStore()
     store.put_memories(
         [mem(mid, text, type="event", days_ago=1 + i) for i, (mid, (text, _)) in enumerate(turns.items())]
@@ -295,13 +316,32 @@ def test_the_named_speakers_turn_passes_the_other_sides_slightly_closer_one() ->
     cache = EmbeddingCache(_Cosines(dict(turns.values())), store)
     cache.embed([t for t, _ in turns.values()], persist=True)
     semantic = {"semantic": 1, "bm25": 0, "graph_prior": 0, "recency_decay": 0, "confidence": 0}
+    out = _ask(store, cache, turn=question, weights=semantic, expand=_DIRECT, **retrieval)
+    return str((out.response.matches or [])[0].memory_id)
 
-    def first(**retrieval: Any) -> str:
-        out = _ask(store, cache, turn=question, weights=semantic, expand=_DIRECT, **retrieval)
-        return str((out.response.matches or [])[0].memory_id)
 
-    assert first() == "c1"
-    assert first(speaker_focus=0) == "m1"
+def test_the_named_speakers_turn_passes_the_other_sides_slightly_closer_one() -> None:
+    """Melanie's reply is a little closer to the question about Caroline than Caroline's own turn: with
+    the focus Caroline's turn leads, without it Melanie's."""
+    turns = {
+        "c1": ("Caroline: I paint lakes and sunsets.", 0.45),
+        "m1": ("Melanie: Your lakes and sunsets paintings are so lovely!", 0.5),
+        "m2": ("Melanie: I baked bread.", 0.1),
+    }
+    assert _first(turns, "What does Caroline paint?") == "c1"
+    assert _first(turns, "What does Caroline paint?", speaker_focus=0) == "m1"
+
+
+def test_the_askers_turn_passes_the_assistants_slightly_closer_reply() -> None:
+    turns = {
+        "u1": ("user: I adopted a cat and called her Miso.", 0.45),
+        "a1": ("assistant: Miso is a lovely name for your new cat!", 0.5),
+        "u2": ("user: The weather is nice.", 0.1),
+    }
+    assert _first(turns, "What is my cat called?") == "u1"
+    assert _first(turns, "What is my cat called?", speaker_focus=0) == "a1"
+    # asked of the assistant: its reply may be the answer, so it keeps its place
+    assert _first(turns, "What did you say about my cat?") == "a1"
 
 
 def test_names_and_the_semantic_query() -> None:
