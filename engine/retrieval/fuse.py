@@ -430,7 +430,7 @@ def reasons(fused: Fused, i: int, *, pinned: bool, seeded: bool) -> list[str]:
         "neighbor_boost": "next to a strong match (same conversation)",
         "day_boost": "same stretch of conversation as a strong match",
         "opening_boost": "opens a stretch of conversation",
-        "speaker_focus": "said by someone the question does not name",
+        "speaker_focus": "said by the other side of the question",
     }
     for j, name in enumerate(BOOSTS):
         b = fused.boosts[i, j]

@@ -273,7 +273,7 @@ def test_the_turns_of_a_speaker_the_question_does_not_name_lose_the_speaker_focu
             # the share of the score it had, taken last: the components still add up to the score
             assert focus.contrib == -0.2 * before[m.memory_id].score
             assert m.score == before[m.memory_id].score + focus.contrib
-            assert "said by someone the question does not name" in m.reason
+            assert "said by the other side of the question" in m.reason
         else:  # Caroline's turns, named in the question, keep their score
             assert focus is None and m.score == before[m.memory_id].score
     assert not any("speaker_focus" in m.score_components for m in plain.response.matches or [])
