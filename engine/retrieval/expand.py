@@ -7,6 +7,9 @@ that day.
   the query (`ent:<lowercased word>`, see `engine.retrieval.channels.graph_seeds`) is a graph hit at
   hop 0: it is about that entity as much as a fact naming it. This holds for the channels'
   candidates and for the neighbours the conversation context adds.
+- `spoken_by_others`: the other side of the question, whose turns the fusion lowers (the speaker
+  focus): every other speaker's turns when the question names a speaker of the candidates, the
+  assistant's ("assistant: ...") when it asks about the asker in the first person and not of "you".
 - `context_boosts`, after a first fusion: the best `cfg.anchors` events are anchors; the events up to
   `neighbors` places before and after each (`SearchBackend.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with

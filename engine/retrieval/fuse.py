@@ -18,8 +18,8 @@ without them),
 and the `length_prior` of events: `length_weight x (ln(characters, at most LENGTH_CAP_CHARS) - the mean
 of that over the event candidates)`, so among turns that match alike the one that says more leads (a
 short turn is mostly acknowledgement; zero mean, so events as a whole are not lifted above other types).
-Last, `speaker_focus` (negative): when the question names a speaker of the candidate events, an event
-another speaker said loses `speaker_focus` x its score so far.
+Last, `speaker_focus` (negative): an event the other side of the question said
+(`engine.retrieval.expand.spoken_by_others`) loses `speaker_focus` x its score so far.
 A seed snippet has only `seed_snippet` = `SNIPPET_SCORE`.
 
 The score is accumulated left to right in float64 in the same order as the components are listed,
@@ -279,9 +279,9 @@ def fuse(
     window: tuple[int, int] | None = None,
     others: frozenset[str] = frozenset(),
 ) -> Fused:
-    """The fusion of `ids`. `others`: the events spoken by someone the question does not name, when it
-    names a speaker of the candidates (`engine.retrieval.expand.speakers`); each loses
-    `cfg.speaker_focus` of its score, last, as `speaker_focus`. `window`: [start, end) in microseconds of the time the question points to
+    """The fusion of `ids`. `others`: the events the other side of the question said
+    (`engine.retrieval.expand.spoken_by_others`); each loses `cfg.speaker_focus` of its score, last, as
+    `speaker_focus`. `window`: [start, end) in microseconds of the time the question points to
     (`engine.retrieval.timeframe`); a memory held from within it takes `time_boost`. `context`: memory
     id -> (neighbor_boost, day_boost, opening_boost) from `engine.retrieval.expand`. `reuse`: an earlier fusion of a
     prefix of `ids` under the same settings, whose rows are taken instead of computed again (the result
