@@ -680,6 +680,50 @@ def test_a_question_about_a_time_lifts_what_was_said_then(
     assert gap_on == pytest.approx(gap_off + 0.2)
 
 
+def test_the_other_side_of_the_question_loses_the_speaker_focus(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """`speaker_focus`: a question naming Caroline lowers Melanie's turns, a question about the asker the
+    assistant's; 0 turns it off, and a value outside [0, 1] is refused."""
+    texts = {
+        "c": "Caroline: I painted a lake at sunset.",
+        "m": "Melanie: Caroline, your lake painting is lovely!",
+        "u": "user: I painted my kitchen blue.",
+        "a": "assistant: A blue kitchen painting sounds calm.",
+    }
+    items = [{"type": "event", "entity_id": "ent:chat", "text": t} for t in texts.values()]
+    r = client.post("/v0/memories", json={"items": items}, headers=auth)
+    assert r.status_code in (200, 201), r.text
+    ids = dict(zip(texts, (m["memory_id"] for m in r.json()["items"]), strict=True))
+
+    def focus(query: str, **retrieval: Any) -> dict[str, float]:
+        body = {"query": query, "entity_id": "ent:chat", "retrieval": retrieval}
+        r = client.post("/v0/recall", json=body, headers=auth)
+        assert r.status_code == 200, r.text
+        return {
+            key: m["score_components"]["speaker_focus"]["contrib"]
+            for m in r.json()["matches"]
+            for key, mid in ids.items()
+            if m["memory_id"] == mid and "speaker_focus" in m["score_components"]
+        }
+
+    named = focus("What did Caroline paint?")
+    assert set(named) == {"m"} and named["m"] < 0  # "user: " is a role, not a speaker's name
+    assert set(focus("What did I paint in my kitchen?")) == {"a"}
+    assert focus("What did you say about the painting?") == {}
+    assert focus("What did Caroline paint?", speaker_focus=0) == {}
+    r = client.post(
+        "/v0/recall",
+        json={
+            "query": "What did Caroline paint?",
+            "entity_id": "ent:chat",
+            "retrieval": {"speaker_focus": 1.5},
+        },
+        headers=auth,
+    )
+    assert r.status_code == 422 and "speaker_focus" in r.text
+
+
 def test_a_long_memory_is_found_by_its_closest_sentence_whichever_door_wrote_it(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
