@@ -13,7 +13,7 @@ import pytest
 
 from engine.embed.cache import EmbeddingCache
 from engine.embed.hash import HashEmbedder
-from engine.models import speaker_of
+from engine.models import Memory, speaker_of
 from engine.retrieval.channels import asks_about_self, graph_seeds, query_names, semantic_query
 from engine.retrieval.expand import speaker_hits, speakers, spoken_by_others
 from engine.retrieval.options import AssembleRequest
@@ -23,6 +23,10 @@ from engine.storage.base import Hit, ListQuery, Store
 from tests.engine.storage.conftest import STORE_FACTORIES, STORE_MARKS
 
 from .helpers import NOW, mem
+
+
+def _by_id(*memories: Memory) -> dict[str, Memory]:
+    return {m.memory_id: m for m in memories}
 
 
 def test_speaker_of() -> None:
@@ -36,14 +40,11 @@ def test_speaker_of() -> None:
 
 
 def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
-    memories = {
-        m.memory_id: m
-        for m in (
-            mem("e1", "Caroline: I painted a lake.", type="event"),
-            mem("e2", "Melanie: Nice!", type="event"),
-            mem("f1", "Caroline: not an event", type="fact"),
-        )
-    }
+    memories = _by_id(
+        mem("e1", "Caroline: I painted a lake.", type="event"),
+        mem("e2", "Melanie: Nice!", type="event"),
+        mem("f1", "Caroline: not an event", type="fact"),
+    )
     hits = speaker_hits(["e1", "e2", "f1"], memories, ["ent:caroline"], [Hit("e2", 0.5)])
     assert sorted((h.memory_id, h.raw) for h in hits) == [("e1", 1.0), ("e2", 0.5)]
     assert speaker_hits(["e1"], memories, [], []) == []
@@ -207,15 +208,12 @@ def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior(
 
 
 def test_speakers_split_the_events_by_who_said_them() -> None:
-    memories = {
-        m.memory_id: m
-        for m in (
-            mem("e1", "Caroline: I painted a lake.", type="event"),
-            mem("e2", "Melanie: Nice!", type="event"),
-            mem("e3", "no speaker here", type="event"),
-            mem("f1", "Melanie: a fact, not a turn", type="fact"),
-        )
-    }
+    memories = _by_id(
+        mem("e1", "Caroline: I painted a lake.", type="event"),
+        mem("e2", "Melanie: Nice!", type="event"),
+        mem("e3", "no speaker here", type="event"),
+        mem("f1", "Melanie: a fact, not a turn", type="fact"),
+    )
     ids = ["e1", "e2", "e3", "f1", "gone"]
     assert speakers(ids, memories, ["ent:caroline"]) == (["e1"], ["e2"])
     assert spoken_by_others(ids, memories, ["ent:caroline"], "What did Caroline paint?") == {"e2"}
@@ -227,15 +225,12 @@ def test_speakers_split_the_events_by_who_said_them() -> None:
 
 
 def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> None:
-    memories = {
-        m.memory_id: m
-        for m in (
-            mem("u1", "user: I bought a red bike.", type="event"),
-            mem("a1", "assistant: A red bike is a fine choice!", type="event"),
-            mem("a2", "Assistant: Anything else?", type="event"),
-            mem("f1", "assistant: a fact, not a turn", type="fact"),
-        )
-    }
+    memories = _by_id(
+        mem("u1", "user: I bought a red bike.", type="event"),
+        mem("a1", "assistant: A red bike is a fine choice!", type="event"),
+        mem("a2", "Assistant: Anything else?", type="event"),
+        mem("f1", "assistant: a fact, not a turn", type="fact"),
+    )
     ids = list(memories)
     assert spoken_by_others(ids, memories, [], "What colour is my bike?") == {"a1", "a2"}
     assert spoken_by_others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2"}
@@ -320,28 +315,34 @@ def _first(turns: dict[str, tuple[str, float]], question: str, **retrieval: Any)
     return str((out.response.matches or [])[0].memory_id)
 
 
-def test_the_named_speakers_turn_passes_the_other_sides_slightly_closer_one() -> None:
-    """Melanie's reply is a little closer to the question about Caroline than Caroline's own turn: with
-    the focus Caroline's turn leads, without it Melanie's."""
-    turns = {
-        "c1": ("Caroline: I paint lakes and sunsets.", 0.45),
-        "m1": ("Melanie: Your lakes and sunsets paintings are so lovely!", 0.5),
-        "m2": ("Melanie: I baked bread.", 0.1),
-    }
-    assert _first(turns, "What does Caroline paint?") == "c1"
-    assert _first(turns, "What does Caroline paint?", speaker_focus=0) == "m1"
+_NAMED = {
+    "c1": ("Caroline: I paint lakes and sunsets.", 0.45),
+    "m1": ("Melanie: Your lakes and sunsets paintings are so lovely!", 0.5),
+    "m2": ("Melanie: I baked bread.", 0.1),
+}
+_CHAT = {
+    "u1": ("user: I adopted a cat and called her Miso.", 0.45),
+    "a1": ("assistant: Miso is a lovely name for your new cat!", 0.5),
+    "u2": ("user: The weather is nice.", 0.1),
+}
 
 
-def test_the_askers_turn_passes_the_assistants_slightly_closer_reply() -> None:
-    turns = {
-        "u1": ("user: I adopted a cat and called her Miso.", 0.45),
-        "a1": ("assistant: Miso is a lovely name for your new cat!", 0.5),
-        "u2": ("user: The weather is nice.", 0.1),
-    }
-    assert _first(turns, "What is my cat called?") == "u1"
-    assert _first(turns, "What is my cat called?", speaker_focus=0) == "a1"
-    # asked of the assistant: its reply may be the answer, so it keeps its place
-    assert _first(turns, "What did you say about my cat?") == "a1"
+@pytest.mark.parametrize(
+    ("turns", "question", "focused", "plain"),
+    [
+        (_NAMED, "What does Caroline paint?", "c1", "m1"),
+        (_CHAT, "What is my cat called?", "u1", "a1"),
+        # asked of the assistant: its reply may be the answer, so it keeps its place
+        (_CHAT, "What did you say about my cat?", "a1", "a1"),
+    ],
+)
+def test_the_questions_side_passes_the_other_sides_slightly_closer_turn(
+    turns: dict[str, tuple[str, float]], question: str, focused: str, plain: str
+) -> None:
+    """The other side's reply is a little closer to the question than the turn of the person it is about
+    (Caroline, named; the asker, in the first person): with the focus that person's turn leads."""
+    assert _first(turns, question) == focused
+    assert _first(turns, question, speaker_focus=0) == plain
 
 
 def test_names_and_the_semantic_query() -> None:
