@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import NamedTuple
 
 import msgspec
 
@@ -52,16 +53,24 @@ ASSISTANT = "assistant:"
 _ROLE_CHARS = len(ASSISTANT)
 
 
-def speakers(
-    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str]
-) -> tuple[list[str], list[str]]:
-    """(events spoken by a seed entity, events spoken by anyone else) among `ids`: a "<Name>: " turn is a
-    seed's when a word of Name is one (`name_seeds`). Events with no speaker are in neither."""
+class Sides(NamedTuple):
+    """Events by who said them: `named`, a seed entity (the question names the speaker); `others`,
+    anyone else with a "<Name>: " label."""
+
+    named: list[str]
+    others: list[str]
+
+    def extended(self, more: Sides) -> Sides:
+        return Sides([*self.named, *more.named], [*self.others, *more.others])
+
+
+def speakers(ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str]) -> Sides:
+    """The events among `ids` by side: a "<Name>: " turn is a seed's when a word of Name is one
+    (`name_seeds`). Events with no speaker are on neither side."""
     wanted = set(seeds)
-    named: list[str] = []
-    others: list[str] = []
+    sides = Sides([], [])
     if not wanted:
-        return named, others
+        return sides
     seeded_name: dict[str, bool] = {}  # a few speakers say most turns
     for mid in ids:
         m = memories.get(mid)
@@ -73,32 +82,30 @@ def speakers(
         hit = seeded_name.get(name)
         if hit is None:
             hit = seeded_name[name] = any(not wanted.isdisjoint(name_seeds(w)) for w in name.split())
-        (named if hit else others).append(mid)
-    return named, others
+        (sides.named if hit else sides.others).append(mid)
+    return sides
 
 
-def speaker_hits(
-    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], graph: Sequence[Hit]
-) -> list[Hit]:
-    """Graph hits at hop 0 (prior 1) for events spoken by a seed entity, merged into `graph`."""
-    if not seeds:
+def speaker_hits(named: Sequence[str], graph: Sequence[Hit]) -> list[Hit]:
+    """Graph hits at hop 0 (prior 1) for the events spoken by a seed entity (`speakers(...).named`),
+    merged into `graph`."""
+    if not named:
         return list(graph)
     best = {h.memory_id: h.raw for h in graph}
-    for mid in speakers(ids, memories, seeds)[0]:
+    for mid in named:
         best[mid] = max(best.get(mid, 0.0), 1.0)
     return [Hit(mid, raw) for mid, raw in best.items()]
 
 
 def spoken_by_others(
-    ids: Sequence[str], memories: Mapping[str, Memory], seeds: Sequence[str], query: str
+    sides: Sides, ids: Sequence[str], memories: Mapping[str, Memory], query: str
 ) -> frozenset[str]:
-    """The events of `ids` the other side of the question said (the speaker focus, `engine.retrieval.fuse`):
-    when it names a speaker of some of them (an event spoken by a seed entity), every other speaker's;
-    when it asks about the asker (`asks_about_self`), the assistant's ("assistant: ..." turns, the role
-    chat logs give them); else none."""
-    named, others = speakers(ids, memories, seeds)
-    if named:
-        return frozenset(others)
+    """The events of `ids` the other side of the question said (the speaker focus, `engine.retrieval.fuse`),
+    from their `sides` (`speakers` of `ids`): when it names a speaker of some of them, every other
+    speaker's; when it asks about the asker (`asks_about_self`), the assistant's ("assistant: ..." turns,
+    the role chat logs give them); else none."""
+    if sides.named:
+        return frozenset(sides.others)
     if not asks_about_self(query):
         return frozenset()
     return frozenset(

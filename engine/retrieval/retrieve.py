@@ -39,7 +39,7 @@ from engine.retrieval.channels import (
 )
 from engine.retrieval.config import ResolvedRetrieval, without_semantic
 from engine.retrieval.diversity import diversify
-from engine.retrieval.expand import Context, context_boosts, speaker_hits, spoken_by_others
+from engine.retrieval.expand import Context, Sides, context_boosts, speaker_hits, speakers, spoken_by_others
 from engine.retrieval.fuse import SCORE_DECIMALS, Fused, fuse, ranking
 from engine.retrieval.responses import CandidateCounts, Cost, DiversityActions, StageTimings
 from engine.storage.base import Scope, Store, Vector
@@ -296,25 +296,29 @@ def _fused_again(
     memories: dict[str, Memory],
     hits: ChannelHits,
     seeds: Sequence[str],
+    sides: Sides,
     query: str,
     cost: Cost,
     timings: StageTimings,
 ) -> Fused:
     """The first fusion with the conversation context's neighbours and boosts (`expand.context_boosts`)
-    and the speaker focus; itself when neither applies."""
+    and the speaker focus; itself when neither applies. `sides`: the first fusion's events by speaker."""
     ids = fused.ids
     context: Context | None = None
     if cfg.neighbors > 0 or cfg.day_weight > 0:
         t = time.perf_counter()
         context = context_boosts(store, scope, cfg, ids, fused, memories)
         cost.retrieval_ops += context.ops
-        if cfg.weights.graph_prior > 0 and context.added:
-            # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
-            hits.graph = speaker_hits(context.added, memories, seeds, hits.graph)
+        if context.added and (cfg.weights.graph_prior > 0 or cfg.speaker_focus > 0):
+            added = speakers(context.added, memories, seeds)
+            sides = sides.extended(added)
+            if cfg.weights.graph_prior > 0:
+                # a neighbour spoken by a seed entity gets the speaker's prior like any other candidate
+                hits.graph = speaker_hits(added.named, hits.graph)
         ids = [*ids, *context.added]
         timings.expand = _ms(t)
     t = time.perf_counter()
-    others = spoken_by_others(ids, memories, seeds, query) if cfg.speaker_focus > 0 else frozenset()
+    others = spoken_by_others(sides, ids, memories, query) if cfg.speaker_focus > 0 else frozenset()
     if context is not None or others:
         fused = fused_of(
             ids, context=context.boosts if context is not None else None, reuse=fused, others=others
@@ -404,8 +408,11 @@ def retrieve(
     t = time.perf_counter()
     reference = scope.as_of if scope.as_of is not None else scope.now
     window = timeframe.window(query, reference) if cfg.time_weight > 0 else None
+    # who said each event: the speaker's graph hits and the speaker focus read it
+    by_speaker = cfg.weights.graph_prior > 0 or cfg.speaker_focus > 0
+    sides = speakers(union, memories, seeds) if by_speaker else Sides([], [])
     if cfg.weights.graph_prior > 0:
-        hits.graph = speaker_hits(union, memories, seeds, hits.graph)
+        hits.graph = speaker_hits(sides.named, hits.graph)
     # every fusion of this request: the same settings (`hits` as they are when it runs)
     fused_of = functools.partial(
         fuse,
@@ -419,7 +426,9 @@ def retrieve(
     )
     fused = fused_of(union)
     timings.fuse = _ms(t)
-    fused = _fused_again(store, scope, cfg, fused, fused_of, memories, hits, seeds, query, cost, timings)
+    fused = _fused_again(
+        store, scope, cfg, fused, fused_of, memories, hits, seeds, sides, query, cost, timings
+    )
     union = fused.ids
     t = time.perf_counter()
     order = ranking(fused)

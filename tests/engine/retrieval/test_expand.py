@@ -45,9 +45,9 @@ def test_speaker_hits_are_hop_zero_and_keep_better_graph_hits() -> None:
         mem("e2", "Melanie: Nice!", type="event"),
         mem("f1", "Caroline: not an event", type="fact"),
     )
-    hits = speaker_hits(["e1", "e2", "f1"], memories, ["ent:caroline"], [Hit("e2", 0.5)])
+    hits = speaker_hits(speakers(["e1", "e2", "f1"], memories, ["ent:caroline"]).named, [Hit("e2", 0.5)])
     assert sorted((h.memory_id, h.raw) for h in hits) == [("e1", 1.0), ("e2", 0.5)]
-    assert speaker_hits(["e1"], memories, [], []) == []
+    assert speaker_hits(speakers(["e1"], memories, []).named, []) == []
 
 
 @pytest.fixture(
@@ -207,6 +207,10 @@ def test_a_neighbour_spoken_by_the_named_speaker_gets_the_speakers_prior(
     assert matches["d1_3"].score > matches["d1_2"].score
 
 
+def _others(ids: list[str], memories: dict[str, Memory], seeds: list[str], query: str) -> frozenset[str]:
+    return spoken_by_others(speakers(ids, memories, seeds), ids, memories, query)
+
+
 def test_speakers_split_the_events_by_who_said_them() -> None:
     memories = _by_id(
         mem("e1", "Caroline: I painted a lake.", type="event"),
@@ -216,12 +220,12 @@ def test_speakers_split_the_events_by_who_said_them() -> None:
     )
     ids = ["e1", "e2", "e3", "f1", "gone"]
     assert speakers(ids, memories, ["ent:caroline"]) == (["e1"], ["e2"])
-    assert spoken_by_others(ids, memories, ["ent:caroline"], "What did Caroline paint?") == {"e2"}
+    assert _others(ids, memories, ["ent:caroline"], "What did Caroline paint?") == {"e2"}
     # the question names no speaker of these turns (or none at all): nobody is the other side
-    assert spoken_by_others(ids, memories, ["ent:alice"], "What did Alice paint?") == frozenset()
-    assert spoken_by_others(ids, memories, [], "What was painted?") == frozenset()
+    assert _others(ids, memories, ["ent:alice"], "What did Alice paint?") == frozenset()
+    assert _others(ids, memories, [], "What was painted?") == frozenset()
     # both speakers named: both are the question's
-    assert spoken_by_others(ids, memories, ["ent:caroline", "ent:melanie"], "Who painted?") == frozenset()
+    assert _others(ids, memories, ["ent:caroline", "ent:melanie"], "Who painted?") == frozenset()
 
 
 def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> None:
@@ -232,11 +236,11 @@ def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> Non
         mem("f1", "assistant: a fact, not a turn", type="fact"),
     )
     ids = list(memories)
-    assert spoken_by_others(ids, memories, [], "What colour is my bike?") == {"a1", "a2"}
-    assert spoken_by_others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2"}
+    assert _others(ids, memories, [], "What colour is my bike?") == {"a1", "a2"}
+    assert _others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2"}
     # a question to the assistant ("you") is about what it said, and one in no person about nobody
-    assert spoken_by_others(ids, memories, [], "What did you tell me about my bike?") == frozenset()
-    assert spoken_by_others(ids, memories, [], "Which bike is red?") == frozenset()
+    assert _others(ids, memories, [], "What did you tell me about my bike?") == frozenset()
+    assert _others(ids, memories, [], "Which bike is red?") == frozenset()
 
 
 def test_asks_about_self() -> None:
