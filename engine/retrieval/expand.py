@@ -13,7 +13,9 @@ that day.
 - `context_boosts`, after a first fusion: the best `cfg.anchors` events are anchors; the events up to
   `neighbors` places before and after each (`SearchBackend.adjacent_events`, the same stretch of conversation:
   consecutive events at most `MAX_GAP` apart) join the candidates with
-  `neighbor_boost = neighbor_weight x (the best adjacent anchor's score)`; every event candidate gets
+  `neighbor_boost = neighbor_weight x (the best adjacent anchor's match)`, an anchor's match being its
+  score without the graph, recency and confidence columns (who it is about, how new, how sure: what
+  every turn of one speaker shares, not what the question asked); every event candidate gets
   `day_boost = day_weight x (the best first-fusion score among the event candidates of its stretch)`
   when that stretch has at least two event candidates, so an event alone is not lifted over facts and
   notes. A stretch is one session (`metadata.session`), else one day's candidates split where two are
@@ -38,7 +40,7 @@ import msgspec
 from engine.models import Memory, speaker_of
 from engine.retrieval.channels import asks_about_self, name_seeds
 from engine.retrieval.config import ResolvedRetrieval
-from engine.retrieval.fuse import Fused
+from engine.retrieval.fuse import CONFIDENCE, GRAPH, RECENCY, Fused
 from engine.storage.base import Adjacent, Hit, Scope, Store
 from engine.timeutil import to_micros
 from loci.wire.tuning import TUNING
@@ -179,8 +181,9 @@ def context_boosts(
         if cfg.opening_weight > 0:
             openers = _openers(anchors, adjacent, cfg.neighbors)
         if cfg.neighbor_weight > 0:
+            match = _match(union, fused)
             for a in adjacent:
-                neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), score[a.anchor_id])
+                neighbor[a.memory_id] = max(neighbor.get(a.memory_id, 0.0), match[a.anchor_id])
         missing = [mid for mid in neighbor if mid not in memories]
         if missing:
             for m in store.get_memories(scope.org_id, missing):
@@ -203,6 +206,13 @@ def context_boosts(
         if nb or same_day or opening:
             boosts[mid] = (nb, same_day, opening)
     return out
+
+
+def _match(union: Sequence[str], fused: Fused) -> dict[str, float]:
+    """Each candidate's first-fusion score without the graph, recency and confidence columns: what the
+    question's meaning, words and time found in it."""
+    priors = fused.contrib[:, GRAPH] + fused.contrib[:, RECENCY] + fused.contrib[:, CONFIDENCE]
+    return dict(zip(union, (fused.score - priors).tolist(), strict=False))
 
 
 def _openers(anchors: Sequence[str], adjacent: Sequence[Adjacent], span: int) -> set[str]:

@@ -59,7 +59,8 @@ class Preset(msgspec.Struct, frozen=True, kw_only=True):
     #: additive score boosts by memory type, e.g. (("fact", 0.05),)
     type_boosts: tuple[tuple[str, float], ...] = ()
     #: conversation context (`engine.retrieval.expand`): events up to `neighbors` places before and
-    #: after each strong candidate join the candidates with `neighbor_weight` x that candidate's score;
+    #: after each strong candidate join the candidates with `neighbor_weight` x what the question matched
+    #: in that candidate (its score without the graph, recency and confidence columns);
     #: events get `day_weight` x the best candidate score of their stretch of conversation
     neighbors: int = 2
     neighbor_weight: float = 0.35

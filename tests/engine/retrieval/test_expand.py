@@ -108,6 +108,33 @@ def test_neighbours_join_with_a_share_of_their_anchor_score(talk: tuple[Store, E
     assert out.response.cost.retrieval_ops >= 3 and out.timings.expand > 0
 
 
+def test_a_neighbour_takes_a_share_of_what_the_question_matched_in_its_anchor(
+    talk: tuple[Store, EmbeddingCache],
+) -> None:
+    """The anchor's graph, recency and confidence columns pass nothing on: every turn of the named speaker
+    has them, so the turns around one that only the speaker's name brought in are not lifted."""
+    store, cache = talk
+    keyword_and_speaker = {
+        "semantic": 0,
+        "bm25": 0.5,
+        "graph_prior": 0.5,
+        "recency_decay": 0,
+        "confidence": 0,
+    }
+    out = _ask(store, cache, top_k=1, weights=keyword_and_speaker, expand={"day_weight": 0})
+    matches = {m.memory_id: m for m in out.response.matches or []}
+    hiking, bobcat = matches["d1_1"], matches["d1_3"]  # "hiking" and the speaker; the speaker alone
+    assert (
+        hiking.score_components["graph_prior"].contrib > 0
+        and bobcat.score_components["graph_prior"].contrib > 0
+    )
+    share = 0.35 * hiking.score_components["bm25"].contrib
+    for neighbour in ("d1_0", "d1_2"):  # next to the hiking turn ("Lovely!" is next to both)
+        assert matches[neighbour].score_components["neighbor_boost"].contrib == pytest.approx(share)
+    bobcats_neighbour = matches.get("d1_4")  # "Wow.": next to the bobcat turn only
+    assert bobcats_neighbour is None or "neighbor_boost" not in bobcats_neighbour.score_components
+
+
 def test_only_the_best_anchors_bring_their_neighbours(
     talk: tuple[Store, EmbeddingCache], monkeypatch: pytest.MonkeyPatch
 ) -> None:
