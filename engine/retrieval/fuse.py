@@ -367,15 +367,20 @@ def _restates_a_turn(memory: Memory) -> bool:
     return bool(memory.provenance and memory.provenance.get("source_turn"))
 
 
+def _context(boosts: F64) -> F64:
+    """Each candidate's conversation-context boosts (neighbour, day, opening) together."""
+    return boosts[:, NEIGHBOR] + boosts[:, DAY] + boosts[:, OPENING]
+
+
 def _cap_context_boosts(
     ids: Sequence[str], memories: Mapping[str, Memory], weighted: F64, boosts: F64
 ) -> None:
-    """The conversation-context boosts (neighbour, day) of an event never lift it above a memory of
+    """The conversation-context boosts (neighbour, day, opening) of an event never lift it above a memory of
     another type that beats the event without them (those memories take no such boost): the boosts
     model turns answering together, not a better match. A fact extracted from a turn caps nothing: it
     restates a turn, and capping the conversation under every such restatement flattens it wherever
     turns went through extraction. Scales them down in place; `weighted` is every candidate's score."""
-    context = boosts[:, NEIGHBOR] + boosts[:, DAY] + boosts[:, OPENING]
+    context = _context(boosts)
     if not context.any():
         return
     others = sorted(
@@ -406,8 +411,7 @@ def ranking(fused: Fused) -> npt.NDArray[np.intp]:
     the conversation-context boosts first (among events capped to one score, the turn that matches
     best), then keep the candidates' order."""
     score = np.round(fused.score, SCORE_DECIMALS)
-    boosts = fused.boosts
-    direct = np.round(fused.score - boosts[:, NEIGHBOR] - boosts[:, DAY] - boosts[:, OPENING], SCORE_DECIMALS)
+    direct = np.round(fused.score - _context(fused.boosts), SCORE_DECIMALS)
     return np.lexsort((-direct, -score))
 
 
