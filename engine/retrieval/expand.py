@@ -37,6 +37,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from engine.extract.speaker import speaker_of as turn_speaker
 from engine.models import Memory, speaker_of
 from engine.retrieval.channels import asks_about_self, name_seeds
 from engine.retrieval.config import ResolvedRetrieval
@@ -50,9 +51,6 @@ MAX_GAP = timedelta(minutes=TUNING.stretch_gap_minutes)
 STRETCH_SPLIT_US = TUNING.stretch_split_minutes * 60_000_000
 _DAY_US = 86_400_000_000
 Stretch = tuple[int, int | str]
-#: how a chat log's assistant turn starts: the other side of a question the user asks about themselves
-ASSISTANT = "assistant:"
-_ROLE_CHARS = len(ASSISTANT)
 
 
 class Sides(NamedTuple):
@@ -104,8 +102,8 @@ def spoken_by_others(
 ) -> frozenset[str]:
     """The events of `ids` the other side of the question said (the speaker focus, `engine.retrieval.fuse`),
     from their `sides` (`speakers` of `ids`): when it names a speaker of some of them, every other
-    speaker's; when it asks about the asker (`asks_about_self`), the assistant's ("assistant: ..." turns,
-    the role chat logs give them); else none."""
+    speaker's; when it asks about the asker (`asks_about_self`), the assistant's (turns labelled with an
+    agent's role, "assistant: ..." in chat logs, as the extractor reads them); else none."""
     if sides.named:
         return frozenset(sides.others)
     if not asks_about_self(query):
@@ -113,9 +111,7 @@ def spoken_by_others(
     return frozenset(
         mid
         for mid in ids
-        if (m := memories.get(mid)) is not None
-        and m.type == "event"
-        and m.text[:_ROLE_CHARS].casefold() == ASSISTANT
+        if (m := memories.get(mid)) is not None and m.type == "event" and turn_speaker(m.text).kind == "agent"
     )
 
 

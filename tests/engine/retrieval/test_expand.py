@@ -260,11 +260,14 @@ def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> Non
         mem("u1", "user: I bought a red bike.", type="event"),
         mem("a1", "assistant: A red bike is a fine choice!", type="event"),
         mem("a2", "Assistant: Anything else?", type="event"),
+        mem(
+            "a3", "AI: Shall I find a lock for it?", type="event"
+        ),  # any label the extractor reads as the agent's
         mem("f1", "assistant: a fact, not a turn", type="fact"),
     )
     ids = list(memories)
-    assert _others(ids, memories, [], "What colour is my bike?") == {"a1", "a2"}
-    assert _others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2"}
+    assert _others(ids, memories, [], "What colour is my bike?") == {"a1", "a2", "a3"}
+    assert _others(ids, memories, [], "Which bike did I buy?") == {"a1", "a2", "a3"}
     # a question to the assistant ("you") is about what it said, and one in no person about nobody
     assert _others(ids, memories, [], "What did you tell me about my bike?") == frozenset()
     assert _others(ids, memories, [], "Which bike is red?") == frozenset()
