@@ -724,6 +724,43 @@ def test_the_other_side_of_the_question_loses_the_speaker_focus(
     assert r.status_code == 422 and "speaker_focus" in r.text
 
 
+def test_a_neighbour_is_lifted_by_what_the_question_matched_in_its_anchor(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """The neighbour boost passes on a share of what the question matched in the turn beside it, not of
+    the graph prior every turn of the named speaker has: the turn after "hiking" is lifted, the turn
+    after a Caroline turn that matched nothing else is not."""
+    texts = [
+        "Melanie: How was the weekend?",
+        "Caroline: I went hiking at Mount Tam with my kids.",
+        "Melanie: Lovely!",
+        "Caroline: We saw a bobcat near the trail.",
+        "Melanie: Wow.",
+    ]
+    items = [
+        {"type": "event", "entity_id": "ent:talk", "text": t, "timestamp": f"2024-05-04T10:0{i}:00Z"}
+        for i, t in enumerate(texts)
+    ]
+    r = client.post("/v0/memories", json={"items": items}, headers=auth)
+    assert r.status_code in (200, 201), r.text
+    ids = [m["memory_id"] for m in r.json()["items"]]
+    weights = {"semantic": 0, "bm25": 0.5, "graph_prior": 0.5, "recency_decay": 0, "confidence": 0}
+    body = {
+        "query": "Where did Caroline go hiking?",
+        "entity_id": "ent:talk",
+        "retrieval": {"weights": weights, "top_k": 1, "expand": {"day_weight": 0}},
+    }
+    r = client.post("/v0/recall", json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    got = {m["memory_id"]: m["score_components"] for m in r.json()["matches"]}
+    hiking = got[ids[1]]
+    assert hiking["graph_prior"]["contrib"] > 0 and got[ids[3]]["graph_prior"]["contrib"] > 0
+    share = 0.35 * hiking["bm25"]["contrib"]
+    for neighbour in (ids[0], ids[2]):
+        assert got[neighbour]["neighbor_boost"]["contrib"] == pytest.approx(share)
+    assert "neighbor_boost" not in got.get(ids[4], {})
+
+
 def test_a_long_memory_is_found_by_its_closest_sentence_whichever_door_wrote_it(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -260,9 +260,8 @@ def test_a_question_about_the_asker_has_the_assistant_on_the_other_side() -> Non
         mem("u1", "user: I bought a red bike.", type="event"),
         mem("a1", "assistant: A red bike is a fine choice!", type="event"),
         mem("a2", "Assistant: Anything else?", type="event"),
-        mem(
-            "a3", "AI: Shall I find a lock for it?", type="event"
-        ),  # any label the extractor reads as the agent's
+        # any label the extractor reads as the agent's
+        mem("a3", "AI: Shall I find a lock for it?", type="event"),
         mem("f1", "assistant: a fact, not a turn", type="fact"),
     )
     ids = list(memories)
