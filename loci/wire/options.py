@@ -139,7 +139,8 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             UNIT_INTERVAL,
             Meta(
                 description=(
-                    "a neighbour's boost as a share of its strong candidate's score; "
+                    "a neighbour's boost as a share of what the question matched in its strong candidate "
+                    "(its score without the graph, recency and confidence columns); "
                     f"default {DEFAULTS.neighbor_weight} (preset)"
                 ),
             ),
