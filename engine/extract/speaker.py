@@ -58,6 +58,13 @@ def _common_noun(label: str) -> bool:
     )
 
 
+def is_agent_turn(text: str) -> bool:
+    """Whether the turn is labelled with an agent's role ("assistant: ..."): `speaker_of(text).kind ==
+    "agent"` without reading a name's label any further."""
+    found = _LABEL.match(text)
+    return found is not None and found.group(1).lower() in AGENT_ROLES
+
+
 def speaker_of(text: str) -> Speaker:
     """The speaker a turn's label names, and the text after it (see the module docstring)."""
     found = _LABEL.match(text)

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from engine.extract.speaker import speaker_of as turn_speaker
+from engine.extract.speaker import is_agent_turn
 from engine.models import Memory, speaker_of
 from engine.retrieval.channels import asks_about_self, name_seeds
 from engine.retrieval.config import ResolvedRetrieval
@@ -111,7 +111,7 @@ def spoken_by_others(
     return frozenset(
         mid
         for mid in ids
-        if (m := memories.get(mid)) is not None and m.type == "event" and turn_speaker(m.text).kind == "agent"
+        if (m := memories.get(mid)) is not None and m.type == "event" and is_agent_turn(m.text)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.extract.speaker import parts_of, speaker_of
+from engine.extract.speaker import is_agent_turn, parts_of, speaker_of
 
 
 @pytest.mark.parametrize(
@@ -68,3 +68,21 @@ def test_speaker_of(text: str, kind: str, name: str | None, body: str) -> None:
 )  # fmt: skip
 def test_parts_of_a_turn_of_several_speakers(text: str, parts: list[tuple[str, str | None, str]]) -> None:
     assert [(p.kind, p.name, p.body) for p in parts_of(text)] == parts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "assistant: Sure.",
+        "Assistant: Sure.",
+        "AI: Shall I?",
+        "system:\nbe brief",
+        "user: hi",
+        "Caroline: I painted a lake.",
+        "Note: 12:30 is lunch",
+        "no label at all",
+        "assistant:no space",
+    ],
+)
+def test_is_agent_turn_is_speaker_of_an_agent(text: str) -> None:
+    assert is_agent_turn(text) == (speaker_of(text).kind == "agent")
