@@ -6,7 +6,8 @@
                         [--out FILE]
     loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
     loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
-    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http] [--out FILE]
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http] [--preset NAME]
+                        [--out FILE]
                         (loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
     loci bench scale    (evals/bench/scale.py)      loci bench hnsw (evals/bench/hnsw.py)
@@ -23,6 +24,8 @@ import argparse
 import os
 import sys
 from typing import Any
+
+from loci.wire.tuning import TUNING
 
 
 def _size_list(text: str, minimum: int, rule: str) -> list[int]:
@@ -145,8 +148,9 @@ def _peers(args: argparse.Namespace) -> int:
 
     rounds = f" --rounds {args.rounds}" if args.rounds != 1 else ""
     http = " --http" if args.http else ""
+    preset = f" --preset {args.preset}" if args.preset else ""
     header = _header(
-        f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}{http}"
+        f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}{http}{preset}"
     )
     options: dict[str, Any] = {
         "turns": args.turns,
@@ -154,6 +158,7 @@ def _peers(args: argparse.Namespace) -> int:
         "singles": args.singles,
         "rounds": args.rounds,
         "cache_dir": args.cache_dir or DEFAULT_CACHE_DIR,
+        "preset": args.preset,
     }
     try:
         if args.http:
@@ -276,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Loci's reads also over HTTP against a `loci serve` of the same store (alternated: in process, "
         "HTTP, mem0), with the server's engine time from the trace",
+    )
+    r.add_argument(
+        "--preset",
+        default=None,
+        choices=sorted(TUNING.presets),
+        help="Loci's reads with this retrieval preset (default: the API's default, balanced)",
     )
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")

@@ -4,8 +4,8 @@ data, the same MiniLM weights and the same machine load.
 Data: LoCoMo turns (`<speaker>: <text>`, in time order) written for one user, and distinct LoCoMo
 questions as reads. Both sides run in this process:
 - Loci: a fresh SQLite store, `MemoryService` with the configured MiniLM embedder; bulk writes in
-  batches of 200, single writes one memory per call, reads are `run_assemble` (default preset, 1,200
-  tokens, ingest off: a pure read);
+  batches of 200, single writes one memory per call, reads are `run_assemble` (the default preset or
+  `preset`, 1,200 tokens, ingest off: a pure read);
 - mem0: `Memory.from_config` with its huggingface embedder on the packaged MiniLM directory, the faiss
   vector store, `infer=False` (no LLM is called; its client gets a placeholder key and is never used)
   and telemetry off; bulk writes are `add` of 200 messages, single writes `add` of one, reads are
@@ -33,12 +33,13 @@ import msgspec
 from engine.embed.base import Embedder
 from engine.embed.cache import EmbeddingCache
 from engine.memory_service import MAX_BATCH, MemoryCreate, MemoryService
-from engine.retrieval.options import AssembleRequest, Budget, IngestOptions
+from engine.retrieval.options import AssembleRequest, Budget, IngestOptions, RetrievalOptions
 from engine.retrieval.pipeline import run_assemble
 from engine.retrieval.responses import StageTimings
 from engine.timeutil import utcnow
 from evals.bench.harness import Pct, bench_dir, open_bench_store, pct
 from evals.bench.vectors import DEFAULT_CACHE_DIR
+from loci.wire.tuning import PresetName
 
 ORG = "org_peers"
 USER = "ent:user"
@@ -76,6 +77,7 @@ class PeersTable(msgspec.Struct, kw_only=True):
     embedder: str
     mem0_version: str
     rounds: list[ReadRound] = msgspec.field(default_factory=list)
+    preset: PresetName | None = None  # Loci's reads: None is the default preset
 
     def format_rounds(self) -> list[str]:
         """Every read round's latencies and ratios, and the median ratios (empty for one round)."""
@@ -110,8 +112,8 @@ class PeersTable(msgspec.Struct, kw_only=True):
             f"{lo.single_write.p50 / m0.single_write.p50:.2f} |",
             f"| bulk writes / s (batches of {MAX_BATCH}) | {lo.bulk_rate:.1f} | {m0.bulk_rate:.1f} | "
             f"{lo.bulk_rate / m0.bulk_rate:.2f}x |",
-            "(Loci read: assemble, default preset, 1,200 tokens, ingest off; mem0 read: search, top_k "
-            f"{TOP_K})",
+            f"(Loci read: assemble, {preset_label(self.preset)}, 1,200 tokens, ingest off; mem0 read: search, "
+            f"top_k {TOP_K})",
             *self.format_rounds(),
         ]
         return "\n".join(lines)
@@ -127,19 +129,25 @@ def locomo_data(turns: int, reads: int) -> tuple[list[Turn], list[str]]:
     return all_turns[:turns], questions[:reads]
 
 
-def read_request(question: str) -> AssembleRequest:
-    """Loci's read: assemble with the default preset, 1,200 tokens, ingest off."""
+def read_request(question: str, preset: PresetName | None = None) -> AssembleRequest:
+    """Loci's read: assemble with the default preset (or `preset`), 1,200 tokens, ingest off."""
     return AssembleRequest(
         entity_id=USER,
         turn=question,
         budget=Budget(max_context_tokens=1200),
         ingest=IngestOptions(extract=False, store_turn="none"),
+        retrieval=RetrievalOptions(preset=preset),
     )
 
 
+def preset_label(preset: PresetName | None) -> str:
+    return "default preset" if preset is None else f"preset {preset}"
+
+
 class LociSide:
-    def __init__(self, data_dir: str, embedder: Embedder) -> None:
+    def __init__(self, data_dir: str, embedder: Embedder, preset: PresetName | None = None) -> None:
         self.data_dir = data_dir
+        self.preset = preset
         self.store = open_bench_store(data_dir)
         self.cache = EmbeddingCache(embedder, self.store)
         self.service = MemoryService(self.store, embeddings=self.cache)
@@ -158,7 +166,7 @@ class LociSide:
             self.cache,
             org_id=ORG,
             agent_id=None,
-            request=read_request(question),
+            request=read_request(question, self.preset),
             request_id="req_peer",
             now=utcnow(),
         )
@@ -312,14 +320,15 @@ def loaded_sides(
     say: Callable[[str], None],
     *,
     timed: bool = True,
+    preset: PresetName | None = None,
 ) -> Iterator[tuple[LociSide, Mem0Side, Writes | None]]:
     """Both sides on fresh stores, warm, loaded with the same turns (bulk, then single writes,
     alternated and timed); closed and removed afterwards. Untimed (a read benchmark): Loci's batches,
-    then `Mem0Side.load` of the same turns, and no Writes."""
+    then `Mem0Side.load` of the same turns, and no Writes. Loci reads with `preset` (None: the default)."""
     from engine.embed.minilm import _model_path
 
     with bench_dir(cache_dir, "peers-loci") as loci_dir, bench_dir(cache_dir, "peers-mem0") as mem0_dir:
-        loci, mem0 = LociSide(loci_dir, embedder), Mem0Side(mem0_dir, _model_path())
+        loci, mem0 = LociSide(loci_dir, embedder, preset), Mem0Side(mem0_dir, _model_path())
         try:
             sides = (loci, mem0)
             for side in sides:  # models loaded and warm before timing
@@ -355,12 +364,13 @@ def run(
     singles: int = 50,
     rounds: int = 1,
     cache_dir: str = DEFAULT_CACHE_DIR,
+    preset: PresetName | None = None,
     progress: TextIO | None = sys.stderr,
 ) -> PeersTable:
     """Load both sides with the same turns, then alternate single writes and reads; see the module doc."""
     say = say_to(progress)
     bulk, single, questions = inputs(turns, reads, singles, rounds)
-    with loaded_sides(embedder, bulk, single, cache_dir, say) as (loci, mem0, writes):
+    with loaded_sides(embedder, bulk, single, cache_dir, say, preset=preset) as (loci, mem0, writes):
         assert writes is not None
         read_rounds = []
         for r in range(rounds):
@@ -378,4 +388,5 @@ def run(
         rounds=[ReadRound(loci=loci_ms, mem0=mem0_ms) for loci_ms, mem0_ms in ms],
         embedder=embedder_label(embedder),
         mem0_version=mem0_version() or "?",
+        preset=preset,
     )

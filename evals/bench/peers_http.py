@@ -10,7 +10,8 @@ connection's commit makes an in-process store drop its index). Each question is 
 right after the other, so all three see the same load:
 - Loci in process: `run_assemble`, as `loci bench peers` reads;
 - Loci over HTTP: `POST /v0/context/assemble?trace=true` on one keep-alive connection (http.client),
-  the same body an agent sends (default preset, 1,200 tokens, ingest off), its answer decoded;
+  the same body an agent sends (the default preset or `preset`, 1,200 tokens, ingest off), its answer
+  decoded;
 - mem0: `search`, top_k 24.
 Per round: each side's p50 / p95, HTTP / mem0, and the engine's own time inside the server (the
 trace's `timings.total`, `embed` and `channels`) against the in-process engine's on the same questions.
@@ -33,6 +34,7 @@ from engine.retrieval.responses import StageTimings
 from evals.bench import peers
 from evals.bench.harness import LociServer, Pct, bench_dir, bench_key, open_bench_store, pct
 from evals.bench.vectors import DEFAULT_CACHE_DIR
+from loci.wire.tuning import PresetName
 
 PATH = "/v0/context/assemble?trace=true"
 #: the engine stages compared between the server and the in-process side
@@ -63,6 +65,7 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
     embedder: str
     mem0_version: str
     rounds: list[HttpRound]
+    preset: PresetName | None = None  # Loci's reads: None is the default preset
 
     def format(self) -> str:
         lines = [
@@ -88,8 +91,8 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
             f"server / in process {statistics.median(engine):.2f}"
         )
         lines.append(
-            f"(Loci: assemble, default preset, 1,200 tokens, ingest off, `?trace=true`; mem0: search, top_k "
-            f"{peers.TOP_K}; HTTP times include the client's request and the decoding of the answer)"
+            f"(Loci: assemble, {peers.preset_label(self.preset)}, 1,200 tokens, ingest off, `?trace=true`; mem0: "
+            f"search, top_k {peers.TOP_K}; HTTP times include the client's request and the decoding of the answer)"
         )
         return "\n".join(lines)
 
@@ -97,13 +100,15 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
 class HttpSide:
     """Loci's read over HTTP on one keep-alive connection; keeps each answer's trace timings."""
 
-    def __init__(self, server: LociServer, secret: str) -> None:
+    def __init__(self, server: LociServer, secret: str, preset: PresetName | None = None) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        self.preset = preset
         self.stages: list[StageTimings] = []
 
     def read(self, question: str) -> None:
-        self.conn.request("POST", PATH, body=msgspec.json.encode(read_body(question)), headers=self.headers)
+        body = msgspec.json.encode(read_body(question, self.preset))
+        self.conn.request("POST", PATH, body=body, headers=self.headers)
         resp = self.conn.getresponse()
         data = resp.read()
         if resp.status != 200:
@@ -115,14 +120,18 @@ class HttpSide:
         self.conn.close()
 
 
-def read_body(question: str) -> dict[str, Any]:
-    """The JSON an agent sends for `peers.read_request(question)`: only what differs from the defaults."""
-    return {
+def read_body(question: str, preset: PresetName | None = None) -> dict[str, Any]:
+    """The JSON an agent sends for `peers.read_request(question, preset)`: only what differs from the
+    defaults."""
+    body: dict[str, Any] = {
         "entity_id": peers.USER,
         "turn": question,
         "budget": {"max_context_tokens": 1200},
         "ingest": {"extract": False, "store_turn": "none"},
     }
+    if preset is not None:
+        body["retrieval"] = {"preset": preset}
+    return body
 
 
 def copy_store(source: str, data_dir: str) -> None:
@@ -149,23 +158,22 @@ def run(
     singles: int = 50,
     rounds: int = 3,
     cache_dir: str = DEFAULT_CACHE_DIR,
+    preset: PresetName | None = None,
     progress: TextIO | None = sys.stderr,
 ) -> HttpPeersTable:
     """Load both sides, serve a copy of Loci's store, then ask each round's questions three ways."""
     say = peers.say_to(progress)
     bulk, single, questions = peers.inputs(turns, reads, singles, rounds)
     out: list[HttpRound] = []
-    with (
-        peers.loaded_sides(embedder, bulk, single, cache_dir, say, timed=False) as (loci, mem0, _),
-        bench_dir(cache_dir, "peers-served") as served_dir,
-    ):
+    loaded = peers.loaded_sides(embedder, bulk, single, cache_dir, say, timed=False, preset=preset)
+    with loaded as (loci, mem0, _), bench_dir(cache_dir, "peers-served") as served_dir:
         copy_store(loci.data_dir, served_dir)
         store = open_bench_store(served_dir)
         secret = bench_key(store, peers.ORG)
         store.close()
         say("peers bench: starting loci serve on a copy of the Loci store")
         with LociServer(served_dir, embedder_name) as server:
-            remote = HttpSide(server, secret)
+            remote = HttpSide(server, secret, preset)
             try:
                 sides = (loci, remote, mem0)
                 for side in sides:  # the server's index built and its model warm before timing
@@ -196,4 +204,5 @@ def run(
         embedder=peers.embedder_label(embedder),
         mem0_version=peers.mem0_version() or "?",
         rounds=out,
+        preset=preset,
     )

@@ -10,6 +10,7 @@ import pytest
 
 from evals.bench import peers
 from evals.bench.harness import Pct
+from loci.wire.tuning import PresetName
 from server.cli import main
 
 pytestmark = pytest.mark.slow
@@ -147,21 +148,23 @@ def test_http_rounds_list_http_over_mem0_and_the_engine_in_the_server_over_in_pr
     assert "engine in server / in process 1.15" in text
 
 
-def test_the_http_body_is_the_in_process_request() -> None:
+@pytest.mark.parametrize("preset", [None, "fast"])
+def test_the_http_body_is_the_in_process_request(preset: PresetName | None) -> None:
     import msgspec
 
     from engine.retrieval.options import AssembleRequest
     from evals.bench.peers_http import read_body
 
-    sent = msgspec.convert(read_body("Where did Caroline go?"), AssembleRequest)
-    assert sent == peers.read_request("Where did Caroline go?")
+    sent = msgspec.convert(read_body("Where did Caroline go?", preset), AssembleRequest)
+    assert sent == peers.read_request("Where did Caroline go?", preset)
+    assert sent.retrieval.preset == preset
 
 
 @pytest.mark.skipif(
     peers.mem0_version() is None, reason="mem0ai is not installed (pip install 'loci[peers]')"
 )
 def test_peers_bench_over_http_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    args = ["--turns", "12", "--reads", "3", "--singles", "2", "--rounds", "2", "--http"]
+    args = ["--turns", "12", "--reads", "3", "--singles", "2", "--rounds", "2", "--http", "--preset", "fast"]
     code = main(["bench", "peers", *args, "--cache-dir", str(tmp_path / "cache")])
     assert code == 0
     printed = capsys.readouterr().out
@@ -171,5 +174,6 @@ def test_peers_bench_over_http_runs_end_to_end(tmp_path: Path, capsys: pytest.Ca
         ratios = [float(row[i]) for i in (4, 5)]
         assert all(math.isfinite(r) and r > 0 for r in ratios)
         assert float(row[7].split()[0]) > 0  # the server's trace was read
-    assert "median over 2 rounds" in printed and "--http" in printed
+    assert "median over 2 rounds" in printed and "--http --preset fast" in printed
+    assert "(Loci: assemble, preset fast," in printed
     assert not any((tmp_path / "cache").iterdir())  # scratch stores and the served copy removed
