@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from engine.retrieval.render import RenderItem
 from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, LINE_OVERHEAD, Tokenizer
@@ -26,6 +27,9 @@ MAX_ENTRY_TOKENS = 160
 ENTRY_OVERHEAD = 2  # the " | " between two entries
 DAY_OVERHEAD = 6  # "YYYY-MM-DD: " and the newline
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+#: memories' summary entries remembered: a summary weighs about a hundred candidates, most of them seen
+#: by the scope's earlier requests
+ENTRY_CACHE_SIZE = 8192
 
 
 def first_sentence(text: str) -> str:
@@ -61,6 +65,17 @@ def _digest(items: Iterable[RenderItem], max_tokens: int, tok: Tokenizer) -> str
     return tok.truncate(text, max_tokens - LINE_OVERHEAD)
 
 
+@lru_cache(maxsize=ENTRY_CACHE_SIZE)
+def _entry(tokenizer: Tokenizer, plain: str) -> tuple[str, str, int]:
+    """A text as a summary entry: (its words lowercased, what compares it with other entries; the entry,
+    capped at `MAX_ENTRY_TOKENS`; the entry's count). ("", "", 0) for a text without words."""
+    text = " ".join(plain.split())
+    if not text:
+        return "", "", 0
+    entry = tokenizer.truncate(text, MAX_ENTRY_TOKENS)
+    return text.lower(), entry, tokenizer.count(entry)
+
+
 def beyond(
     candidates: Sequence[RenderItem],
     max_tokens: int,
@@ -77,11 +92,10 @@ def beyond(
     days: set[str] = set()
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):
-        text = " ".join(item.plain.split())
-        if not text or text.lower() in seen:
+        key, text, count = _entry(tokenizer, item.plain)
+        if not key or key in seen:
             continue
-        text = tokenizer.truncate(text, MAX_ENTRY_TOKENS)
-        cost = tokenizer.count(text) + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
+        cost = count + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
         if used + cost > room:
             continue  # a shorter one may still fit
         used += cost
