@@ -117,6 +117,8 @@ class Redactor:
             detections = _add_whole_values(text, detections, whole)
             if not detections:
                 detections = [Detection(rule=PII_RULE, start=0, end=len(text), value=text, key=text)]
+        elif not detections and not self._seen:
+            return text  # most texts of a response: nothing found here, nothing hidden before
         return self._replace(text, self._add_seen_values(text, detections))
 
     def redact_object(self, value: ObjectValue, sensitivity: Sensitivity = "auto") -> ObjectValue:
