@@ -27,9 +27,10 @@ MAX_ENTRY_TOKENS = 160
 ENTRY_OVERHEAD = 2  # the " | " between two entries
 DAY_OVERHEAD = 6  # "YYYY-MM-DD: " and the newline
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
-#: memories' summary entries remembered: a summary weighs about a hundred candidates, most of them seen
-#: by the scope's earlier requests
+#: summary entries remembered: a summary weighs about a hundred candidates, most of them seen by the
+#: scope's earlier requests; texts longer than a rendered line are cut again each time
 ENTRY_CACHE_SIZE = 8192
+ENTRY_CACHE_MAX_CHARS = 2000
 
 
 def first_sentence(text: str) -> str:
@@ -65,15 +66,23 @@ def _digest(items: Iterable[RenderItem], max_tokens: int, tok: Tokenizer) -> str
     return tok.truncate(text, max_tokens - LINE_OVERHEAD)
 
 
-@lru_cache(maxsize=ENTRY_CACHE_SIZE)
-def _entry(tokenizer: Tokenizer, plain: str) -> tuple[str, str, int]:
-    """A text as a summary entry: (its words lowercased, what compares it with other entries; the entry,
-    capped at `MAX_ENTRY_TOKENS`; the entry's count). ("", "", 0) for a text without words."""
+def _entry_of(tokenizer: Tokenizer, plain: str) -> tuple[str, str, int]:
+    """(the text, its whitespace runs made single spaces; its summary entry, capped at
+    `MAX_ENTRY_TOKENS`; the entry's count)."""
     text = " ".join(plain.split())
-    if not text:
-        return "", "", 0
+    if text == plain:
+        text = plain  # one string held, not two
     entry = tokenizer.truncate(text, MAX_ENTRY_TOKENS)
-    return text.lower(), entry, tokenizer.count(entry)
+    return text, entry, tokenizer.count(entry)
+
+
+_cached_entry = lru_cache(maxsize=ENTRY_CACHE_SIZE)(_entry_of)
+
+
+def _entry(tokenizer: Tokenizer, plain: str) -> tuple[str, str, int]:
+    if len(plain) > ENTRY_CACHE_MAX_CHARS:
+        return _entry_of(tokenizer, plain)
+    return _cached_entry(tokenizer, plain)
 
 
 def beyond(
@@ -92,16 +101,16 @@ def beyond(
     days: set[str] = set()
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):
-        key, text, count = _entry(tokenizer, item.plain)
-        if not key or key in seen:
+        text, entry, count = _entry(tokenizer, item.plain)
+        if not text or text.lower() in seen:
             continue
         cost = count + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
         if used + cost > room:
             continue  # a shorter one may still fit
         used += cost
-        seen.add(text.lower())
+        seen.add(entry.lower())
         days.add(item.group)
-        chosen.append((item, text))
+        chosen.append((item, entry))
     by_day: dict[str, list[tuple[RenderItem, str]]] = {}
     for item, text in chosen:
         by_day.setdefault(item.group, []).append((item, text))

@@ -1,5 +1,7 @@
 from datetime import timedelta
 
+import pytest
+
 from engine.retrieval import tokens
 from engine.retrieval.budget import MIN_TRUNCATE_TOKENS, context_tokens, fit, summary_allowance
 from engine.retrieval.redaction_hook import NoRedaction
@@ -12,8 +14,14 @@ from engine.retrieval.render import (
     sections,
     snippet,
 )
-from engine.retrieval.summary import beyond, extractive, first_sentence
-from engine.retrieval.tokens import get_tokenizer
+from engine.retrieval.summary import (
+    ENTRY_CACHE_MAX_CHARS,
+    MAX_ENTRY_TOKENS,
+    beyond,
+    extractive,
+    first_sentence,
+)
+from engine.retrieval.tokens import ELLIPSIS, ESTIMATE, get_tokenizer
 
 from .helpers import NOW, mem
 
@@ -193,6 +201,31 @@ def test_beyond_compacts_the_next_best_by_day() -> None:
     for room in range(2, 40):
         assert tok.line_tokens(beyond(items, room, tok)) <= room
     assert "Bob" in beyond(items, 16, tok) and "skiing" not in beyond(items, 16, tok)  # best first
+
+
+def _said(text: str, rank: int = 0, day: str = "2024-01-01") -> RenderItem:
+    return RenderItem(
+        id=f"m{rank}", section="recent_events", plain=text, line="", rank=rank, score=1, group=day
+    )
+
+
+def _words(n: int) -> str:
+    return "Ann:  " + " ".join(f"w{i}" for i in range(n))
+
+
+# a short text; one cut by o200k_base's count and not by the estimate's; one cut by both; one past the cache
+@pytest.mark.parametrize("words", [30, 100, 400, 1200])
+def test_beyond_cuts_each_entry_alike_on_every_call(words: int) -> None:
+    """An entry is its text, spaces made single, capped at MAX_ENTRY_TOKENS under each tokenizer's own
+    count, whether remembered from an earlier call or not."""
+    text = _words(words)
+    assert (len(text) > ENTRY_CACHE_MAX_CHARS) == (words == 1200)
+    for tok in (ESTIMATE, get_tokenizer("o200k_base")):
+        first = beyond([_said(text)], 1000, tok)
+        assert beyond([_said(text)], 1000, tok) == first
+        entry = first.removeprefix("2024-01-01: ")
+        assert "  " not in entry and tok.count(entry) <= MAX_ENTRY_TOKENS
+        assert entry.endswith(ELLIPSIS) == (tok.count(" ".join(text.split())) > MAX_ENTRY_TOKENS)
 
 
 def test_fit_prefers_whole_lower_ranked_lines_to_cutting_one() -> None:
