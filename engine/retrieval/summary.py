@@ -108,7 +108,7 @@ def beyond(
         if used + cost > room:
             continue  # a shorter one may still fit
         used += cost
-        seen.add(entry.lower())
+        seen.add(text.lower())  # the whole text: another memory saying it is left out, cut or not
         days.add(item.group)
         chosen.append((item, entry))
     by_day: dict[str, list[tuple[RenderItem, str]]] = {}

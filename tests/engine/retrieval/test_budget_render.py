@@ -228,6 +228,15 @@ def test_beyond_cuts_each_entry_alike_on_every_call(words: int) -> None:
         assert entry.endswith(ELLIPSIS) == (tok.count(" ".join(text.split())) > MAX_ENTRY_TOKENS)
 
 
+@pytest.mark.parametrize("words", [30, 400])
+def test_beyond_says_a_text_once_even_when_its_entry_is_cut(words: int) -> None:
+    """Two memories with one text give one entry, a text the summary had to cut included."""
+    text = _words(words)
+    for tok in (ESTIMATE, get_tokenizer("o200k_base")):
+        summary = beyond([_said(text, 0), _said(text, 1), _said("Bob: Nice.", 2)], 1000, tok)
+        assert summary.count("Ann:") == 1 and "Bob: Nice." in summary
+
+
 def test_fit_prefers_whole_lower_ranked_lines_to_cutting_one() -> None:
     # 120 chars -> 41 per line (estimate); 30 chars -> 11
     items = [item("a", 120, 0), item("big", 300, 1), item("c", 30, 2)]
