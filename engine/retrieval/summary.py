@@ -92,23 +92,25 @@ def beyond(
     shown: Iterable[RenderItem] = (),
 ) -> str:
     """The summary of `candidates` (items without a line), whose line cost is <= max_tokens; a text
-    one of the `shown` lines already says (another memory saying the same) is left out."""
+    one of the `shown` lines or an earlier entry already says (another memory saying the same, or a long
+    text cut to what another's cut reads) is left out."""
     room = max_tokens - LINE_OVERHEAD
     if room <= 0 or not candidates:
         return ""
     chosen: list[tuple[RenderItem, str]] = []
-    seen: set[str] = {" ".join(it.plain.split()).lower() for it in shown}
+    # a text and what the reader sees of it: a long event's line is cut as its entry would be
+    seen: set[str] = {" ".join(it.plain.split()).lower() for it in shown} | {it.line.lower() for it in shown}
     days: set[str] = set()
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):
         text, entry, count = _entry(tokenizer, item.plain)
-        if not text or text.lower() in seen:
+        if not text or text.lower() in seen or entry.lower() in seen:
             continue
         cost = count + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
         if used + cost > room:
             continue  # a shorter one may still fit
         used += cost
-        seen.add(text.lower())  # the whole text: another memory saying it is left out, cut or not
+        seen.update((text.lower(), entry.lower()))
         days.add(item.group)
         chosen.append((item, entry))
     by_day: dict[str, list[tuple[RenderItem, str]]] = {}

@@ -5,6 +5,7 @@ reads (the lines joined by newlines)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -18,6 +19,8 @@ from engine.models import MEMORY_TYPES
 from engine.retrieval.budget import context_tokens
 from engine.retrieval.options import ALL_INCLUDES, AssembleRequest
 from engine.retrieval.pipeline import assemble
+from engine.retrieval.render import MAX_LINE_TOKENS, RenderItem
+from engine.retrieval.summary import MAX_ENTRY_TOKENS, beyond
 from engine.retrieval.tokens import TOKENIZERS, get_tokenizer
 from engine.storage.in_memory import InMemoryStore
 
@@ -113,3 +116,39 @@ def test_context_never_exceeds_budget(memories: list[Any], body: dict[str, Any],
         line for line in c.recent_events if not _DAY_HEADER.fullmatch(line)
     ]  # a day's header is no event
     assert len(events) <= body["return"]["max_events"] + len(set(pin))
+
+
+# texts for the summary: short and long (past an entry's cap), often the same text twice, in other
+# spacing or case; no "|" or newline, so the summary's entries can be read back
+_PHRASES = ["Ann: I went skiing.", "bob likes tea", "東京 café 🙂", "x" * 40, "Ann: " + "w " * 300]
+summary_text_st = st.tuples(
+    st.sampled_from(_PHRASES), st.sampled_from(["", "  ", " more"]), st.booleans()
+).map(lambda t: (t[0] + t[1]).upper() if t[2] else t[0] + t[1])
+
+
+@given(
+    texts=st.lists(st.tuples(summary_text_st, st.sampled_from(["2024-01-01", "2024-01-02"])), max_size=12),
+    shown=st.lists(summary_text_st, max_size=3),
+    room=st.integers(min_value=0, max_value=3000),
+    tokenizer=st.sampled_from([*TOKENIZERS, "estimate"]),
+)
+def test_the_summary_never_says_a_text_twice(
+    texts: list[tuple[str, str]], shown: list[str], room: int, tokenizer: str
+) -> None:
+    """Whatever the candidates: each text once, none a line already says, and within its room."""
+    tok = get_tokenizer(tokenizer)
+    item = functools.partial(RenderItem, section="recent_events", score=1.0)
+    candidates = [
+        item(id=f"c{i}", plain=t, line="", rank=i, group=day, when=i) for i, (t, day) in enumerate(texts)
+    ]
+    lines = [  # an event's line, as `render` cuts it
+        item(id=f"s{i}", plain=t, rank=100 + i, line=tok.truncate(" ".join(t.split()), MAX_LINE_TOKENS))
+        for i, t in enumerate(shown)
+    ]
+    summary = beyond(candidates, room, tok, lines)
+    assert tok.line_tokens(summary) <= max(room, 0)
+    entries = [e.lower() for line in summary.splitlines() for e in line.split(": ", 1)[1].split(" | ")]
+    assert len(entries) == len(set(entries))
+    said = {" ".join(t.split()).lower() for t in shown}
+    cut = {tok.truncate(" ".join(t.split()), MAX_ENTRY_TOKENS).lower() for t in shown}
+    assert not (set(entries) & (said | cut))
