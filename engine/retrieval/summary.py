@@ -98,8 +98,9 @@ def beyond(
     if room <= 0 or not candidates:
         return ""
     chosen: list[tuple[RenderItem, str]] = []
-    # a text and what the reader sees of it: a long event's line is cut as its entry would be
-    seen: set[str] = {" ".join(it.plain.split()).lower() for it in shown} | {it.line.lower() for it in shown}
+    seen: set[str] = set()
+    for it in shown:  # a text and what the reader sees of it: a long event's line is cut as its entry is
+        seen.update((" ".join(it.plain.split()).lower(), it.line.lower()))
     days: set[str] = set()
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):

@@ -145,7 +145,7 @@ def test_the_summary_never_says_a_text_twice(
         item(id=f"s{i}", plain=t, rank=100 + i, line=tok.truncate(" ".join(t.split()), MAX_LINE_TOKENS))
         for i, t in enumerate(shown)
     ]
-    summary = beyond(candidates, room, tok, lines)
+    summary = beyond(candidates, room, tok, iter(lines))  # `shown` may be any iterable
     assert tok.line_tokens(summary) <= max(room, 0)
     entries = [e.lower() for line in summary.splitlines() for e in line.split(": ", 1)[1].split(" | ")]
     assert len(entries) == len(set(entries))

@@ -1,5 +1,6 @@
 from datetime import timedelta
 
+import msgspec
 import pytest
 
 from engine.retrieval import tokens
@@ -235,6 +236,16 @@ def test_beyond_says_a_text_once_even_when_its_entry_is_cut(words: int) -> None:
     for tok in (ESTIMATE, get_tokenizer("o200k_base")):
         summary = beyond([_said(text, 0), _said(text, 1), _said("Bob: Nice.", 2)], 1000, tok)
         assert summary.count("Ann:") == 1 and "Bob: Nice." in summary
+
+
+def test_beyond_leaves_out_a_long_text_cut_to_what_a_line_shows() -> None:
+    """Two long texts alike in their first 160 tokens read the same once cut: the line shows one, the
+    summary leaves the other out (whatever iterable the lines come in)."""
+    tok = get_tokenizer("o200k_base")
+    shown_text = _words(400) + " and more"
+    line = msgspec.structs.replace(_said(shown_text, 5), line=tok.truncate(" ".join(shown_text.split()), 160))
+    summary = beyond([_said(_words(400), 0), _said("Bob: Nice.", 1)], 1000, tok, iter([line]))
+    assert summary == "2024-01-01: Bob: Nice."
 
 
 def test_fit_prefers_whole_lower_ranked_lines_to_cutting_one() -> None:
