@@ -105,13 +105,15 @@ def beyond(
     used = 0
     for item in sorted(candidates, key=lambda it: it.rank):
         text, entry, count = _entry(tokenizer, item.plain)
-        if not text or text.lower() in seen or entry.lower() in seen:
+        said = text.lower()
+        shows = said if entry == text else entry.lower()
+        if not text or said in seen or shows in seen:
             continue
         cost = count + ENTRY_OVERHEAD + (DAY_OVERHEAD if item.group not in days else 0)
         if used + cost > room:
             continue  # a shorter one may still fit
         used += cost
-        seen.update((text.lower(), entry.lower()))
+        seen.update((said, shows))
         days.add(item.group)
         chosen.append((item, entry))
     by_day: dict[str, list[tuple[RenderItem, str]]] = {}
