@@ -288,16 +288,18 @@ class Writes(msgspec.Struct, kw_only=True):
         ]
 
 
-def inputs(turns: int, reads: int, singles: int, rounds: int) -> tuple[list[Turn], list[Turn], list[str]]:
-    """The bulk turns, the single writes and `reads * rounds` distinct questions (ValueError when
-    LoCoMo has too few)."""
+def inputs(
+    turns: int, reads: int, singles: int, rounds: int, per_read: int = 1
+) -> tuple[list[Turn], list[Turn], list[str]]:
+    """The bulk turns, the single writes and `reads * rounds * per_read` distinct questions (ValueError
+    when LoCoMo has too few)."""
     if reads < 1 or rounds < 1:
         raise ValueError("reads and rounds must be at least 1")
-    data, questions = locomo_data(turns + singles, reads * rounds)
-    if len(questions) < reads * rounds:
+    wanted = reads * rounds * per_read
+    data, questions = locomo_data(turns + singles, wanted)
+    if len(questions) < wanted:
         raise ValueError(
-            f"{rounds} rounds of {reads} reads need {reads * rounds} distinct questions; LoCoMo has "
-            f"{len(questions)}"
+            f"{rounds} rounds of {reads} reads need {wanted} distinct questions; LoCoMo has {len(questions)}"
         )
     bulk, single = split_turns(data, turns, singles)
     return bulk, single, questions

@@ -13,8 +13,12 @@ right after the other, so all three see the same load:
   the same body an agent sends (the default preset or `preset`, 1,200 tokens, ingest off), its answer
   decoded;
 - mem0: `search`, top_k 24.
-Per round: each side's p50 / p95, HTTP / mem0, and the engine's own time inside the server (the
-trace's `timings.total`, `embed` and `channels`) against the in-process engine's on the same questions.
+Then, over HTTP on the same connection, another question for an entity with no memories (`EMPTY`):
+what every read costs before there is anything to rank (the serving, the query's embedding, the render
+of nothing), the floor under the first three.
+Per round: each side's p50 / p95, HTTP / mem0, the engine's own time inside the server (the trace's
+`timings.total`, `embed` and `channels`) against the in-process engine's on the same questions, and the
+empty scope's wall time and engine time.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from loci.wire.tuning import PresetName
 PATH = "/v0/context/assemble?trace=true"
 #: the engine stages compared between the server and the in-process side
 STAGES = ("total", "embed", "channels")
+#: an entity no bench writes to: its reads rank nothing
+EMPTY = "ent:peers-empty"
 
 
 class HttpRound(msgspec.Struct, kw_only=True):
@@ -49,6 +55,8 @@ class HttpRound(msgspec.Struct, kw_only=True):
     mem0: Pct
     served: dict[str, Pct]  # STAGES, from the server's trace
     engine: dict[str, Pct]  # STAGES, from the in-process side's timings
+    empty: Pct  # over HTTP, a read of the EMPTY entity
+    empty_served: dict[str, Pct]  # STAGES of those reads, from the server's trace
 
     def ratios(self) -> tuple[float, float]:
         """Loci over HTTP / mem0 at p50 and at p95."""
@@ -73,22 +81,26 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
             f"{self.reads} distinct questions; Loci embedder {self.embedder}, mem0 {self.mem0_version}; "
             "each question asked of Loci in process, Loci over HTTP and mem0 in turn",
             "| round | HTTP p50 / p95 ms | mem0 p50 / p95 ms | HTTP / mem0 p50 | HTTP / mem0 p95 | "
-            "in process p50 / p95 ms | engine in server / in process p50 (total, embed, channels ms) |",
-            "|---|---|---|---|---|---|---|",
+            "in process p50 / p95 ms | engine in server / in process p50 (total, embed, channels ms) | "
+            "empty scope over HTTP p50 / p95 ms (engine, embed ms) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for i, r in enumerate(self.rounds, 1):
             p50, p95 = r.ratios()
             stages = ", ".join(f"{r.served[s].p50:.1f} / {r.engine[s].p50:.1f}" for s in STAGES)
+            floor = f"{r.empty_served['total'].p50:.1f}, {r.empty_served['embed'].p50:.1f}"
             lines.append(
                 f"| {i} | {r.http.cell()} | {r.mem0.cell()} | {p50:.2f} | {p95:.2f} | {r.in_process.cell()} | "
-                f"{r.engine_ratio():.2f} ({stages}) |"
+                f"{r.engine_ratio():.2f} ({stages}) | {r.empty.cell()} ({floor}) |"
             )
         p50s, p95s = zip(*(r.ratios() for r in self.rounds), strict=True)
         engine = [r.engine_ratio() for r in self.rounds]
         lines.append(
             f"median over {len(self.rounds)} rounds: HTTP / mem0 p50 {statistics.median(p50s):.2f}, p95 "
             f"{statistics.median(p95s):.2f} (highest: p50 {max(p50s):.2f}, p95 {max(p95s):.2f}); engine in "
-            f"server / in process {statistics.median(engine):.2f}"
+            f"server / in process {statistics.median(engine):.2f}; an empty scope over HTTP p50 "
+            f"{statistics.median(r.empty.p50 for r in self.rounds):.1f} ms, "
+            f"{statistics.median(r.empty.p50 / r.mem0.p50 for r in self.rounds):.2f} of mem0's"
         )
         lines.append(
             f"(Loci: assemble, {peers.preset_label(self.preset)}, 1,200 tokens, ingest off, `?trace=true`; mem0: "
@@ -100,14 +112,19 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
 class HttpSide:
     """Loci's read over HTTP on one keep-alive connection; keeps each answer's trace timings."""
 
-    def __init__(self, server: LociServer, secret: str, preset: PresetName | None = None) -> None:
+    def __init__(
+        self, server: LociServer, secret: str, preset: PresetName | None = None, entity: str = peers.USER
+    ) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         self.headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
         self.preset = preset
+        self.entity = entity
         self.stages: list[StageTimings] = []
+        #: each answer's candidates (`retrieval_summary.candidate_counts.union`)
+        self.candidates: list[int] = []
 
     def read(self, question: str) -> None:
-        body = msgspec.json.encode(read_body(question, self.preset))
+        body = msgspec.json.encode(read_body(question, self.preset, self.entity))
         self.conn.request("POST", PATH, body=body, headers=self.headers)
         resp = self.conn.getresponse()
         data = resp.read()
@@ -115,16 +132,17 @@ class HttpSide:
             raise RuntimeError(f"POST {PATH} -> {resp.status}: {data[:500]!r}")
         answer: dict[str, Any] = msgspec.json.decode(data)
         self.stages.append(msgspec.convert(answer["trace"]["timings"], StageTimings))
+        self.candidates.append(int(answer["retrieval_summary"]["candidate_counts"]["union"]))
 
     def close(self) -> None:
         self.conn.close()
 
 
-def read_body(question: str, preset: PresetName | None = None) -> dict[str, Any]:
-    """The JSON an agent sends for `peers.read_request(question, preset)`: only what differs from the
-    defaults."""
+def read_body(question: str, preset: PresetName | None = None, entity: str = peers.USER) -> dict[str, Any]:
+    """The JSON an agent sends for `peers.read_request(question, preset)` (about `entity`): only what
+    differs from the defaults."""
     body: dict[str, Any] = {
-        "entity_id": peers.USER,
+        "entity_id": entity,
         "turn": question,
         "budget": {"max_context_tokens": 1200},
         "ingest": {"extract": False, "store_turn": "none"},
@@ -161,9 +179,12 @@ def run(
     preset: PresetName | None = None,
     progress: TextIO | None = sys.stderr,
 ) -> HttpPeersTable:
-    """Load both sides, serve a copy of Loci's store, then ask each round's questions three ways."""
+    """Load both sides, serve a copy of Loci's store, then ask each round's questions three ways, and
+    as many others of the empty scope."""
     say = peers.say_to(progress)
-    bulk, single, questions = peers.inputs(turns, reads, singles, rounds)
+    # the empty scope's questions are others: the server would find a question it just embedded cached
+    bulk, single, questions = peers.inputs(turns, reads, singles, rounds, per_read=2)
+    others = questions[reads * rounds :]
     out: list[HttpRound] = []
     loaded = peers.loaded_sides(embedder, bulk, single, cache_dir, say, timed=False, preset=preset)
     with loaded as (loci, mem0, _), bench_dir(cache_dir, "peers-served") as served_dir:
@@ -174,18 +195,23 @@ def run(
         say("peers bench: starting loci serve on a copy of the Loci store")
         with LociServer(served_dir, embedder_name) as server:
             remote = HttpSide(server, secret, preset)
+            empty = HttpSide(server, secret, preset, entity=EMPTY)
             try:
-                sides = (loci, remote, mem0)
+                sides = (loci, remote, mem0, empty)
                 for side in sides:  # the server's index built and its model warm before timing
                     side.read("warm up")
                 for r in range(rounds):
                     say(
                         f"peers bench: {reads} reads in process, over HTTP and by mem0 (round {r + 1} of {rounds})"
                     )
-                    loci.stages.clear()
-                    remote.stages.clear()
-                    asked = questions[r * reads : (r + 1) * reads]
-                    wall = peers.alternate(sides, asked, lambda s, q: s.read(q))
+                    for side in (loci, remote, empty):
+                        side.stages.clear()
+                    empty.candidates.clear()
+                    span = slice(r * reads, (r + 1) * reads)
+                    asked = list(zip(questions[span], others[span], strict=True))
+                    wall = peers.alternate(sides, asked, lambda s, q: s.read(q[1] if s is empty else q[0]))
+                    if any(empty.candidates):
+                        raise RuntimeError(f"{EMPTY} holds memories: a read found {max(empty.candidates)}")
                     ms = [pct([x * 1000 for x in side]) for side in wall]
                     out.append(
                         HttpRound(
@@ -194,10 +220,13 @@ def run(
                             mem0=ms[2],
                             served=_stages(remote.stages),
                             engine=_stages(loci.stages),
+                            empty=ms[3],
+                            empty_served=_stages(empty.stages),
                         )
                     )
             finally:
                 remote.close()
+                empty.close()
     return HttpPeersTable(
         turns=len(bulk) + len(single),
         reads=reads,

@@ -117,7 +117,9 @@ def test_peers_bench_runs_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
 
 
-def _http_round(http: tuple[float, float], mem0: tuple[float, float], served: float, engine: float) -> Any:
+def _http_round(
+    http: tuple[float, float], mem0: tuple[float, float], served: float, engine: float, empty: float = 4.0
+) -> Any:
     from evals.bench.peers_http import STAGES, HttpRound
 
     return HttpRound(
@@ -126,6 +128,8 @@ def _http_round(http: tuple[float, float], mem0: tuple[float, float], served: fl
         mem0=Pct(p50=mem0[0], p95=mem0[1]),
         served={s: Pct(p50=served, p95=served) for s in STAGES},
         engine={s: Pct(p50=engine, p95=engine) for s in STAGES},
+        empty=Pct(p50=empty, p95=empty + 1),
+        empty_served={s: Pct(p50=empty / 2, p95=empty / 2) for s in STAGES},
     )
 
 
@@ -137,15 +141,16 @@ def test_http_rounds_list_http_over_mem0_and_the_engine_in_the_server_over_in_pr
         reads=3,
         embedder="e",
         mem0_version="v",
-        rounds=[_http_round((6, 9), (12, 15), 6, 5), _http_round((7, 12), (10, 20), 5.5, 5)],
+        rounds=[_http_round((6, 9), (12, 15), 6, 5, 3), _http_round((7, 12), (10, 20), 5.5, 5, 4)],
     )
     text = table.format()
     assert (
-        "| 1 | 6.0/9.0 | 12.0/15.0 | 0.50 | 0.60 | 5.5/6.0 | 1.20 (6.0 / 5.0, 6.0 / 5.0, 6.0 / 5.0) |" in text
+        "| 1 | 6.0/9.0 | 12.0/15.0 | 0.50 | 0.60 | 5.5/6.0 | 1.20 (6.0 / 5.0, 6.0 / 5.0, 6.0 / 5.0) "
+        "| 3.0/4.0 (1.5, 1.5) |" in text
     )
     assert "| 2 | 7.0/12.0 | 10.0/20.0 | 0.70 | 0.60 |" in text
     assert "median over 2 rounds: HTTP / mem0 p50 0.60, p95 0.60 (highest: p50 0.70, p95 0.60)" in text
-    assert "engine in server / in process 1.15" in text
+    assert "engine in server / in process 1.15; an empty scope over HTTP p50 3.5 ms, 0.33 of mem0's" in text
 
 
 @pytest.mark.parametrize("preset", [None, "fast"])
@@ -174,6 +179,20 @@ def test_peers_bench_over_http_runs_end_to_end(tmp_path: Path, capsys: pytest.Ca
         ratios = [float(row[i]) for i in (4, 5)]
         assert all(math.isfinite(r) and r > 0 for r in ratios)
         assert float(row[7].split()[0]) > 0  # the server's trace was read
+        empty_ms, engine_ms = float(row[8].split("/")[0]), float(row[8].split("(")[1].split(",")[0])
+        assert 0 < engine_ms < empty_ms  # the empty scope's reads: over HTTP, and their engine time
     assert "median over 2 rounds" in printed and "--http --preset fast" in printed
     assert "(Loci: assemble, preset fast," in printed
     assert not any((tmp_path / "cache").iterdir())  # scratch stores and the served copy removed
+
+
+def test_the_empty_scope_asks_other_questions_in_the_same_body_for_an_entity_with_no_memories() -> None:
+    from evals.bench.peers_http import EMPTY, read_body
+
+    _, _, one = peers.inputs(10, 3, 2, 2)
+    _, _, two = peers.inputs(10, 3, 2, 2, per_read=2)
+    assert two[:6] == one and len(set(two)) == 12  # the three sides' questions, then six others
+    body = read_body("Where did Caroline go?", "fast", EMPTY)
+    assert body == {**read_body("Where did Caroline go?", "fast"), "entity_id": EMPTY}
+    with pytest.raises(ValueError, match="need"):
+        peers.inputs(10, 2000, 2, 1, per_read=2)
