@@ -13,7 +13,7 @@ right after the other, so all three see the same load:
   the same body an agent sends (the default preset or `preset`, 1,200 tokens, ingest off), its answer
   decoded;
 - mem0: `search`, top_k 24.
-Then, over HTTP on the same connection, another question for an entity with no memories (`EMPTY`):
+Between the last two, over HTTP, another question for an entity with no memories (`EMPTY`):
 what every read costs before there is anything to rank (the serving, the query's embedding, the render
 of nothing), the floor under the first three.
 Per round: each side's p50 / p95, HTTP / mem0, the engine's own time inside the server (the trace's
@@ -197,7 +197,8 @@ def run(
             remote = HttpSide(server, secret, preset)
             empty = HttpSide(server, secret, preset, entity=EMPTY)
             try:
-                sides = (loci, remote, mem0, empty)
+                # the empty scope's read before mem0's, whose threads spin on after a search
+                sides = (loci, remote, empty, mem0)
                 for side in sides:  # the server's index built and its model warm before timing
                     side.read("warm up")
                 for r in range(rounds):
@@ -217,10 +218,10 @@ def run(
                         HttpRound(
                             in_process=ms[0],
                             http=ms[1],
-                            mem0=ms[2],
+                            mem0=ms[3],
                             served=_stages(remote.stages),
                             engine=_stages(loci.stages),
-                            empty=ms[3],
+                            empty=ms[2],
                             empty_served=_stages(empty.stages),
                         )
                     )
