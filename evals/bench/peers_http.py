@@ -79,7 +79,8 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
         lines = [
             f"peers benchmark over HTTP: {self.turns} LoCoMo turns for one user, {len(self.rounds)} rounds x "
             f"{self.reads} distinct questions; Loci embedder {self.embedder}, mem0 {self.mem0_version}; "
-            "each question asked of Loci in process, Loci over HTTP and mem0 in turn",
+            "each question asked of Loci in process, Loci over HTTP and mem0 in turn, another of an empty scope "
+            "over HTTP before mem0's",
             "| round | HTTP p50 / p95 ms | mem0 p50 / p95 ms | HTTP / mem0 p50 | HTTP / mem0 p95 | "
             "in process p50 / p95 ms | engine in server / in process p50 (total, embed, channels ms) | "
             "empty scope over HTTP p50 / p95 ms (engine, embed ms) |",
@@ -203,7 +204,7 @@ def run(
                     side.read("warm up")
                 for r in range(rounds):
                     say(
-                        f"peers bench: {reads} reads in process, over HTTP and by mem0 (round {r + 1} of {rounds})"
+                        f"peers bench: {reads} reads in process, over HTTP, of the empty scope and by mem0 (round {r + 1} of {rounds})"
                     )
                     for side in (loci, remote, empty):
                         side.stages.clear()
