@@ -243,7 +243,9 @@ def test_beyond_leaves_out_a_long_text_cut_to_what_a_line_shows() -> None:
     summary leaves the other out (whatever iterable the lines come in)."""
     tok = get_tokenizer("o200k_base")
     shown_text = _words(400) + " and more"
-    line = msgspec.structs.replace(_said(shown_text, 5), line=tok.truncate(" ".join(shown_text.split()), 160))
+    line = msgspec.structs.replace(
+        _said(shown_text, 5), line=tok.truncate(" ".join(shown_text.split()), MAX_LINE_TOKENS)
+    )
     summary = beyond([_said(_words(400), 0), _said("Bob: Nice.", 1)], 1000, tok, iter([line]))
     assert summary == "2024-01-01: Bob: Nice."
 
