@@ -204,7 +204,8 @@ def run(
                     side.read("warm up")
                 for r in range(rounds):
                     say(
-                        f"peers bench: {reads} reads in process, over HTTP, of the empty scope and by mem0 (round {r + 1} of {rounds})"
+                        f"peers bench: {reads} reads in process, over HTTP, of the empty scope and by mem0 "
+                        f"(round {r + 1} of {rounds})"
                     )
                     for side in (loci, remote, empty):
                         side.stages.clear()
