@@ -123,7 +123,11 @@ def beyond(
         f"{day}: " + " | ".join(t for _, t in sorted(entries, key=lambda e: (e[0].when, e[0].rank)))
         for day, entries in sorted(by_day.items(), key=lambda d: -max(it.when for it, _ in d[1]))
     ]
-    return tokenizer.truncate("\n".join(lines), room)  # the counts above are close; this makes them exact
+    text = "\n".join(lines)
+    # counted entry by entry (cut before each " |" and the entry after it), then cut to the room if over
+    first, *rest = text.split(" | ")
+    tokenizer.count_pieces([first, *(piece for part in rest for piece in (" |", f" {part}"))])
+    return tokenizer.truncate(text, room)  # the counts above are close; this makes them exact
 
 
 def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:

@@ -14,13 +14,20 @@ Counted line by line, the count is additive, so the budget can be filled line by
 text never counted more in our checks (a merge across a newline saves tokens; the property tests
 check the joined count against the budget too). Counts are cached per text (memories repeat across
 requests).
+
+`count_pieces(pieces)` counts a long text made of pieces that recur (the summary's entries) without
+reading it whole: both encodings' pre-tokenizers cut before every space that follows a non-space
+character (a chunk holds a space only as its first character, or holds only whitespace), and the BPE
+runs chunk by chunk, so pieces that meet at such a space count apart exactly.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+
+from engine.bounded import BoundedMap
 
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.tokens import (  # isort: skip
@@ -95,6 +102,21 @@ class Tokenizer:
     def truncate(self, text: str, max_tokens: int) -> str:
         return _truncate(self.count, text, max_tokens)
 
+    def count_pieces(self, pieces: Sequence[str]) -> int:
+        """The count of `"".join(pieces)` (the estimate rounds per text, so it counts the joined text)."""
+        return self.count("".join(pieces))
+
+
+def _meet_at_a_cut(pieces: Sequence[str]) -> bool:
+    """Whether each piece after the first starts with a space that follows a non-space character: where
+    a BPE pre-tokenizer always cuts (`str.isspace` holds for every regex whitespace character)."""
+    prev = pieces[0] if pieces else ""
+    for piece in pieces[1:]:
+        if not prev or prev[-1].isspace() or not piece.startswith(" "):
+            return False
+        prev = piece
+    return True
+
 
 class EstimateTokenizer(Tokenizer):
     name = "estimate"
@@ -114,7 +136,7 @@ class BpeTokenizer(Tokenizer):
         self.method = f"{name} BPE tokens of each rendered line, +1 per line (its newline)"
         self._bpe = getattr(openai, name)()
         self._cached = lru_cache(maxsize=COUNT_CACHE_SIZE)(self._count)
-        self._long = lru_cache(maxsize=LONG_CACHE_SIZE)(self._count)
+        self._long: BoundedMap[str, int] = BoundedMap(LONG_CACHE_SIZE)
 
     def _count(self, text: str) -> int:
         return int(self._bpe.count(text)) if text else 0
@@ -122,9 +144,26 @@ class BpeTokenizer(Tokenizer):
     def count(self, text: str) -> int:
         if len(text) <= CACHED_MAX_CHARS:
             return int(self._cached(text))
-        if len(text) <= LONG_MAX_CHARS:
-            return int(self._long(text))
-        return self._count(text)
+        if len(text) > LONG_MAX_CHARS:
+            return self._count(text)
+        found = self._long.get(text)
+        if found is None:
+            found = self._count(text)
+            self._long.put(text, found)
+        return found
+
+    def count_pieces(self, pieces: Sequence[str]) -> int:
+        """The count of `"".join(pieces)`: the pieces' cached counts summed where they meet where the
+        pre-tokenizer cuts (the module docstring), else the joined text counted. A long joined text's
+        count is remembered, so counting it again costs nothing."""
+        text = "".join(pieces)
+        if len(text) <= CACHED_MAX_CHARS or len(text) > LONG_MAX_CHARS or not _meet_at_a_cut(pieces):
+            return self.count(text)
+        found = self._long.get(text)
+        if found is None:
+            found = sum(self.count(piece) for piece in pieces)
+            self._long.put(text, found)
+        return found
 
 
 #: the estimate, and the default of every function that takes a tokenizer

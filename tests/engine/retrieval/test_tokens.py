@@ -101,3 +101,72 @@ def test_bpe_truncate_never_exceeds_and_keeps_a_prefix(text: str, limit: int, na
 def test_lines_counted_separately_never_undercount_the_joined_text(lines: list[str], name: str) -> None:
     tok = tokens.get_tokenizer(name)
     assert tok.count("\n".join(lines)) <= sum(tok.line_tokens(line) for line in lines)
+
+
+#: words, numbers, punctuation, a pipe, marks, other scripts and whitespace of every kind the
+#: pre-tokenizers treat apart
+_PIECE_TEXT = st.text(
+    alphabet=st.sampled_from(list("abXY 09.,:'\"/|()-…é\u0308ß日한👍\t\n\r\x0b\x85\xa0\u2028\u3000\x1c")),
+    max_size=40,
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(_PIECE_TEXT, min_size=1, max_size=8), st.sampled_from(BPE), st.booleans())
+def test_count_pieces_equals_the_joined_count(pieces: list[str], name: str, long: bool) -> None:
+    """Pieces counted apart where they meet at a space after a non-space, the joined text elsewhere:
+    the count is the joined text's either way, and a long text's count is remembered."""
+    tok = tokens.get_tokenizer(name)
+    assert isinstance(tok, tokens.BpeTokenizer)
+    if long:
+        pieces = ["w" * (tokens.CACHED_MAX_CHARS + 1), *pieces]
+    text = "".join(pieces)
+    assert tok.count_pieces(pieces) == tok._count(text)
+    assert tok.count(text) == tok._count(text)
+
+
+@settings(max_examples=300)
+@given(st.lists(_PIECE_TEXT, min_size=1, max_size=8), st.sampled_from(BPE))
+def test_count_pieces_counts_apart_where_they_meet_at_a_cut(pieces: list[str], name: str) -> None:
+    """The same with every piece after the first starting with a space after a non-space: the case the
+    summary's entries take, summed from their cached counts."""
+    head = "w" * (tokens.CACHED_MAX_CHARS + 1)
+    pieces = [head + pieces[0].rstrip() + "x", *(" " + p.rstrip() + "x" for p in pieces[1:])]
+    assert tokens._meet_at_a_cut(pieces)
+    tok = tokens.get_tokenizer(name)
+    assert isinstance(tok, tokens.BpeTokenizer)
+    assert tok.count_pieces(pieces) == tok._count("".join(pieces))
+
+
+def test_count_pieces_of_a_summary_is_remembered_and_exact() -> None:
+    """A summary's text (day lines of entries joined by " | ") counted by its pieces: the sum of their
+    counts, the joined text's exact count, remembered for the next count of the same text."""
+    tok = tokens.get_tokenizer("o200k_base")
+    assert isinstance(tok, tokens.BpeTokenizer)
+    entries = [f"Caroline: entry {i} about the pottery class, the lake and the 3 dogs." for i in range(60)]
+    text = (
+        "2023-05-08 (Monday): "
+        + " | ".join(entries[:40])
+        + "\n2023-05-01 (Monday): "
+        + " | ".join(entries[40:])
+    )
+    first, *rest = text.split(" | ")
+    pieces = [first, *(p for part in rest for p in (" |", f" {part}"))]
+    assert "".join(pieces) == text and len(text) > tokens.CACHED_MAX_CHARS
+    assert tok.count_pieces(pieces) == sum(tok.count(p) for p in pieces) == tok._count(text)
+    assert tok._long.get(text) == tok._count(text)
+
+
+def test_count_pieces_falls_back_where_pieces_meet_elsewhere() -> None:
+    """Pieces that meet inside a word, before a newline or after a space are not counted apart."""
+    assert not tokens._meet_at_a_cut(["2023", "-05"])
+    assert not tokens._meet_at_a_cut(["end.", "\nnext"])
+    assert not tokens._meet_at_a_cut(["a ", " b"])
+    assert not tokens._meet_at_a_cut(["", " b"])
+    assert tokens._meet_at_a_cut(["alone"])
+    assert tokens._meet_at_a_cut(["a", " |", " b"])
+    tok = tokens.get_tokenizer("cl100k_base")
+    assert isinstance(tok, tokens.BpeTokenizer)
+    word = "y" * (tokens.CACHED_MAX_CHARS + 5)
+    assert tok.count_pieces([word, "yy"]) == tok._count(word + "yy") < tok.count(word) + tok.count("yy")
+    assert tokens.ESTIMATE.count_pieces(["abcd", " ef"]) == tokens.estimate("abcd ef")
