@@ -115,7 +115,7 @@ _PIECE_TEXT = st.text(
 @given(st.lists(_PIECE_TEXT, min_size=1, max_size=8), st.sampled_from(BPE), st.booleans())
 def test_count_pieces_equals_the_joined_count(pieces: list[str], name: str, long: bool) -> None:
     """Pieces counted apart where they meet at a space after a non-space, the joined text elsewhere:
-    the count is the joined text's either way, and a long text's count is remembered."""
+    the count is the joined text's either way, and so is the text's count asked again afterwards."""
     tok = tokens.get_tokenizer(name)
     assert isinstance(tok, tokens.BpeTokenizer)
     if long:
