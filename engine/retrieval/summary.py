@@ -124,10 +124,12 @@ def beyond(
         for day, entries in sorted(by_day.items(), key=lambda d: -max(it.when for it, _ in d[1]))
     ]
     text = "\n".join(lines)
-    # counted entry by entry (cut before each " |" and the entry after it), then cut to the room if over
+    # the counts above are close; the exact count, entry by entry (cut before each " |" and the entry
+    # after it), decides, and a text over the room is cut to it
     first, *rest = text.split(" | ")
-    tokenizer.count_pieces([first, *(piece for part in rest for piece in (" |", f" {part}"))])
-    return tokenizer.truncate(text, room)  # the counts above are close; this makes them exact
+    if tokenizer.count_pieces([first, *(piece for part in rest for piece in (" |", f" {part}"))]) <= room:
+        return text
+    return tokenizer.truncate(text, room)
 
 
 def extractive(kept: Sequence[RenderItem], max_tokens: int, tokenizer: Tokenizer = ESTIMATE) -> str:
