@@ -146,11 +146,7 @@ class BpeTokenizer(Tokenizer):
             return int(self._cached(text))
         if len(text) > LONG_MAX_CHARS:
             return self._count(text)
-        found = self._long.get(text)
-        if found is None:
-            found = self._count(text)
-            self._long.put(text, found)
-        return found
+        return self._remembered(text, self._count)
 
     def count_pieces(self, pieces: Sequence[str]) -> int:
         """The count of `"".join(pieces)`: the pieces' cached counts summed where they meet where the
@@ -159,9 +155,13 @@ class BpeTokenizer(Tokenizer):
         text = "".join(pieces)
         if len(text) <= CACHED_MAX_CHARS or len(text) > LONG_MAX_CHARS or not _meet_at_a_cut(pieces):
             return self.count(text)
+        return self._remembered(text, lambda _: sum(self.count(piece) for piece in pieces))
+
+    def _remembered(self, text: str, counted: Callable[[str], int]) -> int:
+        """A long text's count from the long-text cache, else `counted(text)`, kept there."""
         found = self._long.get(text)
         if found is None:
-            found = sum(self.count(piece) for piece in pieces)
+            found = counted(text)
             self._long.put(text, found)
         return found
 
