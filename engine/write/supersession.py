@@ -13,6 +13,14 @@ write elsewhere must never leave it with no current value.
 - Same value as a current fact (case/space-insensitive strings, `ent:` ids by slug, numbers with the
   same unit): SKIPPED, no new row; the existing fact's confidence rises to the max of both (re-put,
   event memory.updated). A replay of a stored historical value (same value, same t) is SKIPPED too.
+  On a single-valued key the fact is the one holding at t: said again later, it keeps t in
+  `provenance.restated_at` (the newest RESTATED_MAX times); said before it began, with no other value
+  between, it begins at t (and the value holding then ends then).
+- Values arrive in any order, and the timeline is the one of their times: a value (or negation) that
+  ends a fact before a time that fact was said again ends it only until then; from then the fact's
+  value holds again, as a new fact (`provenance.resumes` = the ended fact's id). A negation is stored
+  as the end it gives, so one that arrives before the value it ends, or whose end a value dated before
+  it moves, is not kept.
 - Single-valued, different value: the key's facts form a timeline ordered by t, each value holding
   until the next one begins.
   - every current fact with an earlier t is superseded: status "superseded", valid_to = new t;
@@ -51,21 +59,23 @@ write elsewhere must never leave it with no current value.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
 
 from engine.errors import UnknownName
 from engine.extract.rules.text import slug
-from engine.ids import event_id
+from engine.ids import event_id, memory_id
 from engine.models import Event, Memory
 from engine.storage.base import Store
 from engine.write.predicates import conflict_key, is_single_valued, spec_for
 
 Mode = Literal["smart", "off"]
 MODES: tuple[str, ...] = ("smart", "off")
+#: how many restatement times a fact keeps (`provenance.restated_at`): the newest
+RESTATED_MAX = 64
 Action = Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
 
 
@@ -174,16 +184,79 @@ def _end(old: Memory, at: datetime, now: datetime, by: str | None, reason: str) 
     )
 
 
+def restated_times(m: Memory) -> list[datetime]:
+    """When `m`'s value was stated again after it began (`provenance.restated_at`), sorted; an entry that
+    is no ISO date-time is left out."""
+    raw = m.provenance.get("restated_at")
+    times: set[datetime] = set()
+    for value in raw if isinstance(raw, list) else ():
+        try:
+            t = datetime.fromisoformat(value) if isinstance(value, str) else None
+        except ValueError:
+            continue
+        if t is not None:
+            times.add(t if t.tzinfo is not None else t.replace(tzinfo=UTC))
+    return sorted(times)
+
+
+def _with_restated(m: Memory, times: Iterable[datetime]) -> Memory:
+    """`m` with `times` as its restatements (the newest RESTATED_MAX)."""
+    kept = sorted(set(times))[-RESTATED_MAX:]
+    provenance = {k: v for k, v in m.provenance.items() if k != "restated_at"}
+    if kept:
+        provenance["restated_at"] = [t.isoformat() for t in kept]
+    return msgspec.structs.replace(m, provenance=provenance)
+
+
 def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
-    writes: list[Memory] = []
-    events: list[Event] = []
-    if new.confidence is not None and (same.confidence is None or new.confidence > same.confidence):
-        raised = msgspec.structs.replace(same, confidence=new.confidence, updated_at=now)
-        writes.append(raised)
-        events.append(_event("memory.updated", raised, now, reason="confirmed", confidence=new.confidence))
+    """`new` says `same`'s value again: nothing new is stored. `same` keeps the higher confidence and,
+    when `new` is dated after it began, the time it was said again, so a value dated between the two
+    later ends `same` only until then (`_resumed`)."""
+    t_new = effective_time(new)
+    times = restated_times(same)
+    restated = t_new > effective_time(same) and t_new not in times
+    raised = new.confidence is not None and (same.confidence is None or new.confidence > same.confidence)
+    if not (restated or raised):
+        return Resolution(outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"))
+    kept = msgspec.structs.replace(same, updated_at=now)
+    data: dict[str, Any] = {}
+    if raised:
+        kept = msgspec.structs.replace(kept, confidence=new.confidence)
+        data["confidence"] = new.confidence
+    if restated:
+        kept = _with_restated(kept, [*times, t_new])
+        data["restated_at"] = t_new.isoformat()
+    reason = "confirmed" if raised else "restated"
     return Resolution(
-        outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"), writes=writes, events=events
+        outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"),
+        writes=[kept],
+        events=[_event("memory.updated", kept, now, reason=reason, **data)],
     )
+
+
+def _resumed(old: Memory, t: datetime, now: datetime) -> tuple[Memory, Memory | None]:
+    """`old`, about to end at `t`, and the fact its value holds in again from the first time it was
+    said after `t` (a new memory, until `old`'s own end), if it was: `old` keeps the restatements
+    before `t`, the new fact those after the one it starts at."""
+    times = restated_times(old)
+    after = [x for x in times if x > t]
+    if not after:
+        return old, None
+    start = after[0]
+    again = _with_restated(
+        msgspec.structs.replace(
+            old,
+            memory_id=memory_id(),
+            timestamp=start,
+            valid_from=start,
+            created_at=now,
+            updated_at=now,
+            status="active" if old.valid_to is None else "superseded",
+            provenance={**old.provenance, "resumes": old.memory_id},
+        ),
+        after[1:],
+    )
+    return _with_restated(old, [x for x in times if x < t]), again
 
 
 def resolve(
@@ -211,6 +284,8 @@ def resolve(
     current = [m for m in others if _is_current(m) and not _is_statement(m)]
     if negated:
         return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now)
+    if is_single_valued(new.predicate or "") and (placed := _in_order(new, others, t_new, now)):
+        return placed
     same = [m for m in current if same_value(m, new)]
     if same:
         return _skip(new, same[0], now)
@@ -220,6 +295,53 @@ def resolve(
     if not is_single_valued(new.predicate or ""):
         return _multi(new, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
     return _single(new, others, t_new, now)
+
+
+def _in_order(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution | None:
+    """A value of a single-valued key placed by its time, in whatever order the values arrive: said
+    again while it holds, it is that fact (`_skip`); said before that fact is next said, with no value
+    between, that fact begins then (`_begun_sooner`); else `_single`. None (the rules of `resolve` after
+    it) when the new value brings its own status or end, or the key holds a statement, a tie, a dispute,
+    an archived value or one that never held."""
+    if new.status != "active" or new.valid_to is not None or new.archived:
+        return None
+    for m in others:
+        t = effective_time(m)
+        never_held = m.valid_to is not None and m.valid_to <= t
+        tie = t == t_new and not same_value(m, new)
+        if _is_statement(m) or never_held or tie or m.archived or m.status == "disputed":
+            return None
+    holding = [m for m in others if _holds_at(m, t_new)]
+    if len(holding) > 1:
+        return None
+    if holding and same_value(holding[0], new):
+        return _skip(new, holding[0], now)
+    later = sorted((m for m in others if effective_time(m) > t_new), key=effective_time)
+    said_between = any(t > t_new for m in holding for t in restated_times(m))
+    if later and same_value(later[0], new) and not said_between:
+        return _begun_sooner(later[0], holding, t_new, now)
+    return _single(new, others, t_new, now)
+
+
+def _begun_sooner(fact: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+    """`fact`'s value said at `t_new`, before it began, with no other value between: `fact` begins at
+    `t_new` (its old start kept as a restatement) and the value holding then ends then."""
+    moved = _with_restated(
+        msgspec.structs.replace(fact, valid_from=t_new, updated_at=now),
+        [*restated_times(fact), effective_time(fact)],
+    )
+    writes = [moved]
+    events = [_event("memory.updated", moved, now, reason="said sooner", valid_from=t_new.isoformat())]
+    for old in holding:
+        ended, event = _end(old, t_new, now, fact.memory_id, "superseded")
+        writes.append(ended)
+        events.append(event)
+    ids = [m.memory_id for m in holding]
+    return Resolution(
+        outcome=Outcome(memory_id=fact.memory_id, action="SUPERSEDED" if ids else "SKIPPED", supersedes=ids),
+        writes=writes,
+        events=events,
+    )
 
 
 def _is_statement(m: Memory) -> bool:
@@ -254,10 +376,17 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
     writes: list[Memory] = []
     events: list[Event] = []
+    resumed: list[Memory] = []
     for old in targets:
-        ended, event = _end(old, t_new, now, None, "negation")
+        kept, again = _resumed(old, t_new, now)
+        ended, event = _end(kept, t_new, now, None, "negation")
         writes.append(ended)
         events.append(event)
+        if again is not None:
+            resumed.append(again)
+    for again in resumed:
+        writes.append(again)
+        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
     if any(m.status == "disputed" for m in targets):
         left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
         if (settled := _undisputed(left, now)) is not None:
@@ -289,10 +418,19 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     def conf(m: Memory) -> float:
         return m.confidence if m.confidence is not None else 1.0
 
-    ended = [m for m in others if _covers(m, t_new)] + said
+    ended: list[Memory] = []
+    resumed: list[Memory] = []
+    for m in others:
+        if _covers(m, t_new):  # a value said again after t_new holds again from then
+            kept, again = _resumed(m, t_new, now)
+            ended.append(kept)
+            if again is not None:
+                resumed.append(again)
+                later.append(effective_time(again))
+    ended += said
     if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
         stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
-        return _placed(stored, ended, [], t_new, now, history=True)
+        return _placed(stored, ended, [], t_new, now, history=True, resumed=resumed)
     equal_tie = [m for m in ties if conf(m) == conf_new]
     ended += [m for m in ties if conf(m) < conf_new]
     stored = new
@@ -300,7 +438,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
         stored = msgspec.structs.replace(stored, status="superseded", valid_to=min(later))
     if equal_tie:
         stored = msgspec.structs.replace(stored, status="disputed")
-    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later))
+    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later), resumed=resumed)
 
 
 def _placed(
@@ -311,9 +449,10 @@ def _placed(
     now: datetime,
     *,
     history: bool = False,
+    resumed: Sequence[Memory] = (),
 ) -> Resolution:
     """The writes and events of a value placed on its key's timeline: `stored` itself, the facts it
-    ends at `t_new`, and the ties it disputes."""
+    ends at `t_new`, the ties it disputes, and the `resumed` values said again after it (`_resumed`)."""
     writes: list[Memory] = [stored]
     events: list[Event] = []
     for old in ended:
@@ -331,6 +470,9 @@ def _placed(
                 _event("memory.updated", marked, now, reason="disputed", disputed_with=stored.memory_id)
             )
         disputed.append(old.memory_id)
+    for again in resumed:
+        writes.append(again)
+        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
     superseded = [m.memory_id for m in ended]
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
     events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None,

@@ -97,6 +97,32 @@ def test_a_backdated_fact_ends_when_the_next_value_began(
     assert "lives in Madrid" in current_facts(client, auth, "ent:tom", as_of="2023-09-01T00:00:00Z")[0]
 
 
+def test_values_said_out_of_order_hold_by_their_times(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris in January and again in June, then Berlin dated March (a backfill): Berlin from March to
+    June, Paris again from June. Then Rome in June and Rome dated April: one fact, from April."""
+    assemble(client, auth, "ent:eve", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    again = assemble(client, auth, "ent:eve", "I live in Paris.", as_of="2024-06-10T00:00:00Z")
+    assert again["extracted"]["upserts"][1]["action"] == "SKIPPED"
+    assemble(client, auth, "ent:eve", "I moved to Berlin.", as_of="2024-03-01T00:00:00Z")
+
+    def lives(as_of: str) -> list[str]:
+        facts = current_facts(client, auth, "ent:eve", as_of=f"{as_of}T00:00:00Z")
+        return [x.split(" (")[0] for x in facts if "lives in" in x]
+
+    assert lives("2024-02-01") == lives("2024-07-01") == lives("2026-01-01") == ["User lives in Paris"]
+    assert lives("2024-04-01") == ["User lives in Berlin"]
+
+    rome = assemble(client, auth, "ent:ida", "I live in Rome.", as_of="2024-06-10T00:00:00Z")
+    rome_id = rome["extracted"]["upserts"][1]["memory_id"]
+    early = assemble(client, auth, "ent:ida", "I live in Rome.", as_of="2024-04-01T00:00:00Z")
+    assert early["extracted"]["upserts"][1]["memory_id"] == rome_id
+    assert client.get(f"/v0/memories/{rome_id}", headers=auth).json()["valid_from"].startswith("2024-04-01")
+    then = current_facts(client, auth, "ent:ida", as_of="2024-05-01T00:00:00Z")
+    assert [x for x in then if "lives in" in x][0].startswith("User lives in Rome")
+
+
 # --- 4. a fact back from the archive does not leave two current values ----------------------------------
 def test_unarchiving_keeps_one_current_value(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     lisbon = assemble(client, auth, "ent:user", "I live in Lisbon.")["extracted"]["upserts"][1]["memory_id"]

@@ -14,12 +14,14 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import UnknownName
 from engine.models import Memory
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Store
-from engine.write.supersession import apply, reconcile, resolve, same_value
+from engine.write.supersession import RESTATED_MAX, apply, reconcile, resolve, restated_times, same_value
 from tests.factories import memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -161,6 +163,127 @@ def test_a_new_value_after_a_negation_gap_ends_the_value_it_overlaps() -> None:
     paris = fact("lives_in", "ent:paris", at=T0, status="superseded", valid_to=may)
     res = resolve(fact("lives_in", "ent:rome", at=mar), [paris], now=NOW)
     assert res.outcome.action == "SUPERSEDED" and by_id(res.writes)[paris.memory_id].valid_to == mar
+
+
+def test_a_value_said_again_keeps_the_time_and_a_backdated_value_ends_there() -> None:
+    """Paris (Jan), Paris again (Jun), then Berlin dated March: Berlin holds from March until June, when
+    Paris was said again; Paris holds again from June."""
+    jan, mar, jun = T0 + timedelta(days=10), T0 + timedelta(days=70), T0 + timedelta(days=160)
+    paris = fact("lives_in", "ent:paris", at=jan)
+    again = resolve(fact("lives_in", "ent:paris", at=jun, confidence=0.5), [paris], now=NOW)
+    assert again.outcome.action == "SKIPPED" and again.outcome.memory_id == paris.memory_id
+    (kept,) = again.writes
+    assert kept.provenance["restated_at"] == [jun.isoformat()] and kept.confidence == 0.8
+    assert [(e.type, e.data["reason"]) for e in again.events] == [("memory.updated", "restated")]
+    assert resolve(fact("lives_in", "ent:paris", at=jun), [kept], now=NOW).writes == []  # known already
+
+    berlin = fact("lives_in", "ent:berlin", at=mar)
+    res = resolve(berlin, [kept], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [paris.memory_id]
+    assert res.outcome.history
+    writes = by_id(res.writes)
+    assert writes[berlin.memory_id].valid_to == jun and writes[berlin.memory_id].status == "superseded"
+    ended = writes[paris.memory_id]
+    assert ended.valid_to == mar and "restated_at" not in ended.provenance
+    (resumed,) = [m for m in res.writes if m.memory_id not in (paris.memory_id, berlin.memory_id)]
+    assert (resumed.object, resumed.valid_from, resumed.valid_to, resumed.status) == (
+        "ent:paris",
+        jun,
+        None,
+        "active",
+    )
+    assert resumed.provenance["resumes"] == paris.memory_id
+    assert [e.type for e in res.events] == ["memory.created", "memory.superseded", "memory.created"]
+
+
+def test_a_value_said_before_it_began_begins_then() -> None:
+    """Paris (Jun) then Paris dated January: one fact, from January; what held in January ends then."""
+    jan, jun = T0 + timedelta(days=10), T0 + timedelta(days=160)
+    rome = fact("lives_in", "ent:rome", at=T0, status="superseded", valid_to=jun)
+    paris = fact("lives_in", "ent:paris", at=jun)
+    res = resolve(fact("lives_in", "ent:paris", at=jan), [rome, paris], now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.memory_id == paris.memory_id
+    assert res.outcome.supersedes == [rome.memory_id]
+    writes = by_id(res.writes)
+    assert set(writes) == {rome.memory_id, paris.memory_id}  # no new row
+    assert writes[paris.memory_id].valid_from == jan and writes[paris.memory_id].status == "active"
+    assert writes[paris.memory_id].provenance["restated_at"] == [jun.isoformat()]
+    assert writes[rome.memory_id].valid_to == jan
+    alone = resolve(fact("lives_in", "ent:paris", at=jan), [paris], now=NOW)
+    assert alone.outcome.action == "SKIPPED" and alone.writes[0].valid_from == jan
+
+
+def test_a_value_said_before_another_value_is_history_until_it() -> None:
+    """Paris (Jun), Berlin (Mar), then Paris dated January: Paris from January to March, not one fact."""
+    jan, mar, jun = T0 + timedelta(days=10), T0 + timedelta(days=70), T0 + timedelta(days=160)
+    berlin = fact("lives_in", "ent:berlin", at=mar, status="superseded", valid_to=jun)
+    paris = fact("lives_in", "ent:paris", at=jun)
+    early = fact("lives_in", "ent:paris", at=jan)
+    res = resolve(early, [berlin, paris], now=NOW)
+    assert res.outcome.action == "UPSERTED" and res.outcome.memory_id == early.memory_id
+    assert [(m.memory_id, m.valid_to) for m in res.writes] == [(early.memory_id, mar)]
+
+
+def test_a_negation_between_a_value_and_its_restatement_ends_it_until_then() -> None:
+    jan, mar, jun = T0 + timedelta(days=10), T0 + timedelta(days=70), T0 + timedelta(days=160)
+    paris = fact("lives_in", "ent:paris", at=jan)
+    (kept,) = resolve(fact("lives_in", "ent:paris", at=jun), [paris], now=NOW).writes
+    res = resolve(fact("lives_in", "ent:paris", at=mar), [kept], negated=True, now=NOW)
+    assert res.outcome.action == "SUPERSEDED" and res.outcome.supersedes == [paris.memory_id]
+    ended, resumed = res.writes
+    assert ended.valid_to == mar and (resumed.valid_from, resumed.valid_to) == (jun, None)
+    assert resumed.status == "active" and resumed.provenance["resumes"] == paris.memory_id
+
+
+def test_restatements_kept_are_the_newest() -> None:
+    paris = fact("lives_in", "ent:paris", at=T0)
+    for day in range(1, RESTATED_MAX + 10):
+        (paris,) = resolve(
+            fact("lives_in", "ent:paris", at=T0 + timedelta(days=day)), [paris], now=NOW
+        ).writes
+    kept = restated_times(paris)
+    assert len(kept) == RESTATED_MAX and kept[-1] == T0 + timedelta(days=RESTATED_MAX + 9)
+    odd = msgspec.structs.replace(paris, provenance={"restated_at": ["not a time", 3, "2026-02-01T00:00:00"]})
+    assert restated_times(odd) == [datetime(2026, 2, 1, tzinfo=UTC)]
+
+
+CITIES = ("ent:paris", "ent:berlin", "ent:rome")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(CITIES), st.integers(0, 40)),
+        min_size=1,
+        max_size=7,
+        unique_by=lambda s: s[1],
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_values_arriving_in_any_order_give_the_timeline_of_their_times(
+    said: list[tuple[str, int]], rng: Any
+) -> None:
+    """Whatever order a single-valued key's values arrive in, each holds from the time it was said
+    until the next different value's, and a value said again is no second fact in a row."""
+    arrival = list(said)
+    rng.shuffle(arrival)
+    rows: dict[str, Memory] = {}
+    for city, day in arrival:
+        res = resolve(fact("lives_in", city, at=T0 + timedelta(days=day)), list(rows.values()), now=NOW)
+        rows.update(by_id(res.writes))
+    in_time = sorted(said, key=lambda s: s[1])
+    for day in range(-1, 42):
+        at = T0 + timedelta(days=day, hours=12)
+        expected = [city for city, d in in_time if d <= day][-1:]
+        held = [
+            m.object for m in rows.values() if m.holds_from <= at and (m.valid_to is None or m.valid_to > at)
+        ]
+        assert held == expected, (arrival, day)
+    runs = sorted(
+        (m for m in rows.values() if m.valid_to is None or m.valid_to > m.holds_from),
+        key=lambda m: m.holds_from,
+    )
+    assert all(a.object != b.object for a, b in zip(runs, runs[1:], strict=False))
 
 
 def test_reconcile_places_a_fact_back_from_the_archive() -> None:
