@@ -47,6 +47,7 @@ from engine.write.supersession import (
     existing_for,
     lock_for_write,
     next_value_start,
+    of_its_value,
     reconcile,
     same_space,
     settle_lone_dispute,
@@ -291,7 +292,7 @@ class MemoryService:
             if not changed:
                 return old
             now = self.clock()
-            new = msgspec.structs.replace(old, **changes, updated_at=now)
+            new = of_its_value(msgspec.structs.replace(old, **changes, updated_at=now), old)
             others: list[Memory] = []
             events: list[Event] = []
             # back from the archive, or moved to another space (its metadata's run or app): one current

@@ -208,6 +208,12 @@ def _with_restated(m: Memory, times: Iterable[datetime]) -> Memory:
     return msgspec.structs.replace(m, provenance=provenance)
 
 
+def of_its_value(m: Memory, old: Memory) -> Memory:
+    """`m`, an edit of `old`: its restatements dropped when the edit changed the value they said."""
+    same = (m.object, m.unit, m.keys) == (old.object, old.unit, old.keys)
+    return m if same or "restated_at" not in m.provenance else _with_restated(m, [])
+
+
 def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
     """`new` says `same`'s value again: nothing new is stored. `same` keeps the higher confidence and,
     when `new` is dated after it began, the time it was said again, so a value dated between the two

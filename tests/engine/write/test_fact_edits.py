@@ -145,6 +145,20 @@ def test_an_edit_keeps_the_facts_validity_and_moves_its_value(store: Store) -> N
     assert again != boston and _get(store, boston).valid_to == T2
 
 
+def test_an_edit_to_another_value_drops_the_times_the_old_one_was_said(store: Store) -> None:
+    """Boston said in March and again in April, then edited to Chicago: Chicago was never said in April,
+    so a value dated between ends Chicago for good, not until April."""
+    (boston,) = _said(store, "I live in Boston.", T1)
+    _said(store, "I live in Boston.", T2)
+    assert _get(store, boston).provenance["restated_at"] == [T2.isoformat()]
+    edited = _edit(store, boston, "User lives in Chicago")
+    assert "restated_at" not in edited.provenance
+    (denver,) = _said(store, "I live in Denver.", T1 + timedelta(days=10))
+    rows = store.find_by_key(ORG, "default", edited.keys[0] if edited.keys else "")
+    current = [m for m in rows if m.status == "active" and m.valid_to is None]
+    assert [m.memory_id for m in current] == [denver]
+
+
 def test_editing_a_history_value_away_closes_the_gap(store: Store) -> None:
     (paris,) = _said(store, "I live in Paris.", T1)
     (berlin,) = _said(store, "I moved to Berlin.", T2)
