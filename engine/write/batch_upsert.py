@@ -88,6 +88,8 @@ class UpsertResult(msgspec.Struct, kw_only=True):
     disputed: list[str] = msgspec.field(default_factory=list)
     negation: bool = False
     history: bool = False
+    #: facts written anew: values this item ended before they were said again (each holds from then)
+    resumed: list[str] = msgspec.field(default_factory=list)
 
 
 class UpsertResponse(msgspec.Struct, kw_only=True):
@@ -211,6 +213,7 @@ def results(outcomes: Sequence[Outcome]) -> UpsertResponse:
                 disputed=list(o.disputed),
                 negation=o.negation,
                 history=o.history,
+                resumed=list(o.resumed),
             )
             for i, o in enumerate(outcomes)
         ]

@@ -91,6 +91,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     negation: bool = False
     #: the item was older than the current fact and was stored as history (status superseded)
     history: bool = False
+    #: new facts of values the item ended before they were said again: each holds again from then
+    resumed: list[str] = msgspec.field(default_factory=list)
 
 
 class Resolution(msgspec.Struct, kw_only=True):
@@ -399,8 +401,11 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
             writes.append(settled[0])
             events.append(settled[1])
     ids = [m.memory_id for m in targets]
+    again_ids = [m.memory_id for m in resumed]
     return Resolution(
-        outcome=Outcome(memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True),
+        outcome=Outcome(
+            memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True, resumed=again_ids
+        ),
         writes=writes,
         events=events,
     )
@@ -490,6 +495,7 @@ def _placed(
             supersedes=superseded,
             disputed=disputed,
             history=history,
+            resumed=[m.memory_id for m in resumed],
         ),
         writes=writes,
         events=events,

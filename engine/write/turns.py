@@ -354,6 +354,7 @@ def commit_turn(
             memory_id=source_turn if o.negation else o.memory_id or m.memory_id,
             action=o.action,
             supersedes=list(o.supersedes),
+            resumed=list(o.resumed),
         )
         for m, o in zip(built, outcomes, strict=True)
     )

@@ -16,6 +16,9 @@ class Upsert(msgspec.Struct, kw_only=True):
     memory_id: str | None
     action: Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
     supersedes: list[str] = msgspec.field(default_factory=list)
+    #: facts written anew because this write ended their value before it was said again: each holds
+    #: again from then (`provenance.resumes` names the fact it continues)
+    resumed: list[str] = msgspec.field(default_factory=list)
 
 
 class Extracted(msgspec.Struct, kw_only=True):

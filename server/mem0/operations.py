@@ -185,6 +185,9 @@ def commit_add(svc: Services, org_id: str, ready: AddPlan) -> list[V1CreateItem]
             existing = svc.store.get_memory(org_id, target)
             text = existing.text if existing is not None else text
         results.append(V1CreateItem(id=target, memory=text, event=v1_event(outcome)))
+        if outcome.resumed:  # values said again after what this fact ended: each holds again, anew
+            for again in svc.store.get_memories(org_id, outcome.resumed):
+                results.append(V1CreateItem(id=again.memory_id, memory=again.text, event="ADD"))
     if not results and ready.memories:  # negations that ended nothing: keep what was said
         return _insert_raw(svc, org_id, ready)
     return results

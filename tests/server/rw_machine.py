@@ -212,6 +212,11 @@ class ReadAfterWrite(RuleBasedStateMachine):
             if w is None or w.space != space:
                 raise Failed(f"{what} names {memory_id}, {'unknown' if w is None else 'of ' + str(w.space)}")
 
+    def _resumed(self, ids: Iterable[str], space: Space, door: str) -> None:
+        """Facts an outcome wrote anew: values it ended before they were said again (text learnt on read)."""
+        for memory_id in ids:
+            self._stored(memory_id, space, f"{door} (resumed)", type="fact", tags=[])
+
     def _check(self, problems: list[str]) -> None:
         if problems:
             raise Failed("\n".join(problems))
@@ -433,6 +438,7 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 text = texts.get(memory_id)
                 self._stored(memory_id, space, door, type="fact", text=text, tags=[], exempt=mode == "off")
             self._named(u["supersedes"], space, door)
+            self._resumed(u["resumed"], space, door)
 
     @rule(space=SPACE, items=st.lists(FACT, min_size=1, max_size=3), upsert_conflicts=mostly("smart", "off"))
     def batch_upsert(
@@ -457,6 +463,7 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 exempt = upsert_conflicts == "off"
                 self._stored(u["memory_id"], space, "batch_upsert", type="fact", tags=[], exempt=exempt)
             self._named(u["supersedes"] + u["disputed"], space, "batch_upsert")
+            self._resumed(u["resumed"], space, "batch_upsert")
             if u["disputed"] and u["memory_id"] is not None:
                 self.model.disputed.update([*u["disputed"], u["memory_id"]])
 

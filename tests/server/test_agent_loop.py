@@ -102,10 +102,16 @@ def test_values_said_out_of_order_hold_by_their_times(
 ) -> None:
     """Paris in January and again in June, then Berlin dated March (a backfill): Berlin from March to
     June, Paris again from June. Then Rome in June and Rome dated April: one fact, from April."""
-    assemble(client, auth, "ent:eve", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    paris = assemble(client, auth, "ent:eve", "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    paris_id = paris["extracted"]["upserts"][1]["memory_id"]
     again = assemble(client, auth, "ent:eve", "I live in Paris.", as_of="2024-06-10T00:00:00Z")
     assert again["extracted"]["upserts"][1]["action"] == "SKIPPED"
-    assemble(client, auth, "ent:eve", "I moved to Berlin.", as_of="2024-03-01T00:00:00Z")
+    berlin = assemble(client, auth, "ent:eve", "I moved to Berlin.", as_of="2024-03-01T00:00:00Z")
+    outcome = berlin["extracted"]["upserts"][1]
+    assert outcome["action"] == "SUPERSEDED" and outcome["supersedes"] == [paris_id]
+    (resumed_id,) = outcome["resumed"]  # a new fact: Paris again from June
+    resumed = client.get(f"/v0/memories/{resumed_id}", headers=auth).json()
+    assert resumed["valid_from"].startswith("2024-06-10") and resumed["provenance"]["resumes"] == paris_id
 
     def lives(as_of: str) -> list[str]:
         facts = current_facts(client, auth, "ent:eve", as_of=f"{as_of}T00:00:00Z")
@@ -247,7 +253,7 @@ def test_entities_keep_their_own_current_values(client: TestClient[Litestar], au
 def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     nothing = assemble(client, auth, "ent:user", "I no longer work at Acme.")["extracted"]["upserts"]
     turn_id = nothing[0]["memory_id"]
-    assert nothing[1] == {"memory_id": turn_id, "action": "SKIPPED", "supersedes": []}
+    assert nothing[1] == {"memory_id": turn_id, "action": "SKIPPED", "supersedes": [], "resumed": []}
     assert client.get(f"/v0/memories/{turn_id}", headers=auth).status_code == 200
     job = assemble(client, auth, "ent:user", "I work at Microsoft.")["extracted"]["upserts"][1]["memory_id"]
     said = assemble(client, auth, "ent:user", "I no longer work at Microsoft.")["extracted"]
@@ -258,7 +264,7 @@ def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], 
     silent = assemble(
         client, auth, "ent:user", "I no longer work at Microsoft.", ingest={"store_turn": "none"}
     )["extracted"]["upserts"]
-    assert silent == [{"memory_id": None, "action": "SKIPPED", "supersedes": []}]
+    assert silent == [{"memory_id": None, "action": "SKIPPED", "supersedes": [], "resumed": []}]
 
 
 def test_a_plain_negation_of_an_employer_keeps_the_employer(
@@ -329,6 +335,7 @@ def test_names_no_ascii_spelling_holds_keep_their_own_ids(
         "memory_id": second["facts"][0]["memory_id"],
         "action": "UPSERTED",
         "supersedes": [],
+        "resumed": [],
     }
     assert sorted(lives_in(client, auth, "ent:conv-ru")) == [
         f"{boris} lives in Berlin",

@@ -46,6 +46,23 @@ def test_infer_events_add_update_none_delete(
     )
 
 
+def test_a_backfilled_add_lists_the_value_that_holds_again_as_added(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """Paris added in January and again in June, then Berlin added dated March: Berlin ends Paris in
+    March, and Paris holds again from June as a new memory, which the add lists as ADD."""
+    jan, mar, jun = 1704844800, 1709251200, 1717977600  # 2024-01-10, 2024-03-01, 2024-06-10
+    (paris,) = add(client, auth, "I live in Paris", timestamp=jan)
+    (again,) = add(client, auth, "I live in Paris", timestamp=jun)
+    assert again["event"] == "NONE" and again["id"] == paris["id"]
+    berlin, resumed = add(client, auth, "I moved to Berlin", timestamp=mar)
+    assert berlin["event"] == "UPDATE" and berlin["memory"] == "User lives in Berlin"
+    assert resumed["event"] == "ADD" and resumed["memory"] == "User lives in Paris"
+    fact = store.get_memory("acme", resumed["id"])
+    assert fact is not None and fact.status == "active" and fact.provenance["resumes"] == paris["id"]
+    assert fact.valid_from is not None and fact.valid_from.date().isoformat() == "2024-06-10"
+
+
 def test_infer_false_stores_messages_as_events(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:

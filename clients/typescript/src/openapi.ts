@@ -1132,6 +1132,7 @@ export interface components {
             /** @enum {string} */
             action: "UPSERTED" | "SUPERSEDED" | "SKIPPED";
             supersedes: string[];
+            resumed: string[];
         };
         /** UpsertResponse */
         UpsertResponse: {
@@ -1149,6 +1150,7 @@ export interface components {
             negation: boolean;
             /** @default false */
             history: boolean;
+            resumed: string[];
         };
         /** V1CreateItem */
         V1CreateItem: {
