@@ -18,9 +18,9 @@ write elsewhere must never leave it with no current value.
   between, it begins at t (and the value holding then ends then).
 - Values arrive in any order, and the timeline is the one of their times: a value (or negation) that
   ends a fact before a time that fact was said again ends it only until then; from then the fact's
-  value holds again, as a new fact (`provenance.resumes` = the ended fact's id). A negation is stored
-  as the end it gives, so one that arrives before the value it ends, or whose end a value dated before
-  it moves, is not kept.
+  value holds again, as a new fact (`provenance.resumes` = the ended fact's id; the outcome's
+  `resumed`). A negation is stored as the end it gives, so one that arrives before the value it ends,
+  or whose end a value dated before it moves, is not kept.
 - Single-valued, different value: the key's facts form a timeline ordered by t, each value holding
   until the next one begins.
   - every current fact with an earlier t is superseded: status "superseded", valid_to = new t;
