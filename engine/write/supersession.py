@@ -267,6 +267,16 @@ def _resumed(old: Memory, t: datetime, now: datetime) -> tuple[Memory, Memory | 
     return _with_restated(old, [x for x in times if x < t]), again
 
 
+def _written_again(
+    resumed: Sequence[Memory], now: datetime, writes: list[Memory], events: list[Event]
+) -> list[str]:
+    """The `resumed` facts (`_resumed`) added to `writes` with their creation events; their ids."""
+    for again in resumed:
+        writes.append(again)
+        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
+    return [m.memory_id for m in resumed]
+
+
 def resolve(
     new: Memory,
     existing: Sequence[Memory],
@@ -392,16 +402,13 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         events.append(event)
         if again is not None:
             resumed.append(again)
-    for again in resumed:
-        writes.append(again)
-        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
+    again_ids = _written_again(resumed, now, writes, events)
     if any(m.status == "disputed" for m in targets):
         left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
         if (settled := _undisputed(left, now)) is not None:
             writes.append(settled[0])
             events.append(settled[1])
     ids = [m.memory_id for m in targets]
-    again_ids = [m.memory_id for m in resumed]
     return Resolution(
         outcome=Outcome(
             memory_id=None, action="SUPERSEDED", supersedes=ids, negation=True, resumed=again_ids
@@ -481,9 +488,7 @@ def _placed(
                 _event("memory.updated", marked, now, reason="disputed", disputed_with=stored.memory_id)
             )
         disputed.append(old.memory_id)
-    for again in resumed:
-        writes.append(again)
-        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
+    again_ids = _written_again(resumed, now, writes, events)
     superseded = [m.memory_id for m in ended]
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
     events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None,
@@ -495,7 +500,7 @@ def _placed(
             supersedes=superseded,
             disputed=disputed,
             history=history,
-            resumed=[m.memory_id for m in resumed],
+            resumed=again_ids,
         ),
         writes=writes,
         events=events,
