@@ -50,6 +50,7 @@ from engine.write.supersession import (
     of_its_value,
     reconcile,
     same_space,
+    settle_keys_left,
     settle_lone_dispute,
 )
 
@@ -321,7 +322,11 @@ class MemoryService:
                 self.embeddings.save([new.text])  # embedded by the caller beforehand (`embed_for_write`)
             self.store.put_memories([new, *others])
             self.store.append_events([event, *events])
-            if {"valid_to", "archived"} & set(changed):  # a dispute this fact was half of may be over
+            if not same_space(old, new):  # the space it left keeps the values still there
+                settle_keys_left(self.store, old, now)
+            if "archived" in changed and new.archived:  # out of its keys' timeline, as if deleted
+                settle_keys_left(self.store, new, now)
+            elif {"valid_to", "archived"} & set(changed):  # a dispute this fact was half of may be over
                 for key in new.keys or []:
                     settle_lone_dispute(self.store, new, key, now)
         return self.get(org_id, memory_id) if new.status == "disputed" else new
@@ -351,13 +356,14 @@ class MemoryService:
             old = self._locked(org_id, memory_id)
             if not self.store.delete_memory(org_id, memory_id):  # a concurrent delete got there first
                 raise NotFound(f"memory {memory_id!r} not found", details={"memory_id": memory_id})
+            now = self.clock()
             self.store.append_events(
                 [
                     Event(
                         event_id=ids.event_id(),
                         org_id=org_id,
                         type="memory.deleted",
-                        at=self.clock(),
+                        at=now,
                         memory_id=memory_id,
                         entity_id=old.entity_id,
                         # its text, so the memory's history still says what it was
@@ -365,6 +371,7 @@ class MemoryService:
                     )
                 ]
             )
+            settle_keys_left(self.store, old, now)
 
     # --- list ------------------------------------------------------------------------------------
     def list_page(

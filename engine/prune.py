@@ -25,8 +25,10 @@ current fact by definition.)
 archived are left out of an archive action, since nothing would change). `dry_run` (default true)
 only reports. A real run re-reads the selected memories inside one `store.transaction()`, re-checks
 them, applies the action and appends one `memories.pruned` event (data: action, count, memory_ids and
-the rules) in that same transaction. Reading pages through `store.list_memories` (keyset on
-(timestamp, memory_id), oldest first), never loading the whole org at once.
+the rules) in that same transaction, and gives back what each removed fact had superseded, as a
+DELETE or an archive does (`supersession.settle_keys_left`). Reading pages through
+`store.list_memories` (keyset on (timestamp, memory_id), oldest first), never loading the whole org
+at once.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from engine.ids import event_id
 from engine.models import Event, Memory
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
-from engine.write.supersession import lock_for_write
+from engine.write.supersession import lock_for_write, settle_keys_left
 
 # the API's wire records live in loci.wire (the client distribution ships it); re-exported here
 from loci.wire.prune import (  # isort: skip
@@ -148,9 +150,12 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
             for memory_id in done:
                 store.delete_memory(org_id, memory_id)
         else:
-            store.put_memories([msgspec.structs.replace(m, archived=True, updated_at=now) for m in current])
+            current = [msgspec.structs.replace(m, archived=True, updated_at=now) for m in current]
+            store.put_memories(current)
         if done:
             store.append_events([_event(org_id, request, rules, done, now)])
+        for m in current:  # after every removal: a value the run also removed stays removed
+            settle_keys_left(store, m, now)
     return PruneResult(dry_run=False, count=len(done), memory_ids=done)
 
 

@@ -17,8 +17,8 @@ validity (valid_from, valid_to) does not move.
   its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
   at its time end there, a later value makes it history, an equal tie disputes;
 - a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again,
-  until the next value of the key, or as its current value when nothing else holds it
-  (`memory.updated`, reason "reinstated");
+  until the next value of the key, or as its current value when nothing else holds it (reason
+  "reinstated"), as when it is deleted or archived (`supersession.settle_keys_left`);
 - in every key it touched, a value left disputed with nothing becomes active (reason "undisputed").
 """
 
@@ -34,17 +34,9 @@ from engine.extract.base import Extractor
 from engine.extract.rules.text import slug
 from engine.memory_service import MemoryEdit, MemoryService
 from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, Sensitivity
-from engine.storage.base import EventQuery, Store
+from engine.storage.base import Store
 from engine.write.ingest import draft_to_memory
-from engine.write.supersession import (
-    _event,
-    effective_time,
-    existing_for,
-    reconcile,
-    same_space,
-    same_value,
-    settle_lone_dispute,
-)
+from engine.write.supersession import existing_for, reconcile, settle_keys_left, settle_lone_dispute
 
 #: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
 VALUE_METADATA = ("object_name", "event_date", "negated")
@@ -52,8 +44,6 @@ VALUE_METADATA = ("object_name", "event_date", "negated")
 RENDERED_USER = "User"
 #: the most words of a speaker's name a fact's text starts with ("Jon Snow lives in ...")
 _NAME_WORDS = 3
-#: events read to find what a fact superseded (a fact has few)
-MAX_EVENTS = 200
 
 
 class FactValue(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,10 +144,9 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
         if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):
             now = memories.clock()
             _settle_own_key(store, after, now)
-            for key in before.keys or []:
-                if key not in (after.keys or []):
-                    _reinstate(store, before, key, now)
-            for key in sorted({*(before.keys or []), *(after.keys or [])}):
+            left = [key for key in before.keys or [] if key not in (after.keys or [])]
+            settle_keys_left(store, before, now, left)
+            for key in after.keys or []:
                 settle_lone_dispute(store, after, key, now)
         return memories.get(org_id, memory_id)
 
@@ -188,35 +177,3 @@ def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
         writes.insert(0, settled)
         events.insert(0, first)
     _write(store, writes, events)
-
-
-def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
-    """Whether `by` ended `memory` (its `memory.superseded` event says so; type and entity narrow the read
-    on PostgreSQL, whose events have no memory-id column)."""
-    query = EventQuery(
-        type="memory.superseded", entity_id=memory.entity_id, memory_id=memory.memory_id, limit=MAX_EVENTS
-    )
-    return any(e.data.get("superseded_by") == by for _, e in store.list_events(memory.org_id, query))
-
-
-def _reinstate(store: Store, before: Memory, key: str, now: datetime) -> None:
-    """A key the edited fact left: what it superseded holds again, until the next value of the key if
-    there is one, else as the current value when nothing else is (module docstring)."""
-    t = effective_time(before)
-    rows = [
-        m
-        for m in store.find_by_key(before.org_id, before.namespace, key)
-        if m.memory_id != before.memory_id and same_space(m, before)
-    ]
-    ended = [
-        m for m in rows
-        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, before.memory_id)
-    ]  # fmt: skip
-    later = [effective_time(m) for m in rows if effective_time(m) > t]
-    if not ended or not (later or not any(_is_current(m) for m in rows)):
-        return
-    alone = all(same_value(m, ended[0]) for m in ended)
-    status = "superseded" if later else ("active" if alone else "disputed")
-    valid_to = min(later) if later else None
-    back = [msgspec.structs.replace(m, status=status, valid_to=valid_to, updated_at=now) for m in ended]
-    _write(store, back, [_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])

@@ -54,6 +54,10 @@ write elsewhere must never leave it with no current value.
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
   rule (an ended one keeps its end), so a key never holds two values at once.
+- A fact that leaves its keys (deleted, archived, moved to another space, edited away:
+  `settle_keys_left`) gives back what it superseded: those facts hold until the key's next value, or
+  again as its current value (`reinstate`; in a multi-valued key only the same value counts), and a
+  value it disputed is active.
 """
 
 from __future__ import annotations
@@ -69,13 +73,15 @@ from engine.errors import UnknownName
 from engine.extract.rules.text import slug
 from engine.ids import event_id, memory_id
 from engine.models import Event, Memory
-from engine.storage.base import Store
+from engine.storage.base import EventQuery, Store
 from engine.write.predicates import conflict_key, is_single_valued, spec_for
 
 Mode = Literal["smart", "off"]
 MODES: tuple[str, ...] = ("smart", "off")
 #: how many restatement times a fact keeps (`provenance.restated_at`): the newest
 RESTATED_MAX = 64
+#: events read to find what a fact superseded (a fact has few)
+MAX_SUPERSEDED_EVENTS = 200
 Action = Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
 
 
@@ -601,6 +607,62 @@ def settle_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> 
     if (settled := _undisputed(current, now)) is not None:
         store.put_memories([settled[0]])
         store.append_events([settled[1]])
+
+
+def settle_keys_left(store: Store, gone: Memory, now: datetime, keys: Iterable[str] | None = None) -> None:
+    """The keys a fact left (deleted, archived, moved to another space, or edited to other keys; all of
+    its keys unless `keys` names them) keep the timeline of the values still in them: what it
+    superseded holds again (`reinstate`), and a value it disputed is active again."""
+    for key in (gone.keys or []) if keys is None else keys:
+        reinstate(store, gone, key, now)
+        settle_lone_dispute(store, gone, key, now)
+
+
+def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
+    """The facts `gone` superseded in `key` (their `memory.superseded` event names it, and they end where
+    it began) hold again (reason "reinstated"): until the key's next value (a `memory.superseded` event
+    naming it), or as its current value when no other holds it (`memory.updated`); in a multi-valued key,
+    only the same value counts. An archived value is no value of the timeline."""
+    t = effective_time(gone)
+    rows = [
+        m
+        for m in store.find_by_key(gone.org_id, gone.namespace, key)
+        if m.memory_id != gone.memory_id and same_space(m, gone)
+    ]
+    ended = [
+        m for m in rows
+        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
+    ]  # fmt: skip
+    if not ended:
+        return
+    held = [m for m in rows if not m.archived]
+    if not is_single_valued(ended[0].predicate or "") and not _is_statement(ended[0]):
+        held = [m for m in held if same_value(m, ended[0])]  # other values of a list never end it
+    later = sorted((effective_time(m), m.memory_id) for m in held if effective_time(m) > t)
+    if not later and any(_is_current(m) for m in held):
+        return
+    if later:  # history again, ended by the next value (named, so that value leaving reinstates it too)
+        at, by = later[0]
+        done = [_end(m, at, now, by, "reinstated") for m in ended]
+        store.put_memories([m for m, _ in done])
+        store.append_events([e for _, e in done])
+        return
+    status = "active" if all(same_value(m, ended[0]) for m in ended) else "disputed"
+    back = [msgspec.structs.replace(m, status=status, valid_to=None, updated_at=now) for m in ended]
+    store.put_memories(back)
+    store.append_events([_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])
+
+
+def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
+    """Whether `by` ended `memory` (its `memory.superseded` event says so; type and entity narrow the read
+    on PostgreSQL, whose events have no memory-id column)."""
+    query = EventQuery(
+        type="memory.superseded",
+        entity_id=memory.entity_id,
+        memory_id=memory.memory_id,
+        limit=MAX_SUPERSEDED_EVENTS,
+    )
+    return any(e.data.get("superseded_by") == by for _, e in store.list_events(memory.org_id, query))
 
 
 def _undisputed(current: list[Memory], now: datetime) -> tuple[Memory, Event] | None:

@@ -143,6 +143,102 @@ def test_unarchiving_keeps_one_current_value(client: TestClient[Litestar], auth:
     assert [m["memory_id"] for m in listed["items"]] == [porto["memory_id"]]
 
 
+def _lives(
+    client: TestClient[Litestar], headers: dict[str, str], entity: str, as_of: str | None = None
+) -> list[str]:
+    fields = {"as_of": f"{as_of}T00:00:00Z"} if as_of else {}
+    facts = current_facts(client, headers, entity, **fields)
+    return [x.split(" (")[0] for x in facts if "lives in" in x]
+
+
+def _remove(client: TestClient[Litestar], headers: dict[str, str], memory_id: str, how: str) -> None:
+    """Delete (`how` "deleted") or archive a memory."""
+    r = (
+        client.delete(f"/v0/memories/{memory_id}", headers=headers)
+        if how == "deleted"
+        else client.patch(f"/v0/memories/{memory_id}", json={"archived": True}, headers=headers)
+    )
+    assert r.status_code == 200, r.text
+
+
+def test_a_value_deleted_or_archived_gives_back_the_one_it_replaced(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris, Berlin, Rome; Berlin removed: Paris until Rome began. Rome removed: Paris is the value, as
+    when an edit takes a value out of its key. Unarchived, Rome is the value again; archived again, not."""
+    for how in ("deleted", "archived"):
+        entity = f"ent:gone-{how}"
+        ids = [
+            assemble(client, auth, entity, f"I live in {city}.", as_of=f"2024-{month}-01T00:00:00Z")[
+                "extracted"
+            ]["upserts"][1]["memory_id"]
+            for city, month in (("Paris", "01"), ("Berlin", "03"), ("Rome", "06"))
+        ]
+        paris, berlin, rome = ids
+
+        _remove(client, auth, berlin, how)
+        assert _lives(client, auth, entity, "2024-04-01") == ["User lives in Paris"], how
+        held = client.get(f"/v0/memories/{paris}", headers=auth).json()
+        assert (held["status"], held["valid_to"][:10]) == ("superseded", "2024-06-01"), how
+        assert _lives(client, auth, entity) == ["User lives in Rome"], how
+        _remove(client, auth, rome, how)
+        assert (
+            _lives(client, auth, entity)
+            == _lives(client, auth, entity, "2024-07-01")
+            == ["User lives in Paris"]
+        )
+        held = client.get(f"/v0/memories/{paris}", headers=auth).json()
+        assert (held["status"], held["valid_to"]) == ("active", None), how
+        events = client.get("/v0/observability/events", params={"memory_id": paris}, headers=auth).json()
+        assert [e["data"].get("reason") for e in events["items"]].count("reinstated") == 2, how
+        if how == "archived":
+            for archived, city in ((False, "Rome"), (True, "Paris")):
+                r = client.patch(f"/v0/memories/{rome}", json={"archived": archived}, headers=auth)
+                assert r.status_code == 200, r.text
+                assert _lives(client, auth, entity) == [f"User lives in {city}"], archived
+
+
+def test_a_value_moved_to_another_run_gives_back_the_one_it_replaced(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A patch moving Berlin to another run settles its key there and in the run it left."""
+    paris = assemble(client, auth, "ent:run", "I live in Paris.", as_of="2024-01-01T00:00:00Z")
+    paris_id = paris["extracted"]["upserts"][1]["memory_id"]
+    berlin = assemble(client, auth, "ent:run", "I moved to Berlin.", as_of="2024-03-01T00:00:00Z")
+    berlin_id = berlin["extracted"]["upserts"][1]["memory_id"]
+    metadata = {**client.get(f"/v0/memories/{berlin_id}", headers=auth).json()["metadata"], "run_id": "r2"}
+    r = client.patch(f"/v0/memories/{berlin_id}", json={"metadata": metadata}, headers=auth)
+    assert r.status_code == 200 and r.json()["status"] == "active", r.text
+    held = client.get(f"/v0/memories/{paris_id}", headers=auth).json()
+    assert (held["status"], held["valid_to"]) == ("active", None)
+
+
+def test_pruning_a_current_value_gives_back_the_one_it_replaced(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    for action in ("delete", "archive"):
+        entity = f"ent:pruned-{action}"
+        assemble(client, auth, entity, "I live in Paris.", as_of="2024-01-01T00:00:00Z")
+        assemble(
+            client,
+            auth,
+            entity,
+            "I moved to Berlin.",
+            as_of="2024-03-01T00:00:00Z",
+            ingest={"tags": ["wrong"]},
+        )
+        rules = {
+            "entity_id": entity,
+            "types": ["fact"],
+            "tags": ["wrong"],
+            "action": action,
+            "dry_run": False,
+        }
+        r = client.post("/v0/prune", json=rules, headers=auth)
+        assert r.status_code == 200 and r.json()["count"] == 1, r.text
+        assert _lives(client, auth, entity) == ["User lives in Paris"], action
+
+
 def test_a_superseded_fact_cannot_be_reopened_by_its_valid_to(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
@@ -194,8 +290,14 @@ def test_an_ended_fact_cannot_be_reopened_over_the_next_value(
 def test_a_dispute_ends_when_one_of_its_values_does(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
-    """Two tied homes; one ended (by valid_to, or archived): the other is the value, no longer disputed."""
-    for how, change in (("ended", {"valid_to": "2024-02-01T00:00:00Z"}), ("archived", {"archived": True})):
+    """Two tied homes; one ended (by valid_to), archived or deleted: the other is the value, no longer
+    disputed."""
+    changes = (
+        ("ended", {"valid_to": "2024-02-01T00:00:00Z"}),
+        ("archived", {"archived": True}),
+        ("deleted", None),
+    )
+    for how, change in changes:
         entity = f"ent:f5-{how}"
         ids = [
             assemble(client, auth, entity, f"I live in {city}", as_of="2024-01-01T00:00:00Z")["extracted"][
@@ -204,7 +306,10 @@ def test_a_dispute_ends_when_one_of_its_values_does(
             for city in ("Paris", "Rome")
         ]
         assert {client.get(f"/v0/memories/{i}", headers=auth).json()["status"] for i in ids} == {"disputed"}
-        assert client.patch(f"/v0/memories/{ids[0]}", json=change, headers=auth).status_code == 200
+        if change is None:
+            _remove(client, auth, ids[0], how)
+        else:
+            assert client.patch(f"/v0/memories/{ids[0]}", json=change, headers=auth).status_code == 200
         rome = client.get(f"/v0/memories/{ids[1]}", headers=auth).json()
         assert rome["status"] == "active", (how, rome)
         lives = [

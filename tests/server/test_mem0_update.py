@@ -132,6 +132,19 @@ def test_editing_a_value_away_brings_back_the_one_it_replaced(
     assert (again["id"], again["event"]) == (paris["id"], "NONE")
 
 
+def test_deleting_a_value_brings_back_the_one_it_replaced(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """As an edit that takes the value away does: mem0's delete of the newer value leaves the older one."""
+    (paris,) = add(client, auth, "I live in Paris.")
+    (berlin,) = add(client, auth, "I moved to Berlin.")
+    assert current(client, auth) == ["User lives in Berlin"]
+    assert client.delete(f"/v1/memories/{berlin['id']}/", headers=auth).status_code == 200
+    assert current(client, auth) == ["User lives in Paris"]
+    (again,) = add(client, auth, "I live in Paris.")
+    assert (again["id"], again["event"]) == (paris["id"], "NONE")
+
+
 def test_an_edit_to_the_value_of_another_current_fact_keeps_one(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
@@ -140,6 +153,22 @@ def test_an_edit_to_the_value_of_another_current_fact_keeps_one(
     # coffee was stated after tea (same turn, later clause): the older "tea" ends, one remains
     assert stored(client, auth, tea["id"])["status"] == "superseded"
     assert current(client, auth) == ["User likes tea"]
+
+
+def test_deleting_a_like_brings_back_the_same_like_it_replaced(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Another value of a list, said later, never ends the like that comes back."""
+    tea, coffee = add(client, auth, "I like tea and I like coffee")
+    put(client, auth, coffee["id"], text="User likes tea")
+    assert stored(client, auth, tea["id"])["status"] == "superseded"
+    add(client, auth, "I like jazz")
+    assert client.delete(f"/v1/memories/{coffee['id']}/", headers=auth).status_code == 200
+    assert (stored(client, auth, tea["id"])["status"], stored(client, auth, tea["id"])["valid_to"]) == (
+        "active",
+        None,
+    )
+    assert current(client, auth) == ["User likes jazz", "User likes tea"]
 
 
 def _disputed_pair(client: TestClient[Litestar], auth: dict[str, str]) -> tuple[str, str]:
