@@ -16,7 +16,7 @@ validity (valid_from, valid_to) does not move.
   statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
   its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
   at its time end there, a later value makes it history, an equal tie disputes;
-- a key it left: the facts it had superseded (their `memory.superseded` event names it) hold again,
+- a key it left: the facts it had ended (an event of theirs names it as `superseded_by`) hold again,
   until the next value of the key, or as its current value when nothing else holds it (reason
   "reinstated"), as when it is deleted or archived (`supersession.settle_keys_left`);
 - in every key it touched, a value left disputed with nothing becomes active (reason "undisputed").

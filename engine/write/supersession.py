@@ -27,8 +27,8 @@ write elsewhere must never leave it with no current value.
     outcome SUPERSEDED with `supersedes` = their ids (event memory.superseded for each); so is a
     historical fact whose interval covers t (it now ends at t);
   - a fact of the key with a later t (current or history) wins: the new fact is stored as history
-    (status "superseded", valid_to = the earliest later t, unless its own valid_to is sooner);
-    outcome UPSERTED with `history` true
+    (status "superseded", valid_to = the earliest later t, unless its own valid_to is sooner; its event
+    names that value in `superseded_by`); outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
   - a fact that begins at the same t and still holds then (current, or history a later value ended):
     equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
@@ -80,8 +80,8 @@ Mode = Literal["smart", "off"]
 MODES: tuple[str, ...] = ("smart", "off")
 #: how many restatement times a fact keeps (`provenance.restated_at`): the newest
 RESTATED_MAX = 64
-#: events read to find what a fact superseded (a fact has few)
-MAX_SUPERSEDED_EVENTS = 200
+#: events of a fact read at a time to find what ended it
+SUPERSEDED_EVENTS_PAGE = 200
 Action = Literal["UPSERTED", "SUPERSEDED", "SKIPPED"]
 
 
@@ -434,7 +434,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     its memory space, any status). A statement holding at `t_new` ends then; it is no value."""
     said = [m for m in others if _is_statement(m) and _covers(m, t_new)]
     others = [m for m in others if not _is_statement(m)]
-    later = [effective_time(m) for m in others if effective_time(m) > t_new]
+    later = [(effective_time(m), m.memory_id) for m in others if effective_time(m) > t_new]
     # values that begin at t_new and hold after it: current ones, and history that a later value ended
     ties = [m for m in others if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new)]
     conf_new = new.confidence if new.confidence is not None else 1.0
@@ -450,19 +450,20 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
             ended.append(kept)
             if again is not None:
                 resumed.append(again)
-                later.append(effective_time(again))
+                later.append((effective_time(again), again.memory_id))
     ended += said
     if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
         stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
         return _placed(stored, ended, [], t_new, now, history=True, resumed=resumed)
     equal_tie = [m for m in ties if conf(m) == conf_new]
     ended += [m for m in ties if conf(m) < conf_new]
-    stored = new
-    if later and (new.valid_to is None or min(later) < new.valid_to):  # history: the next value ended it
-        stored = msgspec.structs.replace(stored, status="superseded", valid_to=min(later))
+    stored, by = new, None
+    if later and (new.valid_to is None or min(later)[0] < new.valid_to):  # history: the next value ended it
+        (at, by) = min(later)
+        stored = msgspec.structs.replace(stored, status="superseded", valid_to=at)
     if equal_tie:
         stored = msgspec.structs.replace(stored, status="disputed")
-    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later), resumed=resumed)
+    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later), resumed=resumed, ended_by=by)
 
 
 def _placed(
@@ -474,9 +475,11 @@ def _placed(
     *,
     history: bool = False,
     resumed: Sequence[Memory] = (),
+    ended_by: str | None = None,
 ) -> Resolution:
     """The writes and events of a value placed on its key's timeline: `stored` itself, the facts it
-    ends at `t_new`, the ties it disputes, and the `resumed` values said again after it (`_resumed`)."""
+    ends at `t_new`, the ties it disputes, and the `resumed` values said again after it (`_resumed`).
+    `ended_by`: the later value that ends `stored` (history), named in its event as `superseded_by`."""
     writes: list[Memory] = [stored]
     events: list[Event] = []
     for old in ended:
@@ -498,7 +501,7 @@ def _placed(
     superseded = [m.memory_id for m in ended]
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
     events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None,
-                              history=history or None))  # fmt: skip
+                              history=history or None, superseded_by=ended_by))  # fmt: skip
     return Resolution(
         outcome=Outcome(
             memory_id=stored.memory_id,
@@ -553,7 +556,12 @@ def reconcile(
         fresh = memory if memory.valid_to is None else msgspec.structs.replace(memory, valid_to=None)
         placed = _single(fresh, rest, t, now)
         if memory.valid_to is not None:
-            placed.writes[0] = _kept_end(placed.writes[0], memory)
+            kept = _kept_end(placed.writes[0], memory)
+            if kept.valid_to != placed.writes[0].valid_to:  # its own end, not a later value's
+                first = placed.events[0]
+                data = {k: v for k, v in first.data.items() if k != "superseded_by"}
+                placed.events[0] = msgspec.structs.replace(first, data=data)
+            placed.writes[0] = kept
     else:
         placed = Resolution(
             outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"),
@@ -619,7 +627,7 @@ def settle_keys_left(store: Store, gone: Memory, now: datetime, keys: Iterable[s
 
 
 def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
-    """The facts `gone` superseded in `key` (their `memory.superseded` event names it, and they end where
+    """The facts `gone` ended in `key` (an event of theirs names it as `superseded_by`, and they end where
     it began) hold again (reason "reinstated"): until the key's next value (a `memory.superseded` event
     naming it), or as its current value when no other holds it (`memory.updated`); in a multi-valued key,
     only the same value counts. An archived value is no value of the timeline."""
@@ -654,15 +662,26 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
-    """Whether `by` ended `memory` (its `memory.superseded` event says so; type and entity narrow the read
-    on PostgreSQL, whose events have no memory-id column)."""
-    query = EventQuery(
-        type="memory.superseded",
-        entity_id=memory.entity_id,
-        memory_id=memory.memory_id,
-        limit=MAX_SUPERSEDED_EVENTS,
-    )
-    return any(e.data.get("superseded_by") == by for _, e in store.list_events(memory.org_id, query))
+    """Whether `by` ended `memory`: an event of it names `by` as `superseded_by` (`memory.superseded`,
+    or the write that stored or placed it as history). Type and entity narrow the read on PostgreSQL,
+    whose events have no memory-id column."""
+    for kind in ("memory.superseded", "memory.created", "memory.updated"):
+        after = None
+        while True:
+            query = EventQuery(
+                type=kind,
+                entity_id=memory.entity_id,
+                memory_id=memory.memory_id,
+                limit=SUPERSEDED_EVENTS_PAGE,
+                after=after,
+            )
+            page = store.list_events(memory.org_id, query)
+            if any(e.data.get("superseded_by") == by for _, e in page):
+                return True
+            if len(page) < SUPERSEDED_EVENTS_PAGE:
+                break
+            after = page[-1][0]
+    return False
 
 
 def _undisputed(current: list[Memory], now: datetime) -> tuple[Memory, Event] | None:

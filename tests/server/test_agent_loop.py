@@ -198,6 +198,23 @@ def test_a_value_deleted_or_archived_gives_back_the_one_it_replaced(
                 assert _lives(client, auth, entity) == [f"User lives in {city}"], archived
 
 
+def test_a_value_deleted_gives_back_the_history_stored_before_it(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris in January, Berlin in June, then Madrid dated the year before (history ending when Paris
+    began). Paris deleted: Madrid holds until Berlin began."""
+    entity = "ent:gone-history"
+    paris = assemble(client, auth, entity, "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, entity, "I moved to Berlin.", as_of="2024-06-10T00:00:00Z")
+    madrid = assemble(client, auth, entity, "I live in Madrid.", as_of="2023-06-01T00:00:00Z")
+    madrid_id = madrid["extracted"]["upserts"][1]["memory_id"]
+    _remove(client, auth, paris["extracted"]["upserts"][1]["memory_id"], "deleted")
+    held = client.get(f"/v0/memories/{madrid_id}", headers=auth).json()
+    assert (held["status"], held["valid_to"][:10]) == ("superseded", "2024-06-10")
+    assert _lives(client, auth, entity, "2024-03-01") == ["User lives in Madrid"]
+    assert _lives(client, auth, entity) == ["User lives in Berlin"]
+
+
 def test_a_value_moved_to_another_run_gives_back_the_one_it_replaced(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -121,13 +121,25 @@ def test_an_older_fact_is_stored_as_history() -> None:
     (stored,) = res.writes
     assert stored.memory_id == paris.memory_id
     assert stored.status == "superseded" and stored.valid_to == berlin.valid_from
+    # the value that ends it is named, so that value leaving gives it back (`reinstate`)
+    assert res.events[0].data["superseded_by"] == berlin.memory_id
 
 
 def test_an_older_fact_that_expires_before_the_next_value_keeps_its_own_end() -> None:
     berlin = fact("lives_in", "ent:berlin", at=T0 + timedelta(days=30))
     paris = fact("lives_in", "ent:paris", at=T0, valid_to=T0 + timedelta(days=10))
-    (stored,) = resolve(paris, [berlin], now=NOW).writes
-    assert stored.valid_to == T0 + timedelta(days=10)
+    res = resolve(paris, [berlin], now=NOW)
+    (stored,) = res.writes
+    assert stored.valid_to == T0 + timedelta(days=10) and "superseded_by" not in res.events[0].data
+    # back from the archive, it keeps its own end (ending a value held when it began), and names no
+    # value as what ended it
+    lisbon = fact("lives_in", "ent:lisbon", at=T0 - timedelta(days=300))
+    back = reconcile(stored, [stored, berlin, lisbon], now=NOW)
+    assert [(m.memory_id, m.valid_to) for m in back.writes] == [
+        (paris.memory_id, stored.valid_to),
+        (lisbon.memory_id, T0),
+    ]
+    assert "superseded_by" not in back.events[0].data
 
 
 def test_a_late_fact_ends_when_the_next_value_began_even_if_that_one_ended_since() -> None:
