@@ -111,6 +111,8 @@ _SPLIT_VP = re.compile(
     r"joined|started|switched|left|now|still|"
     r"vegetarian|a |an )\b))",
 )
+#: a verb of having whose object list an "and a ..." split cuts off ("I have a dog and a cat")
+_HOLD = re.compile(r"^(have|has|got|own|owns|adopted|rescued)\s", re.IGNORECASE)
 _VERB_START = re.compile(
     r"^(?:am|is|are|was|were|have|has|had|do|does|did|will|can|no|not|never|just|also|really|\w+(?:s|ed|ing))\b",
     re.IGNORECASE,
@@ -309,6 +311,7 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     clauses: list[Clause] = []
     parts = _SPLIT_VP.split(vp)
     aux = re.match(r"^(am|is|are)\s", parts[0].strip())
+    held = _HOLD.match(parts[0].strip())
     for i, part in enumerate(parts):
         part = _strip_adverbs(part.strip())
         if (
@@ -318,6 +321,8 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
             and not re.match(r"^(?:love|like|live|work|speak|play|own|eat|hate)\b", part)
         ):
             part = f"{aux.group(1)} {part}"  # "I'm vegan and allergic to soy"
+        elif i > 0 and held and re.match(r"^an?\s", part, re.IGNORECASE):
+            part = f"{held.group(1)} {part}"  # "I have a dog and a cat"
         inner, strong, plain = _negation(part)
         inner = _strip_adverbs(inner)
         # the sentence-level patterns read the sentence once, with the first clause: once per clause

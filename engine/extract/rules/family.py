@@ -16,7 +16,7 @@ from engine.letters import NAME_CHAR, UPPER
 _NAME = rf"(?P<n>(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}})?))"
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 PETS = (
-    "dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|goldfish|turtle|tortoise|horse|"
+    "dog|cat|puppies|puppy|kitten|rabbit|bunny|hamster|parrot|bird|fish|goldfish|turtle|tortoise|horse|"
     "guinea pig|ferret|snake|lizard|gecko|golden retriever|labrador|lab|beagle|poodle|corgi|"
     "dachshund|husky|terrier|bulldog|german shepherd|border collie|tabby|chihuahua|pug"
 )
@@ -74,6 +74,12 @@ _HAVE_PET = re.compile(
     rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
     rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?{_NOT_A_PET}"
     rf"(?: (?:named|called) {_NAME})?\b",
+    re.IGNORECASE,
+)
+#: the next pet of a list after one `_HAVE_PET` matched ("a dog, a cat and a parrot named Polly")
+_AND_PET = re.compile(
+    rf"(?:,? and |, )(?:an? |one |two |three |\d+ |another )?(?:new |little |young |old |rescue |black |white |"
+    rf"orange |grey |gray )?(?P<k>{PETS})(?:s|es)?{_NOT_A_PET}(?: (?:named|called) {_NAME})?\b",
     re.IGNORECASE,
 )
 _PET_DIED = re.compile(
@@ -151,8 +157,9 @@ def _children_and_siblings(clause: Clause, out: Collector, vp: str) -> None:
 def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:
     """A pet one has or gave away, and a partner one broke up with."""
     m = _HAVE_PET.match(vp)
-    if m:
+    while m:
         _pet(out, clause, m.group("k"), m.group("n"))
+        m = _AND_PET.match(vp, m.end())
     m = _PET_GONE.match(vp)
     if m and clause.is_self and not clause.negated:
         _pet(out, clause, m.group("k"), m.group("n"), negated=True)

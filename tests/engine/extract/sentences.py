@@ -154,6 +154,17 @@ CASES: list[tuple[str, list[Expected]]] = [
     ("I own a parrot.", [(U, "has_pet", "parrot", None)]),
     ("My dog's name is Rex.", [(U, "has_pet", "dog named Rex", None)]),
     ("I have a rabbit called Clover.", [(U, "has_pet", "rabbit named Clover", None)]),
+    ("I have a dog and a cat.", [(U, "has_pet", "dog", None), (U, "has_pet", "cat", None)]),
+    (
+        "I have a dog named Rex and a cat named Tom.",
+        [(U, "has_pet", "dog named Rex", None), (U, "has_pet", "cat named Tom", None)],
+    ),
+    (
+        "We have a dog, a cat and a parrot.",
+        [(U, "has_pet", "dog", None), (U, "has_pet", "cat", None), (U, "has_pet", "parrot", None)],
+    ),
+    ("I adopted a kitten and two puppies.", [(U, "has_pet", "kitten", None), (U, "has_pet", "puppy", None)]),
+    ("I have a dog and a lot of work.", [(U, "has_pet", "dog", None)]),
     # --- likes, dislikes, favorites --------------------------------------------------------------
     ("I love hiking.", [(U, "likes", "hiking", None)]),
     ("I really enjoy cooking Thai food.", [(U, "likes", "cooking Thai food", None)]),
