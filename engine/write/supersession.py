@@ -30,10 +30,13 @@ write elsewhere must never leave it with no current value.
     (status "superseded", valid_to = the earliest later t, unless its own valid_to is sooner; its event
     names that value in `superseded_by`); outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
-  - a fact that begins at the same t and still holds then (current, or history a later value ended):
-    equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a disputed history fact keeps
-    its valid_to); higher new confidence ends it at t; lower is stored as history that never held. A
-    later value ends disputed facts that hold at its t; they stay "disputed", as history.
+  - a fact of another value that begins at the same t and still holds then (current, or history a
+    later value ended): equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a
+    disputed history fact keeps its valid_to); higher new confidence ends it at t; lower is stored as
+    history that never held. A later value ends disputed facts that hold at its t; they stay
+    "disputed", as history. A side of a tie said again keeps no time (`_skip`); sides said again
+    before the tie, resumed by one write, hold one after the other (`_one_after_another`), and a
+    negated side that holds again ends the other side then.
 - A statement (a fact without a predicate that holds a key: a turn stored as `store_turn="fact"`,
   keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
   is placed after a value; a value that begins while it holds ends it, as does a negation naming no
@@ -192,6 +195,11 @@ def _end(old: Memory, at: datetime, now: datetime, by: str | None, reason: str) 
     )
 
 
+def _tie_kept(old: Memory, ended: Memory, event: Event) -> tuple[Memory, Event]:
+    """`old` ended (`_end`): a tie ended by the next value stays a tie in its history."""
+    return (msgspec.structs.replace(ended, status="disputed") if old.status == "disputed" else ended), event
+
+
 def restated_times(m: Memory) -> list[datetime]:
     """When `m`'s value was stated again after it began (`provenance.restated_at`), sorted; an entry that
     is no ISO date-time is left out."""
@@ -228,7 +236,8 @@ def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
     later ends `same` only until then (`_resumed`)."""
     t_new = effective_time(new)
     times = restated_times(same)
-    restated = t_new > effective_time(same) and t_new not in times
+    # a side of a dispute said again leaves the dispute as it is (the rules for ties)
+    restated = t_new > effective_time(same) and t_new not in times and same.status != "disputed"
     raised = new.confidence is not None and (same.confidence is None or new.confidence > same.confidence)
     if not (restated or raised):
         return Resolution(outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"))
@@ -273,13 +282,32 @@ def _resumed(old: Memory, t: datetime, now: datetime) -> tuple[Memory, Memory | 
     return _with_restated(old, [x for x in times if x < t]), again
 
 
+def _one_after_another(resumed: list[Memory]) -> list[Memory]:
+    """Facts one write resumes together (the sides of a tie, each said again later) hold one after the
+    other by the times they were said again: each ends where the next begins, and two said again at
+    one time tie again."""
+    starts = sorted({effective_time(m) for m in resumed})
+    out = []
+    for m in resumed:
+        t = effective_time(m)
+        nxt = [x for x in starts if x > t]
+        if nxt and (m.valid_to is None or nxt[0] < m.valid_to):
+            m = msgspec.structs.replace(m, status="superseded", valid_to=nxt[0])
+        if sum(effective_time(o) == t for o in resumed) > 1:
+            m = msgspec.structs.replace(m, status="disputed")
+        out.append(m)
+    return out
+
+
 def _written_again(
     resumed: Sequence[Memory], now: datetime, writes: list[Memory], events: list[Event]
 ) -> list[str]:
-    """The `resumed` facts (`_resumed`) added to `writes` with their creation events; their ids."""
+    """The `resumed` facts (`_resumed`) added to `writes` with their creation events (naming the one
+    that ends a fact `_one_after_another` ended); their ids."""
     for again in resumed:
+        by = next((o.memory_id for o in resumed if again.valid_to == effective_time(o)), None)
         writes.append(again)
-        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"]))
+        events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"], superseded_by=by))
     return [m.memory_id for m in resumed]
 
 
@@ -409,11 +437,22 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         if again is not None:
             resumed.append(again)
     again_ids = _written_again(resumed, now, writes, events)
-    if any(m.status == "disputed" for m in targets):
-        left = [m for m in holding if m not in targets and _is_current(m) and not _is_statement(m)]
-        if (settled := _undisputed(left, now)) is not None:
-            writes.append(settled[0])
-            events.append(settled[1])
+    rest = [m for m in holding if m not in targets and not _is_statement(m)]
+    changed: dict[str, tuple[Memory, Event]] = {}
+    settled = _undisputed([m for m in rest if _is_current(m)], now)
+    if settled is not None and any(m.status == "disputed" for m in targets):
+        changed[settled[0].memory_id] = settled
+    if resumed and is_single_valued(new.predicate or ""):
+        # the other side of a tie holds until the negated value is said again
+        first = min(resumed, key=effective_time)
+        for m in rest:
+            m = changed[m.memory_id][0] if m.memory_id in changed else m
+            if _covers(m, effective_time(first)):
+                changed[m.memory_id] = _tie_kept(
+                    m, *_end(m, effective_time(first), now, first.memory_id, "superseded")
+                )
+    writes += [m for m, _ in changed.values()]
+    events += [e for _, e in changed.values()]
     ids = [m.memory_id for m in targets]
     return Resolution(
         outcome=Outcome(
@@ -436,7 +475,10 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     others = [m for m in others if not _is_statement(m)]
     later = [(effective_time(m), m.memory_id) for m in others if effective_time(m) > t_new]
     # values that begin at t_new and hold after it: current ones, and history that a later value ended
-    ties = [m for m in others if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new)]
+    ties = [
+        m for m in others
+        if effective_time(m) == t_new and (m.valid_to is None or m.valid_to > t_new) and not same_value(m, new)
+    ]  # fmt: skip
     conf_new = new.confidence if new.confidence is not None else 1.0
 
     def conf(m: Memory) -> float:
@@ -451,6 +493,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
             if again is not None:
                 resumed.append(again)
                 later.append((effective_time(again), again.memory_id))
+    resumed = _one_after_another(resumed)
     ended += said
     if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
         stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
@@ -483,9 +526,7 @@ def _placed(
     writes: list[Memory] = [stored]
     events: list[Event] = []
     for old in ended:
-        closed, event = _end(old, t_new, now, stored.memory_id, "superseded")
-        if old.status == "disputed":  # a tie ended by the next value stays a tie in its history
-            closed = msgspec.structs.replace(closed, status="disputed")
+        closed, event = _tie_kept(old, *_end(old, t_new, now, stored.memory_id, "superseded"))
         writes.append(closed)
         events.append(event)
     disputed: list[str] = []
@@ -646,12 +687,15 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
     held = [m for m in rows if not m.archived]
     if not is_single_valued(ended[0].predicate or "") and not _is_statement(ended[0]):
         held = [m for m in held if same_value(m, ended[0])]  # other values of a list never end it
-    later = sorted((effective_time(m), m.memory_id) for m in held if effective_time(m) > t)
+    later = sorted(
+        (effective_time(m), m.memory_id) for m in held if effective_time(m) >= t and m not in ended
+    )
     if not later and any(_is_current(m) for m in held):
         return
-    if later:  # history again, ended by the next value (named, so that value leaving reinstates it too)
+    if later:  # history again, ended by the next value (named, so that value leaving reinstates it too);
+        # a value of `gone`'s own time keeps them ended where they were
         at, by = later[0]
-        done = [_end(m, at, now, by, "reinstated") for m in ended]
+        done = [_tie_kept(m, *_end(m, at, now, by, "reinstated")) for m in ended]
         store.put_memories([m for m, _ in done])
         store.append_events([e for _, e in done])
         return
@@ -662,9 +706,11 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
-    """Whether `by` ended `memory`: an event of it names `by` as `superseded_by` (`memory.superseded`,
-    or the write that stored or placed it as history). Type and entity narrow the read on PostgreSQL,
-    whose events have no memory-id column."""
+    """Whether `by` ended `memory`: the last event that set its end (`memory.superseded`, the write that
+    stored or placed it as history, a reinstatement, a PATCH of its `valid_to`) names `by` as
+    `superseded_by`. Type and entity narrow the read on PostgreSQL, whose events have no memory-id
+    column."""
+    last: tuple[int, Event] | None = None
     for kind in ("memory.superseded", "memory.created", "memory.updated"):
         after = None
         while True:
@@ -676,12 +722,25 @@ def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
                 after=after,
             )
             page = store.list_events(memory.org_id, query)
-            if any(e.data.get("superseded_by") == by for _, e in page):
-                return True
+            for seq, e in page:
+                if _sets_end(e) and (last is None or seq > last[0]):
+                    last = (seq, e)
             if len(page) < SUPERSEDED_EVENTS_PAGE:
                 break
             after = page[-1][0]
-    return False
+    return last is not None and last[1].data.get("superseded_by") == by
+
+
+def _sets_end(e: Event) -> bool:
+    """Whether the event set (or cleared) the end of the fact it is about."""
+    if e.type == "memory.superseded":
+        return True
+    fields = e.data.get("fields")
+    return (
+        "superseded_by" in e.data
+        or e.data.get("reason") == "reinstated"
+        or (isinstance(fields, list) and "valid_to" in fields)
+    )
 
 
 def _undisputed(current: list[Memory], now: datetime) -> tuple[Memory, Event] | None:

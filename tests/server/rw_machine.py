@@ -217,6 +217,14 @@ class ReadAfterWrite(RuleBasedStateMachine):
         for memory_id in ids:
             self._stored(memory_id, space, f"{door} (resumed)", type="fact", tags=[])
 
+    def _resumed_by(self, space: Space, door: str) -> None:
+        """A fact back from the archive or edited ends a value before a time that value was said again:
+        the value holds again from then as a new fact (`provenance.resumes`), which that write stored."""
+        for r in self._rows(space.org, {"namespace": space.namespace}):
+            of = self.model.memories.get(str(r.provenance.get("resumes")))
+            if r.memory_id not in self.model.memories and of is not None and of.space == r.space:
+                self._resumed([r.memory_id], r.space, door)
+
     def _check(self, problems: list[str]) -> None:
         if problems:
             raise Failed("\n".join(problems))
@@ -593,6 +601,8 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 note(f"PATCH {change} skipped: it would not end {memory_id} earlier")
                 return  # the model keeps to writes that end a memory, never reopen one
         self._write("PATCH", f"/v0/memories/{memory_id}", w.space.org, body=body)
+        if change == "unarchive":
+            self._resumed_by(w.space, "PATCH")
         w.tags = body.get("tags", w.tags)
         w.metadata = body.get("metadata", w.metadata)
         w.archived = body.get("archived", w.archived)
@@ -624,6 +634,8 @@ class ReadAfterWrite(RuleBasedStateMachine):
             before = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)["metadata"]
             w.metadata = {"edited": True, **{k: before[k] for k in RESERVED_KEYS if k in before}}
         self._write("PUT", route.format(memory_id), w.space.org, body=body)
+        if "text" in body:
+            self._resumed_by(w.space, "mem0 update")
         if "text" in body and w.type == "fact":  # the value's own metadata follows the new text
             got = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)["metadata"]
             if {k: v for k, v in got.items() if k not in VALUE_METADATA} != {

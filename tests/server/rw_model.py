@@ -65,6 +65,7 @@ class Row(msgspec.Struct, kw_only=True):
     valid_from: datetime | None = None
     valid_to: datetime | None = None
     status: str = "active"
+    provenance: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def space(self) -> Space:

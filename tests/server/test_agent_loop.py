@@ -215,6 +215,83 @@ def test_a_value_deleted_gives_back_the_history_stored_before_it(
     assert _lives(client, auth, entity) == ["User lives in Berlin"]
 
 
+def _ids(client: TestClient[Litestar], headers: dict[str, str], entity: str) -> list[str]:
+    """The entity's facts, newest first."""
+    items = client.get("/v0/memories", params={"entity_id": entity, "type": "fact"}, headers=headers).json()
+    return [m["memory_id"] for m in items["items"]]
+
+
+def test_a_tie_said_again_and_then_backfilled_leaves_one_value(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris and Rome tie in January; "Paris. Actually, Rome" today; Lisbon dated June: the restated
+    sides of a tie came back as two current values. A side of a tie said again leaves the tie as it is."""
+    entity = "ent:tie-said-again"
+    for city in ("Paris", "Rome"):
+        assemble(client, auth, entity, f"I live in {city}.", as_of="2024-01-10T00:00:00Z")
+    assemble(client, auth, entity, "I live in Paris. Actually, I moved to Rome.")
+    assemble(client, auth, entity, "I live in Lisbon.", as_of="2024-06-10T00:00:00Z")
+    assert _lives(client, auth, entity) == ["User lives in Lisbon"]
+
+
+def test_a_negated_side_of_a_tie_said_again_later_ends_the_other_then(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris today, Paris said in 2023 too (it began then), Rome in 2023 (a tie), and "not Paris" in
+    2023: Rome from 2023, Paris again from today. Rome stayed current beside Paris."""
+    entity = "ent:tie-negated"
+    assemble(client, auth, entity, "I live in Paris.")
+    for turn in ("I live in Paris.", "I live in Rome.", "I don't live in Paris anymore."):
+        assemble(client, auth, entity, turn, as_of="2023-06-01T00:00:00Z")
+    assert _lives(client, auth, entity) == ["User lives in Paris"]
+    assert _lives(client, auth, entity, "2024-01-01") == ["User lives in Rome"]
+
+
+def test_a_value_back_from_the_archive_gives_back_only_what_it_ended_last(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Rome ended by Paris, given back when Paris was archived, ended by another Paris told meanwhile;
+    Paris back and archived again: Rome, which that Paris no longer ended, stays history."""
+    entity = "ent:ended-last"
+    assemble(client, auth, entity, "I live in Paris.", as_of="2025-03-01T00:00:00Z")
+    assemble(client, auth, entity, "I live in Rome.", as_of="2023-06-01T00:00:00Z")
+    paris = _ids(client, auth, entity)[0]
+    _remove(client, auth, paris, "archived")
+    assemble(client, auth, entity, "I live in Paris.", as_of="2025-03-01T00:00:00Z")
+    assert client.patch(f"/v0/memories/{paris}", json={"archived": False}, headers=auth).status_code == 200
+    _remove(client, auth, paris, "archived")
+    assert _lives(client, auth, entity) == ["User lives in Paris"]
+    assert _lives(client, auth, entity, "2024-01-01") == ["User lives in Rome"]
+
+
+def test_two_statements_of_one_value_at_one_time_are_no_tie(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris archived, Paris told again at its time, the first taken back: the two were marked as a
+    dispute of one value. Then one archived: the Rome before them held again over the other."""
+    entity = "ent:one-value-twice"
+    assemble(client, auth, entity, "I live in Rome.", as_of="2023-06-01T00:00:00Z")
+    assemble(
+        client, auth, entity, "I live in Paris. Actually, I moved to Rome.", as_of="2024-01-10T00:00:00Z"
+    )
+    paris = next(m for m in _ids(client, auth, entity) if "Paris" in _text(client, auth, m))
+    _remove(client, auth, paris, "archived")
+    assemble(client, auth, entity, "I live in Paris.", as_of="2024-01-10T00:00:00Z")
+    assert client.patch(f"/v0/memories/{paris}", json={"archived": False}, headers=auth).status_code == 200
+    statuses = [
+        client.get(f"/v0/memories/{m}", headers=auth).json()["status"] for m in _ids(client, auth, entity)
+    ]
+    assert "disputed" not in statuses
+    twin = next(m for m in _ids(client, auth, entity) if m != paris and "Paris" in _text(client, auth, m))
+    _remove(client, auth, twin, "archived")
+    then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00.000000Z")
+    assert [x.split(" (")[0] for x in then if "lives in" in x] == ["User lives in Paris"]
+
+
+def _text(client: TestClient[Litestar], headers: dict[str, str], memory_id: str) -> str:
+    return client.get(f"/v0/memories/{memory_id}", headers=headers).json()["text"]  # type: ignore[no-any-return]
+
+
 def test_a_value_moved_to_another_run_gives_back_the_one_it_replaced(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -247,6 +247,27 @@ def test_a_negation_between_a_value_and_its_restatement_ends_it_until_then() -> 
     assert resumed.status == "active" and resumed.provenance["resumes"] == paris.memory_id
 
 
+def test_the_sides_of_a_tie_said_again_hold_one_after_the_other_when_a_value_comes_between() -> None:
+    """A tie whose sides were each said again (times kept before the tie was known), and a value dated
+    between: each side holds again from its own time, the earlier until the later begins."""
+    mar, jun, sep = T0 + timedelta(days=60), T0 + timedelta(days=150), T0 + timedelta(days=240)
+    sides = [
+        msgspec.structs.replace(
+            fact("lives_in", city, at=T0, status="disputed"), provenance={"restated_at": [said.isoformat()]}
+        )
+        for city, said in (("ent:paris", jun), ("ent:rome", sep))
+    ]
+    res = resolve(fact("lives_in", "ent:lisbon", at=mar), sides, now=NOW)
+    again = {m.object: m for m in res.writes if m.provenance.get("resumes")}
+    paris, rome = again["ent:paris"], again["ent:rome"]
+    assert (paris.valid_from, paris.valid_to, paris.status) == (jun, sep, "superseded")
+    assert (rome.valid_from, rome.valid_to, rome.status) == (sep, None, "active")
+    lisbon = next(m for m in res.writes if m.object == "ent:lisbon")
+    assert (lisbon.status, lisbon.valid_to) == ("superseded", jun)
+    created = {e.memory_id: e.data for e in res.events if e.type == "memory.created"}
+    assert created[paris.memory_id]["superseded_by"] == rome.memory_id  # so Rome leaving gives it back
+
+
 def test_restatements_kept_are_the_newest() -> None:
     paris = fact("lives_in", "ent:paris", at=T0)
     for day in range(1, RESTATED_MAX + 10):
