@@ -439,8 +439,8 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
     again_ids = _written_again(resumed, now, writes, events)
     rest = [m for m in holding if m not in targets and not _is_statement(m)]
     changed: dict[str, tuple[Memory, Event]] = {}
-    settled = _undisputed([m for m in rest if _is_current(m)], now)
-    if settled is not None and any(m.status == "disputed" for m in targets):
+    disputed = any(m.status == "disputed" for m in targets)
+    if disputed and (settled := _undisputed([m for m in rest if _is_current(m)], now)) is not None:
         changed[settled[0].memory_id] = settled
     if resumed and is_single_valued(new.predicate or ""):
         # the other side of a tie holds until the negated value is said again
