@@ -213,9 +213,10 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 raise Failed(f"{what} names {memory_id}, {'unknown' if w is None else 'of ' + str(w.space)}")
 
     def _resumed(self, ids: Iterable[str], space: Space, door: str) -> None:
-        """Facts an outcome wrote anew: values it ended before they were said again (text learnt on read)."""
+        """Facts an outcome wrote anew: values it ended before they were said again (their text, tags and
+        metadata, the fact's own, learnt on read)."""
         for memory_id in ids:
-            self._stored(memory_id, space, f"{door} (resumed)", type="fact", tags=[])
+            self._stored(memory_id, space, f"{door} (resumed)", type="fact")
 
     def _resumed_by(self, space: Space, door: str) -> None:
         """A fact back from the archive or edited ends a value before a time that value was said again:
@@ -289,6 +290,9 @@ class ReadAfterWrite(RuleBasedStateMachine):
                 if w is not None and w.space.org == org:
                     w.text = w.text if w.text is not None else row.text
                     w.type = w.type if w.type is not None else row.type
+                    if w.door.endswith("(resumed)"):
+                        w.tags = w.tags if w.tags is not None else row.tags
+                        w.metadata = w.metadata if w.metadata is not None else row.metadata
                 if row.status == "disputed":
                     self.model.disputed.add(row.memory_id)
 
