@@ -15,7 +15,8 @@ validity (valid_from, valid_to) does not move.
 - where the fact now holds a value: a current fact of the same value and the edited one are one
   statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
   its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
-  at its time end there, a later value makes it history, an equal tie disputes;
+  at its time end there, a later value makes it history, an equal tie disputes; a fact that had ended
+  keeps its end there;
 - a key it left: the facts it had ended (an event of theirs names it as `superseded_by`) hold again,
   until the next value of the key, or as its current value when nothing else holds it (reason
   "reinstated"), as when it is deleted or archived (`supersession.settle_keys_left`);
@@ -163,11 +164,12 @@ def _write(store: Store, writes: list[Memory], events: list[Event]) -> None:
 
 
 def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
-    """One current value in the key(s) the edited fact now holds (module docstring): the fact placed
+    """One value at a time in the key(s) the edited fact now holds (module docstring): the fact placed
     on its key's timeline as a fact back from the archive is (`supersession.reconcile`)."""
-    if not fact.keys or not _is_current(fact) or fact.archived:
+    if not fact.keys or fact.archived:
         return
-    fresh = msgspec.structs.replace(fact, status="active")
+    # a value that had ended (history of its old key) keeps its end, as one back from the archive does
+    fresh = msgspec.structs.replace(fact, status="active") if _is_current(fact) else fact
     placed = reconcile(fresh, existing_for(store, fact), now=now, reason="edited")
     if not placed.writes:
         return

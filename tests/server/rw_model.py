@@ -148,8 +148,11 @@ def value_of(row: Row) -> str:
 
 
 def _tie(rows: Sequence[Row], disputed: set[str]) -> bool:
-    """Values held at once only by a dispute: facts of one time, each shown disputed at some point."""
-    return len({r.holds_from for r in rows}) == 1 and all(r.memory_id in disputed for r in rows)
+    """Values held at once only by a dispute: facts of one time, one of them shown disputed at some
+    point (when one side of a tie ends, the other is the value again: active, its history a tie)."""
+    return len({r.holds_from for r in rows}) == 1 and any(
+        r.memory_id in disputed or r.status == "disputed" for r in rows
+    )
 
 
 def _by_key(rows: Iterable[Row], exempt: set[str]) -> dict[tuple[Space, str], list[Row]]:

@@ -163,6 +163,30 @@ def test_an_edit_to_the_value_of_another_current_fact_keeps_one(
     assert current(client, auth) == ["User likes jazz", "User likes tea"]
 
 
+def test_an_ended_value_edited_into_another_key_takes_its_place_there(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Age 29 from June, ended by 31 in March; Rome from June. The 29 edited to "User lives in Chicago"
+    held Chicago beside Rome, both current in June. It keeps its time and end, and ties with Rome."""
+    facts = [("age", {"object_num": 29}, "2024-06-10"), ("age", {"object_num": 31}, "2025-03-01"),
+             ("lives_in", {"object_text": "Rome"}, "2024-06-10")]  # fmt: skip
+    ids = []
+    for predicate, value, day in facts:
+        item = {"subject": "ent:sam", "entity_id": "ent:sam", "predicate": predicate, **value,
+                "timestamp": f"{day}T00:00:00Z"}  # fmt: skip
+        r = client.post("/v0/memories:batch_upsert", json={"items": [item]}, headers=auth)
+        assert r.status_code == 200, r.text
+        ids.append(r.json()["upserts"][0]["memory_id"])
+    put(client, auth, ids[0], text="User lives in Chicago")
+    chicago, rome = stored(client, auth, ids[0]), stored(client, auth, ids[2])
+    assert (chicago["predicate"], chicago["status"], chicago["valid_to"]) == (
+        "lives_in",
+        "disputed",
+        "2025-03-01T00:00:00Z",
+    )
+    assert rome["status"] == "active"  # the value once Chicago's tie has ended
+
+
 def _disputed_pair(client: TestClient[Litestar], auth: dict[str, str]) -> tuple[str, str]:
     items = [
         {"subject": "ent:sam", "entity_id": USER, "predicate": "lives_in", "object_text": city,
