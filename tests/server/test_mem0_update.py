@@ -168,8 +168,11 @@ def test_an_ended_value_edited_into_another_key_takes_its_place_there(
 ) -> None:
     """Age 29 from June, ended by 31 in March; Rome from June. The 29 edited to "User lives in Chicago"
     held Chicago beside Rome, both current in June. It keeps its time and end, and ties with Rome."""
-    facts = [("age", {"object_num": 29}, "2024-06-10"), ("age", {"object_num": 31}, "2025-03-01"),
-             ("lives_in", {"object_text": "Rome"}, "2024-06-10")]  # fmt: skip
+    facts: list[tuple[str, dict[str, Any], str]] = [
+        ("age", {"object_num": 29}, "2024-06-10"),
+        ("age", {"object_num": 31}, "2025-03-01"),
+        ("lives_in", {"object_text": "Rome"}, "2024-06-10"),
+    ]
     ids = []
     for predicate, value, day in facts:
         item = {"subject": "ent:sam", "entity_id": "ent:sam", "predicate": predicate, **value,
