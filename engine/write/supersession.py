@@ -431,7 +431,7 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
     resumed: list[Memory] = []
     for old in targets:
         kept, again = _resumed(old, t_new, now)
-        ended, event = _end(kept, t_new, now, None, "negation")
+        ended, event = _tie_kept(kept, *_end(kept, t_new, now, None, "negation"))
         writes.append(ended)
         events.append(event)
         if again is not None:

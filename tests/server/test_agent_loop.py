@@ -247,6 +247,26 @@ def test_a_negated_side_of_a_tie_said_again_later_ends_the_other_then(
     assert _lives(client, auth, entity, "2024-01-01") == ["User lives in Rome"]
 
 
+def test_a_negated_side_of_a_tie_stays_a_tie_in_its_history(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Paris and Rome tie in 2023; "not Paris" today: Rome is the value, and a read as of 2023 shows the
+    tie marked, not two plain values."""
+    entity = "ent:tie-history"
+    ids = [
+        assemble(client, auth, entity, f"I live in {city}.", as_of="2023-06-01T00:00:00Z")["extracted"][
+            "upserts"
+        ][1]["memory_id"]
+        for city in ("Paris", "Rome")
+    ]
+    assemble(client, auth, entity, "I don't live in Paris anymore.")
+    paris, rome = (client.get(f"/v0/memories/{i}", headers=auth).json() for i in ids)
+    assert (paris["status"], rome["status"]) == ("disputed", "active") and paris["valid_to"] is not None
+    then = current_facts(client, auth, entity, as_of="2024-01-01T00:00:00Z")
+    assert "User lives in Paris (disputed)" in [x.split(" (since")[0] for x in then], then
+    assert _lives(client, auth, entity) == ["User lives in Rome"]
+
+
 def test_a_value_back_from_the_archive_gives_back_only_what_it_ended_last(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
