@@ -70,18 +70,18 @@ _MY_REL_NAME = re.compile(
     rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$))",
     re.IGNORECASE,
 )
-_HAVE_PET = re.compile(
-    rf"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
+#: a pet after its count or article: its kind, and its name when given
+_PET_TAIL = (
     rf"(?:new |little |young |old |rescue |black |white |orange |grey |gray )?(?P<k>{PETS})(?:s|es)?{_NOT_A_PET}"
-    rf"(?: (?:named|called) {_NAME})?\b",
+    rf"(?: (?:named|called) {_NAME})?\b"
+)
+_HAVE_PET = re.compile(
+    r"^(?:have|has|got|adopted|own|owns|rescued|just got) (?:an? |one |two |three |\d+ |a new |two new |another |a second |a third )?"
+    + _PET_TAIL,
     re.IGNORECASE,
 )
 #: the next pet of a list after one `_HAVE_PET` matched ("a dog, a cat and a parrot named Polly")
-_AND_PET = re.compile(
-    rf"(?:,? and |, )(?:an? |one |two |three |\d+ |another )?(?:new |little |young |old |rescue |black |white |"
-    rf"orange |grey |gray )?(?P<k>{PETS})(?:s|es)?{_NOT_A_PET}(?: (?:named|called) {_NAME})?\b",
-    re.IGNORECASE,
-)
+_AND_PET = re.compile(r"(?:,? and |, )(?:an? |one |two |three |\d+ |another )?" + _PET_TAIL, re.IGNORECASE)
 _PET_DIED = re.compile(
     rf"\b(?:our|my) (?:old |beloved |sweet |little )?(?P<k>{PETS})(?:,? {_NAME},?)? (?:passed away|died|passed on|"
     rf"was put down|had to be put down|crossed the rainbow bridge)\b",
