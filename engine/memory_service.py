@@ -44,6 +44,7 @@ from engine.models import (
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
 from engine.write.supersession import (
+    contrary_for,
     existing_for,
     lock_for_write,
     next_value_start,
@@ -299,7 +300,9 @@ class MemoryService:
             # back from the archive, or moved to another space (its metadata's run or app): one current
             # value again where it now is
             if not new.archived and ("archived" in changed or not same_space(old, new)):
-                placed = reconcile(new, existing_for(self.store, new), now=now)
+                placed = reconcile(
+                    new, existing_for(self.store, new), now=now, contrary=contrary_for(self.store, new)
+                )
                 if placed.writes:
                     new, others, events = placed.writes[0], placed.writes[1:], placed.events[1:]
                     changed = sorted(

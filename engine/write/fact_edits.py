@@ -37,7 +37,17 @@ from engine.memory_service import MemoryEdit, MemoryService
 from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, Sensitivity
 from engine.storage.base import Store
 from engine.write.ingest import draft_to_memory
-from engine.write.supersession import existing_for, reconcile, settle_keys_left, settle_lone_dispute
+from engine.write.supersession import (
+    contrary_for,
+    contrary_key,
+    existing_for,
+    keys_read,
+    reconcile,
+    reinstate_contrary,
+    same_value,
+    settle_keys_left,
+    settle_lone_dispute,
+)
 
 #: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
 VALUE_METADATA = ("object_name", "event_date", "negated")
@@ -137,9 +147,8 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
         before = memories.get(org_id, memory_id)
         # the keys' locks before the row's (the order every writer keeps): an add of the same key
         # waits instead of deadlocking; then the row as it stands
-        store.lock_keys(
-            org_id, [(before.namespace, k) for k in {*(before.keys or []), *(plan.value.keys or [])}]
-        )
+        stating = msgspec.structs.replace(before, predicate=plan.value.predicate, keys=plan.value.keys)
+        store.lock_keys(org_id, sorted({*keys_read(before), *keys_read(stating)}))
         before = memories.get(org_id, memory_id)
         after = memories.update(org_id, memory_id, _with_value(plan.edit, before, plan.value))
         if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):
@@ -147,6 +156,8 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
             _settle_own_key(store, after, now)
             left = [key for key in before.keys or [] if key not in (after.keys or [])]
             settle_keys_left(store, before, now, left)
+            if contrary_key(before) != contrary_key(after) or not same_value(before, after):
+                reinstate_contrary(store, before, now)  # the stance it stated is no longer stated
             for key in after.keys or []:
                 settle_lone_dispute(store, after, key, now)
         return memories.get(org_id, memory_id)
@@ -170,7 +181,9 @@ def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
         return
     # a value that had ended (history of its old key) keeps its end, as one back from the archive does
     fresh = msgspec.structs.replace(fact, status="active") if _is_current(fact) else fact
-    placed = reconcile(fresh, existing_for(store, fact), now=now, reason="edited")
+    placed = reconcile(
+        fresh, existing_for(store, fact), now=now, reason="edited", contrary=contrary_for(store, fact)
+    )
     if not placed.writes:
         return
     writes, events = list(placed.writes[1:]), list(placed.events[1:])

@@ -56,11 +56,12 @@ write elsewhere must never leave it with no current value.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
-  rule (an ended one keeps its end), so a key never holds two values at once.
+  rule (an ended one keeps its end), so a key never holds two values at once; a stance ends its
+  contrary again.
 - A fact that leaves its keys (deleted, archived, moved to another space, edited away:
   `settle_keys_left`) gives back what it superseded: those facts hold until the key's next value, or
-  again as its current value (`reinstate`; in a multi-valued key only the same value counts), and a
-  value it disputed is active.
+  again as its current value (`reinstate`; in a multi-valued key only the same value counts), a
+  stance gives back the contrary it ended (`reinstate_contrary`), and a value it disputed is active.
 """
 
 from __future__ import annotations
@@ -411,11 +412,12 @@ def _multi(new: Memory, contrary: list[Memory], t_new: datetime, now: datetime) 
     ends when it begins (or, begun later, ends it)."""
     opposed = [m for m in contrary if _is_current(m) and same_value(m, new)]
     later = [effective_time(m) for m in opposed if effective_time(m) > t_new]
-    stored = new
+    stored, by = new, None
     if later:
+        by = min((effective_time(m), m.memory_id) for m in opposed if effective_time(m) > t_new)[1]
         stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later))
     ended = [m for m in opposed if effective_time(m) <= t_new]
-    return _placed(stored, ended, [], t_new, now, history=bool(later))
+    return _placed(stored, ended, [], t_new, now, history=bool(later), ended_by=by)
 
 
 def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
@@ -558,7 +560,12 @@ def _placed(
 
 
 def reconcile(
-    memory: Memory, existing: Sequence[Memory], *, now: datetime, reason: str = "unarchived"
+    memory: Memory,
+    existing: Sequence[Memory],
+    *,
+    now: datetime,
+    reason: str = "unarchived",
+    contrary: Sequence[Memory] = (),
 ) -> Resolution:
     """A fact that comes back (from the archive, or edited to another value) meets the other values of
     its key again: placed on the key's timeline as if written anew at its own time, so the values that
@@ -567,7 +574,8 @@ def reconcile(
     began). A fact that had ended (superseded, negated, or given a
     valid_to) keeps its end, or ends sooner when a value written meanwhile began before that. A
     multi-valued key keeps its other values. Nothing changes for a fact without a key or one that never
-    held. Its first event says `reason` and is `memory.updated` (the fact already exists)."""
+    held. A stance ends its `contrary` as a new one does. Its first event says `reason` and is
+    `memory.updated` (the fact already exists)."""
     others = [m for m in existing if m.memory_id != memory.memory_id]
     unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
     t = effective_time(memory)
@@ -604,11 +612,7 @@ def reconcile(
                 placed.events[0] = msgspec.structs.replace(first, data=data)
             placed.writes[0] = kept
     else:
-        placed = Resolution(
-            outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"),
-            writes=[memory],
-            events=[_created(memory, now, "UPSERTED")],
-        )
+        placed = _multi(memory, [m for m in contrary if m.memory_id != memory.memory_id], t, now)
     if placed.writes == [memory] and not twin_ends:
         return unchanged
     first = placed.events[0]
@@ -665,6 +669,8 @@ def settle_keys_left(store: Store, gone: Memory, now: datetime, keys: Iterable[s
     for key in (gone.keys or []) if keys is None else keys:
         reinstate(store, gone, key, now)
         settle_lone_dispute(store, gone, key, now)
+    if keys is None:
+        reinstate_contrary(store, gone, now)
 
 
 def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
@@ -687,6 +693,39 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
     held = [m for m in rows if not m.archived]
     if not is_single_valued(ended[0].predicate or "") and not _is_statement(ended[0]):
         held = [m for m in held if same_value(m, ended[0])]  # other values of a list never end it
+    _give_back(store, ended, held, t, now)
+
+
+def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
+    """A stance that leaves (a dislike of jazz deleted, archived, moved away or edited to another value)
+    gives back the contrary it ended (the like of jazz), as `reinstate` does in a key: until the next
+    statement of either stance on that value, or as current when none holds it."""
+    key = contrary_key(gone)
+    if key is None:
+        return
+    t = effective_time(gone)
+    stances = [
+        m
+        for m in store.find_by_key(gone.org_id, gone.namespace, key)
+        if same_space(m, gone) and same_value(m, gone)
+    ]
+    ended = [
+        m for m in stances
+        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
+    ]  # fmt: skip
+    if not ended:
+        return
+    again = [
+        m
+        for m in existing_for(store, gone)
+        if m.memory_id != gone.memory_id and same_value(m, gone) and not _is_statement(m)
+    ]
+    _give_back(store, ended, [*stances, *again], t, now)
+
+
+def _give_back(store: Store, ended: list[Memory], held: list[Memory], t: datetime, now: datetime) -> None:
+    """`ended` (ended at `t` by a value that left) hold again: until the first of `held` beginning at or
+    after `t`, or as current when none of `held` is current."""
     later = sorted(
         (effective_time(m), m.memory_id) for m in held if effective_time(m) >= t and m not in ended
     )
@@ -829,7 +868,7 @@ class KeyFacts:
     def contrary(self, memory: Memory) -> list[Memory]:
         """What `contrary_for` returns, its key read once per batch and narrowed to the facts whose
         value may equal `memory`'s (all `_multi` reads)."""
-        key = _contrary_key(memory)
+        key = contrary_key(memory)
         if key is None:
             return []
         return self._in_space((memory.org_id, memory.namespace, key), memory, value_tokens(memory))
@@ -857,7 +896,7 @@ class KeyFacts:
 
 def keys_read(memory: Memory) -> list[tuple[str, str]]:
     """The (namespace, key) pairs supersession reads to store `memory`: its keys and its contrary's."""
-    keys = [*(memory.keys or []), *filter(None, [_contrary_key(memory)])]
+    keys = [*(memory.keys or []), *filter(None, [contrary_key(memory)])]
     return [(memory.namespace, key) for key in keys]
 
 
@@ -872,14 +911,14 @@ def lock_keys_of(store: Store, memories: Sequence[Memory]) -> None:
 
 
 def lock_for_write(store: Store, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
-    """The memories as they stand, locked for a read-modify-write: their conflict keys first (what
-    supersession locks first), then their rows (`Store.lock_memories`), so a concurrent supersession,
+    """The memories as they stand, locked for a read-modify-write: their conflict keys and their
+    stances' contraries first (what supersession locks first), then their rows (`Store.lock_memories`), so a concurrent supersession,
     patch or delete of them is either done or waits. A memory deleted meanwhile is missing."""
     seen = store.get_memories(org_id, memory_ids)
-    keys = {(m.namespace, key) for m in seen for key in m.keys or []}
+    keys = {pair for m in seen for pair in keys_read(m)}
     store.lock_keys(org_id, sorted(keys))
     locked = store.lock_memories(org_id, memory_ids)
-    moved = {(m.namespace, key) for m in locked for key in m.keys or []} - keys
+    moved = {pair for m in locked for pair in keys_read(m)} - keys
     if moved:  # an edit gave it other keys between the two reads: they are locked now, out of order
         store.lock_keys(org_id, sorted(moved))
     return locked
@@ -888,13 +927,13 @@ def lock_for_write(store: Store, org_id: str, memory_ids: Sequence[str]) -> list
 def contrary_for(store: Store, memory: Memory) -> list[Memory]:
     """The facts of `memory`'s space that its predicate's contrary states about its subject (a like's
     dislikes); none for a predicate without one."""
-    key = _contrary_key(memory)
+    key = contrary_key(memory)
     if key is None:
         return []
     return [m for m in store.find_by_key(memory.org_id, memory.namespace, key) if same_space(m, memory)]
 
 
-def _contrary_key(memory: Memory) -> str | None:
+def contrary_key(memory: Memory) -> str | None:
     """The conflict key of the contrary of `memory`'s predicate about its subject, if it has one."""
     other = spec_for(memory.predicate or "").contrary
     if other is None or memory.subject is None:

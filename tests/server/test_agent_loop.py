@@ -215,6 +215,59 @@ def test_a_value_deleted_gives_back_the_history_stored_before_it(
     assert _lives(client, auth, entity) == ["User lives in Berlin"]
 
 
+def _jazz(
+    client: TestClient[Litestar], headers: dict[str, str], entity: str, as_of: str | None = None
+) -> list[str]:
+    fields = {"as_of": f"{as_of}T00:00:00Z"} if as_of else {}
+    facts = current_facts(client, headers, entity, **fields)
+    return [x.split(" (")[0] for x in facts if "jazz" in x]
+
+
+def test_a_stance_deleted_or_archived_gives_back_its_contrary(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I love jazz", then "I hate jazz now"; the dislike removed: the like holds again, as a value a
+    removed value had replaced does. Unarchived, the dislike ends the like again."""
+    for how in ("deleted", "archived"):
+        entity = f"ent:stance-{how}"
+        assemble(client, auth, entity, "I love jazz.", as_of="2024-01-01T00:00:00Z")
+        hate = assemble(client, auth, entity, "I hate jazz now.", as_of="2024-03-01T00:00:00Z")
+        assert _jazz(client, auth, entity) == ["User dislikes jazz"], how
+        _remove(client, auth, hate["extracted"]["upserts"][1]["memory_id"], how)
+        assert _jazz(client, auth, entity) == _jazz(client, auth, entity, "2024-04-01") == ["User likes jazz"]
+        if how == "archived":
+            dislike = hate["extracted"]["upserts"][1]["memory_id"]
+            r = client.patch(f"/v0/memories/{dislike}", json={"archived": False}, headers=auth)
+            assert r.status_code == 200, r.text
+            assert _jazz(client, auth, entity) == ["User dislikes jazz"]
+            assert _jazz(client, auth, entity, "2024-02-01") == ["User likes jazz"]
+
+
+def test_a_stance_deleted_gives_back_the_contrary_stored_before_it(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """The like told after the dislike but dated before it is history ending where the dislike began;
+    the dislike deleted, the like holds. With the like said again later, the first holds until then."""
+    entity = "ent:stance-history"
+    hate = assemble(client, auth, entity, "I hate jazz.", as_of="2024-03-01T00:00:00Z")
+    assemble(client, auth, entity, "I love jazz.", as_of="2024-01-01T00:00:00Z")
+    assert _jazz(client, auth, entity, "2024-02-01") == ["User likes jazz"]
+    assert _jazz(client, auth, entity) == ["User dislikes jazz"]
+    _remove(client, auth, hate["extracted"]["upserts"][1]["memory_id"], "deleted")
+    assert _jazz(client, auth, entity) == ["User likes jazz"]
+
+    entity = "ent:stance-again"
+    assemble(client, auth, entity, "I love jazz.", as_of="2024-01-01T00:00:00Z")
+    hate = assemble(client, auth, entity, "I hate jazz now.", as_of="2024-03-01T00:00:00Z")
+    assemble(client, auth, entity, "I love jazz again.", as_of="2024-06-01T00:00:00Z")
+    _remove(client, auth, hate["extracted"]["upserts"][1]["memory_id"], "deleted")
+    for when in ("2024-04-01", "2024-07-01", None):
+        assert _jazz(client, auth, entity, when) == ["User likes jazz"], when
+    likes = client.get("/v0/memories", params={"entity_id": entity, "type": "fact"}, headers=auth).json()
+    ends = sorted((m["valid_to"] or "")[:10] for m in likes["items"])
+    assert ends == ["", "2024-06-01"], ends
+
+
 def _ids(client: TestClient[Litestar], headers: dict[str, str], entity: str) -> list[str]:
     """The entity's facts, newest first."""
     items = client.get("/v0/memories", params={"entity_id": entity, "type": "fact"}, headers=headers).json()

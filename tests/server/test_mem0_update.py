@@ -145,6 +145,21 @@ def test_deleting_a_value_brings_back_the_one_it_replaced(
     assert (again["id"], again["event"]) == (paris["id"], "NONE")
 
 
+def test_editing_a_stance_away_brings_back_its_contrary(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A dislike of jazz edited to a dislike of opera: the like of jazz it ended holds again; edited back,
+    it ends the like again."""
+    (like,) = add(client, auth, "I love jazz.")
+    (dislike,) = add(client, auth, "I hate jazz now.")
+    assert current(client, auth) == ["User dislikes jazz"]
+    put(client, auth, dislike["id"], text="User dislikes opera")
+    assert current(client, auth) == ["User dislikes opera", "User likes jazz"]
+    assert stored(client, auth, like["id"])["status"] == "active"
+    put(client, auth, dislike["id"], text="User dislikes jazz")
+    assert current(client, auth) == ["User dislikes jazz"]
+
+
 def test_an_edit_to_the_value_of_another_current_fact_keeps_one(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

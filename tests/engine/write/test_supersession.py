@@ -484,6 +484,7 @@ def test_a_stance_ends_its_contrary() -> None:
     res = resolve(fact("likes", "olives"), [], contrary=[dislike], now=NOW)
     assert res.outcome.action == "UPSERTED" and res.outcome.history
     assert [(m.status, m.valid_to) for m in res.writes] == [("superseded", later)]
+    assert res.events[0].data["superseded_by"] == dislike.memory_id  # so the dislike leaving gives it back
     assert resolve(fact("avoids", "meat", at=later), [], contrary=[fact("eats", "meat")],
                    now=NOW).outcome.action == "SUPERSEDED"  # fmt: skip
 
