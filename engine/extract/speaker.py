@@ -11,7 +11,8 @@ label. Extraction reads the text after the label.
   reads a sentence after such an opener as the speaker's, `rules.clauses.LEAD`).
 
 A turn of several lines may hold several speakers ("Ann: I live in Rome\nBob: I live in Oslo"):
-`parts_of` gives each labelled line's speaker the lines up to the next label.
+`parts_of` gives each labelled line's speaker the lines up to the next label. A labelled line may hold
+the next speaker after a sentence's end ("Jon: I live in Denver. Gina: I live in Austin!").
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent", "system", "model"})
 #: so are the labels of quoted or pasted text ("Translate: ...", an email's "From: ..."), whose words
 #: are no speaker's own (`clauses.LEAD` does not strip them)
 NOT_SPEAKERS = frozenset(LABELS) | word_set(
-    "translate translation from to cc bcc sent date roleplay quote reply prompt input output"
+    "translate translation from to cc bcc sent date roleplay quote reply prompt input output reason "
+    "price cost total time place location address phone email name source link score rating verdict "
+    "conclusion plan step pros cons update"
 )
 #: a title before a name: "Dr. Smith" is a speaker of their own (ent:dr-smith), since "Mr. Smith" and
 #: "Mrs. Smith" are two people
@@ -88,13 +91,37 @@ def speaker_of(text: str) -> Speaker:
     return Speaker(kind="none", body=text)
 
 
+#: where a sentence ends and another may open with a speaker's label ("Dr." ends no sentence)
+_NEXT_LABEL = re.compile(
+    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bMx\.)(?<!\bProf\.)\s+"
+    rf"(?={UPPER}[\w'.\-]{{0,40}}(?: {UPPER}[\w'.\-]{{0,40}}){{0,2}}\s*:\s)"
+)
+
+
+def _speakers_lines(text: str) -> list[str]:
+    """The turn's lines, a labelled line cut where another speaker's label opens a sentence."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if speaker_of(line).kind == "none":
+            lines.append(line)
+            continue
+        start = 0
+        for cut in _NEXT_LABEL.finditer(line):
+            if speaker_of(line[cut.end() :]).kind != "none":
+                lines.append(line[start : cut.start()])
+                start = cut.end()
+        lines.append(line[start:])
+    return lines
+
+
 def parts_of(text: str) -> list[Speaker]:
     """The speakers of a turn in order, each with its part of the text: a line that opens with a
-    speaker's label (a person, a user or an agent role) starts that speaker's part, other lines go on
-    with the part before; consecutive parts of one speaker are one."""
+    speaker's label (a person, a user or an agent role) starts that speaker's part, as does such a label
+    opening a sentence of a labelled line; other lines go on with the part before; consecutive parts of
+    one speaker are one."""
     heads: list[Speaker] = []
     lines: list[list[str]] = []
-    for line in text.split("\n"):
+    for line in _speakers_lines(text):
         said = speaker_of(line)
         if heads and (said.kind == "none" or (said.kind, said.name) == (heads[-1].kind, heads[-1].name)):
             lines[-1].append(said.body)

@@ -162,6 +162,11 @@ ALIASES: Mapping[str, str] = {
 }
 
 _FAVORITE = re.compile(r"^favou?rite_([a-z0-9_]+)$")
+#: one favorite, however it is spelled: "favourite colour" is the favorite color
+_US_SPELLING = {
+    "colour": "color", "colours": "colors", "flavour": "flavor", "flavours": "flavors", "theatre": "theater",
+    "programme": "program", "jewellery": "jewelry", "neighbourhood": "neighborhood", "humour": "humor",
+}  # fmt: skip
 
 
 def canonical(name: str) -> str:
@@ -170,7 +175,8 @@ def canonical(name: str) -> str:
     key = ALIASES.get(key, key)
     m = _FAVORITE.match(key)
     if m:
-        return f"favorite_{m.group(1)}"
+        thing = "_".join(_US_SPELLING.get(w, w) for w in m.group(1).split("_"))
+        return f"favorite_{thing}"
     return key
 
 

@@ -562,6 +562,31 @@ def test_a_named_speakers_turn_is_about_the_speaker(
     assert bot["facts"] == [] and bot["upserts"][0]["action"] == "UPSERTED"
 
 
+def test_two_speakers_on_one_line_keep_their_own_facts(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "Jon: I live in Denver. Gina: Wow, I live in Austin!" gave Jon Austin, ending Denver in the same
+    turn. Each speaker's sentences are theirs."""
+    said = assemble(client, auth, "ent:conv-2", "Jon: I live in Denver. Gina: Wow, I live in Austin!")
+    facts = sorted((f["subject"], f["object"]) for f in said["extracted"]["facts"])
+    assert facts == [("ent:gina", "ent:austin"), ("ent:jon", "ent:denver")]
+    assert [u["action"] for u in said["extracted"]["upserts"][1:]] == ["UPSERTED", "UPSERTED"]
+
+
+def test_what_one_is_besides_a_job_or_a_name_ends_neither(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I'm working as a barista" stored "works as a working as a barista" over "barista"; "I'm Catholic"
+    replaced the name; "I'm a terrible cook" replaced the job."""
+    entity = "ent:everyday"
+    said = assemble(client, auth, entity, "I'm working as a barista.")["extracted"]
+    assert [u["action"] for u in said["upserts"][1:]] == ["UPSERTED"]
+    for turn in ("My name is Dana.", "I'm Catholic.", "I'm a terrible cook."):
+        assemble(client, auth, entity, turn)
+    now = [x.split(" (")[0] for x in current_facts(client, auth, entity)]
+    assert sorted(now) == ["User works as a barista", "User's name is Dana"], now
+
+
 def test_a_name_with_a_capital_beyond_ascii_is_a_name(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

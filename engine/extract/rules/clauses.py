@@ -69,6 +69,14 @@ LEAD = re.compile(
 )
 _LEAD = LEAD
 _SELF = re.compile(r"^(?:I|we)\s+(?P<vp>.+)$", re.IGNORECASE)
+#: the speaker with someone, unnamed or named: "My wife and I moved to Denver", "Me and my boyfriend
+#: just moved to Austin", "Tom and I live in Rome" say what "we" would ("My wife Sarah and I": `_MY_REL`)
+_WITH = r"(?:(?:best|new|old|little|big|younger|older|two|three|whole)\s+)?(?!and\b)[a-z]+"
+_JOINT = re.compile(
+    rf"^(?:(?:my|our)\s+{_WITH}\s+and\s+I|me\s+and\s+(?:my|our)\s+{_WITH}(?=\s)"
+    rf"|(?P<name>(?-i:{UPPER}){NAME_CHAR}{{1,40}})\s+and\s+I)\s+(?P<vp>.+)$",
+    re.IGNORECASE,
+)
 _MY_REL = re.compile(
     rf"^my\s+(?:(?:older|younger|little|big|baby|eldest|youngest|new)\s+)?(?P<rel>{_REL})(?:,)?\s+(?P<name>{_NAME})(?:,)?\s+(?P<vp>.+)$",
     re.IGNORECASE,
@@ -266,6 +274,8 @@ def _negation(vp: str) -> tuple[str, bool, bool]:
                 r"^(?:have |has )?(?:quit|gave up|given up)", vp, re.I
             ):
                 inner = _ing_to_base(inner)
+            if not aux and re.match(r"^be\s", inner, re.I):  # "used to be a nurse", "stopped being vegan"
+                aux, inner = "am", inner[3:]
             return (f"{aux} {inner}" if aux else inner), True, False
     m = _PLAIN_NEG.match(vp)
     if m:
@@ -282,7 +292,9 @@ def make_clauses(sentence: str, user: str, collector: Collector) -> list[Clause]
     s = s.rstrip(" .!")
     me = collector.speaker
     subject, subject_name, is_self, vp = user, me, True, ""
-    m = _SELF.match(s)
+    m = _SELF.match(s) or _JOINT.match(s)
+    if m and m.groupdict().get("name") and not is_person_name(m.group("name")):
+        m = None
     if m:
         vp = m.group("vp")
     else:

@@ -81,7 +81,15 @@ NATIONALITIES = word_set(
     "American British English Scottish Irish Canadian Australian German French Italian Spanish "
     "Portuguese Dutch Belgian Swiss Austrian Swedish Norwegian Danish Finnish Polish Czech Greek "
     "Turkish Russian Ukrainian Japanese Chinese Korean Indian Brazilian Mexican Argentinian "
-    "Colombian Chilean Peruvian Nigerian Kenyan Egyptian Israeli Vietnamese Thai Filipino"
+    "Colombian Chilean Peruvian Nigerian Kenyan Egyptian Israeli Vietnamese Thai Filipino Welsh "
+    "Iranian Iraqi Syrian Lebanese Saudi Moroccan Ethiopian Ghanaian Pakistani Bangladeshi Nepali "
+    "Indonesian Malaysian Singaporean Taiwanese Romanian Hungarian Bulgarian Serbian Croatian Slovak "
+    "Lithuanian Latvian Estonian Icelandic Venezuelan Cuban Dominican Ecuadorian Jamaican Haitian"
+)
+#: what "I'm <word>" says of a person besides a name: a faith, an ethnicity, a region's people
+BELIEFS_AND_ORIGINS = word_set(
+    "Catholic Protestant Orthodox Jewish Muslim Buddhist Hindu Mormon Sikh Jain Atheist Agnostic "
+    "Hispanic Latino Latina Latinx Asian African European Arab Persian Scandinavian Caribbean"
 )
 PROFESSION_HEADS = word_set(
     """engineer developer programmer designer teacher nurse doctor physician surgeon dentist lawyer
@@ -130,7 +138,7 @@ def is_person_name(name: str) -> bool:
         return False
     if any(not _NAME_WORD.fullmatch(w) for w in words):
         return False
-    if words[0] in _STOP_CAPS or name in LANGUAGES or name in NATIONALITIES:
+    if words[0] in _STOP_CAPS or name in LANGUAGES or name in NATIONALITIES or name in BELIEFS_AND_ORIGINS:
         return False
     return not (is_place(name) or is_org(name) or is_product(name))
 

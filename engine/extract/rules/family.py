@@ -42,9 +42,18 @@ _TOGETHER = re.compile(
     rf"^{_NAME} and I (?:are|have been|got|just got) (?:now |officially |back )?"
     r"(?P<k>together|a couple|dating|an item|engaged|married)\b"
 )
-_BROKE_UP = re.compile(rf"^(?:have |has )?(?:(?:broke|broken|split) up with|dumped|divorced) {_NAME}")
+_BROKE_UP = re.compile(
+    rf"^(?:have |has )?(?:(?:broke|broken|split) up with|dumped|(?P<d>divorced|separated from)) {_NAME}"
+)
 _SPLIT_WITH = re.compile(
-    rf"^{_NAME} and I (?:have )?(?:broke up|split up|separated|split|got divorced|called it quits)\b"
+    rf"^{_NAME} and I (?:have )?(?:broke up|split up|(?P<d>separated|got divorced|got separated)|split|"
+    r"called it quits)\b"
+)
+#: the partner one has, named: "I have a boyfriend named Jake"
+_HAVE_PARTNER = re.compile(
+    rf"^(?:have|has) an? (?:new )?(?P<r>boyfriend|girlfriend|partner|wife|husband|fiance|fiancee),? "
+    rf"(?:named|called|(?:his|her|their) name is) {_NAME}",
+    re.IGNORECASE,
 )
 _PET_GONE = re.compile(
     rf"^(?:had to |have had to |just |recently )?(?:rehome|rehomed|re-home|re-homed|give away|gave away|gave up|"
@@ -52,7 +61,8 @@ _PET_GONE = re.compile(
     re.IGNORECASE,
 )
 _STATUS = re.compile(
-    r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)$",
+    r"^(?:am|is|got|have been|has been) (?:happily |recently |newly )?(?P<k>married|single|divorced|widowed|engaged|separated)"
+    r"(?: (?:again|now|officially|these days))?$",
     re.IGNORECASE,
 )
 _KIDS = re.compile(
@@ -67,7 +77,7 @@ _SIB_NAMED = re.compile(
     re.IGNORECASE,
 )
 _MY_REL_NAME = re.compile(
-    rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$))",
+    rf"\b[Mm]y (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?:'s name is| is (?:named|called)| is) {_NAME}(?=\s*(?:[,;.!]|$)|\s+(?:now|these days)\b)",
     re.IGNORECASE,
 )
 #: a pet after its count or article: its kind, and its name when given
@@ -116,13 +126,12 @@ def _self_statements(clause: Clause, out: Collector) -> None:
     if m and not vp:
         _pet(out, clause, m.group("k"), m.group("n"), negated=True)
     m = _TOGETHER.match(s.rstrip(" .!"))
-    if m and not vp:
+    if m:
         married = m.group("k") == "married"
         out.relative(clause, "wife" if married else "partner", m.group("n"), 0.8)
     m = _SPLIT_WITH.match(s.rstrip(" .!"))
-    if m and not vp and is_person_name(m.group("n")):
-        out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
-                 object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
+    if m and is_person_name(m.group("n")):  # "Sam and I split up" reads as "we split up" too
+        _split(out, clause, m.group("n"), married=bool(m.group("d")))
 
 
 def _partner(clause: Clause, out: Collector, vp: str) -> None:
@@ -135,6 +144,9 @@ def _partner(clause: Clause, out: Collector, vp: str) -> None:
     m = _DATING.match(vp)
     if m:
         out.relative(clause, "partner", m.group("n"), 0.8)
+    m = _HAVE_PARTNER.match(vp)
+    if m and clause.is_self:
+        out.relative(clause, m.group("r").lower(), m.group("n"), 0.85)
     m = _STATUS.match(vp)
     if m:
         out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
@@ -165,8 +177,13 @@ def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:
         _pet(out, clause, m.group("k"), m.group("n"), negated=True)
     m = _BROKE_UP.match(vp)
     if m and clause.is_self and not clause.negated and is_person_name(m.group("n") or ""):
-        out.fact(clause, "partner", out.entity(m.group("n"), "person"), object_type="entity",
-                 object_name=m.group("n"), negated=True, confidence=0.75)  # fmt: skip
+        _split(out, clause, m.group("n"), married=bool(m.group("d")))
+
+
+def _split(out: Collector, clause: Clause, name: str, *, married: bool) -> None:
+    """A break-up ends the partner; a divorce or separation ends the spouse."""
+    out.fact(clause, "spouse" if married else "partner", out.entity(name, "person"), object_type="entity",
+             object_name=name, negated=True, confidence=0.75)  # fmt: skip
 
 
 def extract(clause: Clause, out: Collector) -> None:

@@ -23,9 +23,11 @@ from engine.letters import LETTER, NAME_CHAR, UPPER
 _NAME = rf"(?P<name>(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}}){{0,2}}))"
 #: a title is no part of the name: "Dr. Sam Smith" is Sam Smith
 _TITLE = r"(?:(?-i:Dr|Mr|Mrs|Ms|Mx|Prof)\.?\s+)?"
-_MY_NAME = re.compile(rf"\bmy (?:full |first )?name is {_TITLE}{_NAME}", re.IGNORECASE)
+_MY_NAME = re.compile(
+    rf"\b(?:my (?:full |first |new |legal |real )?name is|changed my name to) {_TITLE}{_NAME}", re.IGNORECASE
+)
 _CALL_ME = re.compile(
-    rf"\b(?:(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go(?:es)? by) {_NAME}",
+    rf"(?:^(?:(?:oh|ok|okay|so|and|also),? )?call me|\b(?:you can|please|just) call me|(?:everyone|people|friends|most people) calls? me|i go(?:es)? by) {_NAME}",
     re.IGNORECASE,
 )
 _AM_NAME = re.compile(rf"^am {_TITLE}{_NAME}(?:\s*[,!.].*)?$")

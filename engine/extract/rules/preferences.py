@@ -79,6 +79,11 @@ _DIET = re.compile(
     rf"|^(?:follow|follows|eat|eat a) (?:a |an )?(?P<d3>{_DIETS}) diet\b",
     re.IGNORECASE,
 )
+_DIET_LEFT = re.compile(
+    rf"^(?:have |has )?(?:quit|gave up|given up|stopped|dropped|ditched) (?:the |my |being |doing |going |eating )?"
+    rf"(?P<d>{_DIETS})(?: diet)?\b",
+    re.IGNORECASE,
+)
 _INTOLERANT = re.compile(r"^(?:am|is) (?P<o>lactose|gluten) intolerant\b", re.IGNORECASE)
 _EATS = re.compile(r"^(?:eat|eats|drink|drinks|consume) (?P<o>.+)$", re.IGNORECASE)
 _PLAYS = re.compile(r"^(?:play|plays|(?:am|is) playing) (?:the )?(?P<o>.+)$", re.IGNORECASE)
@@ -140,7 +145,7 @@ def _items(raw: str) -> list[str]:
             continue  # "I love live shows, especially on a summer night": when, not another thing
         item = strip_article(
             re.sub(
-                r"^(?:to|especially|particularly|both(?: of)?|also|like|such as|including)(?:\s+|$)",
+                r"^(?:to|especially|particularly|both(?: of)?|either|also|like|such as|including)(?:\s+|$)",
                 "",
                 item,
                 flags=re.IGNORECASE,
@@ -188,10 +193,24 @@ def _hobbies(clause: Clause, out: Collector) -> None:
             out.fact(clause, "hobby", item, confidence=0.85, negated=False)
 
 
+#: "neither tea nor coffee": each thing denied, as "I don't like tea or coffee" denies them
+_NEITHER = re.compile(r"^neither (?P<a>.+?) nor (?P<b>.+)$", re.IGNORECASE)
+
+
+def _neither(raw: str) -> str | None:
+    """The things a "neither ... nor ..." object denies, as a list ("tea and coffee"); None for another."""
+    m = _NEITHER.match(raw.strip())
+    return f"{m.group('a')} and {m.group('b')}" if m else None
+
+
 def _likes(clause: Clause, out: Collector, vp: str) -> None:
     """Likes and dislikes, what one is into, and what one is over."""
     m = _LIKES.match(vp)
-    if m:
+    if m and (denied := _neither(m.group("o"))) is not None:
+        if not clause.plain_negation and not clause.negated:
+            for item in _items(denied):
+                out.fact(clause, "dislikes", item, confidence=0.8)
+    elif m:
         predicate = "dislikes" if clause.plain_negation else "likes"
         for item in _items(m.group("o")):
             out.fact(clause, predicate, item, confidence=0.8, negated=clause.negated)
@@ -223,13 +242,13 @@ def _food(clause: Clause, out: Collector, vp: str) -> None:
     m = _INTOLERANT.match(vp)
     if m and not clause.plain_negation:
         out.fact(clause, "allergic_to", m.group("o").lower(), confidence=0.8)
-    m = _DIET.match(vp)
-    if m and not clause.plain_negation:
-        diet = (m.group("d") or m.group("d2") or m.group("d3")).lower().replace(" ", "-")
-        diet = {"pescetarian": "pescatarian", "ketogenic": "keto"}.get(diet, diet)
-        out.fact(clause, "diet", diet, confidence=0.85)
+    _diet(clause, out, vp)
     m = _EATS.match(vp)
-    if m:
+    if m and (denied := _neither(m.group("o"))) is not None:
+        if not clause.plain_negation and not clause.negated:
+            for item in _items(denied):
+                out.fact(clause, "avoids", item, confidence=0.75)
+    elif m:
         drink = vp.lower().startswith("drink")
         for item in _items(m.group("o")):
             if clause.negated:
@@ -241,11 +260,24 @@ def _food(clause: Clause, out: Collector, vp: str) -> None:
                 out.fact(clause, "eats", item, confidence=0.7)
 
 
+def _diet(clause: Clause, out: Collector, vp: str) -> None:
+    """A diet one follows, or one given up ("I quit keto": a negation)."""
+    if clause.plain_negation:
+        return
+    m = _DIET.match(vp)
+    left = _DIET_LEFT.match(vp) if not m and not clause.negated else None
+    if (found := m or left) is not None:
+        diet = (found.group("d") or found.groupdict().get("d2") or found.groupdict().get("d3") or "").lower()
+        diet = diet.replace(" ", "-")
+        diet = {"pescetarian": "pescatarian", "ketogenic": "keto"}.get(diet, diet)
+        out.fact(clause, "diet", diet, confidence=0.85, negated=True if left else None)
+
+
 def _plays_and_owns(clause: Clause, out: Collector, vp: str) -> None:
     if clause.plain_negation:
         return
     m = _PLAYS.match(vp)
-    if m:
+    if m and _neither(m.group("o")) is None:
         for item in _items(m.group("o")):
             out.fact(clause, "plays", item, confidence=0.8)
     m = _OWNS.match(vp)

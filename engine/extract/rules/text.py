@@ -263,6 +263,12 @@ _TRAILERS = re.compile(
     r"(?:last|this|next|on) (?:week|month|year|summer|winter|spring|fall|autumn|weekend|night|monday|tuesday|"
     r"wednesday|thursday|friday|saturday|sunday)|"
     r"(?:(?:about|around|almost|nearly|over|roughly|some)\s+)?(?:a|one|two|three|four|five|six|\d+) (?:days?|weeks?|months?|years?) ago|"
+    r"(?:years|months|ages|a while|long) ago|"
+    # how often: "tennis every Sunday", "soccer twice a week" ("The Daily" is a name: lower case only)
+    r"every (?:other |single )?(?:night|monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?|"
+    r"(?:once|twice|(?:two|three|four|five|\d+) times) (?:a|per|every) (?:day|week|month|year)|"
+    r"on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|the weekends?)|"
+    r"(?-i:daily|weekly|monthly|regularly|often|sometimes|occasionally)|"
     r"for now|for the time being|"
     r"yesterday|today|tomorrow|for (?:a|one|two|three|\d+) (?:days?|weeks?|months?|years?)|"
     r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time|"

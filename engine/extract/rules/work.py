@@ -9,7 +9,7 @@ import re
 from engine.extract.rules.clauses import LEAD, Clause, Collector
 from engine.extract.rules.dates import before_date
 from engine.extract.rules.entities import PROFESSION_HEADS, is_org, is_place
-from engine.extract.rules.text import SPACED_DASH, clean_object, cut_at, is_capitalized
+from engine.extract.rules.text import SPACED_DASH, clean_object, cut_at, is_capitalized, word_set
 from engine.letters import UPPER
 
 #: present tense only ("I worked at Google" was a job, not the current one); one works "with" a tool, a
@@ -97,10 +97,19 @@ def _org(
     return True
 
 
+#: "a terrible cook", "a great driver": how well one does something, not one's job
+_HOW_WELL = word_set(
+    "good great bad terrible awful horrible lousy decent excellent amazing fantastic brilliant poor "
+    "better worse best worst careful careless reckless slow fast messy picky natural born"
+)
+
+
 def _title(out: Collector, clause: Clause, raw: str, confidence: float) -> bool:
     title = re.sub(r"^\d+[- ]years?[- ]old\s+", "", clean_object(raw).strip())
     words = title.lower().split()
     if not words or len(words) > 5 or words[-1] not in PROFESSION_HEADS:
+        return False
+    if words[0] in _HOW_WELL or (words[0] in ("pretty", "really", "very", "such") and len(words) > 2):
         return False
     shown = " ".join(_TITLE_CAPS.get(w, w) for w in words)
     out.fact(clause, "job_title", shown, confidence=confidence)
@@ -153,6 +162,7 @@ def _new_jobs_and_titles(clause: Clause, out: Collector, vp: str) -> None:
         parts = re.split(r"\s+(?:at|for|with)\s+", m.group("t"), maxsplit=1)
         if _title(out, clause, parts[0], 0.85) and len(parts) > 1:
             _org(out, clause, parts[1])
+        return  # "am working as a barista" is no title "working as a barista"
     m = _IS_TITLE.match(vp)
     if m and m.group("t").lower().split()[-1:] == ["student"]:
         m = None  # "a student at X" is studies_at, in _studies

@@ -16,6 +16,7 @@ from tests.engine.extract.sentences import (
     CASES,
     CHAT,
     COMPOUND,
+    EVERYDAY,
     HELD_OUT,
     NATURAL,
     REFERENCE,
@@ -72,7 +73,7 @@ def score(
 
 
 def test_table_is_big_enough_and_has_negatives() -> None:
-    table = CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3 + COMPOUND + CHAT + SCRIPTS
+    table = CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3 + COMPOUND + CHAT + SCRIPTS + EVERYDAY
     assert len(table) >= 150
     assert sum(1 for _, expected in table if not expected) >= 30
     assert len({s for s, _ in table}) == len(table)  # no duplicate sentences
@@ -105,7 +106,7 @@ def test_precision_and_recall_floors() -> None:
     totals = [0, 0, 0]
     all_misses: list[str] = []
     groups = (("development", CASES), ("natural", NATURAL), ("held-out", HELD_OUT), ("blind", BLIND),
-              ("blind2", BLIND2), ("blind3", BLIND3), ("compound", COMPOUND), ("chat", CHAT), ("any script", SCRIPTS))  # fmt: skip
+              ("blind2", BLIND2), ("blind3", BLIND3), ("compound", COMPOUND), ("chat", CHAT), ("any script", SCRIPTS), ("everyday", EVERYDAY))  # fmt: skip
     for name, table in groups:
         tp, fp, fn, misses = score(extractor, table)
         if name == "blind":
@@ -131,7 +132,7 @@ def test_precision_and_recall_floors() -> None:
 
 def test_sentences_that_state_nothing_yield_no_facts() -> None:
     extractor = RuleExtractor()
-    leaks = [s for s, expected in CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3 + COMPOUND + CHAT + SCRIPTS if not expected
+    leaks = [s for s, expected in CASES + NATURAL + HELD_OUT + BLIND + BLIND2 + BLIND3 + COMPOUND + CHAT + SCRIPTS + EVERYDAY if not expected
              if extractor.extract(s, reference_time=REFERENCE).facts]  # fmt: skip
     # a small allowance is inside the precision floor; here every question must be clean
     questions = [s for s in leaks if s.endswith("?")]
@@ -158,5 +159,11 @@ def test_chat_turns_give_their_facts(sentence: str, expected: list[Expected]) ->
 @pytest.mark.parametrize(("sentence", "expected"), SCRIPTS, ids=[s for s, _ in SCRIPTS])
 def test_names_and_places_in_any_script_with_case(sentence: str, expected: list[Expected]) -> None:
     """A name or place with a capital beyond A-Z ("Zo\u00eb", "\u00c9cole", "\u00d6rebro") is read whole, as an ASCII one is."""
+    got = RuleExtractor().extract(sentence, subject=U, reference_time=REFERENCE).facts
+    assert sorted(map(str, map(draft_key, got))) == sorted(map(str, map(expected_key, expected)))
+
+
+@pytest.mark.parametrize(("sentence", "expected"), EVERYDAY, ids=[s for s, _ in EVERYDAY])
+def test_everyday_phrasings_give_exactly_their_facts(sentence: str, expected: list[Expected]) -> None:
     got = RuleExtractor().extract(sentence, subject=U, reference_time=REFERENCE).facts
     assert sorted(map(str, map(draft_key, got))) == sorted(map(str, map(expected_key, expected)))
