@@ -25,14 +25,15 @@ class FactDraft(msgspec.Struct, frozen=True, kw_only=True):
       for "date", an int/float for "number" (with `unit`), else a string.
     - `object_name` is the readable form of the object ("Berlin" for ent:berlin, "$800" for 800 USD).
     - `negated` marks a statement that a fact no longer holds ("I no longer work at Acme"):
-      supersession ends the matching active fact and stores nothing new.
+      supersession ends the matching active fact and stores nothing new. A negation whose `object` is
+      None names no value ("I don't work there anymore", "I quit my job"): it ends the key's values.
     - `event_date` is a date the sentence itself states ("last month", "in 2019"), ISO; the stored
       fact's valid_from stays the turn's timestamp (see engine.write.ingest).
     """
 
     subject: str
     predicate: str
-    object: str | int | float
+    object: str | int | float | None
     object_type: DraftObjectType
     object_name: str
     unit: str | None = None

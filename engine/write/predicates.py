@@ -239,6 +239,13 @@ def conflict_key(subject: str, predicate: str) -> str:
     return f"{who}|{_fit(name, room - len(who))}"
 
 
+def any_value(subject_name: str, predicate: str) -> str:
+    """The text of a negation that names no value: any_value("User", "works_at") -> "No longer true:
+    User's current employer"."""
+    what = re.sub(r"^(?:an?|the subject's|the) ", "", spec_for(predicate).description)
+    return f"No longer true: {subject_name}'s {what}"
+
+
 def render(subject_name: str, predicate: str, object_text: str, *, negated: bool = False) -> str:
     """A readable sentence for a fact: render("User", "lives_in", "Berlin") -> "User lives in Berlin"."""
     spec = spec_for(predicate)

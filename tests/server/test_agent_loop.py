@@ -539,6 +539,22 @@ def test_negation_outcomes_name_existing_memories(client: TestClient[Litestar], 
     assert silent == [{"memory_id": None, "action": "SKIPPED", "supersedes": [], "resumed": []}]
 
 
+def test_a_negation_naming_no_value_ends_the_current_one(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I don't live there anymore", "I quit my job", "I don't have any pets anymore" ended nothing: the
+    home, the employer and both pets stayed current."""
+    entity = "ent:left"
+    for turn in ("I live in Paris.", "I work at Acme.", "I have a dog and a cat."):
+        assemble(client, auth, entity, turn, as_of="2024-01-01T00:00:00Z")
+    for turn in ("I don't live there anymore.", "I quit my job last week.", "I don't have any pets anymore."):
+        said = assemble(client, auth, entity, turn, as_of="2024-06-01T00:00:00Z")["extracted"]["upserts"]
+        assert said[1]["action"] == "SUPERSEDED" and said[1]["supersedes"], (turn, said)
+    assert current_facts(client, auth, entity) == []
+    then = [x.split(" (")[0] for x in current_facts(client, auth, entity, as_of="2024-03-01T00:00:00Z")]
+    assert sorted(then) == ["User has a cat", "User has a dog", "User lives in Paris", "User works at Acme"]
+
+
 def test_a_plain_negation_of_an_employer_keeps_the_employer(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -21,7 +21,7 @@ from engine.extract.rules.text import (
 )
 from engine.letters import NAME_CHAR, UPPER
 from engine.models import Entity
-from engine.write.predicates import canonical, render, spec_for
+from engine.write.predicates import any_value, canonical, render, spec_for
 
 RELATIONS: dict[str, str] = {
     "wife": "spouse", "husband": "spouse", "spouse": "spouse", "partner": "partner",
@@ -192,7 +192,7 @@ class Collector:
         self,
         clause: Clause,
         predicate: str,
-        value: str | int | float,
+        value: str | int | float | None,
         *,
         object_type: DraftObjectType | None = None,
         object_name: str | None = None,
@@ -220,7 +220,9 @@ class Collector:
             if otype == "string" and isinstance(value, str):
                 value = third_person(value)
                 object_name = None if object_name is None else third_person(object_name)
-        if object_name is not None:
+        if value is None:  # a negation of whatever value the key holds ("I don't live there anymore")
+            name = ""
+        elif object_name is not None:
             name = object_name
         elif otype == "date":
             name = human_date(str(value))
@@ -238,7 +240,7 @@ class Collector:
             unit=unit or (spec.default_unit if otype == "number" else None),
             negated=neg,
             confidence=confidence,
-            text=render(subj_name, pred, name, negated=neg),
+            text=any_value(subj_name, pred) if value is None else render(subj_name, pred, name, negated=neg),
             sensitivity=sensitivity or ("pii" if spec.pii else "none"),
             subject_name=subj_name,
             event_date=event_date,

@@ -166,8 +166,20 @@ def _children_and_siblings(clause: Clause, out: Collector, vp: str) -> None:
         out.relative(clause, m.group("r"), m.group("n"), 0.85)
 
 
+#: what one no longer has, any of it: "I don't have any pets anymore", "I don't have a girlfriend anymore"
+_HAVE_NONE = re.compile(
+    r"^(?:have|has|own|owns) (?:any |a |an )?(?:(?P<pets>pets?)|(?P<p>girlfriend|boyfriend|partner)"
+    r"|(?P<s>wife|husband|spouse))$",
+    re.IGNORECASE,
+)
+
+
 def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:
     """A pet one has or gave away, and a partner one broke up with."""
+    m = _HAVE_NONE.match(vp) if clause.negated and clause.is_self else None
+    if m:
+        predicate = "has_pet" if m.group("pets") else "partner" if m.group("p") else "spouse"
+        out.fact(clause, predicate, None, confidence=0.7)
     m = _HAVE_PET.match(vp)
     while m:
         _pet(out, clause, m.group("k"), m.group("n"))

@@ -210,6 +210,9 @@ def _born(clause: Clause, out: Collector, vp: str) -> None:
         _place(out, clause, "born_in", raw, 0.85)
 
 
+_LIVE_THERE = re.compile(r"^(?:live|lives|am living|reside|stay|am staying) there\b", re.IGNORECASE)
+
+
 def _residence(clause: Clause, out: Collector, vp: str) -> None:
     """Where one lives: "I live in", "I have a flat in", "I moved to" (or a plan to move)."""
     m = _LIVES.match(vp)
@@ -224,6 +227,8 @@ def _residence(clause: Clause, out: Collector, vp: str) -> None:
     m = _NO_LONGER_IN.match(vp) if clause.negated else None
     if m:
         _place(out, clause, "lives_in", m.group("o"), 0.8)
+    if clause.negated and clause.is_self and _LIVE_THERE.match(vp):  # "I don't live there anymore"
+        out.fact(clause, "lives_in", None, confidence=0.7)
     m = _MOVED.match(vp)
     if m and not re.match(r"^(?:am|is) (?:moving|relocating)", vp, re.I):
         _place(out, clause, "lives_in", m.group("o"), 0.9)

@@ -133,8 +133,28 @@ def _self_statements(clause: Clause, out: Collector) -> None:
         _org(out, clause, raw, negated=False, confidence=0.7)
 
 
+#: an employer left without its name: "I don't work there anymore", "I quit my job", "I got fired"
+_WORK_THERE = re.compile(
+    r"^(?:work|works|am working) (?:there|for them|at that (?:company|place|firm))\b", re.IGNORECASE
+)
+_JOB_LEFT = re.compile(
+    r"^(?:have |has |just |finally )*(?:quit|left|lost) (?:my|her|his|their) (?:day |old |full[- ]time )?job\b(?! (?:at|with|for)\b)"
+    r"|^(?:was|were|got|have been|has been) (?:just )?(?:fired|laid off|let go)(?! (?:from|by)\b)"
+    r"|^(?:retired|am retired|am now retired|have retired)(?! from\b)\b",
+    re.IGNORECASE,
+)
+_WITH_EMPLOYER = re.compile(rf"^am with (?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE)
+
+
 def _works_or_left(clause: Clause, out: Collector, vp: str) -> None:
     """Works at (with a title after "as"), or left: a works_at negation."""
+    if clause.is_self and (
+        (clause.negated and _WORK_THERE.match(vp)) or (not clause.negated and _JOB_LEFT.match(vp))
+    ):
+        out.fact(clause, "works_at", None, confidence=0.7, negated=True)
+    m = _WITH_EMPLOYER.match(vp) if clause.negated else None  # "I'm no longer with Acme"
+    if m:
+        _org(out, clause, m.group("o"), confidence=0.7)
     m = _WORKS.match(vp)
     if m:
         raw = m.group("o") or m.group("o2")

@@ -833,4 +833,13 @@ EVERYDAY: list[tuple[str, list[Expected]]] = [
     ("I quit keto.", [(U, "!diet", "keto", None)]),
     ("Call me Liz.", [(U, "nickname", "Liz", None)]),
     ("I changed my name to Beth.", [(U, "name", "Beth", None)]),
+    # a negation naming no value ends whatever the key holds
+    ("I don't live there anymore.", [(U, "!lives_in", None, None)]),
+    ("I don't work there anymore.", [(U, "!works_at", None, None)]),
+    ("I quit my job last week.", [(U, "!works_at", None, None)]),
+    ("I got fired yesterday.", [(U, "!works_at", None, None)]),
+    ("I'm no longer with Acme.", [(U, "!works_at", "ent:acme", None)]),
+    ("I don't have any pets anymore.", [(U, "!has_pet", None, None)]),
+    ("I don't live there.", []),
+    ("My dad retired.", []),
 ]  # fmt: skip
