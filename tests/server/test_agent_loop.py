@@ -553,6 +553,10 @@ def test_a_negation_naming_no_value_ends_the_current_one(
     assert current_facts(client, auth, entity) == []
     then = [x.split(" (")[0] for x in current_facts(client, auth, entity, as_of="2024-03-01T00:00:00Z")]
     assert sorted(then) == ["User has a cat", "User has a dog", "User lives in Paris", "User works at Acme"]
+    # "I'm divorced now" left "married to Sarah" current beside "divorced"
+    assemble(client, auth, "ent:wed", "I'm married to Sarah.", as_of="2024-01-01T00:00:00Z")
+    assemble(client, auth, "ent:wed", "I'm divorced now.", as_of="2024-06-01T00:00:00Z")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:wed")] == ["User is divorced"]
 
 
 def test_a_plain_negation_of_an_employer_keeps_the_employer(

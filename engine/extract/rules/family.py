@@ -149,7 +149,14 @@ def _partner(clause: Clause, out: Collector, vp: str) -> None:
         out.relative(clause, m.group("r").lower(), m.group("n"), 0.85)
     m = _STATUS.match(vp)
     if m:
-        out.fact(clause, "marital_status", m.group("k").lower(), confidence=0.85)
+        status = m.group("k").lower()
+        out.fact(clause, "marital_status", status, confidence=0.85)
+        ended = status in ("single", "divorced", "widowed") or (clause.negated and status == "married")
+        named = _SPLIT_WITH.match(clause.sentence.rstrip(" .!"))  # "Sam and I got divorced" ends Sam
+        if clause.is_self and ended and not named:
+            out.fact(clause, "spouse", None, confidence=0.7, negated=True)  # no one is the spouse any more
+        if clause.is_self and not clause.negated and status == "single":
+            out.fact(clause, "partner", None, confidence=0.7, negated=True)
 
 
 def _children_and_siblings(clause: Clause, out: Collector, vp: str) -> None:

@@ -150,6 +150,9 @@ def _self_statements(clause: Clause, out: Collector) -> None:
     m = _MY_NAME.search(s)
     if m and is_person_name(m.group("name")):
         out.fact(clause, "name", m.group("name"), confidence=0.95, negated=False)
+    m = _MOTHER_TONGUE.search(s)
+    if m and m.group("o").capitalize() in LANGUAGES:
+        out.fact(clause, "speaks", m.group("o").capitalize(), confidence=0.85, negated=False)
     m = _CALL_ME.search(s)
     if m:
         out.fact(clause, "nickname", m.group("name"), confidence=0.85, negated=False)
@@ -249,8 +252,15 @@ def _origin(clause: Clause, out: Collector, vp: str) -> None:
         out.fact(clause, "nationality", m.group("o"), confidence=0.8)
 
 
+_MOTHER_TONGUE = re.compile(r"\bmy (?:native|first|mother) (?:language|tongue) is (?P<o>[A-Z][a-z]+)\b", re.I)
+_NATIVE_SPEAKER = re.compile(r"^(?:am|is) a native (?P<o>[A-Z][a-z]+) speaker\b")
+
+
 def _languages(clause: Clause, out: Collector, vp: str) -> None:
     """Languages spoken, and what one is learning."""
+    m = _NATIVE_SPEAKER.match(vp)
+    if m and m.group("o") in LANGUAGES:
+        out.fact(clause, "speaks", m.group("o"), confidence=0.85)
     m = _SPEAKS.match(vp)
     if m:
         for item in split_list(m.group("o")):
