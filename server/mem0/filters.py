@@ -239,6 +239,19 @@ def select(filters: Mapping[str, Any] | None) -> Selection:
     )
 
 
+def with_metadata_keys(filters: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """mem0's open-source filters, where a top-level key the filter language does not name is a
+    metadata key ({"source": "email"} reads as {"metadata": {"source": "email"}})."""
+    if not filters:
+        return None
+    named = {*ENTITY_KEYS, *TIME_KEYS, "memory_id", "id", "categories", "metadata", "AND", "OR", "NOT"}
+    own = {k: v for k, v in filters.items() if k not in named}
+    rest = {k: v for k, v in filters.items() if k in named}
+    if not own:
+        return rest
+    return {"AND": [rest, {"metadata": own}]} if rest else {"metadata": own}
+
+
 def merge_ids(filters: Mapping[str, Any] | None, **ids: str | None) -> dict[str, Any] | None:
     """Filters with top-level entity ids (older clients, the open-source server) ANDed in."""
     given = {k: v for k, v in ids.items() if v}

@@ -19,7 +19,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.memory_service import MemoryEdit
 from engine.models import Event, Memory
 from engine.retrieval import pipeline
-from engine.retrieval.options import RecallRequest, Rerank, RetrievalOptions
+from engine.retrieval.options import Diversity, RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
 from engine.write.ingest import v1_event
 from engine.write.supersession import lock_for_write
@@ -255,10 +255,30 @@ def search(
     now: datetime,
     show_expired: bool = False,
 ) -> list[Mem0Memory]:
-    """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`;
-    memories past their expiration date too with `show_expired`. A filter the store cannot apply
-    itself (run or app, lists, OR, NOT, dates, metadata, categories) is read first as get_all reads it,
-    and the recall ranks within those memories, so others' memories never crowd the selection out."""
+    """mem0's records of `ranked`."""
+    found = ranked(svc, org_id, request_id=request_id, query=query, sel=sel, top_k=top_k,
+                   threshold=threshold, rerank=rerank, now=now, show_expired=show_expired)  # fmt: skip
+    return [record(m, score) for m, score in found]
+
+
+def ranked(
+    svc: Services,
+    org_id: str,
+    *,
+    request_id: str,
+    query: str,
+    sel: Selection,
+    top_k: int,
+    threshold: float | None = None,
+    rerank: bool = False,
+    now: datetime,
+    show_expired: bool = False,
+) -> list[tuple[Memory, float]]:
+    """The recall ranking (POST /v0/recall) within the selection, best first, at most `top_k`, with
+    their scores; memories past their expiration date too with `show_expired`. A filter the store
+    cannot apply itself (run or app, lists, OR, NOT, dates, metadata, categories) is read first as
+    get_all reads it, and the recall ranks within those memories, so others' memories never crowd the
+    selection out."""
     within: list[str] | None = None
     if not sel.exact:
         within = [m.memory_id for m in scan(svc, org_id, sel, now=now, show_expired=show_expired)]
@@ -273,21 +293,25 @@ def search(
         now=now,
         expired=show_expired,
         within=within,
+        limit=max(top_k, MAX_TOP_K),  # GET /v1/memories answers up to 200
         request=RecallRequest(
             query=query,
             entity_id=sel.entity_id,
             namespace=NAMESPACE,
             limit=MAX_TOP_K,
-            retrieval=RetrievalOptions(rerank=Rerank(enable=rerank or None)),
+            # mem0's search answers the `top_k` most relevant: no cap per predicate or source
+            retrieval=RetrievalOptions(
+                rerank=Rerank(enable=rerank or None), diversity=Diversity(enable=False)
+            ),
         ),
     )
     by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
-    out: list[Mem0Memory] = []
+    out: list[tuple[Memory, float]] = []
     for match in found.matches:
         m = by_id.get(match.memory_id)
         if m is None or not sel.predicate(m) or (threshold is not None and match.score < threshold):
             continue
-        out.append(record(m, match.score))
+        out.append((m, match.score))
         if len(out) == top_k:
             break
     return out

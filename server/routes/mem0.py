@@ -23,7 +23,7 @@ from server.errors import failure_for, request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
-from server.mem0.filters import Selection, merge_ids, select
+from server.mem0.filters import Selection, merge_ids, select, with_metadata_keys
 from server.mem0.records import day_start, entities, record
 from server.schemas.errors import Mem0ErrorBody, as_mem0
 from server.schemas.mem0 import (
@@ -209,12 +209,14 @@ async def list_v2(
     return (await _list(request, page, page_size)).results
 
 
-async def search_results(request: Request[Any, Any, Any]) -> list[Mem0Memory]:
-    """Shared by every search route: mem0 filters (top-level ids merged in) and the recall ranking."""
+async def search_results(request: Request[Any, Any, Any], *, oss: bool = False) -> list[Mem0Memory]:
+    """Shared by every search route: mem0 filters (top-level ids merged in; on the open-source
+    server's route, other top-level keys are metadata keys) and the recall ranking."""
     _, data = await read_json(request)
     body = parse_body(data, Mem0SearchRequest)
+    given = with_metadata_keys(body.filters) if oss else body.filters
     filters = merge_ids(
-        body.filters, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id, app_id=body.app_id
+        given, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id, app_id=body.app_id
     )
     if body.metadata:
         filters = {"AND": [filters or {}, {"metadata": body.metadata}]}

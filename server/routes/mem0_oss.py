@@ -109,7 +109,7 @@ async def oss_get(request: Request[Any, Any, Any], memory_id: MemoryIdPath) -> M
     **_COMMON,
 )
 async def oss_search(request: Request[Any, Any, Any]) -> Mem0Results:
-    return Mem0Results(results=await search_results(request))
+    return Mem0Results(results=await search_results(request, oss=True))
 
 
 @put(

@@ -34,15 +34,13 @@ from litestar.params import QueryParameter
 
 from engine.errors import InvalidInput
 from engine.models import Memory
-from engine.retrieval import pipeline
-from engine.retrieval.options import RecallRequest
 from engine.timeutil import utcnow
 from server.auth import principal_of
 from server.errors import request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0.filters import select
-from server.mem0.operations import NAMESPACE, scan
+from server.mem0.operations import ranked, scan
 from server.mem0.records import record
 from server.routes.mem0 import MEM0_COMMON, MemoryIdPath, add_response
 from server.schemas.mem0 import Mem0Memory
@@ -100,47 +98,44 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
 async def list_memories_v1(
     request: Request[Any, Any, Any],
     user_id: Annotated[
-        str | None,
-        QueryParameter(
-            min_length=1, max_length=256, description="the memories' entity_id; this or agent_id is required"
-        ),
+        str | None, QueryParameter(min_length=1, max_length=256, description="the memories' entity_id")
     ] = None,
-    agent_id: Annotated[
-        str | None, QueryParameter(min_length=1, max_length=128, description="this or user_id is required")
-    ] = None,
+    agent_id: Annotated[str | None, QueryParameter(min_length=1, max_length=128)] = None,
+    run_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
+    app_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
     search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
-    limit: Annotated[int, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200")] = V1_DEFAULT_LIMIT,
+    limit: Annotated[int | None, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200 (10)")] = None,
+    top_k: Annotated[
+        int | None, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="older clients' name for limit")
+    ] = None,
 ) -> V1SearchResponse:
-    if not user_id and not agent_id:
+    ids = {
+        k: v
+        for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id), ("app_id", app_id))
+        if v
+    }
+    if not ids:
         raise InvalidInput(
-            "user_id or agent_id is required", field="user_id", details={"rule": "user_or_agent"}
+            "one of user_id, agent_id, run_id or app_id is required",
+            field="user_id",
+            details={"rule": "user_or_agent"},
         )
     if search is not None and len(search) > MAX_QUERY:
         raise InvalidInput(f"query must be at most {MAX_QUERY} characters", field="query")
     query = search
+    size = limit or top_k or V1_DEFAULT_LIMIT
     org_id = principal_of(request).org_id
     svc = services_of(request)
     rid = request_id_of(request.scope)
 
     def run() -> V1SearchResponse:
+        sel, now = select(ids), utcnow()
         if query is None or not query.strip():
-            ids = {k: v for k, v in (("user_id", user_id), ("agent_id", agent_id)) if v}
-            rows = itertools.islice(scan(svc, org_id, select(ids), now=utcnow()), limit)
+            rows = itertools.islice(scan(svc, org_id, sel, now=now), size)
             return V1SearchResponse(results=[_search_item(m, None) for m in rows])
-        found = pipeline.recall(
-            svc.store,
-            svc.memories.embeddings,
-            org_id=org_id,
-            agent_id=agent_id or None,
-            request=RecallRequest(query=query, entity_id=user_id or None, namespace=NAMESPACE),
-            request_id=rid,
-            now=utcnow(),
-            limit=limit,
-        )
-        by_id = {m.memory_id: m for m in svc.store.get_memories(org_id, [x.memory_id for x in found.matches])}
-        return V1SearchResponse(
-            results=[_search_item(by_id[x.memory_id], x.score) for x in found.matches if x.memory_id in by_id]
-        )
+        # the ranking of mem0's search routes: within the ids, the `size` most relevant
+        found = ranked(svc, org_id, request_id=rid, query=query, sel=sel, top_k=size, now=now)
+        return V1SearchResponse(results=[_search_item(m, score) for m, score in found])
 
     return await run_sync(run)
 

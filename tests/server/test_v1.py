@@ -436,6 +436,57 @@ def test_a_search_answers_up_to_its_limit_of_200(client: TestClient[Litestar], a
     assert len(some.json()["results"]) == 120
 
 
+def test_a_search_answers_its_top_k_whatever_predicate_they_share(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Six likes, top_k 10: every search route answered three (the assemble's diversity cap of three
+    per predicate), where mem0 answers the top_k most relevant."""
+    likes = "I like jazz. I like hiking. I like chess. I like sushi. I like painting. I like tennis."
+    add(client, auth, likes, user_id="lk")
+    for path in ("/v3/memories/search/", "/v2/memories/search/", "/v1/memories/search/", "/search"):
+        r = client.post(
+            path, json={"query": "what does the user like?", "user_id": "lk", "top_k": 10}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        found = r.json()["results"] if isinstance(r.json(), dict) else r.json()
+        assert len(found) == 6, (path, found)
+    listed = client.get("/v1/memories", params={"user_id": "lk", "query": "likes", "limit": 10}, headers=auth)
+    assert len(listed.json()["results"]) == 6
+
+
+def test_the_v1_list_takes_runs_apps_and_top_k(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """GET /v1/memories/ with run_id or app_id answered every run's memories, or 422 without a user."""
+    for city, scope in (("Paris", {"run_id": "r1"}), ("Rome", {"run_id": "r2"}), ("Kyiv", {"app_id": "a1"})):
+        add(client, auth, f"I live in {city}", user_id="s1", **scope)
+    add(client, auth, "I work at Acme", user_id="s1")
+    for params, want in (
+        ({"user_id": "s1", "run_id": "r1"}, ["User lives in Paris"]),
+        ({"run_id": "r2"}, ["User lives in Rome"]),
+        ({"user_id": "s1", "app_id": "a1"}, ["User lives in Kyiv"]),
+        ({"user_id": "s1", "app_id": "zz"}, []),
+        ({"user_id": "s1", "run_id": "r1", "query": "where do I live"}, ["User lives in Paris"]),
+    ):
+        r = client.get("/v1/memories", params=params, headers=auth)
+        assert r.status_code == 200, r.text
+        assert [x["memory"] for x in r.json()["results"]] == want, params
+    r = client.get("/v1/memories", params={"user_id": "s1", "top_k": 2}, headers=auth)
+    assert len(r.json()["results"]) == 2
+
+
+def test_the_oss_search_reads_other_filter_keys_as_metadata(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's open-source server matches a filter key it does not know against metadata: a 422 here."""
+    for text, source in (("I play tennis", "email"), ("I play chess", "chat")):
+        add(client, auth, text, user_id="md", metadata={"source": source})
+    body = {"query": "sports", "user_id": "md", "filters": {"source": "email"}}
+    r = client.post("/search", json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    assert [x["memory"] for x in r.json()["results"]] == ["User plays tennis"]
+    r = client.post("/v3/memories/search/", json=body, headers=auth)  # the platform's language: no such key
+    assert r.status_code == 422
+
+
 def test_the_list_without_a_query_hides_expired_memories(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -3435,14 +3435,17 @@ export interface operations {
     listMemoriesV1: {
         parameters: {
             query?: {
-                /** @description the memories' entity_id; this or agent_id is required */
+                /** @description the memories' entity_id */
                 user_id?: string | null;
-                /** @description this or user_id is required */
                 agent_id?: string | null;
+                run_id?: string | null;
+                app_id?: string | null;
                 /** @description search text (max 20000) */
                 query?: string | null;
-                /** @description 1 to 200 */
-                limit?: number;
+                /** @description 1 to 200 (10) */
+                limit?: number | null;
+                /** @description older clients' name for limit */
+                top_k?: number | null;
             };
             header?: never;
             path?: never;
