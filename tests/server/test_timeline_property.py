@@ -1,8 +1,8 @@
 """One key's values under every way a value comes and goes, over HTTP: turns dated at any of a few
-times (values, a correction in one turn, a negation), facts archived, taken back and deleted. After
-each step, at every time a value begins and now, the key holds one value, or a tie (values of one
-time, marked disputed). The read-after-write machine (`rw_machine`) covers every door; this drives one
-key hard, where the timeline rules meet."""
+times (values, a correction in one turn, a negation of one value or of any), facts archived, taken
+back and deleted. After each step, at every time a value begins and now, the key holds one value, or
+a tie (values of one time, marked disputed). The read-after-write machine (`rw_machine`) covers every
+door; this drives one key hard, where the timeline rules meet."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ TURNS = [
     "I live in Lisbon.",
     "I live in Paris. Actually, I moved to Rome.",
     "I don't live in Paris anymore.",
+    "I don't live there anymore.",
 ]
 STEPS = st.lists(
     st.one_of(
