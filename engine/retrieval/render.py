@@ -275,8 +275,9 @@ def fact_struct(memory: Memory, score: float | None, redactor: Redactor | None =
         object_text = obj
     elif isinstance(obj, dict):
         object_text = msgspec.json.encode(obj).decode()
-    text = memory.text
+    text, shown = memory.text, memory
     if redactor is not None:
+        shown = redactor.redact_memory(memory)  # metadata and provenance repeat what the text hides
         text = redactor.redact(text, memory)
         object_text = redactor.redact(object_text, memory) if object_text is not None else None
     return FactStruct(
@@ -296,7 +297,7 @@ def fact_struct(memory: Memory, score: float | None, redactor: Redactor | None =
         valid_from=memory.valid_from,
         valid_to=memory.valid_to,
         score=score,
-        metadata=memory.metadata,
+        metadata=shown.metadata,
         tags=memory.tags,
-        provenance=memory.provenance,
+        provenance=shown.provenance,
     )

@@ -560,6 +560,28 @@ def test_recall_redacts_pii_unless_off(client: TestClient[Litestar], auth: dict[
     assert "dana@example.com" in raw["matches"][0]["text"]
 
 
+def test_no_part_of_a_read_shows_what_the_redactor_hides(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A match's metadata (a fact's `object_name`, a caller's field) and a structured fact's metadata and
+    provenance came back raw beside the redacted text, in recall and in assemble, also for a `pii` memory."""
+    assemble(client, auth, "My email is bob@example.com")
+    client.post(
+        "/v0/memories",
+        json={"type": "note", "text": "Carol's contact", "entity_id": "ent:user", "sensitivity": "pii",
+              "metadata": {"contact": "carol@example.org"}},
+        headers=auth,
+    )  # fmt: skip
+    found = client.post("/v0/recall", json={"query": "email contact", "entity_id": "ent:user"}, headers=auth)
+    assert found.status_code == 200 and len(found.json()["matches"]) >= 2, found.text
+    everything = {"include_scores": True, "include_raw_memories": True, "include_structured_facts": True,
+                  "include_raw_matches": True}  # fmt: skip
+    read = assemble(client, auth, "What is my email?", ingest={"extract": False, "store_turn": "none"},
+                    **{"return": everything})  # fmt: skip
+    for body in (found.text, str(read)):
+        assert "bob@example.com" not in body and "carol@example.org" not in body, body
+
+
 def test_assemble_redacts_the_facts_it_extracted_unless_off(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
