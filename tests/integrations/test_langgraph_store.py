@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -402,6 +403,16 @@ def test_long_namespaces_and_keys_round_trip(loci_store: LociStore) -> None:
     with pytest.raises(InvalidNamespaceError):
         loci_store.put(("y" * 200, "z" * 60), "k", {"v": 0})
     assert loci_store.get(("y" * 200, "z" * 60), "k") is None
+
+
+def test_dates_and_uuids_are_stored_as_strings(loci_store: LociStore) -> None:
+    """A value holding a datetime or a UUID raised TypeError (and a batch wrote nothing); LangGraph's
+    PostgreSQL store keeps them as ISO strings."""
+    when, ident = datetime(2024, 1, 1, 9, 30, tzinfo=UTC), uuid.UUID(int=7)
+    loci_store.put(("d",), "k", {"text": "x", "when": when, "day": when.date(), "id": ident})
+    item = loci_store.get(("d",), "k")
+    assert item is not None
+    assert item.value == {"text": "x", "when": "2024-01-01T09:30:00Z", "day": "2024-01-01", "id": str(ident)}
 
 
 def test_ttl_is_refused(loci_store: LociStore) -> None:

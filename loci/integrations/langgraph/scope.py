@@ -94,9 +94,11 @@ def draft_of(
     now: datetime,
 ) -> MemoryCreate:
     """The memory of one version of an item; `fields=None` (LangGraph's `index=False`) stores it archived:
-    kept and listed, never ranked by a query."""
-    stored = Stored(namespace=list(namespace), key=key, value=dict(value), created_at=created_at)
-    text = indexed_text(value, fields or ())
+    kept and listed, never ranked by a query. Dates, times and UUIDs are stored as strings, as
+    LangGraph's PostgreSQL store keeps them."""
+    plain: dict[str, Any] = msgspec.to_builtins(dict(value))
+    stored = Stored(namespace=list(namespace), key=key, value=plain, created_at=created_at)
+    text = indexed_text(plain, fields or ())
     if not text:  # no indexed field present: nothing to rank, so keep the value readable in Loci instead
         fields = None
         text = json.dumps(stored.value, sort_keys=True, ensure_ascii=False)[:MAX_TEXT_LENGTH]
