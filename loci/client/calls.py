@@ -148,9 +148,20 @@ def delete_memory(memory_id: str) -> Call[Deleted]:
     return Call(method="DELETE", path=f"/v0/memories/{segment(memory_id)}", answer=Deleted, writes=True)
 
 
+#: GET /v0/memories' filters: a misspelt one is an error here, not a list of the whole org
+LIST_FILTERS = frozenset(
+    {"namespace", "entity_id", "agent_id", "type", "status", "tag", "archived", "since", "until", "q", "sort"}
+)
+
+
 def list_memories(
     filters: Mapping[str, Any], *, page_size: int, cursor: str | None, agent: str | None = None
 ) -> Call[MemoryList]:
+    unknown = sorted(set(filters) - LIST_FILTERS)
+    if unknown:
+        raise TypeError(
+            f"list_memories() got an unknown filter {unknown[0]!r} (filters: {sorted(LIST_FILTERS)})"
+        )
     params = _query({**filters, "page_size": page_size, "cursor": cursor})
     return Call(method="GET", path="/v0/memories", answer=MemoryList, params=params, headers=_agent(agent))
 

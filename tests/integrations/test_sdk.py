@@ -77,6 +77,11 @@ def test_memories_round_trip_typed(client: LociClient) -> None:
     ]
     page = client.list_memories(entity_id=entity, page_size=2)
     assert len(page.items) == 2 and page.next_cursor
+    # a misspelt filter listed the whole org (the server ignores a query parameter it does not know)
+    with pytest.raises(TypeError, match="'entity'"):
+        client.list_memories(entity=entity)
+    with pytest.raises(TypeError, match="'entityid'"):
+        next(client.iter_memories(entityid=entity))
 
 
 def test_assemble_and_recall(client: LociClient) -> None:
