@@ -202,6 +202,7 @@ class AsyncLociClient:
                     if r.is_error:
                         await r.aread()
                         raise calls.error_of(r)
+                    calls.check_stream(r)
                     parser = Parser(r.status_code)
                     async for line in r.aiter_lines():
                         event = parser.feed(line)

@@ -71,6 +71,18 @@ def answer(call: Call[T], r: httpx.Response) -> T:
         ) from exc
 
 
+def check_stream(r: httpx.Response) -> None:
+    """A success answer to the event stream's request that is no event stream (another server at the
+    URL) raises UnexpectedAnswer: reading it as one would end at once with no event and no error."""
+    kind = r.headers.get("Content-Type", "").split(";")[0].strip().lower()
+    if kind != "text/event-stream":
+        raise UnexpectedAnswer(
+            f"GET {EVENTS_PATH}: {r.status_code} is not an event stream ({kind or 'no content type'})",
+            status=r.status_code,
+            request_id=r.headers.get("X-Request-Id"),
+        )
+
+
 def segment(value: str) -> str:
     """`value` as exactly one path segment: `/ ? # %` and the rest percent-encoded, and a lone `.` or
     `..` too, which URL resolution would otherwise take for this folder or its parent."""

@@ -203,6 +203,7 @@ class LociClient:
                     if r.is_error:
                         r.read()
                         raise calls.error_of(r)
+                    calls.check_stream(r)
                     parser = Parser(r.status_code)
                     for line in r.iter_lines():
                         event = parser.feed(line)

@@ -149,6 +149,16 @@ def test_an_answer_of_another_shape_is_a_client_error() -> None:
         parser.feed(line)
     with pytest.raises(UnexpectedAnswer, match="EventItem"):
         parser.feed("")
+    # the event stream from another server ended at once, with no event and no error
+    with LociClient("http://loci.test", "loci_x", transport=page) as c, pytest.raises(UnexpectedAnswer):
+        next(c.stream_events(max_events=1))
+
+    async def stream() -> None:
+        async with AsyncLociClient("http://loci.test", "loci_x", transport=page) as c:
+            with pytest.raises(UnexpectedAnswer, match="not an event stream"):
+                await anext(c.stream_events(max_events=1))
+
+    asyncio.run(stream())
 
 
 def test_a_dropped_answer_is_retried_without_a_second_write(live: LiveServer) -> None:

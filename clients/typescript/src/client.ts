@@ -259,6 +259,16 @@ export class LociClient {
         if (!response.ok) {
           throw errorFor(response.status, await response.text(), response.headers.get("X-Request-Id"));
         }
+        const kind = (response.headers.get("Content-Type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+        if (kind !== EVENT_STREAM) {
+          // another server at the URL: read as a stream it would end at once, with no event and no error
+          await response.body?.cancel();
+          throw new UnexpectedAnswer(
+            `GET ${EVENTS_PATH}: ${response.status} is not an event stream (${kind || "no content type"})`,
+            response.status,
+            response.headers.get("X-Request-Id"),
+          );
+        }
         for await (const event of readEvents(response)) {
           after = event.cursor;
           seen += 1;

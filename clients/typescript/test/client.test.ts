@@ -26,14 +26,14 @@ export function typeChecks(loci: LociClient): void {
 }
 
 describe("against a fake fetch", () => {
-  const answering = (body: string, seen: string[] = []): LociClient =>
+  const answering = (body: string, seen: string[] = [], type = "text/plain"): LociClient =>
     new LociClient({
       baseUrl: "http://loci.test",
       apiKey: "loci_x",
       retry: FAST,
       fetch: async (input) => {
         seen.push(new globalThis.URL(String(input)).pathname);
-        return new Response(body, { status: 200, headers: { "X-Request-Id": "req_1" } });
+        return new Response(body, { status: 200, headers: { "X-Request-Id": "req_1", "Content-Type": type } });
       },
     });
 
@@ -61,8 +61,12 @@ describe("against a fake fetch", () => {
     const page = answering("<html>a login page</html>");
     const fromPage = (e: unknown): boolean => unexpected(e) && (e as UnexpectedAnswer).requestId === "req_1";
     await assert.rejects(page.getMemory("mem_1"), fromPage);
-    const stream = answering("id: c1\nevent: memory.created\ndata: <html>\n\n").streamEvents();
-    await assert.rejects(stream.next(), unexpected);
+    const stream = answering("id: c1\nevent: memory.created\ndata: <html>\n\n", [], "text/event-stream");
+    await assert.rejects(stream.streamEvents().next(), unexpected);
+    // a page instead of the stream: it ended at once, with no event and no error
+    await assert.rejects(page.streamEvents({ max_events: 1 }).next(), (e: unknown) =>
+      unexpected(e) && /not an event stream/.test(String(e)),
+    );
   });
 });
 
