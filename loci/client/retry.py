@@ -4,6 +4,8 @@ and 503 are retried with exponential backoff and jitter; every other answer is f
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import msgspec
 
@@ -24,5 +26,12 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER)
             except ValueError:
                 pass
+            try:  # the HTTP-date form (RFC 9110), which a proxy may send
+                when = parsedate_to_datetime(retry_after)
+            except (TypeError, ValueError):
+                when = None
+            if when is not None and when.tzinfo is not None:
+                wait = (when - datetime.now(UTC)).total_seconds()
+                return min(max(wait, 0.0), MAX_RETRY_AFTER)
         base = min(self.backoff * (2**attempt), self.max_backoff)
         return float(base * (0.5 + random.random() / 2))  # jitter: no synchronized retry storms

@@ -8,6 +8,8 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -190,6 +192,16 @@ def test_429_and_503_are_retried(live: LiveServer) -> None:
     finally:
         proxy.close()
     assert len(proxy.requests) == 3
+
+
+def test_retry_after_in_seconds_or_as_an_http_date() -> None:
+    """The HTTP-date form of Retry-After was ignored: the client waited its own backoff instead."""
+    policy = RetryPolicy(max_retries=3, backoff=1.0, max_backoff=8.0)
+    assert policy.delay(0, "2") == 2.0 and policy.delay(0, "3600") == 60.0
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=10), usegmt=True)
+    assert 8.0 < policy.delay(0, soon) <= 10.0
+    assert policy.delay(0, "Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert 0.5 <= policy.delay(0, "soon") <= 1.0
 
 
 def test_connection_refused_after_retries() -> None:

@@ -19,6 +19,8 @@ export function retryDelay(policy: RetryPolicy, attempt: number, retryAfter?: st
   if (retryAfter != null && retryAfter.trim() !== "") {
     const seconds = Number(retryAfter);
     if (Number.isFinite(seconds)) return Math.min(Math.max(seconds * 1000, 0), MAX_RETRY_AFTER_MS);
+    const at = Date.parse(retryAfter); // the HTTP-date form (RFC 9110), which a proxy may send
+    if (Number.isFinite(at)) return Math.min(Math.max(at - Date.now(), 0), MAX_RETRY_AFTER_MS);
   }
   const base = Math.min(policy.backoffMs * 2 ** attempt, policy.maxBackoffMs);
   return base * (0.5 + Math.random() / 2); // jitter: no synchronized retry storms

@@ -86,6 +86,11 @@ test("Retry-After sets the wait (capped at a minute); without it, backoff double
   assert.equal(retryDelay(policy, 0, "2"), 2000);
   assert.equal(retryDelay(policy, 0, "0"), 0);
   assert.equal(retryDelay(policy, 0, "3600"), 60_000);
+  // the HTTP-date form: the time until then (the past: no wait)
+  const inTenSeconds = new Date(Date.now() + 10_000).toUTCString();
+  const wait = retryDelay(policy, 0, inTenSeconds);
+  assert.ok(wait > 8_000 && wait <= 10_000, `${inTenSeconds}: ${wait}`);
+  assert.equal(retryDelay(policy, 0, "Wed, 21 Oct 2015 07:28:00 GMT"), 0);
   for (const [attempt, base] of [
     [0, 1000],
     [2, 4000],
