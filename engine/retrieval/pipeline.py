@@ -83,15 +83,19 @@ def _match(r: Retrieved, mid: str, redactor: Redactor | None = None) -> Match:
     i = r.position[mid]
     memory = r.memories.get(mid)
     components = r.fused.components(i)
-    # the memory as the response shows it: its metadata redacted as its text is ("object_name" repeats
-    # the value the text hides)
-    shown = redactor.redact_memory(memory) if redactor is not None and memory is not None else memory
-    text = shown.text if shown is not None else r.snippets[mid]
+    text = memory.text if memory is not None else r.snippets[mid]
+    metadata = dict(memory.metadata) if memory is not None else {}
+    if redactor is not None:
+        text = redactor.redact(text, memory)
+        if memory is not None and metadata:  # it repeats what the text hides ("object_name")
+            metadata = dict(
+                redactor.redact_memory(msgspec.structs.replace(memory, text="", provenance={})).metadata
+            )
     return Match(
         memory_id=mid,
         type=memory.type if memory is not None else "snippet",
-        text=redactor.redact(text, None) if redactor is not None and shown is None else text,
-        metadata=dict(shown.metadata) if shown is not None else {},
+        text=text,
+        metadata=metadata,
         score=float(r.fused.score[i]),
         score_components=components,
         reason=reasons(r.fused, i, pinned=mid in r.pinned, seeded=mid in r.seeded),

@@ -277,7 +277,8 @@ def fact_struct(memory: Memory, score: float | None, redactor: Redactor | None =
         object_text = msgspec.json.encode(obj).decode()
     text, shown = memory.text, memory
     if redactor is not None:
-        shown = redactor.redact_memory(memory)  # metadata and provenance repeat what the text hides
+        # metadata and provenance repeat what the text hides
+        shown = redactor.redact_memory(msgspec.structs.replace(memory, text=""))
         text = redactor.redact(text, memory)
         object_text = redactor.redact(object_text, memory) if object_text is not None else None
     return FactStruct(
