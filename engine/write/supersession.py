@@ -684,10 +684,7 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
         for m in store.find_by_key(gone.org_id, gone.namespace, key)
         if m.memory_id != gone.memory_id and same_space(m, gone)
     ]
-    ended = [
-        m for m in rows
-        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
-    ]  # fmt: skip
+    ended = _ended_by(store, rows, gone)
     if not ended:
         return
     held = [m for m in rows if not m.archived]
@@ -709,10 +706,7 @@ def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
         for m in store.find_by_key(gone.org_id, gone.namespace, key)
         if same_space(m, gone) and same_value(m, gone)
     ]
-    ended = [
-        m for m in stances
-        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
-    ]  # fmt: skip
+    ended = _ended_by(store, stances, gone)
     if not ended:
         return
     again = [
@@ -721,6 +715,15 @@ def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
         if m.memory_id != gone.memory_id and same_value(m, gone) and not _is_statement(m)
     ]
     _give_back(store, ended, [*stances, *again], t, now)
+
+
+def _ended_by(store: Store, rows: list[Memory], gone: Memory) -> list[Memory]:
+    """The facts of `rows` that `gone` ended: superseded where it began, by it (`_superseded_by`)."""
+    t = effective_time(gone)
+    return [
+        m for m in rows
+        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
+    ]  # fmt: skip
 
 
 def _give_back(store: Store, ended: list[Memory], held: list[Memory], t: datetime, now: datetime) -> None:

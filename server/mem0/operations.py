@@ -25,9 +25,9 @@ from engine.write.ingest import v1_event
 from engine.write.supersession import lock_for_write
 from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn, turn_memory
 from server.mem0.filters import ENTITY_KEYS, Selection, select
-from server.mem0.records import RESERVED_KEYS, record, valid_to_for
+from server.mem0.records import RESERVED_KEYS, valid_to_for
 from server.mem0.records import history as history_records
-from server.schemas.mem0 import MAX_TOP_K, Mem0HistoryItem, Mem0Memory, Mem0UpdateRequest
+from server.schemas.mem0 import MAX_TOP_K, Mem0HistoryItem, Mem0UpdateRequest
 from server.schemas.v1 import V1CreateItem, V1CreateRequest
 from server.services import Services
 
@@ -240,25 +240,6 @@ def page(memories: Iterator[Memory], *, number: int, size: int) -> tuple[int, li
             items.append(m)
         count += 1
     return count, items
-
-
-def search(
-    svc: Services,
-    org_id: str,
-    *,
-    request_id: str,
-    query: str,
-    sel: Selection,
-    top_k: int,
-    threshold: float | None,
-    rerank: bool,
-    now: datetime,
-    show_expired: bool = False,
-) -> list[Mem0Memory]:
-    """mem0's records of `ranked`."""
-    found = ranked(svc, org_id, request_id=request_id, query=query, sel=sel, top_k=top_k,
-                   threshold=threshold, rerank=rerank, now=now, show_expired=show_expired)  # fmt: skip
-    return [record(m, score) for m, score in found]
 
 
 def ranked(

@@ -224,8 +224,8 @@ async def search_results(request: Request[Any, Any, Any], *, oss: bool = False) 
         filters = {"AND": [filters or {}, {"categories": {"in": body.categories}}]}
     sel = _scoped(filters)
     org_id, svc, rid = _org(request), services_of(request), request_id_of(request.scope)
-    return await run_sync(
-        lambda: ops.search(
+    found = await run_sync(
+        lambda: ops.ranked(
             svc,
             org_id,
             request_id=rid,
@@ -238,6 +238,7 @@ async def search_results(request: Request[Any, Any, Any], *, oss: bool = False) 
             show_expired=body.show_expired,
         )
     )
+    return [record(m, score) for m, score in found]
 
 
 @post(
