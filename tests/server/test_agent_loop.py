@@ -143,12 +143,19 @@ def test_unarchiving_keeps_one_current_value(client: TestClient[Litestar], auth:
     assert [m["memory_id"] for m in listed["items"]] == [porto["memory_id"]]
 
 
+def _facts_saying(
+    client: TestClient[Litestar], headers: dict[str, str], entity: str, words: str, as_of: str | None
+) -> list[str]:
+    """The entity's current facts (as of a day, when given) that hold `words`, without their dates."""
+    fields = {"as_of": f"{as_of}T00:00:00Z"} if as_of else {}
+    facts = current_facts(client, headers, entity, **fields)
+    return [x.split(" (")[0] for x in facts if words in x]
+
+
 def _lives(
     client: TestClient[Litestar], headers: dict[str, str], entity: str, as_of: str | None = None
 ) -> list[str]:
-    fields = {"as_of": f"{as_of}T00:00:00Z"} if as_of else {}
-    facts = current_facts(client, headers, entity, **fields)
-    return [x.split(" (")[0] for x in facts if "lives in" in x]
+    return _facts_saying(client, headers, entity, "lives in", as_of)
 
 
 def _remove(client: TestClient[Litestar], headers: dict[str, str], memory_id: str, how: str) -> None:
@@ -218,9 +225,7 @@ def test_a_value_deleted_gives_back_the_history_stored_before_it(
 def _jazz(
     client: TestClient[Litestar], headers: dict[str, str], entity: str, as_of: str | None = None
 ) -> list[str]:
-    fields = {"as_of": f"{as_of}T00:00:00Z"} if as_of else {}
-    facts = current_facts(client, headers, entity, **fields)
-    return [x.split(" (")[0] for x in facts if "jazz" in x]
+    return _facts_saying(client, headers, entity, "jazz", as_of)
 
 
 def test_a_stance_deleted_or_archived_gives_back_its_contrary(
