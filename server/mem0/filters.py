@@ -23,6 +23,10 @@ from server.mem0.records import meta_str
 Predicate = Callable[[Memory], bool]
 ENTITY_KEYS = ("user_id", "agent_id", "run_id", "app_id")
 TIME_KEYS = ("created_at", "updated_at", "timestamp")
+#: every key a filter object may name (`_node` reads each; any other is refused)
+FILTER_KEYS = frozenset(
+    {*ENTITY_KEYS, *TIME_KEYS, "memory_id", "id", "categories", "metadata", "AND", "OR", "NOT"}
+)
 OPERATORS = ("in", "ne", "gt", "gte", "lt", "lte", "contains", "icontains")
 MAX_DEPTH = 8
 MAX_LIST = 100
@@ -244,9 +248,8 @@ def with_metadata_keys(filters: Mapping[str, Any] | None) -> dict[str, Any] | No
     metadata key ({"source": "email"} reads as {"metadata": {"source": "email"}})."""
     if not filters:
         return None
-    named = {*ENTITY_KEYS, *TIME_KEYS, "memory_id", "id", "categories", "metadata", "AND", "OR", "NOT"}
-    own = {k: v for k, v in filters.items() if k not in named}
-    rest = {k: v for k, v in filters.items() if k in named}
+    own = {k: v for k, v in filters.items() if k not in FILTER_KEYS}
+    rest = {k: v for k, v in filters.items() if k in FILTER_KEYS}
     if not own:
         return rest
     return {"AND": [rest, {"metadata": own}]} if rest else {"metadata": own}
