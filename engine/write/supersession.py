@@ -48,7 +48,8 @@ write elsewhere must never leave it with no current value.
 - Negation ("I no longer work at Acme"): ends the facts with the same value (all facts of the key when
   the negation carries no value; for a predicate whose values name a kind first,
   `PredicateSpec.by_kind`, also those of the kind it names: "no longer have a cat" ends "cat named
-  Tom") that hold at the negation's t (begun by then and not ended then: a current fact, or one that a
+  Tom"; when none has its value, those it names by their first words: "not into hiking anymore" ends
+  "hiking in the Dales") that hold at the negation's t (begun by then and not ended then: a current fact, or one that a
   value dated later ends): status "superseded", valid_to = negation t. Nothing new is stored, so the
   outcome names no memory of its own (`memory_id` None): SUPERSEDED with `negation` true and
   `supersedes` = the ended facts, or SKIPPED when nothing matched. A disputed value left with nothing
@@ -165,6 +166,19 @@ def of_kind(value: Memory, kind: Memory) -> bool:
     if not (isinstance(x, str) and isinstance(y, str)) or x.startswith("ent:"):
         return False
     words, head = _plain(x).split(), _plain(y).split()
+    return 0 < len(head) < len(words) and words[: len(head)] == head
+
+
+def named_shorter(value: Memory, short: Memory) -> bool:
+    """Whether `short`'s object names `value`'s by its first words, as people shorten a value they
+    said before: "hiking" for "hiking in the Dales", Greenfield for Greenfield Animal Hospital."""
+    x, y = value.object, short.object
+    if not (isinstance(x, str) and isinstance(y, str)) or x.startswith("ent:") != y.startswith("ent:"):
+        return False
+    if x.startswith("ent:"):
+        words, head = slug(x.removeprefix("ent:")).split("-"), slug(y.removeprefix("ent:")).split("-")
+    else:
+        words, head = _plain(x).split(), _plain(y).split()
     return 0 < len(head) < len(words) and words[: len(head)] == head
 
 
@@ -426,6 +440,8 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         targets = holding
     else:
         targets = [m for m in holding if same_value(m, new) or (by_kind and of_kind(m, new))]
+        # a negation that names no value held ends the ones it names shortly ("not into hiking anymore")
+        targets = targets or [m for m in holding if not _is_statement(m) and named_shorter(m, new)]
     if not targets:
         return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
     writes: list[Memory] = []
