@@ -18,6 +18,7 @@ from datetime import datetime
 import msgspec
 
 from engine.embed.cache import EmbeddingCache
+from engine.extract.speaker import speaker_of as turn_speaker
 from engine.retrieval import budget as budget_mod
 from engine.retrieval import summary as summary_mod
 from engine.retrieval import tokens
@@ -253,10 +254,10 @@ def run_assemble(
     timings = StageTimings()
     cfg = resolve(request.retrieval, lines=request.return_.max_events + request.return_.max_facts)
     scope = _scope(org_id, agent_id, request, now)
-    query = build_query(request.turn, request.goal)
-    seeds = graph_seeds(
-        request.entity_id, cfg.entity_boosts, [request.turn[:QUERY_SEED_CHARS], request.goal or ""]
-    )
+    # a turn's label says who asks, not what about: "Alex: What's our dog called?" seeks no turn of Alex's
+    asked = turn_speaker(request.turn).body
+    query = build_query(asked, request.goal)
+    seeds = graph_seeds(request.entity_id, cfg.entity_boosts, [asked[:QUERY_SEED_CHARS], request.goal or ""])
     r = retrieve(
         store,
         embeddings,
