@@ -36,7 +36,8 @@ _MARRIED_TO = re.compile(
 )
 _DATING = re.compile(
     rf"^(?:(?:am|is|have been|has been) (?:dating|seeing|in a relationship with)"
-    rf"|(?:have |has )?(?:started|begun|began) (?:dating|seeing|going out with)) {_NAME}"
+    rf"|(?:have |has )?(?:started|begun|began) (?:dating|seeing|going out with))"
+    rf" (?:(?:a (?:guy|girl|man|woman|boy|lady)|someone) (?:called|named) )?{_NAME}"
 )
 _TOGETHER = re.compile(
     rf"^{_NAME} and I (?:are|have been|got|just got) (?:now |officially |back )?"
@@ -51,13 +52,18 @@ _SPLIT_WITH = re.compile(
 )
 #: the partner one has, named: "I have a boyfriend named Jake"
 _HAVE_PARTNER = re.compile(
-    rf"^(?:have|has) an? (?:new )?(?P<r>boyfriend|girlfriend|partner|wife|husband|fiance|fiancee),? "
+    rf"^(?:have|has) an? (?:new )?(?P<r>boyfriend|girlfriend|partner|wife|husband|fiance|fiancee)(?: now)?,? "
     rf"(?:named|called|(?:his|her|their) name is) {_NAME}",
     re.IGNORECASE,
 )
 _PET_GONE = re.compile(
     rf"^(?:had to |have had to |just |recently )?(?:rehome|rehomed|re-home|re-homed|give away|gave away|gave up|"
     rf"give up|put down|had to put down) (?:our|my) (?:\w+ )?(?P<k>{PETS})(?: {_NAME})?\b",
+    re.IGNORECASE,
+)
+_PET_AWAY = re.compile(
+    rf"^(?:had to |have had to |just |recently )?(?:gave|give|have given) (?:our|my) (?:\w+ )?(?P<k>{PETS})"
+    rf"(?: {_NAME})? away\b",
     re.IGNORECASE,
 )
 _STATUS = re.compile(
@@ -96,6 +102,10 @@ _PET_DIED = re.compile(
     rf"\b(?:our|my) (?:old |beloved |sweet |little )?(?P<k>{PETS})(?:,? {_NAME},?)? (?:passed away|died|passed on|"
     rf"was put down|had to be put down|crossed the rainbow bridge)\b",
     re.IGNORECASE,
+)
+#: the verb phrase of "Tom is my boyfriend", "Ana is my sister": a relation of the speaker's
+_IS_MY_REL = re.compile(
+    rf"^is my (?:older |younger |little |big |new |current )?(?P<r>{_REL})(?: now)?[.!]*$", re.IGNORECASE
 )
 _MY_PET = re.compile(
     rf"\bmy (?:\w+ )?(?P<k>{PETS}){_NOT_A_PET}(?:'s name is| is (?:named|called)|,)? {_NAME}\b", re.IGNORECASE
@@ -191,7 +201,7 @@ def _pets_and_break_ups(clause: Clause, out: Collector, vp: str) -> None:
     while m:
         _pet(out, clause, m.group("k"), m.group("n"))
         m = _AND_PET.match(vp, m.end())
-    m = _PET_GONE.match(vp)
+    m = _PET_GONE.match(vp) or _PET_AWAY.match(vp)
     if m and clause.is_self and not clause.negated:
         _pet(out, clause, m.group("k"), m.group("n"), negated=True)
     m = _BROKE_UP.match(vp)
@@ -205,12 +215,25 @@ def _split(out: Collector, clause: Clause, name: str, *, married: bool) -> None:
              object_name=name, negated=True, confidence=0.75)  # fmt: skip
 
 
+def _named_relation(clause: Clause, out: Collector) -> None:
+    """ "Tom is my boyfriend": the speaker's relation, named by the clause's subject."""
+    m = _IS_MY_REL.match(clause.vp)
+    name = clause.subject_name
+    if m and is_person_name(name):  # "Tom is no longer my boyfriend" ends him
+        rel = m.group("r").lower()
+        pid = out.entity(name, "person", 0.85, relation=rel)
+        out.fact(clause, RELATIONS[rel], pid, object_type="entity", object_name=name, confidence=0.85,
+                 subject=clause.user)  # fmt: skip
+
+
 def extract(clause: Clause, out: Collector) -> None:
     if clause.is_self:
         _self_statements(clause, out)
     vp = clause.vp
     if not vp or clause.plain_negation:
         return
+    if not clause.is_self:
+        _named_relation(clause, out)
     _partner(clause, out, vp)
     _children_and_siblings(clause, out, vp)
     _pets_and_break_ups(clause, out, vp)

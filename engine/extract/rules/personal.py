@@ -38,7 +38,7 @@ _AGE = re.compile(
 )
 _AGE_END = re.compile(
     r"(?<!\s)\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though|today|"
-    r"lol|haha|btw|tbh|fyi)\b)",
+    r"lol|haha|btw|by the way|tbh|fyi|actually|honestly)\b)",
     re.IGNORECASE,
 )
 _AGE_TURNED = re.compile(
@@ -89,6 +89,7 @@ _NATIONALITY = re.compile(
 )
 _SPEAKS = re.compile(r"^(?:speak|speaks|am fluent in|is fluent in)\s+(?P<o>.+)$", re.IGNORECASE)
 _LEARNING = re.compile(r"^(?:am|is|have been|has been) learning (?P<o>.+)$", re.IGNORECASE)
+_LEARN = re.compile(r"^learn (?P<o>.+)$", re.IGNORECASE)
 #: where what one learns ends besides a reason or a remark (`REASON`): any comma, a second verb, or
 #: how long ("for a few months")
 _LEARNING_END = re.compile(
@@ -267,7 +268,8 @@ def _languages(clause: Clause, out: Collector, vp: str) -> None:
             lang = _LANG_ADJ.sub("", item).split()[0] if item.split() else ""
             if lang in LANGUAGES:
                 out.fact(clause, "speaks", lang, confidence=0.85)
-    m = _LEARNING.match(vp)
+    # "I stopped learning Spanish" reads as a negated "learn Spanish"
+    m = _LEARNING.match(vp) or (_LEARN.match(vp) if clause.negated else None)
     if m:
         # "learning how to draw" keeps its "how to": a bare verb ("is learning draw") is no thing
         obj = _LEARNING_AMOUNT.sub("", clean_object(_LEARNING_END.split(REASON.split(m.group("o"))[0])[0]))

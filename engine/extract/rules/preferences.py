@@ -22,7 +22,9 @@ from engine.extract.rules.text import (
 
 _LIKES = re.compile(
     r"^(?:like|likes|love|loves|enjoy|enjoys|adore|adores|am into|is into|am (?:a )?(?:big |huge |massive )?fan of|"
-    r"is (?:a )?(?:big |huge )?fan of|am passionate about|am obsessed with|am crazy about|prefer|prefers) "
+    r"is (?:a )?(?:big |huge )?fan of|am passionate about|am obsessed with|am crazy about|prefer|prefers|"
+    # a stance one came to: "I've started liking mushrooms"
+    r"(?:have |has )?(?:started|begun|began|come|came|grown|grew) (?:liking|loving|enjoying|to like|to love|to enjoy)) "
     r"(?P<o>.+)$",
     re.IGNORECASE,
 )
@@ -89,6 +91,16 @@ _EATS = re.compile(r"^(?:eat|eats|drink|drinks|consume) (?P<o>.+)$", re.IGNORECA
 _PLAYS = re.compile(r"^(?:play|plays|(?:am|is) playing) (?:the )?(?P<o>.+)$", re.IGNORECASE)
 _HOBBY = re.compile(
     r"\bmy (?:main |favorite )?hobb(?:y|ies) (?:is|are|include|includes) (?!not\b)(?P<o>.+)$", re.IGNORECASE
+)
+#: a pastime one began: "I've taken up bouldering", "I started doing yoga"
+_TOOK_UP = re.compile(
+    r"^(?:have |has )?(?:taken up|took up|take up|started doing|started practicing|started practising)"
+    r" (?!(?:the|my|a|an|your|his|her|their|our|some|this|that|it|them|what|more|less)\b)(?P<o>.+)$",
+    re.IGNORECASE,
+)
+#: a pastime one stopped: the verb phrase of "I've stopped doing yoga", "I don't do yoga anymore"
+_DOING = re.compile(
+    r"^(?:doing|practicing|practising|do) (?!(?:the|my|a|an|it|that|this|them)\b)(?P<o>.+)$", re.I
 )
 #: where an owned thing's name ends: a clause, a remark after a dash, what was done to it ("got my Camry
 #: serviced"), or a word about the getting ("recently", "myself")
@@ -173,7 +185,7 @@ def _favorites(clause: Clause, out: Collector) -> None:
     s = clause.sentence
     m = _FAV.search(s) or _FAV_REV.match(s.rstrip(" .!"))
     if m:  # "my favorite" is always the speaker's
-        obj = clean_object(m.group("o"))
+        obj = clean_object(REASON.split(m.group("o"))[0])
         cat = m.group("c").lower().replace(" ", "_")
         if not obj or len(obj.split()) > 6 or _PRONOUN.match(obj):
             return
@@ -191,6 +203,13 @@ def _hobbies(clause: Clause, out: Collector) -> None:
     if m:
         for item in _items(m.group("o")):
             out.fact(clause, "hobby", item, confidence=0.85, negated=False)
+    took, stopped = (_TOOK_UP, _DOING) if clause.is_self and not clause.plain_negation else (None, None)
+    m = took.match(clause.vp) if took else None
+    m_end = stopped.match(clause.vp) if stopped and clause.negated else None
+    for found, negated in ((m, False), (m_end, True)):
+        if found:
+            for item in _items(without_dangling(before_date(found.group("o"), out.reference)[0])):
+                out.fact(clause, "hobby", item, confidence=0.75, negated=negated)
 
 
 #: "neither tea nor coffee": each thing denied, as "I don't like tea or coffee" denies them

@@ -274,7 +274,7 @@ _TRAILERS = re.compile(
     r"every (?:day|week|morning|evening|weekend)|on weekends|full[- ]time|part[- ]time|"
     # a chat tail is the speaker's tone, no part of the value ("Lyon lol", "Stripe rn"); in capitals
     # "IMO" and "RN" are names ("I work at IMO", "I'm an RN")
-    r"lol|lmao|rofl|haha\w*|hehe\w*|btw|tbh|fyi|(?-i:imo|rn)|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
+    r"lol|lmao|rofl|haha\w*|hehe\w*|btw|by the way|tbh|fyi|(?-i:imo|rn)|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,
 )
 #: emoji and emoticons that close a value ("Lyon 🎉", "Lyon :)"); a match starts where the run does
@@ -325,7 +325,7 @@ def clean_object(text: str) -> str:
 #: what a cut at a date leaves hanging: "for the [next week]", "cleats on the [15th of last month]"
 DANGLING = frozenset(
     {"for", "from", "on", "in", "of", "by", "since", "until", "till", "about", "around", "before", "after"}
-    | {"during", "over", "within", "the", "a", "an", "next", "last"}
+    | {"during", "over", "within", "the", "a", "an", "next", "last", "starting", "beginning"}
 )
 
 
@@ -354,6 +354,8 @@ REASON = re.compile(
     r"(?:,|(?<![\s,]))\s++(?:because|since|but|when|while|so|cuz|['\u2019]cause)[\s,]|,\s*+cause\s"
     # a subject after a comma starts a clause of its own ("sci-fi movies, they're a great escape")
     r"|,\s*+(?:and\s++)?(?:they|he|she|we|it|I)(?=\s|['\u2019])"
+    # a relative clause after a comma says something of what came before ("cats, which sucks")
+    r"|,\s*+(?:which|who|whom|whose)\s"
     # a dash between spaces, or an em dash, starts a remark ("pottery - the creativity is awesome")
     rf"|(?<!\s){SPACED_DASH}(?!\d)|\u2014"
     # a dash typed against the word before it, then a subject ("The Santa Clause too- it is so good")

@@ -16,7 +16,7 @@ from engine.letters import UPPER
 #: colleague or a partner, "at" or "for" an employer
 _WORKS = re.compile(
     r"^(?:(?:am|is|have been|has been) )?(?:work|works|working) (?:at|for) (?P<o>.+)$"
-    r"|^(?:(?:have|has) )?(?:joined|started (?:a new job |working )?at|got (?:a job|hired|an offer|a position) "
+    r"|^(?:(?:have|has) (?:just |recently |finally |now )?)?(?:joined|started (?:a new job |working )?at|got (?:a job|hired|an offer|a position) "
     r"(?:at|with|by)|(?:am|is) (?:employed|hired) (?:by|at)) (?P<o2>.+)$",
     re.IGNORECASE,
 )
@@ -40,12 +40,12 @@ _AT_WORK = re.compile(rf"^am (?:now )?at (?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE
 #: "working on" a task can be done anywhere: "I'm at Starbucks working on my resume" names no employer
 _WORK_CUE = re.compile(
     r"\b(?:team|job|role|position|department|office|colleagues?|coworkers?|boss|manager|onboarding|"
-    r"as an? [a-z]+|working(?! on\b)|work)\b",
+    r"as an? [a-z]+|working(?! on\b)|work|notice|farewell|leaving (?:do|party|drinks))\b",
     re.IGNORECASE,
 )
 _FIRST_CUE = re.compile(r" (?:day|week|month) (?:at|with) ")
 _FIRST_DAYS = re.compile(
-    rf"^(?:(?:my|the) )?(?:first|second|third) (?:day|week|month) (?:at|with) (?P<o>(?-i:{UPPER}).+)$",
+    rf"^(?:(?:my|the) )?(?P<n>first|second|third|last) (?:day|week|month) (?:at|with) (?P<o>(?-i:{UPPER}).+)$",
     re.IGNORECASE,
 )
 _MY_EMPLOYER = re.compile(
@@ -54,7 +54,8 @@ _MY_EMPLOYER = re.compile(
 _AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
 _IS_TITLE = re.compile(
     r"^(?:am|is|became|become|got promoted to|have become|has become|was promoted to) (?:an? |the |now an? )?"
-    r"(?P<t>[A-Za-z0-9][A-Za-z0-9 \-]*?)(?: (?:at|for|with|of) (?P<o>.+))?$",
+    # a remark after a comma says how, not what ("a graphic designer, mostly working from home")
+    r"(?P<t>[A-Za-z0-9][A-Za-z0-9 \-]*?)(?: (?:at|for|with|of) (?P<o>[^,]+))?(?:,.*)?$",
     re.IGNORECASE,
 )
 _MY_TITLE = re.compile(
@@ -117,7 +118,8 @@ def _title(out: Collector, clause: Clause, raw: str, confidence: float) -> bool:
 
 
 def _self_statements(clause: Clause, out: Collector) -> None:
-    """Sentence-level: "my job title is ...", "my employer is ...", "first week at Siemens done"."""
+    """Sentence-level: "my job title is ...", "my employer is ...", "first week at Siemens done", "last
+    day at Zalando, farewell drinks tonight"."""
     s, vp = clause.sentence, clause.vp
     m = _MY_TITLE.search(s)
     if m:
@@ -130,7 +132,8 @@ def _self_statements(clause: Clause, out: Collector) -> None:
         raw = re.split(r"\s+(?:done|finished|completed?|down|over|is|was|went|in the books)\b", m.group("o"))[
             0
         ]
-        _org(out, clause, raw, negated=False, confidence=0.7)
+        # one's last day at a job ends it
+        _org(out, clause, raw, negated=m.group("n").lower() == "last", confidence=0.7)
 
 
 #: an employer left without its name: "I don't work there anymore", "I quit my job", "I got fired"

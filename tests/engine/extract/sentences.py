@@ -848,4 +848,31 @@ EVERYDAY: list[tuple[str, list[Expected]]] = [
     ("My dad retired.", []),
     ("My native language is Portuguese.", [(U, "speaks", "Portuguese", None)]),
     ("I'm a native French speaker.", [(U, "speaks", "French", None)]),
+    # a remark after a comma is no value ("which sucks" was an allergen)
+    ("I'm allergic to cats, which sucks because I love them.", [(U, "allergic_to", "cats", None)]),
+    ("I'm allergic to peanuts, which is annoying.", [(U, "allergic_to", "peanuts", None)]),
+    ("My favorite food is sushi, which I eat weekly.", [(U, "favorite_food", "sushi", None)]),
+    ("I'm a graphic designer, mostly working from home.", [(U, "job_title", "graphic designer", None)]),
+    ("I'm 31 by the way.", [(U, "age", 31, "years")]),
+    ("I've decided to go vegan starting this month.", [(U, "plans", "go vegan", None)]),
+    # starting and leaving a job
+    ("I've just started working at Oakwood Clinic.", [(U, "works_at", "ent:oakwood-clinic", None)]),
+    ("Last day at Zalando today, farewell drinks tonight.", [(U, "!works_at", "ent:zalando", None)]),
+    # partners and pets
+    ("Tom is my boyfriend.", [(U, "partner", "ent:tom", None)]),
+    ("Tom is no longer my boyfriend.", [(U, "!partner", "ent:tom", None)]),
+    ("Ana is my sister.", [(U, "has_sibling", "ent:ana", None)]),
+    ("I have a boyfriend now, his name is Tom.", [(U, "partner", "ent:tom", None)]),
+    ("I've been seeing a guy called Tom.", [(U, "partner", "ent:tom", None)]),
+    ("I gave my dog away.", [(U, "!has_pet", "dog", None)]),
+    # stances and pastimes one came to or left
+    ("Actually I've started liking mushrooms.", [(U, "likes", "mushrooms", None)]),
+    ("I have grown to like opera.", [(U, "likes", "opera", None)]),
+    ("I've taken up bouldering.", [(U, "hobby", "bouldering", None)]),
+    ("I started doing yoga last month.", [(U, "hobby", "yoga", None)]),
+    ("I took up knitting and baking in 2019.", [(U, "hobby", "knitting", None), (U, "hobby", "baking", None)]),
+    ("I've stopped doing yoga.", [(U, "!hobby", "yoga", None)]),
+    ("I've taken up the offer.", []),
+    ("I started doing my homework.", []),
+    ("I stopped learning Spanish.", [(U, "!learning", "Spanish", None)]),
 ]  # fmt: skip
