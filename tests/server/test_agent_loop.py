@@ -564,6 +564,24 @@ def test_a_negation_naming_no_value_ends_the_current_one(
     assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:wed")] == ["User is divorced"]
 
 
+def test_a_negation_naming_a_value_by_its_first_words_ends_it(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I'm not really into hiking anymore" after "I love hiking in the Dales" answered SKIPPED and left
+    the like current; "I quit Greenfield." left Greenfield Animal Hospital the employer."""
+    entity = "ent:short"
+    for turn in ("I love hiking in the Dales.", "I work at Greenfield Animal Hospital.", "I love tea."):
+        assemble(client, auth, entity, turn, as_of="2024-01-01T00:00:00Z")
+    for turn in ("I'm not really into hiking anymore.", "I quit Greenfield."):
+        said = assemble(client, auth, entity, turn, as_of="2024-06-01T00:00:00Z")["extracted"]["upserts"]
+        assert said[1]["action"] == "SUPERSEDED" and len(said[1]["supersedes"]) == 1, (turn, said)
+    assert [x.split(" (")[0] for x in current_facts(client, auth, entity)] == ["User likes tea"]
+    # a value held in full is the one ended, not a longer one beginning with it
+    assemble(client, auth, "ent:both", "I love tea. I love tea parties.", as_of="2024-01-01T00:00:00Z")
+    assemble(client, auth, "ent:both", "I don't like tea anymore.", as_of="2024-06-01T00:00:00Z")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:both")] == ["User likes tea parties"]
+
+
 def test_a_plain_negation_of_an_employer_keeps_the_employer(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
@@ -610,6 +628,32 @@ def test_what_one_is_besides_a_job_or_a_name_ends_neither(
         assemble(client, auth, entity, turn)
     now = [x.split(" (")[0] for x in current_facts(client, auth, entity)]
     assert sorted(now) == ["User works as a barista", "User's name is Dana"], now
+
+
+def test_the_askers_label_seeks_no_turns_of_theirs(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """ "Alex: What's our puppy called?" ranked every turn of Alex's above Sam's answer (a graph seed and
+    the speaker focus from the label), and the answer was not in the context."""
+    entity = "ent:home"
+    alex = [
+        "Alex: Work was long today, the client call ran over.",
+        "Alex: I finally fixed the leaking tap in the kitchen.",
+        "Alex: The train was late again this morning.",
+        "Alex: I booked a table at the Thai place for Friday.",
+        "Alex: My back hurts from the gym.",
+        "Alex: I watched the new documentary about whales.",
+        "Alex: The garden needs weeding this weekend.",
+        "Alex: I paid the electricity bill.",
+    ]
+    day = datetime(2025, 3, 1, tzinfo=UTC)
+    for i, turn in enumerate([*alex[:4], "Sam: We adopted a puppy! Her name is Mochi.", *alex[4:]]):
+        assemble(client, auth, entity, turn, as_of=(day + timedelta(days=i)).isoformat())
+    asked = assemble(
+        client, auth, entity, "Alex: What's our puppy called?", ingest=READ_ONLY,
+        **{"return": {"include_raw_matches": True}},
+    )  # fmt: skip
+    assert any("Mochi" in line for line in asked["context"]["recent_events"]), asked["context"]
+    seeded = [m["text"] for m in asked["matches"] if m["score_components"]["graph_prior"]["contrib"] > 0]
+    assert seeded == []
 
 
 def test_a_name_with_a_capital_beyond_ascii_is_a_name(
