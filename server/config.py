@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +24,20 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     if not (raw.isascii() and raw.isdigit()):
         raise InvalidInput(f"{name} must be a whole number >= 0 (0: no cap), got {raw[:32]!r}", field=name)
     return int(raw)
+
+
+def _hours(env: Mapping[str, str], name: str, default: float) -> float:
+    """A number of hours > 0 from `name` (empty or unset: `default`); InvalidInput naming it otherwise."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        hours = float(raw)
+    except ValueError:
+        hours = math.nan
+    if not (math.isfinite(hours) and hours > 0):
+        raise InvalidInput(f"{name} must be a number of hours > 0, got {raw[:32]!r}", field=name)
+    return hours
 
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True):
@@ -47,7 +62,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
             rate_limit=env.get("LOCI_RATE_LIMIT") or "600/minute",
             cors_origins=origins,
             embedder=env.get("LOCI_EMBEDDER") or "minilm",
-            idempotency_ttl_hours=float(env.get("LOCI_IDEMPOTENCY_TTL_HOURS") or 24),
+            idempotency_ttl_hours=_hours(env, "LOCI_IDEMPOTENCY_TTL_HOURS", 24.0),
             max_streams_per_key=_count(env, "LOCI_MAX_STREAMS_PER_KEY", MAX_STREAMS_PER_KEY),
             max_streams=_count(env, "LOCI_MAX_STREAMS", MAX_STREAMS),
         )

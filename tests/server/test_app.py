@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from litestar.testing import TestClient
 
+from engine.errors import InvalidInput
 from engine.keys import create_api_key
 from engine.models import text_hash
 from server.app import LazyEmbedder, create_app
@@ -40,6 +42,14 @@ def test_settings_from_env() -> None:
         (),
     )
     assert Settings.from_env({"LOCI_DATABASE_URL": "sqlite:///x.db"}).store_target == "sqlite:///x.db"
+
+
+@pytest.mark.parametrize("hours", ["abc", "0", "-1", "nan", "inf"])
+def test_a_bad_idempotency_ttl_is_a_clear_error(hours: str) -> None:
+    """LOCI_IDEMPOTENCY_TTL_HOURS=abc stopped `loci serve` with a traceback of float()."""
+    with pytest.raises(InvalidInput, match="LOCI_IDEMPOTENCY_TTL_HOURS must be a number of hours > 0"):
+        Settings.from_env({"LOCI_IDEMPOTENCY_TTL_HOURS": hours})
+    assert Settings.from_env({"LOCI_IDEMPOTENCY_TTL_HOURS": " 0.5 "}).idempotency_ttl_hours == 0.5
 
 
 def test_default_store_and_named_embedder(tmp_path: Path) -> None:
