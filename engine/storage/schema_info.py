@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from engine.errors import Unavailable
 
@@ -26,6 +27,14 @@ def _sqlite_path(target: str) -> str | None:
     return str(Path(target).expanduser() / "loci.db")
 
 
+def _read_only_uri(path: str) -> str:
+    """A read-only `file:` URI of a path; "sqlite:////abs/x.db" gives "//abs/x.db", which a URI would
+    read as a host."""
+    if path.startswith("//"):
+        path = "/" + path.lstrip("/")
+    return f"file:{quote(path)}?mode=ro"
+
+
 def _is_postgres(target: str) -> bool:
     return target.partition("://")[0].lower() in ("postgresql", "postgres") and "://" in target
 
@@ -38,7 +47,7 @@ def schema_version(target: str) -> int | None:
         return None
     if path == ":memory:" or (not path.startswith("file:") and not Path(path).exists()):
         return 0
-    conn = sqlite3.connect(f"file:{path}?mode=ro" if not path.startswith("file:") else path, uri=True)
+    conn = sqlite3.connect(_read_only_uri(path) if not path.startswith("file:") else path, uri=True)
     try:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
     finally:

@@ -44,6 +44,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     env = dict(os.environ)
     if getattr(args, "data_dir", None):
         env["LOCI_DATA_DIR"] = args.data_dir
+        env.pop("LOCI_DATABASE_URL", None)  # a store named on the command line beats the environment's
     if getattr(args, "database_url", None):
         env["LOCI_DATABASE_URL"] = args.database_url
     settings = Settings.from_env(env)

@@ -94,6 +94,26 @@ def test_migrate_sqlite_is_repeatable(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0 and f"schema version {v} (before 0, latest {v}); migrated 0 -> {v}" in out
     code, out, _ = run(capsys, "migrate", "--database-url", f"sqlite://{tmp_path / 'loci.db'}")
     assert code == 0 and f"schema version {v} (before {v}, latest {v}); up to date" in out
+    # four slashes name the absolute path too, as every other command reads them
+    code, out, _ = run(capsys, "migrate", "--database-url", f"sqlite:///{tmp_path / 'loci.db'}")
+    assert code == 0 and f"schema version {v} (before {v}, latest {v}); up to date" in out
+
+
+def test_a_data_dir_on_the_command_line_beats_the_environments_url(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loci export --data-dir D` exported the store of LOCI_DATABASE_URL instead of D's."""
+    src = open_store(str(tmp_path / "src"))
+    fill(src)
+    src.close()
+    monkeypatch.setenv("LOCI_DATABASE_URL", f"sqlite://{tmp_path / 'src' / 'loci.db'}")
+    out = tmp_path / "out.jsonl"
+    code, _, err = run(
+        capsys, "export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path / "empty")
+    )
+    assert code == 0, err
+    header = msgspec.json.decode(out.read_text().splitlines()[0], type=HeaderLine)
+    assert header.counts.memories == 0
 
 
 def test_migrate_never_prints_a_password() -> None:
