@@ -30,7 +30,7 @@ log = logging.getLogger("loci.server")
 
 ASGIApp = Callable[..., Any]
 _SANE_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-EXPOSED = "X-Request-Id, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After"
+EXPOSED = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, Idempotent-Replayed"
 #: where the MCP transport is mounted (server.routes.mcp)
 MCP_PATH = "/mcp"
 ALLOWED_METHODS = "GET, POST, PATCH, DELETE, OPTIONS"

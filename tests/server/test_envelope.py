@@ -102,7 +102,11 @@ def test_cors_header_on_success_and_errors(cors_client: TestClient[Litestar]) ->
     for path in ("/v0/health", "/v0/memories", "/nope"):
         r = cors_client.get(path, headers=origin)
         assert r.headers["access-control-allow-origin"] == "https://app.example", path
-        assert "X-Request-Id" in r.headers["access-control-expose-headers"]
+        exposed = {h.strip().lower() for h in r.headers["access-control-expose-headers"].split(",")}
+        # every header of our own a browser's code reads is exposed (X-RateLimit-Limit and
+        # Idempotent-Replayed were not)
+        ours = {h for h in r.headers if h.startswith("x-") or h in ("retry-after", "idempotent-replayed")}
+        assert ours <= exposed and {"x-ratelimit-limit", "idempotent-replayed"} <= exposed, path
     assert (
         "access-control-allow-origin"
         not in cors_client.get("/v0/health", headers={"Origin": "https://evil.example"}).headers
