@@ -104,7 +104,10 @@ async def list_memories_v1(
     run_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
     app_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
     search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
-    limit: Annotated[int | None, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="1 to 200 (10)")] = None,
+    limit: Annotated[
+        int | None,
+        QueryParameter(ge=1, le=V1_MAX_LIMIT, description=f"1 to {V1_MAX_LIMIT} ({V1_DEFAULT_LIMIT})"),
+    ] = None,
     top_k: Annotated[
         int | None, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="older clients' name for limit")
     ] = None,

@@ -3442,7 +3442,7 @@ export interface operations {
                 app_id?: string | null;
                 /** @description search text (max 20000) */
                 query?: string | null;
-                /** @description 1 to 200 (10) */
+                /** @description 1 to 200 (20) */
                 limit?: number | null;
                 /** @description older clients' name for limit */
                 top_k?: number | null;
