@@ -192,7 +192,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dataset",
         default="synthetic",
-        help="locomo | longmemeval-oracle | longmemeval-ku | synthetic | PATH (common-format JSON)",
+        help="locomo | longmemeval-oracle | longmemeval-ku | longmemeval-s-dev | synthetic | synthetic-mixed | "
+        "PATH (common-format JSON)",
     )
     p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     p.add_argument(

@@ -139,3 +139,13 @@ def test_doctor_counts_and_fills_long_texts_without_their_passages(
     assert main(["doctor", "--data-dir", str(tmp_path)]) == 0
     assert "long texts given their passages' vectors: 1" in capsys.readouterr().out
     assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 0
+
+
+def test_eval_help_names_every_dataset(capsys: pytest.CaptureFixture[str]) -> None:
+    """`loci eval run --help` left out longmemeval-s-dev and synthetic-mixed."""
+    from evals.loaders import dataset_names
+
+    with pytest.raises(SystemExit):
+        main(["eval", "run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert all(name in shown for name in dataset_names()), shown
