@@ -630,7 +630,9 @@ def test_what_one_is_besides_a_job_or_a_name_ends_neither(
     assert sorted(now) == ["User works as a barista", "User's name is Dana"], now
 
 
-def test_the_askers_label_seeks_no_turns_of_theirs(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+def test_the_askers_label_seeks_no_turns_of_theirs(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
     """ "Alex: What's our puppy called?" ranked every turn of Alex's above Sam's answer (a graph seed and
     the speaker focus from the label), and the answer was not in the context."""
     entity = "ent:home"
