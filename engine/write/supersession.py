@@ -169,17 +169,22 @@ def of_kind(value: Memory, kind: Memory) -> bool:
     return 0 < len(head) < len(words) and words[: len(head)] == head
 
 
+#: the words that open a qualifier of a thing already named: "hiking | in the Dales"
+_QUALIFIERS = frozenset(["in", "at", "on", "with", "for", "from", "of", "near", "around", "by", "during"])
+
+
 def named_shorter(value: Memory, short: Memory) -> bool:
-    """Whether `short`'s object names `value`'s by its first words, as people shorten a value they
-    said before: "hiking" for "hiking in the Dales", Greenfield for Greenfield Animal Hospital."""
+    """Whether `short`'s object names `value`'s shortly, as people shorten a value they said before: a
+    name by its first words (Greenfield for Greenfield Animal Hospital), a thing without its qualifier
+    ("hiking" for "hiking in the Dales"; "jazz" names no "jazz fusion", a kind of fusion)."""
     x, y = value.object, short.object
     if not (isinstance(x, str) and isinstance(y, str)) or x.startswith("ent:") != y.startswith("ent:"):
         return False
     if x.startswith("ent:"):
         words, head = slug(x.removeprefix("ent:")).split("-"), slug(y.removeprefix("ent:")).split("-")
-    else:
-        words, head = _plain(x).split(), _plain(y).split()
-    return 0 < len(head) < len(words) and words[: len(head)] == head
+        return 0 < len(head) < len(words) and words[: len(head)] == head
+    words, head = _plain(x).split(), _plain(y).split()
+    return 0 < len(head) < len(words) and words[: len(head)] == head and words[len(head)] in _QUALIFIERS
 
 
 def effective_time(m: Memory) -> datetime:

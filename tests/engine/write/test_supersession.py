@@ -469,6 +469,17 @@ def test_a_negation_of_a_kind_ends_the_values_of_that_kind() -> None:
     fusion = fact("likes", "jazz fusion")
     res = resolve(fact("likes", "jazz", at=T0 + timedelta(days=1)), [fusion], negated=True, now=NOW)
     assert res.outcome.action == "SKIPPED"
+    # a thing named without its qualifier, a name by its first words
+    dales, greenfield = (
+        fact("likes", "hiking in the Dales"),
+        fact("works_at", "ent:greenfield-animal-hospital"),
+    )
+    res = resolve(fact("likes", "hiking", at=T0 + timedelta(days=1)), [dales], negated=True, now=NOW)
+    assert res.outcome.supersedes == [dales.memory_id]
+    res = resolve(
+        fact("works_at", "ent:greenfield", at=T0 + timedelta(days=1)), [greenfield], negated=True, now=NOW
+    )
+    assert res.outcome.supersedes == [greenfield.memory_id]
 
 
 def test_a_stance_ends_its_contrary() -> None:
