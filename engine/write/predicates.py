@@ -96,6 +96,13 @@ _SPECS: tuple[PredicateSpec, ...] = (
     _p("has_parent", False, "entity", "{s}'s parent is {o}", "mother or father"),
     _p("has_friend", False, "entity", "{s} has a friend named {o}", "a friend"),
     _p("has_colleague", False, "entity", "{s} has a colleague named {o}", "a coworker"),
+    _p(
+        "has_relative",
+        False,
+        "entity",
+        "{s} has a relative named {o}",
+        "a cousin, aunt, uncle, grandparent, ...",
+    ),
     _p("has_pet", False, "string", "{s} has {a} {o}", "a pet", by_kind=True),
     # preferences and habits
     _p("likes", False, "string", "{s} likes {o}", "something the subject likes", contrary="dislikes"),

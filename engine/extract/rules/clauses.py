@@ -32,6 +32,10 @@ RELATIONS: dict[str, str] = {
     "dad": "has_parent", "father": "has_parent", "mum": "has_parent", "friend": "has_friend",
     "best friend": "has_friend", "coworker": "has_colleague", "colleague": "has_colleague",
     "roommate": "has_friend",
+    "cousin": "has_relative", "aunt": "has_relative", "uncle": "has_relative", "niece": "has_relative",
+    "nephew": "has_relative", "grandma": "has_relative", "grandmother": "has_relative",
+    "grandpa": "has_relative", "grandfather": "has_relative", "granddaughter": "has_relative",
+    "grandson": "has_relative",
 }  # fmt: skip
 _REL = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _NAME = rf"(?-i:{UPPER}{NAME_CHAR}{{1,40}}(?:\s+{UPPER}{NAME_CHAR}{{1,40}})?)"

@@ -131,16 +131,21 @@ def is_product(name: str) -> bool:
 _NAME_WORD = re.compile(f"{UPPER}{NAME_CHAR}+")
 
 
-def is_person_name(name: str) -> bool:
-    """A capitalized name that is not a stop word nor a known place, organization or product."""
+def is_given_name(name: str) -> bool:
+    """A capitalized name that is not a stop word: what may name a pet ("my cat Pixel", "my dog Paris")."""
     words = name.split()
     if not words or len(words) > 3:
         return False
     if any(not _NAME_WORD.fullmatch(w) for w in words):
         return False
-    if words[0] in _STOP_CAPS or name in LANGUAGES or name in NATIONALITIES or name in BELIEFS_AND_ORIGINS:
-        return False
-    return not (is_place(name) or is_org(name) or is_product(name))
+    return not (
+        words[0] in _STOP_CAPS or name in LANGUAGES or name in NATIONALITIES or name in BELIEFS_AND_ORIGINS
+    )
+
+
+def is_person_name(name: str) -> bool:
+    """A capitalized name that is not a stop word nor a known place, organization or product."""
+    return is_given_name(name) and not (is_place(name) or is_org(name) or is_product(name))
 
 
 def guess_type(name: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from engine.extract.rules.clauses import RELATIONS, Clause, Collector
-from engine.extract.rules.entities import is_person_name
+from engine.extract.rules.entities import is_given_name, is_person_name
 from engine.extract.rules.quantities import NUMBER_WORDS, word_number
 from engine.extract.rules.text import own_name
 from engine.letters import NAME_CHAR, UPPER
@@ -115,7 +115,7 @@ _MY_PET = re.compile(
 def _pet(out: Collector, clause: Clause, kind: str, name: str | None, *, negated: bool | None = None) -> None:
     kind = _PET_SINGULAR.get(kind.lower(), kind.lower())
     name = own_name(name) if name else name
-    if name and is_person_name(name):
+    if name and is_given_name(name):  # a pet may bear a place's or a product's name
         out.entity(name, "pet", 0.8, species=kind)
         out.fact(clause, "has_pet", f"{kind} named {name}", confidence=0.85, negated=negated)
     else:

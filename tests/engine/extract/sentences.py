@@ -875,4 +875,8 @@ EVERYDAY: list[tuple[str, list[Expected]]] = [
     ("I've taken up the offer.", []),
     ("I started doing my homework.", []),
     ("I stopped learning Spanish.", [(U, "!learning", "Spanish", None)]),
+    # a pet may bear a product's or a place's name; relatives beyond the nearest
+    ("My cat Pixel knocked over my coffee.", [(U, "has_pet", "cat named Pixel", None)]),
+    ("My cousin Rob lives in Seattle.", [(U, "has_relative", "ent:rob", None), ("ent:rob", "lives_in", "ent:seattle", None)]),
+    ("Rob is my cousin.", [(U, "has_relative", "ent:rob", None)]),
 ]  # fmt: skip
