@@ -6,7 +6,7 @@
                         [--out FILE]
     loci bench writes   [--sizes 0,10000,50000,100000] [--batches 5] [--singles 50] [--out FILE]
     loci bench encoder  [--sample 1000] [--queries 200] [--batches 3] [--out FILE]
-    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http] [--preset NAME]
+    loci bench peers    [--turns 5882] [--reads 300] [--singles 50] [--rounds 1] [--http [--gap-ms MS]] [--preset NAME]
                         [--out FILE]
                         (loci[peers])
     loci bench redos    [--calls 10] [--embedder minilm|hash] [--out FILE]
@@ -149,8 +149,9 @@ def _peers(args: argparse.Namespace) -> int:
     rounds = f" --rounds {args.rounds}" if args.rounds != 1 else ""
     http = " --http" if args.http else ""
     preset = f" --preset {args.preset}" if args.preset else ""
+    gap = f" --gap-ms {args.gap_ms:g}" if args.gap_ms else ""
     header = _header(
-        f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}{http}{preset}"
+        f"peers --turns {args.turns} --reads {args.reads} --singles {args.singles}{rounds}{http}{preset}{gap}"
     )
     options: dict[str, Any] = {
         "turns": args.turns,
@@ -164,7 +165,11 @@ def _peers(args: argparse.Namespace) -> int:
         if args.http:
             from evals.bench import peers_http
 
-            table: Any = peers_http.run(create_embedder("minilm"), embedder_name="minilm", **options)
+            table: Any = peers_http.run(
+                create_embedder("minilm"), embedder_name="minilm", gap_ms=args.gap_ms, **options
+            )
+        elif args.gap_ms:
+            raise ValueError("--gap-ms is for --http")
         else:
             table = peers.run(create_embedder("minilm"), **options)
     except ValueError as exc:
@@ -287,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         choices=sorted(TUNING.presets),
         help="Loci's reads with this retrieval preset (default: the API's default, balanced)",
+    )
+    r.add_argument(
+        "--gap-ms",
+        type=float,
+        default=0.0,
+        help="with --http: rest before each call, untimed (an agent asks once a turn; back to back, each "
+        "side meets the threads the other left spinning)",
     )
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     r.add_argument("--out", default=None, help="also append the table to this file")

@@ -237,12 +237,15 @@ class Mem0Side:
 
 
 def alternate(
-    sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None]
+    sides: Sequence[Any], items: Sequence[Any], call: Callable[[Any, Any], None], gap: float = 0.0
 ) -> list[list[float]]:
-    """Seconds per item for each side, the sides taking turns item by item."""
+    """Seconds per item for each side, the sides taking turns item by item; `gap` seconds of rest
+    (untimed) before each call."""
     out: list[list[float]] = [[] for _ in sides]
     for item in items:
         for i, side in enumerate(sides):
+            if gap > 0:
+                time.sleep(gap)
             t = time.perf_counter()
             call(side, item)
             out[i].append(time.perf_counter() - t)

@@ -74,13 +74,15 @@ class HttpPeersTable(msgspec.Struct, kw_only=True):
     mem0_version: str
     rounds: list[HttpRound]
     preset: PresetName | None = None  # Loci's reads: None is the default preset
+    gap_ms: float = 0.0  # rest before each call
 
     def format(self) -> str:
+        rest = f", {self.gap_ms:g} ms of rest before each call" if self.gap_ms > 0 else ""
         lines = [
             f"peers benchmark over HTTP: {self.turns} LoCoMo turns for one user, {len(self.rounds)} rounds x "
             f"{self.reads} distinct questions; Loci embedder {self.embedder}, mem0 {self.mem0_version}; "
             "each question asked of Loci in process, Loci over HTTP and mem0 in turn, another of an empty scope "
-            "over HTTP before mem0's",
+            f"over HTTP before mem0's{rest}",
             "| round | HTTP p50 / p95 ms | mem0 p50 / p95 ms | HTTP / mem0 p50 | HTTP / mem0 p95 | "
             "in process p50 / p95 ms | engine in server / in process p50 (total, embed, channels ms) | "
             "empty scope over HTTP p50 / p95 ms (engine, embed ms) |",
@@ -178,10 +180,11 @@ def run(
     rounds: int = 3,
     cache_dir: str = DEFAULT_CACHE_DIR,
     preset: PresetName | None = None,
+    gap_ms: float = 0.0,
     progress: TextIO | None = sys.stderr,
 ) -> HttpPeersTable:
     """Load both sides, serve a copy of Loci's store, then ask each round's questions three ways, and
-    as many others of the empty scope."""
+    as many others of the empty scope; `gap_ms` of rest before each call (an agent asks once a turn)."""
     say = peers.say_to(progress)
     # the empty scope's questions are others: the server would find a question it just embedded cached
     bulk, single, questions = peers.inputs(turns, reads, singles, rounds, per_read=2)
@@ -212,7 +215,9 @@ def run(
                     empty.candidates.clear()
                     span = slice(r * reads, (r + 1) * reads)
                     asked = list(zip(questions[span], others[span], strict=True))
-                    wall = peers.alternate(sides, asked, lambda s, q: s.read(q[1] if s is empty else q[0]))
+                    wall = peers.alternate(
+                        sides, asked, lambda s, q: s.read(q[1] if s is empty else q[0]), gap=gap_ms / 1000
+                    )
                     if any(empty.candidates):
                         raise RuntimeError(f"{EMPTY} holds memories: a read found {max(empty.candidates)}")
                     ms = [pct([x * 1000 for x in side]) for side in wall]
@@ -237,4 +242,5 @@ def run(
         mem0_version=peers.mem0_version() or "?",
         rounds=out,
         preset=preset,
+        gap_ms=gap_ms,
     )

@@ -196,3 +196,34 @@ def test_the_empty_scope_asks_other_questions_in_the_same_body_for_an_entity_wit
     assert body == {**read_body("Where did Caroline go?", "fast"), "entity_id": EMPTY}
     with pytest.raises(ValueError, match="need"):
         peers.inputs(10, 2000, 2, 1, per_read=2)
+
+
+def test_a_gap_rests_before_each_call_untimed_and_the_table_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evals.bench import peers
+    from evals.bench.peers_http import HttpPeersTable
+
+    clock, slept = [0.0], []  # a clock only the rest and the calls move
+
+    def rest(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    def call(side: str, item: int) -> None:
+        calls.append((side, item))
+        clock[0] += 0.001
+
+    monkeypatch.setattr("evals.bench.peers.time.sleep", rest)
+    monkeypatch.setattr("evals.bench.peers.time.perf_counter", lambda: clock[0])
+    calls: list[tuple[str, int]] = []
+    wall = peers.alternate(["a", "b"], [1, 2], call, gap=0.25)
+    assert calls == [("a", 1), ("b", 1), ("a", 2), ("b", 2)] and slept == [0.25] * 4
+    assert wall == [[pytest.approx(0.001)] * 2] * 2  # the rest is not the call's time
+    table = HttpPeersTable(
+        turns=10,
+        reads=3,
+        embedder="e",
+        mem0_version="v",
+        rounds=[_http_round((6, 9), (12, 15), 6, 5, 3)],
+        gap_ms=250,
+    )
+    assert "250 ms of rest before each call" in table.format()
