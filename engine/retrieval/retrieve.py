@@ -241,6 +241,12 @@ def _union(
             (got.valid_to is None and not got.archived and got.status != "superseded") or in_scope(got, scope)
         )
     ]
+    kept = set(union)
+    ended = [
+        got for mid in channel_ids if mid not in kept and (got := memories.get(mid)) is not None and got.keys
+    ]
+    if ended:
+        union.extend(_successors(store, scope, ended, memories, kept, cost))
     in_channels = set(channel_ids)
     union.extend(mid for mid in explicit if mid in allowed_explicit and mid not in in_channels)
     snippet_map = {f"snippet:{i + 1}": s for i, s in enumerate(snippets) if s.strip()}
@@ -248,6 +254,27 @@ def _union(
     pinned = frozenset(mid for mid in must_include if mid in allowed_explicit)
     seeded = frozenset(mid for mid in seed_ids if mid in allowed_explicit)
     return union, memories, snippet_map, pinned, seeded
+
+
+def _successors(
+    store: Store,
+    scope: Scope,
+    ended: Sequence[Memory],
+    memories: dict[str, Memory],
+    kept: set[str],
+    cost: Cost,
+) -> list[str]:
+    """The values that hold now in the keys of `ended` (facts a channel found that a write ended before
+    their fetch), added to `memories`: the read sees the value that replaced one, never no value."""
+    found: list[str] = []
+    for key in dict.fromkeys(k for m in ended for k in m.keys or ()):
+        cost.retrieval_ops += 1
+        for m in store.find_by_key(scope.org_id, scope.namespace, key):
+            if m.memory_id not in kept and in_scope(m, scope):
+                memories.setdefault(m.memory_id, m)
+                kept.add(m.memory_id)
+                found.append(m.memory_id)
+    return found
 
 
 def _diversify(
