@@ -258,7 +258,8 @@ def sections(kept: Sequence[RenderItem]) -> tuple[list[str], list[str], list[str
     for group in sorted(days, key=lambda g: -max(it.when for it in days[g])):
         if group:
             events.append(day_header(group))
-        events.extend(it.line for it in sorted(days[group], key=lambda it: (it.when, it.rank)))
+        # turns of one time keep the order they were stored in, as the listing does (ids rise with it)
+        events.extend(it.line for it in sorted(days[group], key=lambda it: (it.when, it.id)))
     sources = [it.line for it in by_rank if it.section == "sources"]
     return facts, events, sources
 
