@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 from litestar import Litestar
 from litestar.testing import TestClient
 
 from engine.embed.hash import HashEmbedder
+from engine.ids import memory_id
 from engine.models import text_hash
 from engine.storage.base import ListQuery, Store
 from tests.server.conftest import KeyMaker
@@ -656,6 +658,65 @@ def test_the_askers_label_seeks_no_turns_of_theirs(
     assert any("Mochi" in line for line in asked["context"]["recent_events"]), asked["context"]
     seeded = [m["text"] for m in asked["matches"] if m["score_components"]["graph_prior"]["contrib"] > 0]
     assert seeded == []
+
+
+def test_a_read_meeting_a_superseding_write_shows_the_new_value(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """A read whose channels found "lives in Oslo" before a move to Berlin committed, and fetched the
+    record after it, showed no residence at all: the fetched record (superseded) was dropped and its
+    successor was never a hit."""
+    entity = "ent:iso"
+    oslo_id = assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-01T00:00:00Z")["extracted"][
+        "upserts"
+    ][1]["memory_id"]
+    fetch, moved = store.get_memories, []
+
+    def fetch_after_a_move(org_id: str, memory_ids: Any) -> Any:
+        if oslo_id in memory_ids and not moved:  # the move commits between the search and this fetch
+            (oslo,) = fetch(org_id, [oslo_id])
+            june, now = datetime(2024, 6, 1, tzinfo=UTC), datetime.now(UTC)
+            berlin = msgspec.structs.replace(
+                oslo, memory_id=memory_id(), text="User lives in Berlin", object="ent:berlin",
+                metadata={**oslo.metadata, "object_name": "Berlin"}, valid_from=june, created_at=now, updated_at=now,
+            )  # fmt: skip
+            with store.transaction():
+                store.put_memories(
+                    [msgspec.structs.replace(oslo, status="superseded", valid_to=june), berlin]
+                )
+            moved.append(berlin.memory_id)
+        return fetch(org_id, memory_ids)
+
+    store.get_memories = fetch_after_a_move  # type: ignore[method-assign]
+    try:
+        facts = assemble(client, auth, entity, "Where do I live?", ingest=READ_ONLY)["context"]["facts"]
+    finally:
+        del store.get_memories
+    assert moved and [x.split(" (")[0] for x in facts if "lives in" in x] == ["User lives in Berlin"], facts
+
+
+def test_turns_of_one_time_are_shown_in_the_order_they_were_said(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Four turns sent with one `as_of` (a session's time, as LoCoMo gives) came back in reverse order
+    in `recent_events`, by their rank; the listing keeps the order they were stored in."""
+    turns = [
+        "Ann: I adopted a puppy named Rex.",
+        "Bob: That is lovely, what breed?",
+        "Ann: Rex is a beagle, very noisy.",
+        "Bob: Beagles love long walks in the park.",
+    ]
+    for turn in turns:
+        assemble(client, auth, "ent:pup", turn, as_of="2024-03-01T10:00:00Z")
+    lines = assemble(
+        client,
+        auth,
+        "ent:pup",
+        "Where do beagles like to walk?",
+        ingest=READ_ONLY,
+        as_of="2024-03-01T10:05:00Z",
+    )["context"]["recent_events"]
+    assert [line for line in lines if line in turns] == turns, lines
 
 
 def test_a_name_with_a_capital_beyond_ascii_is_a_name(
