@@ -64,7 +64,8 @@ _MY_TITLE = re.compile(
 )
 _STUDY = re.compile(
     r"^(?:(?:am|is) )?(?:study|studies|studying|majoring in|major in|doing a (?:phd|master'?s|degree|bachelor'?s) in) "
-    r"(?!at )(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
+    # "studies are going well" is a noun's verb, not a field
+    r"(?!at |(?:are|is|was|were|have|has|had|will|can|seem|seems|look|looks)\b)(?P<f>[A-Za-z][A-Za-z \-]*?)(?: at (?P<o>.+))?$",
     re.IGNORECASE,
 )
 _STUDENT_AT = re.compile(

@@ -879,4 +879,6 @@ EVERYDAY: list[tuple[str, list[Expected]]] = [
     ("My cat Pixel knocked over my coffee.", [(U, "has_pet", "cat named Pixel", None)]),
     ("My cousin Rob lives in Seattle.", [(U, "has_relative", "ent:rob", None), ("ent:rob", "lives_in", "ent:seattle", None)]),
     ("Rob is my cousin.", [(U, "has_relative", "ent:rob", None)]),
+    # a noun's verb is no field of study
+    ("Engineering studies are still going strong.", []),
 ]  # fmt: skip
