@@ -670,7 +670,7 @@ def test_a_read_meeting_a_superseding_write_shows_the_new_value(
     oslo_id = assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-01T00:00:00Z")["extracted"][
         "upserts"
     ][1]["memory_id"]
-    fetch, moved = store.get_memories, []
+    fetch, moved = store.get_memories, list[str]()
 
     def fetch_after_a_move(org_id: str, memory_ids: Any) -> Any:
         if oslo_id in memory_ids and not moved:  # the move commits between the search and this fetch
