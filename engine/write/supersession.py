@@ -183,8 +183,7 @@ def named_shorter(value: Memory, short: Memory) -> bool:
     if x.startswith("ent:"):
         words, head = slug(x.removeprefix("ent:")).split("-"), slug(y.removeprefix("ent:")).split("-")
         return 0 < len(head) < len(words) and words[: len(head)] == head
-    words, head = _plain(x).split(), _plain(y).split()
-    return 0 < len(head) < len(words) and words[: len(head)] == head and words[len(head)] in _QUALIFIERS
+    return of_kind(value, short) and _plain(x).split()[len(_plain(y).split())] in _QUALIFIERS
 
 
 def effective_time(m: Memory) -> datetime:
