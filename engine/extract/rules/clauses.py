@@ -180,16 +180,18 @@ class Collector:
             self.entities[ent.entity_id] = ent
         return ent.entity_id
 
-    def relative(self, clause: Clause, rel: str, name: str, confidence: float = 0.85) -> str | None:
+    def relative(
+        self, clause: Clause, rel: str, name: str, confidence: float = 0.85, *, subject: str | None = None
+    ) -> str | None:
         """The speaker's `rel` called `name` (without the possessive it was read with: "my brother
-        Michael's wife"): its entity id, after the entity and the relation fact; None for no person's name."""
+        Michael's wife"): its entity id, after the entity and the relation fact; None for no person's name.
+        `subject`: whose relation, when not the clause's subject ("Tom is my boyfriend": the speaker's)."""
         name = own_name(name)
         if not is_person_name(name):
             return None
         pid = self.entity(name, "person", 0.85, relation=rel.lower())
-        self.fact(
-            clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name, confidence=confidence
-        )
+        self.fact(clause, RELATIONS[rel.lower()], pid, object_type="entity", object_name=name,
+                  confidence=confidence, subject=subject)  # fmt: skip
         return pid
 
     def fact(

@@ -218,12 +218,8 @@ def _split(out: Collector, clause: Clause, name: str, *, married: bool) -> None:
 def _named_relation(clause: Clause, out: Collector) -> None:
     """ "Tom is my boyfriend": the speaker's relation, named by the clause's subject."""
     m = _IS_MY_REL.match(clause.vp)
-    name = clause.subject_name
-    if m and is_person_name(name):  # "Tom is no longer my boyfriend" ends him
-        rel = m.group("r").lower()
-        pid = out.entity(name, "person", 0.85, relation=rel)
-        out.fact(clause, RELATIONS[rel], pid, object_type="entity", object_name=name, confidence=0.85,
-                 subject=clause.user)  # fmt: skip
+    if m:  # "Tom is no longer my boyfriend" ends him
+        out.relative(clause, m.group("r"), clause.subject_name, 0.85, subject=clause.user)
 
 
 def extract(clause: Clause, out: Collector) -> None:
