@@ -203,10 +203,10 @@ def _hobbies(clause: Clause, out: Collector) -> None:
     if m:
         for item in _items(m.group("o")):
             out.fact(clause, "hobby", item, confidence=0.85, negated=False)
-    took, stopped = (_TOOK_UP, _DOING) if clause.is_self and not clause.plain_negation else (None, None)
-    m = took.match(clause.vp) if took else None
-    m_end = stopped.match(clause.vp) if stopped and clause.negated else None
-    for found, negated in ((m, False), (m_end, True)):
+    if not clause.is_self or clause.plain_negation:
+        return
+    stopped = _DOING.match(clause.vp) if clause.negated else None
+    for found, negated in ((_TOOK_UP.match(clause.vp), False), (stopped, True)):
         if found:
             for item in _items(without_dangling(before_date(found.group("o"), out.reference)[0])):
                 out.fact(clause, "hobby", item, confidence=0.75, negated=negated)
