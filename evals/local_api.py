@@ -40,7 +40,7 @@ class LocalApi:
             embedder=embedder if isinstance(embedder, str) else model.model.partition(":")[0],
             rate_limit="100000/minute",
         )
-        self.app = create_app(settings, store=self.store, embedder=model)
+        self.app = create_app(settings, store=self.store, embedder=model, embedded=True)
         self.key, self.secret = create_api_key(self.store, org, list(scopes))
         self.org = org
         self.client: Any = TestClient(self.app)

@@ -102,7 +102,10 @@ def create_app(
     store: Store | None = None,
     embedder: Embedder | None = None,
     limiter: RateLimiter | None = None,
+    embedded: bool = False,
 ) -> Litestar:
+    """`embedded`: the app runs inside another program (a notebook, the eval harness): it leaves the
+    process's logging as it was (Litestar would set the root logger to INFO) and writes no access log."""
     settings = settings or Settings.from_env()
     owns_store = store is None
     store = store if store is not None else open_default_store(settings)
@@ -141,6 +144,7 @@ def create_app(
         on_shutdown=[close_store],
         state=None,
         debug=False,
+        **({"logging_config": None} if embedded else {}),
     )
     app.state.loci = services
     allow = {
@@ -165,7 +169,12 @@ def create_app(
     app.asgi_handler = gateway  # type: ignore[assignment]  # wraps the whole router: see server.gateway
     cache = services.memories.embeddings
     # outermost, so 429s and preflights are counted too
-    observability.install(app, store, vector_model=(lambda: cache.model) if cache is not None else None)
+    observability.install(
+        app,
+        store,
+        vector_model=(lambda: cache.model) if cache is not None else None,
+        access_log=not embedded,
+    )
     if services.memories.embeddings is not None:
         services.memories.embeddings.listener = lambda st: observability.count_embed_cache(
             hits=st.cache_hits, misses=st.texts

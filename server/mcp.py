@@ -83,7 +83,9 @@ async def api(ctx: Context, client_for: ClientFor) -> AsyncIterator[AsyncLociCli
 
 def build(client_for: ClientFor) -> MCPServer:
     """The MCP server; `client_for(ctx)` gives the API client for the caller of a tool."""
-    server = MCPServer("loci", instructions=INSTRUCTIONS, version="0.1.0")
+    # the SDK sets up the process's root logger (basicConfig) at this level when nothing has: a host
+    # process (a notebook with the app in it) is not made to print every library's INFO lines
+    server = MCPServer("loci", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING")
 
     @server.tool(
         description="Store what the user said (kind `turn`: the turn is kept as an event, facts are "

@@ -284,9 +284,10 @@ def _org_of(scope: dict[str, Any]) -> str | None:
 class AccessMiddleware:
     """ASGI: times every HTTP request, counts it and writes one access-log line."""
 
-    def __init__(self, app: ASGIApp, obs: Observability) -> None:
+    def __init__(self, app: ASGIApp, obs: Observability, *, access_log: bool = True) -> None:
         self.app = app
         self.obs = obs
+        self.access_log = access_log
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -313,7 +314,7 @@ class AccessMiddleware:
         route = route_template(scope, status)
         try:
             self.obs.observe_request(route=route, method=method, status=status, seconds=seconds)
-            if access_log.isEnabledFor(logging.INFO):
+            if self.access_log and access_log.isEnabledFor(logging.INFO):
                 state = scope.get("state")
                 rid = state.get("request_id") if isinstance(state, dict) else None
                 record = AccessRecord(
@@ -337,14 +338,16 @@ def install(
     *,
     metrics_token: str | None = None,
     vector_model: Callable[[], str] | None = None,
+    access_log: bool = True,
 ) -> Observability:
     """Create the app's metrics, wrap its ASGI handler (outermost) and keep the instance in app.state.
-    `vector_model` gives the embedder's model name when scraped (the memories without a vector)."""
+    `vector_model` gives the embedder's model name when scraped (the memories without a vector);
+    `access_log` False: requests are counted but not logged."""
     token = metrics_token if metrics_token is not None else os.environ.get(TOKEN_ENV)
     obs = Observability(store, metrics_token=token, vector_model=vector_model)
     redact_server_logs()
     app.state.observability = obs
-    app.asgi_handler = AccessMiddleware(app.asgi_handler, obs)  # type: ignore[assignment]
+    app.asgi_handler = AccessMiddleware(app.asgi_handler, obs, access_log=access_log)  # type: ignore[assignment]
     return obs
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,18 @@ def test_run_over_http_uses_the_served_api(tmp_path: Path) -> None:
     # the turns went through POST /v0/memories (one namespace per conversation)
     assert listed["items"] and all(m["namespace"] == namespace for m in listed["items"])
     assert {m["type"] for m in listed["items"]} <= {"event", "fact"}  # turns, and facts of user turns
+
+
+def test_the_local_api_leaves_the_hosts_logging_alone(caplog: pytest.LogCaptureFixture) -> None:
+    """A notebook or `loci eval run --http local` serves the app in its own process: the app neither
+    raises the process's root logger to INFO nor writes an access line per request."""
+    from evals.local_api import start_local_api
+
+    root = logging.getLogger()
+    root.setLevel(logging.WARNING)
+    caplog.set_level(logging.INFO, logger="loci.access")
+    with start_local_api(org="evals") as api:
+        api.post("/v0/memories", {"type": "note", "text": "Ana likes tea.", "entity_id": "ent:ana"})
+        assert root.level == logging.WARNING
+    assert root.level == logging.WARNING
+    assert not [r for r in caplog.records if r.name == "loci.access"]
