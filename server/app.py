@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from litestar import Litestar
 from litestar.routes import HTTPRoute
+from litestar.types import Empty
 
 from engine.deferred_events import DeferredEvents
 from engine.embed.base import Embedder, begin
@@ -144,7 +145,7 @@ def create_app(
         on_shutdown=[close_store],
         state=None,
         debug=False,
-        **({"logging_config": None} if embedded else {}),
+        logging_config=None if embedded else Empty,
     )
     app.state.loci = services
     allow = {
