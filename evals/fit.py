@@ -29,7 +29,15 @@ import numpy.typing as npt
 from engine.errors import InvalidInput
 from evals.loaders import load_dataset
 from evals.model import Dataset, Question
-from evals.replay import ORG_ID, EngineBackend, Loaded, ReplayConfig, assemble_body, evidence_questions
+from evals.replay import (
+    ORG_ID,
+    EngineBackend,
+    Loaded,
+    ReplayConfig,
+    assemble_body,
+    check_config,
+    evidence_questions,
+)
 from evals.replay_many import CHANNELS
 
 COLLECTION_WEIGHTS: dict[str, float] = {c: 1.0 / len(CHANNELS) for c in CHANNELS}
@@ -268,6 +276,7 @@ def fit_weights(
 
 def run_fit(config: FitConfig, *, dataset: Dataset | None = None, progress: bool = False) -> FitResult:
     started = time.perf_counter()
+    check_config(collection_config(config))
     data = dataset if dataset is not None else load_dataset(config.dataset)
     if config.limit is not None:
         data = data.limit(config.limit)

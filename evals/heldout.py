@@ -29,7 +29,7 @@ from evals.loaders import load_dataset
 from evals.metrics import metrics_frame, score, summarize
 from evals.replay import EngineBackend, ReplayConfig
 from evals.replay_many import replay_many
-from evals.run import RunConfig, question_filter, select
+from evals.run import RunConfig, check_questions, question_filter, select
 from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
 
 METRICS: tuple[str, ...] = ("recall_in_context_whole", "recall_in_context")
@@ -45,7 +45,8 @@ class HeldoutConfig(msgspec.Struct, frozen=True, kw_only=True):
     budget: int = 1200
     budgets: tuple[int, ...] = (600, 1200, 2400)
     metric: str = "recall_in_context_whole"
-    categories: tuple[str, ...] = ("multi-hop", "temporal", "open-domain", "single-hop")
+    #: only these question categories (empty: every category with evidence; on LoCoMo its four)
+    categories: tuple[str, ...] = ()
     embedder: str = "minilm"
     store: str = "memory"
     limit: int | None = None  # the first N conversations
@@ -104,6 +105,7 @@ def run_heldout(
     started = time.perf_counter()
     base = _run_config(config, {}, config.budget)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), base)
+    check_questions(data, base)
     parts = halves([c.conversation_id for c in data.conversations], config.split)
     configs = {
         name: _run_config(config, block, config.budget).replay_config()

@@ -32,6 +32,7 @@ the assembled context (first call) is exactly what the preset produces.
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -182,6 +183,34 @@ def ranking_body(
     if config.rank_depth <= (ran_top_k or SPEC_TOP_K):
         return None
     return assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
+
+
+def check_config(config: ReplayConfig) -> None:
+    """The configuration's requests built and checked as the API checks them (an InvalidInput naming
+    the option, as the API's 422 does), before anything is loaded, written or asked."""
+    from engine.errors import InvalidInput
+    from engine.retrieval.config import resolve
+    from engine.retrieval.options import AssembleRequest
+    from server.http import parse_body
+
+    loaded = Loaded(conversation_id="check", entity_id="ent:check", namespace="check", memory_to_turn={})
+    question = Question(
+        question_id="check",
+        conversation_id="check",
+        text="check",
+        answer=None,
+        evidence=(),
+        asked_at=datetime.now(UTC),
+        category="check",
+    )
+    deep = ranking_body(loaded, question, config, None)
+    for body in (assemble_body(loaded, question, config), *([deep] if deep is not None else [])):
+        try:
+            request = parse_body(body, AssembleRequest)
+            resolve(request.retrieval, lines=request.return_.max_events + request.return_.max_facts)
+        except InvalidInput as exc:
+            where = f"{exc.field}: " if exc.field else ""
+            raise InvalidInput(f"{where}{exc.message}", field=exc.field) from exc
 
 
 #: the API's longest memory text and turn: a longer turn (a few LongMemEval turns are) is cut to it, as a
@@ -441,14 +470,16 @@ class EngineBackend:
 class HttpBackend:
     """A served API: turns written as `config.write` says (see the module docstring), questions through
     POST /v0/context/assemble.
-    Each conversation gets its own namespace (`<prefix>-<conversation slug>`, max 64 characters)."""
+    Each conversation gets its own namespace (`<prefix>-<conversation slug>`, max 64 characters); the
+    default prefix, `eval-` and six random hex digits, is new for each backend, so a second run against
+    the same server does not ask over the first run's memories as well as its own."""
 
     def __init__(
         self,
         base_url: str,
         api_key: str,
         *,
-        namespace_prefix: str = "eval",
+        namespace_prefix: str | None = None,
         client: Any = None,
         timeout: float = 60.0,
     ) -> None:
@@ -456,7 +487,7 @@ class HttpBackend:
 
         self.client = client or httpx.Client(base_url=base_url, timeout=timeout)
         self.headers = {"Authorization": f"Bearer {api_key}"}
-        self.prefix = namespace_prefix
+        self.prefix = namespace_prefix if namespace_prefix is not None else f"eval-{secrets.token_hex(3)}"
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = self.client.post(path, json=body, headers=self.headers)

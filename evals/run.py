@@ -27,12 +27,20 @@ from typing import Any, Literal
 
 import msgspec
 
+from engine.errors import InvalidInput
 from evals import plots
 from evals.latest_evidence import latest_evidence_table
 from evals.loaders import load_dataset
 from evals.metrics import QuestionRecord, latency_table, metrics_frame, score, summarize
 from evals.model import Dataset, Question
-from evals.replay import Backend, EngineBackend, HttpBackend, ReplayConfig, evidence_questions
+from evals.replay import (
+    Backend,
+    EngineBackend,
+    HttpBackend,
+    ReplayConfig,
+    check_config,
+    evidence_questions,
+)
 from evals.replay_many import full_weights, replay_many
 from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
 
@@ -157,8 +165,6 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
     if config.conversations:
         missing = set(config.conversations) - {c.conversation_id for c in dataset.conversations}
         if missing:
-            from engine.errors import InvalidInput
-
             raise InvalidInput(f"unknown conversation id(s): {sorted(missing)}", field="conversations")
         dataset = dataset.subset(list(config.conversations))
     if config.limit is not None:
@@ -166,6 +172,20 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
     if config.ingest in ("events", "agent") and dataset.name == "locomo":  # LoCoMo gives no question time
         dataset = dataset.asked_after_last_session(EVENTS_QUESTION_DELAY)
     return dataset
+
+
+def check_questions(data: Dataset, config: RunConfig) -> None:
+    """InvalidInput when a category asked for is not the dataset's or the run would ask nothing."""
+    known = {q.category for q in data.questions}
+    unknown = sorted(set(config.categories) - known)
+    if unknown:
+        raise InvalidInput(
+            f"unknown question categories {unknown}; the conversations run have {sorted(known)}",
+            field="categories",
+        )
+    keep = question_filter(config)
+    if config.limit_questions == 0 or not any(keep(q) for q in data.questions):
+        raise InvalidInput("the run would ask no question: check --limit, --limit-questions and --categories")
 
 
 def question_filter(config: RunConfig) -> Callable[[Question], bool]:
@@ -197,8 +217,6 @@ def open_backend(config: RunConfig, api_key: str | None = None) -> Iterator[Back
 def make_backend(config: RunConfig, api_key: str | None = None, client: Any = None) -> Backend:
     if config.http_url or client is not None:
         if not api_key:
-            from engine.errors import InvalidInput
-
             raise InvalidInput("--http needs --api-key", field="api_key")
         return HttpBackend(config.http_url or "http://testserver", api_key, client=client)
     return EngineBackend(config.replay_config())
@@ -239,8 +257,14 @@ def run_eval(
     """Replay, score and (when `write`) write the run directory. `dataset` / `backend` override the
     ones named by the config (tests and notebooks pass them)."""
     started = time.perf_counter()
-    data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
     configs = configurations(config)
+    for name, cfg in configs.items():
+        try:
+            check_config(cfg)
+        except InvalidInput as exc:
+            raise InvalidInput(f"configuration {name!r}, {exc.message}", field=exc.field) from exc
+    data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
+    check_questions(data, config)
     with contextlib.ExitStack() as stack:
         engine = backend if backend is not None else stack.enter_context(open_backend(config, api_key))
         records = replay_many(

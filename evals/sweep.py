@@ -32,7 +32,7 @@ from evals import plots
 from evals.loaders import load_dataset
 from evals.metrics import metrics_frame, score
 from evals.model import Dataset, Question
-from evals.replay import Backend, EngineBackend, ReplayConfig, evidence_questions
+from evals.replay import Backend, EngineBackend, ReplayConfig, check_config, evidence_questions
 from evals.replay_many import CHANNELS, full_weights, replay_many
 from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
 
@@ -225,12 +225,14 @@ def run_sweep(
     backend: Backend | None = None,
 ) -> SweepResult:
     started = time.perf_counter()
+    cands = {c.name(): c for c in candidates(config)}
+    configs = {name: replay_config(config, c) for name, c in cands.items()}
+    for cfg in configs.values():
+        check_config(cfg)
     data = dataset if dataset is not None else load_dataset(config.dataset)
     if config.limit is not None:
         data = data.limit(config.limit)
     split = split_conversations([c.conversation_id for c in data.conversations], config.holdout, config.seed)
-    cands = {c.name(): c for c in candidates(config)}
-    configs = {name: replay_config(config, c) for name, c in cands.items()}
     engine = backend if backend is not None else EngineBackend(next(iter(configs.values())))
     records = replay_many(
         data,

@@ -48,6 +48,41 @@ def _csv(text: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in (text or "").split(",") if s.strip())
 
 
+def _at_least(low: int) -> Any:
+    """An argparse type: a whole number >= low (argparse then names the option in its error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        return value
+
+    return parse
+
+
+def _ints(text: str | None, name: str) -> tuple[int, ...]:
+    """A comma list of whole numbers (`--budgets`, `--half-lives`)."""
+    try:
+        return tuple(int(b) for b in _csv(text))
+    except ValueError:
+        raise InvalidInput(
+            f"--{name} must be a comma list of whole numbers, not {text!r}", field=name
+        ) from None
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {text}")
+    return value
+
+
 #: `--backend` -> the store target each conversation (or `--http local`'s app) opens
 BACKEND_STORES: dict[str, str] = {
     "memory": "memory",
@@ -64,8 +99,24 @@ def _store(args: argparse.Namespace) -> str:
     return BACKEND_STORES[args.backend or "memory"]
 
 
+def _embedder(args: argparse.Namespace) -> str:
+    return str(args.embedder or os.environ.get("LOCI_EMBEDDER", "minilm"))
+
+
+#: what a run through a server at a URL records as its embedder and store: the server's own
+SERVED = "served"
+
+
 def _run(args: argparse.Namespace) -> int:
-    from evals.run import RunConfig, print_summary, run_eval
+    from evals.run import LOCAL_API, RunConfig, print_summary, run_eval
+
+    served = args.http is not None and args.http != LOCAL_API
+    if served and (args.embedder is not None or args.backend is not None or args.store is not None):
+        raise InvalidInput(
+            "--http URL replays through that server, which embeds and stores as it is configured: "
+            "leave out --embedder, --backend and --store (they apply in process and to --http local)",
+            field="http",
+        )
 
     config = RunConfig(
         dataset=args.dataset,
@@ -75,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         recency_half_life_days=args.half_life,
         retrieval=_json_object(args.retrieval, "retrieval"),
         budget=args.budget,
-        budgets=tuple(int(b) for b in _csv(args.budgets)),
+        budgets=_ints(args.budgets, "budgets"),
         tokenizer=args.tokenizer,
         ingest=args.ingest,
         max_events=args.max_events,
@@ -85,8 +136,8 @@ def _run(args: argparse.Namespace) -> int:
         limit_questions=args.limit_questions,
         conversations=_csv(args.conversations),
         categories=_csv(args.categories),
-        embedder=args.embedder,
-        store=_store(args),
+        embedder=SERVED if served else _embedder(args),
+        store=SERVED if served else _store(args),
         extract=not args.no_extract,
         baselines=not args.no_baselines,
         compare_presets=_csv(args.compare_presets),
@@ -107,7 +158,7 @@ def _sweep(args: argparse.Namespace) -> int:
         seed=args.seed,
         presets=_csv(args.presets) or ("balanced",),
         normalizations=_csv(args.normalizations) or ("minmax",),
-        half_lives=tuple(int(h) for h in _csv(args.half_lives)),
+        half_lives=_ints(args.half_lives, "half-lives"),
         weights=tuple(_weights(w) or {} for w in args.weights or ()),
         holdout=args.holdout,
         metric=args.metric,
@@ -115,7 +166,7 @@ def _sweep(args: argparse.Namespace) -> int:
         limit=args.limit,
         limit_questions=args.limit_questions,
         categories=_csv(args.categories),
-        embedder=args.embedder,
+        embedder=_embedder(args),
         store=_store(args),
     )
     result = run_sweep(config, out_dir=args.out, progress=not args.quiet)
@@ -134,7 +185,7 @@ def _fit(args: argparse.Namespace) -> int:
         limit=args.limit,
         limit_questions=args.limit_questions,
         categories=_csv(args.categories),
-        embedder=args.embedder,
+        embedder=_embedder(args),
         store=_store(args),
         c=args.c,
     )
@@ -160,10 +211,10 @@ def _heldout(args: argparse.Namespace) -> int:
         candidates=candidates,
         split=_csv(args.split),
         budget=args.budget,
-        budgets=tuple(int(b) for b in _csv(args.budgets)) or (args.budget,),
+        budgets=_ints(args.budgets, "budgets") or (args.budget,),
         metric=args.metric,
-        categories=_csv(args.categories) or ("multi-hop", "temporal", "open-domain", "single-hop"),
-        embedder=args.embedder,
+        categories=_csv(args.categories),
+        embedder=_embedder(args),
         store=_store(args),
         limit=args.limit,
     )
@@ -195,14 +246,17 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="locomo | longmemeval-oracle | longmemeval-ku | longmemeval-s-dev | synthetic | synthetic-mixed | "
         "PATH (common-format JSON)",
     )
-    p.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    p.add_argument("--limit", type=_at_least(1), default=None, help="only the first N conversations")
     p.add_argument(
-        "--limit-questions", type=int, default=None, help="only the first N questions per conversation"
+        "--limit-questions",
+        type=_at_least(1),
+        default=None,
+        help="only the first N questions per conversation",
     )
     p.add_argument("--categories", default=None, help="comma list of question categories to keep")
     p.add_argument(
         "--embedder",
-        default=os.environ.get("LOCI_EMBEDDER", "minilm"),
+        default=None,
         help="minilm | openai | hash (default $LOCI_EMBEDDER or minilm; hash is for tests only)",
     )
     p.add_argument(
@@ -246,7 +300,7 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--max-events", type=int, default=None, help="return.max_events")
     run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")
-    run.add_argument("--rank-depth", type=int, default=50)
+    run.add_argument("--rank-depth", type=_at_least(0), default=50)
     run.add_argument("--conversations", default=None, help="comma list of conversation ids")
     run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
     run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
@@ -268,7 +322,7 @@ def register(subparsers: Any) -> None:
     sweep = sub.add_parser("sweep", help="grid or random search, scored on held-out conversations")
     _common(sweep)
     sweep.add_argument("--mode", choices=("grid", "random"), default="random")
-    sweep.add_argument("--samples", type=int, default=20, help="random mode: weight vectors to draw")
+    sweep.add_argument("--samples", type=_at_least(1), default=20, help="random mode: weight vectors to draw")
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--presets", default=None, help="comma list (default balanced)")
     sweep.add_argument("--normalizations", default=None, help="comma list (default minmax)")
@@ -287,10 +341,12 @@ def register(subparsers: Any) -> None:
 
     fit = sub.add_parser("fit", help="learn channel weights from score components (logistic regression)")
     _common(fit)
-    fit.add_argument("--folds", type=int, default=5, help="GroupKFold folds (groups = conversations)")
+    fit.add_argument(
+        "--folds", type=_at_least(2), default=5, help="GroupKFold folds (groups = conversations)"
+    )
     fit.add_argument("--normalization", default="minmax")
-    fit.add_argument("--rank-depth", type=int, default=50)
-    fit.add_argument("--c", type=float, default=1.0, help="inverse regularization strength")
+    fit.add_argument("--rank-depth", type=_at_least(0), default=50)
+    fit.add_argument("--c", type=_positive, default=1.0, help="inverse regularization strength")
     fit.set_defaults(func=_fit)
 
     heldout = sub.add_parser(

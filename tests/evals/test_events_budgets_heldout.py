@@ -70,3 +70,20 @@ def test_heldout_chooses_on_one_half_and_scores_the_other(tmp_path: Path) -> Non
         assert result.selection.loc[name, half] == result.selection[half].max()
     assert list(result.heldout.columns) == ["600 tokens", "1200 tokens"] and "all" in result.heldout.index
     assert result.run_dir is not None and (result.run_dir / "report.md").exists()
+
+
+def test_heldout_from_the_command_line_takes_every_category_of_a_dataset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not only LoCoMo's four: a dataset of other categories is held out whole, and a category it
+    lacks is a clear error."""
+    from evals.model import encode_dataset
+    from server.cli import main
+
+    path = tmp_path / "tiny.json"
+    path.write_bytes(encode_dataset(tiny_dataset(entities=2)))
+    argv = ["eval", "heldout", "--dataset", str(path), "--embedder", "hash", "--budgets", "600"]
+    assert main([*argv, "--out", str(tmp_path / "runs")]) == 0
+    assert "held-out recall_in_context_whole" in capsys.readouterr().out
+    assert main([*argv, "--categories", "multi-hop", "--out", str(tmp_path / "runs")]) == 2
+    assert "unknown question categories ['multi-hop']" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import pytest
 
 from engine.errors import InvalidInput
 from evals.model import encode_dataset
+from evals.replay import HttpBackend
 from evals.run import BASELINES, CHOSEN, RunConfig, configurations, overview, run_eval, select
 from server.cli import main
 from tests.evals._tiny import CountingBackend, tiny_dataset
@@ -125,7 +126,8 @@ def test_run_over_http_uses_the_served_api(tmp_path: Path) -> None:
     with start_local_api(org="evals") as api:
         backend = make_backend(config, api.secret, client=api.client)
         result = run_eval(config, dataset=data, backend=backend, write=False)
-        namespace = f"eval-{data.conversations[0].conversation_id.lower()}"
+        assert isinstance(backend, HttpBackend)
+        namespace = f"{backend.prefix}-{data.conversations[0].conversation_id.lower()}"
         listed = api.get(f"/v0/memories?namespace={namespace}")
     assert result.run_dir is None
     n = len(result.frames[CHOSEN])
@@ -148,3 +150,75 @@ def test_the_local_api_leaves_the_hosts_logging_alone(caplog: pytest.LogCaptureF
         assert root.level == logging.WARNING
     assert root.level == logging.WARNING
     assert not [r for r in caplog.records if r.name == "loci.access"]
+
+
+def test_a_second_run_against_one_server_asks_over_its_own_memories_only() -> None:
+    """Each run writes into namespaces of its own: the same run twice on one server scores the same,
+    not the second over both runs' turns."""
+    from evals.local_api import start_local_api
+    from evals.run import make_backend
+
+    data = tiny_dataset(entities=1)
+    config = RunConfig(dataset="synthetic", rank_depth=0, baselines=False, http_url="http://testserver")
+    with start_local_api(org="evals") as api:
+        runs = [
+            run_eval(
+                config, dataset=data, backend=make_backend(config, api.secret, client=api.client), write=False
+            )
+            for _ in range(2)
+        ]
+    first, second = (r.frames[CHOSEN] for r in runs)
+    for column in ("recall_at_5", "mrr", "recall_in_context"):
+        assert list(second[column]) == list(first[column])
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--preset", "bogus"], "retrieval.preset"),
+        (["--compare-presets", "bogus"], "preset:bogus"),
+        (["--normalization", "bogus"], "retrieval.normalization"),
+        (["--tokenizer", "bogus"], "budget.tokenizer"),
+        (["--budget", "10"], "budget.max_context_tokens"),
+        (["--budgets", "600,abc"], "--budgets"),
+        (["--weights", '{"semantic": -1}'], "retrieval.weights"),
+        (["--half-life", "-5"], "retrieval.recency_half_life_days"),
+        (["--retrieval", '{"top_k": 0}'], "retrieval.top_k"),
+        (["--max-events", "-1"], "return.max_events"),
+        (["--limit", "0"], "--limit"),
+        (["--limit-questions", "-2"], "--limit-questions"),
+        (["--categories", "nosuchcat"], "nosuchcat"),
+        (["--http", "http://127.0.0.1:9", "--api-key", "k", "--embedder", "hash"], "--embedder"),
+    ],
+)
+def test_a_bad_run_option_is_a_clear_error_before_anything_runs(
+    args: list[str], named: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert _exit_code(["eval", "run", "--embedder", "hash", "--quiet", "--out", str(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())  # no run directory written
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        (["sweep", "--presets", "bogus"], "retrieval.preset"),
+        (["sweep", "--normalizations", "bogus"], "retrieval.normalization"),
+        (["sweep", "--half-lives", "abc"], "--half-lives"),
+        (["fit", "--normalization", "bogus"], "retrieval.normalization"),
+    ],
+)
+def test_a_bad_sweep_or_fit_option_is_a_clear_error(
+    command: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _exit_code(["eval", *command, "--embedder", "hash", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's own errors
+        return int(exc.code or 0)
