@@ -2,6 +2,9 @@
 
 Limits are msgspec constraints, so a bad value is a validation error naming the field (the server
 turns msgspec.ValidationError into a 422 whose `details.field` is the path, e.g. `$.retrieval.top_k`).
+A field none of these records knows is refused the same way (`Object contains unknown field`), so a
+misspelt option (`budget.max_tokens`) is a 422, never its default used in silence; the server drops
+organization fields from the body before (they are ignored, as everywhere).
 Retrieval knobs default to None meaning "the preset's value"; the documented defaults are those of the
 `balanced` preset, read from `loci.wire.tuning` (`DEFAULTS`), the one home of every retrieval default.
 """
@@ -47,7 +50,7 @@ ALL_INCLUDES: tuple[IncludeName, ...] = ("facts", "recent_events", "summary", "s
 DEFAULT_BUDGET = 1200
 
 
-class Budget(msgspec.Struct, kw_only=True):
+class Budget(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: unset: the request's top-level `max_context_tokens`, else `DEFAULT_BUDGET`
     max_context_tokens: (
         Annotated[
@@ -72,7 +75,7 @@ class Budget(msgspec.Struct, kw_only=True):
     ] = DEFAULT_TOKENIZER
 
 
-class Policy(msgspec.Struct, kw_only=True):
+class Policy(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pii_redaction: Literal["auto", "off"] = "auto"
     egress_rehydration: Literal["none", "allowed"] = "none"
 
@@ -93,13 +96,13 @@ class WeightsIn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     )
 
 
-class Diversity(msgspec.Struct, kw_only=True):
+class Diversity(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     enable: bool = True
     max_per_predicate: Annotated[int, Meta(ge=1, le=1000)] = 3
     max_per_source: Annotated[int, Meta(ge=1, le=1000)] = 5
 
 
-class Rerank(msgspec.Struct, kw_only=True):
+class Rerank(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     enable: bool | None = None  # None: the preset's (false for every shipped preset)
     lambda_: (
         Annotated[
@@ -190,7 +193,7 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ) = None
 
 
-class RetrievalOptions(msgspec.Struct, kw_only=True):
+class RetrievalOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     preset: PresetName | None = None  # None: balanced
     weights: WeightsIn | None = None
     normalization: NormalizationName = "minmax"
@@ -271,7 +274,7 @@ class RetrievalOptions(msgspec.Struct, kw_only=True):
     ) = None
 
 
-class ReturnOptions(msgspec.Struct, kw_only=True):
+class ReturnOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     include: Annotated[list[IncludeName], Meta(max_length=4)] = msgspec.field(
         default_factory=lambda: list(ALL_INCLUDES)
     )
@@ -284,12 +287,12 @@ class ReturnOptions(msgspec.Struct, kw_only=True):
     include_raw_matches: bool = False
 
 
-class SeedContext(msgspec.Struct, kw_only=True):
+class SeedContext(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     memory_ids: Annotated[list[str], Meta(max_length=100)] = msgspec.field(default_factory=list)
     snippets: Annotated[list[SnippetText], Meta(max_length=50)] = msgspec.field(default_factory=list)
 
 
-class IngestOptions(msgspec.Struct, kw_only=True):
+class IngestOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Parsed here; executed by the ingest path (extract -> supersede -> store) before retrieval."""
 
     extract: bool = True
@@ -302,7 +305,7 @@ class IngestOptions(msgspec.Struct, kw_only=True):
     tags: TagList = msgspec.field(default_factory=list)
 
 
-class AssembleRequest(msgspec.Struct, kw_only=True):
+class AssembleRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     entity_id: EntityId
     turn: TurnText
     namespace: Namespace = "default"
@@ -333,7 +336,7 @@ class AssembleRequest(msgspec.Struct, kw_only=True):
         return DEFAULT_BUDGET, "default"
 
 
-class RecallRequest(msgspec.Struct, kw_only=True):
+class RecallRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     query: TurnText
     entity_id: EntityId | None = None  # None: the whole namespace
     namespace: Namespace = "default"

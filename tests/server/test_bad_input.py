@@ -81,6 +81,41 @@ def test_a_date_time_without_a_utc_form_is_422_naming_it(
     assert _stored(store) == before
 
 
+UNKNOWN_FIELD_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("/v0/context/assemble", {**ASSEMBLE, "budget": {"max_tokens": 256}}, "budget.max_tokens"),
+    ("/v0/context/assemble", {**ASSEMBLE, "retrieval": {"topk": 5}}, "retrieval.topk"),
+    ("/v0/context/assemble", {**ASSEMBLE, "ingest": {"store": "none"}}, "ingest.store"),
+    ("/v0/context/assemble", {**ASSEMBLE, "return": {"max_event": 3}}, "return.max_event"),
+    ("/v0/context/assemble", {**ASSEMBLE, "policy": {"pii": "off"}}, "policy.pii"),
+    ("/v0/context/assemble", {**ASSEMBLE, "seed_context": {"ids": []}}, "seed_context.ids"),
+    ("/v0/context/assemble", {**ASSEMBLE, "namepsace": "work"}, "namepsace"),
+    ("/v0/recall", {"query": "where", "threshold": 0.9}, "threshold"),
+    ("/v0/recall", {"query": "where", "return": {"include_score": True}}, "return.include_score"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"), UNKNOWN_FIELD_CASES)
+def test_an_option_the_api_does_not_know_is_422_naming_it(
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    path: str,
+    body: dict[str, Any],
+    field: str,
+) -> None:
+    """A misspelt option is refused, never its default used in silence (nor the turn stored)."""
+    before = _stored(store)
+    _refused(client.post(path, json=body, headers=auth), 422, field)
+    assert _stored(store) == before
+
+
+def test_organization_fields_in_an_assemble_body_are_still_ignored(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    body = {**ASSEMBLE, "org_id": "someone-else", "ingest": {"store_turn": "none", "extract": False}}
+    assert client.post("/v0/context/assemble", json=body, headers=auth).status_code == 200
+
+
 def test_the_date_time_check_reads_each_body_type_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Describing a Struct class evaluates its annotations, too slow for every request body: the check
     reads each Struct class's fields from the cached description once, and still names the field."""
