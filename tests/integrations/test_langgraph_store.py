@@ -357,6 +357,29 @@ def test_a_query_on_one_namespace_is_not_crowded_out_by_others(loci_store: LociS
     assert len(loci_store.search(("memories",), query="green tea", limit=100)) == 100
 
 
+def test_a_query_returns_the_stored_values_unredacted(loci_store: LociStore) -> None:
+    """Recall redacts personal data by default; a query's items are the values as stored (BaseStore's
+    contract), whatever they hold, in their keys and namespace labels too."""
+    ns, phone = ("users", "ann"), ("users", "+1 415 555 0100")
+    loci_store.put(ns, "pref", {"text": "tea, and email me at ann@example.com"})
+    loci_store.put(ns, "ann@example.com", {"text": "likes tea", "email": "ann@example.com"})
+    loci_store.put(phone, "k", {"text": "likes tea"})
+    found = {i.key: i.value for i in loci_store.search(ns, query="tea email")}
+    assert found == {
+        "pref": {"text": "tea, and email me at ann@example.com"},
+        "ann@example.com": {"text": "likes tea", "email": "ann@example.com"},
+    }
+    assert [i.key for i in loci_store.search(phone, query="tea")] == ["k"]
+    wanted = {"email": "ann@example.com"}
+    assert [i.key for i in loci_store.search(ns, query="tea", filter=wanted)] == ["ann@example.com"]
+    found_async = asyncio.run(loci_store.asearch(("users",), query="tea email", limit=5))
+    assert {(i.namespace, i.key) for i in found_async} == {
+        (ns, "pref"),
+        (ns, "ann@example.com"),
+        (phone, "k"),
+    }
+
+
 def test_index_controls_what_a_query_sees(live: LiveServer) -> None:
     with LociStore(
         live.url, live.key, namespace=f"lg-{uuid.uuid4().hex[:12]}", index_fields=["title"]

@@ -27,6 +27,7 @@ from loci.client import Memory, MemoryCreate, RecallRequest, RecallResponse
 from loci.integrations.langgraph import scope
 from loci.integrations.langgraph.filters import literal_prefix, namespace_matches, value_matches
 from loci.integrations.plans import PAGE_SIZE, Delete, Plan, Recall, create_all, first, scan
+from loci.wire.options import Policy
 
 MAX_RECALL = 100  # the API's largest recall
 
@@ -156,6 +157,7 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
         namespace=cfg.namespace,
         entity_id=scope.entity_of(prefix) if exact else None,
         limit=limit,
+        policy=Policy(pii_redaction="off"),  # the items as stored, as a search without a query reads them
     )
     answer: RecallResponse = yield Recall(request)
     found: list[SearchItem] = []
