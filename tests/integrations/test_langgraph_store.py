@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
+import httpx
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -23,7 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from loci.client import LociClient
+from loci.client import AsyncLociClient, LociClient, MemoryCreate
 from loci.integrations.langgraph import LociStore
 from loci.integrations.langgraph.scope import MAX_DEPTH, namespace_of
 from tests.integrations.conftest import LiveServer
@@ -378,6 +379,66 @@ def test_a_query_returns_the_stored_values_unredacted(loci_store: LociStore) -> 
         (ns, "ann@example.com"),
         (phone, "k"),
     }
+
+
+class Counting(httpx.HTTPTransport):
+    """A transport that keeps the path of every request it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return super().handle_request(request)
+
+
+class AsyncCounting(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return await super().handle_async_request(request)
+
+
+def test_a_query_is_not_crowded_out_by_the_entitys_other_memories(live: LiveServer) -> None:
+    """The namespace's entity may hold other memories (assemble's turns and facts): they take recall's
+    places and are no items, so the search asks again for as many as the API allows."""
+    sync, asynchronous = Counting(), AsyncCounting()
+    store = LociStore(
+        namespace=f"lg-{uuid.uuid4().hex[:12]}",
+        client=LociClient(live.url, live.key, transport=sync),
+        async_client=AsyncLociClient(live.url, live.key, transport=asynchronous),
+    )
+    ns = ("memories", "bob")
+    with store:
+        for i in range(5):
+            store.put(ns, f"k{i}", {"text": f"coffee note {i}"})
+        sync.paths.clear()
+        assert len(store.search(ns, query="coffee", limit=3)) == 3
+        assert sync.paths.count("/v0/recall") == 1  # only items in the entity: one recall
+        store.client.create_memories(
+            [
+                MemoryCreate(
+                    namespace=store.config.namespace,
+                    entity_id="memories.bob",
+                    type="event",
+                    text=f"coffee, coffee and more coffee at cafe {i}",
+                )
+                for i in range(8)
+            ]
+        )
+        sync.paths.clear()
+        found = store.search(ns, query="coffee", limit=3)
+        assert len(found) == 3 and {i.namespace for i in found} == {ns}
+        assert sync.paths.count("/v0/recall") == 2
+        assert (
+            len(store.search(ns, query="coffee", limit=3, offset=3)) == 2
+        )  # recall exhausted: what there is
+        found_async = asyncio.run(store.asearch(ns, query="coffee", limit=4))
+        assert len(found_async) == 4 and asynchronous.paths.count("/v0/recall") == 2
 
 
 def test_index_controls_what_a_query_sees(live: LiveServer) -> None:

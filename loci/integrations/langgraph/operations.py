@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 from langgraph.store.base import (
@@ -142,7 +143,10 @@ def search(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
 
 def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
     """A query: Loci's recall ranks the items. When nothing lies below the prefix, the recall is scoped to
-    the prefix's entity; else to the whole Loci namespace, keeping the matches under the prefix."""
+    the prefix's entity and asks for the page's items; else it covers the whole Loci namespace, keeping the
+    matches under the prefix. Matches that are no item of the page (the entity's other memories, or a
+    filter's misses) can leave it short while recall has more: then it asks once more, for the API's
+    largest recall."""
     prefix = tuple(op.namespace_prefix)
     exact = False
     if prefix and len(scope.entity_of(prefix)) <= scope.MAX_ENTITY_LENGTH:
@@ -152,20 +156,31 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
     limit = min(MAX_RECALL, wanted if exact and not op.filter else MAX_RECALL)
     if op.limit <= 0 or limit <= 0:
         return []
-    request = RecallRequest(
-        query=op.query or "",
-        namespace=cfg.namespace,
-        entity_id=scope.entity_of(prefix) if exact else None,
-        limit=limit,
-        policy=Policy(pii_redaction="off"),  # the items as stored, as a search without a query reads them
-    )
-    answer: RecallResponse = yield Recall(request)
+    while True:
+        request = RecallRequest(
+            query=op.query or "",
+            namespace=cfg.namespace,
+            entity_id=scope.entity_of(prefix) if exact else None,
+            limit=limit,
+            policy=Policy(pii_redaction="off"),  # the items as stored, as a search without a query reads them
+        )
+        answer: RecallResponse = yield Recall(request)
+        found = _items_of(answer, prefix, op.filter)
+        if len(found) >= wanted or len(answer.matches) < limit or limit >= MAX_RECALL:
+            return found[op.offset : wanted]
+        limit = MAX_RECALL
+
+
+def _items_of(
+    answer: RecallResponse, prefix: tuple[str, ...], filter: dict[str, Any] | None
+) -> list[SearchItem]:
+    """The recall's matches that are items under `prefix` passing `filter`, in rank order."""
     found: list[SearchItem] = []
     for match in answer.matches:
         stored = scope.stored_of(match.metadata)
         if stored is None or tuple(stored.namespace[: len(prefix)]) != prefix:
             continue
-        if not value_matches(stored.value, op.filter):
+        if not value_matches(stored.value, filter):
             continue
         updated = match.timestamp or stored.created_at
         item = Item(
@@ -176,7 +191,7 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
             updated_at=updated,
         )
         found.append(scope.search_item_of(item, match.score))
-    return found[op.offset : wanted]
+    return found
 
 
 def list_namespaces(op: ListNamespacesOp, cfg: Config) -> Plan[list[tuple[str, ...]]]:
