@@ -6,17 +6,18 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
 from agents.memory import Session, SessionSettings
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from loci.client import LociClient, MemoryCreate
+from loci.client import AsyncLociClient, LociClient, MemoryCreate
 from loci.integrations.openai_agents import LociSession
 from loci.integrations.openai_agents.session import METADATA_KEY, SESSION_TAG
 from tests.integrations.conftest import LiveServer
@@ -110,6 +111,18 @@ def test_the_runner_keeps_its_conversation_in_loci(live: LiveServer) -> None:
     assert "User: What is the weather in Paris?" in {m.text for m in events}
 
 
+class Counting(httpx.AsyncHTTPTransport):
+    """A transport that keeps the method and path of every request it sends."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        return await super().handle_async_request(request)
+
+
 def test_order_is_exact_when_items_share_a_timestamp(live: LiveServer) -> None:
     session = session_of(live)
     batches = [
@@ -129,9 +142,13 @@ def test_order_is_exact_when_items_share_a_timestamp(live: LiveServer) -> None:
 
 
 def test_the_sequence_number_decides_the_order(live: LiveServer) -> None:
-    """Items written in one batch share a timestamp; the listing orders such ties by memory id. Stored here
-    with memory ids in the reverse of their sequence, they still read back in sequence order."""
-    session = session_of(live)
+    """Items that share a timestamp (stored so by two writers at once, or by earlier versions, which stamped
+    a batch alike) are ordered by memory id in the listing. Stored here with memory ids in the reverse of
+    their sequence, they still read back in sequence order, read past in full pages."""
+    counting = Counting()
+    session = LociSession(
+        f"conv-{uuid.uuid4().hex[:8]}", client=AsyncLociClient(live.url, live.key, transport=counting)
+    )
     stamp = datetime.now(UTC)
     drafts = [
         MemoryCreate(
@@ -156,12 +173,46 @@ def test_the_sequence_number_decides_the_order(live: LiveServer) -> None:
 
     async def run() -> None:
         assert await session.get_items() == expected
+        counting.sent.clear()
+        assert await session.get_items(1) == expected[-1:]
+        assert len(counting.sent) == 3  # pages of 2, 200 and 200 memories
         for limit in (1, 3, 200, 201):
             assert await session.get_items(limit) == expected[-limit:]
         await session.add_items([{"role": "user", "content": "next"}])
         assert await session.get_items(2) == [expected[-1], {"role": "user", "content": "next"}]
         assert await session.pop_item() == {"role": "user", "content": "next"}
         assert await session.pop_item() == expected[-1]
+
+    asyncio.run(run())
+
+
+def test_the_tail_of_a_long_batch_is_read_in_one_list(live: LiveServer) -> None:
+    """After one add_items of 400 items, each call reads the session's tail with one list, as a SQLite
+    session reads its last rows."""
+    counting = Counting()
+    session = LociSession(
+        f"conv-{uuid.uuid4().hex[:8]}", client=AsyncLociClient(live.url, live.key, transport=counting)
+    )
+    items = [{"role": "user", "content": f"m{i}"} for i in range(400)]
+    one = {"role": "user", "content": "one more"}
+
+    async def counted(call: Awaitable[Any]) -> tuple[Any, list[str]]:
+        counting.sent.clear()
+        return await call, list(counting.sent)
+
+    async def run() -> None:
+        _, sent = await counted(session.add_items(items))  # type: ignore[arg-type]
+        assert sent == ["GET /v0/memories", "POST /v0/memories", "POST /v0/memories"]
+        _, sent = await counted(session.add_items([one]))  # type: ignore[list-item]
+        assert sent == ["GET /v0/memories", "POST /v0/memories"]
+        tail, sent = await counted(session.get_items(3))
+        assert tail == [*items[-2:], one] and sent == ["GET /v0/memories"]
+        popped, sent = await counted(session.pop_item())
+        assert popped == one and sent[0] == "GET /v0/memories" and sent[1].startswith("DELETE ")
+        assert len(sent) == 2
+        popped, sent = await counted(session.pop_item())
+        assert popped == items[-1] and len(sent) == 2
+        assert await session.get_items() == items[:-1]
 
     asyncio.run(run())
 

@@ -3,14 +3,14 @@
 Each item is one `event` memory: its text is the item as a line of transcript (`items.text_of`), its
 metadata["openai_agents"] holds the session id, a sequence number and the item itself; every item of the
 session carries the session's tag ("oa-session:<id>"). Order is the sequence number: `add_items` reads
-the last one, numbers the new items after it and stamps them with one timestamp no earlier than the last
-item's, so timestamps never decrease along the sequence and the newest items are read from the
-timestamp-ordered listing without reading the whole session.
+the last one, numbers the new items after it and stamps them one microsecond apart (the API's resolution),
+each later than the item before, so timestamps rise along the sequence and the newest items are the first
+of the timestamp-ordered listing: the tail is read without reading the whole session.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 METADATA_KEY = "openai_agents"
 SESSION_TAG = "openai-agents"  # on every item of every session
 PAGE_SIZE = 200  # the API's largest page and batch
+TICK = timedelta(microseconds=1)  # the API's resolution of a timestamp: one item's step along the sequence
 
 
 class Entry(msgspec.Struct, kw_only=True):
@@ -108,8 +109,8 @@ class LociSession:
         last = await self._tail(1)
         seq = last[-1].entry.seq + 1 if last else 0
         now = datetime.now(UTC)
-        stamp = max(now, last[-1].timestamp) if last else now
-        drafts = [self._draft(dict(item), seq + i, stamp) for i, item in enumerate(items)]
+        stamp = max(now, last[-1].timestamp + TICK) if last else now
+        drafts = [self._draft(dict(item), seq + i, stamp + i * TICK) for i, item in enumerate(items)]
         for start in range(0, len(drafts), PAGE_SIZE):
             await self.client.create_memories(drafts[start : start + PAGE_SIZE], agent=self.agent)
 
@@ -148,12 +149,14 @@ class LociSession:
     async def _tail(self, limit: int | None) -> list[Stored]:
         """The last `limit` items (all when None) in sequence order. Reads newest first and stops at the
         first memory older than every item kept once `limit` are kept: timestamps never decrease along the
-        sequence, so nothing older can come later in it."""
+        sequence, so nothing older can come later in it. Items that share a timestamp (written by two
+        writers at once, or by an add_items that stamped a whole batch alike) are read past in full pages."""
         kept: list[Stored] = []
         cursor: str | None = None
         page_size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit + 1)
         while True:
             page = await self.client.list_memories(page_size=page_size, cursor=cursor, **self._filters())
+            page_size = PAGE_SIZE
             for memory in page.items:
                 if limit is not None and len(kept) >= limit and memory.timestamp < kept[-1].timestamp:
                     return _last(kept, limit)
