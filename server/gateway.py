@@ -117,14 +117,17 @@ class Gateway:
         self, authorization: list[str], client: str, count: bool, carrier: bool = False
     ) -> tuple[Principal | AuthProblem, RateDecision]:
         """Resolve the key and count the request (runs in a worker thread: the store is sync). A
-        `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted
-        only without a valid key. Two credentials are none: which one would be meant is ambiguous."""
+        `carrier` request (/mcp: its tool calls are API requests, counted when they run) is counted,
+        and refused when the bucket is empty, only without a valid key: with one, a tool call that
+        meets the limit gets the API's 429 as a tool error. Two credentials are none: which one would
+        be meant is ambiguous."""
         if len(authorization) > 1:
             who: Principal | AuthProblem = AuthProblem(message="more than one Authorization header")
         else:
             who = resolve(self.store, authorization[0] if authorization else None)
         bucket = f"key:{who.key_id}" if isinstance(who, Principal) else f"ip:{client}"
-        count = count and not (carrier and isinstance(who, Principal))
+        if carrier and isinstance(who, Principal):  # its tool calls are counted, and refused, as they run
+            return who, msgspec.structs.replace(self.limiter.peek(bucket), allowed=True)
         decision = self.limiter.hit(bucket) if count else self.limiter.peek(bucket)
         return who, decision
 

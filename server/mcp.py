@@ -28,7 +28,14 @@ from pydantic import Field
 from engine.memory_service import MemoryCreate, MemoryPatch
 from engine.models import MemoryType
 from engine.retrieval.options import AssembleRequest, Budget, IngestOptions, RecallRequest
-from loci.client import APIError, AsyncLociClient, ConnectionFailed, LociClientError, RetryPolicy
+from loci.client import (
+    APIError,
+    AsyncLociClient,
+    ConnectionFailed,
+    LociClientError,
+    RateLimitError,
+    RetryPolicy,
+)
 
 INSTRUCTIONS = (
     "Loci is long-term memory. Call `assemble_context` with the user's turn before answering to get what "
@@ -66,6 +73,15 @@ def _memory_line(m: Any) -> dict[str, Any]:
     }
 
 
+def api_error_text(exc: APIError) -> str:
+    """`<status> <code>: <message>`, and the wait a 429 asks for (`(retry after N s)`) when it gives one."""
+    text = f"{exc.status} {exc.envelope.error}: {exc.envelope.message}"
+    retry_after = exc.envelope.details.get("retry_after")
+    if isinstance(exc, RateLimitError) and isinstance(retry_after, int | float):
+        text += f" (retry after {retry_after:g} s)"
+    return text
+
+
 @contextlib.asynccontextmanager
 async def api(ctx: Context, client_for: ClientFor) -> AsyncIterator[AsyncLociClient]:
     """The caller's client; API errors and an unreachable server become MCP tool errors carrying the
@@ -74,7 +90,7 @@ async def api(ctx: Context, client_for: ClientFor) -> AsyncIterator[AsyncLociCli
         async with client_for(ctx) as client:
             yield client
     except APIError as exc:
-        raise ToolError(f"{exc.status} {exc.envelope.error}: {exc.envelope.message}") from exc
+        raise ToolError(api_error_text(exc)) from exc
     except ConnectionFailed as exc:
         raise ToolError(f"Loci is unreachable: {exc}") from exc
     except LociClientError as exc:  # an answer the client could not read (UnexpectedAnswer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from litestar import Litestar
@@ -121,3 +122,28 @@ def test_errors_and_unknown_routes_carry_rate_headers(limited: Limited) -> None:
     for path in ("/v0/health", "/nope", "/v0/memories/mem_missing"):
         r = client.get(path, headers=auth)
         assert "x-ratelimit-remaining" in r.headers and "x-ratelimit-reset" in r.headers, path
+
+
+def _mcp(client: TestClient[Litestar], auth: dict[str, str], method: str, params: dict[str, Any]) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {**auth, "Accept": "application/json, text/event-stream"}
+    return client.post("/mcp/", json=body, headers=headers)
+
+
+def test_mcp_with_a_valid_key_is_not_refused_by_the_limit(limited: Limited) -> None:
+    """The /mcp request carries tool calls, counted as the API requests they make: with the bucket empty,
+    MCP still answers, and a tool call that reaches the API gets its 429 as a tool error."""
+    client, auth, clock = limited
+    for _ in range(3):
+        assert client.get("/v0/memories", headers=auth).status_code == 200
+    listed = _mcp(client, auth, "tools/list", {})
+    assert listed.status_code == 200 and {t["name"] for t in listed.json()["result"]["tools"]} >= {"recall"}
+    called = _mcp(client, auth, "tools/call", {"name": "list_memories", "arguments": {}})
+    assert called.status_code == 200
+    result = called.json()["result"]
+    retry = math.ceil((clock.now // 60 + 1) * 60 - clock.now)
+    assert result["isError"] and result["content"][0]["text"].endswith(
+        f"429 rate_limited: rate limit exceeded (retry after {retry} s)"
+    )
+    bogus = _mcp(client, {"Authorization": "Bearer loci_bogus"}, "tools/list", {})
+    assert bogus.status_code == 401  # without a valid key /mcp is an ordinary request
