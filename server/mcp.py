@@ -5,7 +5,8 @@ Tools: `remember` (a turn, with extraction and supersession, or one memory of a 
 `forget` (delete or archive), `list_memories` (a page, newest first) and `get_memory`; resource
 `loci://memories/{memory_id}`. Every tool is one call of the REST API through `loci.client`, so
 auth, org scoping, scopes (a read-only key gets a tool error on a write), validation, idempotency and
-rate limits are the API's own; an API error comes back as an MCP tool error carrying its message.
+rate limits are the API's own; an API error comes back as an MCP tool error (from the resource: a resource
+error) carrying its status, code and message.
 
 Two transports: `loci mcp` (stdio, server.commands.mcp) talks to a running server by URL and key;
 streamable HTTP is mounted on the server at /mcp (stateless JSON answers, so any worker can serve any
@@ -21,7 +22,7 @@ from typing import Annotated, Any, Literal
 import httpx
 import msgspec
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import Field
 
@@ -33,6 +34,7 @@ from loci.client import (
     AsyncLociClient,
     ConnectionFailed,
     LociClientError,
+    NotFoundError,
     RateLimitError,
     RetryPolicy,
 )
@@ -82,19 +84,35 @@ def api_error_text(exc: APIError) -> str:
     return text
 
 
+#: what a failed API call raises in a tool or a resource: the SDK sends its message to the client
+Failure = Callable[[str, LociClientError], Exception]
+
+
+def tool_failure(text: str, exc: LociClientError) -> Exception:
+    """A tool error (`isError: true`) carrying the text."""
+    return ToolError(text)
+
+
+def resource_failure(text: str, exc: LociClientError) -> Exception:
+    """A resource error carrying the text: MCP's "resource not found" (-32602) for a 404, else -32603."""
+    return ResourceNotFoundError(text) if isinstance(exc, NotFoundError) else ResourceError(text)
+
+
 @contextlib.asynccontextmanager
-async def api(ctx: Context, client_for: ClientFor) -> AsyncIterator[AsyncLociClient]:
-    """The caller's client; API errors and an unreachable server become MCP tool errors carrying the
-    API's message."""
+async def api(
+    ctx: Context, client_for: ClientFor, failure: Failure = tool_failure
+) -> AsyncIterator[AsyncLociClient]:
+    """The caller's client; API errors and an unreachable server become MCP tool errors (`failure`:
+    resource errors) carrying the API's status, code and message."""
     try:
         async with client_for(ctx) as client:
             yield client
     except APIError as exc:
-        raise ToolError(api_error_text(exc)) from exc
+        raise failure(api_error_text(exc), exc) from exc
     except ConnectionFailed as exc:
-        raise ToolError(f"Loci is unreachable: {exc}") from exc
+        raise failure(f"Loci is unreachable: {exc}", exc) from exc
     except LociClientError as exc:  # an answer the client could not read (UnexpectedAnswer)
-        raise ToolError(f"Loci's answer was not understood: {exc}") from exc
+        raise failure(f"Loci's answer was not understood: {exc}", exc) from exc
 
 
 def build(client_for: ClientFor) -> MCPServer:
@@ -227,7 +245,7 @@ def build(client_for: ClientFor) -> MCPServer:
         "loci://memories/{memory_id}", mime_type="application/json", description="One memory as JSON"
     )
     async def memory_resource(memory_id: str, ctx: Context) -> str:
-        async with api(ctx, client_for) as client:
+        async with api(ctx, client_for, resource_failure) as client:
             return msgspec.json.encode(await client.get_memory(memory_id)).decode()
 
     return server

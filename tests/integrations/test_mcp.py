@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import TextResourceContents
+from mcp.types import INVALID_PARAMS, TextResourceContents
 
 from tests.integrations.conftest import LiveServer, serve_env
 
@@ -94,6 +94,10 @@ async def _walkthrough(client: Client) -> None:
     assert _data(await client.call_tool("forget", {"memory_id": note_id})) == {"deleted": note_id}
     missing = _error(await client.call_tool("get_memory", {"memory_id": note_id}))
     assert f"404 not_found: memory '{note_id}' not found" in missing
+    with pytest.raises(MCPError) as gone:  # the resource's error carries the API's, as the tool's does
+        await client.read_resource(f"loci://memories/{note_id}")
+    assert gone.value.message == f"404 not_found: memory '{note_id}' not found"
+    assert gone.value.code == INVALID_PARAMS  # MCP's "resource not found"
     assert "limit" in _error(await client.call_tool("recall", {"query": "x", "limit": 0}))
 
 
@@ -170,6 +174,9 @@ def test_a_write_only_key_opens_http_and_writes(live: LiveServer) -> None:
         for name, args in (("recall", {"query": "Rome"}), ("remember", turn)):
             refused = _error(await client.call_tool(name, args))
             assert refused.endswith("403 forbidden: API key lacks the 'read' scope"), (name, refused)
+        with pytest.raises(MCPError) as refused_read:
+            await client.read_resource(f"loci://memories/{stored}")
+        assert refused_read.value.message == "403 forbidden: API key lacks the 'read' scope"
 
     _run(_http(live, live.make_key(scopes=("write",))), body)
 
