@@ -146,12 +146,15 @@ class AsyncLociClient:
         *,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         since: datetime | None = None,
         limit: int = 100,
         cursor: str | None = None,
     ) -> EventList:
         return await self.call(
-            calls.list_events(type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor)
+            calls.list_events(
+                type=type, entity_id=entity_id, memory_id=memory_id, since=since, limit=limit, cursor=cursor
+            )
         )
 
     async def iter_events(
@@ -159,6 +162,7 @@ class AsyncLociClient:
         *,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         since: datetime | None = None,
         limit: int = 500,
         cursor: str | None = None,
@@ -166,7 +170,7 @@ class AsyncLociClient:
         """The log from `cursor` (or the start) to its current end, page by page."""
         while True:
             page = await self.list_events(
-                type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor
+                type=type, entity_id=entity_id, memory_id=memory_id, since=since, limit=limit, cursor=cursor
             )
             for item in page.items:
                 yield item
@@ -180,6 +184,7 @@ class AsyncLociClient:
         after: str | None = None,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         max_events: int | None = None,
         timeout: float | None = None,
     ) -> AsyncIterator[StreamedEvent]:
@@ -190,7 +195,9 @@ class AsyncLociClient:
         while max_events is None or seen < max_events:
             headers = calls.stream_headers(after)
             left = None if max_events is None else max_events - seen
-            params = calls.stream_params(type=type, entity_id=entity_id, max_events=left, timeout=timeout)
+            params = calls.stream_params(
+                type=type, entity_id=entity_id, memory_id=memory_id, max_events=left, timeout=timeout
+            )
             try:
                 async with self._http.stream(
                     "GET",

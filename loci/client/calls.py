@@ -207,18 +207,41 @@ def list_events(
     *,
     type: str | None = None,
     entity_id: str | None = None,
+    memory_id: str | None = None,
     since: datetime | None = None,
     limit: int = 100,
     cursor: str | None = None,
 ) -> Call[EventList]:
-    params = _query({"type": type, "entity_id": entity_id, "since": since, "limit": limit, "cursor": cursor})
+    params = _query(
+        {
+            "type": type,
+            "entity_id": entity_id,
+            "memory_id": memory_id,
+            "since": since,
+            "limit": limit,
+            "cursor": cursor,
+        }
+    )
     return Call(method="GET", path=EVENTS_PATH, answer=EventList, params=params)
 
 
 def stream_params(
-    *, type: str | None, entity_id: str | None, max_events: int | None, timeout: float | None
+    *,
+    type: str | None,
+    entity_id: str | None,
+    memory_id: str | None,
+    max_events: int | None,
+    timeout: float | None,
 ) -> dict[str, str]:
-    return _query({"type": type, "entity_id": entity_id, "max_events": max_events, "timeout": timeout})
+    return _query(
+        {
+            "type": type,
+            "entity_id": entity_id,
+            "memory_id": memory_id,
+            "max_events": max_events,
+            "timeout": timeout,
+        }
+    )
 
 
 def stream_headers(after: str | None) -> dict[str, str]:

@@ -150,12 +150,15 @@ class LociClient:
         *,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         since: datetime | None = None,
         limit: int = 100,
         cursor: str | None = None,
     ) -> EventList:
         return self.call(
-            calls.list_events(type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor)
+            calls.list_events(
+                type=type, entity_id=entity_id, memory_id=memory_id, since=since, limit=limit, cursor=cursor
+            )
         )
 
     def iter_events(
@@ -163,13 +166,16 @@ class LociClient:
         *,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         since: datetime | None = None,
         limit: int = 500,
         cursor: str | None = None,
     ) -> Iterator[EventItem]:
         """The log from `cursor` (or the start) to its current end, page by page."""
         while True:
-            page = self.list_events(type=type, entity_id=entity_id, since=since, limit=limit, cursor=cursor)
+            page = self.list_events(
+                type=type, entity_id=entity_id, memory_id=memory_id, since=since, limit=limit, cursor=cursor
+            )
             yield from page.items
             if page.next_cursor is None:
                 return
@@ -181,6 +187,7 @@ class LociClient:
         after: str | None = None,
         type: str | None = None,
         entity_id: str | None = None,
+        memory_id: str | None = None,
         max_events: int | None = None,
         timeout: float | None = None,
     ) -> Iterator[StreamedEvent]:
@@ -191,7 +198,9 @@ class LociClient:
         while max_events is None or seen < max_events:
             headers = calls.stream_headers(after)
             left = None if max_events is None else max_events - seen
-            params = calls.stream_params(type=type, entity_id=entity_id, max_events=left, timeout=timeout)
+            params = calls.stream_params(
+                type=type, entity_id=entity_id, memory_id=memory_id, max_events=left, timeout=timeout
+            )
             try:
                 with self._http.stream(
                     "GET",

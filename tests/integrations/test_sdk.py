@@ -224,6 +224,34 @@ def test_event_pages_and_stream(client: LociClient) -> None:
     assert [e.item.event_id for e in resumed] == [e.event_id for e in pages[1:]]
 
 
+def test_events_of_one_memory(client: LociClient, live: LiveServer) -> None:
+    """`memory_id` selects one memory's events (its history), in pages and in the stream, as REST does."""
+    entity = _entity()
+    kept, other = (client.create_memory(MemoryCreate(type="note", text=t, entity_id=entity)) for t in "ab")
+    client.update_memory(kept.memory_id, MemoryPatch(tags=["x"]))
+    page = client.list_events(memory_id=kept.memory_id)
+    assert [(e.type, e.memory_id) for e in page.items] == [
+        ("memory.created", kept.memory_id),
+        ("memory.updated", kept.memory_id),
+    ]
+    assert [e.event_id for e in client.iter_events(memory_id=kept.memory_id, limit=1)] == [
+        e.event_id for e in page.items
+    ]
+    streamed = client.stream_events(memory_id=other.memory_id, max_events=1, timeout=20)
+    assert [e.item.memory_id for e in streamed] == [other.memory_id]
+
+    async def run() -> None:
+        async with AsyncLociClient(live.url, live.key, retry=FAST) as c:
+            listed = await c.list_events(memory_id=other.memory_id)
+            assert [e.memory_id for e in listed.items] == [other.memory_id]
+            walked = [e.event_id async for e in c.iter_events(memory_id=kept.memory_id)]
+            assert walked == [e.event_id for e in page.items]
+            events = [e async for e in c.stream_events(memory_id=kept.memory_id, max_events=2, timeout=20)]
+            assert [e.item.event_id for e in events] == walked
+
+    asyncio.run(run())
+
+
 def test_async_client(live: LiveServer) -> None:
     async def run() -> None:
         entity = _entity()
