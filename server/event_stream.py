@@ -14,7 +14,8 @@ Stream (`Accept: text/event-stream`), one frame per event:
 It starts with `retry: 1000` and a `: connected` comment, then polls the store every `poll` seconds
 for events after the cursor, writes a `: keep-alive` comment after `heartbeat` seconds without
 output, and ends when the client disconnects, after `max_events` events or after `timeout` seconds
-(both optional; meant for tests and tools).
+(both optional; meant for tests and tools), or when `read` raises `StreamEnded` (the route's read does
+once the stream's API key is revoked: a revoked key watches nothing more).
 
 Open streams are capped per API key and per process (`StreamSlots`; `LOCI_MAX_STREAMS_PER_KEY`,
 `LOCI_MAX_STREAMS`): one more is refused with 429 `rate_limited` and `Retry-After`, before anything is
@@ -45,6 +46,11 @@ SHARED_LOG_VERSION = 1
 POLL_SECONDS = 0.5
 HEARTBEAT_SECONDS = 15.0
 RETRY_MS = 1000
+
+
+class StreamEnded(Exception):
+    """Raised by a stream's `read` to end the stream (no frame more)."""
+
 
 Page = list[tuple[int, Event]]
 ReadPage = Callable[[int | None, int], Page]  # (after seq, limit) -> events
@@ -198,7 +204,10 @@ async def stream(
         start = last_output = clock()
         deadline = start + timeout if timeout is not None else None
         while True:
-            page = await run_sync(read, after, limit)
+            try:
+                page = await run_sync(read, after, limit)
+            except StreamEnded:
+                return
             for seq, event in page:
                 after = seq
                 yield frame(seq, event)

@@ -18,11 +18,11 @@ from litestar.response import Stream
 from engine.errors import InvalidInput
 from engine.prune import PruneRequest, prune
 from engine.redact import Redactor
-from engine.storage.base import EventQuery
+from engine.storage.base import EventQuery, Store
 from engine.summarize import OpenAIChat, summarize
 from engine.timeutil import utcnow
 from server import event_stream
-from server.auth import principal_of, require_auth
+from server.auth import Principal, principal_of, require_auth
 from server.http import (
     IDEMPOTENCY_DOC,
     date_time_query,
@@ -140,7 +140,8 @@ def wants_stream(request: Request[Any, Any, Any]) -> bool:
         "event. `max_events` and `timeout` end the stream early (for tests and tools). Open streams are "
         "capped per API key (`LOCI_MAX_STREAMS_PER_KEY`, default 10) and per server process "
         "(`LOCI_MAX_STREAMS`, default 100): one more is 429 `rate_limited` with `Retry-After` and "
-        "`details.limit` (`streams_per_key` or `streams`); a stream's slot is freed when it ends."
+        "`details.limit` (`streams_per_key` or `streams`); a stream's slot is freed when it ends. A stream "
+        "ends at its next poll once its key is revoked."
     ),
     guards=[require_auth],
     opt={"scope": "read"},
@@ -217,9 +218,20 @@ async def list_events(
         if last_event_id:
             after = event_stream.decode_cursor(last_event_id, field="Last-Event-ID")
         slot = services_of(request).streams.acquire(principal.key_id)  # 429 over a cap
+
+        def read_while_allowed(after: int | None, limit: int) -> event_stream.Page:
+            if not key_is_live(svc.store, principal):
+                raise event_stream.StreamEnded
+            return read(after, limit)
+
         try:
             frames = event_stream.stream(
-                read, after=after, limit=limit, max_events=max_events, timeout=timeout, on_close=slot.release
+                read_while_allowed,
+                after=after,
+                limit=limit,
+                max_events=max_events,
+                timeout=timeout,
+                on_close=slot.release,
             )
             # the generator frees the slot when it ends; a client gone while a frame was being sent
             # leaves it suspended, so the response frees it too once it is over
@@ -234,6 +246,13 @@ async def list_events(
             raise
     page = await run_sync(lambda: event_stream.list_page(read, after=after, limit=limit))
     return Response(page)
+
+
+def key_is_live(store: Store, principal: Principal) -> bool:
+    """Whether the caller's key still exists unrevoked (a stream asks before each poll)."""
+    return any(
+        k.key_id == principal.key_id and k.revoked_at is None for k in store.list_api_keys(principal.org_id)
+    )
 
 
 ROUTES = [summarize_entity, prune_memories, list_events]

@@ -14,8 +14,10 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from engine.errors import InvalidInput
+from engine.keys import create_api_key
 from engine.models import Event
 from engine.storage.base import EventQuery, Store
+from engine.timeutil import utcnow
 from server import event_stream
 from server.config import Settings
 from server.routes.ops import REQUEST_BODIES
@@ -587,6 +589,23 @@ def test_stream_stops_when_the_client_disconnects(app: Litestar, auth: dict[str,
         lambda: drive(app, {**auth, **SSE}, on_hello=lambda: None, disconnect_after_hello=True)
     )
     assert status == 200 and body.startswith(b"retry: 1000\n")
+
+
+def test_a_revoked_keys_stream_ends_and_sends_nothing_more(app: Litestar, store: Store) -> None:
+    key, secret = create_api_key(store, "acme", ("read",))
+
+    def revoke_then_write() -> None:
+        store.revoke_api_key(key.key_id, utcnow())
+        store.append_events(
+            [Event(event_id="evt_after_revoke", org_id="acme", type="memory.created", at=at("2024-01-01"))]
+        )
+
+    # no max_events, no timeout, no disconnect: only the revocation can end it (fail_after guards the test)
+    status, body = anyio.run(
+        lambda: drive(app, {"Authorization": f"Bearer {secret}", **SSE}, on_hello=revoke_then_write)
+    )
+    assert status == 200
+    assert b"evt_after_revoke" not in body
 
 
 # --- the stream generator without HTTP -------------------------------------------------------------
