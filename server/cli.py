@@ -32,6 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LociError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a directory or file the settings name that cannot be made or opened
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return code
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import msgspec
 
+from engine.embed.registry import check_embedder
 from engine.errors import InvalidInput
+from server.ratelimit import parse_rate
 
 #: defaults of the caps on open event streams (see Settings)
 MAX_STREAMS_PER_KEY = 10
@@ -26,6 +28,10 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
+#: ten years: a longer time is no use and overflows a timedelta near 1e308 hours
+MAX_HOURS = 87600
+
+
 def _hours(env: Mapping[str, str], name: str, default: float) -> float:
     """A number of hours > 0 from `name` (empty or unset: `default`); InvalidInput naming it otherwise."""
     raw = (env.get(name) or "").strip()
@@ -35,9 +41,23 @@ def _hours(env: Mapping[str, str], name: str, default: float) -> float:
         hours = float(raw)
     except ValueError:
         hours = math.nan
-    if not (math.isfinite(hours) and hours > 0):
-        raise InvalidInput(f"{name} must be a number of hours > 0, got {raw[:32]!r}", field=name)
+    if not (math.isfinite(hours) and 0 < hours <= MAX_HOURS):
+        raise InvalidInput(
+            f"{name} must be a number of hours > 0 and <= {MAX_HOURS}, got {raw[:32]!r}", field=name
+        )
     return hours
+
+
+def _embedder(env: Mapping[str, str]) -> str:
+    name = env.get("LOCI_EMBEDDER") or "minilm"
+    check_embedder(name, env)
+    return name
+
+
+def _rate_limit(env: Mapping[str, str]) -> str:
+    text = env.get("LOCI_RATE_LIMIT") or "600/minute"
+    parse_rate(text)  # InvalidInput naming LOCI_RATE_LIMIT
+    return text
 
 
 class Settings(msgspec.Struct, kw_only=True, frozen=True):
@@ -59,9 +79,9 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
         return cls(
             data_dir=env.get("LOCI_DATA_DIR") or "./data",
             database_url=env.get("LOCI_DATABASE_URL") or None,
-            rate_limit=env.get("LOCI_RATE_LIMIT") or "600/minute",
+            rate_limit=_rate_limit(env),
             cors_origins=origins,
-            embedder=env.get("LOCI_EMBEDDER") or "minilm",
+            embedder=_embedder(env),
             idempotency_ttl_hours=_hours(env, "LOCI_IDEMPOTENCY_TTL_HOURS", 24.0),
             max_streams_per_key=_count(env, "LOCI_MAX_STREAMS_PER_KEY", MAX_STREAMS_PER_KEY),
             max_streams=_count(env, "LOCI_MAX_STREAMS", MAX_STREAMS),

@@ -46,6 +46,7 @@ from engine.embed.bert_fast import LeanBert
 from engine.embed.coalesce import Coalescer
 from engine.embed.onnx_encoder import OnnxEncoder, weights_sha256
 from engine.embed.onnx_graph import PROJECTIONS
+from engine.embed.registry import MINILM_RUNTIMES
 from engine.errors import Unavailable, UnknownName
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ SMALL_BATCH = 4
 #: rather than a question) runs on `threads` threads; shorter ones on one, which serves concurrent
 #: queries better
 LONG_TEXT_CHARS = 120
-RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
+RUNTIMES = MINILM_RUNTIMES
 #: projections run in int8 by the `onnx` runtime: all but the feed-forward outputs of the first three
 #: layers, the most sensitive to int8 activations (chosen on LongMemEval texts, checked on LoCoMo)
 INT8_PROJECTIONS: tuple[str, ...] = tuple(

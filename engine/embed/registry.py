@@ -20,6 +20,21 @@ EMBEDDERS: Mapping[str, str] = {
 }
 
 
+#: the MiniLM embedder's runtimes (`LOCI_MINILM_RUNTIME`; `engine.embed.minilm`), named here so a
+#: setting can be checked without loading one
+MINILM_RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
+
+
+def check_embedder(name: str, env: Mapping[str, str]) -> None:
+    """UnknownName for an embedder name, or a MiniLM runtime in `env`, that `create_embedder` would refuse
+    (a server checks at start, not at its first read)."""
+    if name not in EMBEDDERS:
+        raise UnknownName("embedder", name, EMBEDDERS, field="LOCI_EMBEDDER")
+    runtime = env.get("LOCI_MINILM_RUNTIME")
+    if name == "minilm" and runtime and runtime not in MINILM_RUNTIMES:
+        raise UnknownName("minilm runtime", runtime, MINILM_RUNTIMES, field="LOCI_MINILM_RUNTIME")
+
+
 def create_embedder(name: str, *, data_dir: str | None = None) -> Embedder:
     """The embedder `name`; `data_dir` is where embedders that cache files (minilm's exported graph) keep
     them, for factories that take it."""

@@ -12,6 +12,7 @@ from engine.errors import InvalidInput
 from engine.keys import create_api_key
 from engine.models import text_hash
 from server.app import LazyEmbedder, create_app
+from server.cli import main
 from server.config import Settings
 
 
@@ -44,12 +45,43 @@ def test_settings_from_env() -> None:
     assert Settings.from_env({"LOCI_DATABASE_URL": "sqlite:///x.db"}).store_target == "sqlite:///x.db"
 
 
-@pytest.mark.parametrize("hours", ["abc", "0", "-1", "nan", "inf"])
+@pytest.mark.parametrize("hours", ["abc", "0", "-1", "nan", "inf", "1e308"])
 def test_a_bad_idempotency_ttl_is_a_clear_error(hours: str) -> None:
     """LOCI_IDEMPOTENCY_TTL_HOURS=abc stopped `loci serve` with a traceback of float()."""
     with pytest.raises(InvalidInput, match="LOCI_IDEMPOTENCY_TTL_HOURS must be a number of hours > 0"):
         Settings.from_env({"LOCI_IDEMPOTENCY_TTL_HOURS": hours})
     assert Settings.from_env({"LOCI_IDEMPOTENCY_TTL_HOURS": " 0.5 "}).idempotency_ttl_hours == 0.5
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"LOCI_EMBEDDER": "minlm"}, "unknown embedder 'minlm'"),
+        ({"LOCI_MINILM_RUNTIME": "onnx_fp32"}, "unknown minilm runtime 'onnx_fp32'"),
+        ({"LOCI_RATE_LIMIT": "lots"}, "bad rate limit 'lots'"),
+    ],
+)
+def test_a_setting_no_server_could_run_with_is_refused_at_start(
+    env: dict[str, str],
+    named: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not a server whose reads all fail while health says ok, nor a dev key printed before the error."""
+    with pytest.raises(InvalidInput, match=named):
+        Settings.from_env(env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["serve", "--data-dir", str(tmp_path), "--port", "1"]) == 2
+    out = capsys.readouterr()
+    assert named in out.err and "loci_" not in out.out
+    assert Settings.from_env({"LOCI_EMBEDDER": "hash", "LOCI_MINILM_RUNTIME": "whatever"}).embedder == "hash"
+
+
+def test_a_store_path_that_cannot_be_made_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["keys", "list", "--database-url", "sqlite:////proc/no/such/dir/x.db"]) == 2
+    assert "No such file or directory" in capsys.readouterr().err
 
 
 def test_default_store_and_named_embedder(tmp_path: Path) -> None:

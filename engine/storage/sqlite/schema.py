@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from engine.errors import Unavailable
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -218,7 +220,10 @@ def migrate(conn: sqlite3.Connection, target: int = LATEST) -> int:
     `conn` must be in autocommit mode (isolation_level=None)."""
     version = schema_version(conn)
     if version > LATEST:
-        raise RuntimeError(f"database schema version {version} is newer than this code ({LATEST})")
+        raise Unavailable(
+            f"the database's schema version {version} is newer than this Loci's ({LATEST}): it was written "
+            "by a newer Loci; run that one (or a newer one) on it"
+        )
     while version < target:
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.errors import UnknownName
+from engine.errors import Unavailable, UnknownName
 from engine.models import Event
 from engine.storage import open_store
 from engine.storage.base import EventQuery, ListQuery, Scope
@@ -256,7 +256,7 @@ def test_refuses_a_newer_database(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version = {LATEST + 1}")
     conn.close()
-    with pytest.raises(RuntimeError, match="newer"):
+    with pytest.raises(Unavailable, match="newer than this Loci's"):
         SQLiteStore(path)
 
 
