@@ -209,6 +209,46 @@ def test_live_events_show_a_new_memory(page: Any, loci: Loci, shot: Shot) -> Non
     page.locator("#stream-state[data-state='stopped']").wait_for()
 
 
+# Counts the event streams the page holds open, and holds back /v0/health answers while window.hold is set.
+STREAMS_AND_HELD_CLOCK = """
+window.openStreams = 0; window.hold = false; window.held = [];
+const realFetch = window.fetch;
+window.fetch = function (input, init) {
+  if (init && init.headers && init.headers.Accept === 'text/event-stream') {
+    window.openStreams += 1;
+    init.signal.addEventListener('abort', () => { window.openStreams -= 1; });
+  }
+  const answer = realFetch.apply(this, arguments);
+  if (String(input).startsWith('/v0/health') && window.hold) {
+    answer.catch(() => {}); // aborted while held: the app sees it on release
+    return new Promise((resolve, reject) => window.held.push(() => answer.then(resolve, reject)));
+  }
+  return answer;
+};
+"""
+
+
+def test_leaving_live_events_ends_its_stream(page: Any, loci: Loci) -> None:
+    """Leaving while the view still waits for the server's clock opens no stream later (six such streams
+    held all of Chromium's connections to the server, and every view hung on "Loading…")."""
+    page.add_init_script(STREAMS_AND_HELD_CLOCK)
+    sign_in(page, loci)
+    page.evaluate("() => { window.hold = true; }")
+    for _ in range(6):
+        page.evaluate("() => { location.hash = '#/events'; }")
+        page.locator("#stream-state").wait_for()
+        page.evaluate("() => { location.hash = '#/memories'; }")
+        page.locator("#memories-count").wait_for()
+    assert page.evaluate("() => window.held.length") == 6
+    page.evaluate("() => { window.hold = false; window.held.splice(0).forEach((release) => release()); }")
+    page.evaluate("() => { location.hash = '#/events'; }")
+    page.locator("#stream-state[data-state='live']").wait_for()
+    assert page.evaluate("() => window.openStreams") == 1  # this visit's stream only
+    page.get_by_role("link", name="Memories").click()
+    page.locator("#memories-count").wait_for()
+    assert page.evaluate("() => window.openStreams") == 0
+
+
 def test_read_only_key_cannot_change_anything(page: Any, loci: Loci, shot: Shot) -> None:
     sign_in(page, loci, key=loci.read_key, view=f"#/memory/{loci.ids['berlin']}")
     page.get_by_text("read-only", exact=True).wait_for()

@@ -20,7 +20,7 @@ const VIEWS = [
 /** What the signed-in key is: {key_id, org_id, scopes, canWrite}. */
 export const session = { key: null };
 
-let cleanup = null; // the current view's teardown (e.g. closing the event stream)
+let leaving = null; // aborts when the current view is left (its teardown listens: e.g. the event stream)
 
 /** Parse "#/view/arg?x=1" into {name, arg, params}. */
 export function parseRoute(hash) {
@@ -119,10 +119,9 @@ function signInView(main, note) {
 }
 
 export async function render(note) {
-  if (cleanup) {
-    cleanup();
-    cleanup = null;
-  }
+  if (leaving) leaving.abort();
+  const visit = new AbortController();
+  leaving = visit;
   const main = document.getElementById("main");
   const route = parseRoute(window.location.hash);
   if (!session.key && getKey()) {
@@ -132,6 +131,7 @@ export async function render(note) {
       clearKey();
       note = error instanceof ApiError ? error.message : String(error);
     }
+    if (visit.signal.aborted) return; // another render took over meanwhile
   }
   renderIdentity();
   if (!session.key) {
@@ -142,13 +142,18 @@ export async function render(note) {
   const view = VIEWS.find((v) => v.name === route.name) || VIEWS[0];
   renderNav(view.nav || view.name);
   document.title = `${view.label || "Memory"} · Loci inspector`;
-  const ctx = { route, session, navigate, routeHref, onCleanup: (fn) => { cleanup = fn; } };
+  const { signal } = visit;
+  // onCleanup(fn): fn runs when the view is left, at once if it already was
+  const onCleanup = (fn) => (signal.aborted ? fn() : signal.addEventListener("abort", () => fn(), { once: true }));
+  const ctx = { route, session, navigate, routeHref, signal, onCleanup };
   replace(main);
   try {
     await view.render(main, ctx);
   } catch (error) {
+    if (signal.aborted) return;
     main.append(message("error", error instanceof ApiError ? `${error.status} ${error.code}: ${error.message}` : String(error)));
   }
+  if (signal.aborted) return;
   const heading = main.querySelector("h2");
   if (heading && !main.contains(document.activeElement)) heading.focus({ preventScroll: true });
 }

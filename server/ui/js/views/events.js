@@ -18,7 +18,7 @@ function eventRow(item, routeHref) {
     h("td", {}, entity), h("td", {}, h("code.small", {}, JSON.stringify(item.data))));
 }
 
-export async function eventsView(main, { route, routeHref, onCleanup }) {
+export async function eventsView(main, { route, routeHref, signal, onCleanup }) {
   const params = { type: route.params.get("type") || "", entity: route.params.get("entity") || "" };
   const type = h("input", { name: "type", value: params.type, placeholder: "e.g. memory.created" });
   const entity = h("input", { name: "entity", value: params.entity, placeholder: "ent:…" });
@@ -26,11 +26,23 @@ export async function eventsView(main, { route, routeHref, onCleanup }) {
   const body = h("tbody");
   const counter = h("span#event-count", {}, "0");
   const toggle = h("button.primary", { type: "submit" }, "Start");
-  let stop = null;
+  let stop = null; // ends the open stream
+  let on = false; // started and not halted (the stream may still be waiting for the server's clock)
+  let run = 0; // bumped by every start and halt: a start whose turn has passed opens no stream
   let count = 0;
 
   async function start() {
-    const health = await api.get("/v0/health"); // the server's clock: show what happens from now on
+    const mine = ++run;
+    on = true;
+    toggle.textContent = "Stop";
+    let health;
+    try {
+      health = await api.get("/v0/health", undefined, signal); // the server's clock: from now on
+    } catch (error) {
+      if (mine === run) halt(`could not read the server's clock: ${error.message}`);
+      return;
+    }
+    if (mine !== run || signal.aborted) return; // stopped, restarted or the view was left meanwhile
     stop = followEvents({ type: params.type, entity_id: params.entity, since: health.now }, {
       onEvent: (item) => {
         body.prepend(eventRow(item, routeHref));
@@ -43,21 +55,23 @@ export async function eventsView(main, { route, routeHref, onCleanup }) {
         replace(state, STATES[s] || s, detail ? ` (${detail})` : "");
       },
     });
-    toggle.textContent = "Stop";
   }
 
-  function halt() {
+  function halt(detail) {
+    run += 1;
+    on = false;
     if (stop) stop();
+    else if (detail) replace(state, STATES.stopped, ` (${detail})`);
     stop = null;
     toggle.textContent = "Start";
   }
 
-  onCleanup(halt);
+  onCleanup(() => halt());
   const form = h("form.filters", {
     "aria-label": "Event stream filters",
     onsubmit: async (event) => {
       event.preventDefault();
-      if (stop) {
+      if (on) {
         halt();
         return;
       }

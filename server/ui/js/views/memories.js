@@ -175,6 +175,7 @@ export async function memoryView(main, ctx) {
       api.get(`/v0/memories/${encodeURIComponent(id)}`),
       api.get("/v0/observability/events", { memory_id: id, limit: 500 }),
     ]);
+    if (ctx.signal.aborted) return; // the view was left meanwhile: its main is another view's now
     const links = [];
     if (m.entity_id) {
       const params = { entity: m.entity_id, namespace: m.namespace };
