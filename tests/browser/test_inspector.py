@@ -348,3 +348,15 @@ def test_keyboard_only(page: Any, loci: Loci, shot: Shot) -> None:
             break
     assert row.inner_text() == "Paris"
     shot(page, "keyboard")
+
+
+def test_a_broken_address_says_so(page: Any, loci: Loci) -> None:
+    """A truncated %-escape in the address is a "Not found" page, not an uncaught URIError over the old view."""
+    sign_in(page, loci)
+    page.locator("#memories-count").wait_for()
+    page.evaluate("() => { location.hash = '#/memory/%E0%A4%A'; }")
+    page.get_by_role("heading", name="Not found").wait_for()
+    assert "is not valid" in page.get_by_role("alert").inner_text()
+    assert page.locator("#memories-count").count() == 0  # the old view is gone
+    page.get_by_role("link", name="Memories").click()
+    page.locator("#memories-count").wait_for()

@@ -22,16 +22,19 @@ export const session = { key: null };
 
 let leaving = null; // aborts when the current view is left (its teardown listens: e.g. the event stream)
 
-/** Parse "#/view/arg?x=1" into {name, arg, params}. */
+/** Parse "#/view/arg?x=1" into {name, arg, params}; `invalid` is set when the arg is no valid %-encoding. */
 export function parseRoute(hash) {
   const raw = (hash || "").replace(/^#\/?/, "");
   const [path, queryString] = raw.split("?", 2);
   const [name, ...rest] = path.split("/");
-  return {
-    name: name || "memories",
-    arg: rest.length ? decodeURIComponent(rest.join("/")) : null,
-    params: new URLSearchParams(queryString || ""),
-  };
+  let arg = null;
+  let invalid = false;
+  try {
+    arg = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  } catch {
+    invalid = true; // URIError: e.g. a truncated %E0%A4%A
+  }
+  return { name: name || "memories", arg, invalid, params: new URLSearchParams(queryString || "") };
 }
 
 /** A hash link to a view with parameters (empty ones left out). */
@@ -148,7 +151,12 @@ export async function render(note) {
   const ctx = { route, session, navigate, routeHref, signal, onCleanup };
   replace(main);
   try {
-    await view.render(main, ctx);
+    if (route.invalid) {
+      main.append(h("h2", { tabindex: "-1" }, "Not found"),
+        message("error", `The address ${window.location.hash} is not valid (a broken %-escape).`));
+    } else {
+      await view.render(main, ctx);
+    }
   } catch (error) {
     if (signal.aborted) return;
     main.append(message("error", error instanceof ApiError ? `${error.status} ${error.code}: ${error.message}` : String(error)));
