@@ -127,6 +127,36 @@ def test_timeline_as_of_slider_shows_the_older_value(page: Any, loci: Loci, shot
     assert row.locator("td.value").inner_text() == "Berlin"
 
 
+def test_timeline_moment_is_exact(page: Any, loci: Loci) -> None:
+    """The slider holds exact moments: "Now" is the clock's now to the millisecond (a step of a 2,000th of
+    the span rounded it by hours), an arrow key moves a day here and Shift+arrow an hour."""
+    now = datetime(2026, 6, 15, 12, 34, 56, 789000, tzinfo=UTC)
+    now_ms = int(now.timestamp() * 1000)
+    day, hour = 86_400_000, 3_600_000
+    page.clock.set_fixed_time(now)
+    sign_in(page, loci, view="#/timeline?entity=ent%3Aalice")
+    slider = page.locator("#asof")
+    link = page.get_by_role("link", name="Assemble a context as of this time")
+
+    def shown(ms: int) -> None:
+        iso = datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert slider.input_value() == str(ms)
+        assert page.locator("#asof-value").inner_text() == iso.replace("T", " ")[:19] + "Z"
+        assert f"as_of={iso.replace(':', '%3A')}" in (link.get_attribute("href") or "")
+
+    page.locator("#true-then").wait_for()
+    shown(now_ms)
+    slider.focus()
+    page.keyboard.press("ArrowLeft")
+    shown(now_ms - day)
+    page.keyboard.press("Shift+ArrowLeft")
+    shown(now_ms - day - hour)
+    page.keyboard.press("ArrowRight")
+    shown(now_ms - hour)
+    page.get_by_role("button", name="Now").click()
+    shown(now_ms)
+
+
 def test_entity_graph_around_an_entity(page: Any, loci: Loci, shot: Shot) -> None:
     sign_in(page, loci)
     page.get_by_role("link", name="Entity graph").click()

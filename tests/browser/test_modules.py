@@ -86,3 +86,22 @@ def test_timeline_model_follows_the_as_of_rule(page: Any, loci: Loci) -> None:
     assert out["mid"] == {"ent:a|lives_in": ["Paris"], "ent:a|visits": ["Oslo", "Bonn"]}  # archived never
     assert out["edge"]["ent:a|lives_in"] == ["Berlin"]  # valid_to is exclusive, valid_from inclusive
     assert out["covers"]
+
+
+def test_timeline_key_steps_are_whole_units(page: Any, loci: Loci) -> None:
+    """Arrows move by the largest of a minute, an hour, a day within a hundredth of the span; Shift by the
+    unit below; Page Up/Down by a tenth of the span in whole arrow steps."""
+    page.goto(f"{loci.base}/ui/")
+    minute, hour, day = 60_000, 3_600_000, 86_400_000
+    out = page.evaluate(
+        """async (spans) => {
+        const { keySteps } = await import('/ui/js/timeline_model.js');
+        return spans.map(keySteps);
+    }""",
+        [4 * 365 * day, 7 * day, 2 * hour],
+    )
+    assert out == [
+        {"arrow": day, "fine": hour, "page": round(4 * 365 / 10) * day},
+        {"arrow": hour, "fine": minute, "page": round(7 * 24 / 10) * hour},
+        {"arrow": minute, "fine": 1000, "page": round(2 * 60 / 10) * minute},
+    ]

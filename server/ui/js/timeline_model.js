@@ -57,3 +57,20 @@ export function trueAt(rows, t) {
 export function percent(t, min, max) {
   return Math.max(0, Math.min(100, ((t - min) / (max - min)) * 100));
 }
+
+const MINUTE = 60000;
+const HOUR = 3600000;
+const DAY = 86400000;
+
+/**
+ * The as_of slider's key steps (ms) over a span of `span` ms: an arrow moves by the largest of a
+ * minute, an hour or a day that is at most a hundredth of the span; Shift+arrow by the next unit down
+ * (a second under a minute); Page Up/Down by about a tenth of the span, in whole arrow steps.
+ */
+export function keySteps(span) {
+  const units = [1000, MINUTE, HOUR, DAY];
+  let i = units.length - 1;
+  while (i > 1 && units[i] > span / 100) i -= 1;
+  const arrow = units[i];
+  return { arrow, fine: units[i - 1], page: Math.max(arrow, Math.round(span / 10 / arrow) * arrow) };
+}

@@ -3,7 +3,7 @@
 
 import { ApiError, listAll } from "../api.js";
 import { badge, field, fmtDateTime, fmtDay, h, message, replace, setHash } from "../dom.js";
-import { buildTimelines, percent, trueAt, validAt } from "../timeline_model.js";
+import { buildTimelines, keySteps, percent, trueAt, validAt } from "../timeline_model.js";
 
 const MAX_PAGES = 10; // 2,000 facts
 
@@ -52,6 +52,10 @@ function legend() {
     badge("archived"), " · an outlined bar was valid at the chosen time · bars without an end are still open.");
 }
 
+function stepName(ms) {
+  return { 1000: "a second", 60000: "a minute", 3600000: "an hour", 86400000: "a day" }[ms];
+}
+
 function renderTimelines(box, facts, params, routeHref) {
   const now = Date.now();
   const model = buildTimelines(facts, now);
@@ -68,10 +72,12 @@ function renderTimelines(box, facts, params, routeHref) {
     return h("li.tl-row", {}, h("div.tl-key", {}, h("code", {}, row.key)), h("div.tl-track", {}, links, mark));
   });
   const output = h("output#asof-value", { for: "asof" });
+  // step 1: the value is an exact moment (a coarser step rounded "now" by hours); the keys step below
   const slider = h("input#asof", {
     type: "range", name: "as_of", min: String(Math.floor(model.min)), max: String(Math.ceil(model.max)),
-    step: String(Math.max(60000, Math.round((model.max - model.min) / 2000))), value: String(now),
+    step: "1", value: String(now),
   });
+  const steps = keySteps(model.max - model.min);
   const thenTable = h("div.then", { "aria-live": "polite" });
   const assembleLink = h("a");
 
@@ -95,14 +101,32 @@ function renderTimelines(box, facts, params, routeHref) {
     replace(assembleLink, "Assemble a context as of this time");
   }
 
+  const moveTo = (t) => {
+    slider.value = String(Math.min(Number(slider.max), Math.max(Number(slider.min), t)));
+    update();
+  };
+  const KEYS = { ArrowLeft: -1, ArrowDown: -1, ArrowRight: 1, ArrowUp: 1, PageDown: -10, PageUp: 10 };
+  slider.addEventListener("keydown", (event) => {
+    const sign = Math.sign(KEYS[event.key] || 0);
+    if (!sign || event.altKey || event.ctrlKey || event.metaKey) return; // Home/End stay native
+    event.preventDefault();
+    const size = event.key.startsWith("Page") ? steps.page : event.shiftKey ? steps.fine : steps.arrow;
+    moveTo(Number(slider.value) + sign * size);
+  });
   slider.addEventListener("input", update);
+  const toNow = () => {
+    const t = Date.now();
+    if (t > Number(slider.max)) slider.max = String(t); // the page has been open a while
+    moveTo(t);
+  };
   replace(box,
     h("p", {}, `${facts.length} facts in ${model.rows.length} conflict keys, ${fmtDay(model.min)} to ${fmtDay(model.max)}.`),
     legend(),
     h("div.slider", {},
-      field("As of", slider, "Drag (or use the arrow keys) to see what was true then."),
+      field("As of", slider, `Drag, or use the arrow keys (${stepName(steps.arrow)}; with Shift ${stepName(steps.fine)}; `
+        + "Page Up/Down a tenth of the span), to see what was true then."),
       output,
-      h("button", { type: "button", onclick: () => { slider.value = String(now); update(); } }, "Now")),
+      h("button", { type: "button", onclick: toNow }, "Now")),
     h("ol.timelines", { "aria-label": "Timelines by conflict key" }, rows),
     axis(model),
     thenTable,
