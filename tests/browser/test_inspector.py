@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,33 @@ def test_timeline_moment_is_exact(page: Any, loci: Loci) -> None:
     shown(now_ms - hour)
     page.get_by_role("button", name="Now").click()
     shown(now_ms)
+
+
+def test_timeline_over_the_cap_keeps_the_newest_facts(page: Any, loci: Loci) -> None:
+    """Over 2,000 facts the timeline leaves out the oldest and says so (it kept the oldest 2,000 and
+    dropped the newest, which are what is true now)."""
+    with loci.client() as c:
+        for first in range(0, 2001, 200):
+            items = [
+                {
+                    "entity_id": "ent:many",
+                    "namespace": "bulk",
+                    "subject": "ent:many",
+                    "predicate": f"p{i:04d}",
+                    "object_text": f"v{i}",
+                    "object_type": "string",
+                    "valid_from": f"{datetime(2020, 1, 1, tzinfo=UTC) + timedelta(hours=i):%Y-%m-%dT%H:%M:%SZ}",
+                    "text": f"many has p{i:04d}",
+                }
+                for i in range(first, min(first + 200, 2001))
+            ]
+            c.post("/v0/memories:batch_upsert", json={"items": items}).raise_for_status()
+    sign_in(page, loci, view="#/timeline?entity=ent%3Amany&namespace=bulk")
+    page.locator("#true-then").wait_for()
+    assert "Truncated: the newest 2000 facts only" in page.locator(".timeline").inner_text()
+    newest = page.locator("#true-then tr", has_text="ent:many|p2000")
+    assert newest.locator("td.value").inner_text() == "v2000"
+    assert page.locator("#true-then tr", has_text="ent:many|p0000").count() == 0
 
 
 def test_entity_graph_around_an_entity(page: Any, loci: Loci, shot: Shot) -> None:

@@ -143,16 +143,20 @@ export async function timelineView(main, { route, routeHref }) {
     setHash(routeHref("timeline", params));
     replace(box, message("info", "Loading facts…"));
     try {
+      // newest first: over the cap the oldest are left out, never what is true now
       const { items, truncated } = await listAll("/v0/memories", {
         entity_id: params.entity, namespace: params.namespace, type: "fact",
-        status: "active,superseded,disputed", sort: "timestamp_asc", page_size: 200,
+        status: "active,superseded,disputed", sort: "timestamp_desc", page_size: 200,
       }, MAX_PAGES);
       if (!items.length) {
         replace(box, message("info", `No facts for ${params.entity} in namespace ${params.namespace}.`));
         return;
       }
       renderTimelines(box, items, params, routeHref);
-      if (truncated) box.prepend(message("info", `Showing the first ${items.length} facts only.`));
+      if (truncated) {
+        const oldest = fmtDateTime(items[items.length - 1].timestamp);
+        box.prepend(message("info", `Truncated: the newest ${items.length} facts only; older ones (stored before ${oldest}) are left out.`));
+      }
     } catch (error) {
       replace(box, message("error", error instanceof ApiError ? error.message : String(error)));
     }
