@@ -54,7 +54,12 @@ function memoryRow(m, routeHref) {
     h("td", {}, m.entity_id ? h("code", {}, m.entity_id) : "—"),
     h("td.text", {}, h("a", { href: routeHref("memory", {}, m.memory_id) }, clip(m.text))),
     h("td", {}, badge(m.status), m.archived ? [" ", badge("archived")] : null),
-    h("td", {}, (m.tags || []).join(", ")));
+    h("td", {}, tagList(m.tags || [])));
+}
+
+/** Tags, each its own chip: a tag may hold any character, commas too, so they are never joined into text. */
+function tagList(tags) {
+  return tags.length ? h("ul.tags", {}, tags.map((t) => h("li.tag", {}, t))) : null;
 }
 
 export async function memoriesView(main, { route, routeHref }) {
@@ -127,6 +132,38 @@ function historyTable(items) {
       h("td", {}, h("code.small", {}, JSON.stringify(e.data)))))));
 }
 
+/** The tags as chips, each removable, and a box that adds one tag exactly as typed (any character,
+ * commas too); `list` is what Save sends. */
+function tagEditor(initial, disabled) {
+  const list = [...initial];
+  const chips = h("ul.tags", { "aria-label": "Tags of this memory" });
+  const input = h("input", { name: "tag", maxlength: "64", autocomplete: "off", spellcheck: "false", disabled });
+  const addPending = () => {
+    if (input.value && !list.includes(input.value)) list.push(input.value);
+    input.value = "";
+    draw();
+  };
+  const remove = (i) => {
+    list.splice(i, 1);
+    draw();
+    (chips.querySelectorAll("button")[Math.min(i, list.length - 1)] || input).focus();
+  };
+  function draw() {
+    replace(chips, list.length ? list.map((t, i) => h("li.tag", {}, h("span", {}, t),
+      h("button.remove", { type: "button", disabled, "aria-label": `Remove tag ${t}`, onclick: () => remove(i) }, "×")))
+      : h("li.none", {}, "no tags"));
+  }
+  input.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || !input.value) return; // Enter in an empty box saves
+    event.preventDefault();
+    addPending();
+  });
+  draw();
+  const el = h("div.tag-editor", {}, chips, h("div.inline", {}, field("Add a tag", input),
+    h("button", { type: "button", disabled, onclick: () => { addPending(); input.focus(); } }, "Add")));
+  return { el, list, addPending };
+}
+
 function actionsPanel(m, { session, navigate }, reload) {
   const canWrite = session.key.canWrite;
   const status = h("div", { "aria-live": "polite" });
@@ -139,15 +176,16 @@ function actionsPanel(m, { session, navigate }, reload) {
       replace(status, message("error", `${what} failed: ${error.message}`));
     }
   };
-  const tags = h("input", { name: "tags", value: (m.tags || []).join(", "), disabled: !canWrite });
+  const tags = tagEditor(m.tags || [], !canWrite);
   const controls = [
-    h("form.inline", {
+    h("form.tag-form", {
+      "aria-label": "Tags",
       onsubmit: (event) => {
         event.preventDefault();
-        const list = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
-        run("Save tags", () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { tags: list }));
+        tags.addPending();
+        run("Save tags", () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { tags: tags.list }));
       },
-    }, field("Tags (comma-separated)", tags), h("button", { type: "submit", disabled: !canWrite }, "Save tags")),
+    }, tags.el, h("button", { type: "submit", disabled: !canWrite }, "Save tags")),
     h("button", {
       type: "button", id: "archive-toggle", disabled: !canWrite,
       onclick: () => run(m.archived ? "Unarchive" : "Archive",
