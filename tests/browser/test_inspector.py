@@ -112,6 +112,29 @@ def test_tags_round_trip_with_commas(page: Any, loci: Loci, shot: Shot) -> None:
     assert page.locator("table.grid tbody tr li.tag").all_inner_texts() == ["city, country", "a,b"]
 
 
+def test_focus_stays_on_the_control_after_a_change(page: Any, loci: Loci) -> None:
+    """Archive, Unarchive and Save tags redraw the memory; keyboard focus stays on the control that acted
+    (it fell to <body>)."""
+    with loci.client() as c:
+        mid = c.post("/v0/memories", json={"type": "note", "entity_id": "ent:focus", "text": "focus"}).json()[
+            "memory_id"
+        ]
+    sign_in(page, loci, view=f"#/memory/{mid}")
+    focused = "() => document.activeElement.id"
+    page.locator("#archive-toggle").focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("Archive: done.").wait_for()
+    assert page.evaluate(focused) == "archive-toggle"
+    page.keyboard.press("Enter")  # the same control, now Unarchive
+    page.get_by_text("Unarchive: done.").wait_for()
+    assert page.evaluate(focused) == "archive-toggle"
+    assert page.locator("#archive-toggle").inner_text() == "Archive"
+    page.locator("#save-tags").focus()
+    page.keyboard.press("Enter")
+    page.get_by_text("Save tags: done.").wait_for()
+    assert page.evaluate(focused) == "save-tags"
+
+
 def _slider_x(page: Any, when: datetime) -> tuple[float, float, float]:
     slider = page.locator("#asof")
     lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))

@@ -167,7 +167,8 @@ function tagEditor(initial, disabled) {
 function actionsPanel(m, { session, navigate }, reload) {
   const canWrite = session.key.canWrite;
   const status = h("div", { "aria-live": "polite" });
-  const run = async (what, fn, after = () => reload(`${what}: done.`)) => {
+  // after: by default the view redrawn with the news, focus back on the control that acted (`focusId`)
+  const run = async (what, fn, focusId, after = () => reload(`${what}: done.`, focusId)) => {
     replace(status, message("info", `${what}…`));
     try {
       await fn();
@@ -183,19 +184,20 @@ function actionsPanel(m, { session, navigate }, reload) {
       onsubmit: (event) => {
         event.preventDefault();
         tags.addPending();
-        run("Save tags", () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { tags: tags.list }));
+        run("Save tags", () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { tags: tags.list }),
+          "save-tags");
       },
-    }, tags.el, h("button", { type: "submit", disabled: !canWrite }, "Save tags")),
+    }, tags.el, h("button#save-tags", { type: "submit", disabled: !canWrite }, "Save tags")),
     h("button", {
       type: "button", id: "archive-toggle", disabled: !canWrite,
       onclick: () => run(m.archived ? "Unarchive" : "Archive",
-        () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { archived: !m.archived })),
+        () => api.patch(`/v0/memories/${encodeURIComponent(m.memory_id)}`, { archived: !m.archived }), "archive-toggle"),
     }, m.archived ? "Unarchive" : "Archive"),
     h("button.danger", {
       type: "button", id: "delete-memory", disabled: !canWrite,
       onclick: () => {
         if (!window.confirm(`Delete ${m.memory_id}? This cannot be undone.`)) return;
-        run("Delete", () => api.del(`/v0/memories/${encodeURIComponent(m.memory_id)}`),
+        run("Delete", () => api.del(`/v0/memories/${encodeURIComponent(m.memory_id)}`), null,
           () => navigate("memories", {}));
       },
     }, "Delete"),
@@ -208,7 +210,7 @@ function actionsPanel(m, { session, navigate }, reload) {
 
 export async function memoryView(main, ctx) {
   const id = ctx.route.arg;
-  const load = async (note) => {
+  const load = async (note, focusId) => {
     const [m, events] = await Promise.all([
       api.get(`/v0/memories/${encodeURIComponent(id)}`),
       api.get("/v0/observability/events", { memory_id: id, limit: 500 }),
@@ -231,6 +233,7 @@ export async function memoryView(main, ctx) {
           h("section.panel", { "aria-labelledby": "history-title" },
             h("h3#history-title", {}, "Event history"), historyTable(events.items)),
           actionsPanel(m, ctx, load))));
+    if (focusId) document.getElementById(focusId).focus(); // the redraw replaced the focused control
   };
   await load();
 }
