@@ -193,8 +193,18 @@ class Expand(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ) = None
 
 
+#: every preset's channel weights, listed in the OpenAPI document on `preset` (the inspector reads them)
+PRESET_WEIGHTS = {name: msgspec.to_builtins(p.weights) for name, p in TUNING.presets.items()}
+
+
 class RetrievalOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    preset: PresetName | None = None  # None: balanced
+    preset: (
+        Annotated[
+            PresetName,
+            Meta(extra_json_schema={"x-preset-weights": PRESET_WEIGHTS}),
+        ]
+        | None
+    ) = None  # None: balanced
     weights: WeightsIn | None = None
     normalization: NormalizationName = "minmax"
     recency_half_life_days: HalfLife | None = None

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from engine.retrieval.presets import get_preset
@@ -18,6 +19,7 @@ from tests.browser.conftest import Loci, Traffic, sign_in
 pytestmark = pytest.mark.browser
 
 Shot = Callable[[Any, str], Path]
+CHANNELS = ("semantic", "bm25", "graph_prior", "recency_decay", "confidence")
 
 
 def _rows(page: Any) -> list[str]:
@@ -301,6 +303,30 @@ def test_assemble_playground(page: Any, loci: Loci, shot: Shot) -> None:
     with loci.client() as c:
         after = c.get("/v0/memories", params={"page_size": 200}).json()["items"]
     assert len(after) == len(before)  # ingest off: playing wrote nothing
+
+
+def _sliders(page: Any) -> dict[str, float]:
+    return {c: float(page.get_by_role("slider", name=c, exact=True).input_value()) for c in CHANNELS}
+
+
+def test_assemble_sliders_show_the_chosen_preset(page: Any, loci: Loci) -> None:
+    """The weight sliders show the chosen preset's weights before any run, and "custom weights" starts from
+    them (they showed a stale set that custom sent whatever the preset)."""
+    weights = {
+        name: msgspec.to_builtins(get_preset(name).weights) for name in ("balanced", "factual", "graphy")
+    }
+    sign_in(page, loci, view="#/assemble?entity=ent%3Aalice")
+    page.get_by_label("Turn", exact=True).fill("Where does Alice live?")
+    assert _sliders(page) == weights["balanced"]
+    page.get_by_label("Preset", exact=True).select_option("graphy")
+    assert _sliders(page) == weights["graphy"]
+    page.get_by_label("Preset", exact=True).select_option("factual")
+    assert _sliders(page) == weights["factual"]
+    page.get_by_label("Custom weights", exact=False).check()
+    with page.expect_request(lambda r: r.url.endswith("/v0/context/assemble")) as sent:
+        page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text").wait_for()
+    assert sent.value.post_data_json["retrieval"] == {"preset": "factual", "weights": weights["factual"]}
 
 
 def test_live_events_show_a_new_memory(page: Any, loci: Loci, shot: Shot) -> None:

@@ -7,7 +7,6 @@ import { badge, field, fmtNum, h, json, message, replace, select, setHash } from
 
 export const CHANNELS = ["semantic", "bm25", "graph_prior", "recency_decay", "confidence"];
 const PRESETS = ["balanced", "fast", "factual", "recent", "graphy"];
-const DEFAULT_WEIGHTS = { semantic: 0.32, bm25: 0.47, graph_prior: 0.16, recency_decay: 0, confidence: 0.05 };  // the balanced preset
 const SECTIONS = [["facts", "Facts"], ["recent_events", "Recent events"], ["summary", "Summary"], ["sources", "Sources"]];
 
 /** The context as text, section by section, each line exactly as the API returned it. */
@@ -37,26 +36,45 @@ export function assembleBody(v) {
   return body;
 }
 
-function weightSliders(initial) {
+let presetWeights = null; // {preset: {channel: weight}}, read once from the API's OpenAPI document
+
+/** Each preset's channel weights as the server runs them: the OpenAPI document lists them on
+ * RetrievalOptions.preset (`x-preset-weights`, from loci.wire.tuning), so the UI keeps no copy. */
+export async function loadPresetWeights() {
+  if (!presetWeights) {
+    const doc = await api.get("/schema/openapi.json");
+    const preset = doc.components.schemas.RetrievalOptions.properties.preset;
+    const found = [preset, ...(preset.anyOf || [])].find((sc) => sc["x-preset-weights"]);
+    if (!found) throw new Error("the API's OpenAPI document lists no preset weights");
+    presetWeights = found["x-preset-weights"];
+  }
+  return presetWeights;
+}
+
+function weightSliders() {
   const sliders = {};
   const rows = CHANNELS.map((c) => {
-    const out = h("output", {}, fmtNum(initial[c], 2));
-    const input = h("input", { type: "range", name: `w_${c}`, min: "0", max: "1", step: "0.01", value: String(initial[c]),
+    const out = h("output", {}, "");
+    const input = h("input", { type: "range", name: `w_${c}`, min: "0", max: "1", step: "0.01",
       oninput: () => { out.value = fmtNum(Number(input.value), 2); } });
     sliders[c] = { input, out };
     return h("div.weight", {}, field(c, input), out);
   });
-  return { sliders, box: h("fieldset.weights", {}, h("legend", {}, "Channel weights"), rows) };
+  const show = (weights) => CHANNELS.forEach((c) => {
+    sliders[c].input.value = String(weights[c]);
+    sliders[c].out.value = fmtNum(weights[c], 2);
+  });
+  return { sliders, show, box: h("fieldset.weights", {}, h("legend", {}, "Channel weights"), rows) };
 }
 
-function form(params, session, onRun) {
+function form(params, session, weightsByPreset, onRun) {
   const entity = h("input", { name: "entity", required: true, value: params.entity, placeholder: "ent:…" });
   const namespace = h("input", { name: "namespace", value: params.namespace });
   const turn = h("textarea", { name: "turn", required: true, rows: "3", maxlength: "20000" });
   turn.value = params.turn;
   const preset = select("preset", PRESETS.map((p) => [p, p]), params.preset);
   const custom = h("input", { type: "checkbox", name: "custom" });
-  const { sliders, box } = weightSliders(DEFAULT_WEIGHTS);
+  const { sliders, show, box } = weightSliders();
   const budgetOut = h("output", {}, params.budget);
   const budget = h("input", { type: "range", name: "budget", min: "256", max: "8192", step: "64", value: params.budget,
     oninput: () => { budgetOut.value = budget.value; } });
@@ -64,8 +82,18 @@ function form(params, session, onRun) {
   const maxEvents = h("input", { type: "number", name: "max_events", min: "0", max: "100", value: "6" });
   const asOf = h("input", { type: "datetime-local", name: "as_of", step: "1", value: params.as_of ? params.as_of.slice(0, 19) : "" });
   const ingest = h("input", { type: "checkbox", name: "ingest", disabled: !session.key.canWrite });
-  const syncCustom = () => Object.values(sliders).forEach(({ input }) => { input.disabled = !custom.checked; });
+  // the sliders show the chosen preset's weights until "custom" is ticked (then they are what is sent)
+  const showPreset = () => {
+    const weights = weightsByPreset && weightsByPreset[preset.value];
+    if (weights) show(weights);
+  };
+  const syncCustom = () => {
+    Object.values(sliders).forEach(({ input }) => { input.disabled = !custom.checked; });
+    if (!custom.checked) showPreset();
+  };
+  custom.disabled = !weightsByPreset; // the weights are unknown until the API says them
   custom.addEventListener("change", syncCustom);
+  preset.addEventListener("change", showPreset);
   syncCustom();
 
   const el = h("form.playground", {
@@ -92,7 +120,7 @@ function form(params, session, onRun) {
     h("label", { for: ingest.id = "ingest" }, "Ingest this turn (extract facts and store the turn: writes memories)"),
     session.key.canWrite ? null : h("small.hint", {}, " — disabled: this key is read-only")),
   h("div.actions", {}, h("button.primary#run-assemble", { type: "submit" }, "Assemble")));
-  return { el, sliders, custom };
+  return { el, show, custom };
 }
 
 function componentBar(match, maxScore) {
@@ -173,19 +201,19 @@ export async function assembleView(main, { route, routeHref, session }) {
     preset: p.get("preset") || "balanced", budget: p.get("budget") || "1200", as_of: p.get("as_of") || "",
   };
   const out = h("div.results", { "aria-live": "polite" });
-  const f = form(params, session, async (values) => {
+  let weightsByPreset = null;
+  try {
+    weightsByPreset = await loadPresetWeights();
+  } catch (error) {
+    out.append(message("error", `The presets' weights are unknown (${error.message}): custom weights are off.`));
+  }
+  const f = form(params, session, weightsByPreset, async (values) => {
     setHash(routeHref("assemble", { entity: values.entity, namespace: values.namespace, turn: values.turn,
       preset: values.preset, budget: values.budget, as_of: values.as_of }));
     replace(out, message("info", "Assembling…"));
     try {
       const res = await api.post("/v0/context/assemble", assembleBody(values));
-      if (!values.custom) {
-        for (const c of CHANNELS) {
-          const w = res.retrieval_summary.weights_used[c];
-          f.sliders[c].input.value = String(w);
-          f.sliders[c].out.value = fmtNum(w, 2);
-        }
-      }
+      if (!f.custom.checked) f.show(res.retrieval_summary.weights_used); // what ran (e.g. degraded: no semantic)
       replace(out, results(res));
     } catch (error) {
       replace(out, message("error", error instanceof ApiError ? `${error.status} ${error.code}: ${error.message}` : String(error)));
