@@ -329,6 +329,22 @@ def test_assemble_sliders_show_the_chosen_preset(page: Any, loci: Loci) -> None:
     assert sent.value.post_data_json["retrieval"] == {"preset": "factual", "weights": weights["factual"]}
 
 
+@pytest.mark.parametrize("asked", ["", "1000", "100"])
+def test_assemble_budget_shown_is_budget_sent(page: Any, loci: Loci, asked: str) -> None:
+    """The budget shown is the one sent: the default 1200 (a step of 64 from 256 sent 1216), one from the
+    address, and one below the API's 256 shown as the 256 it becomes."""
+    expected = {"": 1200, "1000": 1000, "100": 256}[asked]
+    sign_in(page, loci, view=f"#/assemble?entity=ent%3Aalice&budget={asked}")
+    page.get_by_label("Turn", exact=True).fill("Where does Alice live?")
+    shown = page.locator(".weight output").last
+    assert shown.inner_text() == str(expected)
+    with page.expect_request(lambda r: r.url.endswith("/v0/context/assemble")) as sent:
+        page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text").wait_for()
+    assert sent.value.post_data_json["budget"] == {"max_context_tokens": expected}
+    assert f" used of {expected} " in page.locator("#token-counts").inner_text()
+
+
 def test_live_events_show_a_new_memory(page: Any, loci: Loci, shot: Shot) -> None:
     sign_in(page, loci)
     page.get_by_role("link", name="Live events").click()

@@ -75,9 +75,12 @@ function form(params, session, weightsByPreset, onRun) {
   const preset = select("preset", PRESETS.map((p) => [p, p]), params.preset);
   const custom = h("input", { type: "checkbox", name: "custom" });
   const { sliders, show, box } = weightSliders();
-  const budgetOut = h("output", {}, params.budget);
-  const budget = h("input", { type: "range", name: "budget", min: "256", max: "8192", step: "64", value: params.budget,
+  // step 1: any budget the API takes (256 to 8192) is a value, so the one shown is the one sent (a step of
+  // 64 from 256 snapped 1200 to 1216); the output reads the slider's own value, after the browser's clamping
+  const budgetOut = h("output", {});
+  const budget = h("input", { type: "range", name: "budget", min: "256", max: "8192", step: "1", value: params.budget,
     oninput: () => { budgetOut.value = budget.value; } });
+  budgetOut.value = budget.value;
   const maxFacts = h("input", { type: "number", name: "max_facts", min: "0", max: "100", value: "12" });
   const maxEvents = h("input", { type: "number", name: "max_events", min: "0", max: "100", value: "6" });
   const asOf = h("input", { type: "datetime-local", name: "as_of", step: "1", value: params.as_of ? params.as_of.slice(0, 19) : "" });
