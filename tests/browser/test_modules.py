@@ -105,3 +105,16 @@ def test_timeline_key_steps_are_whole_units(page: Any, loci: Loci) -> None:
         {"arrow": hour, "fine": minute, "page": round(7 * 24 / 10) * hour},
         {"arrow": minute, "fine": 1000, "page": round(2 * 60 / 10) * minute},
     ]
+
+
+def test_assemble_body_leaves_empty_counts_to_the_api(page: Any, loci: Loci) -> None:
+    """An empty Max facts/Max events box is the API's default (left out), not 0 (which asked for no facts)."""
+    page.goto(f"{loci.base}/ui/")
+    out = page.evaluate("""async () => {
+        const { assembleBody } = await import('/ui/js/views/assemble.js');
+        const form = { entity: 'ent:a', turn: 't', budget: '1200', preset: 'balanced', weights: {} };
+        return [assembleBody({ ...form, max_facts: '', max_events: ' ' }).return,
+                assembleBody({ ...form, max_facts: '0', max_events: '7' }).return];
+    }""")
+    flags = {"include_scores": True, "include_raw_matches": True, "trace": True}
+    assert out == [flags, {**flags, "max_facts": 0, "max_events": 7}]

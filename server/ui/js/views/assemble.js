@@ -21,14 +21,15 @@ export function contextText(context) {
   return parts.join("\n").trimEnd();
 }
 
-/** The request body for the form's values. */
+/** The request body for the form's values; an empty Max facts/events box leaves the API's default. */
 export function assembleBody(v) {
+  const counts = Object.fromEntries(["max_facts", "max_events"]
+    .filter((name) => String(v[name] ?? "").trim() !== "").map((name) => [name, Number(v[name])]));
   const body = {
     entity_id: v.entity, namespace: v.namespace || "default", turn: v.turn,
     budget: { max_context_tokens: Number(v.budget) },
     retrieval: { preset: v.preset },
-    return: { include_scores: true, include_raw_matches: true, trace: true,
-      max_facts: Number(v.max_facts), max_events: Number(v.max_events) },
+    return: { include_scores: true, include_raw_matches: true, trace: true, ...counts },
     ingest: v.ingest ? { extract: true, store_turn: "event" } : { extract: false, store_turn: "none" },
   };
   if (v.custom) body.retrieval.weights = Object.fromEntries(CHANNELS.map((c) => [c, Number(v.weights[c])]));
