@@ -261,6 +261,47 @@ def test_entity_graph_around_an_entity(page: Any, loci: Loci, shot: Shot) -> Non
     page.locator("svg.graph a.node-centre", has_text="ent:acme").wait_for()
 
 
+def test_graph_draws_each_direction_as_itself(page: Any, loci: Loci) -> None:
+    """Cara manages Dov and Dov mentors Cara: two arrows, each from its subject to its object with its own
+    predicate (one arrow Dov -> Cara read "mentors, manages"); Dov's memory naming Cara is a dashed line."""
+    with loci.client() as c:
+        c.post(
+            "/v0/memories:batch_upsert",
+            json={
+                "items": [
+                    {"entity_id": "ent:cara", "subject": "ent:cara", "predicate": "manages",
+                     "object_text": "ent:dov", "object_type": "entity", "text": "Cara manages Dov"},
+                    {"entity_id": "ent:dov", "subject": "ent:dov", "predicate": "mentors",
+                     "object_text": "ent:cara", "object_type": "entity", "text": "Dov mentors Cara"},
+                    {"entity_id": "ent:dov", "subject": "ent:cara", "predicate": "drinks",
+                     "object_text": "tea", "object_type": "string", "text": "Dov says Cara drinks tea"},
+                ]
+            },
+        ).raise_for_status()  # fmt: skip
+    sign_in(page, loci, view="#/graph?entity=ent%3Acara")
+    page.locator("svg.graph").wait_for()
+    drawn = page.evaluate("""() => {
+        const at = {};
+        for (const a of document.querySelectorAll('svg.graph a.node')) {
+            const c = a.querySelector('circle');
+            at[a.querySelector('text').textContent] = [Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))];
+        }
+        const near = (x, y) => Object.entries(at).sort(([, p], [, q]) =>
+            Math.hypot(p[0] - x, p[1] - y) - Math.hypot(q[0] - x, q[1] - y))[0][0];
+        return [...document.querySelectorAll('svg.graph g.edge')].map((g) => {
+            const l = g.querySelector('line');
+            const n = (name) => Number(l.getAttribute(name));
+            return [g.getAttribute('class'), near(n('x1'), n('y1')), near(n('x2'), n('y2')),
+                    g.querySelector('text') ? g.querySelector('text').textContent : ''];
+        });
+    }""")
+    assert sorted(drawn) == [
+        ["edge edge-fact", "ent:cara", "ent:dov", "manages"],
+        ["edge edge-fact", "ent:dov", "ent:cara", "mentors"],
+        ["edge edge-mention", "ent:dov", "ent:cara", ""],
+    ]
+
+
 def test_assemble_playground(page: Any, loci: Loci, shot: Shot) -> None:
     with loci.client() as c:
         before = c.get("/v0/memories", params={"page_size": 200}).json()["items"]

@@ -118,3 +118,26 @@ def test_assemble_body_leaves_empty_counts_to_the_api(page: Any, loci: Loci) -> 
     }""")
     flags = {"include_scores": True, "include_raw_matches": True, "trace": True}
     assert out == [flags, {**flags, "max_facts": 0, "max_events": 7}]
+
+
+def test_graph_edges_keep_their_direction(page: Any, loci: Loci) -> None:
+    """One line per direction and kind: "carol manages dave" and "dave mentors carol" are two arrows, each
+    with its own label (they were one arrow dave -> carol labelled "mentors, manages"), and a mention
+    beside a fact is a line of its own; a pair's lines take lanes centred on 0."""
+    page.goto(f"{loci.base}/ui/")
+    out = page.evaluate("""async () => {
+        const { mergeEdges } = await import('/ui/js/graph_layout.js');
+        const e = (source, target, kind, predicate, memory_id) => ({ source, target, kind, predicate, memory_id });
+        return mergeEdges([
+            e('ent:dave', 'ent:carol', 'fact', 'mentors', 'm1'), e('ent:carol', 'ent:dave', 'fact', 'manages', 'm2'),
+            e('ent:carol', 'ent:dave', 'fact', 'hired', 'm3'), e('ent:dave', 'ent:carol', 'mention', null, 'm4'),
+            e('ent:carol', 'ent:erin', 'fact', 'knows', 'm5'),
+        ]);
+    }""")
+    assert out == [
+        {"source": "ent:dave", "target": "ent:carol", "kind": "fact", "labels": ["mentors"], "memoryIds": ["m1"], "lane": -1},
+        {"source": "ent:carol", "target": "ent:dave", "kind": "fact", "labels": ["manages", "hired"],
+         "memoryIds": ["m2", "m3"], "lane": 0},
+        {"source": "ent:dave", "target": "ent:carol", "kind": "mention", "labels": [], "memoryIds": ["m4"], "lane": 1},
+        {"source": "ent:carol", "target": "ent:erin", "kind": "fact", "labels": ["knows"], "memoryIds": ["m5"], "lane": 0},
+    ]  # fmt: skip

@@ -1,19 +1,37 @@
 // Radial layout of an entity graph: the centre in the middle, entities on rings by hop count, each ring
 // ordered by the angle of a neighbour one ring in (so related entities stay close).
 
-/** Edges merged per unordered pair of entities: {a, b, labels, kinds, memoryIds}. */
+/**
+ * Edges as drawn: one line per direction and kind, so "a manages b" and "b mentors a" are two arrows
+ * each labelled with its own predicates: {source, target, kind, labels, memoryIds, lane}. The lines of
+ * one pair of entities get lanes ..., -1, 0, 1, ... (centred on 0) to be drawn side by side.
+ */
 export function mergeEdges(edges) {
-  const pairs = new Map();
+  const lines = new Map();
   for (const e of edges) {
-    const [a, b] = e.source < e.target ? [e.source, e.target] : [e.target, e.source];
-    const id = `${a}\u0000${b}`;
-    if (!pairs.has(id)) pairs.set(id, { a, b, source: e.source, target: e.target, labels: [], kinds: new Set(), memoryIds: [] });
-    const p = pairs.get(id);
-    if (e.predicate && !p.labels.includes(e.predicate)) p.labels.push(e.predicate);
-    p.kinds.add(e.kind);
-    p.memoryIds.push(e.memory_id);
+    const id = [e.source, e.target, e.kind].join("\u0000");
+    if (!lines.has(id)) lines.set(id, { source: e.source, target: e.target, kind: e.kind, labels: [], memoryIds: [] });
+    const line = lines.get(id);
+    if (e.predicate && !line.labels.includes(e.predicate)) line.labels.push(e.predicate);
+    line.memoryIds.push(e.memory_id);
   }
-  return [...pairs.values()];
+  const pairs = new Map();
+  for (const line of lines.values()) {
+    const pair = [line.source, line.target].sort().join("\u0000");
+    if (!pairs.has(pair)) pairs.set(pair, []);
+    pairs.get(pair).push(line);
+  }
+  for (const group of pairs.values()) group.forEach((line, i) => { line.lane = i - (group.length - 1) / 2; });
+  return [...lines.values()];
+}
+
+/** A line's ends moved `lane` x `gap` to the side of the pair's line (the same side whichever way it points). */
+export function laneEnds(p, q, source, target, lane, gap = 14) {
+  const [a, b] = source < target ? [p, q] : [q, p]; // one normal per pair of entities
+  const len = Math.hypot(b.x - a.x, b.y - a.y) || 1;
+  const dx = (-(b.y - a.y) / len) * lane * gap;
+  const dy = ((b.x - a.x) / len) * lane * gap;
+  return { x1: p.x + dx, y1: p.y + dy, x2: q.x + dx, y2: q.y + dy };
 }
 
 /** Positions {entity_id: {x, y, angle}} inside a width x height box. */

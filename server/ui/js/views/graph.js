@@ -3,7 +3,7 @@
 
 import { ApiError, api } from "../api.js";
 import { badge, clip, field, h, message, replace, s, select, setHash } from "../dom.js";
-import { mergeEdges, radialLayout } from "../graph_layout.js";
+import { laneEnds, mergeEdges, radialLayout } from "../graph_layout.js";
 
 const W = 900;
 const H = 560;
@@ -28,13 +28,12 @@ function graphForm(values, onLoad) {
 function drawing(graph, params, routeHref) {
   const merged = mergeEdges(graph.edges);
   const pos = radialLayout(graph.nodes, graph.edges, W, H);
-  const lines = merged.filter((e) => pos[e.a] && pos[e.b]).map((e) => {
-    const p = pos[e.source];
-    const q = pos[e.target];
-    const fact = e.kinds.has("fact");
-    return s("g", { class: fact ? "edge edge-fact" : "edge edge-mention" },
-      s("line", { x1: p.x, y1: p.y, x2: q.x, y2: q.y, "marker-end": fact ? "url(#arrow)" : undefined }),
-      e.labels.length ? s("text", { x: (p.x + q.x) / 2, y: (p.y + q.y) / 2 - 4, "text-anchor": "middle" }, e.labels.join(", ")) : null);
+  const lines = merged.filter((e) => pos[e.source] && pos[e.target]).map((e) => {
+    const end = laneEnds(pos[e.source], pos[e.target], e.source, e.target, e.lane);
+    const fact = e.kind === "fact";
+    return s("g", { class: fact ? "edge edge-fact" : "edge edge-mention", dataset: { source: e.source, target: e.target } },
+      s("line", { ...end, "marker-end": fact ? "url(#arrow)" : undefined }),
+      e.labels.length ? s("text", { x: (end.x1 + end.x2) / 2, y: (end.y1 + end.y2) / 2 - 4, "text-anchor": "middle" }, e.labels.join(", ")) : null);
   });
   const nodes = graph.nodes.map((n) => {
     const p = pos[n.entity_id];
