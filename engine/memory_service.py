@@ -309,7 +309,7 @@ class MemoryService:
                         {*changed, *(k for k in ("status", "valid_to") if getattr(old, k) != getattr(new, k))}
                     )
             kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
-            data: dict[str, Any] = {"fields": changed}
+            data: dict[str, Any] = {"namespace": new.namespace, "fields": changed}
             if "text" in changed:
                 data.update(old_text=old.text, text=new.text)
             event = Event(

@@ -198,7 +198,7 @@ def _is_current(m: Memory) -> bool:
 def _event(kind: str, m: Memory, now: datetime, **data: Any) -> Event:
     return Event(
         event_id=event_id(), org_id=m.org_id, type=kind, at=now, memory_id=m.memory_id, entity_id=m.entity_id,
-        data={k: v for k, v in data.items() if v is not None},
+        data={"namespace": m.namespace, **{k: v for k, v in data.items() if v is not None}},
     )  # fmt: skip
 
 

@@ -443,6 +443,37 @@ def test_leaving_live_events_ends_its_stream(page: Any, loci: Loci) -> None:
     assert page.evaluate("() => window.openStreams") == 0
 
 
+def test_live_event_links_to_the_entity_in_its_namespace(page: Any, loci: Loci) -> None:
+    """A fact written in namespace 日本 links to that namespace's timeline (the link left the namespace out:
+    "No facts for ent:jp in namespace default")."""
+    sign_in(page, loci, view="#/events?entity=ent%3Ajp")
+    page.locator("#stream-state[data-state='live']").wait_for()
+    with loci.client() as c:
+        c.post(
+            "/v0/memories:batch_upsert",
+            json={
+                "items": [
+                    {
+                        "entity_id": "ent:jp",
+                        "namespace": "日本",
+                        "subject": "ent:jp",
+                        "predicate": "capital",
+                        "object_text": "Tokyo",
+                        "object_type": "string",
+                        "text": "The capital is Tokyo",
+                    }
+                ]
+            },
+        ).raise_for_status()
+    page.locator("#events-table tbody tr", has_text="memory.created").get_by_role(
+        "link", name="ent:jp"
+    ).click()
+    row = page.locator("#true-then tr", has_text="ent:jp|capital")
+    row.wait_for()
+    assert row.locator("td.value").inner_text() == "Tokyo"
+    assert page.get_by_label("Namespace", exact=True).input_value() == "日本"
+
+
 def test_read_only_key_cannot_change_anything(page: Any, loci: Loci, shot: Shot) -> None:
     sign_in(page, loci, key=loci.read_key, view=f"#/memory/{loci.ids['berlin']}")
     page.get_by_text("read-only", exact=True).wait_for()

@@ -166,7 +166,8 @@ def test_update_semantics_and_events(store: Store) -> None:
     kinds = [k for k, _ in events(store)]
     assert kinds == ["memory.created", "memory.updated", "memory.archived", "memory.updated"]
     data = [e.data for _, e in store.list_events("acme", EventQuery())]
-    assert data[1] == {"fields": ["metadata", "tags"]} and data[2] == {"fields": ["archived", "valid_to"]}
+    assert data[1] == {"namespace": "default", "fields": ["metadata", "tags"]}
+    assert data[2] == {"namespace": "default", "fields": ["archived", "valid_to"]}
 
 
 def test_other_org_is_not_found(store: Store) -> None:

@@ -12,7 +12,11 @@ const STATES = {
 
 function eventRow(item, routeHref) {
   const memory = item.memory_id ? h("a", { href: routeHref("memory", {}, item.memory_id) }, h("code", {}, item.memory_id)) : "—";
-  const entity = item.entity_id ? h("a", { href: routeHref("timeline", { entity: item.entity_id }) }, h("code", {}, item.entity_id)) : "—";
+  // the namespace a memory event names (data.namespace); without it a link would show "default"'s timeline
+  const namespace = item.data && typeof item.data.namespace === "string" ? item.data.namespace : null;
+  const entityCode = h("code", {}, item.entity_id);
+  const entity = !item.entity_id ? "—" : namespace === null ? entityCode
+    : h("a", { href: routeHref("timeline", { entity: item.entity_id, namespace }) }, entityCode);
   return h("tr", { dataset: { type: item.type } },
     h("td.nowrap", {}, fmtDateTime(item.at)), h("td", {}, h("code", {}, item.type)), h("td", {}, memory),
     h("td", {}, entity), h("td", {}, h("code.small", {}, JSON.stringify(item.data))));
