@@ -191,7 +191,6 @@ def check_config(config: ReplayConfig) -> None:
     from engine.errors import InvalidInput
     from engine.retrieval.config import resolve
     from engine.retrieval.options import AssembleRequest
-    from server.http import parse_body
 
     loaded = Loaded(conversation_id="check", entity_id="ent:check", namespace="check", memory_to_turn={})
     question = Question(
@@ -206,8 +205,12 @@ def check_config(config: ReplayConfig) -> None:
     deep = ranking_body(loaded, question, config, None)
     for body in (assemble_body(loaded, question, config), *([deep] if deep is not None else [])):
         try:
-            request = parse_body(body, AssembleRequest)
+            request = msgspec.convert(body, AssembleRequest, strict=False)
             resolve(request.retrieval, lines=request.return_.max_events + request.return_.max_facts)
+        except msgspec.ValidationError as exc:  # "<problem> - at `$.retrieval.preset`"
+            problem, _, at = str(exc).rpartition(" - at ")
+            field = at.strip("`").removeprefix("$.") if problem else None
+            raise InvalidInput(f"{field}: {problem}" if field else str(exc), field=field) from exc
         except InvalidInput as exc:
             where = f"{exc.field}: " if exc.field else ""
             raise InvalidInput(f"{where}{exc.message}", field=exc.field) from exc
