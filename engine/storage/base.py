@@ -17,6 +17,9 @@ Rules every implementation keeps:
   the outer one). A call made outside a transaction block is its own transaction. When the outermost
   block exits normally the change is durable (committed) before control returns. Searches made inside
   the block see its writes; searches made elsewhere never see them before the commit.
+- Snapshots: `with store.snapshot():` makes the record reads of the block (this thread or task) see
+  the store as it stood when the block began, so a transaction committed meanwhile is wholly absent
+  from them, never half seen; writers are not held up. An export reads in one (`transfer`).
 - Isolation of writes: a transaction that reads memories and writes them back never overwrites or
   brings back what a concurrent one changed or deleted. A store either runs one write transaction at
   a time (SQLite, in memory: `lock_keys` and `lock_memories` do nothing more), or locks what is read,
@@ -126,6 +129,14 @@ class RecordStore(Protocol):
 
     # --- lifecycle and transactions -------------------------------------------------------------
     def transaction(self) -> AbstractContextManager[None]: ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A read-only view for the block: the record reads made in it by this thread (or task) see one
+        state of the store, the one committed when the block began; writes committed by others meanwhile
+        are not seen, and are not held up. A write inside the block raises (or, PostgreSQL, fails in the
+        database). Inside `transaction()` it joins the transaction (which sees its own writes). Searches
+        (`store.search`) are not part of it."""
+        ...
 
     def close(self) -> None: ...
 

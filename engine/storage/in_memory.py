@@ -4,6 +4,8 @@
 - Transactions keep an undo log; an exception in the outermost block undoes every change made in it
   (nested blocks join the outer one, so an exception escaping an inner block rolls back everything).
 - Records are stored as given (no copy): treat them as immutable, as `engine.models` says.
+- `snapshot()` copies the tables' dicts (not the records) under the lock; the block's reads use the
+  copies, so writers go on at once.
 - `store.search` is the local search (`engine.storage.local_index.LocalSearch`), patched as each
   write runs (dropped on rollback): searches inside a transaction see its own writes, other threads'
   searches wait for it to end.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -29,22 +32,67 @@ from engine.timeutil import to_micros
 _MISSING: Any = object()
 
 
+class _Tables:
+    """The store's records: the live ones, or a snapshot's copy of the dicts (records are shared)."""
+
+    def __init__(self) -> None:
+        self.memories: dict[tuple[str, str], Memory] = {}
+        self.embeddings: dict[tuple[str, str], Vector] = {}
+        self.api_keys: dict[str, ApiKey] = {}
+        self.idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
+        self.events: dict[str, list[Event]] = {}  # per org, in append order: the org's seq is place + 1
+
+    def copy(self) -> _Tables:
+        out = _Tables()
+        out.memories = dict(self.memories)
+        out.embeddings = dict(self.embeddings)
+        out.api_keys = dict(self.api_keys)
+        out.idempotency = dict(self.idempotency)
+        out.events = {org: list(events) for org, events in self.events.items()}
+        return out
+
+
 class InMemoryStore:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._depth = 0
         self._mark = 0
         self._undo: list[Callable[[], None]] = []
-        self._memories: dict[tuple[str, str], Memory] = {}
-        self._embeddings: dict[tuple[str, str], Vector] = {}
-        self._api_keys: dict[str, ApiKey] = {}
-        self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
-        self._events: dict[str, list[Event]] = {}  # per org, in append order: the org's seq is place + 1
+        self._live = _Tables()
+        # writes go to the live tables (these are their dicts); reads go through `_tables()`
+        self._memories = self._live.memories
+        self._embeddings = self._live.embeddings
+        self._api_keys = self._live.api_keys
+        self._idempotency = self._live.idempotency
+        self._events = self._live.events
+        self._snapshot: ContextVar[_Tables | None] = ContextVar(f"loci_mem_snapshot_{id(self)}", default=None)
         self.search = LocalSearch(self._load_namespace, self.get_embeddings, self._lock)
+
+    def _tables(self) -> _Tables:
+        """What a read sees: the block's snapshot inside `snapshot()`, else the live tables."""
+        return self._snapshot.get() or self._live
 
     # --- lifecycle and transactions -------------------------------------------------------------
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if self._snapshot.get() is not None:
+            yield
+            return
+        with self._lock:  # held: no write is half done; a depth then is this thread's transaction
+            tables = None if self._depth else self._live.copy()
+        if tables is None:
+            yield
+            return
+        token = self._snapshot.set(tables)
+        try:
+            yield
+        finally:
+            self._snapshot.reset(token)
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
+        if self._snapshot.get() is not None:
+            raise RuntimeError("a write inside store.snapshot(): a snapshot is read-only")
         with self._lock:
             self._depth += 1
             outer = self._depth == 1
@@ -108,11 +156,11 @@ class InMemoryStore:
 
     def get_memory(self, org_id: str, memory_id: str) -> Memory | None:
         with self._lock:
-            return self._memories.get((org_id, memory_id))
+            return self._tables().memories.get((org_id, memory_id))
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         with self._lock:
-            found = (self._memories.get((org_id, i)) for i in memory_ids)
+            found = (self._tables().memories.get((org_id, i)) for i in memory_ids)
             return [m for m in found if m is not None]
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
@@ -125,7 +173,7 @@ class InMemoryStore:
             return True
 
     def _org_memories(self, org_id: str) -> list[Memory]:
-        return [m for (org, _), m in self._memories.items() if org == org_id]
+        return [m for (org, _), m in self._tables().memories.items() if org == org_id]
 
     def list_memories(self, org_id: str, query: ListQuery) -> list[Memory]:
         with self._lock:
@@ -151,8 +199,8 @@ class InMemoryStore:
     def count_memories(self, org_id: str | None = None) -> int:
         with self._lock:
             if org_id is None:
-                return len(self._memories)
-            return sum(1 for (org, _) in self._memories if org == org_id)
+                return len(self._tables().memories)
+            return sum(1 for (org, _) in self._tables().memories if org == org_id)
 
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         with self._lock:
@@ -165,7 +213,7 @@ class InMemoryStore:
         with self._lock:
             out: dict[str, Vector] = {}
             for h in text_hashes:
-                vec = self._embeddings.get((model, h))
+                vec = self._tables().embeddings.get((model, h))
                 if vec is not None:
                     out[h] = vec.copy()
             return out
@@ -181,17 +229,18 @@ class InMemoryStore:
 
     def embedding_models(self) -> list[str]:
         with self._lock:
-            return sorted({model for model, _ in self._embeddings})
+            return sorted({model for model, _ in self._tables().embeddings})
 
     def missing_vectors(self, model: str) -> Iterator[str]:
         with self._lock:
-            texts = [m.text for m in self._memories.values()]
-            missing = [t for t in texts if (model, text_hash(t)) not in self._embeddings]
+            tables = self._tables()
+            texts = [m.text for m in tables.memories.values()]
+            missing = [t for t in texts if (model, text_hash(t)) not in tables.embeddings]
         return iter(missing)
 
     def long_texts(self, min_chars: int) -> Iterator[str]:
         with self._lock:
-            return iter([m.text for m in self._memories.values() if len(m.text) > min_chars])
+            return iter([m.text for m in self._tables().memories.values() if len(m.text) > min_chars])
 
     # --- API keys --------------------------------------------------------------------------------
     def create_api_key(self, key: ApiKey) -> None:
@@ -204,11 +253,11 @@ class InMemoryStore:
 
     def find_api_key(self, key_hash: str) -> ApiKey | None:
         with self._lock:
-            return next((k for k in self._api_keys.values() if k.key_hash == key_hash), None)
+            return next((k for k in self._tables().api_keys.values() if k.key_hash == key_hash), None)
 
     def list_api_keys(self, org_id: str | None = None) -> list[ApiKey]:
         with self._lock:
-            keys = [k for k in self._api_keys.values() if org_id is None or k.org_id == org_id]
+            keys = [k for k in self._tables().api_keys.values() if org_id is None or k.org_id == org_id]
         keys.sort(key=lambda k: (to_micros(k.created_at), k.key_id))
         return keys
 
@@ -226,7 +275,7 @@ class InMemoryStore:
     # --- idempotency -----------------------------------------------------------------------------
     def get_idempotency(self, org_id: str, key: str, now: datetime) -> IdempotencyRecord | None:
         with self._lock:
-            rec = self._idempotency.get((org_id, key))
+            rec = self._tables().idempotency.get((org_id, key))
             if rec is None or to_micros(rec.expires_at) <= to_micros(now):
                 return None
             return rec
@@ -254,7 +303,7 @@ class InMemoryStore:
         with self._lock:
             out: list[tuple[int, Event]] = []
             start = max(query.after or 0, 0)
-            for seq, event in enumerate(self._events.get(org_id, [])[start:], start=start + 1):
+            for seq, event in enumerate(self._tables().events.get(org_id, [])[start:], start=start + 1):
                 if event_matches(seq, event, query):
                     out.append((seq, event))
                     if len(out) >= query.limit:

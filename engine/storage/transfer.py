@@ -12,7 +12,9 @@ Works through the Store protocol only, so any backend exports to and imports fro
 
 Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts and of
 their passages (`engine.embed.passages`, under the passage model's name; for the models asked; each
-text hash once); then events in the order of the org's log; then keys.
+text hash once); then events in the order of the org's log; then keys. The whole export reads one
+`store.snapshot()`: a write committed while it runs (a server serving the org) is wholly in the file
+or wholly absent, and no event names a memory the file lacks because it was written meanwhile.
 msgspec JSON keeps what the records hold exactly: `object` 5 vs 5.0 vs true, datetimes to the
 microsecond (UTC, "Z"), ids. Event `seq` numbers are not kept (the target assigns its own, in the
 same order); event ids are.
@@ -178,10 +180,11 @@ def export_org(
 
     `models`: the embedding models whose cached vectors to include (the cache is keyed by model, and
     the Store protocol cannot list them); vectors are skipped when `with_vectors` is False.
-    The body is spooled to a temporary file (in memory up to 64 MiB) so the header can lead."""
+    The body is spooled to a temporary file (in memory up to 64 MiB) so the header can lead; it is
+    read in one `store.snapshot()`."""
     counts = Counts()
     models = list(dict.fromkeys(models)) if with_vectors else []
-    with tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b") as body:
+    with tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b") as body, store.snapshot():
         # the hashes written, texts and passages apart: one text may be a memory and a passage
         seen: set[str] = set()
         seen_parts: set[str] = set()

@@ -32,7 +32,8 @@ a ContextVar; every store call made in that thread/task inside the block uses th
 nested blocks join the outer one. The outermost block commits on normal exit and rolls back on an
 exception. A call made outside any block runs in its own transaction on a pooled connection.
 Isolation is READ COMMITTED (PostgreSQL's default): each statement sees what was committed before it
-started.
+started. `with store.snapshot():` binds a REPEATABLE READ READ ONLY transaction the same way, so the
+block's reads (an export) all see one snapshot.
 
 Cross-process locking (supersession, patches, deletes and idempotency are correct with many workers).
 Every lock is transaction-scoped (held until commit or rollback) and taken only inside

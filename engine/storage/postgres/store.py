@@ -165,6 +165,23 @@ class PostgresStore:
                 self._current.reset(token)
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One REPEATABLE READ READ ONLY transaction on one pooled connection: every read of the block
+        (searches too) sees the snapshot its first statement took, and a write fails in the database.
+        Inside `transaction()` it joins it."""
+        if self._current.get() is not None:
+            yield
+            return
+        with _engine_errors(), self._pooled() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            conn.execute("SELECT 1")  # the snapshot is taken here, when the block begins
+            token = self._current.set(conn)
+            try:
+                yield
+            finally:
+                self._current.reset(token)
+
+    @contextmanager
     def _conn(self) -> Iterator[Conn]:
         """The transaction's connection inside `transaction()`, else a pooled one for one transaction."""
         current = self._current.get()

@@ -14,6 +14,9 @@
   Commits made by other connections to the same file (other processes) are detected with PRAGMA
   data_version and make the index rebuild on the next search; run one writer process per database
   for a warm index.
+- `snapshot()` is one deferred read transaction: under WAL on a connection of its own, so writers go
+  on and the block reads what was committed when it began; without WAL (":memory:") on the store's
+  connection with the lock held through the block (writers wait for it).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -74,10 +78,52 @@ class SQLiteStore:
             self._load_namespace, self.get_embeddings, self._lock, before_search=self._sync_index
         )
         self._data_version = self._read_data_version()
+        # the connection `snapshot()` reads on, for the block's thread or task
+        self._snap: ContextVar[sqlite3.Connection | None] = ContextVar(
+            f"loci_sqlite_snap_{id(self)}", default=None
+        )
 
     # --- lifecycle and transactions -------------------------------------------------------------
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        if self._snap.get() is not None:
+            yield
+            return
+        with self._lock:  # a depth now is this thread's own transaction (it holds the lock)
+            inside = self._depth > 0
+        if inside:
+            yield
+            return
+        if self._checkpointer is None:  # no WAL: a reader would block commits; hold writers instead
+            with self._lock, self._read_transaction(self._conn):
+                yield
+            return
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout={int(GATE_TIMEOUT * 1000)}")
+            conn.execute("PRAGMA query_only=1")
+            with self._read_transaction(conn):
+                yield
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _read_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN DEFERRED")
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchall()  # the read snapshot starts here
+            token = self._snap.set(conn)
+            try:
+                yield
+            finally:
+                self._snap.reset(token)
+        finally:
+            conn.execute("ROLLBACK")
+
+    @contextmanager
     def transaction(self) -> Iterator[None]:
+        if self._snap.get() is not None:
+            raise RuntimeError("a write inside store.snapshot(): a snapshot is read-only")
         with self._lock, ExitStack() as gate:
             outer = self._depth == 0
             if outer:
@@ -140,6 +186,9 @@ class SQLiteStore:
         self._gate.close()
 
     def _q(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        snap = self._snap.get()
+        if snap is not None:  # its own connection (or the store's, with the lock held already)
+            return snap.execute(sql, params).fetchall()
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
@@ -184,24 +233,31 @@ class SQLiteStore:
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """Memories the local search keeps (by index row: retrieval reads the same ones each turn)
-        come from there; the others are read and given to it to keep."""
+        come from there; the others are read and given to it to keep. Inside `snapshot()` all are read
+        from the snapshot."""
+        unique = list(dict.fromkeys(memory_ids))
+        if self._snap.get() is not None:
+            found = {m.memory_id: m for m in self._select_memories(org_id, unique)}
+            return [found[i] for i in memory_ids if i in found]
         with self._lock:
             self._check_version()
-            unique = list(dict.fromkeys(memory_ids))
             found = self.search.cached(org_id, unique)
-            read: list[Memory] = []
-            missing = [mid for mid in unique if mid not in found]
-            for start in range(0, len(missing), _CHUNK):
-                chunk = missing[start : start + _CHUNK]
-                marks = ", ".join("?" * len(chunk))
-                for r in self._q(
-                    f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
-                    (org_id, *chunk),
-                ):
-                    read.append(codec.row_memory(r))
+            read = self._select_memories(org_id, [mid for mid in unique if mid not in found])
             self.search.remember(read)
             found.update((m.memory_id, m) for m in read)
         return [found[i] for i in memory_ids if i in found]
+
+    def _select_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        read: list[Memory] = []
+        for start in range(0, len(memory_ids), _CHUNK):
+            chunk = memory_ids[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for r in self._q(
+                f"SELECT {codec.MEMORY_SELECT} FROM memories WHERE org_id = ? AND memory_id IN ({marks})",
+                (org_id, *chunk),
+            ):
+                read.append(codec.row_memory(r))
+        return read
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
         with self.transaction():

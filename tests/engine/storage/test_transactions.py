@@ -220,3 +220,32 @@ def test_a_transactions_events_are_listed_inside_it_and_numbered_at_commit(store
     listed = store.list_events("org_a", EventQuery())
     assert [e.event_id for _, e in inside] == ["evt_0", "evt_1"]
     assert [(seq, e.event_id) for seq, e in listed] == [(1, "evt_0"), (2, "evt_1"), (3, "evt_2")]
+
+
+# --- snapshots ----------------------------------------------------------------------------------------
+def test_a_snapshot_reads_what_was_committed_when_it_began(store: Store) -> None:
+    first = mem(text="first")
+    store.put_memories([first])
+    second = mem(text="second")
+    with store.snapshot():
+        writer = threading.Thread(target=lambda: store.put_memories([second]))
+        writer.start()
+        writer.join()
+        assert store.get_memories("org_a", [first.memory_id, second.memory_id]) == [first]
+        assert store.count_memories("org_a") == 1
+    assert store.count_memories("org_a") == 2
+
+
+def test_a_write_inside_a_snapshot_fails(store: Store) -> None:
+    with store.snapshot(), pytest.raises(Exception):  # noqa: B017 (each backend has its own error)
+        store.put_memories([mem(text="no")])
+    assert store.count_memories("org_a") == 0
+
+
+def test_a_snapshot_inside_a_transaction_reads_its_writes(store: Store) -> None:
+    m = mem(text="mine")
+    with store.transaction():
+        store.put_memories([m])
+        with store.snapshot():
+            assert store.get_memory("org_a", m.memory_id) == m
+    assert store.count_memories("org_a") == 1

@@ -1,0 +1,86 @@
+"""Export and import on every backend while the store is in use: an export is one snapshot of a store
+that is written meanwhile, and an import into a store that already holds the org keeps what the
+target changed since."""
+
+from __future__ import annotations
+
+import io
+import threading
+from collections.abc import Iterator
+
+import msgspec
+import pytest
+
+from engine.models import Event, Memory
+from engine.storage import transfer
+from engine.storage.base import Store
+from tests.engine.storage.conftest import T0, at, mem
+
+ORG = "org_a"
+
+
+def export(store: Store, **kw: object) -> bytes:
+    out = io.BytesIO()
+    transfer.export_org(store, ORG, out, now=T0, page=1, **kw)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def event(n: int, kind: str, memory: Memory) -> Event:
+    return Event(
+        event_id=f"evt_{n:03d}", org_id=ORG, type=kind, at=memory.updated_at, memory_id=memory.memory_id
+    )
+
+
+def lives_in(city: str, minutes: float) -> Memory:
+    return mem(
+        type="fact",
+        text=f"I live in {city}",
+        entity_id="ent:u",
+        subject="ent:u",
+        predicate="lives_in",
+        object=city,
+        keys=["ent:u|lives_in"],
+        timestamp=at(minutes),
+        created_at=at(minutes),
+        updated_at=at(minutes),
+    )
+
+
+# --- export: one snapshot ------------------------------------------------------------------------------
+def test_a_write_committed_during_an_export_is_wholly_in_it_or_wholly_absent(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A supersession commits (in another thread, as a server's request would) after the export read its
+    first page of memories: the file is the store before the write or after it, never Paris and Berlin
+    both active, nor a Berlin event without Berlin."""
+    paris = lives_in("Paris", 1)
+    notes = [mem(text=f"note {i}", timestamp=at(2 + i)) for i in range(3)]
+    store.put_memories([paris, *notes])
+    store.append_events([event(i, "memory.created", m) for i, m in enumerate([paris, *notes], start=1)])
+    berlin = lives_in("Berlin", 10)
+    superseded = msgspec.structs.replace(paris, status="superseded", valid_to=at(10), updated_at=at(10))
+
+    def move() -> None:
+        with store.transaction():
+            store.put_memories([superseded, berlin])
+            store.append_events(
+                [event(10, "memory.superseded", superseded), event(11, "memory.created", berlin)]
+            )
+
+    pages = transfer.iter_org_memories
+
+    def write_after_first_page(s: Store, org_id: str, page: int = transfer.PAGE) -> Iterator[list[Memory]]:
+        for n, rows in enumerate(pages(s, org_id, page)):
+            yield rows
+            if n == 0:
+                writer = threading.Thread(target=move)  # a context of its own: not the export's snapshot
+                writer.start()
+                writer.join()
+
+    before = export(store)
+    monkeypatch.setattr(transfer, "iter_org_memories", write_after_first_page)
+    during = export(store)
+    monkeypatch.undo()
+    after = export(store)
+    assert store.get_memory(ORG, berlin.memory_id) == berlin  # the write did commit
+    assert during in (before, after)
