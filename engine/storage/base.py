@@ -175,6 +175,10 @@ class RecordStore(Protocol):
 
     def count_memories(self, org_id: str | None = None) -> int: ...
 
+    def org_ids(self) -> list[str]:
+        """The orgs the store holds any record of (memory, event, API key, idempotency record), sorted."""
+        ...
+
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         """Every memory of an org (export, index rebuilds)."""
         ...

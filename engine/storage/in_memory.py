@@ -202,6 +202,13 @@ class InMemoryStore:
                 return len(self._tables().memories)
             return sum(1 for (org, _) in self._tables().memories if org == org_id)
 
+    def org_ids(self) -> list[str]:
+        with self._lock:
+            t = self._tables()
+            orgs = {org for org, _ in t.memories} | {org for org, events in t.events.items() if events}
+            orgs |= {k.org_id for k in t.api_keys.values()} | {org for org, _ in t.idempotency}
+        return sorted(orgs)
+
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         with self._lock:
             rows = self._org_memories(org_id)

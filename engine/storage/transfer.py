@@ -12,7 +12,8 @@ Works through the Store protocol only, so any backend exports to and imports fro
 
 Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts and of
 their passages (`engine.embed.passages`, under the passage model's name; for the models asked; each
-text hash once); then events in the order of the org's log; then keys. The whole export reads one
+text hash once); then events in the order of the org's log; then keys. An org the store holds no
+record of is `NotFound`, naming the orgs it holds, not an empty file. The whole export reads one
 `store.snapshot()`: a write committed while it runs (a server serving the org) is wholly in the file
 or wholly absent, and no event names a memory the file lacks because it was written meanwhile.
 msgspec JSON keeps what the records hold exactly: `object` 5 vs 5.0 vs true, datetimes to the
@@ -40,7 +41,7 @@ import msgspec
 import numpy as np
 
 from engine.embed.passages import all_passages, passage_model
-from engine.errors import Conflict, InvalidInput
+from engine.errors import Conflict, InvalidInput, NotFound
 from engine.models import ApiKey, Event, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Store, Vector
 from engine.timeutil import utcnow
@@ -48,6 +49,7 @@ from engine.timeutil import utcnow
 FORMAT = "loci-export"
 FORMAT_VERSION = 1
 PAGE = 1000
+_ORGS_SHOWN = 20  # an export of an org the store lacks names this many of those it holds
 
 
 class Counts(msgspec.Struct, kw_only=True):
@@ -208,6 +210,8 @@ def export_org(
             for key in store.list_api_keys(org_id):
                 _write(body, ApiKeyLine(api_key=key))
                 counts.api_keys += 1
+        if counts.memories == counts.events == 0:
+            _check_held(store, org_id)
         header = HeaderLine(
             org_id=org_id,
             exported_at=now or utcnow(),
@@ -220,6 +224,20 @@ def export_org(
         body.seek(0)
         shutil.copyfileobj(body, out)
     return header
+
+
+def _check_held(store: Store, org_id: str) -> None:
+    """NotFound naming the orgs the store holds, when it holds no record of `org_id` (a misspelt org
+    would export an empty file that imports as nothing)."""
+    held = store.org_ids()
+    if org_id in held:
+        return
+    shown = ", ".join(repr(o) for o in held[:_ORGS_SHOWN]) or "none"
+    more = f" and {len(held) - _ORGS_SHOWN} more" if len(held) > _ORGS_SHOWN else ""
+    raise NotFound(
+        f"org {org_id!r} has no records in this store; the orgs it holds: {shown}{more}",
+        details={"org_id": org_id, "orgs": held[:_ORGS_SHOWN]},
+    )
 
 
 # --- import -----------------------------------------------------------------------------------------

@@ -111,9 +111,24 @@ def test_a_data_dir_on_the_command_line_beats_the_environments_url(
     code, _, err = run(
         capsys, "export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path / "empty")
     )
-    assert code == 0, err
-    header = msgspec.json.decode(out.read_text().splitlines()[0], type=HeaderLine)
-    assert header.counts.memories == 0
+    assert code == 2 and "org 'acme' has no records in this store; the orgs it holds: none" in err
+    assert not out.exists()
+
+
+def test_an_export_of_an_org_the_store_lacks_is_an_error_naming_the_orgs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`loci export --org Dev` wrote an empty export and exited 0."""
+    src = open_store(str(tmp_path))
+    fill(src)
+    src.close()
+    out = tmp_path / "dev.jsonl"
+    code, _, err = run(capsys, "export", "--org", "Dev", "--out", str(out), "--data-dir", str(tmp_path))
+    assert (
+        code == 2
+        and "error: org 'Dev' has no records in this store; the orgs it holds: 'acme', 'other'" in err
+    )
+    assert not out.exists()
 
 
 def test_migrate_never_prints_a_password() -> None:

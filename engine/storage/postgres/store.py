@@ -267,6 +267,14 @@ class PostgresStore:
         with self._conn() as conn:
             return rows.count(conn, org_id)
 
+    def org_ids(self) -> list[str]:
+        with self._read() as conn:
+            rows_ = conn.execute(
+                "SELECT org_id FROM memories UNION SELECT org_id FROM events UNION SELECT org_id FROM api_keys"
+                " UNION SELECT org_id FROM idempotency"
+            ).fetchall()
+        return sorted(dec(r[0]) for r in rows_)
+
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         def pages() -> Iterator[list[tuple[Any, str, str]]]:
             after: tuple[Any, str] | None = None

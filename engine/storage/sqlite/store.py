@@ -331,6 +331,13 @@ class SQLiteStore:
             return int(self._q("SELECT count(*) FROM memories")[0][0])
         return int(self._q("SELECT count(*) FROM memories WHERE org_id = ?", (org_id,))[0][0])
 
+    def org_ids(self) -> list[str]:
+        rows = self._q(
+            "SELECT org_id FROM memories UNION SELECT org_id FROM events UNION SELECT org_id FROM api_keys "
+            "UNION SELECT org_id FROM idempotency ORDER BY 1"
+        )
+        return [str(r[0]) for r in rows]
+
     def iter_memories(self, org_id: str) -> Iterator[Memory]:
         """Pages through the org by keyset (1000 rows a query), so the lock is not held between pages."""
         after: tuple[int, str] | None = None

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import msgspec
 import pytest
 
-from engine.models import Event, Memory
+from engine.errors import NotFound
+from engine.models import Event, IdempotencyRecord, Memory
 from engine.storage import transfer
 from engine.storage.base import Store
 from tests.engine.storage.conftest import T0, at, mem
@@ -84,3 +85,28 @@ def test_a_write_committed_during_an_export_is_wholly_in_it_or_wholly_absent(
     after = export(store)
     assert store.get_memory(ORG, berlin.memory_id) == berlin  # the write did commit
     assert during in (before, after)
+
+
+# --- export: an org the store lacks -----------------------------------------------------------------------
+def test_an_export_of_an_org_the_store_lacks_names_the_orgs_it_holds(store: Store) -> None:
+    store.put_memories([mem(text="a note")])
+    store.append_events([Event(event_id="evt_b", org_id="org_b", type="x", at=T0)])
+    store.put_idempotency(
+        IdempotencyRecord(
+            org_id="org_c",
+            key="k",
+            fingerprint="f",
+            status_code=200,
+            body=b"{}",
+            created_at=T0,
+            expires_at=T0,
+        )
+    )
+    assert store.org_ids() == ["org_a", "org_b", "org_c"]
+    with pytest.raises(
+        NotFound, match="org 'Dev' has no records in this store; the orgs it holds: 'org_a', 'org_b'"
+    ):
+        transfer.export_org(store, "Dev", io.BytesIO())
+    empty = io.BytesIO()
+    transfer.export_org(store, "org_b", empty, with_keys=True)  # events only: an org all the same
+    assert msgspec.json.decode(empty.getvalue().splitlines()[0])["counts"]["events"] == 1
