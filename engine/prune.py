@@ -24,9 +24,12 @@ current fact by definition.)
 `action`: `delete` (default) or `archive` (sets `archived=true`, `updated_at=now`; memories already
 archived are left out of an archive action, since nothing would change). `dry_run` (default true)
 only reports. A real run re-reads the selected memories inside one `store.transaction()`, re-checks
-them, applies the action and appends one `memories.pruned` event (data: action, count, memory_ids and
-the rules) in that same transaction, and gives back what each removed fact had superseded, as a
-DELETE or an archive does (`supersession.settle_keys_left`). Reading pages through
+them, applies the action and, in that same transaction, appends each memory's event as a DELETE or an
+archiving PATCH does (`memory.deleted` with its namespace, type and text; `memory.archived`), so a
+memory's history (`EventQuery.memory_id`) ends with its removal, each with `pruned_by` in its data:
+the id of the one `memories.pruned` event that follows them (data: action, count, memory_ids and the
+rules). It gives back what each removed fact had superseded, as a DELETE or an archive does
+(`supersession.settle_keys_left`). Reading pages through
 `store.list_memories` (keyset on (timestamp, memory_id), oldest first), never loading the whole org
 at once.
 """
@@ -153,10 +156,30 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
             current = [msgspec.structs.replace(m, archived=True, updated_at=now) for m in current]
             store.put_memories(current)
         if done:
-            store.append_events([_event(org_id, request, rules, done, now)])
+            summary = _event(org_id, request, rules, done, now)
+            store.append_events([*(_memory_event(m, request.action, summary, now) for m in current), summary])
         for m in current:  # after every removal: a value the run also removed stays removed
             settle_keys_left(store, m, now)
     return PruneResult(dry_run=False, count=len(done), memory_ids=done)
+
+
+def _memory_event(m: Memory, action: PruneAction, summary: Event, now: datetime) -> Event:
+    """The pruned memory's own event: what a DELETE (`memory.deleted`) or an archiving PATCH
+    (`memory.archived`) of it records, with the prune's summary event named."""
+    data: dict[str, Any]
+    if action == "delete":
+        kind, data = "memory.deleted", {"namespace": m.namespace, "type": m.type, "text": m.text}
+    else:
+        kind, data = "memory.archived", {"fields": ["archived"]}
+    return Event(
+        event_id=event_id(),
+        org_id=m.org_id,
+        type=kind,
+        at=now,
+        memory_id=m.memory_id,
+        entity_id=m.entity_id,
+        data={**data, "pruned_by": summary.event_id},
+    )
 
 
 def _event(

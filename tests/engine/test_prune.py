@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -12,10 +13,11 @@ import pytest
 
 import engine.prune as prune_module
 from engine.errors import InvalidInput
-from engine.models import Memory
+from engine.models import Event, Memory
 from engine.prune import PruneRequest, PruneResult, prune
 from engine.storage import EventQuery, Store, open_store
 from tests.factories import memory
+from tests.pg_fixture import postgres_url_for
 
 NOW = datetime(2024, 6, 1, tzinfo=UTC)
 ORG = "org_a"
@@ -26,9 +28,11 @@ def _m(memory_id: str, *, days_ago: float = 1, type: str = "fact", **fields: Any
     return memory(memory_id=memory_id, at=NOW, days_ago=days_ago, type=type, **fields)
 
 
-@pytest.fixture(params=["memory", "sqlite://:memory:"])
-def store(request: pytest.FixtureRequest) -> Iterator[Store]:
-    s = open_store(request.param)
+@pytest.fixture(
+    params=["memory", "sqlite://:memory:", pytest.param("postgres", marks=pytest.mark.integration)]
+)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    s = open_store(postgres_url_for(tmp_path) if request.param == "postgres" else request.param)
     s.put_memories(
         [
             _m("f_current", days_ago=100, confidence=0.2, tags=["scratch"]),
@@ -135,7 +139,11 @@ def test_delete_and_its_event(store: Store) -> None:
     assert store.get_memory(ORG, "bob_superseded") is not None
     assert store.get_memory(ORG, "ns_superseded") is not None
     assert store.get_memory("org_b", "org_b_superseded") is not None
-    [(_, event)] = store.list_events(ORG, EventQuery())
+    [*each, (_, event)] = store.list_events(ORG, EventQuery())
+    assert [(e.type, e.memory_id, e.data["pruned_by"]) for _, e in each] == [
+        ("memory.deleted", "f_superseded", event.event_id),
+        ("memory.deleted", "f_disputed", event.event_id),
+    ]
     assert (event.type, event.entity_id, event.at, event.memory_id) == (
         "memories.pruned",
         "ent:alice",
@@ -152,7 +160,25 @@ def test_delete_and_its_event(store: Store) -> None:
     assert store.list_events("org_b", EventQuery()) == []
     # a second run finds nothing and writes no event
     assert prune(store, org_id=ORG, request=request, now=NOW).count == 0
-    assert len(store.list_events(ORG, EventQuery())) == 1
+    assert len(store.list_events(ORG, EventQuery())) == 3
+
+
+@pytest.mark.parametrize(("action", "last"), [("delete", "memory.deleted"), ("archive", "memory.archived")])
+def test_a_pruned_memorys_history_ends_with_its_removal(store: Store, action: str, last: str) -> None:
+    """A memory's events (`memory_id`) said nothing of its prune: the one `memories.pruned` event has
+    no memory_id, the ids are inside its data."""
+    store.append_events(
+        [Event(event_id="evt_made", org_id=ORG, type="memory.created", at=NOW, memory_id="f_superseded")]
+    )
+    request = PruneRequest(statuses=["superseded"], action=action, dry_run=False)  # type: ignore[arg-type]
+    prune(store, org_id=ORG, request=request, now=NOW)
+    history = [e for _, e in store.list_events(ORG, EventQuery(memory_id="f_superseded"))]
+    assert [(e.type, e.at, e.entity_id) for e in history] == [
+        ("memory.created", NOW, None),
+        (last, NOW, "ent:alice"),
+    ]
+    if action == "delete":  # what a DELETE records: the text, so the history says what it was
+        assert history[-1].data["text"] == "f_superseded" and history[-1].data["type"] == "fact"
 
 
 def test_archive_action(store: Store) -> None:
