@@ -20,12 +20,25 @@ msgspec JSON keeps what the records hold exactly: `object` 5 vs 5.0 vs true, dat
 microsecond (UTC, "Z"), ids. Event `seq` numbers are not kept (the target assigns its own, in the
 same order); event ids are.
 
-Import is idempotent: memories and vectors are upserted by id (replaced, never duplicated; a
-vector already stored with the same values is not rewritten, which spares index updates); an
-event whose `event_id` the target org already has is skipped; an API key already present (same id
-and hash) is kept, except that a revocation in the file is applied. Each batch of `batch_size`
-records is one `store.transaction()` (all or nothing); `batch_size=0` makes the whole file one
-transaction, and then a file whose records do not match the header's counts changes nothing.
+Import is idempotent, and re-running it never undoes what the target did since:
+- a memory is written by id (never duplicated) unless the target holds it with an `updated_at` at
+  or after the file's (then the target's is kept: a PATCH, a supersession or an archive made there
+  stays; a later export of the source, whose changes are newer, does replace it), or the target's log
+  records it deleted (`memory.deleted`, or a `memories.pruned` that deleted it): what the target
+  deleted is not brought back. The rows are locked (`lock_memories`) and the log read after, so a
+  delete committed meanwhile counts.
+- vectors are upserted by (model, text hash); one already stored with the same values is not
+  rewritten, which spares index updates.
+- an event whose `event_id` the target org already has is skipped.
+- an API key already present (same id and hash) is kept, except that a revocation in the file is
+  applied.
+Import restores records, it does not supersede: the file's memories go in with the status they had,
+so importing into a store that already holds other memories of the org (written there, not copies
+of the file's) can leave two current values of one key (two `active` residences). It is not refused:
+a batch cannot know what later batches hold, and the two stay visible to fix (PATCH, DELETE, prune).
+Each batch of `batch_size` records is one `store.transaction()` (all or nothing); `batch_size=0`
+makes the whole file one transaction, and then a file whose records do not match the header's counts
+changes nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +62,7 @@ from engine.timeutil import utcnow
 FORMAT = "loci-export"
 FORMAT_VERSION = 1
 PAGE = 1000
+_PRUNED = "memories.pruned"  # engine.prune's summary event (the ids it deleted are in its data)
 _ORGS_SHOWN = 20  # an export of an org the store lacks names this many of those it holds
 
 
@@ -102,6 +116,8 @@ class ImportResult(msgspec.Struct, kw_only=True):
     org_id: str
     read: Counts
     memories: int = 0  # upserted (new or replaced)
+    memories_kept: int = 0  # the target's copy is as new or newer (updated_at): kept as it is
+    memories_left_deleted: int = 0  # the target deleted or pruned them: not brought back
     embeddings: int = 0  # upserted (new or changed)
     embeddings_unchanged: int = 0  # already present with the same values
     events: int = 0  # appended
@@ -152,8 +168,10 @@ def iter_org_memories(store: Store, org_id: str, page: int = PAGE) -> Iterator[l
         after = (rows[-1].timestamp, rows[-1].memory_id)
 
 
-def iter_org_events(store: Store, org_id: str, page: int = PAGE) -> Iterator[tuple[int, Event]]:
-    after: int | None = None
+def iter_org_events(
+    store: Store, org_id: str, page: int = PAGE, after: int | None = None
+) -> Iterator[tuple[int, Event]]:
+    """The org's log in order as (seq, event), from after `after` when given, by pages."""
     while True:
         rows = store.list_events(org_id, EventQuery(limit=page, after=after))
         if not rows:
@@ -270,7 +288,10 @@ class _Importer:
         self.header = header
         self.org_id = org_id
         self.result = ImportResult(org_id=org_id, read=Counts())
-        self._event_ids: set[str] | None = None  # the target org's event ids, loaded on first need
+        self._event_ids: set[str] = set()  # the target org's event ids, read up to `_log_seq`
+        self._deleted: set[str] = set()  # memory ids its log records deleted or pruned
+        self._log_seq: int | None = None  # the last seq read of the target org's log
+        self._log_read = False
 
     def check_org(self, record: Record) -> None:
         org = (
@@ -289,8 +310,7 @@ class _Importer:
         store, result = self.store, self.result
         memories = [r.memory for r in batch if isinstance(r, MemoryLine)]
         if memories:
-            store.put_memories(memories)
-            result.memories += len(memories)
+            self._import_memories(memories)
         by_model: dict[str, dict[str, Vector]] = {}
         for r in batch:
             if isinstance(r, EmbeddingLine):
@@ -309,7 +329,7 @@ class _Importer:
             result.embeddings_unchanged += len(vectors) - len(changed)
         events = [r.event for r in batch if isinstance(r, EventLine)]
         if events:
-            known = self._known_events()
+            known = self._event_ids if self._log_read else self._known_events()  # event ids are unique
             fresh = []
             for e in events:
                 if e.event_id in known:
@@ -325,9 +345,36 @@ class _Importer:
                 self._import_key(r.api_key)
         result.batches += 1
 
+    def _import_memories(self, memories: list[Memory]) -> None:
+        """Write the file's memories but those the target holds as new or newer, or deleted."""
+        held = {
+            m.memory_id: m for m in self.store.lock_memories(self.org_id, [m.memory_id for m in memories])
+        }
+        self._known_events()  # after the locks: a delete committed meanwhile is in the log now
+        fresh: list[Memory] = []
+        for m in memories:
+            have = held.get(m.memory_id)
+            if have is not None and have.updated_at >= m.updated_at:
+                self.result.memories_kept += 1
+            elif have is None and m.memory_id in self._deleted:
+                self.result.memories_left_deleted += 1
+            else:
+                fresh.append(m)
+        if fresh:
+            self.store.put_memories(fresh)
+            self.result.memories += len(fresh)
+
     def _known_events(self) -> set[str]:
-        if self._event_ids is None:
-            self._event_ids = {e.event_id for _, e in iter_org_events(self.store, self.org_id)}
+        """The target org's event ids, with the events appended since the last call read too (and the
+        memory ids they record deleted)."""
+        for seq, e in iter_org_events(self.store, self.org_id, after=self._log_seq):
+            self._event_ids.add(e.event_id)
+            if e.type == "memory.deleted" and e.memory_id is not None:
+                self._deleted.add(e.memory_id)
+            elif e.type == _PRUNED and e.data.get("action") == "delete":  # a prune logged before each
+                self._deleted.update(str(i) for i in e.data.get("memory_ids", ()))  # memory had its event
+            self._log_seq = seq
+        self._log_read = True
         return self._event_ids
 
     def _import_key(self, key: ApiKey) -> None:

@@ -104,7 +104,8 @@ def _import(args: argparse.Namespace) -> int:
     finally:
         store.close()
     print(
-        f"imported into org {result.org_id!r}: {result.memories} memories, {result.embeddings} vectors, "
+        f"imported into org {result.org_id!r}: {result.memories} memories ({result.memories_kept} kept as "
+        f"the target has them, {result.memories_left_deleted} it deleted left deleted), {result.embeddings} vectors, "
         f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
         f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked) "
         f"in {result.batches} batches"
@@ -141,7 +142,9 @@ def register(subparsers: Any) -> None:
         add_store_arguments(p)
         p.set_defaults(func=_export)
     if "import" not in present:
-        p = subparsers.add_parser("import", help="load a JSONL export (idempotent; ids kept)")
+        p = subparsers.add_parser(
+            "import", help="load a JSONL export (idempotent; ids kept; the target's newer changes kept)"
+        )
         p.add_argument("--in", dest="in_", default="-", help="input file, or - for stdin (default)")
         p.add_argument("--org", default=None, help="import into this org (default: the org in the file)")
         p.add_argument(

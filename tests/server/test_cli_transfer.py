@@ -64,6 +64,7 @@ def test_export_file_then_import_twice(capsys: pytest.CaptureFixture[str], tmp_p
         a.close()
         b.close()
     assert "events (3 already present)" in text
+    assert "0 memories (10 kept as the target has them, 0 it deleted left deleted)" in text
 
 
 def test_export_to_stdout_without_keys_or_vectors(

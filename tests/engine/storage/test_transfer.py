@@ -6,6 +6,7 @@ import base64
 import io
 import struct
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import msgspec
@@ -131,9 +132,13 @@ def test_reimport_changes_nothing_and_replaces_by_id(stores: dict[str, Store]) -
     assert msgspec.to_builtins(first)["events"] == 3 and msgspec.to_builtins(again)["events"] == 0
     assert msgspec.to_builtins(again)["events_skipped"] == 3
     assert msgspec.to_builtins(again)["api_keys_skipped"] == 2
-    # a memory changed in the target is replaced by the file's version, not duplicated
-    changed = msgspec.structs.replace(org_memories()[1], text="edited", object=6)
-    dst.put_memories([changed])
+    assert msgspec.to_builtins(again)["memories"] == 0 and msgspec.to_builtins(again)["memories_kept"] == 10
+    # a copy in the target older than the file's is replaced by it, not duplicated
+    older = org_memories()[1]
+    older = msgspec.structs.replace(
+        older, text="edited", object=6, updated_at=older.updated_at - timedelta(1)
+    )
+    dst.put_memories([older])
     load(dst, data)
     assert snapshot(dst) == before
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 
 import msgspec
 import pytest
 
 from engine.errors import NotFound
+from engine.memory_service import MemoryService
 from engine.models import Event, IdempotencyRecord, Memory
-from engine.storage import transfer
-from engine.storage.base import Store
+from engine.prune import PruneRequest, prune
+from engine.storage import open_store, transfer
+from engine.storage.base import ListQuery, Store
+from engine.write.supersession import apply
+from loci.wire.writes import MemoryCreate, MemoryPatch
 from tests.engine.storage.conftest import T0, at, mem
 
 ORG = "org_a"
@@ -110,3 +115,76 @@ def test_an_export_of_an_org_the_store_lacks_names_the_orgs_it_holds(store: Stor
     empty = io.BytesIO()
     transfer.export_org(store, "org_b", empty, with_keys=True)  # events only: an org all the same
     assert msgspec.json.decode(empty.getvalue().splitlines()[0])["counts"]["events"] == 1
+
+
+# --- import: what the target did since stays done ---------------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def residence(city: str) -> MemoryCreate:
+    return MemoryCreate(
+        type="fact",
+        text=f"I live in {city}",
+        entity_id="ent:u",
+        subject="ent:u",
+        predicate="lives_in",
+        object=city,
+        keys=["ent:u|lives_in"],
+    )
+
+
+def held(store: Store) -> list[bytes]:
+    return [msgspec.json.encode(m) for page in transfer.iter_org_memories(store, ORG) for m in page]
+
+
+def test_reimporting_keeps_what_the_target_changed_deleted_or_pruned(store: Store) -> None:
+    """Export, import, then on the target: Berlin supersedes Paris, a note is patched, one deleted, one
+    pruned; the same import again undid all four (two current residences, the deleted note back)."""
+    src, clock = open_store("memory"), Clock()
+    source = MemoryService(src, clock=clock)
+    [paris] = source.create(ORG, [residence("Paris")])
+    patched, deleted, pruned, legacy, edited = source.create(
+        ORG, [MemoryCreate(type="note", text=f"Note {c}", tags=[c]) for c in "ABCDE"]
+    )
+    first = export(src)
+    transfer.import_org(store, io.BytesIO(first))
+    clock.now += timedelta(hours=1)
+    target = MemoryService(store, clock=clock)
+    [berlin] = target.prepare(ORG, [residence("Berlin")])
+    apply(store, berlin, now=clock.now)  # supersedes Paris, as an assemble of "I moved to Berlin" does
+    target.update(ORG, patched.memory_id, MemoryPatch(tags=["keep"]))
+    target.delete(ORG, deleted.memory_id)
+    prune(store, org_id=ORG, request=PruneRequest(tags=["C"], dry_run=False), now=clock.now)
+    # a prune logged before each memory had its own event: the ids in its summary only
+    store.delete_memory(ORG, legacy.memory_id)
+    store.append_events(
+        [
+            Event(
+                event_id="evt_legacy_prune",
+                org_id=ORG,
+                type="memories.pruned",
+                at=clock.now,
+                data={"action": "delete", "count": 1, "memory_ids": [legacy.memory_id]},
+            )
+        ]
+    )
+    before = held(store)
+
+    again = transfer.import_org(store, io.BytesIO(first))
+    assert held(store) == before
+    assert (again.memories, again.memories_kept, again.memories_left_deleted) == (0, 3, 3)
+    current = store.list_memories(ORG, ListQuery(types=("fact",), statuses=("active",)))
+    assert [m.memory_id for m in current] == [berlin.memory_id]
+    assert store.get_memory(ORG, paris.memory_id).status == "superseded"  # type: ignore[union-attr]
+
+    # a later export of the source brings the source's changes, newer than the target's copy
+    clock.now += timedelta(hours=1)
+    source.update(ORG, edited.memory_id, MemoryPatch(metadata={"edited": True}))
+    later = transfer.import_org(store, io.BytesIO(export(src)))
+    assert store.get_memory(ORG, edited.memory_id).metadata == {"edited": True}  # type: ignore[union-attr]
+    assert (later.memories, later.memories_kept, later.memories_left_deleted) == (1, 2, 3)
