@@ -218,6 +218,12 @@ class RecordStore(Protocol):
 
     def put_idempotency(self, record: IdempotencyRecord) -> None: ...
 
+    def list_idempotency(
+        self, org_id: str, now: datetime, *, after: str | None = None, limit: int = 1000
+    ) -> list[IdempotencyRecord]:
+        """The org's unexpired records in key order, after the key `after` (an export moves them)."""
+        ...
+
     # --- event log -------------------------------------------------------------------------------
     def append_events(self, events: Sequence[Event], *, durable: bool = True) -> None:
         """Append to the org's log. `durable=False`, for a log entry no acknowledged write depends on (a

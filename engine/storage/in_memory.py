@@ -287,6 +287,20 @@ class InMemoryStore:
                 return None
             return rec
 
+    def list_idempotency(
+        self, org_id: str, now: datetime, *, after: str | None = None, limit: int = 1000
+    ) -> list[IdempotencyRecord]:
+        with self._lock:
+            found = [
+                rec
+                for (org, key), rec in self._tables().idempotency.items()
+                if org == org_id
+                and (after is None or key > after)
+                and to_micros(rec.expires_at) > to_micros(now)
+            ]
+        found.sort(key=lambda rec: rec.key)
+        return found[: max(limit, 0)]
+
     def put_idempotency(self, record: IdempotencyRecord) -> None:
         with self._auto():
             self._set(self._idempotency, (record.org_id, record.key), record)

@@ -9,10 +9,13 @@ Works through the Store protocol only, so any backend exports to and imports fro
     {"kind":"embedding","model":"hash:256","text_hash":"...","dim":256,"vector":"<base64 float32 LE>"}
     {"kind":"event","event":{<engine.models.Event>}}
     {"kind":"api_key","api_key":{<engine.models.ApiKey: the hash only, never a secret>}}
+    {"kind":"idempotency","record":{<engine.models.IdempotencyRecord: a stored response, bytes as base64>}}
 
 Memories come in (timestamp, memory_id) order, each page followed by the vectors of its texts and of
 their passages (`engine.embed.passages`, under the passage model's name; for the models asked; each
-text hash once); then events in the order of the org's log; then keys. An org the store holds no
+text hash once); then events in the order of the org's log; then keys; then the org's unexpired
+idempotency records, with their expiry, so a client retrying after the move is answered with the
+response it was given, not written twice (files without them, from before, import as they did). An org the store holds no
 record of is `NotFound`, naming the orgs it holds, not an empty file. The whole export reads one
 `store.snapshot()`: a write committed while it runs (a server serving the org) is wholly in the file
 or wholly absent, and no event names a memory the file lacks because it was written meanwhile.
@@ -32,6 +35,8 @@ Import is idempotent, and re-running it never undoes what the target did since:
 - an event whose `event_id` the target org already has is skipped.
 - an API key already present (same id and hash) is kept, except that a revocation in the file is
   applied.
+- an idempotency record is written unless it has expired or the target holds an unexpired one of
+  that key (the target's answer stands).
 Import restores records, it does not supersede: the file's memories go in with the status they had,
 so importing into a store that already holds other memories of the org (written there, not copies
 of the file's) can leave two current values of one key (two `active` residences). It is not refused:
@@ -55,7 +60,7 @@ import numpy as np
 
 from engine.embed.passages import all_passages, passage_model
 from engine.errors import Conflict, InvalidInput, NotFound
-from engine.models import ApiKey, Event, Memory, text_hash
+from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Store, Vector
 from engine.timeutil import utcnow
 
@@ -71,6 +76,7 @@ class Counts(msgspec.Struct, kw_only=True):
     embeddings: int = 0
     events: int = 0
     api_keys: int = 0
+    idempotency: int = 0  # absent from the files of before: 0
 
 
 class HeaderLine(msgspec.Struct, kw_only=True, tag="header", tag_field="kind"):
@@ -103,8 +109,12 @@ class ApiKeyLine(msgspec.Struct, kw_only=True, tag="api_key", tag_field="kind"):
     api_key: ApiKey
 
 
-Line = HeaderLine | MemoryLine | EmbeddingLine | EventLine | ApiKeyLine
-Record = MemoryLine | EmbeddingLine | EventLine | ApiKeyLine
+class IdempotencyLine(msgspec.Struct, kw_only=True, tag="idempotency", tag_field="kind"):
+    record: IdempotencyRecord
+
+
+Line = HeaderLine | MemoryLine | EmbeddingLine | EventLine | ApiKeyLine | IdempotencyLine
+Record = MemoryLine | EmbeddingLine | EventLine | ApiKeyLine | IdempotencyLine
 
 _encoder = msgspec.json.Encoder()
 _decoder: msgspec.json.Decoder[Line] = msgspec.json.Decoder(Line)
@@ -125,6 +135,8 @@ class ImportResult(msgspec.Struct, kw_only=True):
     api_keys: int = 0  # created
     api_keys_revoked: int = 0  # existing keys the file marks revoked
     api_keys_skipped: int = 0  # already present
+    idempotency: int = 0  # written
+    idempotency_skipped: int = 0  # expired, or the target holds an unexpired record of the key
     batches: int = 0
 
 
@@ -180,6 +192,18 @@ def iter_org_events(
         after = rows[-1][0]
 
 
+def iter_org_idempotency(
+    store: Store, org_id: str, now: datetime, page: int = PAGE
+) -> Iterator[IdempotencyRecord]:
+    after: str | None = None
+    while True:
+        rows = store.list_idempotency(org_id, now, after=after, limit=page)
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1].key
+
+
 def _write(out: IO[bytes], record: Line) -> None:
     out.write(_encoder.encode(record))
     out.write(b"\n")
@@ -228,11 +252,15 @@ def export_org(
             for key in store.list_api_keys(org_id):
                 _write(body, ApiKeyLine(api_key=key))
                 counts.api_keys += 1
+        now = now or utcnow()
+        for record in iter_org_idempotency(store, org_id, now, page):
+            _write(body, IdempotencyLine(record=record))
+            counts.idempotency += 1
         if counts.memories == counts.events == 0:
             _check_held(store, org_id)
         header = HeaderLine(
             org_id=org_id,
-            exported_at=now or utcnow(),
+            exported_at=now,
             counts=counts,
             models=models,
             with_vectors=with_vectors,
@@ -279,6 +307,8 @@ def _rehome(record: Record, org_id: str) -> Record:
         return EventLine(event=msgspec.structs.replace(record.event, org_id=org_id))
     if isinstance(record, ApiKeyLine) and record.api_key.org_id != org_id:
         return ApiKeyLine(api_key=msgspec.structs.replace(record.api_key, org_id=org_id))
+    if isinstance(record, IdempotencyLine) and record.record.org_id != org_id:
+        return IdempotencyLine(record=msgspec.structs.replace(record.record, org_id=org_id))
     return record
 
 
@@ -301,20 +331,33 @@ class _Importer:
             if isinstance(record, EventLine)
             else record.api_key.org_id
             if isinstance(record, ApiKeyLine)
+            else record.record.org_id
+            if isinstance(record, IdempotencyLine)
             else self.header.org_id
         )
         if org != self.header.org_id:
             raise InvalidInput(f"record of org {org!r} in an export of org {self.header.org_id!r}")
 
     def apply(self, batch: list[Record]) -> None:
-        store, result = self.store, self.result
         memories = [r.memory for r in batch if isinstance(r, MemoryLine)]
         if memories:
             self._import_memories(memories)
-        by_model: dict[str, dict[str, Vector]] = {}
+        self._import_vectors([r for r in batch if isinstance(r, EmbeddingLine)])
+        events = [r.event for r in batch if isinstance(r, EventLine)]
+        if events:
+            self._import_events(events)
         for r in batch:
-            if isinstance(r, EmbeddingLine):
-                by_model.setdefault(r.model, {})[r.text_hash] = decode_vector(r.vector, r.dim)
+            if isinstance(r, ApiKeyLine):
+                self._import_key(r.api_key)
+            elif isinstance(r, IdempotencyLine):
+                self._import_idempotency(r.record)
+        self.result.batches += 1
+
+    def _import_vectors(self, lines: list[EmbeddingLine]) -> None:
+        store, result = self.store, self.result
+        by_model: dict[str, dict[str, Vector]] = {}
+        for r in lines:
+            by_model.setdefault(r.model, {})[r.text_hash] = decode_vector(r.vector, r.dim)
         for model, vectors in by_model.items():
             # write only what differs: an unchanged vector costs no index update (HNSW on PostgreSQL)
             have = store.get_embeddings(model, list(vectors))
@@ -327,23 +370,19 @@ class _Importer:
                 store.put_embeddings(model, changed)
             result.embeddings += len(changed)
             result.embeddings_unchanged += len(vectors) - len(changed)
-        events = [r.event for r in batch if isinstance(r, EventLine)]
-        if events:
-            known = self._event_ids if self._log_read else self._known_events()  # event ids are unique
-            fresh = []
-            for e in events:
-                if e.event_id in known:
-                    result.events_skipped += 1
-                else:
-                    known.add(e.event_id)
-                    fresh.append(e)
-            if fresh:
-                store.append_events(fresh)
-                result.events += len(fresh)
-        for r in batch:
-            if isinstance(r, ApiKeyLine):
-                self._import_key(r.api_key)
-        result.batches += 1
+
+    def _import_events(self, events: list[Event]) -> None:
+        known = self._event_ids if self._log_read else self._known_events()  # event ids are unique
+        fresh = []
+        for e in events:
+            if e.event_id in known:
+                self.result.events_skipped += 1
+            else:
+                known.add(e.event_id)
+                fresh.append(e)
+        if fresh:
+            self.store.append_events(fresh)
+            self.result.events += len(fresh)
 
     def _import_memories(self, memories: list[Memory]) -> None:
         """Write the file's memories but those the target holds as new or newer, or deleted."""
@@ -377,6 +416,14 @@ class _Importer:
         self._log_read = True
         return self._event_ids
 
+    def _import_idempotency(self, record: IdempotencyRecord) -> None:
+        now = utcnow()
+        if record.expires_at <= now or self.store.get_idempotency(record.org_id, record.key, now) is not None:
+            self.result.idempotency_skipped += 1
+        else:
+            self.store.put_idempotency(record)
+            self.result.idempotency += 1
+
     def _import_key(self, key: ApiKey) -> None:
         found = self.store.find_api_key(key.key_hash)
         if found is None:
@@ -400,8 +447,10 @@ class _Importer:
             read.embeddings += 1
         elif isinstance(record, EventLine):
             read.events += 1
-        else:
+        elif isinstance(record, ApiKeyLine):
             read.api_keys += 1
+        else:
+            read.idempotency += 1
 
     def check_counts(self) -> None:
         if self.result.read != self.header.counts:
@@ -468,6 +517,7 @@ __all__ = [
     "export_org",
     "import_org",
     "iter_org_events",
+    "iter_org_idempotency",
     "iter_org_memories",
     "read_lines",
 ]

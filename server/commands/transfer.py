@@ -86,7 +86,8 @@ def _export(args: argparse.Namespace) -> int:
     c = header.counts
     print(
         f"exported org {header.org_id!r}: {c.memories} memories, {c.embeddings} vectors "
-        f"({','.join(header.models) or 'none'}), {c.events} events, {c.api_keys} api keys",
+        f"({','.join(header.models) or 'none'}), {c.events} events, {c.api_keys} api keys, "
+        f"{c.idempotency} idempotency records",
         file=sys.stderr,
     )
     return 0
@@ -107,7 +108,8 @@ def _import(args: argparse.Namespace) -> int:
         f"imported into org {result.org_id!r}: {result.memories} memories ({result.memories_kept} kept as "
         f"the target has them, {result.memories_left_deleted} it deleted left deleted), {result.embeddings} vectors, "
         f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
-        f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked) "
+        f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked), "
+        f"{result.idempotency} idempotency records ({result.idempotency_skipped} expired or already present) "
         f"in {result.batches} batches"
     )
     log.debug("import result %s", msgspec.json.encode(result).decode())

@@ -96,6 +96,18 @@ def get_idempotency(
     return _idem_decoder.decode(row[0]) if row else None
 
 
+def list_idempotency(
+    conn: psycopg.Connection[Any], org_id: str, now: datetime, after: str | None, limit: int
+) -> list[IdempotencyRecord]:
+    """Unexpired records of the org in key order (bytewise, as the other stores order them)."""
+    rows = conn.execute(
+        'SELECT doc FROM idempotency WHERE org_id = %s AND key COLLATE "C" > %s AND expires_at > %s'
+        ' ORDER BY key COLLATE "C" LIMIT %s',
+        (enc(org_id), enc(after) if after is not None else "", to_utc(now), max(limit, 0)),
+    ).fetchall()
+    return [_idem_decoder.decode(doc) for (doc,) in rows]
+
+
 def put_idempotency(conn: psycopg.Connection[Any], record: IdempotencyRecord) -> None:
     record = msgspec.structs.replace(
         record, created_at=to_utc(record.created_at), expires_at=to_utc(record.expires_at)

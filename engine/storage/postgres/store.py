@@ -462,6 +462,12 @@ class PostgresStore:
                 bookkeeping.lock_name(conn, "loci.idempotency", org_id, key)
             return bookkeeping.get_idempotency(conn, org_id, key, now)
 
+    def list_idempotency(
+        self, org_id: str, now: datetime, *, after: str | None = None, limit: int = 1000
+    ) -> list[IdempotencyRecord]:
+        with self._read() as conn:
+            return bookkeeping.list_idempotency(conn, org_id, now, after, limit)
+
     def put_idempotency(self, record: IdempotencyRecord) -> None:
         with self._conn() as conn:
             bookkeeping.put_idempotency(conn, record)

@@ -456,6 +456,16 @@ class SQLiteStore:
         )
         return codec.row_idempotency(rows[0]) if rows else None
 
+    def list_idempotency(
+        self, org_id: str, now: datetime, *, after: str | None = None, limit: int = 1000
+    ) -> list[IdempotencyRecord]:
+        rows = self._q(
+            f"SELECT {codec.IDEMPOTENCY_SELECT} FROM idempotency WHERE org_id = ? AND key > ? "
+            "AND expires_at > ? ORDER BY key LIMIT ?",
+            (org_id, after if after is not None else "", to_micros(now), max(limit, 0)),
+        )
+        return [codec.row_idempotency(r) for r in rows]
+
     def put_idempotency(self, record: IdempotencyRecord) -> None:
         with self.transaction():
             self._conn.execute(

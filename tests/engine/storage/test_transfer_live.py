@@ -18,6 +18,7 @@ from engine.models import Event, IdempotencyRecord, Memory
 from engine.prune import PruneRequest, prune
 from engine.storage import open_store, transfer
 from engine.storage.base import ListQuery, Store
+from engine.timeutil import utcnow
 from engine.write.supersession import apply
 from loci.wire.writes import MemoryCreate, MemoryPatch
 from tests.engine.storage.conftest import T0, at, mem
@@ -188,3 +189,53 @@ def test_reimporting_keeps_what_the_target_changed_deleted_or_pruned(store: Stor
     later = transfer.import_org(store, io.BytesIO(export(src)))
     assert store.get_memory(ORG, edited.memory_id).metadata == {"edited": True}  # type: ignore[union-attr]
     assert (later.memories, later.memories_kept, later.memories_left_deleted) == (1, 2, 3)
+
+
+# --- idempotency records move with the org ----------------------------------------------------------------
+def idempotency(key: str, expires_at: datetime, org_id: str = ORG) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        org_id=org_id,
+        key=key,
+        fingerprint=f"fp-{key}",
+        status_code=201,
+        body=b'{"memory_id":"mem_1"}\x00\xff',
+        created_at=T0,
+        expires_at=expires_at,
+    )
+
+
+def test_unexpired_idempotency_records_move_with_their_expiry(store: Store) -> None:
+    """A client retrying an acknowledged write after the move got a second write: the records stayed."""
+    now = utcnow()
+    live = [idempotency(f"k-{i}", now + timedelta(days=1, minutes=i)) for i in range(3)]
+    store.put_memories([mem(text="a note")])
+    for record in [
+        *live,
+        idempotency("k-stale", now - timedelta(days=1)),
+        idempotency("k-9", now + timedelta(days=1), "org_b"),
+    ]:
+        store.put_idempotency(record)
+    out = io.BytesIO()
+    header = transfer.export_org(store, ORG, out, page=2)
+    assert header.counts.idempotency == 3
+    data = out.getvalue()
+
+    target = open_store("memory")
+    result = transfer.import_org(target, io.BytesIO(data))
+    assert result.idempotency == 3
+    assert [target.get_idempotency(ORG, r.key, now) for r in live] == live  # expiry and body exact
+    again = transfer.import_org(target, io.BytesIO(data))
+    assert (again.idempotency, again.idempotency_skipped) == (0, 3)
+    transfer.import_org(store, io.BytesIO(data), org_id="copy")  # and into this backend
+    assert store.get_idempotency("copy", "k-1", now) == msgspec.structs.replace(live[1], org_id="copy")
+
+    # a file from before (no idempotency lines, no such count) imports as it did
+    lines = data.splitlines(keepends=True)
+    head = msgspec.json.decode(lines[0])
+    del head["counts"]["idempotency"]
+    older = (
+        msgspec.json.encode(head)
+        + b"\n"
+        + b"".join(line for line in lines[1:] if b'"kind":"idempotency"' not in line)
+    )
+    assert transfer.import_org(open_store("memory"), io.BytesIO(older)).memories == 1
