@@ -170,7 +170,7 @@ def _memory_event(m: Memory, action: PruneAction, summary: Event, now: datetime)
     if action == "delete":
         kind, data = "memory.deleted", {"namespace": m.namespace, "type": m.type, "text": m.text}
     else:
-        kind, data = "memory.archived", {"fields": ["archived"]}
+        kind, data = "memory.archived", {"namespace": m.namespace, "fields": ["archived"]}
     return Event(
         event_id=event_id(),
         org_id=m.org_id,

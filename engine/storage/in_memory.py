@@ -160,7 +160,8 @@ class InMemoryStore:
 
     def get_memories(self, org_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         with self._lock:
-            found = (self._tables().memories.get((org_id, i)) for i in memory_ids)
+            memories = self._tables().memories
+            found = (memories.get((org_id, i)) for i in memory_ids)
             return [m for m in found if m is not None]
 
     def delete_memory(self, org_id: str, memory_id: str) -> bool:
