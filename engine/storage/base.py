@@ -138,6 +138,11 @@ class RecordStore(Protocol):
         (`store.search`) are not part of it."""
         ...
 
+    def ping(self, timeout: float) -> None:
+        """One round trip to the database within about `timeout` seconds, else Unavailable (a server's
+        readiness: GET /v0/health)."""
+        ...
+
     def close(self) -> None: ...
 
     # --- memories --------------------------------------------------------------------------------

@@ -139,6 +139,9 @@ class InMemoryStore:
         else:
             table[key] = value
 
+    def ping(self, timeout: float) -> None:
+        """Nothing to reach."""
+
     def close(self) -> None:
         pass
 

@@ -355,6 +355,21 @@ def test_a_route_during_an_outage_is_503_with_retry_after(
     assert _refused(r, 503)["error"] == "unavailable" and int(r.headers["retry-after"]) > 0
 
 
+def test_health_is_503_while_the_database_does_not_answer(
+    app: Litestar, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readiness: a load balancer stops sending requests every one of which would wait and answer 503."""
+    with TestClient(app) as client:
+        assert client.get("/v0/health").json()["status"] == "ok"
+
+        def down(timeout: float) -> None:
+            raise Unavailable(f"PostgreSQL unavailable: no connection in {timeout} s")
+
+        monkeypatch.setattr(store, "ping", down)
+        r = client.get("/v0/health")
+    assert _refused(r, 503)["error"] == "unavailable" and int(r.headers["retry-after"]) > 0
+
+
 def test_options_allow_lists_every_method_the_document_gives_a_path(client: TestClient[Litestar]) -> None:
     paths = client.get("/schema/openapi.json").json()["paths"]
     assert "/v0/memories" in paths and "/v0/memories/{memory_id}" in paths

@@ -1890,6 +1890,23 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description A dependency (the database) is unavailable; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description req_<ULID>, or the client's own X-Request-Id */
+                    "X-Request-Id"?: string;
+                    /** @description requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
         };
     };
     listMemories: {

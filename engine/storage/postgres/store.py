@@ -212,6 +212,11 @@ class PostgresStore:
     def in_transaction(self) -> bool:
         return self._current.get() is not None
 
+    def ping(self, timeout: float) -> None:
+        """A pooled connection within `timeout` seconds and one `SELECT 1` on it, else Unavailable."""
+        with _engine_errors(), self._pool.connection(timeout=timeout) as conn:
+            conn.execute("SELECT 1")
+
     def close(self) -> None:
         self._pool.close()
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import Conflict
+from engine.errors import Conflict, Unavailable
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Vector
 from engine.storage.listing import ascii_lower
@@ -177,6 +177,13 @@ class SQLiteStore:
         if version != self._data_version:
             self._data_version = version
             self.search.clear()
+
+    def ping(self, timeout: float) -> None:
+        """The file is this process's: a query answers unless it is gone or broken (then Unavailable)."""
+        try:
+            self._q("SELECT 1")
+        except sqlite3.Error as exc:
+            raise Unavailable(f"the SQLite database does not answer: {exc}") from exc
 
     def close(self) -> None:
         if self._checkpointer is not None:

@@ -2,14 +2,20 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 
 import msgspec
 import pytest
 
+from engine.errors import Unavailable
 from engine.models import Event
 from engine.storage.base import EventQuery, Scope, Store
+from engine.storage.sqlite import SQLiteStore
 from tests.engine.storage.conftest import at, mem
+from tests.pg_fixture import pg_database, pg_server
+
+__all__ = ["pg_database", "pg_server"]  # fixtures used by name below
 
 
 class Boom(Exception):
@@ -249,3 +255,41 @@ def test_a_snapshot_inside_a_transaction_reads_its_writes(store: Store) -> None:
         with store.snapshot():
             assert store.get_memory("org_a", m.memory_id) == m
     assert store.count_memories("org_a") == 1
+
+
+def test_ping_answers_while_the_store_does_and_is_unavailable_once_it_does_not(
+    store_factory: Callable[[], Store],
+) -> None:
+    """A server's readiness (GET /v0/health) asks this: no error while the database answers."""
+    s = store_factory()
+    s.ping(1.0)
+    if isinstance(s, SQLiteStore):  # a closed connection is a database that no longer answers
+        s.close()
+        with pytest.raises(Unavailable):
+            s.ping(1.0)
+
+
+@pytest.mark.integration
+def test_a_postgres_ping_waits_at_most_its_timeout_for_a_connection(pg_database: str) -> None:
+    """No free connection in time (the pool's one held by an open transaction) is Unavailable after the
+    ping's timeout, not the pool's."""
+    from engine.storage.postgres import PostgresStore
+
+    s = PostgresStore(pg_database, min_size=1, max_size=1, timeout=60.0)
+    try:
+        errors: list[BaseException] = []
+        with s.transaction():
+            worker = threading.Thread(target=lambda: _ping_into(s, errors))
+            worker.start()
+            worker.join(timeout=30)
+        assert not worker.is_alive() and len(errors) == 1 and isinstance(errors[0], Unavailable)
+        s.ping(1.0)  # the connection back in the pool
+    finally:
+        s.close()
+
+
+def _ping_into(s: Store, errors: list[BaseException]) -> None:
+    try:
+        s.ping(0.2)
+    except BaseException as exc:  # noqa: BLE001 - the test reads what was raised
+        errors.append(exc)
