@@ -20,6 +20,8 @@ from typing import Any
 
 import psycopg
 
+from engine.errors import Unavailable
+
 #: `tsv_small` (migration 3), and since migration 5 `kw_small` with `speaker_small`, are kept when
 #: their size plus the row's ids stays within this many bytes, so the memories_by_entity_kw entry
 #: (those, ~250 bytes of other columns and overhead) stays under btree's 2,704-byte limit for any ids
@@ -387,6 +389,11 @@ def migrate(url: str) -> list[int]:
                 " version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
             )
             done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+            if done and max(done) > LATEST_VERSION:
+                raise Unavailable(
+                    f"the database's schema version {max(done)} is newer than this Loci's "
+                    f"({LATEST_VERSION}): it was written by a newer Loci; run that one (or a newer one) on it"
+                )
             rewritten: Retokenize | None = None  # the widest rewrite of rows this call has made
             for version in sorted({v for v, _ in MIGRATIONS} - done):
                 with conn.transaction():

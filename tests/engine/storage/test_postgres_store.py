@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from engine.errors import Unavailable
 from engine.models import Event, Memory, text_hash
 from engine.storage import open_store
 from engine.storage.base import EventQuery, Hit, Scope, Vector
@@ -155,6 +156,22 @@ def test_concurrent_migrations_apply_once(pg_server: PgServer) -> None:
             rows = conn.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
         assert [r[0] for r in rows] == list(range(1, LATEST_VERSION + 1))
         assert migrate(url) == []
+    finally:
+        drop_database(pg_server, name)
+
+
+def test_a_database_of_a_newer_schema_is_refused(pg_server: PgServer) -> None:
+    """As on SQLite: code that does not know the schema must not write to it."""
+    name = f"{pg_server.prefix}_newer_schema"
+    url = create_database(pg_server, name)
+    try:
+        migrate(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (LATEST_VERSION + 1,))
+        with pytest.raises(Unavailable, match="newer than this Loci's"):
+            migrate(url)
+        with pytest.raises(Unavailable, match="newer than this Loci's"):
+            PostgresStore(url)
     finally:
         drop_database(pg_server, name)
 
