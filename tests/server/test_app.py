@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import uvicorn
 from litestar.testing import TestClient
 
 from engine.errors import InvalidInput
@@ -71,8 +72,15 @@ def test_a_setting_no_server_could_run_with_is_refused_at_start(
     """Not a server whose reads all fail while health says ok, nor a dev key printed before the error."""
     with pytest.raises(InvalidInput, match=named):
         Settings.from_env(env)
+    for name in ("LOCI_EMBEDDER", "LOCI_MINILM_RUNTIME", "LOCI_RATE_LIMIT", "LOCI_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)  # the session's own: tests/conftest.py sets LOCI_EMBEDDER
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+
+    def no_server(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server started: the setting was let through")
+
+    monkeypatch.setattr(uvicorn, "run", no_server)
     assert main(["serve", "--data-dir", str(tmp_path), "--port", "1"]) == 2
     out = capsys.readouterr()
     assert named in out.err and "loci_" not in out.out
