@@ -128,14 +128,16 @@ def entity_graph(
     depth: int = MAX_DEPTH,
     limit: int = DEFAULT_LIMIT,
     as_of: datetime | None = None,
+    agent_id: str | None = None,
     now: datetime,
 ) -> EntityGraph:
-    """The graph around `entity_id`: active memories, or with `as_of` those valid then."""
+    """The graph around `entity_id`: active memories, or with `as_of` those valid then; with `agent_id`,
+    that agent's only (what its assemble's graph channel walks)."""
     if not 0 <= depth <= MAX_DEPTH:
         raise InvalidInput(f"depth must be 0..{MAX_DEPTH}", field="depth")
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be 1..{MAX_LIMIT}", field="limit")
-    scope = Scope(org_id=org_id, namespace=namespace, as_of=as_of, now=now)
+    scope = Scope(org_id=org_id, namespace=namespace, agent_id=agent_id, as_of=as_of, now=now)
     hits = store.search.graph_search(scope, [entity_id], depth, limit + 1)
     distance = {h.memory_id: int(h.raw) for h in hits[:limit]}
     memories = [as_seen(m, scope) for m in store.get_memories(org_id, list(distance))]

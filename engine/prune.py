@@ -1,6 +1,7 @@
 """`prune`: delete or archive the memories a set of rules selects (POST /v0/prune).
 
-Scope: the org, the `namespace` (default "default") and, when given, the `entity_id`.
+Scope: the org, the `namespace` (default "default") and, when given, the `entity_id`, and the agent
+(`agent_id`, the request's `X-Service-Agent`): an agent prunes only its own memories, as it reads only them.
 
 Rules (combined with AND; at least one is required, else `InvalidInput` with field "body"):
 - `statuses`: status is one of them (`superseded`, `disputed`).
@@ -118,11 +119,12 @@ def selects(request: PruneRequest, m: Memory, now: datetime) -> bool:
     return True
 
 
-def _query(request: PruneRequest) -> ListQuery:
+def _query(request: PruneRequest, agent_id: str | None) -> ListQuery:
     """The listing query that pre-filters what the store can (the rest is checked by `selects`)."""
     return ListQuery(
         namespace=request.namespace,
         entity_id=request.entity_id,
+        agent_id=agent_id,
         types=tuple(request.types) if request.types is not None else None,
         statuses=tuple(request.statuses) if request.statuses is not None else None,
         tag=request.tags[0] if request.tags else None,
@@ -133,7 +135,9 @@ def _query(request: PruneRequest) -> ListQuery:
     )
 
 
-def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) -> PruneResult:
+def prune(
+    store: Store, *, org_id: str, request: PruneRequest, now: datetime, agent_id: str | None = None
+) -> PruneResult:
     now = to_utc(now)
     rules = active_rules(request)
     if not rules:
@@ -142,12 +146,17 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
             field="body",
             details={"rules": list(RULE_FIELDS)},
         )
-    selected = [m.memory_id for m in page_through(store, org_id, _query(request)) if selects(request, m, now)]
+    listed = page_through(store, org_id, _query(request, agent_id))
+    selected = [m.memory_id for m in listed if selects(request, m, now)]
     if request.dry_run or not selected:
         return PruneResult(dry_run=request.dry_run, count=len(selected), memory_ids=selected)
     with store.transaction():
         # Re-read and re-check inside the transaction: a memory changed since listing is left alone.
-        current = [m for m in lock_for_write(store, org_id, selected) if selects(request, m, now)]
+        current = [
+            m
+            for m in lock_for_write(store, org_id, selected)
+            if selects(request, m, now) and (agent_id is None or m.agent_id == agent_id)
+        ]
         done = [m.memory_id for m in current]
         if request.action == "delete":
             for memory_id in done:
@@ -156,7 +165,7 @@ def prune(store: Store, *, org_id: str, request: PruneRequest, now: datetime) ->
             current = [msgspec.structs.replace(m, archived=True, updated_at=now) for m in current]
             store.put_memories(current)
         if done:
-            summary = _event(org_id, request, rules, done, now)
+            summary = _event(org_id, request, rules, done, now, agent_id)
             store.append_events([*(_memory_event(m, request.action, summary, now) for m in current), summary])
         for m in current:  # after every removal: a value the run also removed stays removed
             settle_keys_left(store, m, now)
@@ -183,9 +192,15 @@ def _memory_event(m: Memory, action: PruneAction, summary: Event, now: datetime)
 
 
 def _event(
-    org_id: str, request: PruneRequest, rules: list[str], memory_ids: list[str], now: datetime
+    org_id: str,
+    request: PruneRequest,
+    rules: list[str],
+    memory_ids: list[str],
+    now: datetime,
+    agent_id: str | None,
 ) -> Event:
     criteria: dict[str, Any] = msgspec.to_builtins({name: getattr(request, name) for name in rules})
+    scope = {"agent_id": agent_id} if agent_id is not None else {}
     return Event(
         event_id=event_id(),
         org_id=org_id,
@@ -195,6 +210,7 @@ def _event(
         data={
             "action": request.action,
             "namespace": request.namespace,
+            **scope,
             "count": len(memory_ids),
             "memory_ids": memory_ids,
             "rules": criteria,

@@ -11,11 +11,15 @@ Extractive (default, no model):
   (`(valid_from or timestamp) <= now` and `valid_to` null or `> now`), newest first.
 - Events are its non-archived events with `timestamp <= now`, newest first (at most `MAX_EVENTS`).
 - Each line is its memory's text on one line, cut to `MAX_LINE_CHARS`.
-- Budget: `token_count = tokens.estimate(summary) <= max_tokens`, with the read path's estimator
-  (`engine.retrieval.tokens`: ceil(ascii_chars / 3) + non-ASCII chars). Facts may take up to
-  `FACT_SHARE` of the budget first, then events, then any budget left goes to further facts; a line
-  that does not fit is left out whole. `sources` lists the memories whose lines made it, in order.
-- The entity is matched by the memories' `entity_id`.
+- Budget: `token_count`, the summary's count in the request's tokenizer (assemble's
+  `budget.tokenizer`: o200k_base by default), is `<= max_tokens`. Facts may take up to `FACT_SHARE` of
+  the budget first, then events, then any budget left goes to further facts; a line that does not fit
+  is left out whole. Then, when at least `MIN_CUT_TOKENS` are left, the first line left out is cut to
+  them (an ellipsis marks the cut), so one long line (a turn in a script the tokenizer spends a
+  token per character on) does not leave the summary empty. `sources` lists the memories whose lines
+  made it, in order.
+- The entity is matched by the memories' `entity_id`; with an agent (`X-Service-Agent`), only that
+  agent's memories, as its assemble reads them.
 
 Abstractive (optional): a `ChatModel` (e.g. `OpenAIChat.from_env()`, any OpenAI-compatible
 `/chat/completions` endpoint at LOCI_LLM_URL with LOCI_LLM_MODEL and LOCI_LLM_API_KEY) rewrites the
@@ -42,6 +46,7 @@ from engine.errors import Unavailable
 from engine.models import Memory
 from engine.redact import Redactor
 from engine.retrieval import tokens
+from engine.retrieval.tokens import Tokenizer
 from engine.retrieval.render import disputed_mark
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
@@ -59,6 +64,7 @@ MAX_EVENTS = 10
 MAX_LINE_CHARS = 300
 FACT_SHARE = 0.65
 PAGE_SIZE = 200
+MIN_CUT_TOKENS = 16  # fewer left: no line is cut to fit
 FACTS_HEADER = "Facts:"
 EVENTS_HEADER = "Recent events:"
 
@@ -85,12 +91,20 @@ class SummaryLine(msgspec.Struct, frozen=True):
 
 
 def current_facts(
-    store: Store, *, org_id: str, entity_id: str, namespace: str, now: datetime, limit: int = MAX_FACTS
+    store: Store,
+    *,
+    org_id: str,
+    entity_id: str,
+    namespace: str,
+    now: datetime,
+    agent_id: str | None = None,
+    limit: int = MAX_FACTS,
 ) -> list[Memory]:
     """The entity's facts and profiles true at `now`, newest first."""
     query = ListQuery(
         namespace=namespace,
         entity_id=entity_id,
+        agent_id=agent_id,
         types=FACT_TYPES,
         statuses=("active", "disputed"),
         archived=False,
@@ -106,11 +120,23 @@ def current_facts(
 
 
 def recent_events(
-    store: Store, *, org_id: str, entity_id: str, namespace: str, now: datetime, limit: int = MAX_EVENTS
+    store: Store,
+    *,
+    org_id: str,
+    entity_id: str,
+    namespace: str,
+    now: datetime,
+    agent_id: str | None = None,
+    limit: int = MAX_EVENTS,
 ) -> list[Memory]:
     """The entity's events up to `now`, newest first."""
     query = ListQuery(
-        namespace=namespace, entity_id=entity_id, types=("event",), archived=False, limit=PAGE_SIZE
+        namespace=namespace,
+        entity_id=entity_id,
+        agent_id=agent_id,
+        types=("event",),
+        archived=False,
+        limit=PAGE_SIZE,
     )
     found: list[Memory] = []
     for m in page_through(store, org_id, query):
@@ -164,14 +190,17 @@ def _compose(facts: Sequence[SummaryLine], events: Sequence[SummaryLine]) -> str
 
 
 def fit_lines(
-    facts: Sequence[SummaryLine], events: Sequence[SummaryLine], max_tokens: int
+    facts: Sequence[SummaryLine],
+    events: Sequence[SummaryLine],
+    max_tokens: int,
+    tokenizer: Tokenizer = tokens.ESTIMATE,
 ) -> tuple[str, list[str]]:
-    """Choose lines so that `tokens.estimate(summary) <= max_tokens` (see the module docstring)."""
+    """Choose lines so that `tokenizer.count(summary) <= max_tokens` (see the module docstring)."""
     kept_facts: list[SummaryLine] = []
     kept_events: list[SummaryLine] = []
 
     def fits(f: list[SummaryLine], e: list[SummaryLine], limit: float) -> bool:
-        return tokens.estimate(_compose(f, e)) <= limit
+        return tokenizer.count(_compose(f, e)) <= limit
 
     rest = list(facts)
     while rest and fits(
@@ -184,8 +213,39 @@ def fit_lines(
     for line in rest:
         if fits(kept_facts + [line], kept_events, max_tokens):
             kept_facts.append(line)
+    kept_facts, kept_events = _cut_one_in(facts, events, kept_facts, kept_events, max_tokens, tokenizer)
     summary = _compose(kept_facts, kept_events)
     return summary, [line.memory_id for line in kept_facts + kept_events]
+
+
+def _cut_one_in(
+    facts: Sequence[SummaryLine],
+    events: Sequence[SummaryLine],
+    kept_facts: list[SummaryLine],
+    kept_events: list[SummaryLine],
+    max_tokens: int,
+    tokenizer: Tokenizer,
+) -> tuple[list[SummaryLine], list[SummaryLine]]:
+    """The kept lines with the first line left out (facts before events) cut to the tokens left, in its
+    place, when at least `MIN_CUT_TOKENS` of its text fit; else the kept lines as they are."""
+    kept = {line.memory_id for line in [*kept_facts, *kept_events]}
+    for section, lines in ((0, facts), (1, events)):
+        dropped = next((line for line in lines if line.memory_id not in kept), None)
+        if dropped is None:
+            continue
+        order = {line.memory_id: i for i, line in enumerate(lines)}
+        chosen = kept_facts if section == 0 else kept_events
+        left = max_tokens - tokenizer.count(_compose(kept_facts, kept_events))
+        while left >= MIN_CUT_TOKENS:
+            cut = SummaryLine(dropped.memory_id, tokenizer.truncate(dropped.text, left))
+            placed = sorted([*chosen, cut], key=lambda line: order[line.memory_id])
+            tried = (placed, kept_events) if section == 0 else (kept_facts, placed)
+            over = tokenizer.count(_compose(*tried)) - max_tokens
+            if over <= 0:
+                return tried
+            left -= over  # the line's newline (or its section's header) took what the cut counted on
+        return kept_facts, kept_events
+    return kept_facts, kept_events
 
 
 # --- the entry point -------------------------------------------------------------------------------
@@ -202,19 +262,25 @@ def summarize(
     org_id: str,
     entity_id: str,
     namespace: str = "default",
+    agent_id: str | None = None,
     max_tokens: int = 256,
+    tokenizer: Tokenizer = tokens.ESTIMATE,
     now: datetime,
     llm: ChatModel | None = None,
     redactor: Redactor | None = None,
 ) -> SummaryResult:
     now = to_utc(now)
-    facts = current_facts(store, org_id=org_id, entity_id=entity_id, namespace=namespace, now=now)
-    events = recent_events(store, org_id=org_id, entity_id=entity_id, namespace=namespace, now=now)
+    facts = current_facts(
+        store, org_id=org_id, entity_id=entity_id, namespace=namespace, agent_id=agent_id, now=now
+    )
+    events = recent_events(
+        store, org_id=org_id, entity_id=entity_id, namespace=namespace, agent_id=agent_id, now=now
+    )
     fact_lines = [_fact_line(m, redactor) for m in facts]
     event_lines = [_event_line(m, redactor) for m in events]
-    summary, sources = fit_lines(fact_lines, event_lines, max_tokens)
+    summary, sources = fit_lines(fact_lines, event_lines, max_tokens, tokenizer)
     extractive = SummaryResult(
-        summary=summary, sources=sources, origin="extractive", token_count=tokens.estimate(summary)
+        summary=summary, sources=sources, origin="extractive", token_count=tokenizer.count(summary)
     )
     if llm is None or not summary:
         return extractive
@@ -223,13 +289,13 @@ def summarize(
     except Exception as exc:  # any model failure falls back to the extractive summary
         log.warning("summary model failed (%s); using the extractive summary", type(exc).__name__)
         return extractive
-    answer = tokens.truncate(" ".join(answer.split()), max_tokens)
+    answer = tokenizer.truncate(" ".join(answer.split()), max_tokens)
     if not answer:
         return extractive
     if redactor is not None:  # a model may echo a value seen in the entity id or prompt: scan its words
         answer = redactor.redact_text(answer, "auto")
-        answer = tokens.truncate(answer, max_tokens)
-    return SummaryResult(summary=answer, sources=sources, origin="llm", token_count=tokens.estimate(answer))
+        answer = tokenizer.truncate(answer, max_tokens)
+    return SummaryResult(summary=answer, sources=sources, origin="llm", token_count=tokenizer.count(answer))
 
 
 # --- an OpenAI-compatible chat client --------------------------------------------------------------

@@ -4,8 +4,10 @@
 - `o200k_base` (default; GPT-4o, GPT-4.1, o-series) and `cl100k_base` (GPT-4, GPT-3.5): exact counts
   from `rs_bpe`, whose compiled extension carries OpenAI's BPE ranks (nothing is downloaded; its
   counts equal tiktoken's, see tests/engine/retrieval/test_tokens.py).
-- `estimate`: `ceil(ascii_chars / 3) + non_ascii_chars`, no tokenizer at all (over-counts English
-  compared with o200k_base).
+- `estimate`: `ceil(ascii_chars / 3) + non_ascii_chars`, no tokenizer at all: over English it counts
+  more than o200k_base, but a character outside the BMP, an emoji sequence or a combining mark can be
+  several BPE tokens, so it can count a few times fewer there; a budget that must hold for a model
+  takes that model's encoding.
 
 What the budget counts (`Tokenizer.line_tokens`): each rendered string of the context (a fact, an
 event, a day header, a source, the summary) costs its own token count plus `LINE_OVERHEAD` (1) for

@@ -134,11 +134,13 @@ class AsyncLociClient:
     async def recall(self, request: RecallRequest, *, agent: str | None = None) -> RecallResponse:
         return await self.call(calls.recall(request, agent))
 
-    async def summarize(self, request: SummarizeRequest) -> SummarizeResponse:
-        return await self.call(calls.summarize(request))
+    async def summarize(self, request: SummarizeRequest, *, agent: str | None = None) -> SummarizeResponse:
+        return await self.call(calls.summarize(request, agent))
 
-    async def prune(self, request: PruneRequest, *, idempotency_key: str | None = None) -> PruneResult:
-        return await self.call(calls.prune(request), idempotency_key)
+    async def prune(
+        self, request: PruneRequest, *, idempotency_key: str | None = None, agent: str | None = None
+    ) -> PruneResult:
+        return await self.call(calls.prune(request, agent), idempotency_key)
 
     # --- events ----------------------------------------------------------------------------------------
     async def list_events(

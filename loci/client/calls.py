@@ -195,12 +195,25 @@ def recall(request: RecallRequest, agent: str | None = None) -> Call[RecallRespo
     )
 
 
-def summarize(request: SummarizeRequest) -> Call[SummarizeResponse]:
-    return Call(method="POST", path="/v0/summarize", answer=SummarizeResponse, body=_body(request))
+def summarize(request: SummarizeRequest, agent: str | None = None) -> Call[SummarizeResponse]:
+    return Call(
+        method="POST",
+        path="/v0/summarize",
+        answer=SummarizeResponse,
+        body=_body(request),
+        headers=_agent(agent),
+    )
 
 
-def prune(request: PruneRequest) -> Call[PruneResult]:
-    return Call(method="POST", path="/v0/prune", answer=PruneResult, body=_body(request), writes=True)
+def prune(request: PruneRequest, agent: str | None = None) -> Call[PruneResult]:
+    return Call(
+        method="POST",
+        path="/v0/prune",
+        answer=PruneResult,
+        body=_body(request),
+        headers=_agent(agent),
+        writes=True,
+    )
 
 
 def list_events(

@@ -138,11 +138,13 @@ class LociClient:
     def recall(self, request: RecallRequest, *, agent: str | None = None) -> RecallResponse:
         return self.call(calls.recall(request, agent))
 
-    def summarize(self, request: SummarizeRequest) -> SummarizeResponse:
-        return self.call(calls.summarize(request))
+    def summarize(self, request: SummarizeRequest, *, agent: str | None = None) -> SummarizeResponse:
+        return self.call(calls.summarize(request, agent))
 
-    def prune(self, request: PruneRequest, *, idempotency_key: str | None = None) -> PruneResult:
-        return self.call(calls.prune(request), idempotency_key)
+    def prune(
+        self, request: PruneRequest, *, idempotency_key: str | None = None, agent: str | None = None
+    ) -> PruneResult:
+        return self.call(calls.prune(request, agent), idempotency_key)
 
     # --- events ----------------------------------------------------------------------------------------
     def list_events(

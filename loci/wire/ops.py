@@ -17,6 +17,7 @@ from loci.wire.models import EntityId, Namespace
 from loci.wire.prune import PruneRequest, PruneResult
 from loci.wire.redact import RedactionPolicy, RedactionReport
 from loci.wire.summarize import Origin
+from loci.wire.tokens import DEFAULT_TOKENIZER, TokenizerName
 
 __all__ = [
     "EVENTS_MAX_LIMIT",
@@ -52,6 +53,10 @@ class SummarizeRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     entity_id: EntityId
     namespace: Namespace = "default"
     max_tokens: SummaryTokens = DEFAULT_SUMMARY_TOKENS
+    tokenizer: Annotated[
+        TokenizerName,
+        Meta(description="how max_tokens and token_count are counted, as assemble's budget.tokenizer"),
+    ] = DEFAULT_TOKENIZER
     policy: RedactionPolicy = msgspec.field(default_factory=RedactionPolicy)
 
 
@@ -59,7 +64,7 @@ class SummarizeResponse(msgspec.Struct, kw_only=True):
     summary: str  # "" when nothing is known about the entity
     sources: list[str]  # memory ids whose lines made it into the summary, in order
     origin: Origin  # "extractive" or "llm"
-    token_count: int  # estimated tokens of `summary`, <= max_tokens
+    token_count: int  # tokens of `summary` in the request's tokenizer, <= max_tokens
     redaction: RedactionReport  # applied, rules[, placeholders with egress_rehydration=allowed]
 
 

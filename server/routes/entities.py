@@ -11,7 +11,14 @@ from litestar.params import PathParameter, QueryParameter
 from engine.entity_graph import DEFAULT_LIMIT, MAX_DEPTH, MAX_LIMIT, EntityGraph, entity_graph
 from engine.timeutil import to_utc, utcnow
 from server.auth import principal_of, require_auth
-from server.http import date_time_query, error_responses, query_datetime
+from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
+    bounded_header,
+    date_time_query,
+    error_responses,
+    query_datetime,
+)
 from server.services import services_of
 from server.threads import run_sync
 
@@ -42,7 +49,9 @@ async def get_entity_graph(
         str | None,
         date_time_query("what was valid then (RFC 3339)"),
     ] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> EntityGraph:
+    agent = bounded_header(request, AGENT_HEADER)
     org_id = principal_of(request).org_id
     store = services_of(request).store
     parsed = query_datetime(as_of, "as_of")
@@ -56,6 +65,7 @@ async def get_entity_graph(
             depth=depth,
             limit=limit,
             as_of=when,
+            agent_id=agent,
             now=utcnow(),
         )
     )

@@ -18,13 +18,17 @@ from litestar.response import Stream
 from engine.errors import InvalidInput
 from engine.prune import PruneRequest, prune
 from engine.redact import Redactor
+from engine.retrieval.tokens import get_tokenizer
 from engine.storage.base import EventQuery, Store
 from engine.summarize import OpenAIChat, summarize
 from engine.timeutil import utcnow
 from server import event_stream
 from server.auth import Principal, principal_of, require_auth
 from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
     IDEMPOTENCY_DOC,
+    bounded_header,
     date_time_query,
     error_responses,
     ok_json,
@@ -68,8 +72,12 @@ REQUEST_BODIES: dict[str, tuple[type[msgspec.Struct], ...]] = {
     opt={"scope": "read"},
     responses=error_responses(400, 401, 403, 422, 429, 500),
 )
-async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse:
+async def summarize_entity(
+    request: Request[Any, Any, Any],
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
+) -> SummarizeResponse:
     _, data = await read_json(request)
+    agent = bounded_header(request, AGENT_HEADER)
     body = parse_body(data, SummarizeRequest)
     org_id = principal_of(request).org_id
     store = services_of(request).store
@@ -81,7 +89,9 @@ async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse
             org_id=org_id,
             entity_id=body.entity_id,
             namespace=body.namespace,
+            agent_id=agent,
             max_tokens=body.max_tokens,
+            tokenizer=get_tokenizer(body.tokenizer),
             now=utcnow(),
             llm=OpenAIChat.from_env(),
             redactor=redactor,
@@ -111,12 +121,16 @@ async def summarize_entity(request: Request[Any, Any, Any]) -> SummarizeResponse
 async def prune_memories(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> Response[PruneResult]:
     raw, data = await read_json(request)
+    agent = bounded_header(request, AGENT_HEADER)
     body = parse_body(data, PruneRequest)
     store = services_of(request).store
     return await run_write(
-        request, raw, lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow()))
+        request,
+        raw,
+        lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow(), agent_id=agent)),
     )
 
 

@@ -27,8 +27,10 @@ from loci.client import (
     MemoryPatch,
     NotFoundError,
     PermissionDeniedError,
+    PruneRequest,
     RecallRequest,
     RetryPolicy,
+    SummarizeRequest,
     UnexpectedAnswer,
     ValidationError,
 )
@@ -95,6 +97,16 @@ def test_assemble_and_recall(client: LociClient) -> None:
     assert any("Berlin" in line for line in asked.context.facts)
     found = client.recall(RecallRequest(query="Berlin", entity_id=entity))
     assert found.matches and "Berlin" in found.matches[0].text
+
+
+def test_summarize_and_prune_as_an_agent(client: LociClient) -> None:
+    entity = _entity()
+    client.assemble(AssembleRequest(entity_id=entity, turn="I live in Paris."), agent="a1")
+    client.assemble(AssembleRequest(entity_id=entity, turn="I live in Rome."), agent="a2")
+    mine = client.summarize(SummarizeRequest(entity_id=entity), agent="a1").summary
+    assert "Paris" in mine and "Rome" not in mine
+    dry = client.prune(PruneRequest(entity_id=entity, types=["event"]), agent="a2")
+    assert dry.count == 1  # a2's turn, not a1's
 
 
 def test_errors_are_typed_and_carry_the_envelope(client: LociClient, live: LiveServer) -> None:

@@ -16,6 +16,7 @@ from litestar.testing import TestClient
 from engine.errors import InvalidInput
 from engine.keys import create_api_key
 from engine.models import Event
+from engine.retrieval.tokens import get_tokenizer
 from engine.storage.base import EventQuery, Store
 from engine.timeutil import utcnow
 from server import event_stream
@@ -47,6 +48,10 @@ def field_of(r: Any) -> str:
 
 def est(text: str) -> int:  # the read path's estimate for ASCII: ceil(chars / 3)
     return -(-len(text) // 3)
+
+
+def o200k(text: str) -> int:  # the summary's default count: o200k_base BPE tokens
+    return get_tokenizer("o200k_base").count(text)
 
 
 # --- summarize ------------------------------------------------------------------------------------
@@ -87,7 +92,7 @@ def test_summarize_extractive(client: TestClient[Litestar], auth: dict[str, str]
         "summary": expected,
         "sources": [ids["paris"], ids["run"]],
         "origin": "extractive",
-        "token_count": est(expected),
+        "token_count": o200k(expected),
         "redaction": {"applied": False, "rules": []},
     }
 
@@ -197,6 +202,92 @@ def test_summarize_org_isolation(client: TestClient[Litestar], make_key: KeyMake
     }
 
 
+RUSSIAN = (
+    "Сегодня я обсуждал с коллегами план развития продукта на следующий квартал, и мы решили сначала "
+    "сделать мобильную версию, а потом переписать отчёты для отдела продаж и бухгалтерии. "
+)
+
+
+@pytest.mark.parametrize("tokenizer", ["estimate", "o200k_base", "cl100k_base"])
+def test_a_line_longer_than_the_budget_is_cut_to_it_not_left_out(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, tokenizer: str
+) -> None:
+    # each turn alone is past 64 tokens in every tokenizer: left out whole, the summary was empty
+    for i in range(3):
+        put(store, "acme", RUSSIAN * 2, type="event", when=f"2024-05-0{i + 1}", entity_id="ent:ru")
+    count = get_tokenizer(tokenizer).count
+    assert count("Recent events:\n- 2024-05-03: " + RUSSIAN * 2) > 64
+    body = {"entity_id": "ent:ru", "max_tokens": 64, "tokenizer": tokenizer}
+    r = client.post("/v0/summarize", json=body, headers=auth).json()
+    assert r["summary"].startswith("Recent events:\n- 2024-05-03: Сегодня я обсуждал")
+    assert r["summary"].endswith("…") and r["summary"].count("\n- ") == 1  # the newest turn, cut
+    assert r["token_count"] == count(r["summary"]) and 64 - 16 < r["token_count"] <= 64
+    assert len(r["sources"]) == 1
+
+
+def test_whole_lines_still_come_first_and_the_cut_line_keeps_its_place(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    short = put(store, "acme", "Dana lives in Oslo", when="2024-01-01", entity_id="ent:dana")
+    put(
+        store,
+        "acme",
+        "Dana said " + "a great deal about boats " * 20,
+        type="event",
+        when="2024-05-02",
+        entity_id="ent:dana",
+    )
+    put(store, "acme", "Dana went sailing", type="event", when="2024-05-01", entity_id="ent:dana")
+    r = client.post("/v0/summarize", json={"entity_id": "ent:dana", "max_tokens": 60}, headers=auth).json()
+    lines = r["summary"].split("\n")
+    assert lines[:2] == ["Facts:", "- Dana lives in Oslo"]
+    assert lines[2] == "Recent events:"
+    assert lines[3].startswith("- 2024-05-02: Dana said a great deal") and lines[3].endswith("…")
+    assert lines[4] == "- 2024-05-01: Dana went sailing"  # whole, after the cut newer line
+    assert r["sources"][0] == short.memory_id and r["token_count"] == o200k(r["summary"]) <= 60
+
+
+def test_summarize_reads_as_the_calling_agent(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    for agent, turn in (("a1", "I live in Paris."), ("a2", "I live in Rome.")):
+        r = client.post(
+            "/v0/context/assemble",
+            json={"entity_id": "ent:sumag", "turn": turn},
+            headers={**auth, "X-Service-Agent": agent},
+        )
+        assert r.status_code == 200, r.text
+
+    def summary(agent: str | None) -> str:
+        headers = {**auth, "X-Service-Agent": agent} if agent else auth
+        r = client.post("/v0/summarize", json={"entity_id": "ent:sumag"}, headers=headers)
+        assert r.status_code == 200, r.text
+        return str(r.json()["summary"])
+
+    assert "Paris" in summary("a1") and "Rome" not in summary("a1")
+    assert "Rome" in summary("a2") and "Paris" not in summary("a2")
+    assert "Paris" in summary(None) and "Rome" in summary(None)  # no agent: every agent's
+
+
+def test_the_entity_graph_reads_as_the_calling_agent(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    for agent, turn in (("a1", "I live in Paris."), ("a2", "I live in Rome.")):
+        client.post(
+            "/v0/context/assemble",
+            json={"entity_id": "ent:grag", "turn": turn},
+            headers={**auth, "X-Service-Agent": agent},
+        )
+
+    def texts(agent: str | None) -> str:
+        headers = {**auth, "X-Service-Agent": agent} if agent else auth
+        r = client.get("/v0/entities/ent:grag/graph", headers=headers)
+        assert r.status_code == 200, r.text
+        return " ".join(m["text"] for m in r.json()["memories"])
+
+    assert "Paris" in texts("a1") and "Rome" not in texts("a1")
+    assert "Rome" in texts("a2") and "Paris" not in texts("a2")
+    assert "Paris" in texts(None) and "Rome" in texts(None)
+
+
 # --- prune --------------------------------------------------------------------------------------------
 def seed_prunable(store: Store, org: str = "acme") -> dict[str, str]:
     old = put(
@@ -292,6 +383,27 @@ def test_prune_scope(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     r = client.post("/v0/prune", json=body, headers=make_key("acme", ("read",)))
     assert r.status_code == 403 and r.json()["details"]["required_scope"] == "write"
     assert client.post("/v0/prune", json=body, headers=make_key("acme", ("write",))).status_code == 200
+
+
+def test_an_agent_prunes_its_own_memories_only(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    mine = put(store, "acme", "Old note of p1", type="note", entity_id="ent:pr", agent_id="p1", tags=["old"])
+    theirs = put(
+        store, "acme", "Old note of p2", type="note", entity_id="ent:pr", agent_id="p2", tags=["old"]
+    )
+    body: dict[str, Any] = {"entity_id": "ent:pr", "tags": ["old"]}
+    as_p1 = {**auth, "X-Service-Agent": "p1"}
+    dry = client.post("/v0/prune", json=body, headers=as_p1).json()
+    assert dry == {"dry_run": True, "count": 1, "memory_ids": [mine.memory_id]}
+    real = client.post("/v0/prune", json={**body, "dry_run": False}, headers=as_p1).json()
+    assert real == {"dry_run": False, "count": 1, "memory_ids": [mine.memory_id]}
+    assert store.get_memory("acme", theirs.memory_id) is not None
+    assert store.get_memory("acme", mine.memory_id) is None
+    pruned = [e for _, e in store.list_events("acme", EventQuery(type="memories.pruned"))]
+    assert pruned[-1].data["agent_id"] == "p1"
+    everyone = client.post("/v0/prune", json=body, headers=auth).json()  # no agent: the org's
+    assert everyone["memory_ids"] == [theirs.memory_id]
 
 
 def test_prune_org_isolation(client: TestClient[Litestar], make_key: KeyMaker, store: Store) -> None:

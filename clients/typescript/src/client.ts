@@ -209,13 +209,15 @@ export class LociClient {
     return this.send({ method: "POST", path: "/v0/recall", body, headers }, options);
   }
 
-  summarize(body: SummarizeRequest, options?: RequestOptions): Promise<SummarizeResponse> {
-    return this.send({ method: "POST", path: "/v0/summarize", body }, options);
+  summarize(body: SummarizeRequest, options?: RequestOptions & AgentOptions): Promise<SummarizeResponse> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/summarize", body, headers }, options);
   }
 
   /** Deletes or archives what the rules select; a dry run unless `dry_run: false`. */
-  prune(body: PruneRequest, options?: WriteOptions): Promise<PruneResult> {
-    return this.send({ method: "POST", path: "/v0/prune", body, writes: true }, options);
+  prune(body: PruneRequest, options?: WriteOptions & AgentOptions): Promise<PruneResult> {
+    const headers = agentHeader(options?.agent);
+    return this.send({ method: "POST", path: "/v0/prune", body, headers, writes: true }, options);
   }
 
   // --- events ------------------------------------------------------------------------------------------

@@ -1678,6 +1678,12 @@ export interface components {
              * @default 256
              */
             max_tokens?: number;
+            /**
+             * @description how max_tokens and token_count are counted, as assemble's budget.tokenizer
+             * @default o200k_base
+             * @enum {unknown}
+             */
+            tokenizer?: "cl100k_base" | "estimate" | "o200k_base";
             policy?: components["schemas"]["RedactionPolicy"];
         };
         /** RedactionPolicy */
@@ -4464,7 +4470,10 @@ export interface operations {
     summarize: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Agent id within the organization */
+                "X-Service-Agent"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4621,6 +4630,8 @@ export interface operations {
             header?: {
                 /** @description Replays the first response for the same key and body */
                 "Idempotency-Key"?: string | null;
+                /** @description Agent id within the organization */
+                "X-Service-Agent"?: string | null;
             };
             path?: never;
             cookie?: never;
@@ -4967,7 +4978,10 @@ export interface operations {
                 /** @description what was valid then (RFC 3339) */
                 as_of?: string | null;
             };
-            header?: never;
+            header?: {
+                /** @description Agent id within the organization */
+                "X-Service-Agent"?: string | null;
+            };
             path: {
                 /** @description e.g. ent:alice */
                 entity_id: string;

@@ -154,6 +154,18 @@ describe("against a live server", { skip: NO_SERVER }, () => {
     );
   });
 
+  test("summarize and prune as an agent", async () => {
+    const loci = client();
+    const ent = entity();
+    await loci.assemble({ entity_id: ent, turn: "I live in Paris." }, { agent: "a1" });
+    await loci.assemble({ entity_id: ent, turn: "I live in Rome." }, { agent: "a2" });
+    const mine = await loci.summarize({ entity_id: ent }, { agent: "a1" });
+    assert.match(mine.summary, /Paris/);
+    assert.doesNotMatch(mine.summary, /Rome/);
+    const dry = await loci.prune({ entity_id: ent, types: ["event"] }, { agent: "a2" });
+    assert.equal(dry.count, 1); // a2's turn, not a1's
+  });
+
   test("errors are typed and carry the envelope", async () => {
     const loci = client();
     const missing = await loci.getMemory("mem_nope").catch((e: unknown) => e);
