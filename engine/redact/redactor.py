@@ -14,6 +14,8 @@
              a string from a `pii` memory never leaves unredacted under `auto`.
 - `policy.pii_redaction="off"`: every method returns its input unchanged.
 - Inputs are never modified: `redact_memory` returns a new Memory.
+- Rules read the text folded by `engine.redact.fold` (Unicode spaces, zero-width characters, digits of
+  any script, full-width forms); spans are cut from the original text, keys come from the folded one.
 - `placeholders` maps each placeholder to the first original spelling seen (e.g. `[PHONE_1]` ->
   `(212) 736-5000` even if `+1 212 736 5000` also appeared).
 """
@@ -30,6 +32,7 @@ import msgspec
 
 from engine.models import Memory, ObjectValue, Sensitivity
 from engine.redact.base import Detection
+from engine.redact.fold import Folded, fold
 from engine.redact.policy import RedactionPolicy, RedactionReport
 from engine.redact.registry import PII_LABEL, PII_RULE, create_rules
 from engine.redact.rules.phone import DEFAULT_REGIONS
@@ -51,7 +54,10 @@ class _Detector:
         self.cached = functools.lru_cache(maxsize=DETECT_CACHE_SIZE)(self.compute)
 
     def compute(self, text: str) -> tuple[Detection, ...]:
-        candidates = [d for rule in self.rules for d in rule.detect(text)]
+        folded = fold(text)
+        candidates = [d for rule in self.rules for d in rule.detect(text if folded is None else folded.text)]
+        if folded is not None:
+            candidates = [_unfold(text, folded, d) for d in candidates]
         candidates.sort(key=lambda d: (d.start - d.end, self.priority[d.rule], d.start))
         chosen: list[Detection] = []
         for d in candidates:
@@ -62,6 +68,13 @@ class _Detector:
     def detect(self, text: str) -> list[Detection]:
         found = self.cached(text) if len(text) <= DETECT_CACHE_MAX_CHARS else self.compute(text)
         return list(found)
+
+
+def _unfold(text: str, folded: Folded, d: Detection) -> Detection:
+    """A detection in the folded text as a span of the original; the key stays the folded one, so a
+    value written with look-alike characters shares the placeholder of its ASCII spelling."""
+    start, end = folded.span(d.start, d.end)
+    return msgspec.structs.replace(d, start=start, end=end, value=text[start:end])
 
 
 _DETECTORS: dict[tuple[tuple[str, ...] | None, tuple[str, ...]], _Detector] = {}

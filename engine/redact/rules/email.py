@@ -1,21 +1,54 @@
-"""`email`: addresses of the form local@domain.tld (RFC 5322's common subset)."""
+"""`email`: addresses of the form local@domain.tld (RFC 5322's common subset, and RFC 6531's
+internationalized addresses).
+
+The local part and the domain's labels are letters and digits of any script (with their combining
+marks, so a decomposed `é` is part of the word) plus the usual `._%+-` in the local part and `-` in
+labels; the top-level domain is letters (`com`, `de`, `рф`, `テスト`) or punycode (`xn--p1ai`).
+Scripts written without spaces (Chinese, Japanese, Korean particles, Thai, ...) glue words to an
+address: an ASCII address is cut from such text at the script change (`連絡先はalice@example.comです`
+gives `alice@example.com`); a local part in such a script itself extends back to the previous space or
+punctuation, at most 64 characters (no word boundary to cut it at), so more is hidden rather than
+less. File names such as `icon@2x.png` are not addresses. Key: the address in NFC, lower-cased.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from engine.redact.base import Detection
 
 # Image/file suffixes that look like TLDs in "icon@2x.png": not e-mail addresses.
 _FILE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "txt", "js", "css"})
 
+
+def _class_of_marks() -> str:
+    """The combining marks of the Basic Multilingual Plane (categories Mn, Mc, Me) as a class body."""
+    marks = [cp for cp in range(0x10000) if unicodedata.category(chr(cp)).startswith("M")]
+    ranges: list[tuple[int, int]] = []
+    for cp in marks:
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+_M = _class_of_marks()
+# Scripts written without spaces between words (CJK, kana, Hangul syllables, Thai, Lao, Khmer, Myanmar).
+_SPACELESS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])"
-    r"([A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,62}[A-Za-z0-9_%+-])?)"  # local part, no leading/trailing dot
+    rf"(?:(?<![\w.%+\-{_M}])|(?<=[{_SPACELESS}]))"
+    rf"([^\W_](?:[\w.%+\-{_M}]{{0,62}}[\w%+\-{_M}])?)"  # local part, no leading/trailing dot
     r"@"
-    r"((?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+([A-Za-z]{2,63}))"
-    r"(?![\w-])"
+    rf"((?:[^\W_](?:(?:[^\W_]|[\-{_M}]){{0,61}}(?:[^\W_]|[{_M}]))?\.)+"
+    rf"(?:[A-Za-z]{{2,63}}(?:(?![\w\-{_M}])|(?=[{_SPACELESS}]))"
+    rf"|xn--[A-Za-z0-9-]{{1,59}}(?![\w-])"
+    rf"|(?:[^\W\d_]|[{_M}]){{2,63}}(?![\w\-{_M}])))"
 )
+# In a local part: a run of a spaceless script glued to an ASCII local part that ends it.
+_GLUED_BEFORE_ASCII = re.compile(rf"[{_SPACELESS}](?=[A-Za-z0-9][A-Za-z0-9._%+-]*+$)")
 
 
 class EmailRule:
@@ -23,12 +56,18 @@ class EmailRule:
     label = "EMAIL"
 
     def detect(self, text: str) -> list[Detection]:
+        if "@" not in text:
+            return []
         found: list[Detection] = []
         for m in _EMAIL.finditer(text):
-            if m.group(3).lower() in _FILE_SUFFIXES or ".." in m.group(1):
+            local, domain = m.group(1), m.group(2)
+            if domain.rsplit(".", 1)[1].lower() in _FILE_SUFFIXES or ".." in local:
                 continue
-            value = m.group(0)
-            found.append(
-                Detection(rule=self.name, start=m.start(), end=m.end(), value=value, key=value.lower())
-            )
+            start = m.start()
+            glued = _GLUED_BEFORE_ASCII.search(local)
+            if glued is not None:
+                start += glued.end()
+            value = text[start : m.end()]
+            key = unicodedata.normalize("NFC", value).lower()
+            found.append(Detection(rule=self.name, start=start, end=m.end(), value=value, key=key))
         return found

@@ -139,7 +139,7 @@ CASES: list[Case] = [
     _c("Email: JOHN.DOE@EXAMPLE.ORG", ("email", "JOHN.DOE@EXAMPLE.ORG")),
     _c("mailto:support@help.example.com?subject=hi", ("email", "support@help.example.com")),
     _c("reach me on 917-555-0143 or 917 555 0143", ("phone", "917-555-0143"), ("phone", "917 555 0143")),
-    _c("UK mobile 07700 900123", ("phone", "07700 900123")),  # national GB form, region not configured
+    _c("UK mobile 07700 900123", ("phone", "07700 900123")),  # national form after a telephone word
     _c("+1-212-736-5000 is the front desk", ("phone", "+1-212-736-5000")),
     _c("my card is 4111111111111111, cvv 123", ("card", "4111111111111111")),
     _c("iban: de89 3704 0044 0532 0130 00", ("iban", "de89 3704 0044 0532 0130 00")),  # lower case

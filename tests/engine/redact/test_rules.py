@@ -56,7 +56,7 @@ def test_entropy() -> None:
 
 
 def test_phone_region_strategy() -> None:
-    text = "call 020 7946 0958 or +44 20 7946 0958"
+    text = "office 020 7946 0958 or +44 20 7946 0958"  # no telephone word: national GB only for GB
     us = [d.value for d in create_rule("phone").detect(text)]
     assert us == ["+44 20 7946 0958"]  # international form is found from any region
     gb = PhoneRule(("US", "GB")).detect(text)
