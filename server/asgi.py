@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +31,7 @@ from litestar import Litestar
 
 from engine.errors import InvalidInput
 from server.config import Settings
+from server.observability import MULTIPROC_ENV
 from server.ratelimit_shared import close_limiter, is_postgres_url, limiter_for
 
 log = logging.getLogger("loci.server")
@@ -114,7 +117,16 @@ def run_workers(settings: Settings, *, host: str, port: int, workers: int, **uvi
     check_workers(settings, workers)
     os.environ.update(settings_env(settings))
     os.environ["LOCI_WORKERS"] = str(workers)
-    uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **uvicorn_options)
+    counts = None
+    if workers > 1 and not os.environ.get(MULTIPROC_ENV):  # the workers' metrics, summed at each scrape
+        counts = tempfile.mkdtemp(prefix="loci-metrics-")
+        os.environ[MULTIPROC_ENV] = counts
+    try:
+        uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **uvicorn_options)
+    finally:
+        if counts is not None:
+            shutil.rmtree(counts, ignore_errors=True)
+            os.environ.pop(MULTIPROC_ENV, None)
 
 
 _app: Litestar | None = None

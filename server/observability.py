@@ -18,6 +18,13 @@ Metrics, on a registry of their own per app (never the process-global one):
 middleware sets for the request (`server.threads.run_sync` carries it into the worker thread); outside a request
 they do nothing.
 
+Several worker processes (`loci serve --workers N` on PostgreSQL) count into one set of series:
+prometheus_client's multiprocess mode, where each process writes its counters and histograms to files
+in `PROMETHEUS_MULTIPROC_DIR` and a scrape, whichever worker answers it, sums every process's files
+(else each scrape would show the one worker that answered, and a counter would seem to go back).
+`loci serve` makes that directory for its workers; a deployment that runs uvicorn or gunicorn with
+several workers itself sets the variable to an empty directory.
+
 GET /metrics answers the Prometheus text format. It needs no API key (scrapers run inside the
 deployment); set LOCI_METRICS_TOKEN to require `Authorization: Bearer <that token>`.
 
@@ -46,6 +53,7 @@ from litestar import Litestar, Request, Response, get
 from litestar.utils.path import normalize_path
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from engine.embed.backfill import count_missing
@@ -63,6 +71,8 @@ METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 TOKEN_ENV = "LOCI_METRICS_TOKEN"
 #: how long a count of the memories without a vector is reused (seconds)
 VECTORS_TTL_ENV = "LOCI_METRICS_VECTORS_SECONDS"
+#: where each worker process writes its counts (prometheus_client's multiprocess mode), when set
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -162,11 +172,15 @@ class Observability:
         self.embed_misses = Counter(
             "loci_embed_cache_misses", "Texts sent to the embedder", registry=self.registry
         )
+        #: read from the database at scrape time: the same whichever process answers
+        self.stored: list[Collector] = []
         if store is not None:
-            self.registry.register(MemoriesStored(store))
+            self.stored.append(MemoriesStored(store))
         if store is not None and vector_model is not None:
             ttl = float(os.environ.get(VECTORS_TTL_ENV) or 300)
-            self.registry.register(MissingVectors(store, vector_model, ttl))
+            self.stored.append(MissingVectors(store, vector_model, ttl))
+        for collector in self.stored:
+            self.registry.register(collector)
 
     # --- recording -------------------------------------------------------------------------------------
     def observe_request(self, *, route: str, method: str, status: int, seconds: float) -> None:
@@ -189,7 +203,14 @@ class Observability:
 
     # --- exposing ------------------------------------------------------------------------------------
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        shared = os.environ.get(MULTIPROC_ENV)
+        if not shared:
+            return generate_latest(self.registry)
+        every_process = CollectorRegistry()
+        MultiProcessCollector(every_process, path=shared)
+        for collector in self.stored:
+            every_process.register(collector)
+        return generate_latest(every_process)
 
     def allows(self, authorization: str | None) -> bool:
         if self.metrics_token is None:

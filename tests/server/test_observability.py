@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -19,8 +22,12 @@ from server import observability
 from server.config import Settings
 from server.observability import AccessMiddleware, Observability
 from server.threads import run_sync
+from tests.pg_fixture import pg_database, pg_server
 from tests.server.conftest import memory_body
+from tests.server.live_server import LiveServer
 from tests.server.ops_app import build_app
+
+__all__ = ["pg_database", "pg_server"]  # fixtures used by name below
 
 SECRET_TEXT = "Zanzibar-7 launch code is hunter2"
 
@@ -266,3 +273,24 @@ def test_memories_without_a_vector_are_counted_and_embedded_by_doctor(
         assert missing == 3  # the note, the turn and its fact
         embed_missing(store, EmbeddingCache(embedder, store))
         assert value(client.get("/metrics").text, "loci_memories_without_vector", model=embedder.model) == 0
+
+
+@pytest.mark.integration
+def test_every_scrape_of_several_workers_counts_every_workers_requests(
+    tmp_path: Path, pg_database: str
+) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("loci-metrics-*"))
+    with LiveServer(tmp_path, database_url=pg_database, serve_args=("--workers", "2")) as server:
+        auth = {"Authorization": f"Bearer {server.key('read')}"}
+        for _ in range(40):  # a new connection each: the workers take turns accepting them
+            with httpx.Client() as fresh:
+                assert fresh.get(server.url("/v0/keys/self"), headers=auth).status_code == 200
+        for _ in range(6):
+            with httpx.Client() as fresh:
+                text = fresh.get(server.url("/metrics")).text
+            # summed over both workers, whichever answers the scrape (one worker's share: about 20)
+            assert (
+                value(text, "loci_http_requests_total", method="GET", route="/v0/keys/self", status="200")
+                == 40
+            )
+    assert set(Path(tempfile.gettempdir()).glob("loci-metrics-*")) == before  # removed at stop
