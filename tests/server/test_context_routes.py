@@ -881,3 +881,55 @@ def test_recall_finds_a_word_whatever_unicode_form_it_was_typed_in(
             )
             == 2
         )
+
+
+def _notes(
+    client: TestClient[Litestar], auth: dict[str, str], entity: str, texts: list[str]
+) -> dict[str, str]:
+    """Write `texts` as notes of `entity`; return memory id -> text."""
+    ids = {}
+    for text in texts:
+        r = client.post(
+            "/v0/memories", json={"type": "note", "entity_id": entity, "text": text}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        ids[r.json()["memory_id"]] = text
+    return ids
+
+
+def _keyword_hits(client: TestClient[Litestar], auth: dict[str, str], entity: str, query: str) -> list[str]:
+    """The texts recall gives a keyword (bm25) score for `query`."""
+    r = client.post("/v0/recall", json={"entity_id": entity, "query": query, "limit": 10}, headers=auth)
+    assert r.status_code == 200, r.text
+    return [m["text"] for m in r.json()["matches"] if m["score_components"]["bm25"]["raw"] > 0]
+
+
+def test_recall_keyword_matches_whole_indic_words_and_cjk_words_inside_a_sentence(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Hindi and Tamil notes: a recall for "दिल्ली" (Delhi) gave keyword scores to the notes that only
+    share a consonant with it ("I like dal rice", "we saw a film"). Chinese and Japanese notes: a
+    recall for a word inside a sentence ("绿茶", green tea) had no keyword candidate at all."""
+    delhi, dal, film = "मेरी बहन दिल्ली में रहती है।", "मुझे दाल चावल पसंद है।", "कल हमने एक फिल्म देखी।"
+    chennai, movie = "என் அண்ணன் சென்னை நகரில் வசிக்கிறார்.", "நான் நேற்று சினிமா பார்த்தேன்."
+    tea, coffee = "我妹妹住在上海，她每天早上喝绿茶。", "毎朝コーヒーを飲みます。"
+    _notes(client, auth, "ent:lang", [delhi, dal, film, chennai, movie, tea, coffee])
+    assert _keyword_hits(client, auth, "ent:lang", "दिल्ली") == [delhi]
+    assert _keyword_hits(client, auth, "ent:lang", "சென்னை") == [chennai]
+    assert _keyword_hits(client, auth, "ent:lang", "सेब") == []
+    assert _keyword_hits(client, auth, "ent:lang", "绿茶") == [tea]
+    assert _keyword_hits(client, auth, "ent:lang", "コーヒー") == [coffee]
+
+
+def test_recall_finds_an_emoji_only_note_by_its_own_text(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Notes that are one emoji each: recall of a note's own text ranked other emoji notes first (no
+    keyword term, and one vector for every emoji in the English model), so the newest won the tie."""
+    emoji = ["🍣", "🍕", "\u2615\ufe0f", "🚗", "👨\u200d👩\u200d👧", "🇯🇵", "📚", "💊"]
+    ids = _notes(client, auth, "ent:emoji", emoji)
+    for memory_id, text in ids.items():
+        r = client.post("/v0/recall", json={"entity_id": "ent:emoji", "query": text}, headers=auth)
+        assert r.status_code == 200, r.text
+        assert r.json()["matches"][0]["memory_id"] == memory_id, text
+    assert _keyword_hits(client, auth, "ent:emoji", "👨") == []  # a family is its own term

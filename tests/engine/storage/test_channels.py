@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -296,3 +297,95 @@ def test_a_tie_at_the_semantic_cut_is_cut_alike_on_every_backend(store: Store) -
     add_semantic(out, store, SCOPES[0], cfg, query_vector=np.array([1, 0, 0, 0], np.float32), model="m1")
     newest_far = sorted((m.memory_id for m in far), reverse=True)[:25]
     assert [h.memory_id for h in out.semantic] == [m.memory_id for m in near] + newest_far
+
+
+def _keyword_finder(store: Store, texts: dict[str, str]) -> Callable[[str], set[str]]:
+    """Store `texts` (name -> text) as memories of one entity; return: a query -> the names of the
+    memories the keyword channel finds for it."""
+    scope = Scope(org_id="org_a", now=NOW, entity_id="ent:kw")
+    memories = {k: mem(text=t, entity_id="ent:kw") for k, t in texts.items()}
+    store.put_memories(list(memories.values()))
+    ids = {m.memory_id: k for k, m in memories.items()}
+    return lambda query: {ids[h.memory_id] for h in store.search.keyword_search(scope, query, 10)}
+
+
+def test_a_word_keeps_its_combining_marks(store: Store) -> None:
+    """A vowel sign or virama is part of its word (Devanagari, Tamil, Thai): "दिल्ली" is one term, so a
+    query for it finds the memory that has it and no memory that only shares a consonant with it."""
+    found = _keyword_finder(
+        store,
+        {
+            "delhi": "मेरी बहन दिल्ली में रहती है।",
+            "dal": "मुझे दाल चावल पसंद है।",
+            "film": "कल हमने एक फिल्म देखी।",
+            "chennai": "என் அண்ணன் சென்னை நகரில் வசிக்கிறார்.",
+            "movie": "நான் நேற்று சினிமா பார்த்தேன்.",
+            "thai": "ฉันชอบ ส้มตำ มาก",
+        },
+    )
+    assert tokenize("दिल्ली") == ["दिल्ली"]
+    assert tokenize("சென்னை") == ["சென்னை"]
+    assert tokenize("ส้มตำ") == ["ส้มต\u0e4d\u0e32"]  # NFKC spells SARA AM as its two parts
+    assert found("दिल्ली") == {"delhi"}
+    assert found("சென்னை") == {"chennai"}
+    assert found("ส้มตำ") == {"thai"}
+    assert found("सेब") == set()
+
+
+def test_cjk_text_is_indexed_as_character_bigrams(store: Store) -> None:
+    """Han, kana and Hangul are written without spaces: a run of them is its overlapping bigrams (a
+    lone character itself), on both sides, so a word inside a sentence finds the sentence."""
+    found = _keyword_finder(
+        store,
+        {
+            "tea": "我妹妹住在上海，她每天早上喝绿茶。",
+            "peanut": "我对花生过敏。",
+            "piano": "我正在学习弹钢琴。",
+            "coffee": "毎朝コーヒーを飲みます。",
+            "dentist": "来週、歯医者に行きます。",
+            "seoul": "서울에서 살아요",
+        },
+    )
+    assert tokenize("我对花生过敏。") == ["我对", "对花", "花生", "生过", "过敏"]
+    assert tokenize("iPhone15を買った 年") == ["iphone15", "を買", "買っ", "った", "年"]
+    assert tokenize("ジョン・スミス") == ["ジョ", "ョン", "スミ", "ミス"]  # the middle dot separates
+    assert found("绿茶") == {"tea"}
+    assert found("花生过敏") == {"peanut"}
+    assert found("钢琴") == {"piano"}
+    assert found("コーヒー") == {"coffee"}
+    assert found("歯医者") == {"dentist"}
+    assert found("서울") == {"seoul"}
+    assert found("上海的茶") == {"tea"}  # 上海 is a bigram of the memory, 的茶 is not
+
+
+def test_each_emoji_is_a_term(store: Store) -> None:
+    """An emoji or pictograph is a term, with its skin tone and the emoji a zero-width joiner ties it
+    to; a flag is its two regional indicators; text or emoji style is the same symbol. So a memory that
+    is only emoji is found by its own text."""
+    found = _keyword_finder(
+        store,
+        {
+            "sushi": "🍣",
+            "pizza": "🍕",
+            "coffee": "\u2615\ufe0f",
+            "family": "👨\u200d👩\u200d👧",
+            "man": "👨",
+            "japan": "🇯🇵",
+            "thumb": "👍🏽",
+            "text": "I love sushi 🍣 and ramen",
+        },
+    )
+    assert tokenize("👨\u200d👩\u200d👧 🇯🇵🇺🇸 ❤\ufe0f\u200d🔥") == [
+        "👨\u200d👩\u200d👧",
+        "🇯🇵",
+        "🇺🇸",
+        "❤\u200d🔥",
+    ]
+    assert tokenize("a\u200db 🍣\u200d") == ["ab", "🍣"]  # a joiner outside an emoji sequence still joins
+    assert found("🍣") == {"sushi", "text"}
+    assert found("🍕") == {"pizza"}
+    assert found("\u2615") == {"coffee"}
+    assert found("👨\u200d👩\u200d👧") == {"family"}
+    assert found("👨") == {"man"}
+    assert found("🇯🇵") == {"japan"}
+    assert found("👍🏽") == {"thumb"}
