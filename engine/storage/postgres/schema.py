@@ -62,7 +62,7 @@ Step = str | Callable[[psycopg.Connection[Any]], None]
 def tokenize_rows(conn: psycopg.Connection[Any], *, non_ascii_only: bool = False) -> None:
     """Migration 5's data step: every existing row's `kw` and `speaker` (rows.keyword_columns), read
     in primary-key order and written back through a temporary table, a batch at a time.
-    `non_ascii_only`: only the rows whose text has a character beyond ASCII (migrations 6 and 7)."""
+    `non_ascii_only`: only the rows whose text has a character beyond ASCII (migrations 6, 7 and 9)."""
     from engine.storage.postgres.pgtext import dec
     from engine.storage.postgres.rows import keyword_columns
 
@@ -370,6 +370,9 @@ MIGRATIONS: tuple[tuple[int, Step], ...] = (
     # A slug keeps the letters that fold to no ASCII one ("борис", not "x"): the facts of such an
     # entity hold the subject its turns now give, so a new value supersedes the old one.
     (8, resubject_rows),
+    # A word keeps its combining marks, a run of CJK is its character bigrams, an emoji is a term
+    # (engine.storage.tokenize): ASCII texts tokenize as before, the others again.
+    (9, Retokenize(non_ascii_only=True)),
 )
 
 LATEST_VERSION = MIGRATIONS[-1][0]

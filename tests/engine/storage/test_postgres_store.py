@@ -334,8 +334,10 @@ def test_migration_6_tokenizes_again_the_rows_beyond_ascii(
                 conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_2'")
         monkeypatch.undo()
         rewrites = _count_rewrites(monkeypatch)
-        assert migrate(url) == [6, 7, 8]
-        assert rewrites == [True]  # migration 7 would rewrite the rows 6 just rewrote with the same code
+        assert migrate(url) == [6, 7, 8, 9]
+        assert rewrites == [
+            True
+        ]  # migrations 7 and 9 would rewrite the rows 6 just rewrote with the same code
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
@@ -380,7 +382,7 @@ def test_migration_7_reads_again_the_speakers_named_beyond_ascii(
             with store._conn() as conn:
                 assert conn.execute("SELECT count(*) FROM memories WHERE speaker IS NULL").fetchone() == (3,)
         monkeypatch.undo()
-        assert migrate(url) == [7, 8]
+        assert migrate(url) == [7, 8, 9]
         local = open_store("memory")
         local.put_memories(rows)
         with _store_keeping(url, "hash:4") as store:
@@ -399,6 +401,61 @@ def test_migration_7_reads_again_the_speakers_named_beyond_ascii(
                 == local.search.speaker_shares(scope, words)
                 == [0.75, 0.25]
             )
+    finally:
+        drop_database(pg_server, name)
+
+
+def test_migration_9_tokenizes_again_words_with_marks_cjk_and_emoji(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows a schema-8 server tokenized into `\\w+` runs (a Hindi word split at its vowel signs, a
+    Chinese clause one term, an emoji no term) get the terms the tokenizer makes now, so the keyword
+    channel finds them as the in-memory store does; the ASCII rows are not rewritten."""
+    import re
+
+    from engine.storage import tokenize
+    from engine.storage.postgres import schema
+
+    name = f"{pg_server.prefix}_migrate_v8"
+    url = create_database(pg_server, name)
+    texts = ["मेरी बहन दिल्ली में रहती है", "我对花生过敏。", "🍣", "a plain sushi note"]
+    rows = [
+        _mem(f"mem_{i}", t, entity_id="ent:x", timestamp=T0 + timedelta(seconds=i))
+        for i, t in enumerate(texts)
+    ]
+
+    def schema_8_terms(text: str) -> list[str]:
+        words = re.findall(r"\w+", tokenize.normal(text))
+        return sorted(tokenize.stem(w) for w in words if w not in tokenize.STOPWORDS)
+
+    try:
+        monkeypatch.setattr(schema, "MIGRATIONS", tuple(m for m in schema.MIGRATIONS if m[0] <= 8))
+        assert migrate(url) == list(range(1, 9))
+        monkeypatch.setattr(pg_rows, "terms", schema_8_terms)
+        with _store_keeping(url, "hash:4") as store:
+            store.put_memories(rows)
+            with store._conn() as conn:  # a mark only a rewrite of the ASCII row would take away
+                conn.execute("UPDATE memories SET kw = ARRAY['untouched'] WHERE memory_id = 'mem_3'")
+                kw = dict(conn.execute("SELECT memory_id, kw FROM memories").fetchall())
+            assert kw["mem_1"] == ["我对花生过敏"] and kw["mem_2"] == []
+        monkeypatch.undo()
+        assert migrate(url) == [9]
+        local = open_store("memory")
+        local.put_memories(rows)
+        with _store_keeping(url, "hash:4") as store:
+            with store._conn() as conn:
+                kw = dict(conn.execute("SELECT memory_id, kw FROM memories").fetchall())
+            assert kw == {
+                "mem_0": sorted(["मेरी", "बहन", "दिल्ली", "में", "रहती", "है"]),
+                "mem_1": ["对花", "我对", "生过", "花生", "过敏"],
+                "mem_2": ["🍣"],
+                "mem_3": ["untouched"],
+            }
+            scope = Scope(org_id="org_a", entity_id="ent:x", now=T0 + timedelta(days=1))
+            for query, want in (("दिल्ली", ["mem_0"]), ("花生", ["mem_1"]), ("🍣", ["mem_2"])):
+                hits = store.search.keyword_search(scope, query, 5)
+                assert [h.memory_id for h in hits] == want
+                assert [h.memory_id for h in local.search.keyword_search(scope, query, 5)] == want
     finally:
         drop_database(pg_server, name)
 
