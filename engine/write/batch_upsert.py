@@ -103,8 +103,10 @@ def _bad(index: int, field: str, message: str) -> InvalidInput:
 
 
 def entity_name(entity: str) -> str:
-    """`ent:new-york` -> "New York"; `ent:user` -> "User"."""
-    return entity.removeprefix("ent:").replace("-", " ").replace("_", " ").strip().title() or entity
+    """`ent:new-york` -> "New York"; `ent:user` -> "User"; `ent:r2d2` -> "R2d2" (only a word's first
+    letter is raised: str.title would also raise the letter after each digit and lower the rest)."""
+    words = entity.removeprefix("ent:").replace("-", " ").replace("_", " ").split()
+    return " ".join(w[:1].upper() + w[1:] for w in words) or entity
 
 
 def _object_of(item: UpsertItem) -> tuple[ObjectValue, ObjectType | None, str]:

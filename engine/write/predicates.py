@@ -33,7 +33,7 @@ class PredicateSpec(msgspec.Struct, frozen=True, kw_only=True):
     template: str = ""
     #: contact details and the like: memories get sensitivity "pii"
     pii: bool = False
-    #: unit a bare number takes (age -> "years")
+    #: unit a bare number takes (age -> "years"); the template leaves it to the value ("{s} is {o} old")
     default_unit: str | None = None
     #: the predicate that says the opposite of the same value (likes / dislikes): a new value of either
     #: ends the other's current statement of it
@@ -72,7 +72,7 @@ _SPECS: tuple[PredicateSpec, ...] = (
     # identity
     _p("name", True, "string", "{s}'s name is {o}", "the subject's name"),
     _p("nickname", True, "string", "{s} goes by {o}", "what people call the subject"),
-    _p("age", True, "number", "{s} is {o} years old", "age in years", unit="years"),
+    _p("age", True, "number", "{s} is {o} old", "age in years", unit="years"),
     _p("birthday", True, "date", "{s}'s birthday is {o}", "date of birth (YYYY-MM-DD or --MM-DD)"),
     _p("birth_year", True, "number", "{s} was born in {o}", "year of birth"),
     _p("born_in", True, "entity", "{s} was born in {o}", "place of birth"),
@@ -253,9 +253,17 @@ def any_value(subject_name: str, predicate: str) -> str:
     return f"No longer true: {subject_name}'s {what}"
 
 
+#: a value written as a number alone, which takes its predicate's default unit when rendered
+_BARE_NUMBER = re.compile(r"[+-]?[\d.,]+")
+
+
 def render(subject_name: str, predicate: str, object_text: str, *, negated: bool = False) -> str:
-    """A readable sentence for a fact: render("User", "lives_in", "Berlin") -> "User lives in Berlin"."""
+    """A readable sentence for a fact: render("User", "lives_in", "Berlin") -> "User lives in Berlin";
+    render("User", "age", "30") -> "User is 30 years old", render("User", "age", "18 months") -> "User
+    is 18 months old" (a value that names its unit keeps it)."""
     spec = spec_for(predicate)
+    if spec.default_unit and _BARE_NUMBER.fullmatch(object_text):
+        object_text = f"{object_text} {spec.default_unit}"
     article = "an" if object_text[:1].lower() in "aeiou" and object_text[:1] else "a"
     text = spec.template.format(s=subject_name, o=object_text, a=article)
     if negated:

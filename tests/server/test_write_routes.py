@@ -54,6 +54,20 @@ def test_colon_path_routes_and_outcomes(
     assert "800 USD" in budget.text
 
 
+def test_a_unit_renders_once_and_ids_keep_their_case(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """The age template leaves the unit to the value: a stated unit is not followed by "years" again."""
+    items = [
+        fact("age", subject="ent:age2c06", object_num=30, unit="years"),
+        fact("age", subject="ent:r2-d2", object_num=18, unit="months"),
+        fact("age", subject="ent:mcKay", object_num=41),
+    ]
+    ids = [u["memory_id"] for u in upsert(client, auth, items)["upserts"]]
+    texts = [client.get(f"/v0/memories/{i}", headers=auth).json()["text"] for i in ids]
+    assert texts == ["Age2c06 is 30 years old", "R2 D2 is 18 months old", "McKay is 41 years old"]
+
+
 def test_supersession_skip_and_order_within_batch(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:
