@@ -40,6 +40,8 @@ from engine.models import (
     Predicate,
     Sensitivity,
     Unit,
+    is_blank,
+    key_problem,
 )
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
@@ -129,9 +131,30 @@ def _check_validity(valid_from: datetime | None, valid_to: datetime | None, fiel
         )
 
 
+#: the rule a blank text, tag or predicate breaks (blank: `engine.models.is_blank`)
+NOT_BLANK_RULE = "not_blank"
+#: the rule a conflict key not of the shape <subject>|<predicate> breaks
+KEY_SHAPE_RULE = "conflict_key_shape"
+
+
 def _check_text(text: str, field: str) -> None:
-    if not text.strip():
-        raise InvalidInput("text must not be blank", field=field, details={"rule": "not_blank"})
+    if is_blank(text):
+        raise InvalidInput(f"{field} must not be blank", field=field, details={"rule": NOT_BLANK_RULE})
+
+
+def check_labels(
+    tags: Sequence[str], keys: Sequence[str] | None = None, predicate: str | None = None, *, prefix: str = ""
+) -> None:
+    """A written memory's tags and predicate are not blank and its keys have the shape
+    `<subject>|<predicate>`; `prefix` goes before the field a refusal names (`items[2].`)."""
+    for i, tag in enumerate(tags):
+        _check_text(tag, f"{prefix}tags[{i}]")
+    if predicate is not None:
+        _check_text(predicate, f"{prefix}predicate")
+    for i, key in enumerate(keys or ()):
+        problem = key_problem(key)
+        if problem is not None:
+            raise InvalidInput(problem, field=f"{prefix}keys[{i}]", details={"rule": KEY_SHAPE_RULE})
 
 
 def _check_superseded_end(old: Memory, valid_to: datetime | None) -> None:
@@ -200,6 +223,7 @@ class MemoryService:
         for index, draft in enumerate(drafts):
             try:
                 _check_text(draft.text, "text")
+                check_labels(draft.tags, draft.keys, draft.predicate)
                 _check_validity(draft.valid_from or draft.timestamp, draft.valid_to, "valid_to")
             except InvalidInput as exc:
                 if len(drafts) > 1:
@@ -339,6 +363,11 @@ class MemoryService:
         changes: dict[str, Any] = _edited(patch)
         if "text" in changes:
             _check_text(changes["text"], "text")
+        check_labels(
+            [] if isinstance(patch.tags, UnsetType) else patch.tags,
+            changes.get("keys"),
+            changes.get("predicate"),
+        )
         if not isinstance(patch.tags, UnsetType):
             changes["tags"] = list(patch.tags)
         if not isinstance(patch.metadata, UnsetType):

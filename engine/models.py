@@ -34,6 +34,8 @@ from loci.wire.models import (  # isort: skip
     MemoryText as MemoryText,
     MemoryType as MemoryType,
     NOT_BLANK_PATTERN as NOT_BLANK_PATTERN,
+    is_blank as is_blank,
+    key_problem as key_problem,
     Namespace as Namespace,
     ObjectString as ObjectString,
     ObjectType as ObjectType,

@@ -32,6 +32,10 @@ CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
 #: rule name -> what it says (the 422 of a rule names it in details.rule)
 RULES: dict[str, str] = {
     "date_time_range": "a date-time's UTC value must fall within years 1 to 9999",
+    "not_blank": "a text, tag or predicate is not blank: something in it is visible, not only whitespace, "
+    "control, format or combining characters (a zero-width space alone is blank)",
+    "conflict_key_shape": "a conflict key is <subject>|<predicate>: some '|', something visible before "
+    "the first and after the last",
     "valid_to_after_valid_from": "valid_to must not be before valid_from (or the timestamp)",
     "user_or_agent": "user_id or agent_id is required",
     "cursor": "a cursor is one the server returned (for the same filters and sort)",
@@ -45,14 +49,19 @@ RULES: dict[str, str] = {
 
 #: operationId -> the rules of RULES it enforces
 OPERATION_RULES: dict[str, tuple[str, ...]] = {
-    "createMemory": ("date_time_range", "valid_to_after_valid_from"),
-    "updateMemory": ("date_time_range", "valid_to_after_valid_from"),
-    "batchUpsertMemories": ("date_time_range", "valid_to_after_valid_from"),
+    "createMemory": ("date_time_range", "valid_to_after_valid_from", "not_blank", "conflict_key_shape"),
+    "updateMemory": ("date_time_range", "valid_to_after_valid_from", "not_blank"),
+    "batchUpsertMemories": (
+        "date_time_range",
+        "valid_to_after_valid_from",
+        "not_blank",
+        "conflict_key_shape",
+    ),
     "listMemories": ("date_time_range", "cursor"),
     "listEvents": ("date_time_range", "cursor"),
-    "assembleContext": ("date_time_range",),
+    "assembleContext": ("date_time_range", "not_blank"),
     "recall": ("date_time_range",),
-    "pruneMemories": ("date_time_range",),
+    "pruneMemories": ("date_time_range", "not_blank"),
     "listMemoriesV1": ("user_or_agent",),
     "getEntityGraph": ("date_time_range",),
     **{

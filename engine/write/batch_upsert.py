@@ -24,7 +24,7 @@ from msgspec import Meta
 
 from engine.errors import InvalidInput
 from engine.ids import memory_id as new_memory_id
-from engine.memory_service import MAX_BATCH
+from engine.memory_service import MAX_BATCH, NOT_BLANK_RULE, check_labels
 from engine.models import (
     AgentId,
     Confidence,
@@ -42,6 +42,7 @@ from engine.models import (
     SubjectId,
     TagList,
     Unit,
+    is_blank,
 )
 from engine.timeutil import shift, to_utc
 from engine.write.ingest import with_conflict_key
@@ -136,8 +137,17 @@ def check_item(index: int, item: UpsertItem) -> None:
             raise _bad(index, "object_num", "give object_text or object_num, not both")
         if item.object_text is None and item.object_num is None and not item.negated and item.text is None:
             raise _bad(index, "object_text", "a fact needs object_text or object_num")
-    elif item.text is None or not item.text.strip():
+    elif item.text is None:
         raise _bad(index, "text", f"a {item.type} needs a text")
+    if item.text is not None and is_blank(item.text):
+        error = _bad(index, "text", "text must not be blank")
+        error.details["rule"] = NOT_BLANK_RULE
+        raise error
+    try:
+        check_labels(item.tags, item.keys, item.predicate, prefix=f"items[{index}].")
+    except InvalidInput as exc:
+        exc.details["index"] = index
+        raise
     vf = item.valid_from or item.timestamp
     if vf is not None and item.valid_to is not None and to_utc(item.valid_to) < to_utc(vf):
         error = _bad(index, "valid_to", "valid_to is before valid_from")

@@ -52,11 +52,11 @@ import msgspec
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor, ExtractResult
 from engine.extract.rules import RuleExtractor
-from engine.extract.rules.text import is_blank, slug
+from engine.extract.rules.text import slug
 from engine.extract.speaker import parts_of
 from engine.ids import event_id
 from engine.ids import memory_id as new_memory_id
-from engine.models import Entity, Event, Memory
+from engine.models import Entity, Event, Memory, is_blank
 from engine.storage.base import Store
 from engine.timeutil import to_utc
 from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories

@@ -3,6 +3,7 @@ validates with them and the OpenAPI document shows them."""
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,32 @@ ObjectType = Literal["literal", "string", "number", "date", "json", "entity"]
 SPACES = "\\t\\n\\u000b\\f\\r \\u001c-\\u001f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
 NOT_BLANK_PATTERN = f"[^{SPACES}]"
 
+#: letters and symbols that show nothing: the Hangul fillers and the braille blank
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+#: what shows nothing on its own: controls, format marks (zero-width space, BOM, LRM), surrogates,
+#: combining marks with no letter to sit on, and separators
+_SHOWS_NOTHING = frozenset(("Cc", "Cf", "Cs", "Mn", "Mc", "Me", "Zs", "Zl", "Zp"))
+
+
+def is_blank(text: str) -> bool:
+    """The one meaning of blank for texts, turns, tags, keys and queries: nothing visible, only
+    whitespace, control, format or combining characters and fillers ("", "  ", "\\u200b", "\\u0301")."""
+    return all(ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in _SHOWS_NOTHING for ch in text)
+
+
+def key_problem(key: str) -> str | None:
+    """Why `key` cannot be a conflict key `<subject>|<predicate>`, or None. A subject or predicate may
+    itself hold a `|` (the server writes `ent:a|b|likes` for subject `ent:a|b`), so a key needs some
+    `|` with something visible before the first and after the last."""
+    subject, bar, _ = key.partition("|")
+    predicate = key.rpartition("|")[2]
+    if not bar:
+        return "a conflict key has the shape <subject>|<predicate>: it has no '|'"
+    if is_blank(subject) or is_blank(predicate):
+        return "a conflict key has the shape <subject>|<predicate>: its subject or predicate is blank"
+    return None
+
+
 # --- the API's limits as constrained types ------------------------------------------------------
 Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
 AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
@@ -33,11 +60,39 @@ SubjectId = Annotated[
     ),
 ]
 MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
-Tag = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
-Predicate = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
+#: the JSON-schema shape of a conflict key (`key_problem` is the rule; it also calls blank the invisible
+#: characters `is_blank` names)
+KEY_PATTERN = f"^[^|]*[^|{SPACES}][^|]*\\|(?:[\\s\\S]*\\|)?[^|]*[^|{SPACES}][^|]*$"
+_NOT_BLANK_SCHEMA = {"pattern": NOT_BLANK_PATTERN}
+Tag = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=64,
+        description="max 64 characters, not blank",
+        extra_json_schema=_NOT_BLANK_SCHEMA,
+    ),
+]
+Predicate = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=128,
+        description="max 128 characters, not blank",
+        extra_json_schema=_NOT_BLANK_SCHEMA,
+    ),
+]
 ObjectString = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 Unit = Annotated[str, Meta(max_length=32, description="max 32 characters")]
-ConflictKey = Annotated[str, Meta(min_length=1, max_length=128, description="<subject>|<predicate>")]
+ConflictKey = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=128,
+        description="<subject>|<predicate>: some '|', with something visible before the first and after the last",
+        extra_json_schema={"pattern": KEY_PATTERN},
+    ),
+]
 Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
 MAX_TAGS = 64
 MAX_KEYS = 32

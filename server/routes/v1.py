@@ -33,7 +33,7 @@ from litestar import Request, Response, delete, get, post
 from litestar.params import QueryParameter
 
 from engine.errors import InvalidInput
-from engine.models import Memory
+from engine.models import Memory, is_blank
 from engine.timeutil import utcnow
 from server.auth import principal_of
 from server.errors import request_id_of
@@ -133,7 +133,7 @@ async def list_memories_v1(
 
     def run() -> V1SearchResponse:
         sel, now = select(ids), utcnow()
-        if query is None or not query.strip():
+        if query is None or is_blank(query):
             rows = itertools.islice(scan(svc, org_id, sel, now=now), size)
             return V1SearchResponse(results=[_search_item(m, None) for m in rows])
         # the ranking of mem0's search routes: within the ids, the `size` most relevant

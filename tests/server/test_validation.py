@@ -20,7 +20,7 @@ CREATE_LIMITS = [
     ("predicate", "predicate", {"predicate": "p" * 129}, {"predicate": "p" * 128}),
     ("object_string", "object", {"object": "o" * 4001}, {"object": "o" * 4000}),
     ("unit", "unit", {"unit": "u" * 33}, {"unit": "u" * 32}),
-    ("key", "keys[0]", {"keys": ["k" * 129]}, {"keys": ["k" * 128]}),
+    ("key", "keys[0]", {"keys": ["k" * 129]}, {"keys": ["ent:k|" + "k" * 122]}),
     ("confidence_high", "confidence", {"confidence": 1.01}, {"confidence": 1.0}),
     ("confidence_low", "confidence", {"confidence": -0.01}, {"confidence": 0.0}),
     ("agent_id", "agent_id", {"agent_id": "a" * 129}, {"agent_id": "a" * 128}),
@@ -28,6 +28,23 @@ CREATE_LIMITS = [
     ("status", "status", {"status": "gone"}, {"status": "disputed"}),
     ("subject", "subject", {"subject": "alice"}, {"subject": "ent:alice"}),
     ("text_blank", "text", {"text": " \n\t"}, {"text": "x"}),
+    # blank is one rule (engine.models.is_blank): nothing visible, whatever invisible characters make it
+    ("text_zero_width", "text", {"text": "\u200b\ufeff\x00"}, {"text": "\u200bx"}),
+    ("text_fillers", "text", {"text": "\u3164\u2800\u00ad"}, {"text": "\u3164\u2800\u00adx"}),
+    ("text_combining", "text", {"text": "\u0301\u0308"}, {"text": "e\u0301"}),
+    ("tag_blank", "tags[1]", {"tags": ["ok", "  "]}, {"tags": ["ok", " g "]}),
+    ("tag_invisible", "tags[0]", {"tags": ["\u200b"]}, {"tags": ["\u200bg"]}),
+    ("predicate_blank", "predicate", {"predicate": "\u3000"}, {"predicate": "likes"}),
+    # a key is <subject>|<predicate>; either may hold a "|" (the server writes ent:a|b|likes itself)
+    (
+        "key_no_bar",
+        "keys[1]",
+        {"keys": ["ent:a|likes", "no-bar"]},
+        {"keys": ["ent:a|likes", "ent:a|b|likes"]},
+    ),
+    ("key_blank", "keys[0]", {"keys": [" "]}, {"keys": ["a|b"]}),
+    ("key_bar_only", "keys[0]", {"keys": ["|"]}, {"keys": ["x|y"]}),
+    ("key_blank_predicate", "keys[0]", {"keys": ["ent:a| \u200b"]}, {"keys": ["ent:a|\u200bb"]}),
     (
         "valid_to_before_timestamp",
         "valid_to",
@@ -83,6 +100,7 @@ def test_batch_limit_names_index(
     ("patch", "field"),
     [
         ({"tags": ["g" * 65]}, "tags[0]"),
+        ({"tags": ["ok", "\t\u2060"]}, "tags[1]"),
         ({"archived": "yes"}, "archived"),
         ({"valid_to": "not a date"}, "valid_to"),
         ({"metadata": []}, "metadata"),
@@ -171,3 +189,79 @@ def test_malformed_body_is_400(
 
 def test_non_object_body_is_422(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     assert client.post("/v0/memories", json=[1, 2], headers=auth).status_code == 422
+
+
+# --- the same blank and key rules on the other doors that write texts, tags and keys -------------------
+BLANK_DOORS = [
+    (
+        "batch_key",
+        "/v0/memories:batch_upsert",
+        {"items": [{"subject": "ent:a", "predicate": "likes", "object_text": "x", "keys": ["nopipe"]}]},
+        "items[0].keys[0]",
+        "conflict_key_shape",
+    ),
+    (
+        "batch_tag",
+        "/v0/memories:batch_upsert",
+        {"items": [{"type": "note", "text": "x", "tags": ["  "]}]},
+        "items[0].tags[0]",
+        "not_blank",
+    ),
+    (
+        "batch_text",
+        "/v0/memories:batch_upsert",
+        {"items": [{"type": "note", "text": "x"}, {"type": "note", "text": "\u200b"}]},
+        "items[1].text",
+        "not_blank",
+    ),
+    (
+        "batch_fact_predicate",
+        "/v0/memories:batch_upsert",
+        {"items": [{"subject": "ent:a", "predicate": " ", "object_text": "x"}]},
+        "items[0].predicate",
+        "not_blank",
+    ),
+    (
+        "assemble_tag",
+        "/v0/context/assemble",
+        {"entity_id": "ent:u", "turn": "I live in Rome", "ingest": {"tags": ["\u3000"]}},
+        "ingest.tags[0]",
+        "not_blank",
+    ),
+    ("prune_tag", "/v0/prune", {"tags": [" "], "dry_run": True}, "tags[0]", "not_blank"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "path", "body", "field", "rule"), BLANK_DOORS, ids=[c[0] for c in BLANK_DOORS]
+)
+def test_blank_and_key_shape_on_every_write_door(
+    client: TestClient[Litestar],
+    auth: dict[str, str],
+    store: Store,
+    case: str,
+    path: str,
+    body: dict[str, Any],
+    field: str,
+    rule: str,
+) -> None:
+    r = client.post(path, json=body, headers=auth)
+    assert r.status_code == 422, r.text
+    assert (r.json()["details"]["field"], r.json()["details"]["rule"]) == (field, rule)
+    assert store.count_memories() == 0
+
+
+@pytest.mark.parametrize("turn", ["\u200b", "\u3164", "\u2800\u0301"])
+def test_a_blank_turn_or_message_is_never_stored(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, turn: str
+) -> None:
+    r = client.post("/v0/context/assemble", json={"entity_id": "ent:u", "turn": turn}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert store.count_memories() == 0
+    v1 = client.post(
+        "/v1/memories/",
+        json={"messages": [{"role": "user", "content": turn}], "user_id": "u", "infer": False},
+        headers=auth,
+    )
+    assert v1.status_code == 422 and v1.json()["details"]["field"] == "messages"
+    assert store.count_memories() == 0

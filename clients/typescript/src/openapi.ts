@@ -36,7 +36,7 @@ export interface paths {
         put?: never;
         /**
          * Create one memory or a batch (up to 200)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
          */
         post: operations["createMemory"];
         delete?: never;
@@ -62,7 +62,7 @@ export interface paths {
         head?: never;
         /**
          * Update tags, metadata, archived or valid_to of one memory
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
          */
         patch: operations["updateMemory"];
         trace?: never;
@@ -78,7 +78,7 @@ export interface paths {
         put?: never;
         /**
          * Assemble the context for one agent turn; optionally extract and ingest the turn
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
          */
         post: operations["assembleContext"];
         delete?: never;
@@ -118,7 +118,7 @@ export interface paths {
         put?: never;
         /**
          * Structured batch upsert with supersession (private; admin scope)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
          */
         post: operations["batchUpsertMemories"];
         delete?: never;
@@ -222,7 +222,7 @@ export interface paths {
         put?: never;
         /**
          * Delete or archive the memories that rules select (dry run by default)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
          */
         post: operations["pruneMemories"];
         delete?: never;
@@ -961,7 +961,7 @@ export interface components {
             sensitivity: "none" | "pii" | "auto";
             /** @description an entity id of the form ent:<id> */
             subject: string | null;
-            /** @description max 128 characters */
+            /** @description max 128 characters, not blank */
             predicate: string | null;
             object: string | boolean | number | {
                 [key: string]: unknown;

@@ -47,12 +47,6 @@ _SPACES = re.compile(r"\s+")
 _INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200b\u2060\ufeff]")
 
 
-def is_blank(text: str) -> bool:
-    """Nothing visible: only whitespace, control characters and invisible format marks (a NUL, a
-    zero-width space)."""
-    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
-
-
 #: the pronoun typed in lower case ("i moved", "i'm"); not a letter of "i.e." or a list's "i)"
 _LOWER_I = re.compile(r"(?<![\w.'\-])i(?=\s|'|$)")
 
