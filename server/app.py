@@ -30,6 +30,7 @@ from server.config import Settings
 from server.errors import exception_handler
 from server.event_stream import StreamSlots
 from server.gateway import Gateway, template_of
+from server.http import refuse_unknown_query
 from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
 from server.ratelimit_shared import close_limiter, limiter_for
@@ -140,6 +141,7 @@ def create_app(
     app = Litestar(
         route_handlers=[*ROUTES, *observability.ROUTES, *openapi.ROUTES, *mcp_route.ROUTES],
         exception_handlers={Exception: exception_handler},
+        before_request=refuse_unknown_query,
         lifespan=[mcp_route.lifespan],
         openapi_config=openapi.openapi_config(),
         on_shutdown=[close_store],

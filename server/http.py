@@ -24,6 +24,7 @@ from engine.models import NOT_BLANK_PATTERN
 from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
+from server.gateway import template_of
 from server.idempotency import HEADER as IDEMPOTENCY_HEADER
 from server.idempotency import RequestPrint, StoredResponse
 from server.schema_rules import DATE_TIME_PATTERN, inner_types
@@ -329,3 +330,43 @@ def require_scope(request: Request[Any, Any, Any], scope: str) -> None:
     """For routes whose scope depends on the body (the guard checked the weaker one)."""
     if scope not in principal_of(request).scopes:
         raise Forbidden(f"API key lacks the {scope!r} scope", details={"required_scope": scope})
+
+
+# --- query parameters the route does not know ------------------------------------------------------
+#: GET routes of these prefixes refuse a query parameter their operation does not name (a misspelt
+#: `limit` for `page_size` would otherwise be ignored); mem0's routes keep mem0's leniency
+STRICT_QUERY_PREFIX = "/v0/"
+
+
+def _known_query(request: Request[Any, Any, Any]) -> dict[str, frozenset[str]]:
+    """Path template -> the query parameters its GET operation names in the OpenAPI document."""
+    known: dict[str, frozenset[str]] | None = getattr(request.app.state, "known_query", None)
+    if known is None:
+        doc = request.app.openapi_schema.to_schema()
+        known = {
+            path: frozenset(p["name"] for p in op.get("parameters", []) if p.get("in") == "query")
+            for path, ops in doc.get("paths", {}).items()
+            if path.startswith(STRICT_QUERY_PREFIX) and isinstance(op := ops.get("get"), dict)
+        }
+        request.app.state.known_query = known
+    return known
+
+
+def refuse_unknown_query(request: Request[Any, Any, Any]) -> None:
+    """before_request: 422 naming the first query parameter a /v0 GET route that takes query parameters
+    does not know, as an unknown body field is."""
+    if request.method != "GET" or not request.url.path.startswith(STRICT_QUERY_PREFIX):
+        return
+    names = _known_query(request)
+    for path in request.route_handler.paths:
+        known = names.get(template_of(path))
+        if not known:  # a route that takes no query parameter is left lenient (health probes add some)
+            continue
+        for name in request.query_params:
+            if name not in known:
+                raise InvalidInput(
+                    f"unknown query parameter `{name}`; this route takes: {', '.join(sorted(known))}",
+                    field=name,
+                    details={"source": "query", "valid": sorted(known)},
+                )
+        return

@@ -265,3 +265,28 @@ def test_a_blank_turn_or_message_is_never_stored(
     )
     assert v1.status_code == 422 and v1.json()["details"]["field"] == "messages"
     assert store.count_memories() == 0
+
+
+@pytest.mark.parametrize(
+    ("known", "unknown"),
+    [
+        ("/v0/memories?page_size=2", "limit"),  # the events route's and /v1's name for page_size
+        ("/v0/memories?archived=true", "include_archived"),
+        ("/v0/entities/ent:a/graph?depth=1", "max_depth"),
+        ("/v0/observability/events?limit=5", "page_size"),
+    ],
+)
+def test_a_query_parameter_a_v0_route_does_not_know_is_422_naming_it(
+    client: TestClient[Litestar], auth: dict[str, str], known: str, unknown: str
+) -> None:
+    r = client.get(f"{known}&{unknown}=2", headers=auth)
+    assert r.status_code == 422, r.text
+    assert r.json()["details"]["field"] == unknown
+    assert client.get(known, headers=auth).status_code == 200
+
+
+def test_routes_without_query_parameters_and_mem0s_stay_lenient(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    assert client.get("/v0/health?probe=1").status_code == 200
+    assert client.get("/v1/memories?user_id=u&page=3", headers=auth).status_code == 200
