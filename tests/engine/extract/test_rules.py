@@ -18,13 +18,13 @@ from engine.extract.rules.rewrite import split_statement
 from engine.extract.rules.text import (
     clean_object,
     hedged,
-    is_blank,
     is_statement,
     normalize_text,
     slug,
     split_list,
     split_sentences,
 )
+from engine.models import is_blank
 
 REF = datetime(2026, 11, 22, 9, 30, tzinfo=UTC)
 
@@ -125,6 +125,7 @@ def test_control_characters_are_no_part_of_a_value() -> None:
 
 
 @pytest.mark.parametrize(("text", "blank"), [("", True), (" \t\n", True), ("\x00", True), ("\u200b \ufeff", True),
+                                             ("\u3164\u2800", True), ("\u0301", True), ("e\u0301", False),
                                              ("\u200b.", False), ("Paris", False)])  # fmt: skip
 def test_is_blank(text: str, blank: bool) -> None:
     assert is_blank(text) is blank
