@@ -93,6 +93,18 @@ def test_no_route_guard_runs_in_a_worker_thread(app: Litestar) -> None:
     assert guards and all(inspect.iscoroutinefunction(g) for g in guards)
 
 
+def test_no_before_request_hook_runs_in_a_worker_thread(app: Litestar) -> None:
+    """The same for the hooks that run before every route handler."""
+    hooks = [
+        handler.resolve_before_request()
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+        for handler in route.route_handlers
+    ]
+    found = [hook for hook in hooks if hook is not None]
+    assert found and all(inspect.iscoroutinefunction(hook) for hook in found)
+
+
 @pytest.mark.slow
 def test_a_served_read_is_recorded_when_loci_serve_stops(tmp_path: Path) -> None:
     server = LiveServer(tmp_path)
