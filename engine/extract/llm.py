@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from datetime import datetime
 from typing import Any, Literal
 
@@ -183,6 +184,7 @@ class LLMExtractor:
         else:  # "today" in the prompt is the speaker's day; a naive time is UTC
             reference = reference_time if reference_time.tzinfo is not None else to_utc(reference_time)
         tokens = 0
+        text = unicodedata.normalize("NFC", text)  # values as composed text, as the rules read them
         try:
             content, tokens = self._call(text, reference)
             reply = msgspec.json.decode(_strip_fences(content), type=LLMReply)

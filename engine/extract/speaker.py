@@ -18,6 +18,7 @@ the next speaker after a sentence's end ("Jon: I live in Denver. Gina: I live in
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Literal
 
 import msgspec
@@ -69,7 +70,9 @@ def is_agent_turn(text: str) -> bool:
 
 
 def speaker_of(text: str) -> Speaker:
-    """The speaker a turn's label names, and the text after it (see the module docstring)."""
+    """The speaker a turn's label names, and the text after it (see the module docstring); both read
+    composed (NFC), so a label typed with combining accents ("E" + U+0301 "mile: ...") is a name."""
+    text = unicodedata.normalize("NFC", text)
     found = _LABEL.match(text)
     if found is None:
         return Speaker(kind="none", body=text)
@@ -118,10 +121,10 @@ def parts_of(text: str) -> list[Speaker]:
     """The speakers of a turn in order, each with its part of the text: a line that opens with a
     speaker's label (a person, a user or an agent role) starts that speaker's part, as does such a label
     opening a sentence of a labelled line; other lines go on with the part before; consecutive parts of
-    one speaker are one."""
+    one speaker are one. The parts are composed text (NFC), as `speaker_of` reads it."""
     heads: list[Speaker] = []
     lines: list[list[str]] = []
-    for line in _speakers_lines(text):
+    for line in _speakers_lines(unicodedata.normalize("NFC", text)):
         said = speaker_of(line)
         if heads and (said.kind == "none" or (said.kind, said.name) == (heads[-1].kind, heads[-1].name)):
             lines[-1].append(said.body)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 import time
+import unicodedata
 from collections.abc import Callable
 from datetime import datetime
 
@@ -159,7 +160,8 @@ class RuleExtractor:
         shared = self.shared_deadline
         deadline = own if shared is None else shared if own is None else min(own, shared)
         truncated = about_other = False
-        for raw in split_sentences(text):
+        # decomposed letters ("Jose" + U+0301) read as the one letter they are: a name keeps its accent
+        for raw in split_sentences(unicodedata.normalize("NFC", text)):
             if deadline is not None and self.clock() > deadline:
                 truncated = True
                 break

@@ -141,6 +141,12 @@ def test_request_speaks_the_protocol(fake: FakeLLM) -> None:
     assert fake.headers[0].get("Authorization") == "Bearer sk-test"
 
 
+def test_the_model_reads_decomposed_text_composed(fake: FakeLLM) -> None:
+    """ "Jose" + U+0301 (NFD) reaches the model as "José", the form the rules read too."""
+    make(fake).extract("My name is Jose\u0301.", reference_time=REF)
+    assert fake.requests[0]["messages"][-1]["content"] == "My name is Jos\u00e9."
+
+
 @pytest.mark.parametrize("mode", ["bad_json", "http500", "no_choices", "wrong_shape"])
 def test_unusable_replies_fall_back_to_rules(fake: FakeLLM, mode: str) -> None:
     fake.mode = mode

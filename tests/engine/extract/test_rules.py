@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -1034,3 +1035,19 @@ def test_a_value_holds_no_chat_tail_remark_or_title(text: str, expected: list[st
 def test_emoji_and_emoticons_close_no_value() -> None:
     assert clean_object("Lyon 🎉") == clean_object("Lyon🎉") == clean_object("Lyon :D") == "Lyon"
     assert clean_object("Stripe (payments company)") == "Stripe (payments company)"
+
+
+@pytest.mark.parametrize(
+    ("composed", "fact"),
+    [
+        ("My name is Jos\u00e9.", "User's name is Jos\u00e9"),
+        ("My name is Zo\u00eb", "User's name is Zo\u00eb"),
+        ("My name is Chlo\u00e9.", "User's name is Chlo\u00e9"),
+        ("I live in Saint-\u00c9tienne.", "User lives in Saint-\u00c9tienne"),
+    ],
+)
+def test_decomposed_text_reads_as_the_composed_text(composed: str, fact: str) -> None:
+    """NFD text (a letter, then its combining accent) gives the facts and values of its NFC form."""
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    assert fact_texts(decomposed) == fact_texts(composed) == [fact]

@@ -86,3 +86,14 @@ def test_parts_of_a_turn_of_several_speakers(text: str, parts: list[tuple[str, s
 )
 def test_is_agent_turn_is_speaker_of_an_agent(text: str) -> None:
     assert is_agent_turn(text) == (speaker_of(text).kind == "agent")
+
+
+def test_a_label_typed_with_combining_accents_names_its_speaker() -> None:
+    """ "E" + U+0301 is "É" decomposed (NFD, as macOS file names and some clients send it): the label is
+    the name, read composed, and so are the parts' texts."""
+    decomposed = "E\u0301mile: I live in Paris. Zoe\u0308: I live in Rome."
+    assert speaker_of(decomposed).name == "\u00c9mile"
+    assert [(p.kind, p.name, p.body) for p in parts_of(decomposed)] == [
+        ("person", "\u00c9mile", "I live in Paris."),
+        ("person", "Zo\u00eb", "I live in Rome."),
+    ]

@@ -95,6 +95,16 @@ def test_same_fact_again_is_skipped(store: Store) -> None:
     assert store.count_memories(ORG) == 1
 
 
+def test_a_name_typed_decomposed_is_the_same_name(store: Store) -> None:
+    """ "Jose" + U+0301 (NFD) is "José": the repeat is SKIPPED, the value keeps its accent."""
+    (jose,), _ = turn(store, "My name is Jos\u00e9.", T1)
+    assert jose.object == "Jos\u00e9"
+    _, outcomes = turn(store, "My name is Jose\u0301.", T2)
+    assert [o.action for o in outcomes] == ["SKIPPED"]
+    rows = store.list_memories(ORG, ListQuery())
+    assert [(m.object, m.status) for m in rows] == [("Jos\u00e9", "active")]
+
+
 def test_negation_ends_the_fact_and_stores_nothing(store: Store) -> None:
     (acme,), _ = turn(store, "I work at Acme.", T1)
     _, outcomes = turn(store, "I no longer work at Acme.", T2)

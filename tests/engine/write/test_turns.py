@@ -120,6 +120,19 @@ def test_a_label_that_names_nobody_leaves_the_turn_to_the_entity(
     assert [(f.subject, f.text) for f in plan.extraction.facts] == facts
 
 
+def test_a_speaker_label_typed_decomposed_names_the_speaker() -> None:
+    """ "E" + U+0301 "mile: ..." (NFD) is Émile's turn: both facts are Émile's, none the entity's."""
+    for turn in (
+        "\u00c9mile: I live in Paris and I work at Renault.",
+        "E\u0301mile: I live in Paris and I work at Renault.",
+    ):
+        plan = plan_turn(RULES, turn, org_id="o", entity_id="ent:chat", timestamp=T0, now=T0)
+        assert [(f.subject, f.text) for f in plan.extraction.facts] == [
+            ("ent:emile", "\u00c9mile lives in Paris"),
+            ("ent:emile", "\u00c9mile works at Renault"),
+        ]
+
+
 def test_each_speakers_lines_give_their_facts() -> None:
     """A turn of several speakers' lines: each line's speaker owns its facts; an agent's line gives none."""
     turn = "Caroline: I live in Berlin.\nMelanie: I live in Paris.\nassistant: I live in the cloud.\nuser: I am 25."
