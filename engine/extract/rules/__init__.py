@@ -4,6 +4,7 @@ Every pattern runs in time linear in its input (tests/engine/extract/test_linear
 gets a time budget (`LOCI_EXTRACT_BUDGET_MS`, default 500; 0 turns it off; the speakers' parts of one
 turn share it): past it, extraction stops between sentences and the result says `truncated`.
 
+The text is read plain (`text.plain_text`: composed, without markup) and split into sentences.
 Pipeline per sentence: normalize (whitespace, contractions, quotes) -> entity scan (gazetteers, dates,
 quantities) -> presupposed facts ("my sister Anna", in any sentence) -> rewrites (dropped subjects,
 reported diagnoses, see `rewrite`) -> statement filter (questions, hypotheticals, reported speech,
@@ -16,7 +17,6 @@ from __future__ import annotations
 import copy
 import os
 import time
-import unicodedata
 from collections.abc import Callable
 from datetime import datetime
 
@@ -28,7 +28,7 @@ from engine.extract.rules.dates import find_date
 from engine.extract.rules.entities import scan_named
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
 from engine.extract.rules.rewrite import about_someone_else, rewrite, split_statement
-from engine.extract.rules.text import hedged, is_statement, normalize_text, slug, split_sentences
+from engine.extract.rules.text import hedged, is_statement, normalize_text, plain_text, slug, split_sentences
 from engine.models import Entity
 from engine.timeutil import to_utc, utcnow
 
@@ -160,8 +160,7 @@ class RuleExtractor:
         shared = self.shared_deadline
         deadline = own if shared is None else shared if own is None else min(own, shared)
         truncated = about_other = False
-        # decomposed letters ("Jose" + U+0301) read as the one letter they are: a name keeps its accent
-        for raw in split_sentences(unicodedata.normalize("NFC", text)):
+        for raw in split_sentences(plain_text(text)):
             if deadline is not None and self.clock() > deadline:
                 truncated = True
                 break

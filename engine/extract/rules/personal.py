@@ -37,7 +37,7 @@ _AGE = re.compile(
     re.IGNORECASE,
 )
 _AGE_END = re.compile(
-    r"(?<!\s)\s*+(?:$|[,.;:!?)]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though|today|"
+    r"(?<!\s)\s*+(?:$|[,.;:!?)#]|(?:and|but|so|now|too|already|soon|this|next|in|on|as of|myself|though|today|"
     r"lol|haha|btw|by the way|tbh|fyi|actually|honestly)\b)",
     re.IGNORECASE,
 )

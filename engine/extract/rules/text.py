@@ -7,7 +7,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from engine.letters import UPPER
+from engine.letters import LETTER, UPPER
 
 #: no split after a title's abbreviation ("Mrs. Johnson", "Dr. Lee")
 _SENT_SPLIT = re.compile(
@@ -47,15 +47,82 @@ _SPACES = re.compile(r"\s+")
 _INVISIBLE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\u200b\u2060\ufeff]")
 
 
+#: an escape left in pasted JSON or code ("I live in Berlin\\nI work at Google"): a line break, a tab, a
+#: quote; not the start of a word ("C:\\notes")
+_ESCAPES = re.compile(r'\\(?:r\\n|n|r)(?![a-z])|\\t(?![a-z])|\\(?=["\'])')
+_ESCAPED = {"\\t": " ", "\\": ""}
+#: HTML tags that end a line ("<p>", "<br/>", "</li>") and tags inside one ("<b>", "</a>")
+_BLOCK_TAG = re.compile(
+    r"</?(?:p|div|br|li|ul|ol|dl|dt|dd|tr|td|th|table|h[1-6]|hr|blockquote|pre|section|article|header|"
+    r"footer|main|nav|aside)(?:\s[^<>\n]{0,300})?/?>",
+    re.IGNORECASE,
+)
+_INLINE_TAG = re.compile(
+    r"</?(?:a|b|i|u|s|em|strong|span|small|big|code|kbd|mark|sup|sub|font|label|abbr|cite|q)"
+    r"(?:\s[^<>\n]{0,300})?/?>",
+    re.IGNORECASE,
+)
+_HTML_ENTITIES = {
+    "&amp;": "&",
+    "&quot;": '"',
+    "&#39;": "'",
+    "&apos;": "'",
+    "&lt;": "<",
+    "&gt;": ">",
+    "&nbsp;": " ",
+}
+_HTML_ENTITY = re.compile("|".join(_HTML_ENTITIES))
+#: markdown around words ("**Google**", "_Lyon_", "`Acme`", "[Google](https://...)"): the words are
+#: what was said; a mark inside a word ("E*Trade", "snake_case", "it`s") is no markup
+_MD_LINK = re.compile(r"\[([^\[\]\n]{1,300})\]\([^()\s]{0,2000}\)")
+_MD_SPANS = tuple(
+    re.compile(
+        rf"(?<![\w{m}]){re.escape(d)}(?=[^\s{m}])([^{m}\n]{{1,300}}?)(?<=[^\s{m}]){re.escape(d)}(?![\w{m}])"
+    )
+    for d, m in (("**", r"\*"), ("__", "_"), ("*", r"\*"), ("_", "_"), ("`", "`"))
+)
+#: CJK and full-width punctuation as the ASCII mark it is, with the space a sentence or a clause needs
+#: after it ("Berlin。", "Berlin，and ..."); quotation marks of other languages as straight quotes
+_MARKS = str.maketrans(
+    {
+        "\u3002": ". ", "\uff0e": ". ", "\uff0c": ", ", "\u3001": ", ", "\uff01": "! ", "\uff1f": "? ",
+        "\uff1b": "; ", "\uff1a": ": ", "\uff08": " (", "\uff09": ") ", "\u3010": " [", "\u3011": "] ",
+        "\u300c": '"', "\u300d": '"', "\u300e": '"', "\u300f": '"', "\u00ab": '"', "\u00bb": '"',
+        "\u2039": "'", "\u203a": "'", "\u201e": '"', "\u201a": "'", "\u2026": "...",
+    }
+)  # fmt: skip
+
+
+def plain_text(text: str) -> str:
+    """The words of a text as the rules read them: composed (NFC: "Jose" + U+0301 is "José"), pasted
+    escapes, HTML tags and markdown marks taken off the words they wrap, CJK and full-width punctuation
+    and guillemets as their ASCII marks. Sentences are then split from this text."""
+    text = unicodedata.normalize("NFC", text)
+    if "\\" in text:
+        text = _ESCAPES.sub(lambda m: _ESCAPED.get(m.group(), "\n"), text)
+    if "<" in text:
+        text = _INLINE_TAG.sub("", _BLOCK_TAG.sub("\n", text))
+    if "&" in text:
+        text = _HTML_ENTITY.sub(lambda m: _HTML_ENTITIES[m.group()], text)
+    if "](" in text:
+        text = _MD_LINK.sub(r"\1", text)
+    for span in _MD_SPANS:
+        text = span.sub(r"\1", text)
+    return text.translate(_MARKS)
+
+
 #: the pronoun typed in lower case ("i moved", "i'm"); not a letter of "i.e." or a list's "i)"
 _LOWER_I = re.compile(r"(?<![\w.'\-])i(?=\s|'|$)")
 
 
 def normalize_text(text: str) -> str:
     """Runs of any whitespace (control characters and invisible spaces too) as one space, straight
-    quotes, the pronoun "i" as "I", contractions expanded (also typed without the apostrophe: "im",
-    "dont"). Case is otherwise kept."""
+    quotes, no emoji or emoticon at the end, the pronoun "i" as "I", contractions expanded (also typed
+    without the apostrophe: "im", "dont"). Case is otherwise kept."""
     text = _SPACES.sub(" ", _INVISIBLE.sub(" ", text)).strip().translate(_QUOTES)
+    closing = _CHAT_MARKS.search(text, max(0, len(text) - TRAILER_WINDOW))
+    if closing:  # an emoji or emoticon closing the sentence is its tone ("I am 31 years old 🎂")
+        text = text[: closing.start()]
     text = _LOWER_I.sub("I", text)
     for pattern, repl in _CONTRACTION_RES:
         text = pattern.sub(repl, text)
@@ -271,11 +338,14 @@ _TRAILERS = re.compile(
     r"lol|lmao|rofl|haha\w*|hehe\w*|btw|by the way|tbh|fyi|(?-i:imo|rn)|xd|tho|though|actually|honestly)\b)++\s*+[.!,]*+$",
     re.IGNORECASE,
 )
-#: emoji and emoticons that close a value ("Lyon 🎉", "Lyon :)"); a match starts where the run does
+#: emoji and emoticons that close a value or a sentence ("Lyon 🎉", "Lyon :)"); a match starts where the
+#: run does
 _CHAT_MARKS = re.compile(
     r"(?<![\s\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d])\s*+[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]++$"
     r"|(?<!\s)\s++(?:[:;=][-']?[()\[\]DPpOo3/|*]++|<3)$"
 )
+#: hashtags after a value tag the message, they are no part of the value ("Berlin #moving")
+_HASHTAGS = re.compile(rf"(?<=[^\s#])\s++#{LETTER}[\w\-]*+(?:\s++#{LETTER}[\w\-]*+)*+\s*+$")
 
 
 #: trailers are short phrases: each pass searches only this many characters at the end (a search of the
@@ -283,13 +353,69 @@ _CHAT_MARKS = re.compile(
 TRAILER_WINDOW = 256
 
 
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+#: what may end or open a value without being part of it (a bracket only when it has no pair)
+_END_MARKS = frozenset(" .!?,;:'\u2013\u2014")
+
+
+def _trim_marks(text: str) -> str:
+    """`text` without the punctuation, spaces and dashes at its ends, nor the brackets there that have no
+    pair in it ("Google)", "Google}}" of pasted JSON, "Berlin - ", "(Google"); "Stripe (payments
+    company)" keeps its pair and "C-" its hyphen. One pass from each end: linear."""
+    counts = {c: text.count(c) for c in "()[]{}"}
+    end = len(text)
+    while end:
+        c = text[end - 1]
+        if c == "-":  # a run of hyphens after a space joined what came next; one after a letter is its word's
+            first = end - 1
+            while first and text[first - 1] == "-":
+                first -= 1
+            if first and not text[first - 1].isspace():
+                break
+            end = first
+            continue
+        if c in _CLOSING and counts[c] > counts[_CLOSING[c]]:
+            counts[c] -= 1
+        elif not (c in _END_MARKS or c.isspace()):
+            break
+        end -= 1
+    start = 0
+    while start < end:
+        c = text[start]
+        if c in _OPENING and counts[c] > counts[_OPENING[c]]:
+            counts[c] -= 1
+        elif not (c in _END_MARKS or c.isspace()):
+            break
+        start += 1
+    return text[start:end]
+
+
+def before_stray_quote(text: str) -> str:
+    """`text` up to a closing double quote that opens nowhere in it: the end of a quoted string the value
+    was said inside ('Google", "age": 3' and 'Google."}}' of pasted JSON -> 'Google'); a quote that
+    opens or closes a pair in it stays ('movie "Yes!"', 'Toys"R"Us')."""
+    opened = False
+    for at, c in enumerate(text):
+        if c != '"':
+            continue
+        after = text[at + 1 : at + 2]
+        if not opened and at and not text[at - 1].isspace() and not (after.isalnum() or after == "'"):
+            return text[:at]
+        opened = not opened
+    return text
+
+
 def trim_ends(text: str) -> str:
-    """`text` without the spaces, punctuation and quotes around it; a double quote goes only with its
-    pair around the whole text or when it has no pair ('"Brave" by Sara Bareilles' keeps both)."""
+    """`text` without the spaces, punctuation, dashes, unpaired brackets and quotes around it; a double
+    quote goes only with its pair around the whole text or when it has no pair ('"Brave" by Sara
+    Bareilles' keeps both)."""
     previous = None
     while previous != text:
         previous = text
-        text = text.strip().strip(" .!,;:'")
+        text = _trim_marks(text)
+        if len(text) > 1 and text[0] == "#" and text[1].isalpha():
+            text = text[1:]  # a hashtag that is the value itself ("I love #hiking")
         if len(text) > 1 and text[0] == text[-1] == '"' and text.count('"') == 2:
             text = text[1:-1]
         elif text.count('"') % 2:
@@ -301,17 +427,19 @@ def trim_ends(text: str) -> str:
 
 
 def clean_object(text: str) -> str:
-    """Trim trailing time expressions, adverbs, chat tails, emoji and punctuation from a captured object."""
-    text = trim_ends(text)
+    """Trim trailing time expressions, adverbs, chat tails, emoji, hashtags and punctuation from a
+    captured object, and what follows a quote it was said inside (`before_stray_quote`)."""
+    text = trim_ends(before_stray_quote(text))
     previous = None
     while previous != text:
         previous = text
         m = _TRAILERS.search(text, max(0, len(text) - TRAILER_WINDOW))
         if m:
             text = text[: m.start()]
-        m = _CHAT_MARKS.search(text, max(0, len(text) - TRAILER_WINDOW))
-        if m:
-            text = text[: m.start()]
+        for tail in (_CHAT_MARKS, _HASHTAGS):
+            m = tail.search(text, max(0, len(text) - TRAILER_WINDOW))
+            if m:
+                text = text[: m.start()]
         text = trim_ends(text)
     return text
 

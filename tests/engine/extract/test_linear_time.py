@@ -230,6 +230,15 @@ ADVERSARIAL_TEXTS = [
     repeat(" and Ab Cd", "I work at Acme"),
     repeat(" rock and roll and", "I like"),
     repeat(" x Max", "I met"),
+    # the ends of a value: unpaired brackets, dashes, hashtags, quotes; markup around words
+    repeat(")]", "I work at Google"),
+    repeat(" -)", "I work at Google"),
+    repeat("(", "I like ", "x"),
+    repeat(" #tag", "I live in Berlin"),
+    repeat('".', "I work at Google"),
+    repeat("**a", "I work at "),
+    repeat("<b>", "I work at "),
+    repeat("[a](", "I work at "),
 ]
 
 

@@ -17,10 +17,12 @@ from engine.extract.rules.dates import find_absolute, find_relative, human_date
 from engine.extract.rules.quantities import parse_money, parse_quantity
 from engine.extract.rules.rewrite import split_statement
 from engine.extract.rules.text import (
+    before_stray_quote,
     clean_object,
     hedged,
     is_statement,
     normalize_text,
+    plain_text,
     slug,
     split_list,
     split_sentences,
@@ -1051,3 +1053,74 @@ def test_decomposed_text_reads_as_the_composed_text(composed: str, fact: str) ->
     decomposed = unicodedata.normalize("NFD", composed)
     assert decomposed != composed
     assert fact_texts(decomposed) == fact_texts(composed) == [fact]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # what follows a value and cannot be part of it: hashtags, HTML, a pasted JSON string's end,
+        # unpaired brackets, an ellipsis, CJK full-width punctuation, a dash, an escaped line break
+        ("I live in Berlin #moving", ["User lives in Berlin"]),
+        ("I work at Google #blessed #work", ["User works at Google"]),
+        ("I work at Google</p>", ["User works at Google"]),
+        ("I work at Google<br>", ["User works at Google"]),
+        ('I work at Google", "age": 3', ["User works at Google"]),
+        ('I work at Google."}}', ["User works at Google"]),
+        ("I work at Google)", ["User works at Google"]),
+        ("I work at Google]", ["User works at Google"]),
+        ("I live in Berlin\u2026", ["User lives in Berlin"]),
+        ("I live in Berlin\u3002", ["User lives in Berlin"]),
+        ("I live in Berlin\uff0cand I like it", ["User lives in Berlin"]),
+        ("I live in Berlin\uff01", ["User lives in Berlin"]),
+        ("I live in Berlin \u2014 and love it", ["User lives in Berlin"]),
+        ("I live in Berlin \u2013 and love it", ["User lives in Berlin"]),
+        ("I live in Berlin - and love it", ["User lives in Berlin"]),
+        ("I live in Berlin\\nI work at Google", ["User lives in Berlin", "User works at Google"]),
+        ("I work at Google\\n", ["User works at Google"]),
+        # a value wrapped in quotes of other languages or in markup is the words inside
+        ("I live in \u00abBerlin\u00bb", ["User lives in Berlin"]),
+        ("I live in \u00ab Berlin \u00bb", ["User lives in Berlin"]),
+        ("I live in \u201eBerlin\u201c", ["User lives in Berlin"]),
+        ("I work at **Google**", ["User works at Google"]),
+        ("I work at __Google__", ["User works at Google"]),
+        ("My favorite book is *Dune*.", ["User's favorite book is Dune"]),
+        ("I work at `Google`", ["User works at Google"]),
+        ("I work at [Google](https://google.com)", ["User works at Google"]),
+        ("I work at <b>Google</b>.", ["User works at Google"]),
+        ("I work at AT&amp;T.", ["User works at AT&T"]),
+        ("I love #hiking", ["User likes hiking"]),
+        # an emoji or a hashtag after an age
+        ("I am 31 years old \U0001f382", ["User is 31 years old"]),
+        ("I'm 31 \U0001f382\U0001f389", ["User is 31 years old"]),
+        ("I am 31 #birthday", ["User is 31 years old"]),
+        # punctuation that is part of the value stays
+        ("I live in St. Louis.", ["User lives in St. Louis"]),
+        ("I work at AT&T.", ["User works at AT&T"]),
+        ("I work at Procter & Gamble.", ["User works at Procter & Gamble"]),
+        ("I love C++.", ["User likes C++"]),
+        ("I love C#.", ["User likes C#"]),
+        ("I work at E*Trade.", ["User works at E*Trade"]),
+        ('I work at Toys"R"Us.', ['User works at Toys"R"Us']),
+        ("My name is Se\u00e1n O'Brien.", ["User's name is Se\u00e1n O'Brien"]),
+        ("My name is Mary-Jane Watson.", ["User's name is Mary-Jane Watson"]),
+        ("I live in Saint-\u00c9tienne.", ["User lives in Saint-\u00c9tienne"]),
+        ('I love the song "Hello" by Adele.', ['User likes song "Hello" by Adele']),
+        ("I love snake_case names", ["User likes snake_case names"]),
+        ("My email is a_b_c@example.com.", ["User's email is a_b_c@example.com"]),
+    ],
+)
+def test_a_value_ends_at_markup_and_punctuation_that_cannot_be_part_of_it(
+    text: str, expected: list[str]
+) -> None:
+    assert fact_texts(text) == expected
+
+
+def test_the_rules_read_text_without_markup() -> None:
+    assert (
+        plain_text("I work at **Google** and [Acme](https://a.b)<br>Bye\u3002")
+        == "I work at Google and Acme\nBye. "
+    )
+    assert plain_text("it`s E*Trade, snake_case, 2 < 3 > 1") == "it`s E*Trade, snake_case, 2 < 3 > 1"
+    assert plain_text("Jose\u0301 \u00abLyon\u00bb") == 'Jos\u00e9 "Lyon"'
+    assert before_stray_quote('Google", "age": 3') == before_stray_quote('Google."}}')[:-1] == "Google"
+    assert before_stray_quote('movie "Yes!"') == 'movie "Yes!"'

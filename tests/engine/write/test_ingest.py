@@ -105,6 +105,29 @@ def test_a_name_typed_decomposed_is_the_same_name(store: Store) -> None:
     assert [(m.object, m.status) for m in rows] == [("Jos\u00e9", "active")]
 
 
+@pytest.mark.parametrize(
+    ("first", "then", "action", "current"),
+    [
+        ("I live in Berlin.", "I live in Berlin #moving", "SKIPPED", "User lives in Berlin"),
+        ("I work at Google.", "I work at Google</p>", "SKIPPED", "User works at Google"),
+        ("I live in Berlin.", "I live in Berlin\u3002", "SKIPPED", "User lives in Berlin"),
+        ("I am 30 years old.", "I am 31 years old \U0001f382", "SUPERSEDED", "User is 31 years old"),
+        ("I live in Paris.", "I live in \u00abBerlin\u00bb", "SUPERSEDED", "User lives in Berlin"),
+        ("I work at Acme.", "I work at **Google**", "SUPERSEDED", "User works at Google"),
+    ],
+)
+def test_markup_and_punctuation_around_a_value_are_not_the_value(
+    store: Store, first: str, then: str, action: str, current: str
+) -> None:
+    """A repeat with a hashtag, an HTML tag or CJK punctuation after it is the same value; a new value in
+    guillemets, markdown or before an emoji is read and ends the old one."""
+    turn(store, first, T1)
+    built, outcomes = turn(store, then, T2)
+    assert [o.action for o in outcomes] == [action] and [m.text for m in built] == [current]
+    active = [m.text for m in store.list_memories(ORG, ListQuery()) if m.status == "active"]
+    assert active == [current]
+
+
 def test_negation_ends_the_fact_and_stores_nothing(store: Store) -> None:
     (acme,), _ = turn(store, "I work at Acme.", T1)
     _, outcomes = turn(store, "I no longer work at Acme.", T2)
