@@ -46,8 +46,8 @@ from engine.errors import Unavailable
 from engine.models import Memory
 from engine.redact import Redactor
 from engine.retrieval import tokens
-from engine.retrieval.tokens import Tokenizer
 from engine.retrieval.render import disputed_mark
+from engine.retrieval.tokens import Tokenizer
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
 
