@@ -47,6 +47,7 @@ from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
 from engine.write.supersession import (
     contrary_for,
+    ended_by_a_value,
     existing_for,
     lock_for_write,
     next_value_start,
@@ -321,19 +322,27 @@ class MemoryService:
             new = of_its_value(msgspec.structs.replace(old, **changes, updated_at=now), old)
             others: list[Memory] = []
             events: list[Event] = []
+            ended_by: str | None = None
             # back from the archive, or moved to another space (its metadata's run or app): one current
             # value again where it now is
             if not new.archived and ("archived" in changed or not same_space(old, new)):
                 placed = reconcile(
-                    new, existing_for(self.store, new), now=now, contrary=contrary_for(self.store, new)
+                    new,
+                    existing_for(self.store, new),
+                    now=now,
+                    contrary=contrary_for(self.store, new),
+                    end_given=ended_by_a_value(self.store, new),
                 )
                 if placed.writes:
                     new, others, events = placed.writes[0], placed.writes[1:], placed.events[1:]
+                    ended_by = placed.events[0].data.get("superseded_by")
                     changed = sorted(
                         {*changed, *(k for k in ("status", "valid_to") if getattr(old, k) != getattr(new, k))}
                     )
             kind = "memory.archived" if "archived" in changed and new.archived else "memory.updated"
             data: dict[str, Any] = {"namespace": new.namespace, "fields": changed}
+            if "valid_to" in changed and ended_by is not None:  # the value that ends it, should it leave
+                data["superseded_by"] = ended_by
             if "text" in changed:
                 data.update(old_text=old.text, text=new.text)
             event = Event(

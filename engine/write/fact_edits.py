@@ -16,7 +16,8 @@ validity (valid_from, valid_to) does not move.
   statement, and the older of them ends when the newer begins; then the edited fact meets the rest of
   its key's timeline as a fact back from the archive does (`supersession.reconcile`): values that held
   at its time end there, a later value makes it history, an equal tie disputes; a fact that had ended
-  keeps its end there;
+  keeps an end of its own (a negation, a PATCH), and one a value gave it is where its key's next value
+  now begins;
 - a key it left: the facts it had ended (an event of theirs names it as `superseded_by`) hold again,
   until the next value of the key, or as its current value when nothing else holds it (reason
   "reinstated"), as when it is deleted or archived (`supersession.settle_keys_left`);
@@ -40,6 +41,7 @@ from engine.write.ingest import draft_to_memory
 from engine.write.supersession import (
     contrary_for,
     contrary_key,
+    ended_by_a_value,
     existing_for,
     keys_read,
     reconcile,
@@ -154,7 +156,12 @@ def commit_edit(memories: MemoryService, org_id: str, memory_id: str, plan: Edit
         if (before.keys, before.object, before.unit) != (after.keys, after.object, after.unit):
             now = memories.clock()
             _settle_own_key(store, after, now)
-            left = [key for key in before.keys or [] if key not in (after.keys or [])]
+            # a key it left, or where it no longer states the value it stated there
+            left = [
+                key
+                for key in before.keys or []
+                if key not in (after.keys or []) or not same_value(before, after)
+            ]
             settle_keys_left(store, before, now, left)
             if contrary_key(before) != contrary_key(after) or not same_value(before, after):
                 reinstate_contrary(store, before, now)  # the stance it stated is no longer stated
@@ -179,10 +186,16 @@ def _settle_own_key(store: Store, fact: Memory, now: datetime) -> None:
     on its key's timeline as a fact back from the archive is (`supersession.reconcile`)."""
     if not fact.keys or fact.archived:
         return
-    # a value that had ended (history of its old key) keeps its end, as one back from the archive does
+    # an end of its own (a negation, a PATCH) is kept, one a value gave it is placed again, as for a fact
+    # back from the archive
     fresh = msgspec.structs.replace(fact, status="active") if _is_current(fact) else fact
     placed = reconcile(
-        fresh, existing_for(store, fact), now=now, reason="edited", contrary=contrary_for(store, fact)
+        fresh,
+        existing_for(store, fact),
+        now=now,
+        reason="edited",
+        contrary=contrary_for(store, fact),
+        end_given=ended_by_a_value(store, fact),
     )
     if not placed.writes:
         return

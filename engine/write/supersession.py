@@ -57,8 +57,9 @@ write elsewhere must never leave it with no current value.
 - Mode "off": the memory is stored as given, others untouched (UPSERTED).
 - A memory without keys is simply stored (UPSERTED).
 - A fact taken back from the archive (`reconcile`) meets the key's values again by the same timeline
-  rule (an ended one keeps its end), so a key never holds two values at once; a stance ends its
-  contrary again.
+  rule (an ended one keeps an end of its own; one a value gave it is where the key's next value now
+  begins, that value may have left meanwhile), so a key never holds two values at once and its timeline
+  is that of the values in it, whatever the order they came and went in; a stance ends its contrary again.
 - A fact that leaves its keys (deleted, archived, moved to another space, edited away:
   `settle_keys_left`) gives back what it superseded: those facts hold until the key's next value, or
   again as its current value (`reinstate`; in a multi-valued key only the same value counts), a
@@ -281,7 +282,8 @@ def _resumed(old: Memory, t: datetime, now: datetime) -> tuple[Memory, Memory | 
     said after `t` (a new memory, until `old`'s own end), if it was: `old` keeps the restatements
     before `t`, the new fact those after the one it starts at."""
     times = restated_times(old)
-    after = [x for x in times if x > t]
+    # said again at or after its own end, it resumes nothing there (that end's value holds then)
+    after = [x for x in times if x > t and (old.valid_to is None or x < old.valid_to)]
     if not after:
         return old, None
     start = after[0]
@@ -319,12 +321,18 @@ def _one_after_another(resumed: list[Memory]) -> list[Memory]:
 
 
 def _written_again(
-    resumed: Sequence[Memory], now: datetime, writes: list[Memory], events: list[Event]
+    resumed: Sequence[Memory],
+    now: datetime,
+    writes: list[Memory],
+    events: list[Event],
+    values: Sequence[Memory] = (),
 ) -> list[str]:
-    """The `resumed` facts (`_resumed`) added to `writes` with their creation events (naming the one
-    that ends a fact `_one_after_another` ended); their ids."""
+    """The `resumed` facts (`_resumed`) added to `writes` with their creation events (naming the value
+    that ends each: one `_one_after_another` ended it at, or the one of `values`, the key's others, that
+    begins where the fact it resumes ended, so that value leaving gives it back); their ids."""
     for again in resumed:
-        by = next((o.memory_id for o in resumed if again.valid_to == effective_time(o)), None)
+        enders = [*resumed, *(o for o in values if not _is_statement(o))]
+        by = next((o.memory_id for o in enders if again.valid_to == effective_time(o)), None)
         writes.append(again)
         events.append(_created(again, now, "UPSERTED", resumes=again.provenance["resumes"], superseded_by=by))
     return [m.memory_id for m in resumed]
@@ -354,7 +362,7 @@ def resolve(
     t_new = effective_time(new)
     current = [m for m in others if _is_current(m) and not _is_statement(m)]
     if negated:
-        return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now)
+        return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now, others)
     if is_single_valued(new.predicate or "") and (placed := _in_order(new, others, t_new, now)):
         return placed
     same = [m for m in current if same_value(m, new)]
@@ -438,7 +446,9 @@ def _multi(new: Memory, contrary: list[Memory], t_new: datetime, now: datetime) 
     return _placed(stored, ended, [], t_new, now, history=bool(later), ended_by=by)
 
 
-def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+def _negate(
+    new: Memory, holding: list[Memory], t_new: datetime, now: datetime, others: Sequence[Memory] = ()
+) -> Resolution:
     by_kind = spec_for(new.predicate or "").by_kind
     if new.object is None:
         targets = holding
@@ -458,7 +468,7 @@ def _negate(new: Memory, holding: list[Memory], t_new: datetime, now: datetime) 
         events.append(event)
         if again is not None:
             resumed.append(again)
-    again_ids = _written_again(resumed, now, writes, events)
+    again_ids = _written_again(resumed, now, writes, events, others)
     rest = [m for m in holding if m not in targets and not _is_statement(m)]
     changed: dict[str, tuple[Memory, Event]] = {}
     disputed = any(m.status == "disputed" for m in targets)
@@ -519,7 +529,7 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
     ended += said
     if any(conf(m) > conf_new for m in ties):  # a stronger value holds from t_new: the new one never held
         stored = msgspec.structs.replace(new, status="superseded", valid_to=t_new)
-        return _placed(stored, ended, [], t_new, now, history=True, resumed=resumed)
+        return _placed(stored, ended, [], t_new, now, history=True, resumed=resumed, values=others)
     equal_tie = [m for m in ties if conf(m) == conf_new]
     ended += [m for m in ties if conf(m) < conf_new]
     stored, by = new, None
@@ -528,7 +538,9 @@ def _single(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -
         stored = msgspec.structs.replace(stored, status="superseded", valid_to=at)
     if equal_tie:
         stored = msgspec.structs.replace(stored, status="disputed")
-    return _placed(stored, ended, equal_tie, t_new, now, history=bool(later), resumed=resumed, ended_by=by)
+    return _placed(
+        stored, ended, equal_tie, t_new, now, history=bool(later), resumed=resumed, ended_by=by, values=others
+    )
 
 
 def _placed(
@@ -541,10 +553,12 @@ def _placed(
     history: bool = False,
     resumed: Sequence[Memory] = (),
     ended_by: str | None = None,
+    values: Sequence[Memory] = (),
 ) -> Resolution:
     """The writes and events of a value placed on its key's timeline: `stored` itself, the facts it
     ends at `t_new`, the ties it disputes, and the `resumed` values said again after it (`_resumed`).
-    `ended_by`: the later value that ends `stored` (history), named in its event as `superseded_by`."""
+    `ended_by`: the later value that ends `stored` (history), named in its event as `superseded_by`;
+    `values`: the key's other values (`_written_again`)."""
     writes: list[Memory] = [stored]
     events: list[Event] = []
     for old in ended:
@@ -560,7 +574,7 @@ def _placed(
                 _event("memory.updated", marked, now, reason="disputed", disputed_with=stored.memory_id)
             )
         disputed.append(old.memory_id)
-    again_ids = _written_again(resumed, now, writes, events)
+    again_ids = _written_again(resumed, now, writes, events, values)
     superseded = [m.memory_id for m in ended]
     action: Action = "SUPERSEDED" if superseded else "UPSERTED"
     events.insert(0, _created(stored, now, action, supersedes=superseded or None, disputed=disputed or None,
@@ -586,22 +600,28 @@ def reconcile(
     now: datetime,
     reason: str = "unarchived",
     contrary: Sequence[Memory] = (),
+    end_given: bool = False,
 ) -> Resolution:
     """A fact that comes back (from the archive, or edited to another value) meets the other values of
     its key again: placed on the key's timeline as if written anew at its own time, so the values that
     held when it began end then. A current fact of the same value is the same statement made twice: the
     earlier of the two ends when the later began (or, on a single-valued key, when a value between them
-    began). A fact that had ended (superseded, negated, or given a
-    valid_to) keeps its end, or ends sooner when a value written meanwhile began before that. A
+    began). A fact that had ended by its own end (negated, or given a valid_to) keeps it, or ends sooner
+    when a value written meanwhile began before that; an end a value gave it (`end_given`,
+    `ended_by_a_value`) is not kept, since that value may have left while this fact was away: the values
+    in the key now say where it ends. A
     multi-valued key keeps its other values. Nothing changes for a fact without a key or one that never
     held. A stance ends its `contrary` as a new one does. Its first event says `reason` and is
     `memory.updated` (the fact already exists)."""
     others = [m for m in existing if m.memory_id != memory.memory_id]
     unchanged = Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
     t = effective_time(memory)
-    if not memory.keys or (memory.valid_to is not None and memory.valid_to <= t):
+    given = end_given and memory.valid_to is not None
+    if not memory.keys or (memory.valid_to is not None and memory.valid_to <= t and not given):
         return unchanged
-    current = _is_current(memory)
+    # written anew at its time: open, until the key's values say otherwise
+    anew = msgspec.structs.replace(memory, status="active", valid_to=None) if given else memory
+    current = _is_current(anew)
     single = is_single_valued(memory.predicate or "")
     if not current and not single:
         return unchanged
@@ -619,12 +639,12 @@ def reconcile(
             writes=[ended],
             events=[msgspec.structs.replace(event, data={**event.data, "reason": reason})],
         )
-    twin_ends = [_end(m, t, now, memory.memory_id, "same value") for m in twins]
+    twin_ends = [_tie_kept(m, *_end(m, t, now, memory.memory_id, "same value")) for m in twins]
     rest = [m for m in others if m not in twins]
     if single:
-        fresh = memory if memory.valid_to is None else msgspec.structs.replace(memory, valid_to=None)
+        fresh = anew if anew.valid_to is None else msgspec.structs.replace(anew, valid_to=None)
         placed = _single(fresh, rest, t, now)
-        if memory.valid_to is not None:
+        if anew.valid_to is not None:
             kept = _kept_end(placed.writes[0], memory)
             if kept.valid_to != placed.writes[0].valid_to:  # its own end, not a later value's
                 first = placed.events[0]
@@ -632,7 +652,7 @@ def reconcile(
                 placed.events[0] = msgspec.structs.replace(first, data=data)
             placed.writes[0] = kept
     else:
-        placed = _multi(memory, [m for m in contrary if m.memory_id != memory.memory_id], t, now)
+        placed = _multi(anew, [m for m in contrary if m.memory_id != memory.memory_id], t, now)
     if placed.writes == [memory] and not twin_ends:
         return unchanged
     first = placed.events[0]
@@ -673,13 +693,33 @@ def same_space(a: Memory, b: Memory) -> bool:
 
 
 def settle_lone_dispute(store: Store, fact: Memory, key: str, now: datetime) -> None:
-    """A value of `key` in `fact`'s space disputed with nothing left to dispute it (the other value
-    ended, archived or moved away) becomes active."""
-    rows = store.find_by_key(fact.org_id, fact.namespace, key)
-    current = [m for m in rows if _is_current(m) and not m.archived and same_space(m, fact)]
-    if (settled := _undisputed(current, now)) is not None:
-        store.put_memories([settled[0]])
-        store.append_events([settled[1]])
+    """A value of `key` in `fact`'s space disputed with nothing left to dispute it is no tie (reason
+    "undisputed"): a current one with no other current value (the other ended, archived, moved or edited
+    away) is active again; a past one with no other value of its time left (archived, deleted, moved or
+    edited away) is history, as if that value had never been there."""
+    rows = [
+        m
+        for m in store.find_by_key(fact.org_id, fact.namespace, key)
+        if not m.archived and same_space(m, fact) and not _is_statement(m)
+    ]
+    settled = []
+    for m in rows:
+        t = effective_time(m)
+        # a current value is disputed by another current one (a side that ended is history), a past one
+        # by a value of its time
+        rivals = [
+            o for o in rows
+            if o.memory_id != m.memory_id and not same_value(o, m)
+            and (_is_current(o) if _is_current(m) else effective_time(o) == t and _holds_at(o, t))
+        ]  # fmt: skip
+        if m.status == "disputed" and not rivals:
+            alone = msgspec.structs.replace(
+                m, status="active" if m.valid_to is None else "superseded", updated_at=now
+            )
+            settled.append((alone, _event("memory.updated", alone, now, reason="undisputed")))
+    if settled:
+        store.put_memories([m for m, _ in settled])
+        store.append_events([e for _, e in settled])
 
 
 def settle_keys_left(store: Store, gone: Memory, now: datetime, keys: Iterable[str] | None = None) -> None:
@@ -702,7 +742,8 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
     rows = [
         m
         for m in store.find_by_key(gone.org_id, gone.namespace, key)
-        if m.memory_id != gone.memory_id and same_space(m, gone)
+        # an edit to another value leaves the fact in the key, as that value
+        if (m.memory_id != gone.memory_id or not same_value(m, gone)) and same_space(m, gone)
     ]
     ended = _ended_by(store, rows, gone)
     if not ended:
@@ -710,7 +751,28 @@ def reinstate(store: Store, gone: Memory, key: str, now: datetime) -> None:
     held = [m for m in rows if not m.archived]
     if not is_single_valued(ended[0].predicate or "") and not _is_statement(ended[0]):
         held = [m for m in held if same_value(m, ended[0])]  # other values of a list never end it
-    _give_back(store, ended, held, t, now)
+    elif at_t := [m for m in ended if effective_time(m) == t and not _is_statement(m)]:
+        ended = [m for m in ended if m not in at_t]
+        _placed_again(store, at_t, [m for m in held if m not in at_t], t, now)
+    if ended:
+        _give_back(store, ended, held, t, now)
+
+
+def _placed_again(store: Store, said: list[Memory], held: list[Memory], t: datetime, now: datetime) -> None:
+    """Values of `gone`'s own time that it ended (the same value said twice, or a weaker value), given back:
+    each placed on the key's timeline as if written anew at `t` (a tie with a value of that time, history
+    when a later one begins); one whose value another fact holds at `t` stays as it is."""
+    for m in said:
+        if any(same_value(o, m) and _holds_at(o, t) for o in held):
+            continue
+        placed = _single(msgspec.structs.replace(m, status="active", valid_to=None), held, t, now)
+        first = placed.events[0]
+        placed.events[0] = msgspec.structs.replace(
+            first, type="memory.updated", data={**first.data, "reason": "reinstated"}
+        )
+        store.put_memories(placed.writes)
+        store.append_events(placed.events)
+        held = [o for o in held if o.memory_id not in {w.memory_id for w in placed.writes}] + placed.writes
 
 
 def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
@@ -738,11 +800,12 @@ def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
 
 
 def _ended_by(store: Store, rows: list[Memory], gone: Memory) -> list[Memory]:
-    """The facts of `rows` that `gone` ended: superseded where it began, by it (`_superseded_by`)."""
+    """The facts of `rows` that `gone` ended: superseded (or a tie kept in its history) where it began, by
+    it (`_superseded_by`)."""
     t = effective_time(gone)
     return [
         m for m in rows
-        if m.status == "superseded" and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
+        if m.status in ("superseded", "disputed") and m.valid_to == t and _superseded_by(store, m, gone.memory_id)
     ]  # fmt: skip
 
 
@@ -768,10 +831,22 @@ def _give_back(store: Store, ended: list[Memory], held: list[Memory], t: datetim
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
-    """Whether `by` ended `memory`: the last event that set its end (`memory.superseded`, the write that
-    stored or placed it as history, a reinstatement, a PATCH of its `valid_to`) names `by` as
-    `superseded_by`. Type and entity narrow the read on PostgreSQL, whose events have no memory-id
-    column."""
+    """Whether `by` ended `memory`: the last event that set its end names `by` as `superseded_by`."""
+    last = _last_end(store, memory)
+    return last is not None and last.data.get("superseded_by") == by
+
+
+def ended_by_a_value(store: Store, memory: Memory) -> bool:
+    """Whether `memory`'s end is where a value of its key began (the last event that set it names that
+    value), not one of its own (a negation, a PATCH of its `valid_to`)."""
+    last = _last_end(store, memory)
+    return memory.valid_to is not None and last is not None and last.data.get("superseded_by") is not None
+
+
+def _last_end(store: Store, memory: Memory) -> Event | None:
+    """The last event that set `memory`'s end (`memory.superseded`, the write that stored or placed it as
+    history, a reinstatement, a PATCH of its `valid_to`). Type and entity narrow the read on PostgreSQL,
+    whose events have no memory-id column."""
     last: tuple[int, Event] | None = None
     for kind in ("memory.superseded", "memory.created", "memory.updated"):
         after = None
@@ -790,7 +865,7 @@ def _superseded_by(store: Store, memory: Memory, by: str) -> bool:
             if len(page) < SUPERSEDED_EVENTS_PAGE:
                 break
             after = page[-1][0]
-    return last is not None and last[1].data.get("superseded_by") == by
+    return last[1] if last is not None else None
 
 
 def _sets_end(e: Event) -> bool:
