@@ -26,7 +26,10 @@ from engine.embed.passages import all_passages, passage_model
 from engine.models import text_hash
 from engine.pools import LazyPool
 from engine.storage.base import Store, Vector
-from loci.wire.tuning import TUNING
+
+#: deferred vectors held per LRU entry: a whole write batch's texts and passages fit (a batch holds far fewer
+#: texts than the LRU, and most texts have no passages), while the held vectors stay bounded
+_UNSAVED_PER_TEXT = 17
 
 #: threads for query embeddings of an embedder that cannot begin its own (they wait on the embedder)
 _QUERY_POOL = LazyPool(16, "loci-query-embed")
@@ -55,7 +58,7 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         #: (store model, text hash) -> a vector embedded with defer=True, not stored yet
         self._unsaved: OrderedDict[tuple[str, str], Vector] = OrderedDict()
-        self._unsaved_size = lru_size * (1 + TUNING.max_passages)  # room for a whole batch's passages
+        self._unsaved_size = lru_size * _UNSAVED_PER_TEXT
         #: called with each call's stats (e.g. the server's cache hit/miss counters)
         self.listener: Callable[[EmbedStats], None] | None = None
 

@@ -6,9 +6,12 @@ too (`engine.retrieval.channels.passage_lift`). Passage vectors are stored under
 (`passage_model`): looked up by text hash only, they stay out of the vector indexes and plans of the
 model's memory vectors.
 
-A passage is a sentence (split after `.`, `!` or `?` and at line breaks) of at least `MIN_CHARS`
-characters; the first `TUNING.max_passages` are kept, and a text with fewer than two has none (its
-whole vector is its only sentence's).
+A passage is a sentence (split after `.`, `!` or `?` followed by whitespace, after `。`, `！`, `？`, `｡`,
+`।` or `॥` with or without it, and at line breaks) at least `MIN_CHARS` wide, each distinct sentence
+once; a text with fewer than two has none (its whole vector is its only sentence's). A text with more
+than `TUNING.max_passages` sentences has runs of consecutive ones as passages instead, as many to a run
+as it takes to stay within that number: a sentence anywhere in a document can lift it and be shown, and
+a 20,000-character document's runs stay a few hundred characters, well within the embedder's window.
 """
 
 from __future__ import annotations
@@ -22,7 +25,18 @@ from loci.wire.tuning import TUNING
 
 SUFFIX = "#passages"
 MIN_CHARS = 20  # shorter sentences ("Thanks!", "Sure.") match everything a little and say nothing
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+#: a full stop of the scripts written without a space after it ends a sentence as it is; more stops
+#: or a closing mark after it stay in that sentence
+_STOPS = "。！？｡।॥"
+_CLOSE = "」』”’）)"
+_SPLIT = re.compile(
+    rf"(?<=[.!?])\s+|(?:(?<=[{_STOPS}])|(?<=[{_STOPS}][{_CLOSE}]))(?![{_STOPS}{_CLOSE}])\s*|\n+"
+)
+#: a character two columns wide (Han, kana, Hangul, full-width forms): one says about as much as a word
+_WIDE = re.compile(
+    "[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7a3"
+    "\uf900-\ufaff\ufe30-\ufe4f\uff01-\uff60\uffe0-\uffe6\U00020000-\U0003fffd]"
+)
 
 
 def passage_model(model: str) -> str:
@@ -34,19 +48,44 @@ def is_passage_model(model: str) -> bool:
     return model.endswith(SUFFIX)
 
 
+def _wide_enough(part: str) -> bool:
+    """At least `MIN_CHARS` columns: a wide character counts two."""
+    return len(part) >= MIN_CHARS or len(part) + len(_WIDE.findall(part)) >= MIN_CHARS
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """The spans of the distinct sentences of `text` wide enough to be passages, in order."""
+    spans: list[tuple[int, int]] = []
+    seen: set[str] = set()
+    start = 0
+    for cut in [*((m.start(), m.end()) for m in _SPLIT.finditer(text)), (len(text), len(text))]:
+        part = text[start : cut[0]]
+        stripped = part.strip()
+        if stripped and stripped not in seen and _wide_enough(stripped):
+            seen.add(stripped)
+            at = start + len(part) - len(part.lstrip())
+            spans.append((at, at + len(stripped)))
+        start = cut[1]
+    return spans
+
+
 @lru_cache(maxsize=16384)  # retrieval sees the same long candidates request after request
 def passages(text: str) -> tuple[str, ...]:
-    """The passages of `text`, or () when it is not longer than `TUNING.passage_min_chars`."""
+    """The passages of `text`, or () when it is not longer than `TUNING.passage_min_chars`. Each is a
+    stretch of `text` as written (a line showing it finds it there, `engine.retrieval.render.snippet`)."""
     if len(text) <= TUNING.passage_min_chars:
         return ()
-    found: dict[str, None] = {}
-    for part in _SPLIT.split(text):
-        part = part.strip()
-        if len(part) >= MIN_CHARS:
-            found.setdefault(part)
-            if len(found) == TUNING.max_passages:
-                break
-    return tuple(found) if len(found) > 1 else ()
+    spans = _sentences(text)
+    if len(spans) < 2:
+        return ()
+    run = -(-len(spans) // TUNING.max_passages)  # sentences to a passage
+    if run == 1:
+        return tuple(text[a:b] for a, b in spans)
+    return tuple(
+        dict.fromkeys(
+            text[spans[i][0] : spans[min(i + run, len(spans)) - 1][1]] for i in range(0, len(spans), run)
+        )
+    )
 
 
 @lru_cache(maxsize=16384)

@@ -256,8 +256,8 @@ def recent_events(store: Store, scope: Scope, limit: int = RECENT_EVENTS_FETCH) 
 #: a long text's stored passages and their vectors stacked, row by row
 Rows = tuple[tuple[str, ...], npt.NDArray[np.float32]]
 #: (model, text hash) -> its complete `Rows`: candidates recur request after request, and stacking their
-#: vectors costs more than the product
-_PASSAGE_ROWS: BoundedMap[tuple[str, str], Rows] = BoundedMap(1024)
+#: vectors costs more than the product; bounded by rows held, as a long document has many
+_PASSAGE_ROWS: BoundedMap[tuple[str, str], Rows] = BoundedMap(16 * 1024, weigh=lambda rows: len(rows[0]))
 
 
 def passage_rows(embeddings: EmbeddingCache, texts: Sequence[str]) -> tuple[dict[str, Rows], int]:

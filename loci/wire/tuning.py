@@ -116,8 +116,9 @@ class Tuning(msgspec.Struct, frozen=True, kw_only=True):
     #: a passage lifts its memory only when it is at most this much less similar to the query than the
     #: best whole-text match: a chatty turn's one loosely related sentence is not worth its tokens
     passage_margin: float = 0.15
-    #: passages embedded per memory text, the first ones
-    max_passages: int = 16
+    #: passages embedded per memory text at most: past this many sentences a passage is a run of them
+    #: (`engine.embed.passages`), so a passage of a 20,000-character document stays a few hundred characters
+    max_passages: int = 128
     #: the graph channel's seeds per query
     max_seeds: int = 16
     #: places MMR chooses when rerank is on; the rest follow by relevance

@@ -30,10 +30,48 @@ def test_short_texts_and_single_sentences_have_none() -> None:
     assert passages(at_limit) == ()
 
 
-def test_at_most_max_passages_are_kept() -> None:
-    text = " ".join(f"This is sentence number {i} of a very long turn." for i in range(60))
-    assert len(passages(text)) == TUNING.max_passages
-    assert passages(text)[0].startswith("This is sentence number 0 ")
+def test_every_sentence_is_a_passage_up_to_max_passages() -> None:
+    text = " ".join(f"This is sentence number {i} of a very long turn." for i in range(TUNING.max_passages))
+    assert passages(text) == tuple(
+        f"This is sentence number {i} of a very long turn." for i in range(TUNING.max_passages)
+    )
+
+
+def test_past_max_passages_runs_of_sentences_cover_the_whole_text() -> None:
+    """2 x 128 + 1 sentences: runs of three (ceil(257 / 128)), 86 of them, the last of two."""
+    sentences = [
+        f"This is sentence number {i} of a very long document." for i in range(2 * TUNING.max_passages + 1)
+    ]
+    text = "\n".join(sentences)
+    found = passages(text)
+    assert len(found) == 86 <= TUNING.max_passages
+    assert found[0] == "\n".join(sentences[0:3])  # as written: a line showing it finds it in the text
+    assert found[33] == "\n".join(sentences[99:102])  # the 101st sentence
+    assert found[-1] == "\n".join(sentences[255:257])
+
+
+def test_sentences_end_at_the_stops_of_scripts_written_without_a_space() -> None:
+    chinese = "我们下周一在北京的总部开会讨论新项目的预算。服务器机房的门禁密码是四四一七！你知道明天的会议在几点开始吗？好的。"
+    assert len(chinese * 4) > TUNING.passage_min_chars
+    assert passages(chinese * 4) == (
+        "我们下周一在北京的总部开会讨论新项目的预算。",
+        "服务器机房的门禁密码是四四一七！",
+        "你知道明天的会议在几点开始吗？",
+    )  # "好的。" is three characters, six columns: too short; each sentence once
+    quoted = (
+        "他说：“我们下周一在北京的总部开会吧！？”然后他就离开了会议室。我们一起去公司楼下的餐厅吃了午饭。"
+    )
+    assert len(quoted * 5) > TUNING.passage_min_chars
+    assert passages(quoted * 5) == (
+        "他说：“我们下周一在北京的总部开会吧！？”",
+        "然后他就离开了会议室。",  # 11 characters, 22 columns
+        "我们一起去公司楼下的餐厅吃了午饭。",
+    )
+    hindi = "दिल्ली भारत की राजधानी है और यहाँ बहुत लोग रहते हैं।सर्वर रूम का दरवाज़ा कोड 4417 है। " * 3
+    assert passages(hindi) == (
+        "दिल्ली भारत की राजधानी है और यहाँ बहुत लोग रहते हैं।",
+        "सर्वर रूम का दरवाज़ा कोड 4417 है।",
+    )
 
 
 def test_all_passages_lists_those_of_the_long_texts_once() -> None:
