@@ -207,7 +207,7 @@ class Observability:
         if not shared:
             return generate_latest(self.registry)
         every_process = CollectorRegistry()
-        MultiProcessCollector(every_process, path=shared)
+        MultiProcessCollector(every_process, path=shared)  # type: ignore[no-untyped-call]
         for collector in self.stored:
             every_process.register(collector)
         return generate_latest(every_process)
