@@ -68,3 +68,8 @@ def shift(value: datetime, delta: timedelta) -> datetime:
         return value + delta
     except OverflowError:
         return _MAX if delta > timedelta(0) else _MIN
+
+
+def rfc3339(value: datetime) -> str:
+    """`value` in UTC as the API writes every date-time: `2024-06-10T00:00:00Z` (not `+00:00`)."""
+    return to_utc(value).isoformat().replace("+00:00", "Z")

@@ -80,6 +80,7 @@ from engine.extract.rules.text import slug
 from engine.ids import event_id, memory_id
 from engine.models import Event, Memory
 from engine.storage.base import EventQuery, Store
+from engine.timeutil import rfc3339
 from engine.write.predicates import conflict_key, is_single_valued, spec_for
 
 Mode = Literal["smart", "off"]
@@ -211,7 +212,7 @@ def _created(new: Memory, now: datetime, action: Action, **data: Any) -> Event:
 def _end(old: Memory, at: datetime, now: datetime, by: str | None, reason: str) -> tuple[Memory, Event]:
     ended = msgspec.structs.replace(old, status="superseded", valid_to=at, updated_at=now)
     return ended, _event(
-        "memory.superseded", ended, now, superseded_by=by, valid_to=at.isoformat(), reason=reason
+        "memory.superseded", ended, now, superseded_by=by, valid_to=rfc3339(at), reason=reason
     )
 
 
@@ -240,7 +241,7 @@ def _with_restated(m: Memory, times: Iterable[datetime]) -> Memory:
     kept = sorted(set(times))[-RESTATED_MAX:]
     provenance = {k: v for k, v in m.provenance.items() if k != "restated_at"}
     if kept:
-        provenance["restated_at"] = [t.isoformat() for t in kept]
+        provenance["restated_at"] = [rfc3339(t) for t in kept]
     return msgspec.structs.replace(m, provenance=provenance)
 
 
@@ -268,7 +269,7 @@ def _skip(new: Memory, same: Memory, now: datetime) -> Resolution:
         data["confidence"] = new.confidence
     if restated:
         kept = _with_restated(kept, [*times, t_new])
-        data["restated_at"] = t_new.isoformat()
+        data["restated_at"] = rfc3339(t_new)
     reason = "confirmed" if raised else "restated"
     return Resolution(
         outcome=Outcome(memory_id=same.memory_id, action="SKIPPED"),
@@ -410,7 +411,7 @@ def _begun_sooner(fact: Memory, holding: list[Memory], t_new: datetime, now: dat
         [*restated_times(fact), effective_time(fact)],
     )
     writes = [moved]
-    events = [_event("memory.updated", moved, now, reason="said sooner", valid_from=t_new.isoformat())]
+    events = [_event("memory.updated", moved, now, reason="said sooner", valid_from=rfc3339(t_new))]
     for old in holding:
         ended, event = _end(old, t_new, now, fact.memory_id, "superseded")
         writes.append(ended)

@@ -150,7 +150,7 @@ def test_an_edit_to_another_value_drops_the_times_the_old_one_was_said(store: St
     so a value dated between ends Chicago for good, not until April."""
     (boston,) = _said(store, "I live in Boston.", T1)
     _said(store, "I live in Boston.", T2)
-    assert _get(store, boston).provenance["restated_at"] == [T2.isoformat()]
+    assert _get(store, boston).provenance["restated_at"] == [T2.isoformat().replace("+00:00", "Z")]
     edited = _edit(store, boston, "User lives in Chicago")
     assert "restated_at" not in edited.provenance
     (denver,) = _said(store, "I live in Denver.", T1 + timedelta(days=10))

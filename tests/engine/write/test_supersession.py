@@ -185,7 +185,9 @@ def test_a_value_said_again_keeps_the_time_and_a_backdated_value_ends_there() ->
     again = resolve(fact("lives_in", "ent:paris", at=jun, confidence=0.5), [paris], now=NOW)
     assert again.outcome.action == "SKIPPED" and again.outcome.memory_id == paris.memory_id
     (kept,) = again.writes
-    assert kept.provenance["restated_at"] == [jun.isoformat()] and kept.confidence == 0.8
+    assert (
+        kept.provenance["restated_at"] == [jun.isoformat().replace("+00:00", "Z")] and kept.confidence == 0.8
+    )
     assert [(e.type, e.data["reason"]) for e in again.events] == [("memory.updated", "restated")]
     assert resolve(fact("lives_in", "ent:paris", at=jun), [kept], now=NOW).writes == []  # known already
 
@@ -219,7 +221,7 @@ def test_a_value_said_before_it_began_begins_then() -> None:
     writes = by_id(res.writes)
     assert set(writes) == {rome.memory_id, paris.memory_id}  # no new row
     assert writes[paris.memory_id].valid_from == jan and writes[paris.memory_id].status == "active"
-    assert writes[paris.memory_id].provenance["restated_at"] == [jun.isoformat()]
+    assert writes[paris.memory_id].provenance["restated_at"] == [jun.isoformat().replace("+00:00", "Z")]
     assert writes[rome.memory_id].valid_to == jan
     alone = resolve(fact("lives_in", "ent:paris", at=jan), [paris], now=NOW)
     assert alone.outcome.action == "SKIPPED" and alone.writes[0].valid_from == jan
