@@ -50,6 +50,7 @@ class HeldoutConfig(msgspec.Struct, frozen=True, kw_only=True):
     embedder: str = "minilm"
     store: str = "memory"
     limit: int | None = None  # the first N conversations
+    limit_questions: int | None = None  # the first N questions of each conversation
 
 
 class HeldoutResult(msgspec.Struct, kw_only=True):
@@ -75,6 +76,7 @@ def _run_config(config: HeldoutConfig, retrieval: Mapping[str, Any], budget: int
         categories=config.categories,
         baselines=False,
         limit=config.limit,
+        limit_questions=config.limit_questions,
     )
 
 
@@ -93,7 +95,9 @@ def halves(conversation_ids: Sequence[str], split: Sequence[str]) -> dict[str, l
 def _replay(dataset: Any, config: HeldoutConfig, configs: Mapping[str, ReplayConfig]) -> Any:
     first = next(iter(configs.values()))
     keep = question_filter(_run_config(config, {}, config.budget))
-    records = replay_many(dataset, EngineBackend(first), configs, questions=keep)
+    records = replay_many(
+        dataset, EngineBackend(first), configs, questions=keep, limit_questions=config.limit_questions
+    )
     return {name: metrics_frame(score(r) for r in recs) for name, recs in records.items()}
 
 

@@ -217,6 +217,7 @@ def _heldout(args: argparse.Namespace) -> int:
         embedder=_embedder(args),
         store=_store(args),
         limit=args.limit,
+        limit_questions=args.limit_questions,
     )
     print_heldout(run_heldout(config, out_dir=args.out), sys.stdout)
     return 0

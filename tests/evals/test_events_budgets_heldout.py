@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine.errors import InvalidInput
 from evals.heldout import HeldoutConfig, halves, run_heldout
 from evals.loaders import load_dataset
+from evals.replay_many import replay_many
 from evals.run import CHOSEN, RunConfig, budget_table, configurations, run_eval, select
 from tests.evals._tiny import tiny_dataset
 
@@ -87,3 +89,27 @@ def test_heldout_from_the_command_line_takes_every_category_of_a_dataset(
     assert "held-out recall_in_context_whole" in capsys.readouterr().out
     assert main([*argv, "--categories", "multi-hop", "--out", str(tmp_path / "runs")]) == 2
     assert "unknown question categories ['multi-hop']" in capsys.readouterr().err
+
+
+def test_heldout_from_the_command_line_asks_only_the_first_questions_of_each_conversation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--limit-questions 1` asks one of each conversation's four questions, on both halves."""
+    import evals.heldout
+    from evals.model import encode_dataset
+    from server.cli import main
+
+    asked: list[list[str]] = []
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        records = replay_many(*args, **kwargs)
+        asked.append(sorted(r.conversation_id for recs in records.values() for r in recs))
+        return records
+
+    monkeypatch.setattr(evals.heldout, "replay_many", spy)
+    path = tmp_path / "tiny.json"
+    path.write_bytes(encode_dataset(tiny_dataset(entities=2)))
+    argv = ["eval", "heldout", "--dataset", str(path), "--embedder", "hash", "--budgets", "600"]
+    assert main([*argv, "--limit-questions", "1", "--out", str(tmp_path / "runs")]) == 0
+    # the choice on both halves, then each half scored under the other's choice
+    assert asked == [["syn-000", "syn-001"], ["syn-001"], ["syn-000"]]
