@@ -110,6 +110,7 @@ def run(
     rng = random.Random(seed)
     turns, questions = _locomo_texts()
     texts = rng.sample(turns, sample * 3 // 4) + rng.sample(questions, sample - sample * 3 // 4)
+    singles = min(singles, len(texts))  # the header reports how many were encoded one at a time
     if progress is not None:
         print(f"encoder bench: reference vectors for {len(texts)} texts", file=progress, flush=True)
     ref = _reference(texts)
