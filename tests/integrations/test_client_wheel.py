@@ -22,8 +22,9 @@ EXAMPLE = ROOT / "docs" / "examples" / "sdk_quickstart.py"
 HEAVY = ("torch", "faiss-cpu", "onnxruntime", "sentence-transformers", "litestar", "uvicorn", "numpy", "loci")
 
 
-def _run(args: list[str], cwd: Path) -> str:
-    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600, env=_clean_env())
+def _run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    env = {**_clean_env(), **(env or {})}
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -104,6 +105,6 @@ def test_the_client_installs_without_the_server(client_python: Path, tmp_path: P
 def test_the_sdk_quickstart_runs_from_the_wheel(
     client_python: Path, live: LiveServer, tmp_path: Path
 ) -> None:
-    code = EXAMPLE.read_text().replace('"http://127.0.0.1:8080", "loci_..."', f'"{live.url}", "{live.key}"')
-    out = _run([str(client_python), "-c", code], cwd=tmp_path)
+    env = {"LOCI_URL": live.url, "LOCI_API_KEY": live.key}  # what the example reads
+    out = _run([str(client_python), "-c", EXAMPLE.read_text()], cwd=tmp_path, env=env)
     assert "Alice prefers tea" in out and "Berlin" in out, out

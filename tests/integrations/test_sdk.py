@@ -4,6 +4,7 @@ cursor pages, the event stream, and retries that never write twice (through a fa
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 import uuid
@@ -281,7 +282,9 @@ def test_async_client(live: LiveServer) -> None:
 
 def test_readme_example_runs(live: LiveServer) -> None:
     example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sdk_quickstart.py"
-    code = example.read_text().replace('"http://127.0.0.1:8080", "loci_..."', f'"{live.url}", "{live.key}"')
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "LOCI_URL": live.url, "LOCI_API_KEY": live.key}  # what the example reads
+    done = subprocess.run(
+        [sys.executable, "-c", example.read_text()], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert "Alice prefers tea" in done.stdout and "Berlin" in done.stdout
