@@ -12,7 +12,8 @@ does; case folded, so "Straße" is "strasse"), then cut it into terms (`_TERM`):
   character bigrams ("绿茶很好" -> "绿茶", "茶很", "很好"), or the character itself for a run of one, as
   Lucene's CJK analyzer does, so a word inside a sentence is a term of it;
 - an emoji or pictographic symbol, with its skin tone and the emoji it is joined to by ZWJ ("👩‍💻"),
-  or a flag (two regional indicators): one term each, so a memory that is only emoji has terms.
+  or a flag (two regional indicators): one term each, in a text with no other term, so a memory that
+  is only emoji has terms (among words an emoji decorates: "Great news 🎉" has the terms of its words).
 
 Drop the English stop words `STOPWORDS` (the Snowball list PostgreSQL's `english` dictionary uses:
 "what", "did", "when", ... say nothing about a memory) and reduce each word to its Snowball English stem
@@ -129,17 +130,20 @@ def normal(text: str) -> str:
 
 
 def _terms_of(text: str) -> list[str]:
-    """The terms of a `normal` text with combining marks, CJK or pictographs."""
+    """The terms of a `normal` text with combining marks, CJK or pictographs. Pictographs are terms only
+    of a text with no other term: among words they decorate (the same smiley on many turns of a chat
+    would match them all), alone they are what the text says."""
     out: list[str] = []
+    pictographs: list[str] = []
     for m in _TERM.finditer(text):
         t = m.group()
         if m.group("cjk") is not None:
             out.extend([t] if len(t) == 1 else [t[i : i + 2] for i in range(len(t) - 1)])
         elif m.group("emoji") is not None:
-            out.append(t)
+            pictographs.append(t)
         elif t not in STOPWORDS:
             out.append(stem(t))
-    return out
+    return out or pictographs
 
 
 def tokenize(text: str) -> list[str]:

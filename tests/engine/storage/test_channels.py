@@ -361,7 +361,7 @@ def test_cjk_text_is_indexed_as_character_bigrams(store: Store) -> None:
 def test_each_emoji_is_a_term(store: Store) -> None:
     """An emoji or pictograph is a term, with its skin tone and the emoji a zero-width joiner ties it
     to; a flag is its two regional indicators; text or emoji style is the same symbol. So a memory that
-    is only emoji is found by its own text."""
+    is only emoji is found by its own text. Among words an emoji is no term: the words say it."""
     found = _keyword_finder(
         store,
         {
@@ -381,8 +381,10 @@ def test_each_emoji_is_a_term(store: Store) -> None:
         "🇺🇸",
         "❤\u200d🔥",
     ]
-    assert tokenize("a\u200db 🍣\u200d") == ["ab", "🍣"]  # a joiner outside an emoji sequence still joins
-    assert found("🍣") == {"sushi", "text"}
+    assert tokenize("a\u200db \u200d") == ["ab"]  # a joiner outside an emoji sequence still joins
+    assert tokenize("I love sushi 🍣 and ramen") == ["love", "sushi", "ramen"]
+    assert tokenize("I ❤\ufe0f it") == ["❤"]  # no other term: stop words only
+    assert found("🍣") == {"sushi"}
     assert found("🍕") == {"pizza"}
     assert found("\u2615") == {"coffee"}
     assert found("👨\u200d👩\u200d👧") == {"family"}
