@@ -344,8 +344,27 @@ _CHAT_MARKS = re.compile(
     r"(?<![\s\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d])\s*+[\u2600-\u27bf\U0001f000-\U0001faff\ufe0f\u200d]++$"
     r"|(?<!\s)\s++(?:[:;=][-']?[()\[\]DPpOo3/|*]++|<3)$"
 )
-#: hashtags after a value tag the message, they are no part of the value ("Berlin #moving")
-_HASHTAGS = re.compile(rf"(?<=[^\s#])\s++#{LETTER}[\w\-]*+(?:\s++#{LETTER}[\w\-]*+)*+\s*+$")
+#: one hashtag, as a whole word (`_without_hashtags` finds the words from the end, so the search is linear)
+_HASHTAG = re.compile(rf"#{LETTER}[\w\-]*+")
+
+
+def _without_hashtags(text: str) -> str:
+    """`text` without the hashtags that end it, after a word ("Berlin #moving #newlife" -> "Berlin"): they
+    tag the message, they are no part of the value. A text of hashtags alone is left as it is."""
+    end = len(text.rstrip())
+    cut = None
+    while end:
+        start = end
+        while start and not text[start - 1].isspace():
+            start -= 1
+        if not start or not _HASHTAG.fullmatch(text, start, end):
+            break
+        while start and text[start - 1].isspace():
+            start -= 1
+        cut = end = start
+    if cut is None or not cut or text[cut - 1] == "#":
+        return text
+    return text[:cut]
 
 
 #: trailers are short phrases: each pass searches only this many characters at the end (a search of the
@@ -436,10 +455,10 @@ def clean_object(text: str) -> str:
         m = _TRAILERS.search(text, max(0, len(text) - TRAILER_WINDOW))
         if m:
             text = text[: m.start()]
-        for tail in (_CHAT_MARKS, _HASHTAGS):
-            m = tail.search(text, max(0, len(text) - TRAILER_WINDOW))
-            if m:
-                text = text[: m.start()]
+        m = _CHAT_MARKS.search(text, max(0, len(text) - TRAILER_WINDOW))
+        if m:
+            text = text[: m.start()]
+        text = _without_hashtags(text)
         text = trim_ends(text)
     return text
 
