@@ -106,7 +106,8 @@ def _import(args: argparse.Namespace) -> int:
         store.close()
     print(
         f"imported into org {result.org_id!r}: {result.memories} memories ({result.memories_kept} kept as "
-        f"the target has them, {result.memories_left_deleted} it deleted left deleted), {result.embeddings} vectors, "
+        f"the target has them, {result.memories_left_deleted} it deleted left deleted), {result.embeddings} vectors "
+        f"({result.embeddings_unchanged} more the store held already: vectors are kept once per text), "
         f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
         f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked), "
         f"{result.idempotency} idempotency records ({result.idempotency_skipped} expired or already present) "
