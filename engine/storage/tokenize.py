@@ -31,6 +31,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from engine.letters import MARKS, MARKS_BEYOND
+
 _WORD = re.compile(r"\w+")
 
 _STOPWORD_TEXT = (
@@ -58,23 +60,6 @@ def stem(word: str) -> str:
 #: joiner, zero-width no-break space (and the zero-width joiner, but in an emoji sequence: `_DROP`); the
 #: variation selectors (text or emoji style: "☕" and "☕️" are one symbol)
 _HIDDEN = "\u00ad\u200c\u2060\ufeff\ufe00-\ufe0f\U000e0100-\U000e01ef"
-
-
-def _marks() -> tuple[str, str]:
-    """Combining marks (Mn, Mc, Me) as regex class bodies, in the Basic Multilingual Plane and beyond:
-    `\\w` leaves them out, though a vowel sign or virama is part of its word. None lies beyond U+1FFFF
-    but the variation selectors, dropped anyway."""
-    pairs: list[tuple[int, int]] = []
-    for cp in range(0x20000):
-        if unicodedata.category(chr(cp)) in ("Mn", "Mc", "Me"):
-            if pairs and pairs[-1][1] == cp - 1:
-                pairs[-1] = (pairs[-1][0], cp)
-            else:
-                pairs.append((cp, cp))
-    bodies = ["", ""]
-    for lo, hi in pairs:
-        bodies[lo > 0xFFFF] += f"\\U{lo:08x}" if lo == hi else f"\\U{lo:08x}-\\U{hi:08x}"
-    return bodies[0], bodies[1]
 
 
 # Each class comes in two parts, the Basic Multilingual Plane and beyond: `re` tests a class wholly
@@ -107,7 +92,7 @@ _EMOJI = (
     f"{_ONE_PICT}[{_PICT_MOD}]*(?:\u200d{_ONE_PICT}[{_PICT_MOD}]*)*"
     "|[\U0001f1e6-\U0001f1ff]{1,2}|[#*0-9]\u20e3"
 )
-_MARKS, _MARKS_BEYOND = _marks()
+_MARKS, _MARKS_BEYOND = MARKS, MARKS_BEYOND
 _WORD_CHAR = f"[^\\W{_CJK}{_CJK_BEYOND}]"
 _TERM = re.compile(
     f"{_WORD_CHAR}(?:{_WORD_CHAR}|[{_MARKS}]|[{_MARKS_BEYOND}])*"

@@ -16,25 +16,14 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from engine.letters import MARKS
 from engine.redact.base import Detection
 
 # Image/file suffixes that look like TLDs in "icon@2x.png": not e-mail addresses.
 _FILE_SUFFIXES = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "pdf", "txt", "js", "css"})
 
 
-def _class_of_marks() -> str:
-    """The combining marks of the Basic Multilingual Plane (categories Mn, Mc, Me) as a class body."""
-    marks = [cp for cp in range(0x10000) if unicodedata.category(chr(cp)).startswith("M")]
-    ranges: list[tuple[int, int]] = []
-    for cp in marks:
-        if ranges and cp == ranges[-1][1] + 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
-
-
-_M = _class_of_marks()
+_M = MARKS  # combining marks: a decomposed letter's accent is part of its word
 # Scripts written without spaces between words (CJK, kana, Hangul syllables, Thai, Lao, Khmer, Myanmar).
 _SPACELESS = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
 
