@@ -120,7 +120,9 @@ def beyond(
     for item, text in chosen:
         by_day.setdefault(item.group, []).append((item, text))
     lines = [
-        f"{day}: " + " | ".join(t for _, t in sorted(entries, key=lambda e: (e[0].when, e[0].rank)))
+        # facts and documents have no day (`RenderItem.group` is ""): their entries stand alone
+        (f"{day}: " if day else "")
+        + " | ".join(t for _, t in sorted(entries, key=lambda e: (e[0].when, e[0].rank)))
         for day, entries in sorted(by_day.items(), key=lambda d: -max(it.when for it, _ in d[1]))
     ]
     text = "\n".join(lines)
