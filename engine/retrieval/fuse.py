@@ -360,6 +360,9 @@ def _searched(
 
 #: a boosted event stays this far below the direct match of another type it would have passed
 CAP_MARGIN = 1e-6
+#: fused scores equal to this many decimals tie: events capped under one memory land on its score
+#: minus the margin up to float noise, which must not decide their order (it moves with the clock)
+SCORE_DECIMALS = 9
 
 
 def _restates_a_turn(memory: Memory) -> bool:
@@ -383,15 +386,17 @@ def _cap_context_boosts(
     context = _context(boosts)
     if not context.any():
         return
+    # compared to SCORE_DECIMALS: an event matching alike a memory of another type ties with it whatever
+    # the float noise of the sums (it moves with the clock through the recency prior)
     others = sorted(
-        float(weighted[i])
+        round(float(weighted[i]), SCORE_DECIMALS)
         for i, mid in enumerate(ids)
         if mid in memories and memories[mid].type != "event" and not _restates_a_turn(memories[mid])
     )
     if not others:
         return
     for i in np.flatnonzero(context > 0):
-        direct = float(weighted[i] - context[i])
+        direct = round(float(weighted[i] - context[i]), SCORE_DECIMALS)
         at = bisect.bisect_right(others, direct)  # the weakest other memory the event does not beat alone
         if at == len(others):
             continue
@@ -399,11 +404,6 @@ def _cap_context_boosts(
         if weighted[i] > cap:
             keep = max(0.0, (cap - direct) / float(context[i]))
             boosts[i, CONTEXT] *= keep
-
-
-#: fused scores equal to this many decimals tie: events capped under one memory land on its score
-#: minus the margin up to float noise, which must not decide their order (it moves with the clock)
-SCORE_DECIMALS = 9
 
 
 def ranking(fused: Fused) -> npt.NDArray[np.intp]:

@@ -421,6 +421,22 @@ def test_recall_matches(client: TestClient[Litestar], auth: dict[str, str]) -> N
     assert body["request_id"] == r.headers["x-request-id"]
 
 
+def test_the_same_read_ranks_the_same_every_time(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """A note and three events saying the same at the same time tie: read again and again with no
+    `as_of` (the recency prior moves with the clock, and the float noise of the sums with it), one
+    ranking and one set of scores."""
+    at = "2025-04-01T00:00:00Z"
+    items = [{"type": "note", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}]
+    items += [{"type": "event", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}] * 3
+    assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code == 201
+    seen = set()
+    for _ in range(20):
+        r = client.post("/v0/recall", json={"query": "green tea", "entity_id": "ent:alice"}, headers=auth)
+        assert r.status_code == 200, r.text
+        seen.add(tuple((m["memory_id"], round(m["score"], 6)) for m in r.json()["matches"]))
+    assert len(seen) == 1, seen
+
+
 def test_recall_scoping_and_bounds(
     client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker
 ) -> None:

@@ -210,3 +210,21 @@ def test_the_time_boost_lifts_the_memories_of_the_time_the_question_points_to() 
     assert not off.boosts[:, col].any()
     assert f.score[0] - f.score[1] == pytest.approx(off.score[0] - off.score[1] + cfg.time_weight)
     assert not fuse(ids, memories, hits, cfg, reference=NOW).boosts[:, col].any()  # no window
+
+
+@pytest.mark.parametrize("context", [0.15000000000000002, 0.2])
+def test_an_event_that_ties_a_memory_of_another_type_is_capped_alike_whatever_the_float_noise(
+    context: float,
+) -> None:
+    """The cap compares the event's score without its context boosts, a difference whose last bits fall
+    below the tie for one boost and above it for the other: a tie is a tie either way (it went with the
+    clock, so the same read ranked two ways)."""
+    from engine.retrieval.fuse import NEIGHBOR, _cap_context_boosts
+
+    direct = 0.1
+    assert ((direct + 0.15000000000000002) - 0.15000000000000002 < direct) and ((direct + 0.2) - 0.2 > direct)
+    memories = {"n": mem("n", "Alice likes green tea"), "e": mem("e", "Alice likes green tea", type="event")}
+    boosts = np.zeros((2, len(BOOSTS)))
+    boosts[1, NEIGHBOR] = context
+    _cap_context_boosts(["n", "e"], memories, np.array([direct, direct + context]), boosts)
+    assert boosts[1, NEIGHBOR] == context  # it does not beat the note alone, nor does the note beat it
