@@ -427,7 +427,9 @@ def test_the_same_read_ranks_the_same_every_time(client: TestClient[Litestar], a
     ranking and one set of scores."""
     at = "2025-04-01T00:00:00Z"
     items = [{"type": "note", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}]
-    items += [{"type": "event", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}] * 3
+    items += [
+        {"type": "event", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}
+    ] * 3
     assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code == 201
     seen = set()
     for _ in range(20):

@@ -207,9 +207,18 @@ def test_beyond_compacts_the_next_best_by_day() -> None:
 def test_beyond_gives_entries_without_a_day_no_day_label() -> None:
     """Facts (no day group) beside events: the facts' line is their entries alone, never ": ..."."""
     items = [
-        RenderItem(id="f", section="facts", plain="Sam's favourite rug is blue", line="", rank=0, score=1, when=5),
         RenderItem(
-            id="e", section="recent_events", plain="Sam: hi", line="", rank=1, score=1, when=9, group="2024-01-02"
+            id="f", section="facts", plain="Sam's favourite rug is blue", line="", rank=0, score=1, when=5
+        ),
+        RenderItem(
+            id="e",
+            section="recent_events",
+            plain="Sam: hi",
+            line="",
+            rank=1,
+            score=1,
+            when=9,
+            group="2024-01-02",
         ),
     ]
     assert beyond(items, 100) == "2024-01-02: Sam: hi\nSam's favourite rug is blue"
