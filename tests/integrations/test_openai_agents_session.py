@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
-from agents.memory import Session, SessionSettings
+from agents.memory import Session, SessionSettings, SQLiteSession
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from loci.client import AsyncLociClient, LociClient, MemoryCreate
@@ -237,6 +237,32 @@ def test_pop_item_and_clear_session(live: LiveServer) -> None:
         assert await other.get_items() == items[:1]  # another session is left alone
 
     asyncio.run(run())
+
+
+def test_settings_are_taken_as_the_sdks_own_sessions_take_them(live: LiveServer) -> None:
+    """A dict of settings is coerced as SQLiteSession coerces it: the Runner reads `session_settings.limit`,
+    and a dict failed on every read."""
+    session = session_of(live, session_settings={"limit": 2})
+    assert session.session_settings == SQLiteSession("s", session_settings={"limit": 2}).session_settings
+    assert isinstance(session.session_settings, SessionSettings)
+    assert session_of(live).session_settings == SQLiteSession("s").session_settings
+    for bad in ({"limit": 2, "size": 3}, [("limit", 2)]):
+        with pytest.raises(TypeError):
+            SQLiteSession("s", session_settings=bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            session_of(live, session_settings=bad)
+    items = [{"role": "user", "content": f"m{i}"} for i in range(4)]
+    model = ScriptedModel(say("Noted."))
+    agent = Agent(name="Assistant", instructions="Be brief.", model=model)
+
+    async def run() -> None:
+        await session.add_items(items)  # type: ignore[arg-type]
+        assert await session.get_items() == items[-2:]
+        assert await session.get_items(3) == items[-3:]
+        await Runner.run(agent, "next", session=session)
+
+    asyncio.run(run())
+    assert model.inputs[0] == [*items[-2:], {"role": "user", "content": "next"}]
 
 
 def test_readme_example_runs(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:

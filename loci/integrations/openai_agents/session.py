@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
 from loci.client import AsyncLociClient, Memory, MemoryCreate, NotFoundError, PruneRequest
 from loci.integrations.openai_agents.items import text_of
@@ -21,7 +22,6 @@ from loci.integrations.tags import scope_tag
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
-    from agents.memory.session_settings import SessionSettings
 
 METADATA_KEY = "openai_agents"
 SESSION_TAG = "openai-agents"  # on every item of every session
@@ -66,7 +66,8 @@ class LociSession:
       (default: none, the session alone);
     - `namespace`: the Loci namespace of the events (default "default");
     - `agent`: the `X-Service-Agent` the events are written as;
-    - `session_settings`: the SDK's (its `limit` caps `get_items` when no limit is passed);
+    - `session_settings`: the SDK's `SessionSettings` or a dict of its fields, as the SDK's own sessions
+      take them (its `limit` caps `get_items` when no limit is passed);
     - `client`: an `AsyncLociClient` of your own.
 
     One writer per session at a time (as the SDK's Runner does): two concurrent `add_items` may number
@@ -84,11 +85,14 @@ class LociSession:
         entity_id: str | None = None,
         namespace: str = "default",
         agent: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         client: AsyncLociClient | None = None,
     ) -> None:
         self.session_id = session_id
-        self.session_settings = session_settings
+        # the SDK's coercion, as its own sessions do: its Runner reads `session_settings.limit`
+        self.session_settings = (
+            coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
+        )
         self.entity_id = entity_id
         self.namespace = namespace
         self.agent = agent
@@ -97,8 +101,7 @@ class LociSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items in order; with a limit, its latest `limit` items (still in order)."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        limit = resolve_session_limit(limit, self.session_settings)
         if limit is not None and limit <= 0:
             return [] if limit == 0 else await self.get_items(None)
         return [stored.entry.item for stored in await self._tail(limit)]  # type: ignore[misc]
