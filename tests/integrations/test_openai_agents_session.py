@@ -265,6 +265,19 @@ def test_settings_are_taken_as_the_sdks_own_sessions_take_them(live: LiveServer)
     assert model.inputs[0] == [*items[-2:], {"role": "user", "content": "next"}]
 
 
+def test_a_negative_limit_reads_every_item(live: LiveServer) -> None:
+    """As SQLiteSession reads it (SQLite's negative LIMIT); one in the settings recursed without end."""
+    session = session_of(live, session_settings=SessionSettings(limit=-1))
+    items = [{"role": "user", "content": f"m{i}"} for i in range(3)]
+
+    async def run() -> None:
+        await session.add_items(items)  # type: ignore[arg-type]
+        assert await session.get_items() == items
+        assert await session.get_items(-1) == items and await session.get_items(2) == items[-2:]
+
+    asyncio.run(run())
+
+
 def test_readme_example_runs(live: LiveServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOCI_URL", live.url)
     monkeypatch.setenv("LOCI_API_KEY", live.key)

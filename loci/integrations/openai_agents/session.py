@@ -100,11 +100,13 @@ class LociSession:
         self.tag = session_tag(session_id)
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The session's items in order; with a limit, its latest `limit` items (still in order)."""
+        """The session's items in order; with a limit, its latest `limit` items (still in order); a negative
+        limit is none, as SQLite reads a negative LIMIT in the SDK's SQLiteSession."""
         limit = resolve_session_limit(limit, self.session_settings)
-        if limit is not None and limit <= 0:
-            return [] if limit == 0 else await self.get_items(None)
-        return [stored.entry.item for stored in await self._tail(limit)]  # type: ignore[misc]
+        if limit == 0:
+            return []
+        tail = await self._tail(None if limit is None or limit < 0 else limit)
+        return [stored.entry.item for stored in tail]  # type: ignore[misc]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         if not items:
