@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import httpx
+import msgspec
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -24,9 +25,10 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from loci.client import AsyncLociClient, LociClient, MemoryCreate
+from loci.client import AsyncLociClient, LociClient, MemoryCreate, PruneRequest, RecallRequest
 from loci.integrations.langgraph import LociStore
-from loci.integrations.langgraph.scope import MAX_DEPTH, namespace_of
+from loci.integrations.langgraph.scope import MAX_DEPTH, draft_of, namespace_of
+from loci.wire.options import Policy
 from tests.integrations.conftest import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -454,6 +456,70 @@ def test_index_controls_what_a_query_sees(live: LiveServer) -> None:
         assert ranked == {"body", "title"}
         assert {i.key for i in store.search(ns)} == {"hidden", "body", "title", "untitled"}
         assert store.get(ns, "hidden").value == {"title": "quarterly budget"}  # type: ignore[union-attr]
+
+
+def test_unindexed_items_outlive_a_prune_of_archived_memories(live: LiveServer) -> None:
+    """Items put with index=False, or without an indexed field, are live memories: an operator's prune of
+    archived (retired) memories, in the store's Loci namespace, leaves them. They were stored archived
+    and that prune deleted them."""
+    with (
+        LociStore(
+            live.url, live.key, namespace=f"lg-{uuid.uuid4().hex[:12]}", index_fields=["text"]
+        ) as store,
+        LociClient(live.url, live.key) as client,
+    ):
+        ns, loci_ns = ("prefs", "alice"), store.config.namespace
+        store.put(ns, "theme", {"color": "dark"})  # no "text": no indexed field
+        store.put(ns, "secret", {"text": "the vault code is 4711"}, index=False)
+        store.put(ns, "bio", {"text": "Alice flies a vintage plane"})
+        pruned = client.prune(PruneRequest(namespace=loci_ns, archived=True, dry_run=False))
+        assert store.get(ns, "theme").value == {"color": "dark"}  # type: ignore[union-attr]
+        assert store.get(ns, "secret").value == {"text": "the vault code is 4711"}  # type: ignore[union-attr]
+        assert pruned.count == 0 and client.list_memories(namespace=loci_ns, archived=True).items == []
+        assert {i.key for i in store.search(ns)} == {"theme", "secret", "bio"}
+        assert [i.key for i in store.search(ns, query="vault code plane dark")] == ["bio"]
+        assert [i.key for i in store.search(("prefs",), query="vault code plane dark")] == ["bio"]
+        # Loci's own recall (and assemble) of the entity sees them: ordinary live memories
+        recall = client.recall(
+            RecallRequest(
+                query="vault code",
+                namespace=loci_ns,
+                entity_id="prefs.alice",
+                policy=Policy(pii_redaction="off"),
+            )
+        )
+        keys = [m.metadata["langgraph"]["key"] for m in recall.matches]
+        assert keys[0] == "secret" and set(keys) == {"theme", "secret", "bio"}
+
+
+def test_items_an_earlier_version_stored_archived_still_work(live: LiveServer) -> None:
+    """Earlier versions stored unindexed items archived: they are still read by key, listed, searched
+    without a query and updated (the update is stored live); a query still leaves them out."""
+    with (
+        LociStore(
+            live.url, live.key, namespace=f"lg-{uuid.uuid4().hex[:12]}", index_fields=["text"]
+        ) as store,
+        LociClient(live.url, live.key) as client,
+    ):
+        ns, now = ("prefs", "bob"), datetime.now(UTC)
+        old = [
+            draft_of(
+                ns, key, value, loci_namespace=store.config.namespace, fields=["$"], created_at=now, now=now
+            )
+            for key, value in (("theme", {"color": "light"}), ("tea", {"text": "Bob likes tea"}))
+        ]
+        client.create_memories([msgspec.structs.replace(d, archived=True) for d in old])
+        store.put(ns, "bio", {"text": "Bob likes tea and biscuits"})
+        assert store.get(ns, "theme").value == {"color": "light"}  # type: ignore[union-attr]
+        assert {i.key for i in store.search(ns)} == {"theme", "tea", "bio"}
+        assert [i.key for i in store.search(ns, query="tea")] == ["bio"]
+        store.put(ns, "theme", {"color": "dark"})
+        store.put(ns, "tea", {"text": "Bob likes green tea"})
+        assert store.get(ns, "theme").value == {"color": "dark"}  # type: ignore[union-attr]
+        assert store.get(ns, "theme").created_at == now  # type: ignore[union-attr]
+        assert {i.key for i in store.search(ns, query="tea")} == {"tea", "bio"}
+        stored = list(client.iter_memories(namespace=store.config.namespace))
+        assert len(stored) == 3 and not any(m.archived for m in stored)
 
 
 def test_an_update_keeps_created_at_and_one_memory(loci_store: LociStore, live: LiveServer) -> None:

@@ -144,9 +144,9 @@ def search(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
 def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
     """A query: Loci's recall ranks the items. When nothing lies below the prefix, the recall is scoped to
     the prefix's entity and asks for the page's items; else it covers the whole Loci namespace, keeping the
-    matches under the prefix. Matches that are no item of the page (the entity's other memories, or a
-    filter's misses) can leave it short while recall has more: then it asks once more, for the API's
-    largest recall."""
+    matches under the prefix. Matches that are no item of the page (the entity's other memories, unindexed
+    items, or a filter's misses) can leave it short while recall has more: then it asks once more, for the
+    API's largest recall."""
     prefix = tuple(op.namespace_prefix)
     exact = False
     if prefix and len(scope.entity_of(prefix)) <= scope.MAX_ENTITY_LENGTH:
@@ -174,11 +174,11 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
 def _items_of(
     answer: RecallResponse, prefix: tuple[str, ...], filter: dict[str, Any] | None
 ) -> list[SearchItem]:
-    """The recall's matches that are items under `prefix` passing `filter`, in rank order."""
+    """The recall's indexed matches that are items under `prefix` passing `filter`, in rank order."""
     found: list[SearchItem] = []
     for match in answer.matches:
         stored = scope.stored_of(match.metadata)
-        if stored is None or tuple(stored.namespace[: len(prefix)]) != prefix:
+        if stored is None or not stored.indexed or tuple(stored.namespace[: len(prefix)]) != prefix:
             continue
         if not value_matches(stored.value, filter):
             continue

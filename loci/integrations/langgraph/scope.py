@@ -5,6 +5,10 @@
   splits back into the tuple): ("memories", "alice") is entity "memories.alice";
 - one `note` memory per item: its text is the item's indexed fields (what Loci ranks), its metadata
   ["langgraph"] holds the namespace, key, value and creation time (what the store returns);
+- an item put with `index=False`, or with no indexed field, is as live a memory as any other (its text is
+  the value as JSON) with metadata["langgraph"]["indexed"] false: the store's query leaves it out. It is
+  never archived: Loci's archive means retired, and a prune of archived memories deletes them. Earlier
+  versions stored such items archived; those are still read, listed and updated (the update is stored live);
 - tags, exact filters of GET /v0/memories: "langgraph" on every item, the key's, one "lg-in:" per prefix of
   the namespace (the item is in it or below) and one "lg-below:" per proper prefix (strictly below it).
 """
@@ -29,13 +33,14 @@ MAX_DEPTH = (MAX_TAGS - 1) // 2  # an item has 2 * depth + 1 tags (see tags_of)
 MAX_TEXT_LENGTH = 20000  # the API's limit on a memory's text
 
 
-class Stored(msgspec.Struct, kw_only=True):
+class Stored(msgspec.Struct, kw_only=True, omit_defaults=True):
     """metadata["langgraph"] of an item's memory."""
 
     namespace: list[str]
     key: str
     value: dict[str, Any]
     created_at: datetime
+    indexed: bool = True  # False: the store's query leaves the item out (written only when False)
 
 
 def entity_of(namespace: Sequence[str]) -> str:
@@ -93,15 +98,16 @@ def draft_of(
     created_at: datetime,
     now: datetime,
 ) -> MemoryCreate:
-    """The memory of one version of an item; `fields=None` (LangGraph's `index=False`) stores it archived:
-    kept and listed, never ranked by a query. Dates, times and UUIDs are stored as strings, as
-    LangGraph's PostgreSQL store keeps them."""
+    """The memory of one version of an item; `fields=None` (LangGraph's `index=False`) or no indexed field
+    in the value stores it unindexed: live, kept and listed, left out of the store's query. Dates, times
+    and UUIDs are stored as strings, as LangGraph's PostgreSQL store keeps them."""
     plain: dict[str, Any] = msgspec.to_builtins(dict(value))
-    stored = Stored(namespace=list(namespace), key=key, value=plain, created_at=created_at)
     text = indexed_text(plain, fields or ())
-    if not text:  # no indexed field present: nothing to rank, so keep the value readable in Loci instead
-        fields = None
-        text = json.dumps(stored.value, sort_keys=True, ensure_ascii=False)[:MAX_TEXT_LENGTH]
+    stored = Stored(
+        namespace=list(namespace), key=key, value=plain, created_at=created_at, indexed=bool(text)
+    )
+    if not text:  # nothing to rank: keep the value readable in Loci instead
+        text = json.dumps(plain, sort_keys=True, ensure_ascii=False)[:MAX_TEXT_LENGTH]
     return MemoryCreate(
         namespace=loci_namespace,
         entity_id=entity_of(namespace),
@@ -110,7 +116,6 @@ def draft_of(
         metadata={METADATA_KEY: msgspec.to_builtins(stored)},
         tags=tags_of(namespace, key),
         timestamp=now,
-        archived=fields is None,
     )
 
 

@@ -19,7 +19,7 @@ class LociStore(BaseStore):
     - `namespace`: the Loci namespace that holds every item (default "default");
     - `index_fields`: the value's paths Loci ranks a query against (LangGraph's path syntax; "$", the
       default, is the whole value as JSON); `put(..., index=[...])` overrides them for one item and
-      `index=False` keeps an item out of query results (stored archived);
+      `index=False` keeps an item out of query results (stored live, marked unindexed; never archived);
     - `client` / `async_client`: clients of your own (retry policy, timeouts, transport).
 
     Use one store from one event loop at a time (its async client's connections belong to that loop).
