@@ -142,7 +142,7 @@ def create_app(
         route_handlers=[*ROUTES, *observability.ROUTES, *openapi.ROUTES, *mcp_route.ROUTES],
         exception_handlers={Exception: exception_handler},
         before_request=refuse_unknown_query,
-        lifespan=[mcp_route.lifespan],
+        lifespan=[services.stopping.lifespan, mcp_route.lifespan],  # see server.stopping
         openapi_config=openapi.openapi_config(),
         on_shutdown=[close_store],
         state=None,

@@ -14,8 +14,11 @@ Stream (`Accept: text/event-stream`), one frame per event:
 It starts with `retry: 1000` and a `: connected` comment, then polls the store every `poll` seconds
 for events after the cursor, writes a `: keep-alive` comment after `heartbeat` seconds without
 output, and ends when the client disconnects, after `max_events` events or after `timeout` seconds
-(both optional; meant for tests and tools), or when `read` raises `StreamEnded` (the route's read does
-once the stream's API key is revoked: a revoked key watches nothing more).
+(both optional; meant for tests and tools), when `read` raises `StreamEnded` (the route's read does
+once the stream's API key is revoked: a revoked key watches nothing more), or at its next poll once the
+server is stopping (`server.stopping`; the wait between polls wakes at once), so a graceful stop does
+not wait for the stream's client. A client resumes a stream that ends before the end it asked for
+with `Last-Event-ID` (a revoked key's resume is answered 401).
 
 Open streams are capped per API key and per process (`StreamSlots`; `LOCI_MAX_STREAMS_PER_KEY`,
 `LOCI_MAX_STREAMS`): one more is refused with 429 `rate_limited` and `Retry-After`, before anything is
@@ -37,6 +40,7 @@ from engine.errors import InvalidInput, RateLimited
 from engine.models import Event
 from engine.storage.base import EventQuery, Store
 from server.schemas.ops import EventItem, EventList
+from server.stopping import Stopping
 from server.threads import run_sync
 
 CURSOR_TAG = "ev"
@@ -195,15 +199,18 @@ async def stream(
     heartbeat: float = HEARTBEAT_SECONDS,
     clock: Callable[[], float] = time.monotonic,
     on_close: Callable[[], None] | None = None,
+    stopping: Stopping | None = None,
 ) -> AsyncIterator[bytes]:
     """Server-sent-event frames of the events after `after`, live (see the module docstring);
-    `on_close` runs when the stream ends, whatever ends it."""
+    `on_close` runs when the stream ends, whatever ends it; `stopping` ends it at its next poll."""
     try:
         yield HELLO
         sent = 0
         start = last_output = clock()
         deadline = start + timeout if timeout is not None else None
         while True:
+            if stopping is not None and stopping.is_set():
+                return
             try:
                 page = await run_sync(read, after, limit)
             except StreamEnded:
@@ -225,7 +232,7 @@ async def stream(
                 yield KEEP_ALIVE
                 last_output = now
             wait = poll if deadline is None else max(0.0, min(poll, deadline - now))
-            await anyio.sleep(wait)
+            await (anyio.sleep(wait) if stopping is None else stopping.sleep(wait))
     finally:
         if on_close is not None:
             on_close()

@@ -16,6 +16,7 @@ from server.config import Settings
 from server.event_stream import StreamSlots
 from server.idempotency import Idempotency
 from server.ratelimit import RateLimiter
+from server.stopping import Stopping
 
 
 class Services(msgspec.Struct, kw_only=True):
@@ -30,6 +31,8 @@ class Services(msgspec.Struct, kw_only=True):
     extractor: Extractor = msgspec.field(default_factory=lambda: default_extractor())
     #: reads' `context.assembled` entries, written in batches off the request path (closed at shutdown)
     read_events: DeferredEvents | None = None
+    #: set once the server is told to stop (SIGTERM/SIGINT): open event streams end at their next poll
+    stopping: Stopping = msgspec.field(default_factory=Stopping)
 
     def flush_read_events(self) -> None:
         """Write the held read events now, so a reader of the log sees every request answered so far

@@ -155,7 +155,9 @@ def wants_stream(request: Request[Any, Any, Any]) -> bool:
         "capped per API key (`LOCI_MAX_STREAMS_PER_KEY`, default 10) and per server process "
         "(`LOCI_MAX_STREAMS`, default 100): one more is 429 `rate_limited` with `Retry-After` and "
         "`details.limit` (`streams_per_key` or `streams`); a stream's slot is freed when it ends. A stream "
-        "ends at its next poll once its key is revoked."
+        "ends at its next poll once its key is revoked, or once the server is told to stop (SIGTERM): "
+        "resume a stream that ends before its `max_events` or `timeout` with `Last-Event-ID` (a "
+        "revoked key's resume is answered 401)."
     ),
     guards=[require_auth],
     opt={"scope": "read"},
@@ -246,6 +248,7 @@ async def list_events(
                 max_events=max_events,
                 timeout=timeout,
                 on_close=slot.release,
+                stopping=svc.stopping,
             )
             # the generator frees the slot when it ends; a client gone while a frame was being sent
             # leaves it suspended, so the response frees it too once it is over
