@@ -8,7 +8,9 @@
   (`RetryPolicy`); other errors raise the `APIError` of their status, carrying the error envelope; a
   success whose body is not the call's answer type raises `UnexpectedAnswer`.
 - `iter_memories` / `iter_events` walk cursor pages; `stream_events` follows the live event stream
-  (server-sent events), resuming after the last event when the connection drops.
+  (server-sent events), resuming after the last event when the connection drops or the server ends the
+  stream before its `max_events` or `timeout` (a server told to stop does; a revoked key then raises
+  its 401).
 
 It needs nothing but httpx and msgspec: the `loci-client` distribution (clients/python) ships it with
 `loci.wire` and without the server (tests/integrations/test_client_wheel.py).

@@ -4,8 +4,9 @@ same way, so they cannot drift apart. Bodies and answers are the server's own wi
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -13,8 +14,9 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from loci.client.errors import APIError, UnexpectedAnswer, error_for
-from loci.client.sse import MEDIA_TYPE
+from loci.client.errors import APIError, ConnectionFailed, UnexpectedAnswer, error_for
+from loci.client.retry import RetryPolicy
+from loci.client.sse import MEDIA_TYPE, StreamedEvent
 from loci.wire.health import Health
 from loci.wire.memories import Deleted, MemoryBatch, MemoryItems, MemoryList
 from loci.wire.models import Memory
@@ -238,25 +240,63 @@ def list_events(
     return Call(method="GET", path=EVENTS_PATH, answer=EventList, params=params)
 
 
-def stream_params(
-    *,
-    type: str | None,
-    entity_id: str | None,
-    memory_id: str | None,
-    max_events: int | None,
-    timeout: float | None,
-) -> dict[str, str]:
-    return _query(
-        {
-            "type": type,
-            "entity_id": entity_id,
-            "memory_id": memory_id,
-            "max_events": max_events,
-            "timeout": timeout,
-        }
-    )
+class EventStream:
+    """One `stream_events` over all its connections: what each asks for, and whether an end is the one
+    the caller asked for. The server ends a stream after `max_events` events or `timeout` seconds (both
+    optional): the caller's end, after which the stream is over. Any other end, a dropped connection or
+    the server ending it before then (it is stopping, or the key was revoked), is resumed after the last
+    event seen (Last-Event-ID) with what is left of `max_events` and `timeout`, after the retry policy's
+    wait; `max_retries` such ends in a row without an event between them raise ConnectionFailed."""
 
+    def __init__(
+        self,
+        *,
+        after: str | None,
+        max_events: int | None,
+        timeout: float | None,
+        filters: Mapping[str, str | None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.after = after
+        self.max_events = max_events
+        self.timeout = timeout
+        self.filters = dict(filters)
+        self.clock = clock
+        self.deadline: float | None = None  # set when the first connection is made
+        self.seen = 0
+        self.failures = 0  # ends in a row without an event
 
-def stream_headers(after: str | None) -> dict[str, str]:
-    """Ask for server-sent events, resuming after the event `after` when given."""
-    return {"Accept": MEDIA_TYPE, **({"Last-Event-ID": after} if after else {})}
+    def params(self) -> dict[str, str]:
+        """The query of the next connection: the filters and what is left of `max_events` and `timeout`."""
+        left = None if self.max_events is None else self.max_events - self.seen
+        time_left = self.timeout
+        if self.timeout is not None:
+            now = self.clock()
+            if self.deadline is None:
+                self.deadline = now + self.timeout
+            else:
+                time_left = max(0.0, self.deadline - now)
+        return _query({**self.filters, "max_events": left, "timeout": time_left})
+
+    def headers(self) -> dict[str, str]:
+        """Ask for server-sent events, resuming after the last event seen (or the caller's `after`)."""
+        return {"Accept": MEDIA_TYPE, **({"Last-Event-ID": self.after} if self.after else {})}
+
+    def saw(self, event: StreamedEvent) -> None:
+        self.after, self.seen, self.failures = event.cursor, self.seen + 1, 0
+
+    def over(self) -> bool:
+        """The end the caller asked for: `max_events` events seen, or `timeout` seconds gone."""
+        if self.max_events is not None and self.seen >= self.max_events:
+            return True
+        return self.deadline is not None and self.clock() >= self.deadline
+
+    def resume_after(self, retry: RetryPolicy, dropped: httpx.TransportError | None) -> float:
+        """The seconds to wait before resuming a stream that ended before `over` (`dropped`: the connection
+        dropped; None: the server ended it); ConnectionFailed once the retries are spent."""
+        why = repr(dropped) if dropped is not None else "the server ended it before max_events or timeout"
+        if self.failures >= retry.max_retries:
+            raise ConnectionFailed(f"event stream: {why}") from dropped
+        wait = retry.delay(self.failures)
+        self.failures += 1
+        return wait

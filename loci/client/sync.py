@@ -193,22 +193,25 @@ class LociClient:
         max_events: int | None = None,
         timeout: float | None = None,
     ) -> Iterator[StreamedEvent]:
-        """The live event stream (server-sent events). A dropped connection is resumed after the last event
-        seen (Last-Event-ID), with the retry policy; `max_events`/`timeout` end it (server side)."""
-        seen = 0
-        failures = 0
-        while max_events is None or seen < max_events:
-            headers = calls.stream_headers(after)
-            left = None if max_events is None else max_events - seen
-            params = calls.stream_params(
-                type=type, entity_id=entity_id, memory_id=memory_id, max_events=left, timeout=timeout
-            )
+        """The live event stream (server-sent events), until `max_events` events or `timeout` seconds
+        (both optional; the server ends it then) or until the loop is left. A dropped connection, or the
+        server ending the stream before then (it is stopping; a revoked key then raises its 401 on the
+        resume), is resumed after the last event seen (Last-Event-ID) with the retry policy: see
+        `calls.EventStream`."""
+        stream = calls.EventStream(
+            after=after,
+            max_events=max_events,
+            timeout=timeout,
+            filters={"type": type, "entity_id": entity_id, "memory_id": memory_id},
+        )
+        while True:
+            dropped: httpx.TransportError | None = None
             try:
                 with self._http.stream(
                     "GET",
                     calls.EVENTS_PATH,
-                    params=params,
-                    headers=headers,
+                    params=stream.params(),
+                    headers=stream.headers(),
                     timeout=httpx.Timeout(self._http.timeout.connect, read=None),
                 ) as r:
                     if r.is_error:
@@ -219,11 +222,10 @@ class LociClient:
                     for line in r.iter_lines():
                         event = parser.feed(line)
                         if event is not None:
-                            after, seen, failures = event.cursor, seen + 1, 0
+                            stream.saw(event)
                             yield event
-                return  # the server ended the stream (max_events or timeout)
             except httpx.TransportError as exc:
-                if failures >= self.retry.max_retries:
-                    raise ConnectionFailed(f"event stream: {exc!r}") from exc
-                time.sleep(self.retry.delay(failures))
-                failures += 1
+                dropped = exc
+            if stream.over():
+                return
+            time.sleep(stream.resume_after(self.retry, dropped))

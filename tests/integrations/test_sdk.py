@@ -4,22 +4,29 @@ cursor pages, the event stream, and retries that never write twice (through a fa
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import httpx
 import pytest
 
+from engine.keys import create_api_key
+from engine.storage import open_store
+from engine.timeutil import utcnow
 from loci.client import (
     AssembleRequest,
     AsyncLociClient,
+    AuthenticationError,
     ConnectionFailed,
     EventItem,
     LociClient,
@@ -235,6 +242,117 @@ def test_event_pages_and_stream(client: LociClient) -> None:
     assert [e.item.event_id for e in streamed] == [e.event_id for e in pages]
     resumed = list(client.stream_events(entity_id=entity, after=streamed[0].cursor, max_events=2, timeout=20))
     assert [e.item.event_id for e in resumed] == [e.event_id for e in pages[1:]]
+
+
+# --- the stream's ends: the caller's (max_events, timeout) or another, which is resumed ------------------
+class EventServer:
+    """A fake server of the event stream (an httpx transport handler): each request gets the next step of
+    `script`, a list of event numbers sent as a whole answer the server then ends, or an error status.
+    `delay`: seconds each answer takes."""
+
+    def __init__(self, script: list[list[int] | int], *, delay: float = 0.0) -> None:
+        self.script = list(script)
+        self.delay = delay
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        step = self.script.pop(0) if self.script else []
+        time.sleep(self.delay)
+        if isinstance(step, int):
+            envelope = {"error": "unauthorized", "message": "the API key was revoked", "request_id": "req_1"}
+            return httpx.Response(step, json=envelope)
+        body = "retry: 1000\n: connected\n\n" + "".join(_frame(n) for n in step)
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, text=body)
+
+    def last_ids(self) -> list[str | None]:
+        return [r.headers.get("Last-Event-ID") for r in self.requests]
+
+
+def _frame(n: int) -> str:
+    item: dict[str, Any] = {"event_id": f"evt_{n}", "type": "memory.created", "at": "2026-01-01T00:00:00Z"}
+    item.update(memory_id=None, entity_id=None, data={})
+    return f"id: c{n}\nevent: memory.created\ndata: {json.dumps(item)}\n\n"
+
+
+def _sync_stream(server: EventServer, got: list[str], **options: Any) -> None:
+    with LociClient("http://loci.test", "loci_x", retry=FAST, transport=httpx.MockTransport(server)) as c:
+        got.extend(e.item.event_id for e in c.stream_events(**options))
+
+
+def _async_stream(server: EventServer, got: list[str], **options: Any) -> None:
+    async def run() -> None:
+        transport = httpx.MockTransport(server)
+        async with AsyncLociClient("http://loci.test", "loci_x", retry=FAST, transport=transport) as c:
+            async for e in c.stream_events(**options):
+                got.append(e.item.event_id)
+
+    asyncio.run(run())
+
+
+STREAMS = pytest.mark.parametrize("stream", [_sync_stream, _async_stream], ids=["sync", "async"])
+
+
+@STREAMS
+def test_a_stream_the_server_ends_is_resumed_after_the_last_event_seen(stream: Any) -> None:
+    """A server told to stop ends its streams; the client resumes with Last-Event-ID as after a dropped
+    connection, and a revoked key's stream (which the server also ends) raises its 401 on the resume."""
+    server = EventServer([[1, 2], [3], 401])
+    got: list[str] = []
+    with pytest.raises(AuthenticationError, match="revoked"):
+        stream(server, got)
+    assert got == ["evt_1", "evt_2", "evt_3"]
+    assert server.last_ids() == [None, "c2", "c3"]
+
+
+@STREAMS
+def test_a_resumed_stream_asks_for_what_is_left_of_max_events_and_timeout(stream: Any) -> None:
+    server = EventServer([[1], [2, 3]])
+    got: list[str] = []
+    stream(server, got, max_events=3, timeout=30)
+    assert got == ["evt_1", "evt_2", "evt_3"]
+    first, second = (r.url.params for r in server.requests)
+    assert (first["max_events"], float(first["timeout"])) == ("3", 30.0)
+    assert second["max_events"] == "2" and 0 < float(second["timeout"]) < 30
+    assert server.last_ids() == [None, "c1"]
+
+
+@STREAMS
+def test_a_stream_at_its_max_events_or_timeout_is_over(stream: Any) -> None:
+    server = EventServer([[1, 2], [3]])
+    got: list[str] = []
+    stream(server, got, max_events=2)
+    assert got == ["evt_1", "evt_2"] and len(server.requests) == 1
+    late = EventServer([[1], [2]], delay=0.2)  # the server ends it once the timeout has passed
+    got = []
+    stream(late, got, timeout=0.1)
+    assert got == ["evt_1"] and len(late.requests) == 1
+
+
+@STREAMS
+def test_a_stream_that_keeps_ending_without_an_event_is_a_connection_failure(stream: Any) -> None:
+    server = EventServer([])
+    with pytest.raises(ConnectionFailed, match="ended it before max_events or timeout"):
+        stream(server, [], after="c9")
+    assert server.last_ids() == ["c9"] * (FAST.max_retries + 1)
+
+
+def test_a_revoked_keys_stream_raises_its_401(live: LiveServer) -> None:
+    """Against `loci serve`: the server ends the stream of a key revoked while it is open; the client's
+    resume is refused with 401, raised as AuthenticationError, not a silent end."""
+    store = open_store(str(live.data_dir))
+    try:
+        key, secret = create_api_key(store, "dev", ("read", "write"))
+        with LociClient(live.url, secret, retry=FAST) as c:
+            c.create_memory(MemoryCreate(type="note", text="before the revocation", entity_id=_entity()))
+            events = c.stream_events()
+            next(events)  # the stream is open
+            store.revoke_api_key(key.key_id, utcnow())
+            with pytest.raises(AuthenticationError):
+                for _ in events:
+                    pass
+    finally:
+        store.close()
 
 
 def test_events_of_one_memory(client: LociClient, live: LiveServer) -> None:

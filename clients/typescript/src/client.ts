@@ -240,22 +240,32 @@ export class LociClient {
     }
   }
 
-  /** The live event stream (server-sent events). A dropped connection is resumed after the last event
-   * seen (Last-Event-ID) with the retry policy; `max_events` / `timeout` end it on the server's side,
-   * and leaving the loop (or the signal) closes it. */
+  /** The live event stream (server-sent events), until `max_events` events or `timeout` seconds (both
+   * optional; the server ends it then), until the loop is left (which closes it) or the signal aborts. A
+   * dropped connection, or the server ending the stream before then (it is stopping; a revoked key then
+   * throws its 401 on the resume), is resumed after the last event seen (Last-Event-ID) with what is left
+   * of `max_events` and `timeout`, after the retry policy's wait; `maxRetries` such ends in a row without
+   * an event between them throw ConnectionFailed. */
   async *streamEvents(
     query: EventStreamQuery = {},
     options?: RequestOptions,
   ): AsyncGenerator<StreamedEvent, void, undefined> {
-    const { after: start, max_events: maxEvents, ...filters } = query;
+    const { after: start, max_events: maxEvents, timeout, ...filters } = query;
     let after = start ?? null;
     let seen = 0;
-    let failures = 0;
-    while (maxEvents == null || seen < maxEvents) {
+    let failures = 0; // ends in a row without an event
+    let deadline: number | null = null; // performance.now() when `timeout` is over, from the first connection
+    for (;;) {
       const left = maxEvents == null ? undefined : maxEvents - seen;
-      const url = this.url(EVENTS_PATH, { ...filters, max_events: left });
+      let timeLeft = timeout ?? undefined;
+      if (timeout != null) {
+        if (deadline === null) deadline = performance.now() + timeout * 1000;
+        else timeLeft = Math.max(0, deadline - performance.now()) / 1000;
+      }
+      const url = this.url(EVENTS_PATH, { ...filters, max_events: left, timeout: timeLeft });
       const headers = { ...this.auth(), Accept: EVENT_STREAM, ...(after ? { "Last-Event-ID": after } : {}) };
       const scope = linked(options?.signal);
+      let dropped: TypeError | null = null;
       try {
         const response = await this.fetchImpl(url, { headers, signal: scope.signal });
         if (!response.ok) {
@@ -277,18 +287,21 @@ export class LociClient {
           failures = 0;
           yield event;
         }
-        return; // the server ended the stream (max_events or timeout)
       } catch (error) {
         if (options?.signal?.aborted || !(error instanceof TypeError)) throw error; // not the connection
-        if (failures >= this.retry.maxRetries) {
-          throw new ConnectionFailed(`event stream: ${describe(error)}`, { cause: error });
-        }
-        await sleep(retryDelay(this.retry, failures), options?.signal);
-        failures += 1;
+        dropped = error;
       } finally {
         scope.abort(); // the loop was left early, or the stream is over: close the connection
         scope.done();
       }
+      if (maxEvents != null && seen >= maxEvents) return; // the end the caller asked for
+      if (deadline !== null && performance.now() >= deadline) return;
+      if (failures >= this.retry.maxRetries) {
+        const why = dropped === null ? "the server ended it before max_events or timeout" : describe(dropped);
+        throw new ConnectionFailed(`event stream: ${why}`, dropped === null ? undefined : { cause: dropped });
+      }
+      await sleep(retryDelay(this.retry, failures), options?.signal);
+      failures += 1;
     }
   }
 

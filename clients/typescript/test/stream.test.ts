@@ -1,10 +1,11 @@
-// The live stream's resumption, against a fake event server that drops the connection mid-stream: the
-// client reconnects with the last cursor as Last-Event-ID and yields every event once.
+// The live stream's resumption, against a fake event server that drops the connection mid-stream or ends
+// the answer: the client reconnects with the last cursor as Last-Event-ID and yields every event once,
+// unless the stream reached the max_events or timeout it asked for.
 import assert from "node:assert/strict";
 import http from "node:http";
 import type net from "node:net";
 import { test } from "node:test";
-import { ConnectionFailed, LociClient } from "../src/index.js";
+import { AuthenticationError, ConnectionFailed, LociClient } from "../src/index.js";
 import { FAST } from "./helpers.js";
 
 function frame(n: number): string {
@@ -23,20 +24,34 @@ interface EventServer {
   url: string;
   /** The Last-Event-ID of each connection. */
   lastIds: (string | null)[];
+  /** The query of each connection. */
+  queries: URLSearchParams[];
   /** Resolves when a client closes a connection the server left open ("open"). */
   clientClosed: Promise<void>;
   close: () => Promise<void>;
 }
 
 /** Answers each connection with the events listed for it, then ends the answer; after "drop" it cuts the
- * connection instead, after "open" it leaves it open. */
-async function eventServer(script: (number | "drop" | "open")[][]): Promise<EventServer> {
+ * connection instead, after "open" it leaves it open; "401" answers that error (a revoked key). Each
+ * answer starts after `delayMs`. */
+type Step = number | "drop" | "open" | "401";
+
+async function eventServer(script: Step[][], delayMs = 0): Promise<EventServer> {
   const lastIds: (string | null)[] = [];
+  const queries: URLSearchParams[] = [];
   const sockets = new Set<net.Socket>();
   let closed = (): void => {};
   const clientClosed = new Promise<void>((resolve) => (closed = resolve));
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     lastIds.push((req.headers["last-event-id"] as string | undefined) ?? null);
+    queries.push(new URL(req.url ?? "/", "http://x").searchParams);
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (script[0]?.includes("401")) {
+      script.shift();
+      const envelope = { error: "unauthorized", message: "the API key was revoked", request_id: "req_1" };
+      res.writeHead(401, { "Content-Type": "application/json" }).end(JSON.stringify(envelope));
+      return;
+    }
     res.writeHead(200, { "Content-Type": "text/event-stream" });
     res.write("retry: 1000\n: connected\n\n");
     const steps = script.shift() ?? [];
@@ -54,6 +69,7 @@ async function eventServer(script: (number | "drop" | "open")[][]): Promise<Even
   return {
     url: `http://127.0.0.1:${port}`,
     lastIds,
+    queries,
     clientClosed,
     close: async () => {
       for (const s of sockets) s.destroy();
@@ -82,6 +98,72 @@ test("a stream that keeps dropping without an event is a ConnectionFailed", asyn
     await assert.rejects(async () => {
       for await (const _ of loci.streamEvents({ after: "c9" })) assert.fail("no event was sent");
     }, ConnectionFailed);
+    assert.deepEqual(server.lastIds, ["c9", "c9", "c9", "c9"]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a stream the server ends is resumed; a revoked key's resume throws its 401", async () => {
+  // a server told to stop ends its streams, and so does one whose key was revoked
+  const server = await eventServer([[1, 2], [3], ["401"]]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    const got: string[] = [];
+    await assert.rejects(async () => {
+      for await (const event of loci.streamEvents()) got.push(event.item.event_id);
+    }, AuthenticationError);
+    assert.deepEqual(got, ["evt_1", "evt_2", "evt_3"]);
+    assert.deepEqual(server.lastIds, [null, "c2", "c3"]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a resumed stream asks for what is left of max_events and timeout", async () => {
+  const server = await eventServer([[1], [2, 3]]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    const got = [];
+    for await (const event of loci.streamEvents({ max_events: 3, timeout: 30 })) {
+      got.push(event.item.event_id);
+    }
+    assert.deepEqual(got, ["evt_1", "evt_2", "evt_3"]);
+    const [first, second] = server.queries;
+    assert.deepEqual([first?.get("max_events"), first?.get("timeout")], ["3", "30"]);
+    const left = Number(second?.get("timeout"));
+    assert.ok(second?.get("max_events") === "2" && left > 0 && left < 30, String(second));
+    assert.deepEqual(server.lastIds, [null, "c1"]);
+  } finally {
+    await server.close();
+  }
+});
+
+test("a stream at its max_events or its timeout is over", async () => {
+  const server = await eventServer([[1, 2], [3]]);
+  const late = await eventServer([[1], [2]], 200); // it ends the stream once the timeout has passed
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    const got = [];
+    for await (const event of loci.streamEvents({ max_events: 2 })) got.push(event.item.event_id);
+    assert.deepEqual([got, server.lastIds.length], [["evt_1", "evt_2"], 1]);
+    const slow = new LociClient({ baseUrl: late.url, apiKey: "loci_x", retry: FAST });
+    const timed = [];
+    for await (const event of slow.streamEvents({ timeout: 0.1 })) timed.push(event.item.event_id);
+    assert.deepEqual([timed, late.lastIds.length], [["evt_1"], 1]);
+  } finally {
+    await server.close();
+    await late.close();
+  }
+});
+
+test("a stream the server keeps ending without an event is a ConnectionFailed", async () => {
+  const server = await eventServer([]);
+  try {
+    const loci = new LociClient({ baseUrl: server.url, apiKey: "loci_x", retry: FAST });
+    await assert.rejects(async () => {
+      for await (const _ of loci.streamEvents({ after: "c9" })) assert.fail("no event was sent");
+    }, (e: unknown) => e instanceof ConnectionFailed && /ended it before max_events/.test(e.message));
     assert.deepEqual(server.lastIds, ["c9", "c9", "c9", "c9"]);
   } finally {
     await server.close();
