@@ -41,9 +41,16 @@ Import restores records, it does not supersede: the file's memories go in with t
 so importing into a store that already holds other memories of the org (written there, not copies
 of the file's) can leave two current values of one key (two `active` residences). It is not refused:
 a batch cannot know what later batches hold, and the two stay visible to fix (PATCH, DELETE, prune).
-Each batch of `batch_size` records is one `store.transaction()` (all or nothing); `batch_size=0`
-makes the whole file one transaction, and then a file whose records do not match the header's counts
-changes nothing.
+
+A bad file changes nothing. The import reads the file twice: first every line is decoded and checked
+(the records' org, the counts against the header, a second header, an API key the target holds
+under another id or org) with nothing written, then the records are written. A seekable file is read
+again from where it stood; a stream (stdin) is spooled to a temporary file on the first read (in
+memory up to 64 MiB). Each batch of `batch_size` records is one `store.transaction()`, so neither
+pass holds more than a batch in memory or the store's write lock for longer than a batch;
+`batch_size=0` makes the whole second pass one transaction. What a batch then fails on (a key another
+writer created after the check, a lost connection) leaves the batches before it committed; running the
+import again finishes the job.
 """
 
 from __future__ import annotations
@@ -51,9 +58,10 @@ from __future__ import annotations
 import base64
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
-from typing import IO
+from typing import IO, Any, cast
 
 import msgspec
 import numpy as np
@@ -69,6 +77,7 @@ FORMAT_VERSION = 1
 PAGE = 1000
 _PRUNED = "memories.pruned"  # engine.prune's summary event (the ids it deleted are in its data)
 _ORGS_SHOWN = 20  # an export of an org the store lacks names this many of those it holds
+SPOOL_MAX = 64 << 20  # an export's body, and an import read from a stream, stay in memory up to this
 
 
 class Counts(msgspec.Struct, kw_only=True):
@@ -228,7 +237,7 @@ def export_org(
     read in one `store.snapshot()`."""
     counts = Counts()
     models = list(dict.fromkeys(models)) if with_vectors else []
-    with tempfile.SpooledTemporaryFile(max_size=64 << 20, mode="w+b") as body, store.snapshot():
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX, mode="w+b") as body, store.snapshot():
         # the hashes written, texts and passages apart: one text may be a memory and a passage
         seen: set[str] = set()
         seen_parts: set[str] = set()
@@ -287,17 +296,24 @@ def _check_held(store: Store, org_id: str) -> None:
 
 
 # --- import -----------------------------------------------------------------------------------------
-def read_lines(lines: Iterable[bytes | str]) -> Iterator[Line]:
-    """Decode a JSONL stream; blank lines are ignored; a bad line is InvalidInput naming its number."""
+def _numbered(lines: Iterable[bytes | str]) -> Iterator[tuple[int, Line]]:
+    """(line number, record) of a JSONL stream; blank lines are skipped; a bad line is InvalidInput
+    naming its number."""
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:
-            yield _decoder.decode(raw)
+            yield number, _decoder.decode(raw)
         except msgspec.ValidationError as exc:
             raise InvalidInput(f"line {number}: {exc}", field=f"line {number}") from exc
         except msgspec.DecodeError as exc:
             raise InvalidInput(f"line {number}: not valid JSON: {exc}", field=f"line {number}") from exc
+
+
+def read_lines(lines: Iterable[bytes | str]) -> Iterator[Line]:
+    """Decode a JSONL stream; blank lines are ignored; a bad line is InvalidInput naming its number."""
+    for _, line in _numbered(lines):
+        yield line
 
 
 def _rehome(record: Record, org_id: str) -> Record:
@@ -312,31 +328,106 @@ def _rehome(record: Record, org_id: str) -> Record:
     return record
 
 
-class _Importer:
+def _org_of(record: Record) -> str | None:
+    if isinstance(record, MemoryLine):
+        return record.memory.org_id
+    if isinstance(record, EventLine):
+        return record.event.org_id
+    if isinstance(record, ApiKeyLine):
+        return record.api_key.org_id
+    if isinstance(record, IdempotencyLine):
+        return record.record.org_id
+    return None  # a vector belongs to no org
+
+
+def _key_taken(key: ApiKey, found: ApiKey, where: str = "") -> Conflict:
+    return Conflict(
+        f"{where}{': ' if where else ''}api key {key.key_id!r}: its hash belongs to key {found.key_id!r} "
+        f"of org {found.org_id!r}"
+    )
+
+
+class _FileCheck:
+    """The first pass: every record of the file decoded and checked against the header and the target,
+    nothing written (see the module docstring)."""
+
     def __init__(self, store: Store, header: HeaderLine, org_id: str) -> None:
         self.store = store
         self.header = header
         self.org_id = org_id
-        self.result = ImportResult(org_id=org_id, read=Counts())
+        self.read = Counts()
+        self._held_ids: dict[str, ApiKey] | None = None  # the target's keys by id, read at the first key
+        self._file_keys: dict[str, str] = {}  # the file's key ids -> their hashes
+        self._file_hashes: dict[str, str] = {}  # and back
+
+    def check(self, number: int, line: Line) -> None:
+        if isinstance(line, HeaderLine):
+            raise InvalidInput(
+                f"line {number}: a second header line (two exports concatenated?)", field=f"line {number}"
+            )
+        org = _org_of(line)
+        if org is not None and org != self.header.org_id:
+            raise InvalidInput(
+                f"line {number}: record of org {org!r} in an export of org {self.header.org_id!r}",
+                field=f"line {number}",
+            )
+        self._count(line)
+        if isinstance(line, ApiKeyLine):
+            self._check_key(number, msgspec.structs.replace(line.api_key, org_id=self.org_id))
+
+    def _count(self, record: Record) -> None:
+        read = self.read
+        if isinstance(record, MemoryLine):
+            read.memories += 1
+        elif isinstance(record, EmbeddingLine):
+            read.embeddings += 1
+        elif isinstance(record, EventLine):
+            read.events += 1
+        elif isinstance(record, ApiKeyLine):
+            read.api_keys += 1
+        else:
+            read.idempotency += 1
+
+    def _check_key(self, number: int, key: ApiKey) -> None:
+        """A key whose hash the target holds under another id or org, or whose id it holds with another
+        hash, would fail its batch: refused here, before anything is written."""
+        where = f"line {number}"
+        if (
+            self._file_keys.setdefault(key.key_id, key.key_hash) != key.key_hash
+            or self._file_hashes.setdefault(key.key_hash, key.key_id) != key.key_id
+        ):
+            raise InvalidInput(f"{where}: api key {key.key_id!r} or its hash appears twice", field=where)
+        found = self.store.find_api_key(key.key_hash)
+        if found is not None and (found.key_id != key.key_id or found.org_id != key.org_id):
+            raise _key_taken(key, found, where)
+        if self._held_ids is None:
+            self._held_ids = {k.key_id: k for k in self.store.list_api_keys()}
+        held = self._held_ids.get(key.key_id)
+        if found is None and held is not None:
+            raise Conflict(
+                f"{where}: api key {key.key_id!r}: the target holds another key of that id, of org {held.org_id!r}"
+            )
+
+    def finish(self) -> Counts:
+        if self.read != self.header.counts:
+            raise InvalidInput(
+                f"the file holds {msgspec.to_builtins(self.read)} but its header says "
+                f"{msgspec.to_builtins(self.header.counts)} (truncated or edited?)"
+            )
+        return self.read
+
+
+class _Importer:
+    """The second pass: the checked records written, batch by batch."""
+
+    def __init__(self, store: Store, org_id: str, read: Counts) -> None:
+        self.store = store
+        self.org_id = org_id
+        self.result = ImportResult(org_id=org_id, read=read)
         self._event_ids: set[str] = set()  # the target org's event ids, read up to `_log_seq`
         self._deleted: set[str] = set()  # memory ids its log records deleted or pruned
         self._log_seq: int | None = None  # the last seq read of the target org's log
         self._log_read = False
-
-    def check_org(self, record: Record) -> None:
-        org = (
-            record.memory.org_id
-            if isinstance(record, MemoryLine)
-            else record.event.org_id
-            if isinstance(record, EventLine)
-            else record.api_key.org_id
-            if isinstance(record, ApiKeyLine)
-            else record.record.org_id
-            if isinstance(record, IdempotencyLine)
-            else self.header.org_id
-        )
-        if org != self.header.org_id:
-            raise InvalidInput(f"record of org {org!r} in an export of org {self.header.org_id!r}")
 
     def apply(self, batch: list[Record]) -> None:
         memories = [r.memory for r in batch if isinstance(r, MemoryLine)]
@@ -430,79 +521,93 @@ class _Importer:
             self.store.create_api_key(key)  # Conflict if the key_id is taken by another hash
             self.result.api_keys += 1
         elif found.key_id != key.key_id or found.org_id != key.org_id:
-            raise Conflict(
-                f"api key {key.key_id!r}: its hash belongs to key {found.key_id!r} of org {found.org_id!r}"
-            )
+            raise _key_taken(key, found)
         elif key.revoked_at is not None and found.revoked_at is None:
             self.store.revoke_api_key(key.key_id, key.revoked_at)
             self.result.api_keys_revoked += 1
         else:
             self.result.api_keys_skipped += 1
 
-    def count(self, record: Record) -> None:
-        read = self.result.read
-        if isinstance(record, MemoryLine):
-            read.memories += 1
-        elif isinstance(record, EmbeddingLine):
-            read.embeddings += 1
-        elif isinstance(record, EventLine):
-            read.events += 1
-        elif isinstance(record, ApiKeyLine):
-            read.api_keys += 1
-        else:
-            read.idempotency += 1
 
-    def check_counts(self) -> None:
-        if self.result.read != self.header.counts:
-            raise InvalidInput(
-                f"the file holds {msgspec.to_builtins(self.result.read)} but its header says "
-                f"{msgspec.to_builtins(self.header.counts)} (truncated or edited?)"
-            )
-
-
-def _header(lines: Iterator[Line]) -> HeaderLine:
+def _header(lines: Iterator[tuple[int, Line]]) -> HeaderLine:
     first = next(lines, None)
-    if not isinstance(first, HeaderLine):
+    if first is None or not isinstance(first[1], HeaderLine):
         raise InvalidInput("the first line of an import must be the export header")
-    if first.format != FORMAT or first.version != FORMAT_VERSION:
+    header = first[1]
+    if header.format != FORMAT or header.version != FORMAT_VERSION:
         raise InvalidInput(
-            f"unsupported export format {first.format!r} version {first.version} "
+            f"unsupported export format {header.format!r} version {header.version} "
             f"(this code reads {FORMAT!r} version {FORMAT_VERSION})"
         )
-    return first
+    return header
+
+
+@contextmanager
+def _readable_twice(
+    lines: Iterable[bytes | str],
+) -> Iterator[tuple[Iterable[bytes | str], Callable[[], Iterable[bytes | str]]]]:
+    """`lines` for a first read, and a function that gives them again: a seekable file goes back to
+    where it stood, anything else (stdin, a pipe, a list) is copied to a spool as the first read goes."""
+    seekable = getattr(lines, "seekable", None)
+    if callable(seekable) and seekable():
+        stream: Any = lines
+        start = stream.tell()
+
+        def rewind() -> Iterable[bytes | str]:
+            stream.seek(start)
+            return cast(Iterable[bytes | str], stream)
+
+        yield lines, rewind
+        return
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX, mode="w+b") as spool:
+
+        def copy() -> Iterator[bytes | str]:
+            for raw in lines:
+                data = raw.encode("utf-8") if isinstance(raw, str) else raw
+                spool.write(data if data.endswith(b"\n") else data + b"\n")  # one line each, as numbered
+                yield raw
+
+        def replay() -> Iterable[bytes | str]:
+            spool.seek(0)
+            return cast(Iterable[bytes], spool)
+
+        yield copy(), replay
 
 
 def import_org(
     store: Store, lines: Iterable[bytes | str], *, org_id: str | None = None, batch_size: int = PAGE
 ) -> ImportResult:
     """Import an export into `store`, into `org_id` if given (re-homing every record), else into the
-    org the header names. See the module docstring for idempotency and atomicity."""
-    stream = read_lines(lines)
-    header = _header(stream)
-    importer = _Importer(store, header, org_id or header.org_id)
+    org the header names. The whole file is checked before anything is written; see the module
+    docstring for idempotency and atomicity."""
+    with _readable_twice(lines) as (first, again):
+        records = _numbered(first)
+        header = _header(records)
+        target = org_id or header.org_id
+        check = _FileCheck(store, header, target)
+        for number, line in records:
+            check.check(number, line)
+        importer = _Importer(store, target, check.finish())
 
-    def run() -> None:
-        batch: list[Record] = []
-        for line in stream:
-            if isinstance(line, HeaderLine):
-                raise InvalidInput("a second header line (two exports concatenated?)")
-            importer.check_org(line)
-            importer.count(line)
-            batch.append(_rehome(line, importer.org_id))
-            if batch_size and len(batch) >= batch_size:
+        def run() -> None:
+            batch: list[Record] = []
+            for _, line in _numbered(again()):
+                if isinstance(line, HeaderLine):  # the first, as the first pass found
+                    continue
+                batch.append(_rehome(line, target))
+                if batch_size and len(batch) >= batch_size:
+                    with store.transaction():
+                        importer.apply(batch)
+                    batch = []
+            if batch:
                 with store.transaction():
                     importer.apply(batch)
-                batch = []
-        if batch:
-            with store.transaction():
-                importer.apply(batch)
-        importer.check_counts()
 
-    if batch_size <= 0:
-        with store.transaction():
+        if batch_size <= 0:
+            with store.transaction():
+                run()
+        else:
             run()
-    else:
-        run()
     return importer.result
 
 

@@ -92,6 +92,28 @@ def test_import_of_a_bad_file_fails_cleanly(capsys: pytest.CaptureFixture[str], 
     assert code == 2 and "error: line 1" in err
 
 
+def test_import_of_a_file_cut_before_its_events_changes_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The memories and vectors ahead of the cut were committed (default --batch-size) before the
+    counts said the file was short: a superseded fact stayed without its event."""
+    src = open_store(str(tmp_path / "src"))
+    fill(src)
+    src.close()
+    out = tmp_path / "acme.jsonl"
+    assert run(capsys, "export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path / "src"))[0] == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"".join(lines[: next(i for i, x in enumerate(lines) if b'"kind":"event"' in x)]))
+    code, _, err = run(capsys, "import", "--in", str(cut), "--data-dir", str(tmp_path / "dst"))
+    assert code == 2 and "but its header says" in err
+    dst = open_store(str(tmp_path / "dst"))
+    try:
+        assert dst.org_ids() == [] and dst.embedding_models() == []
+    finally:
+        dst.close()
+
+
 def test_migrate_sqlite_is_repeatable(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     v = SQLITE_LATEST
     code, out, _ = run(capsys, "migrate", "--data-dir", str(tmp_path))

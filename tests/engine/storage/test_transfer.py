@@ -15,7 +15,7 @@ import pytest
 
 from engine.embed.hash import HashEmbedder
 from engine.embed.passages import passage_model, passages
-from engine.errors import InvalidInput
+from engine.errors import Conflict, InvalidInput
 from engine.models import text_hash
 from engine.storage import open_store
 from engine.storage.base import EventQuery, Store
@@ -165,30 +165,68 @@ def test_import_into_another_org(stores: dict[str, Store]) -> None:
     assert reexport == dump(src)
 
 
-def test_bad_line_with_whole_file_transaction_changes_nothing(stores: dict[str, Store]) -> None:
+def test_a_bad_line_changes_nothing_whatever_the_batch_size(stores: dict[str, Store]) -> None:
     src, dst = stores["memory"], stores["sqlite_a"]
     fill(src)
     lines = dump(src).splitlines(keepends=True)
     broken = b"".join(lines[:-1]) + b'{"kind":"memory","memory":{"memory_id":"x"}}\n'
-    with pytest.raises(InvalidInput, match="line 24"):
-        load(dst, broken, batch_size=0)
-    assert dst.count_memories(ORG) == 0 and dst.list_api_keys(ORG) == []
-    # batches of 5: the batches before the bad line are committed, the one holding it is not
-    with pytest.raises(InvalidInput):
-        load(dst, broken, batch_size=5)
-    assert dst.count_memories(ORG) == 10  # the memories are in the first two batches
-    load(dst, b"".join(lines))  # the complete file then finishes the job
+    for batch_size in (0, 5, 1):  # the whole file is checked before the first batch is written
+        with pytest.raises(InvalidInput, match="line 24"):
+            load(dst, broken, batch_size=batch_size)
+        assert dst.count_memories(ORG) == 0 and dst.list_api_keys(ORG) == []
+        assert dst.get_embeddings(MODEL, [text_hash("Alice is vegan")]) == {}
+    load(dst, b"".join(lines))  # the complete file then imports
     assert snapshot(dst) == snapshot(src)
 
 
-def test_truncated_file_is_refused(stores: dict[str, Store]) -> None:
+@pytest.mark.parametrize("batch_size", [1, 5, 1000])
+def test_a_file_cut_at_a_line_boundary_changes_nothing(stores: dict[str, Store], batch_size: int) -> None:
+    """Cut before its events, the file's memories would go in without them (a superseded fact without
+    the event that superseded it): the header's counts refuse it before anything is written."""
     src, dst = stores["memory"], stores["sqlite_a"]
     fill(src)
     lines = dump(src).splitlines(keepends=True)
+    first_event = next(i for i, line in enumerate(lines) if b'"kind":"event"' in line)
     with pytest.raises(InvalidInput, match="header says"):
-        load(dst, b"".join(lines[:-3]), batch_size=0)
+        load(dst, b"".join(lines[:first_event]), batch_size=batch_size)
+    assert dst.count_memories(ORG) == 0 and dst.org_ids() == []
+    assert dst.get_embeddings(MODEL, [text_hash("Alice is vegan")]) == {}
+
+
+def test_a_key_the_target_holds_for_another_org_changes_nothing(stores: dict[str, Store]) -> None:
+    """Into `--org copy` of a store that holds the org already, the file's keys (hashes the target has
+    for `acme`) conflict: found while checking, before the memories ahead of them are written."""
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    data = dump(src)
+    load(dst, data)
+    before = snapshot(dst)
+    with pytest.raises(Conflict, match="its hash belongs to key 'key_a' of org 'acme'"):
+        load(dst, data, org_id="copy", batch_size=2)
+    assert dst.count_memories("copy") == 0 and "copy" not in dst.org_ids()
+    assert snapshot(dst) == before
+
+
+def test_a_key_id_the_target_holds_with_another_hash_changes_nothing(stores: dict[str, Store]) -> None:
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    dst.create_api_key(msgspec.structs.replace(org_keys()[0], org_id="elsewhere", key_hash="another hash"))
+    with pytest.raises(Conflict, match="holds another key of that id"):
+        load(dst, dump(src), batch_size=2)
     assert dst.count_memories(ORG) == 0
-    assert [e for _, e in dst.list_events(ORG, EventQuery())] == []
+
+
+def test_a_stream_is_read_twice_through_a_spool(stores: dict[str, Store]) -> None:
+    """stdin cannot be read again: the first pass copies it (lines as they came, blank ones too)."""
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    lines = dump(src).splitlines(keepends=True)
+    import_org(dst, iter([lines[0], b"\n", *lines[1:]]))  # an iterator: read once
+    assert snapshot(dst) == snapshot(src)
+    broken = iter([*lines[:-1], b"\n", b"{}\n"])
+    with pytest.raises(InvalidInput, match="line 25"):
+        import_org(stores["sqlite_b"], broken, batch_size=1)
+    assert stores["sqlite_b"].count_memories(ORG) == 0
 
 
 def test_header_is_required_and_checked(stores: dict[str, Store]) -> None:

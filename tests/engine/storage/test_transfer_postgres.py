@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import Conflict, InvalidInput
 from engine.storage import open_store
 from engine.storage.base import Store
 from engine.storage.transfer import export_org, import_org
@@ -45,3 +46,24 @@ def test_sqlite_to_postgres_to_sqlite_is_exact(tmp_path: Path, pg_database: str)
     finally:
         for s in (a, pg, b):
             s.close()
+
+
+def test_a_cut_file_and_a_key_conflict_change_nothing_on_postgres(tmp_path: Path, pg_database: str) -> None:
+    """In batches of 2, the memories ahead of the cut (or of the conflicting key) were committed."""
+    a = open_store(f"sqlite://{tmp_path / 'a.db'}")
+    pg = open_store(pg_database)
+    try:
+        fill(a)
+        lines = dump(a).splitlines(keepends=True)
+        first_event = next(i for i, line in enumerate(lines) if b'"kind":"event"' in line)
+        with pytest.raises(InvalidInput, match="header says"):
+            import_org(pg, io.BytesIO(b"".join(lines[:first_event])), batch_size=2)
+        assert pg.org_ids() == [] and pg.embedding_models() == []
+        import_org(pg, io.BytesIO(b"".join(lines)), batch_size=2)
+        before = snapshot(pg)
+        with pytest.raises(Conflict, match="of org 'acme'"):
+            import_org(pg, io.BytesIO(b"".join(lines)), org_id="copy", batch_size=2)
+        assert "copy" not in pg.org_ids() and snapshot(pg) == before
+    finally:
+        a.close()
+        pg.close()
