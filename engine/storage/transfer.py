@@ -43,8 +43,8 @@ of the file's) can leave two current values of one key (two `active` residences)
 a batch cannot know what later batches hold, and the two stay visible to fix (PATCH, DELETE, prune).
 
 A bad file changes nothing. The import reads the file twice: first every line is decoded and checked
-(the records' org, the counts against the header, a second header, an API key the target holds
-under another id or org) with nothing written, then the records are written. A seekable file is read
+(the records' org, each vector's base64 and length, the counts against the header, a second header,
+an API key the target holds under another id or org) with nothing written, then the records are written. A seekable file is read
 again from where it stood; a stream (stdin) is spooled to a temporary file on the first read (in
 memory up to 64 MiB). Each batch of `batch_size` records is one `store.transaction()`, so neither
 pass holds more than a batch in memory or the store's write lock for longer than a batch;
@@ -56,6 +56,7 @@ import again finishes the job.
 from __future__ import annotations
 
 import base64
+import binascii
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -171,7 +172,10 @@ def encode_vector(vec: Vector) -> str:
 
 
 def decode_vector(text: str, dim: int) -> Vector:
-    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        raise InvalidInput(f"vector is not base64: {exc}", field="vector") from exc
     if len(raw) != 4 * dim:
         raise InvalidInput(f"vector has {len(raw) // 4} values, expected {dim}", field="vector")
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)
@@ -372,7 +376,12 @@ class _FileCheck:
                 field=f"line {number}",
             )
         self._count(line)
-        if isinstance(line, ApiKeyLine):
+        if isinstance(line, EmbeddingLine):
+            try:
+                decode_vector(line.vector, line.dim)
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {number}: {exc.message}", field=f"line {number}") from exc
+        elif isinstance(line, ApiKeyLine):
             self._check_key(number, msgspec.structs.replace(line.api_key, org_id=self.org_id))
 
     def _count(self, record: Record) -> None:

@@ -12,9 +12,9 @@ import pytest
 from engine.storage import open_store
 from engine.storage.postgres.schema import LATEST_VERSION
 from engine.storage.sqlite.schema import LATEST as SQLITE_LATEST
-from engine.storage.transfer import HeaderLine
+from engine.storage.transfer import Counts, HeaderLine
 from server.cli import build_parser, main
-from tests.engine.storage.transfer_data import MODEL, ORG, fill, snapshot
+from tests.engine.storage.transfer_data import MODEL, ORG, T0, fill, snapshot
 from tests.pg_fixture import PgServer, create_database, drop_database, pg_database, pg_server
 
 __all__ = ["pg_database", "pg_server"]  # fixtures used by name below
@@ -90,6 +90,11 @@ def test_import_of_a_bad_file_fails_cleanly(capsys: pytest.CaptureFixture[str], 
     bad.write_text('{"kind":"memory"}\n')
     code, _, err = run(capsys, "import", "--in", str(bad), "--data-dir", str(tmp_path / "d"))
     assert code == 2 and "error: line 1" in err
+    header = HeaderLine(org_id=ORG, exported_at=T0, counts=Counts(embeddings=1))
+    vector = {"kind": "embedding", "model": MODEL, "text_hash": "x", "dim": 1, "vector": "!!!notbase64"}
+    bad.write_bytes(msgspec.json.encode(header) + b"\n" + msgspec.json.encode(vector) + b"\n")
+    code, _, err = run(capsys, "import", "--in", str(bad), "--data-dir", str(tmp_path / "d"))
+    assert code == 2 and "error: line 2: vector is not base64" in err
 
 
 def test_import_of_a_file_cut_before_its_events_changes_nothing(

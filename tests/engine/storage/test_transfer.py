@@ -282,6 +282,27 @@ def test_vector_codec_is_exact() -> None:
         decode_vector(encode_vector(vec), 3)
 
 
+@pytest.mark.parametrize(
+    ("vector", "problem"),
+    [
+        ("!!!notbase64", "vector is not base64"),
+        ("d\u00e9j\u00e0", "vector is not base64"),
+        (encode_vector(np.ones(3, dtype=np.float32)), "vector has 3 values, expected 16"),
+    ],
+)
+def test_a_bad_vector_is_refused_naming_its_line(stores: dict[str, Store], vector: str, problem: str) -> None:
+    """A vector that was not base64 raised binascii.Error out of the import (a traceback, exit 1)."""
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    lines = dump(src).splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"kind":"embedding"' in line)
+    record = msgspec.json.decode(lines[at])
+    lines[at] = msgspec.json.encode({**record, "vector": vector}) + b"\n"
+    with pytest.raises(InvalidInput, match=f"^line {at + 1}: {problem}"):
+        load(dst, b"".join(lines))
+    assert dst.count_memories(ORG) == 0
+
+
 def test_events_keep_ids_and_order(stores: dict[str, Store]) -> None:
     src, dst = stores["memory"], stores["sqlite_a"]
     fill(src)
