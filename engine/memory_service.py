@@ -138,7 +138,7 @@ NOT_BLANK_RULE = "not_blank"
 KEY_SHAPE_RULE = "conflict_key_shape"
 
 
-def _check_text(text: str, field: str) -> None:
+def check_text(text: str, field: str) -> None:
     if is_blank(text):
         raise InvalidInput(f"{field} must not be blank", field=field, details={"rule": NOT_BLANK_RULE})
 
@@ -149,9 +149,9 @@ def check_labels(
     """A written memory's tags and predicate are not blank and its keys have the shape
     `<subject>|<predicate>`; `prefix` goes before the field a refusal names (`items[2].`)."""
     for i, tag in enumerate(tags):
-        _check_text(tag, f"{prefix}tags[{i}]")
+        check_text(tag, f"{prefix}tags[{i}]")
     if predicate is not None:
-        _check_text(predicate, f"{prefix}predicate")
+        check_text(predicate, f"{prefix}predicate")
     for i, key in enumerate(keys or ()):
         problem = key_problem(key)
         if problem is not None:
@@ -223,7 +223,7 @@ class MemoryService:
             )
         for index, draft in enumerate(drafts):
             try:
-                _check_text(draft.text, "text")
+                check_text(draft.text, "text")
                 check_labels(draft.tags, draft.keys, draft.predicate)
                 _check_validity(draft.valid_from or draft.timestamp, draft.valid_to, "valid_to")
             except InvalidInput as exc:
@@ -371,7 +371,7 @@ class MemoryService:
         """The fields `patch` sets on `old`, checked (422 for a change the timeline cannot take)."""
         changes: dict[str, Any] = _edited(patch)
         if "text" in changes:
-            _check_text(changes["text"], "text")
+            check_text(changes["text"], "text")
         check_labels(
             [] if isinstance(patch.tags, UnsetType) else patch.tags,
             changes.get("keys"),

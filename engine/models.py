@@ -31,6 +31,7 @@ from loci.wire.models import (  # isort: skip
     MAX_TAGS as MAX_TAGS,
     MEMORY_TYPES as MEMORY_TYPES,
     Memory as Memory,
+    MemoryId as MemoryId,
     MemoryText as MemoryText,
     MemoryType as MemoryType,
     NOT_BLANK_PATTERN as NOT_BLANK_PATTERN,

@@ -42,15 +42,17 @@ so importing into a store that already holds other memories of the org (written 
 of the file's) can leave two current values of one key (two `active` residences). It is not refused:
 a batch cannot know what later batches hold, and the two stay visible to fix (PATCH, DELETE, prune).
 
-A bad file changes nothing. The import reads the file twice: first every line is decoded and checked
-(the records' org, each vector's base64 and length, the counts against the header, a second header,
-an API key the target holds under another id or org) with nothing written, then the records are written. A seekable file is read
-again from where it stood; a stream (stdin) is spooled to a temporary file on the first read (in
-memory up to 64 MiB). Each batch of `batch_size` records is one `store.transaction()`, so neither
-pass holds more than a batch in memory or the store's write lock for longer than a batch;
-`batch_size=0` makes the whole second pass one transaction. What a batch then fails on (a key another
-writer created after the check, a lost connection) leaves the batches before it committed; running the
-import again finishes the job.
+A bad file changes nothing. The import reads the file twice: first every line is decoded and
+checked, with nothing written: a memory against the API's limits and its rules for a write (an id
+that is one path segment, a text, tags and a predicate not blank, conflict keys shaped
+`<subject>|<predicate>`), each record's org, each vector's base64 and length, the counts against the
+header, no second header, no API key the target holds under another id or org. Then the records are
+written. A seekable file is read again from where it stood; a stream (stdin) is spooled to a
+temporary file on the first read (in memory up to 64 MiB). Each batch of `batch_size` records is one
+`store.transaction()`, so neither pass holds more than a batch in memory or the store's write lock
+for longer than a batch; `batch_size=0` makes the whole second pass one transaction. What a batch
+then fails on (a key another writer created after the check, a lost connection) leaves the batches
+before it committed; running the import again finishes the job.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ import numpy as np
 
 from engine.embed.passages import all_passages, passage_model
 from engine.errors import Conflict, InvalidInput, NotFound
+from engine.memory_service import check_labels, check_text
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Store, Vector
 from engine.timeutil import utcnow
@@ -376,7 +379,9 @@ class _FileCheck:
                 field=f"line {number}",
             )
         self._count(line)
-        if isinstance(line, EmbeddingLine):
+        if isinstance(line, MemoryLine):
+            self._check_memory(number, line.memory)
+        elif isinstance(line, EmbeddingLine):
             try:
                 decode_vector(line.vector, line.dim)
             except InvalidInput as exc:
@@ -396,6 +401,20 @@ class _FileCheck:
             read.api_keys += 1
         else:
             read.idempotency += 1
+
+    def _check_memory(self, number: int, memory: Memory) -> None:
+        """What the API refuses to write (a blank text, tag or predicate, a conflict key of another
+        shape) the import refuses too; decoding checked the rest of its limits, the id's included."""
+        try:
+            check_text(memory.text, "memory.text")
+            check_labels(memory.tags, memory.keys, memory.predicate, prefix="memory.")
+        except InvalidInput as exc:
+            said = (
+                exc.message
+                if exc.field and exc.message.startswith(exc.field)
+                else f"{exc.field}: {exc.message}"
+            )
+            raise InvalidInput(f"line {number}: {said}", field=f"line {number}") from exc
 
     def _check_key(self, number: int, key: ApiKey) -> None:
         """A key whose hash the target holds under another id or org, or whose id it holds with another

@@ -50,6 +50,9 @@ def key_problem(key: str) -> str | None:
 
 
 # --- the API's limits as constrained types ------------------------------------------------------
+#: a memory id the API can address: one path segment of /v0/memories/{memory_id}, as long as the
+#: routes and the event filter take (the server makes `mem_<ULID>`; an import brings ids from a file)
+MemoryId = Annotated[str, Meta(min_length=1, max_length=128, pattern="^[^/]+$")]
 Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
 AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
 EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
@@ -106,7 +109,7 @@ ObjectValue = ObjectString | bool | int | float | dict[str, Any] | None
 class Memory(msgspec.Struct, kw_only=True):
     """A stored memory: every field of the API's Memory resource, plus `created_at`/`updated_at`."""
 
-    memory_id: str
+    memory_id: MemoryId
     org_id: str
     namespace: Namespace = "default"
     agent_id: AgentId | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import struct
 from collections.abc import Iterator
 from datetime import timedelta
@@ -299,6 +300,34 @@ def test_a_bad_vector_is_refused_naming_its_line(stores: dict[str, Store], vecto
     record = msgspec.json.decode(lines[at])
     lines[at] = msgspec.json.encode({**record, "vector": vector}) + b"\n"
     with pytest.raises(InvalidInput, match=f"^line {at + 1}: {problem}"):
+        load(dst, b"".join(lines))
+    assert dst.count_memories(ORG) == 0
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("memory_id", "", "Expected `str` of length >= 1 - at `$.memory.memory_id`"),
+        ("memory_id", "mem/1", "Expected `str` matching regex '^[^/]+$' - at `$.memory.memory_id`"),
+        ("memory_id", "m" * 129, "Expected `str` of length <= 128 - at `$.memory.memory_id`"),
+        ("text", "", "memory.text must not be blank"),
+        ("text", " \u200b ", "memory.text must not be blank"),
+        ("tags", ["home", " "], "memory.tags[1] must not be blank"),
+        ("predicate", " ", "memory.predicate must not be blank"),
+        ("keys", ["no bar"], "memory.keys[0]: a conflict key has the shape"),
+    ],
+)
+def test_a_memory_the_api_would_refuse_is_refused_naming_its_line(
+    stores: dict[str, Store], field: str, value: object, problem: str
+) -> None:
+    """An empty id or text went in: a memory no route could address (PATCH, DELETE) or the API could
+    not have written."""
+    src, dst = stores["memory"], stores["sqlite_a"]
+    fill(src)
+    lines = dump(src).splitlines(keepends=True)
+    record = msgspec.json.decode(lines[1])
+    lines[1] = msgspec.json.encode({**record, "memory": {**record["memory"], field: value}}) + b"\n"
+    with pytest.raises(InvalidInput, match=f"^line 2: {re.escape(problem)}"):
         load(dst, b"".join(lines))
     assert dst.count_memories(ORG) == 0
 
