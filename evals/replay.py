@@ -22,7 +22,10 @@ Two backends behind one protocol (`Backend`):
 - `EngineBackend`: the engine in process, a fresh store per conversation (`memory` by default;
   any `open_store` target such as `sqlite://:memory:`), the `hash` embedder by default.
 - `HttpBackend`: a served API over httpx (the path agents use): POST /v0/memories in batches of up
-  to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`.
+  to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`. A request the server refuses
+  with 429 (its rate limit), or 503 with `Retry-After`, was not carried out: it is sent again after the
+  advertised delay (the SDK's `RetryPolicy`, at most 60 s a wait, `RATE_RETRIES` times), so a replay
+  records what it would have unthrottled; the waits do not count in its latencies.
 
 Ranking: `matches` hold the shortlist (the `top_k` that ran, as `retrieval_summary.top_k` reports). When
 `rank_depth` is larger, a second assemble with `top_k = rank_depth` gives the ranking for recall@k, so
@@ -470,6 +473,10 @@ class EngineBackend:
 
 
 # --- a served API over HTTP --------------------------------------------------------------------------
+#: how many times one request is sent again after a 429 (or a 503 with Retry-After)
+RATE_RETRIES = 8
+
+
 class HttpBackend:
     """A served API: turns written as `config.write` says (see the module docstring), questions through
     POST /v0/context/assemble.
@@ -485,21 +492,45 @@ class HttpBackend:
         namespace_prefix: str | None = None,
         client: Any = None,
         timeout: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import httpx
+
+        from loci.client.retry import RetryPolicy
 
         self.client = client or httpx.Client(base_url=base_url, timeout=timeout)
         self.headers = {"Authorization": f"Bearer {api_key}"}
         self.prefix = namespace_prefix if namespace_prefix is not None else f"eval-{secrets.token_hex(3)}"
+        self.retry = RetryPolicy(max_retries=RATE_RETRIES)
+        self.sleep = sleep
+        self.waited = 0.0  # seconds slept before retries, left out of the latencies
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.client.post(path, json=body, headers=self.headers)
+        for attempt in range(self.retry.max_retries + 1):
+            response = self.client.post(path, json=body, headers=self.headers)
+            retry_after = response.headers.get("Retry-After")
+            if not (response.status_code == 429 or (response.status_code == 503 and retry_after is not None)):
+                break
+            if attempt == self.retry.max_retries:
+                from engine.errors import Unavailable
+
+                raise Unavailable(
+                    f"POST {path}: the server answered {response.status_code} "
+                    f"{attempt + 1} times (its rate limit, LOCI_RATE_LIMIT, or it is unavailable)"
+                )
+            wait = self.retry.delay(attempt, retry_after)
+            self.sleep(wait)
+            self.waited += wait
         response.raise_for_status()
         data: dict[str, Any] = response.json()
         return data
 
+    def _elapsed_ms(self, start: float, waited: float) -> float:
+        """Milliseconds since `start` (perf_counter), less the retry waits since `waited`."""
+        return (time.perf_counter() - start - (self.waited - waited)) * 1000.0
+
     def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
-        start = time.perf_counter()
+        start, waited = time.perf_counter(), self.waited
         namespace = f"{self.prefix}-{slug(conversation.conversation_id)}"[:64]
         loaded = Loaded(
             conversation_id=conversation.conversation_id,
@@ -514,7 +545,7 @@ class HttpBackend:
                     self._post("/v0/context/assemble", agent_body(loaded, turn)).get("extracted") or {}
                 )
                 map_upserts(loaded, turn.turn_id, extracted)
-            loaded.write_ms = (time.perf_counter() - start) * 1000.0
+            loaded.write_ms = self._elapsed_ms(start, waited)
             return loaded
         for batch_start in range(0, len(turns), 200):
             batch = turns[batch_start : batch_start + 200]
@@ -529,13 +560,13 @@ class HttpBackend:
                         self._post("/v0/context/assemble", facts_body(loaded, turn)).get("extracted") or {}
                     )
                     map_upserts(loaded, turn.turn_id, extracted)
-        loaded.write_ms = (time.perf_counter() - start) * 1000.0
+        loaded.write_ms = self._elapsed_ms(start, waited)
         return loaded
 
     def ask(self, loaded: Loaded, question: Question, config: ReplayConfig) -> Answer:
-        t = time.perf_counter()
+        t, waited = time.perf_counter(), self.waited
         main = self._post("/v0/context/assemble?trace=true", assemble_body(loaded, question, config))
-        stage_ms = {"http": (time.perf_counter() - t) * 1000.0}
+        stage_ms = {"http": self._elapsed_ms(t, waited)}
         ranking = None
         body = ranking_body(loaded, question, config, (main.get("retrieval_summary") or {}).get("top_k"))
         if body is not None:

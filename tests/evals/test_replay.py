@@ -5,9 +5,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
-from evals.metrics import ContextFact, score
+from evals.metrics import ContextFact, QuestionRecord, score
 from evals.model import Conversation, Dataset, GoldFact, Question, Session, Turn
 from evals.replay import (
     Answer,
@@ -291,3 +292,79 @@ def test_the_deeper_ranking_call_is_made_only_below_the_depth_that_ran() -> None
     # a server that reports no depth is taken to run the spec's default 24
     assert ranking_body(loaded, question, config, None) == deep
     assert ranking_body(loaded, question, ReplayConfig(rank_depth=24), None) is None
+
+
+class _Refusing:
+    """A client to the served app that answers `status` before sending on: to every other request
+    (`always` False), or to every request."""
+
+    def __init__(self, client: Any, status: int, retry_after: str | None, *, always: bool = False) -> None:
+        self.client, self.status, self.retry_after, self.always = client, status, retry_after, always
+        self.calls = 0
+
+    def post(self, path: str, **kw: Any) -> httpx.Response:
+        self.calls += 1
+        if self.always or self.calls % 2:
+            headers = {} if self.retry_after is None else {"Retry-After": self.retry_after}
+            return httpx.Response(self.status, headers=headers, request=httpx.Request("POST", path))
+        response: httpx.Response = self.client.post(path, **kw)
+        return response
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "wait"), [(429, "3", 3.0), (503, "1", 1.0), (429, None, None)]
+)
+def test_http_replay_waits_out_a_refusal_and_records_the_same(
+    status: int, retry_after: str | None, wait: float | None
+) -> None:
+    """The server's rate limit (600/minute by default) ended `loci eval run --http` with a traceback
+    at its first 429, and no results."""
+    from evals.local_api import LocalApi
+
+    dataset = generate(SyntheticConfig(seed=3, entities=2))
+    config = ReplayConfig(embedder="hash")
+    with LocalApi() as api:
+        plain = replay(
+            dataset,
+            HttpBackend("http://testserver", api.secret, client=api.client, namespace_prefix="e"),
+            config,
+        )
+    waits: list[float] = []
+    with LocalApi() as api:
+        refusing = _Refusing(api.client, status, retry_after)
+        backend = HttpBackend(
+            "http://testserver", api.secret, client=refusing, namespace_prefix="e", sleep=waits.append
+        )
+        throttled = replay(dataset, backend, config)
+    assert len(waits) == refusing.calls // 2 > 0  # each request refused once, then answered
+    if wait is not None:
+        assert set(waits) == {wait}  # the advertised delay
+    else:
+        assert max(waits) <= 8.0  # no Retry-After: the SDK policy's backoff
+    assert [_without_ids(r) for r in throttled] == [_without_ids(r) for r in plain]
+
+
+def _without_ids(record: QuestionRecord) -> QuestionRecord:
+    """A record less what differs from one replay to the next: its latencies and its facts' ids."""
+    facts = tuple(msgspec.structs.replace(f, memory_id=None) for f in record.facts)
+    return msgspec.structs.replace(record, stage_ms={}, facts=facts)
+
+
+def test_http_replay_gives_up_after_bounded_waits_and_leaves_503_without_retry_after() -> None:
+    from engine.errors import Unavailable
+    from evals.local_api import LocalApi
+    from evals.replay import RATE_RETRIES
+
+    dataset = _dataset()
+    with LocalApi() as api:
+        waits: list[float] = []
+        refusing = _Refusing(api.client, 429, "3600", always=True)
+        backend = HttpBackend("http://testserver", api.secret, client=refusing, sleep=waits.append)
+        with pytest.raises(Unavailable, match=f"answered 429 {RATE_RETRIES + 1} times"):
+            replay(dataset, backend, ReplayConfig())
+        assert waits == [60.0] * RATE_RETRIES  # an hour advertised: a minute at most, each time
+        unavailable = _Refusing(api.client, 503, None, always=True)
+        backend = HttpBackend("http://testserver", api.secret, client=unavailable, sleep=waits.append)
+        with pytest.raises(httpx.HTTPStatusError):
+            replay(dataset, backend, ReplayConfig())
+        assert unavailable.calls == 1  # not known to be refused before it ran: not sent again
