@@ -148,7 +148,7 @@ def assemble_body(
         retrieval["preset"] = config.preset
     if config.weights:
         retrieval["weights"] = dict(config.weights)
-    if config.recency_half_life_days:
+    if config.recency_half_life_days is not None:  # a 0 goes to the API's check, never read as unset
         retrieval["recency_half_life_days"] = config.recency_half_life_days
     if config.retrieval:
         retrieval.update(config.retrieval)

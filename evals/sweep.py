@@ -65,7 +65,7 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
 
     def name(self) -> str:
         w = "preset" if self.weights is None else "/".join(f"{self.weights[c]:.2f}" for c in CHANNELS)
-        return f"{self.preset}|{self.normalization}|{w}|{self.half_life or '-'}"
+        return f"{self.preset}|{self.normalization}|{w}|{'-' if self.half_life is None else self.half_life}"
 
 
 class SweepConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -97,7 +97,7 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
             confidence=base.confidence if w.confidence is None else w.confidence,
         )
     weights, renormalized = renormalize(weights)
-    top_k, anchors = options.top_k or preset.top_k, ANCHORS
+    top_k, anchors = preset.top_k if options.top_k is None else options.top_k, ANCHORS
     if options.top_k is None and lines is not None:
         top_k, anchors = fitted_depth(preset.top_k, lines)
     return ResolvedRetrieval(
@@ -105,7 +105,11 @@ def resolve(options: RetrievalOptions, *, lines: int | None = None) -> ResolvedR
         weights=weights,
         weights_renormalized=renormalized,
         normalization=options.normalization,
-        recency_half_life_days=options.recency_half_life_days or preset.recency_half_life_days,
+        recency_half_life_days=(
+            preset.recency_half_life_days
+            if options.recency_half_life_days is None
+            else options.recency_half_life_days
+        ),
         top_k=top_k,
         depth=preset.depth if options.depth is None else options.depth,
         rerank=preset.rerank if options.rerank.enable is None else options.rerank.enable,

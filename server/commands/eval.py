@@ -280,7 +280,12 @@ def register(subparsers: Any) -> None:
     run.add_argument("--preset", default=None, help="balanced | fast | factual | recent | graphy")
     run.add_argument("--normalization", default="minmax")
     run.add_argument("--weights", default=None, help='JSON, e.g. {"semantic": 0.6, "bm25": 0.4}')
-    run.add_argument("--half-life", type=int, default=None, help="recency half-life in days")
+    run.add_argument(
+        "--half-life",
+        type=int,
+        default=None,
+        help="recency half-life in days, 1 to 36500 (default: the preset's)",
+    )
     run.add_argument("--retrieval", default=None, help='more retrieval options, JSON, e.g. {"top_k": 48}')
     run.add_argument("--budget", type=int, default=1200)
     run.add_argument(
@@ -327,7 +332,9 @@ def register(subparsers: Any) -> None:
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--presets", default=None, help="comma list (default balanced)")
     sweep.add_argument("--normalizations", default=None, help="comma list (default minmax)")
-    sweep.add_argument("--half-lives", default=None, help="comma list of days (default: the preset's)")
+    sweep.add_argument(
+        "--half-lives", default=None, help="comma list of days, each 1 to 36500 (default: the preset's)"
+    )
     sweep.add_argument(
         "--weights",
         action="append",

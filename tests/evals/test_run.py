@@ -183,6 +183,8 @@ def test_a_second_run_against_one_server_asks_over_its_own_memories_only() -> No
         (["--budgets", "600,abc"], "--budgets"),
         (["--weights", '{"semantic": -1}'], "retrieval.weights"),
         (["--half-life", "-5"], "retrieval.recency_half_life_days"),
+        (["--half-life", "0"], "retrieval.recency_half_life_days"),
+        (["--half-life", "36501"], "retrieval.recency_half_life_days"),
         (["--retrieval", '{"top_k": 0}'], "retrieval.top_k"),
         (["--max-events", "-1"], "return.max_events"),
         (["--limit", "0"], "--limit"),
@@ -206,6 +208,7 @@ def test_a_bad_run_option_is_a_clear_error_before_anything_runs(
         (["sweep", "--presets", "bogus"], "retrieval.preset"),
         (["sweep", "--normalizations", "bogus"], "retrieval.normalization"),
         (["sweep", "--half-lives", "abc"], "--half-lives"),
+        (["sweep", "--half-lives", "7,0"], "retrieval.recency_half_life_days"),
         (["fit", "--normalization", "bogus"], "retrieval.normalization"),
     ],
 )

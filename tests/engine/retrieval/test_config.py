@@ -71,6 +71,13 @@ def test_explicit_values_override_preset() -> None:
     assert cfg.weights.graph_prior == 0.0  # still the preset's weights
 
 
+def test_a_value_that_is_set_is_never_read_as_unset() -> None:
+    """A half-life or top_k of 0 (the wire refuses both) ran the preset's silently: `resolve` tells
+    unset (None) from set, so a 0 that slipped past the caller's check does not pass for the default."""
+    cfg = resolve(RetrievalOptions(recency_half_life_days=0, top_k=0))
+    assert (cfg.recency_half_life_days, cfg.top_k) == (0, 0)
+
+
 def test_partial_weights_fill_from_preset_and_renormalize() -> None:
     cfg = resolve(RetrievalOptions(weights=WeightsIn(semantic=0.95)))
     base = Weights()
