@@ -8,7 +8,8 @@ Every conversation goes in through the engine functions the routes call (`write`
 - `batch` (bulk, as `POST /v0/memories` writes): each turn an `event` memory, text `<speaker>: <text>`,
   timestamp = the turn's time (its session's date + its position in seconds), metadata {turn_id,
   session}, entity_id = the conversation's entity (`ent:<conversation id>`), in a namespace of its
-  own, in batches of 200 (`MemoryService.prepare` + `insert`). With `extract=True` each turn whose
+  own (`<prefix>-<conversation>`, the prefix new for each backend), in batches of 200
+  (`MemoryService.prepare` + `insert`). With `extract=True` each turn whose
   speaker is not `assistant` then goes through assemble's ingest with the turn's time as `as_of`
   (`ingest.store_turn` none, first person = the speaker): the facts it finds, superseded as in
   production.
@@ -19,8 +20,9 @@ Every conversation goes in through the engine functions the routes call (`write`
 A fact counts as the turn it came from when ranks and contexts are mapped back to turns.
 
 Two backends behind one protocol (`Backend`):
-- `EngineBackend`: the engine in process, a fresh store per conversation (`memory` by default;
-  any `open_store` target such as `sqlite://:memory:`), the `hash` embedder by default.
+- `EngineBackend`: the engine in process, a store opened per conversation (`memory` by default; any
+  `open_store` target: `sqlite://:memory:` is fresh each time, a file such as `sqlite:///path.db` one
+  store for every conversation and run), the `hash` embedder by default.
 - `HttpBackend`: a served API over httpx (the path agents use): POST /v0/memories in batches of up
   to 200, POST /v0/context/assemble with `Authorization: Bearer <key>`. A request the server refuses
   with 429 (its rate limit), or 503 with `Retry-After`, was not carried out: it is sent again after the
@@ -86,6 +88,16 @@ def slug(text: str) -> str:
 
 def entity_of(conversation: Conversation) -> str:
     return f"ent:{slug(conversation.conversation_id)}"
+
+
+def run_prefix() -> str:
+    """A namespace prefix new for each backend: `eval-` and six random hex digits."""
+    return f"eval-{secrets.token_hex(3)}"
+
+
+def namespace_of(prefix: str, conversation: Conversation) -> str:
+    """Where a conversation is written and asked: `<prefix>-<conversation slug>`, at most 64 characters."""
+    return f"{prefix}-{slug(conversation.conversation_id)}"[:64]
 
 
 class Loaded(msgspec.Struct, kw_only=True):
@@ -330,15 +342,25 @@ def _answer_from_json(
 
 # --- the engine in process ---------------------------------------------------------------------------
 class EngineBackend:
-    """The engine in process: one fresh store per conversation (released after its questions)."""
+    """The engine in process: `config.store` opened for each conversation (released after its
+    questions). Each conversation is written into a namespace of its own (`namespace_of`, with a prefix
+    new for each backend), so on a store that outlives the conversation (a file target,
+    `sqlite:///path.db`) it asks over its own turns only, not over an earlier run's too."""
 
-    def __init__(self, config: ReplayConfig, *, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(
+        self,
+        config: ReplayConfig,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        namespace_prefix: str | None = None,
+    ) -> None:
         from engine.extract import create_extractor
         from evals.vector_cache import cached_embedder
 
         self.embedder = cached_embedder(config.embedder)
         self.extractor = create_extractor("rules") if config.extract or config.write == "agent" else None
         self.clock = clock or (lambda: datetime.now(UTC))
+        self.prefix = namespace_prefix if namespace_prefix is not None else run_prefix()
 
     def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
         from engine.assemble import Engine
@@ -353,7 +375,7 @@ class EngineBackend:
         loaded = Loaded(
             conversation_id=conversation.conversation_id,
             entity_id=entity_of(conversation),
-            namespace="eval",
+            namespace=namespace_of(self.prefix, conversation),
             memory_to_turn={},
             handle=(store, cache),
         )
@@ -500,7 +522,7 @@ class HttpBackend:
 
         self.client = client or httpx.Client(base_url=base_url, timeout=timeout)
         self.headers = {"Authorization": f"Bearer {api_key}"}
-        self.prefix = namespace_prefix if namespace_prefix is not None else f"eval-{secrets.token_hex(3)}"
+        self.prefix = namespace_prefix if namespace_prefix is not None else run_prefix()
         self.retry = RetryPolicy(max_retries=RATE_RETRIES)
         self.sleep = sleep
         self.waited = 0.0  # seconds slept before retries, left out of the latencies
@@ -531,7 +553,7 @@ class HttpBackend:
 
     def load(self, conversation: Conversation, config: ReplayConfig) -> Loaded:
         start, waited = time.perf_counter(), self.waited
-        namespace = f"{self.prefix}-{slug(conversation.conversation_id)}"[:64]
+        namespace = namespace_of(self.prefix, conversation)
         loaded = Loaded(
             conversation_id=conversation.conversation_id,
             entity_id=entity_of(conversation),

@@ -266,7 +266,12 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="memory (default), sqlite, or postgres: an embedded PostgreSQL, a fresh database per store",
     )
-    p.add_argument("--store", default=None, help="a store target per conversation instead (open_store)")
+    p.add_argument(
+        "--store",
+        default=None,
+        help="an open_store target each conversation opens instead, e.g. sqlite:///path.db (a file keeps "
+        "every run's conversations, each written and asked in a namespace of its own)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

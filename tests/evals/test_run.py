@@ -172,6 +172,18 @@ def test_a_second_run_against_one_server_asks_over_its_own_memories_only() -> No
         assert list(second[column]) == list(first[column])
 
 
+def test_runs_on_one_store_file_ask_over_their_own_memories_only(tmp_path: Path) -> None:
+    """`--store sqlite:///path.db` is one store every conversation and run writes to: the second run
+    asked over both runs' turns (one namespace, "eval"), and scored below the first."""
+    data = tiny_dataset(entities=2)
+    fresh = run_eval(RunConfig(dataset="synthetic", baselines=False), dataset=data, write=False)
+    config = RunConfig(dataset="synthetic", baselines=False, store=f"sqlite://{tmp_path / 'store.db'}")
+    runs = [run_eval(config, dataset=data, write=False) for _ in range(2)]
+    columns = ["recall_at_5", "recall_at_10", "mrr", "recall_in_context", "supersession_correct"]
+    for run in runs:
+        assert run.frames[CHOSEN][columns].equals(fresh.frames[CHOSEN][columns])
+
+
 @pytest.mark.parametrize(
     ("args", "named"),
     [
