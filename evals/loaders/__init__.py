@@ -35,7 +35,8 @@ def dataset_names() -> list[str]:
 
 def load_dataset(name_or_path: str | Path) -> Dataset:
     """A registered dataset by name, or a common-format JSON file by path. An unknown name that
-    is not an existing file raises `UnknownName` listing the valid names."""
+    is not an existing file raises `UnknownName` listing the valid names; a file that is not in the
+    common format, `InvalidInput` ("not a dataset file: ...")."""
     key = str(name_or_path)
     if key in LOADERS:
         return LOADERS[key]()

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from engine.errors import UnknownName
+from engine.errors import InvalidInput, UnknownName
 from evals.loaders import dataset_names, load_dataset
 
 
@@ -27,3 +29,21 @@ def test_by_name() -> None:
     assert len(load_dataset("longmemeval-ku").questions) == 78
     assert load_dataset("synthetic").name == "synthetic-s0"
     assert len(load_dataset("locomo").conversations) == 10
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", "JSON is malformed"),
+        ('{"name": "x"}', "Object missing required field `conversations`"),
+        ('{"kind":"header"}\n{"kind":"memory"}\n', "Object missing required field `name`"),  # a JSONL export
+        ("", "Input data was truncated"),
+    ],
+)
+def test_a_file_that_is_not_a_dataset_is_refused_naming_it(tmp_path: Path, text: str, problem: str) -> None:
+    """A malformed file, or JSON of another shape (an export), left msgspec's error as a traceback."""
+    path = tmp_path / "mine.json"
+    path.write_text(text)
+    with pytest.raises(InvalidInput, match=f"^not a dataset file: {path}: ") as err:
+        load_dataset(str(path))
+    assert problem in err.value.message and err.value.field == "dataset"

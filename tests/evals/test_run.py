@@ -232,6 +232,18 @@ def test_a_bad_sweep_or_fit_option_is_a_clear_error(
     assert named in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("text", ["{not json", '{"name": "x"}', '{"kind":"header"}\n{"kind":"memory"}\n'])
+@pytest.mark.parametrize("command", ["run", "sweep", "fit"])
+def test_a_dataset_file_that_is_not_one_is_a_clear_error(
+    text: str, command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert _exit_code(["eval", command, "--dataset", str(path), "--embedder", "hash", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: not a dataset file: {path}: " in err and "Traceback" not in err
+
+
 def _exit_code(argv: list[str]) -> int:
     try:
         return main(argv)
