@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import sqlite3
 from pathlib import Path
 
+from engine.errors import NotFound
 from server.config import Settings
 
 #: subcommand name -> module that registers it
@@ -40,7 +43,11 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def settings_from_args(args: argparse.Namespace) -> Settings:
+def settings_from_args(args: argparse.Namespace, *, existing: bool = False) -> Settings:
+    """The settings of the store the command line (else the environment) names. `existing`: the
+    command only reads or mends what a store holds (doctor, keys list and revoke, export), so a store
+    that does not exist (a mistyped --data-dir) is NotFound and nothing is created; otherwise the data
+    directory is made if missing (serve, keys create, import, migrate)."""
     env = dict(os.environ)
     if getattr(args, "data_dir", None):
         env["LOCI_DATA_DIR"] = args.data_dir
@@ -48,6 +55,28 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     if getattr(args, "database_url", None):
         env["LOCI_DATABASE_URL"] = args.database_url
     settings = Settings.from_env(env)
-    if settings.database_url is None:
+    if existing:
+        require_store(settings.store_target)
+    elif settings.database_url is None:
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     return settings
+
+
+def require_store(target: str) -> None:
+    """NotFound unless `target` holds a Loci database (its schema), read without creating anything."""
+    from engine.storage.schema_info import schema_version
+
+    try:
+        version = schema_version(target)
+    except sqlite3.Error as exc:  # a directory, or a file that is not a database
+        raise NotFound(f"no Loci database at {display_target(target)}: {exc}") from exc
+    if version == 0:
+        raise NotFound(
+            f"no Loci database at {display_target(target)} (a mistyped --data-dir or --database-url?); "
+            "`loci serve`, `loci keys create`, `loci import` and `loci migrate` create one"
+        )
+
+
+def display_target(target: str) -> str:
+    """The target without credentials or query parameters (never print a password)."""
+    return re.sub(r"//[^@/]*@", "//", target).split("?")[0]

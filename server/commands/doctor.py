@@ -1,6 +1,7 @@
 """`loci doctor`: find memories stored without a vector for the configured embedder (its write ran
 while the embedder was down), and long memories without their passages' vectors (written before
-passages existed), and embed them. `--check` only counts, and exits 1 when any is missing.
+passages existed), and embed them. `--check` only counts, and exits 1 when any is missing. A store
+that does not exist is an error (exit 2), not an empty one made and found whole.
 
     loci doctor [--check] [--data-dir DIR | --database-url URL]
 """
@@ -20,7 +21,7 @@ def _run(args: argparse.Namespace) -> int:
     from engine.embed.registry import create_embedder
     from server.app import open_default_store
 
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, existing=True)
     store = open_default_store(settings)
     try:
         embedder = create_embedder(settings.embedder)

@@ -1,4 +1,5 @@
-"""`loci keys create|list|revoke`: API keys in the same database `loci serve` uses."""
+"""`loci keys create|list|revoke`: API keys in the same database `loci serve` uses. `create` makes the
+database if missing; `list` and `revoke` need one that exists (else exit 2, nothing created)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from server.commands import add_store_arguments, settings_from_args
 def _open(args: argparse.Namespace) -> Store:
     from server.app import open_default_store
 
-    return open_default_store(settings_from_args(args))
+    return open_default_store(settings_from_args(args, existing=args.keys_command != "create"))
 
 
 def create(store: Store, org: str, scopes: str, name: str | None, out: TextIO) -> str:

@@ -12,18 +12,12 @@ configured embedder's model (`SearchBackend.fill_vector_copies`; `--no-inline-ve
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from typing import Any
 
 from engine.storage.base import Store
 from engine.storage.schema_info import latest_version, schema_version
-from server.commands import add_store_arguments, settings_from_args
-
-
-def display_target(target: str) -> str:
-    """The target without credentials or query parameters (never print a password)."""
-    return re.sub(r"//[^@/]*@", "//", target).split("?")[0]
+from server.commands import add_store_arguments, display_target, settings_from_args
 
 
 def _backfill_inline(store: Store, embedder: str) -> tuple[str, int] | None:

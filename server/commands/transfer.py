@@ -4,7 +4,8 @@
     loci import --in acme.jsonl --database-url postgresql://loci@db/loci
     loci export --org acme | loci import --database-url postgresql://... --org acme-copy
 
-Both names are registered by this one module (`register` adds whichever is missing), so
+Export reads a store that exists (a mistyped --data-dir is an error, exit 2, and creates nothing);
+import creates its target when missing. Both names are registered by this one module (`register` adds whichever is missing), so
 COMMANDS maps "export" and "import" here.
 """
 
@@ -73,7 +74,7 @@ def _output(path: str) -> Iterator[IO[bytes]]:
 
 
 def _export(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, existing=True)
     store = _open(settings)
     try:
         models = args.model or (default_models(store, settings) if args.with_vectors else [])

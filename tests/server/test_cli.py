@@ -141,6 +141,54 @@ def test_doctor_counts_and_fills_long_texts_without_their_passages(
     assert main(["doctor", "--check", "--data-dir", str(tmp_path)]) == 0
 
 
+READ_ONLY = (
+    ["doctor", "--check"],
+    ["doctor"],
+    ["keys", "list"],
+    ["keys", "revoke", "key_x"],
+    ["export", "--org", "acme", "--out", "-"],
+)
+
+
+@pytest.mark.parametrize("command", READ_ONLY, ids=" ".join)
+@pytest.mark.parametrize("where", ["--data-dir", "--database-url"])
+def test_a_command_that_reads_a_store_refuses_one_that_does_not_exist(
+    command: list[str],
+    where: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A mistyped --data-dir made an empty loci.db there, and `doctor --check` found it whole (exit 0)."""
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    missing = tmp_path / "typo"
+    target = str(missing) if where == "--data-dir" else f"sqlite://{missing / 'loci.db'}"
+    assert main([*command, where, target]) == 2
+    err = capsys.readouterr().err
+    assert f"error: no Loci database at {target}" in err and "Traceback" not in err
+    assert not missing.exists()
+
+
+def test_a_file_that_is_not_a_database_is_refused_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database, but long enough for sqlite to read a header from it " * 2)
+    assert main(["keys", "list", "--database-url", f"sqlite://{notes}"]) == 2
+    assert f"error: no Loci database at sqlite://{notes}: " in capsys.readouterr().err
+
+
+def test_the_commands_that_write_still_create_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["keys", "create", "--org", "acme", "--data-dir", str(tmp_path / "new")]) == 0
+    assert (tmp_path / "new" / "loci.db").exists()
+    for command in READ_ONLY[2:4]:  # and what reads it then finds it
+        assert main([*command, "--data-dir", str(tmp_path / "new")]) in (0, 1)
+    assert main(["migrate", "--data-dir", str(tmp_path / "migrated")]) == 0
+    assert (tmp_path / "migrated" / "loci.db").exists()
+
+
 def test_eval_help_names_every_dataset(capsys: pytest.CaptureFixture[str]) -> None:
     """`loci eval run --help` left out longmemeval-s-dev and synthetic-mixed."""
     from evals.loaders import dataset_names

@@ -142,8 +142,8 @@ def test_a_data_dir_on_the_command_line_beats_the_environments_url(
     code, _, err = run(
         capsys, "export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path / "empty")
     )
-    assert code == 2 and "org 'acme' has no records in this store; the orgs it holds: none" in err
-    assert not out.exists()
+    assert code == 2 and f"no Loci database at {tmp_path / 'empty'}" in err
+    assert not out.exists() and not (tmp_path / "empty").exists()
 
 
 def test_an_export_of_an_org_the_store_lacks_is_an_error_naming_the_orgs(
@@ -163,7 +163,7 @@ def test_an_export_of_an_org_the_store_lacks_is_an_error_naming_the_orgs(
 
 
 def test_migrate_never_prints_a_password() -> None:
-    from server.commands.migrate import display_target
+    from server.commands import display_target
 
     assert (
         display_target("postgresql://loci:s3cret@db.example:5432/loci?sslmode=require&password=x")
@@ -182,6 +182,22 @@ def test_migrate_postgres_is_repeatable(capsys: pytest.CaptureFixture[str], pg_s
         assert code == 0 and f"schema version {v} (before 0, latest {v}); migrated 0 -> {v}" in out
         code, out, _ = run(capsys, "migrate", "--database-url", url)
         assert code == 0 and f"(before {v}, latest {v}); up to date" in out
+    finally:
+        drop_database(pg_server, name)
+
+
+@pytest.mark.integration
+def test_a_postgres_database_without_the_schema_is_refused_by_a_read(
+    capsys: pytest.CaptureFixture[str], pg_server: PgServer
+) -> None:
+    from engine.storage.schema_info import schema_version
+
+    name = f"{pg_server.prefix}_read_empty"
+    url = create_database(pg_server, name)  # reachable, but no Loci schema: the wrong database
+    try:
+        code, _, err = run(capsys, "export", "--org", ORG, "--out", "-", "--database-url", url)
+        assert code == 2 and "error: no Loci database at postgresql://" in err
+        assert schema_version(url) == 0  # nothing migrated into it
     finally:
         drop_database(pg_server, name)
 
