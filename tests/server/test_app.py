@@ -88,7 +88,7 @@ def test_a_setting_no_server_could_run_with_is_refused_at_start(
 
 
 def test_a_store_path_that_cannot_be_made_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["keys", "list", "--database-url", "sqlite:////proc/no/such/dir/x.db"]) == 2
+    assert main(["keys", "create", "--org", "dev", "--database-url", "sqlite:////proc/no/such/dir/x.db"]) == 2
     assert "No such file or directory" in capsys.readouterr().err
 
 

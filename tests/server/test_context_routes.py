@@ -430,7 +430,7 @@ def test_the_same_read_ranks_the_same_every_time(client: TestClient[Litestar], a
     items += [
         {"type": "event", "text": "Alice likes green tea", "entity_id": "ent:alice", "timestamp": at}
     ] * 3
-    assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code == 201
+    assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code in (200, 201)
     seen = set()
     for _ in range(20):
         r = client.post("/v0/recall", json={"query": "green tea", "entity_id": "ent:alice"}, headers=auth)
