@@ -22,6 +22,7 @@ from engine.storage.base import Store
 from server.config import Settings
 from server.event_stream import HELLO, STREAM_RETRY_AFTER, StreamSlots
 from server.services import services_of
+from tests.server.asgi_scope import get_scope
 from tests.server.conftest import KeyMaker
 from tests.server.live_server import LiveServer
 from tests.server.ops_app import build_app
@@ -74,20 +75,7 @@ async def request(tg: TaskGroup, app: Litestar, headers: dict[str, str], *, stal
             held.body += message.get("body", b"")
             held.answered.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": URL,
-        "raw_path": URL.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in {**headers, **SSE}.items()],
-    }
+    scope = get_scope(URL, {**headers, **SSE})
 
     async def run() -> None:
         try:

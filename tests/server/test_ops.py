@@ -22,6 +22,7 @@ from engine.timeutil import utcnow
 from server import event_stream
 from server.config import Settings
 from server.routes.ops import REQUEST_BODIES
+from tests.server.asgi_scope import get_scope
 from tests.server.conftest import KeyMaker, memory_body
 from tests.server.ops_app import at, build_app, put
 
@@ -641,20 +642,7 @@ async def drive(
             if not message.get("more_body", False):
                 complete.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": "/v0/observability/events",
-        "raw_path": b"/v0/observability/events",
-        "query_string": query.encode(),
-        "root_path": "",
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-    }
+    scope = get_scope("/v0/observability/events", headers, query)
 
     async def writer() -> None:
         await hello.wait()

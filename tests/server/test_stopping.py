@@ -29,6 +29,7 @@ from engine.storage.in_memory import InMemoryStore
 from server import event_stream
 from server.stopping import Stopping
 from tests.pg_fixture import pg_database, pg_server
+from tests.server.asgi_scope import get_scope
 from tests.server.conftest import KeyMaker
 from tests.server.live_server import LiveServer
 
@@ -100,20 +101,7 @@ async def open_stream(app: Litestar, headers: dict[str, str]) -> tuple[asyncio.T
             if not message.get("more_body", False):
                 done.set()
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": URL,
-        "raw_path": URL.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
-    }
+    scope = get_scope(URL, headers)
 
     async def run() -> None:
         await app(cast(Any, scope), cast(Any, receive), cast(Any, send))
