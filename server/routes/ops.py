@@ -236,9 +236,11 @@ async def list_events(
         slot = services_of(request).streams.acquire(principal.key_id)  # 429 over a cap
 
         def read_while_allowed(after: int | None, limit: int) -> event_stream.Page:
+            page = read(after, limit)
+            # asked after the read: an event read before a revocation was written before it too
             if not key_is_live(svc.store, principal):
                 raise event_stream.StreamEnded
-            return read(after, limit)
+            return page
 
         try:
             frames = event_stream.stream(
@@ -266,7 +268,7 @@ async def list_events(
 
 
 def key_is_live(store: Store, principal: Principal) -> bool:
-    """Whether the caller's key still exists unrevoked (a stream asks before each poll)."""
+    """Whether the caller's key still exists unrevoked (a stream asks after each read)."""
     return any(
         k.key_id == principal.key_id and k.revoked_at is None for k in store.list_api_keys(principal.org_id)
     )

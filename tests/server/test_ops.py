@@ -4,6 +4,7 @@ shapes, bad input (422 naming the field), scopes and org isolation."""
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -703,6 +704,35 @@ def test_a_revoked_keys_stream_ends_and_sends_nothing_more(app: Litestar, store:
     # no max_events, no timeout, no disconnect: only the revocation can end it (fail_after guards the test)
     status, body = anyio.run(
         lambda: drive(app, {"Authorization": f"Bearer {secret}", **SSE}, on_hello=revoke_then_write)
+    )
+    assert status == 200
+    assert b"evt_after_revoke" not in body
+
+
+def test_a_key_revoked_while_the_stream_checks_it_sends_nothing_written_after(
+    app: Litestar, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the revocation and the write land between the stream's look at the key and its next read
+    key, secret = create_api_key(store, "acme", ("read",))
+    list_keys = store.list_api_keys
+    started = threading.Event()
+
+    def keys_then_revoke(org_id: str) -> Any:
+        keys = list_keys(org_id)
+        if started.is_set() and any(k.revoked_at is None for k in keys if k.key_id == key.key_id):
+            store.revoke_api_key(key.key_id, utcnow())
+            store.append_events(
+                [
+                    Event(
+                        event_id="evt_after_revoke", org_id="acme", type="memory.created", at=at("2024-01-01")
+                    )
+                ]
+            )
+        return keys
+
+    monkeypatch.setattr(store, "list_api_keys", keys_then_revoke)
+    status, body = anyio.run(
+        lambda: drive(app, {"Authorization": f"Bearer {secret}", **SSE}, on_hello=started.set)
     )
     assert status == 200
     assert b"evt_after_revoke" not in body
