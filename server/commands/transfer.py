@@ -5,8 +5,8 @@
     loci export --org acme | loci import --database-url postgresql://... --org acme-copy
 
 Export reads a store that exists (a mistyped --data-dir is an error, exit 2, and creates nothing);
-import creates its target when missing. Both names are registered by this one module (`register` adds whichever is missing), so
-COMMANDS maps "export" and "import" here.
+import creates its target when missing. Both names are registered by this one module (`register`
+adds whichever is missing), so COMMANDS maps "export" and "import" here.
 """
 
 from __future__ import annotations
@@ -107,8 +107,9 @@ def _import(args: argparse.Namespace) -> int:
         store.close()
     print(
         f"imported into org {result.org_id!r}: {result.memories} memories ({result.memories_kept} kept as "
-        f"the target has them, {result.memories_left_deleted} it deleted left deleted), {result.embeddings} vectors "
-        f"({result.embeddings_unchanged} more the store held already: vectors are kept once per text), "
+        f"the target has them, {result.memories_left_deleted} it deleted left deleted), "
+        f"{result.embeddings} vectors ({result.embeddings_unchanged} more the store held already: vectors "
+        "are kept once per text), "
         f"{result.events} events ({result.events_skipped} already present), {result.api_keys} api keys "
         f"({result.api_keys_skipped} already present, {result.api_keys_revoked} revoked), "
         f"{result.idempotency} idempotency records ({result.idempotency_skipped} expired or already present) "
