@@ -9,6 +9,7 @@ UTF-8 like the body, 1..128 characters with a non-space (422 naming the header o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -126,6 +127,12 @@ def _too_deep(data: Any) -> str | None:
     return None
 
 
+#: an escaped high surrogate (uD800..uDBFF, its backslash not itself escaped) with no low one after it
+_LONE_HIGH_SURROGATE = re.compile(
+    rb"(?:^|[^\\])(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2})(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
 def decode_json(raw: bytes) -> Any:
     """Decode a JSON body: 400 when it is not JSON, not UTF-8 or nested too deep."""
     try:
@@ -136,6 +143,13 @@ def decode_json(raw: bytes) -> Any:
             raw.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise BadRequest("the body is not valid UTF-8", details={"position": bad.start}) from exc
+        lone = _LONE_HIGH_SURROGATE.search(raw) if "truncated" in str(exc) else None
+        if lone is not None:  # msgspec calls an escaped high surrogate with no low one after it truncation
+            raise BadRequest(
+                f"malformed JSON: invalid utf-16 surrogate pair (byte {lone.start(1)}): a high surrogate "
+                "escape with no low surrogate after it (a string cut inside a character?)",
+                details={"position": lone.start(1)},
+            ) from exc
         raise BadRequest(f"malformed JSON: {exc}") from exc
     except RecursionError:
         raise BadRequest(

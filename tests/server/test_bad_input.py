@@ -184,6 +184,40 @@ def test_invalid_utf8_in_a_json_string_is_400(
     assert _stored(store) == before
 
 
+@pytest.mark.parametrize(("text", "position"), [(rb"a\ud83d", 44), (rb"a\ud83dxy", 44), (rb"\\\ud83d", 45)])
+def test_a_lone_high_surrogate_escape_is_named_not_called_truncation(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store, text: bytes, position: int
+) -> None:
+    # a client cutting a string inside an emoji sends this; the body is whole
+    before = _stored(store)
+    raw = (
+        b'{"type":"note","entity_id":"ent:u","text":"' + text + b'"}'
+    )  # the last string: msgspec says truncated
+    body = _refused(
+        client.post("/v0/memories", content=raw, headers={**auth, "Content-Type": "application/json"}), 400
+    )
+    assert "surrogate" in body["message"] and "truncated" not in body["message"]
+    assert body["details"].get("position") == position, body
+    assert _stored(store) == before
+
+
+def test_an_escaped_backslash_before_u_is_text_and_a_cut_body_is_still_truncated(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    ok = client.post(
+        "/v0/memories",
+        content=rb'{"type":"note","text":"a\\ud83d"}',
+        headers={**auth, "Content-Type": "application/json"},
+    )
+    assert ok.status_code == 200 and ok.json()["text"] == "a\\ud83d"
+    cut = client.post(
+        "/v0/memories",
+        content=b'{"type":"note","text":"a',
+        headers={**auth, "Content-Type": "application/json"},
+    )
+    assert cut.status_code == 400 and "truncated" in cut.json()["message"]
+
+
 def _with_metadata(depth: int) -> bytes:
     """A memory body whose metadata nests `depth` objects (the body itself is one more level)."""
     return (
