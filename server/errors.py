@@ -16,6 +16,7 @@ import msgspec
 from litestar import Request, Response
 from litestar.exceptions import (
     HTTPException,
+    InternalServerException,
     MethodNotAllowedException,
     NotFoundException,
     ValidationException,
@@ -63,6 +64,11 @@ HTTP_CODES: dict[int, str] = {
     501: "not_supported",
     503: "unavailable",
 }
+
+#: what Litestar raises when the client goes away before its body is read
+_CLIENT_GONE = "client disconnected prematurely"
+#: logged and counted for a request whose client left before it was read (nginx's code); nobody receives it
+CLIENT_CLOSED = 499
 
 #: the error statuses documented on every authenticated route
 DOCUMENTED_ERRORS: dict[int, str] = {
@@ -210,6 +216,14 @@ def failure_for(exc: BaseException, request_id: str) -> Failure:
             status=status,
             body=ErrorBody(
                 error=HTTP_CODES.get(status, "bad_request"), message=str(exc.detail), request_id=request_id
+            ),
+        )
+    if isinstance(exc, InternalServerException) and exc.detail == _CLIENT_GONE:
+        log.info("client left before its request was read (request %s)", request_id)
+        return Failure(
+            status=CLIENT_CLOSED,
+            body=ErrorBody(
+                error="client_closed", message="the client closed the request", request_id=request_id
             ),
         )
     log.error("unhandled error (request %s)", request_id, exc_info=exc)

@@ -8,7 +8,8 @@ Gateway is installed, call `observability.install(app, store)`. It wraps the who
 Metrics, on a registry of their own per app (never the process-global one):
 - `loci_http_requests_total{route,method,status}` and `loci_http_request_duration_seconds{route,method}`
   (histogram). `route` is the route TEMPLATE (`/v0/memories/{memory_id}`), never the raw path;
-  `unmatched` for a path no route serves. Methods outside the HTTP set are counted as `other`.
+  `unmatched` for a path no route serves. Methods outside the HTTP set are counted as `other`; a request
+  whose client left before its body was read is `status="499"` (logged at INFO, not as an error).
 - `loci_assemble_stage_seconds{stage}` (histogram): `observe_stages({"embed": 1.2, ...})` in ms.
 - `loci_memories_stored` (gauge): `store.count_memories()`, read at scrape time.
 - `loci_memories_without_vector{model}` (gauge): memories with no vector for the embedder's model

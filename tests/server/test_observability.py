@@ -23,6 +23,7 @@ from server.config import Settings
 from server.observability import AccessMiddleware, Observability
 from server.threads import run_sync
 from tests.pg_fixture import pg_database, pg_server
+from tests.server.asgi_scope import get_scope
 from tests.server.conftest import memory_body
 from tests.server.live_server import LiveServer
 from tests.server.ops_app import build_app
@@ -294,3 +295,29 @@ def test_every_scrape_of_several_workers_counts_every_workers_requests(
                 == 40
             )
     assert set(Path(tempfile.gettempdir()).glob("loci-metrics-*")) == before  # removed at stop
+
+
+def test_a_client_gone_before_its_body_is_read_is_counted_499_not_a_500(
+    client: TestClient[Litestar],
+    app: Litestar,
+    auth: dict[str, str],
+    store: Store,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    headers = {**auth, "Content-Type": "application/json", "Content-Length": "100"}
+    scope = {**get_scope("/v0/memories", headers), "method": "POST"}
+    messages: list[dict[str, Any]] = [{"type": "http.request", "body": b'{"type":', "more_body": True}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    with caplog.at_level(logging.INFO, logger="loci.server"):
+        anyio.run(app, scope, receive, send)
+    text = client.get("/metrics").text
+    assert value(text, "loci_http_requests_total", route="/v0/memories", method="POST", status="500") is None
+    assert value(text, "loci_http_requests_total", route="/v0/memories", method="POST", status="499") == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert store.count_memories() == 0
