@@ -8,7 +8,7 @@ import logging
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import httpx
@@ -315,7 +315,7 @@ def test_a_client_gone_before_its_body_is_read_is_counted_499_not_a_500(
         pass
 
     with caplog.at_level(logging.INFO, logger="loci.server"):
-        anyio.run(app, scope, receive, send)
+        anyio.run(app.__call__, cast(Any, scope), cast(Any, receive), cast(Any, send))
     text = client.get("/metrics").text
     assert value(text, "loci_http_requests_total", route="/v0/memories", method="POST", status="500") is None
     assert value(text, "loci_http_requests_total", route="/v0/memories", method="POST", status="499") == 1
