@@ -7,6 +7,8 @@
 - Connection errors, 429 (after `Retry-After`) and 503 are retried with exponential backoff
   (`RetryPolicy`); other errors raise the `APIError` of their status, carrying the error envelope; a
   success whose body is not the call's answer type raises `UnexpectedAnswer`.
+- Header values (agent, `Idempotency-Key`, `after`, API key) are sent as UTF-8; one with a control
+  character raises `InvalidRequest` before any request.
 - `iter_memories` / `iter_events` walk cursor pages; `stream_events` follows the live event stream
   (server-sent events), resuming after the last event when the connection drops or the server ends the
   stream before its `max_events` or `timeout` (a server told to stop does; a revoked key then raises
@@ -25,6 +27,7 @@ from loci.client.errors import (
     ConflictError,
     ConnectionFailed,
     InternalServerError,
+    InvalidRequest,
     LociClientError,
     NotFoundError,
     NotSupportedError,
@@ -65,6 +68,7 @@ __all__ = [
     "Health",
     "IngestOptions",
     "InternalServerError",
+    "InvalidRequest",
     "LociClient",
     "LociClientError",
     "Memory",

@@ -4,6 +4,7 @@ same way, so they cannot drift apart. Bodies and answers are the server's own wi
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -14,7 +15,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from loci.client.errors import APIError, ConnectionFailed, UnexpectedAnswer, error_for
+from loci.client.errors import APIError, ConnectionFailed, InvalidRequest, UnexpectedAnswer, error_for
 from loci.client.retry import RetryPolicy
 from loci.client.sse import MEDIA_TYPE, StreamedEvent
 from loci.wire.health import Health
@@ -30,6 +31,8 @@ T = TypeVar("T")
 AGENT_HEADER = "X-Service-Agent"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 EVENTS_PATH = "/v0/observability/events"
+#: C0 and C1 controls and DEL: CR or LF would end the header, and none is text a header can carry
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class Call(msgspec.Struct, Generic[T], kw_only=True):
@@ -43,15 +46,34 @@ class Call(msgspec.Struct, Generic[T], kw_only=True):
     writes: bool = False
 
 
-def request_headers(call: Call[Any], idempotency_key: str | None) -> dict[str, str]:
+def header_value(name: str, value: str) -> bytes:
+    """`value` as UTF-8, as the server reads X-Service-Agent and Idempotency-Key (httpx would encode a str
+    as ASCII only); a control character or a lone surrogate raises InvalidRequest, naming no value (it may
+    be the API key)."""
+    found = CONTROL.search(value)
+    if found is not None:
+        raise InvalidRequest(
+            f"{name} cannot contain a control character (U+{ord(found.group()):04X} at index {found.start()})"
+        )
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRequest(f"{name} is not valid Unicode (a lone surrogate at index {exc.start})") from None
+
+
+def encode_headers(headers: Mapping[str, str]) -> dict[bytes, bytes]:
+    return {name.encode("ascii"): header_value(name, value) for name, value in headers.items()}
+
+
+def request_headers(call: Call[Any], idempotency_key: str | None) -> dict[bytes, bytes]:
     """The headers of every attempt of `call`: one key for all attempts of a logical write, so a retry
-    never writes twice."""
+    never writes twice. A value that cannot be sent raises InvalidRequest here, before any attempt."""
     headers = dict(call.headers)
     if call.writes:
         headers[IDEMPOTENCY_HEADER] = idempotency_key or uuid.uuid4().hex
     if call.body is not None:
         headers["Content-Type"] = "application/json"
-    return headers
+    return encode_headers(headers)
 
 
 def error_of(r: httpx.Response) -> APIError:
@@ -278,9 +300,9 @@ class EventStream:
                 time_left = max(0.0, self.deadline - now)
         return _query({**self.filters, "max_events": left, "timeout": time_left})
 
-    def headers(self) -> dict[str, str]:
+    def headers(self) -> dict[bytes, bytes]:
         """Ask for server-sent events, resuming after the last event seen (or the caller's `after`)."""
-        return {"Accept": MEDIA_TYPE, **({"Last-Event-ID": self.after} if self.after else {})}
+        return encode_headers({"Accept": MEDIA_TYPE, **({"Last-Event-ID": self.after} if self.after else {})})
 
     def saw(self, event: StreamedEvent) -> None:
         self.after, self.seen, self.failures = event.cursor, self.seen + 1, 0

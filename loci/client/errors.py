@@ -1,6 +1,7 @@
 """Exceptions of the client, one per error status, each carrying the server's error envelope.
 
 LociClientError                  base of everything the client raises
+├── InvalidRequest               a value the client cannot send (a header with a control character)
 ├── ConnectionFailed             no answer after the retries (connection refused, dropped, timed out)
 ├── UnexpectedAnswer             a success answer whose body is not the call's answer type: .status
 └── APIError                     the server answered an error: .status, .envelope (ErrorBody)
@@ -25,6 +26,11 @@ from loci.wire.errors import ErrorBody
 
 class LociClientError(Exception):
     """Base of the client's exceptions."""
+
+
+class InvalidRequest(LociClientError):
+    """A value the client refuses to send, before any request: a header value (agent, Idempotency-Key,
+    `after`, API key) with a control character or a lone surrogate."""
 
 
 class ConnectionFailed(LociClientError):

@@ -28,9 +28,10 @@ T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"
 
 
-def headers_for(api_key: str | None) -> dict[str, str]:
+def headers_for(api_key: str | None) -> dict[bytes, bytes]:
+    """The Authorization header; a key that cannot be sent raises InvalidRequest (calls.header_value)."""
     key = api_key or os.environ.get("LOCI_API_KEY")
-    return {"Authorization": f"Bearer {key}"} if key else {}
+    return {b"Authorization": b"Bearer " + calls.header_value("the API key", key)} if key else {}
 
 
 class LociClient:

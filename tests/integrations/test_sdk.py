@@ -29,6 +29,7 @@ from loci.client import (
     AuthenticationError,
     ConnectionFailed,
     EventItem,
+    InvalidRequest,
     LociClient,
     Memory,
     MemoryCreate,
@@ -181,6 +182,54 @@ def test_an_answer_of_another_shape_is_a_client_error() -> None:
                 await anext(c.stream_events(max_events=1))
 
     asyncio.run(stream())
+
+
+def test_header_values_are_sent_as_utf8_and_control_characters_refused(
+    client: LociClient, live: LiveServer
+) -> None:
+    """A non-ASCII agent or Idempotency-Key crashed inside httpx (UnicodeEncodeError): they are sent as
+    UTF-8, which the server reads and round-trips. A control character (a header split by CR or LF, a NUL)
+    raises InvalidRequest before any request, not a LocalProtocolError retried into ConnectionFailed."""
+    entity = _entity()
+    draft = MemoryCreate(type="note", text="from the café", entity_id=entity)
+    made = client.create_memory(draft, agent="café", idempotency_key="clé-🎉")
+    assert made.agent_id == "café"
+    assert client.create_memory(draft, agent="café", idempotency_key="clé-🎉") == made  # the key's replay
+    assert [m.memory_id for m in client.iter_memories(entity_id=entity, agent="café")] == [made.memory_id]
+    assert client.list_memories(entity_id=entity, agent="cafe").items == []
+    with LociClient(live.url, "loci_clé", retry=FAST) as stranger, pytest.raises(AuthenticationError):
+        stranger.list_memories()
+    with pytest.raises(ValidationError):  # a cursor is ASCII: the server refuses it, as it should
+        next(client.stream_events(after="café", timeout=5))
+
+    async def run() -> None:
+        async with AsyncLociClient(live.url, live.key, retry=FAST) as c:
+            mine = await c.create_memory(draft, agent="エージェント", idempotency_key="🔑")
+            assert mine.agent_id == "エージェント" and mine.memory_id != made.memory_id
+            with pytest.raises(InvalidRequest, match="X-Service-Agent"):
+                await c.create_memory(draft, agent="a\nb")
+
+    asyncio.run(run())
+
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    transport = httpx.MockTransport(answer)
+    for bad in ("a\nb", "a\r\nX-Evil: 1", "a\x00", "\t", "a\x7f", "a\x85", "\ud800"):
+        with LociClient("http://loci.test", "loci_x", retry=FAST, transport=transport) as c:
+            with pytest.raises(InvalidRequest, match="X-Service-Agent"):
+                c.create_memory(draft, agent=bad)
+            with pytest.raises(InvalidRequest, match="Idempotency-Key"):
+                c.delete_memory("mem_1", idempotency_key=bad)
+            with pytest.raises(InvalidRequest, match="Last-Event-ID"):
+                next(c.stream_events(after=bad))
+        with pytest.raises(InvalidRequest, match="API key") as refused:
+            LociClient("http://loci.test", f"loci_{bad}", transport=transport)
+        assert bad not in str(refused.value)  # the message names no key
+    assert sent == []
 
 
 def test_a_dropped_answer_is_retried_without_a_second_write(live: LiveServer) -> None:

@@ -3,10 +3,12 @@
 // - Bodies and answers are the API's own JSON (snake_case), typed from the server's OpenAPI document.
 // - Every logical write (createMemory, createMemories, updateMemory, deleteMemory, assemble, prune)
 //   sends one Idempotency-Key on all its attempts, so a retry after a lost answer writes nothing twice.
+// - Header values (agent, Idempotency-Key, `after`, API key) are sent as UTF-8; one with a control
+//   character throws InvalidRequest before any request.
 // - Connection errors, 429 (after Retry-After) and 503 are retried with exponential backoff; any other
 //   error answer throws the APIError of its status, carrying the error envelope; a success whose body
 //   is not JSON throws UnexpectedAnswer.
-import { ConnectionFailed, UnexpectedAnswer, errorFor } from "./errors.js";
+import { ConnectionFailed, InvalidRequest, UnexpectedAnswer, errorFor } from "./errors.js";
 import { DEFAULT_RETRY, RETRY_STATUSES, type RetryPolicy, retryDelay, sleep } from "./retry.js";
 import { EVENT_STREAM, SseParser } from "./sse.js";
 import type {
@@ -95,6 +97,27 @@ function queryString(values: Record<string, QueryValue> | undefined): string {
   return text ? `?${text}` : "";
 }
 
+/** C0 and C1 controls and DEL: CR or LF would end the header, and none is text a header can carry. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** `value` as its UTF-8 bytes, one char each: fetch sends a header's chars as single bytes (and refuses
+ * any above U+00FF), while the server reads X-Service-Agent and Idempotency-Key as UTF-8. A control
+ * character or a lone surrogate throws InvalidRequest, naming no value (it may be the API key). */
+function headerValue(name: string, value: string): string {
+  const control = CONTROL.exec(value);
+  if (control !== null) {
+    const code = control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+    const where = `U+${code} at index ${control.index}`;
+    throw new InvalidRequest(`${name} cannot contain a control character (${where})`);
+  }
+  const lone = LONE_SURROGATE.exec(value);
+  if (lone !== null) {
+    throw new InvalidRequest(`${name} is not valid Unicode (a lone surrogate at index ${lone.index})`);
+  }
+  return Array.from(new TextEncoder().encode(value), (byte) => String.fromCharCode(byte)).join("");
+}
+
 function agentHeader(agent: string | undefined): Record<string, string> {
   return agent ? { "X-Service-Agent": agent } : {};
 }
@@ -142,7 +165,8 @@ export class LociClient {
 
   constructor(options: LociClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? fromEnv("LOCI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
-    this.apiKey = options.apiKey ?? fromEnv("LOCI_API_KEY");
+    const apiKey = options.apiKey ?? fromEnv("LOCI_API_KEY");
+    this.apiKey = apiKey ? headerValue("the API key", apiKey) : undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -263,7 +287,8 @@ export class LociClient {
         else timeLeft = Math.max(0, deadline - performance.now()) / 1000;
       }
       const url = this.url(EVENTS_PATH, { ...filters, max_events: left, timeout: timeLeft });
-      const headers = { ...this.auth(), Accept: EVENT_STREAM, ...(after ? { "Last-Event-ID": after } : {}) };
+      const headers: Record<string, string> = { ...this.auth(), Accept: EVENT_STREAM };
+      if (after) headers["Last-Event-ID"] = headerValue("Last-Event-ID", after);
       const scope = linked(options?.signal);
       let dropped: TypeError | null = null;
       try {
@@ -316,8 +341,12 @@ export class LociClient {
 
   /** Send one call with retries and decode its answer; an error answer throws its APIError. */
   private async send<T>(call: Call, options?: WriteOptions): Promise<T> {
-    const headers: Record<string, string> = { ...this.auth(), Accept: "application/json", ...call.headers };
-    if (call.writes) headers["Idempotency-Key"] = options?.idempotencyKey ?? crypto.randomUUID();
+    const headers: Record<string, string> = { ...this.auth(), Accept: "application/json" };
+    for (const [name, value] of Object.entries(call.headers ?? {})) headers[name] = headerValue(name, value);
+    if (call.writes) {
+      const key = options?.idempotencyKey ?? crypto.randomUUID();
+      headers["Idempotency-Key"] = headerValue("Idempotency-Key", key);
+    }
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const url = this.url(call.path, call.query);

@@ -1,6 +1,7 @@
 // Errors of the client, one class per error status, each carrying the server's error envelope:
 //
 // LociError                        base of everything the client throws
+// ├── InvalidRequest               a value the client cannot send (a header with a control character)
 // ├── ConnectionFailed             no answer after the retries (refused, dropped, timed out)
 // ├── UnexpectedAnswer             a success answer whose body is not JSON: .status
 // └── APIError                     the server answered an error: .status, .envelope
@@ -18,6 +19,12 @@ import type { ErrorBody } from "./types.js";
 
 export class LociError extends Error {
   override name = "LociError";
+}
+
+/** A value the client refuses to send, before any request: a header value (agent, idempotencyKey,
+ * `after`, API key) with a control character or a lone surrogate. */
+export class InvalidRequest extends LociError {
+  override name = "InvalidRequest";
 }
 
 export class ConnectionFailed extends LociError {

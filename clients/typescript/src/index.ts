@@ -7,6 +7,7 @@ export {
   ConflictError,
   ConnectionFailed,
   InternalServerError,
+  InvalidRequest,
   LociError,
   NotFoundError,
   NotSupportedError,

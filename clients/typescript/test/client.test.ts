@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
   AuthenticationError,
+  InvalidRequest,
   LociClient,
   NotFoundError,
   PermissionDeniedError,
@@ -67,6 +68,23 @@ describe("against a fake fetch", () => {
     await assert.rejects(page.streamEvents({ max_events: 1 }).next(), (e: unknown) =>
       unexpected(e) && /not an event stream/.test(String(e)),
     );
+  });
+
+  test("a header value with a control character throws InvalidRequest before any request", async () => {
+    const seen: string[] = [];
+    const loci = answering("{}", seen);
+    const refused = (name: string, bad: string) => (e: unknown) =>
+      e instanceof InvalidRequest && e.message.startsWith(name) && !e.message.includes(bad);
+    for (const bad of ["a\nb", "a\r\nX-Evil: 1", "a\u0000", "\t", "a\u007f", "a\u0085", "\ud800"]) {
+      const note = { type: "note" as const, text: "x" };
+      await assert.rejects(loci.createMemory(note, { agent: bad }), refused("X-Service-Agent", bad));
+      const write = loci.deleteMemory("mem_1", { idempotencyKey: bad });
+      await assert.rejects(write, refused("Idempotency-Key", bad));
+      await assert.rejects(loci.streamEvents({ after: bad }).next(), refused("Last-Event-ID", bad));
+      const keyed = (): LociClient => new LociClient({ baseUrl: "http://loci.test", apiKey: `loci_${bad}` });
+      assert.throws(keyed, refused("the API key", bad));
+    }
+    assert.deepEqual(seen, []);
   });
 });
 
@@ -164,6 +182,23 @@ describe("against a live server", { skip: NO_SERVER }, () => {
     assert.doesNotMatch(mine.summary, /Rome/);
     const dry = await loci.prune({ entity_id: ent, types: ["event"] }, { agent: "a2" });
     assert.equal(dry.count, 1); // a2's turn, not a1's
+  });
+
+  test("an agent and an Idempotency-Key beyond ASCII are sent as UTF-8 and round-trip", async () => {
+    // fetch sent "café" as Latin-1 (the server answered 422, not UTF-8) and threw a TypeError on "🎉"
+    const loci = client();
+    const ent = entity();
+    const body = { type: "note" as const, text: "from the café", entity_id: ent };
+    const made = await loci.createMemory(body, { agent: "café", idempotencyKey: "clé-🎉" });
+    assert.equal(made.agent_id, "café");
+    assert.deepEqual(await loci.createMemory(body, { agent: "café", idempotencyKey: "clé-🎉" }), made);
+    const mine = await loci.listMemories({ entity_id: ent }, { agent: "café" });
+    assert.deepEqual(mine.items.map((m) => m.memory_id), [made.memory_id]);
+    const other = await loci.createMemory(body, { agent: "エージェント", idempotencyKey: "🔑" });
+    assert.equal(other.agent_id, "エージェント");
+    const stranger = new LociClient({ baseUrl: URL, apiKey: "loci_clé", retry: FAST });
+    await assert.rejects(stranger.listMemories(), AuthenticationError);
+    await assert.rejects(loci.streamEvents({ after: "café", timeout: 5 }).next(), ValidationError);
   });
 
   test("errors are typed and carry the envelope", async () => {
