@@ -107,6 +107,12 @@ def check_stream(r: httpx.Response) -> None:
         )
 
 
+def unbounded_body(r: httpx.Response) -> None:
+    """Lift the read timeout for the body of a stream whose headers came within the client's timeout:
+    events may be minutes apart. httpcore reads the request's timeout extension when the body starts."""
+    r.request.extensions["timeout"] = {**r.request.extensions.get("timeout", {}), "read": None}
+
+
 def segment(value: str) -> str:
     """`value` as exactly one path segment: `/ ? # %` and the rest percent-encoded, and a lone `.` or
     `..` too, which URL resolution would otherwise take for this folder or its parent."""

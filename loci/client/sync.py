@@ -195,9 +195,10 @@ class LociClient:
         timeout: float | None = None,
     ) -> Iterator[StreamedEvent]:
         """The live event stream (server-sent events), until `max_events` events or `timeout` seconds
-        (both optional; the server ends it then) or until the loop is left. A dropped connection, or the
-        server ending the stream before then (it is stopping; a revoked key then raises its 401 on the
-        resume), is resumed after the last event seen (Last-Event-ID) with the retry policy: see
+        (both optional; the server ends it then) or until the loop is left. A dropped connection, no
+        answer's headers within the client's `timeout` (the body has no read timeout: events may be far
+        apart), or the server ending the stream before then (it is stopping; a revoked key then raises its
+        401 on the resume), is resumed after the last event seen (Last-Event-ID) with the retry policy: see
         `calls.EventStream`."""
         stream = calls.EventStream(
             after=after,
@@ -213,12 +214,12 @@ class LociClient:
                     calls.EVENTS_PATH,
                     params=stream.params(),
                     headers=stream.headers(),
-                    timeout=httpx.Timeout(self._http.timeout.connect, read=None),
                 ) as r:
                     if r.is_error:
                         r.read()
                         raise calls.error_of(r)
                     calls.check_stream(r)
+                    calls.unbounded_body(r)
                     parser = Parser(r.status_code)
                     for line in r.iter_lines():
                         event = parser.feed(line)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -31,6 +34,7 @@ from loci.client import (
     EventItem,
     InvalidRequest,
     LociClient,
+    LociClientError,
     Memory,
     MemoryCreate,
     MemoryPatch,
@@ -39,6 +43,7 @@ from loci.client import (
     PruneRequest,
     RecallRequest,
     RetryPolicy,
+    StreamedEvent,
     SummarizeRequest,
     UnexpectedAnswer,
     ValidationError,
@@ -384,6 +389,110 @@ def test_a_stream_that_keeps_ending_without_an_event_is_a_connection_failure(str
     with pytest.raises(ConnectionFailed, match="ended it before max_events or timeout"):
         stream(server, [], after="c9")
     assert server.last_ids() == ["c9"] * (FAST.max_retries + 1)
+
+
+class RawServer(socketserver.ThreadingTCPServer):
+    """A TCP server whose `answer` gets each connection once its request arrived; `connections` counts them."""
+
+    daemon_threads = True
+
+    def __init__(self, answer: Callable[[socket.socket], None]) -> None:
+        self.answer = answer
+        self.connections = 0
+        super().__init__(("127.0.0.1", 0), RawHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class RawHandler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        assert isinstance(self.server, RawServer)
+        self.server.connections += 1
+        self.request.recv(65536)
+        self.server.answer(self.request)
+
+
+def _silent(conn: socket.socket) -> None:
+    conn.recv(1)  # no answer: wait for the client to leave
+
+
+def _slow_body(conn: socket.socket) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n: hi\n\n")
+    time.sleep(1.0)  # five times the client's timeout: events may be far apart
+    conn.sendall(_frame(1).encode())
+    conn.recv(1)
+
+
+def _first_event_sync(url: str) -> object:
+    """The first event of the stream, or what it raised; a hang fails the test instead of blocking it."""
+    out: list[object] = []
+
+    def run() -> None:
+        with LociClient(url, "loci_x", timeout=0.2, retry=FAST) as c:
+            try:
+                out.append(next(c.stream_events()))
+            except LociClientError as exc:
+                out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(10)
+    assert out, "the stream still waits"
+    return out[0]
+
+
+def _first_event_async(url: str) -> object:
+    async def run() -> object:
+        async with AsyncLociClient(url, "loci_x", timeout=0.2, retry=FAST) as c:
+            try:
+                return await anext(c.stream_events())
+            except LociClientError as exc:
+                return exc
+
+    async def bounded() -> object:
+        return await asyncio.wait_for(run(), 10)
+
+    try:
+        return asyncio.run(bounded())
+    except TimeoutError:
+        pytest.fail("the stream still waits")
+
+
+FIRST_EVENT = pytest.mark.parametrize(
+    "first_event", [_first_event_sync, _first_event_async], ids=["sync", "async"]
+)
+
+
+@FIRST_EVENT
+def test_a_stream_whose_server_never_answers_times_out_and_is_retried(first_event: Any) -> None:
+    """A server that accepts the stream's connection and never answers left the client waiting for its
+    headers forever: the wait is the client's timeout, then the stream is resumed as after a drop."""
+    server = RawServer(_silent)
+    try:
+        failed = first_event(server.url)
+    finally:
+        server.close()
+    assert isinstance(failed, ConnectionFailed) and "ReadTimeout" in str(failed), failed
+    assert server.connections == FAST.max_retries + 1
+
+
+@FIRST_EVENT
+def test_a_streams_body_has_no_read_timeout(first_event: Any) -> None:
+    """The client's timeout bounds the wait for the stream's headers, not for its events."""
+    server = RawServer(_slow_body)
+    try:
+        event = first_event(server.url)
+    finally:
+        server.close()
+    assert isinstance(event, StreamedEvent) and event.item.event_id == "evt_1", event
+    assert server.connections == 1
 
 
 def test_a_revoked_keys_stream_raises_its_401(live: LiveServer) -> None:

@@ -44,7 +44,7 @@ export interface LociClientOptions {
   baseUrl?: string;
   /** An API key (`loci_...`); defaults to $LOCI_API_KEY. */
   apiKey?: string;
-  /** Time one attempt may take, in milliseconds (the live stream has none once connected). */
+  /** Time one attempt may take, in milliseconds (the live stream: until its headers come). */
   timeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   /** Another fetch (a proxy agent, a test double); the global fetch by default. */
@@ -126,6 +126,8 @@ interface Scope {
   signal: AbortSignal;
   /** Closes the request (and its connection, mid-answer). */
   abort: () => void;
+  /** Stops the timer: the answer's headers came, and a live stream's body may wait for events at will. */
+  answered: () => void;
   /** Stops listening to the outer signal and the timer. */
   done: () => void;
 }
@@ -143,6 +145,7 @@ function linked(outer: AbortSignal | undefined, timeoutMs?: number): Scope {
   return {
     signal: controller.signal,
     abort: () => controller.abort(),
+    answered: () => clearTimeout(timer),
     done: () => {
       clearTimeout(timer);
       outer?.removeEventListener("abort", abort);
@@ -266,10 +269,10 @@ export class LociClient {
 
   /** The live event stream (server-sent events), until `max_events` events or `timeout` seconds (both
    * optional; the server ends it then), until the loop is left (which closes it) or the signal aborts. A
-   * dropped connection, or the server ending the stream before then (it is stopping; a revoked key then
-   * throws its 401 on the resume), is resumed after the last event seen (Last-Event-ID) with what is left
-   * of `max_events` and `timeout`, after the retry policy's wait; `maxRetries` such ends in a row without
-   * an event between them throw ConnectionFailed. */
+   * dropped connection, no answer's headers within `timeoutMs`, or the server ending the stream before then
+   * (it is stopping; a revoked key then throws its 401 on the resume), is resumed after the last event seen
+   * (Last-Event-ID) with what is left of `max_events` and `timeout`, after the retry policy's wait;
+   * `maxRetries` such ends in a row without an event between them throw ConnectionFailed. */
   async *streamEvents(
     query: EventStreamQuery = {},
     options?: RequestOptions,
@@ -289,10 +292,11 @@ export class LociClient {
       const url = this.url(EVENTS_PATH, { ...filters, max_events: left, timeout: timeLeft });
       const headers: Record<string, string> = { ...this.auth(), Accept: EVENT_STREAM };
       if (after) headers["Last-Event-ID"] = headerValue("Last-Event-ID", after);
-      const scope = linked(options?.signal);
-      let dropped: TypeError | null = null;
+      const scope = linked(options?.signal, this.timeoutMs);
+      let dropped: unknown = null;
       try {
         const response = await this.fetchImpl(url, { headers, signal: scope.signal });
+        scope.answered();
         if (!response.ok) {
           throw errorFor(response.status, await response.text(), response.headers.get("X-Request-Id"));
         }
@@ -313,7 +317,9 @@ export class LociClient {
           yield event;
         }
       } catch (error) {
-        if (options?.signal?.aborted || !(error instanceof TypeError)) throw error; // not the connection
+        if (options?.signal?.aborted) throw error;
+        // not the connection, nor the timer (no headers within timeoutMs): not for a resume
+        if (!(error instanceof TypeError) && !scope.signal.aborted) throw error;
         dropped = error;
       } finally {
         scope.abort(); // the loop was left early, or the stream is over: close the connection

@@ -3,8 +3,9 @@
 // unless the stream reached the max_events or timeout it asked for.
 import assert from "node:assert/strict";
 import http from "node:http";
-import type net from "node:net";
+import net from "node:net";
 import { test } from "node:test";
+import { setTimeout as delay } from "node:timers/promises";
 import { AuthenticationError, ConnectionFailed, LociClient } from "../src/index.js";
 import { FAST } from "./helpers.js";
 
@@ -181,5 +182,48 @@ test("leaving the loop closes the connection", { timeout: 30_000 }, async () => 
     await server.clientClosed; // the test times out if the connection stays open
   } finally {
     await server.close();
+  }
+});
+
+test("a stream whose server never answers times out and is resumed", { timeout: 30_000 }, async () => {
+  // the wait for the headers was unbounded: a server that accepts and never answers hung the client
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => void sockets.add(socket.resume()));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  try {
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const loci = new LociClient({ baseUrl, apiKey: "loci_x", timeoutMs: 200, retry: FAST });
+    const hung = delay(10_000, "still waiting", { ref: false });
+    const outcome = await Promise.race([loci.streamEvents().next().catch((e: unknown) => e), hung]);
+    const timedOut = outcome instanceof ConnectionFailed && /no answer within 200 ms/.test(outcome.message);
+    assert.ok(timedOut, String(outcome));
+    assert.equal(sockets.size, FAST.maxRetries + 1);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+test("a stream's body has no read timeout once its headers came", async () => {
+  let connections = 0;
+  const server = http.createServer((_req, res) => {
+    connections += 1;
+    res.writeHead(200, { "Content-Type": "text/event-stream" }).write(": connected\n\n");
+    setTimeout(() => res.write(frame(1)), 1000); // five times the client's timeout: events may be far apart
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as net.AddressInfo;
+  try {
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const loci = new LociClient({ baseUrl, apiKey: "loci_x", timeoutMs: 200, retry: FAST });
+    const events = loci.streamEvents();
+    const first = await events.next();
+    await events.return();
+    assert.equal(first.value?.item.event_id, "evt_1");
+    assert.equal(connections, 1);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 });
