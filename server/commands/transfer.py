@@ -21,6 +21,7 @@ from typing import IO, Any
 
 import msgspec
 
+from engine.errors import InvalidInput
 from engine.storage.base import Store
 from engine.storage.transfer import PAGE, export_org, import_org
 from server.commands import add_store_arguments, settings_from_args
@@ -73,6 +74,20 @@ def _output(path: str) -> Iterator[IO[bytes]]:
             os.remove(tmp)
 
 
+@contextmanager
+def _input(path: str) -> Iterator[IO[bytes]]:
+    """stdin for '-', else the file, opened before the store so that a bad --in creates nothing."""
+    if path == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - the try covers the open alone; the with below closes it
+    except OSError as exc:  # missing, a directory, unreadable
+        raise InvalidInput(f"cannot read --in {path}: {exc.strerror or exc}", field="in") from exc
+    with f:
+        yield f
+
+
 def _export(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, existing=True)
     store = _open(settings)
@@ -95,16 +110,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    settings = settings_from_args(args)
-    store = _open(settings)
-    try:
-        if args.in_ == "-":
-            result = import_org(store, sys.stdin.buffer, org_id=args.org, batch_size=args.batch_size)
-        else:
-            with open(args.in_, "rb") as f:
-                result = import_org(store, f, org_id=args.org, batch_size=args.batch_size)
-    finally:
-        store.close()
+    with _input(args.in_) as source:
+        store = _open(settings_from_args(args))
+        try:
+            result = import_org(store, source, org_id=args.org, batch_size=args.batch_size)
+        finally:
+            store.close()
     print(
         f"imported into org {result.org_id!r}: {result.memories} memories ({result.memories_kept} kept as "
         f"the target has them, {result.memories_left_deleted} it deleted left deleted), "

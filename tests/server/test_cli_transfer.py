@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -95,6 +96,25 @@ def test_import_of_a_bad_file_fails_cleanly(capsys: pytest.CaptureFixture[str], 
     bad.write_bytes(msgspec.json.encode(header) + b"\n" + msgspec.json.encode(vector) + b"\n")
     code, _, err = run(capsys, "import", "--in", str(bad), "--data-dir", str(tmp_path / "d"))
     assert code == 2 and "error: line 2: vector is not base64" in err
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "unreadable"])
+def test_an_import_of_an_input_it_cannot_read_creates_no_store(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str
+) -> None:
+    """`loci import --in missing.jsonl` made the data dir and an empty loci.db before failing."""
+    source = tmp_path / "in.jsonl"
+    if kind == "directory":
+        source.mkdir()
+    elif kind == "unreadable":
+        if os.geteuid() == 0:
+            pytest.skip("root reads a file whatever its mode")
+        source.write_text("{}\n")
+        source.chmod(0)
+    data = tmp_path / "d"
+    code, out, err = run(capsys, "import", "--in", str(source), "--data-dir", str(data))
+    assert code == 2 and out == "" and err.startswith(f"error: cannot read --in {source}: ")
+    assert len(err.splitlines()) == 1 and not data.exists()
 
 
 def test_import_of_a_file_cut_before_its_events_changes_nothing(
