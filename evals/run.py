@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -174,7 +174,17 @@ def select(dataset: Dataset, config: RunConfig) -> Dataset:
     return dataset
 
 
-def check_questions(data: Dataset, config: RunConfig) -> None:
+class QuestionSelection(Protocol):
+    """What picks a command's questions: run, sweep, fit and heldout configurations all have it."""
+
+    @property
+    def categories(self) -> tuple[str, ...]: ...
+
+    @property
+    def limit_questions(self) -> int | None: ...
+
+
+def check_questions(data: Dataset, config: QuestionSelection) -> None:
     """InvalidInput when a category asked for is not the dataset's or the run would ask nothing."""
     known = {q.category for q in data.questions}
     unknown = sorted(set(config.categories) - known)
@@ -188,7 +198,7 @@ def check_questions(data: Dataset, config: RunConfig) -> None:
         raise InvalidInput("the run would ask no question: check --limit, --limit-questions and --categories")
 
 
-def question_filter(config: RunConfig) -> Callable[[Question], bool]:
+def question_filter(config: QuestionSelection) -> Callable[[Question], bool]:
     categories = set(config.categories)
 
     def keep(q: Question) -> bool:

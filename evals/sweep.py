@@ -31,9 +31,10 @@ from engine.errors import InvalidInput
 from evals import plots
 from evals.loaders import load_dataset
 from evals.metrics import metrics_frame, score
-from evals.model import Dataset, Question
-from evals.replay import Backend, EngineBackend, ReplayConfig, check_config, evidence_questions
+from evals.model import Dataset
+from evals.replay import Backend, EngineBackend, ReplayConfig, check_config
 from evals.replay_many import CHANNELS, full_weights, replay_many
+from evals.run import check_questions, question_filter
 from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
 
 
@@ -165,15 +166,6 @@ def replay_config(config: SweepConfig, candidate: Candidate) -> ReplayConfig:
     )
 
 
-def _keep(config: SweepConfig) -> Any:
-    categories = set(config.categories)
-
-    def keep(q: Question) -> bool:
-        return evidence_questions(q) and (not categories or q.category in categories)
-
-    return keep
-
-
 def score_candidates(
     records_by_name: Mapping[str, Sequence[Any]],
     cands: Mapping[str, Candidate],
@@ -232,13 +224,14 @@ def run_sweep(
     data = dataset if dataset is not None else load_dataset(config.dataset)
     if config.limit is not None:
         data = data.limit(config.limit)
+    check_questions(data, config)
     split = split_conversations([c.conversation_id for c in data.conversations], config.holdout, config.seed)
     engine = backend if backend is not None else EngineBackend(next(iter(configs.values())))
     records = replay_many(
         data,
         engine,
         configs,
-        questions=_keep(config),
+        questions=question_filter(config),
         progress=progress,
         limit_questions=config.limit_questions,
     )

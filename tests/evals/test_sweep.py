@@ -136,3 +136,42 @@ def test_run_sweep_writes_once_per_conversation(tmp_path: Path) -> None:
     assert {"results.csv", "report.md", "sweep_scatter.png", "sweep_by_preset.png", "config.json"} <= {
         p.name for p in result.run_dir.iterdir()
     }
+
+
+@pytest.mark.parametrize(
+    ("dataset", "categories", "named"),
+    [
+        ("tiny", "nope", "unknown question categories ['nope']"),
+        ("tiny", "{known},tmporal", "unknown question categories ['tmporal']"),
+        ("locomo", "adversarial", "the run would ask no question"),
+    ],
+)
+def test_sweep_refuses_categories_that_ask_nothing_before_replaying(
+    dataset: str,
+    categories: str,
+    named: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An unknown category, a typo in a list, or one without evidence swept 0 questions and still
+    named a best setting."""
+    import evals.sweep
+    from evals.model import encode_dataset
+    from server.cli import main
+
+    def no_replay(*args: object, **kwargs: object) -> None:
+        raise AssertionError("replayed")
+
+    monkeypatch.setattr(evals.sweep, "replay_many", no_replay)
+    if dataset == "tiny":
+        data = tiny_dataset(entities=2)
+        dataset = str(tmp_path / "tiny.json")
+        Path(dataset).write_bytes(encode_dataset(data))
+        categories = categories.format(known=data.questions[0].category)
+    out = tmp_path / "runs"
+    argv = ["eval", "sweep", "--dataset", dataset, "--categories", categories, "--limit", "2"]
+    assert main([*argv, "--embedder", "hash", "--samples", "1", "--quiet", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {named}") and err.count("\n") == 1
+    assert not out.exists()
