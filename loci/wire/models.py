@@ -62,7 +62,9 @@ SubjectId = Annotated[
         max_length=256, pattern=f"^ent:[^{SPACES}]+$(?!\\n)", description="an entity id of the form ent:<id>"
     ),
 ]
-MemoryText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
+#: the longest text the API takes: a memory's text, a query, a turn
+MAX_TEXT_LENGTH = 20000
+MemoryText = Annotated[str, Meta(max_length=MAX_TEXT_LENGTH, description=f"max {MAX_TEXT_LENGTH} characters")]
 #: the JSON-schema shape of a conflict key (`key_problem` is the rule; it also calls blank the invisible
 #: characters `is_blank` names)
 KEY_PATTERN = f"^[^|]*[^|{SPACES}][^|]*\\|(?:[\\s\\S]*\\|)?[^|]*[^|{SPACES}][^|]*$"

@@ -17,13 +17,13 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from loci.wire.models import EntityId, Namespace, SubjectId, TagList
+from loci.wire.models import MAX_TEXT_LENGTH, EntityId, Namespace, SubjectId, TagList
 from loci.wire.normalize import NormalizationName
 from loci.wire.presets import PresetName
 from loci.wire.tokens import DEFAULT_TOKENIZER, TokenizerName
 from loci.wire.tuning import DEFAULTS, TUNING
 
-TurnText = Annotated[str, Meta(max_length=20000, description="max 20000 characters")]
+TurnText = Annotated[str, Meta(max_length=MAX_TEXT_LENGTH, description=f"max {MAX_TEXT_LENGTH} characters")]
 GoalText = Annotated[str, Meta(max_length=2000, description="max 2000 characters")]
 SnippetText = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 BudgetTokens = Annotated[int, Meta(ge=256, le=8192, description="256 to 8192")]

@@ -28,6 +28,7 @@ from langgraph.store.memory import InMemoryStore
 from loci.client import AsyncLociClient, LociClient, MemoryCreate, PruneRequest, RecallRequest
 from loci.integrations.langgraph import LociStore
 from loci.integrations.langgraph.scope import MAX_DEPTH, draft_of, namespace_of
+from loci.wire.models import MAX_TEXT_LENGTH
 from loci.wire.options import Policy
 from tests.integrations.conftest import LiveServer
 
@@ -358,6 +359,17 @@ def test_a_query_on_one_namespace_is_not_crowded_out_by_others(loci_store: LociS
     loci_store.put(("memories", "gina"), "tea", {"text": "Gina sometimes drinks green tea with lemon"})
     assert [i.key for i in loci_store.search(("memories", "gina"), query="green tea")] == ["tea"]
     assert len(loci_store.search(("memories",), query="green tea", limit=100)) == 100
+
+
+def test_a_query_longer_than_the_api_takes_is_cut_to_it(loci_store: LociStore) -> None:
+    """Recall takes queries of at most MAX_TEXT_LENGTH characters (a longer one was a 400 the store raised):
+    the store ranks by the query's start."""
+    ns = ("memories", "hana")
+    loci_store.put(ns, "tea", {"text": "Hana drinks green tea"})
+    loci_store.put(ns, "job", {"text": "Hana repairs bicycles"})
+    query = "green tea " + "\U0001f375" * MAX_TEXT_LENGTH
+    assert [i.key for i in loci_store.search(ns, query=query, limit=1)] == ["tea"]
+    assert [i.key for i in asyncio.run(loci_store.asearch(ns, query=query, limit=1))] == ["tea"]
 
 
 def test_a_query_returns_the_stored_values_unredacted(loci_store: LociStore) -> None:

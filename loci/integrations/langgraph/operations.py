@@ -28,6 +28,8 @@ from loci.client import Memory, MemoryCreate, RecallRequest, RecallResponse
 from loci.integrations.langgraph import scope
 from loci.integrations.langgraph.filters import literal_prefix, namespace_matches, value_matches
 from loci.integrations.plans import PAGE_SIZE, Delete, Plan, Recall, create_all, first, scan
+from loci.integrations.texts import fit
+from loci.wire.models import MAX_TEXT_LENGTH
 from loci.wire.options import Policy
 
 MAX_RECALL = 100  # the API's largest recall
@@ -158,7 +160,7 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
         return []
     while True:
         request = RecallRequest(
-            query=op.query or "",
+            query=fit(op.query or "", MAX_TEXT_LENGTH),  # a longer query is refused: rank by its start
             namespace=cfg.namespace,
             entity_id=scope.entity_of(prefix) if exact else None,
             limit=limit,

@@ -25,12 +25,13 @@ from langgraph.store.base import InvalidNamespaceError, Item, SearchItem, get_te
 
 from loci.client import Memory, MemoryCreate
 from loci.integrations.tags import MAX_TAGS, scope_tag
+from loci.integrations.texts import fit
+from loci.wire.models import MAX_TEXT_LENGTH
 
 ITEM_TAG = "langgraph"
 METADATA_KEY = "langgraph"
 MAX_ENTITY_LENGTH = 256  # the API's limit on an entity_id
 MAX_DEPTH = (MAX_TAGS - 1) // 2  # an item has 2 * depth + 1 tags (see tags_of)
-MAX_TEXT_LENGTH = 20000  # the API's limit on a memory's text
 
 
 class Stored(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -85,7 +86,7 @@ def check_namespace(namespace: Sequence[str]) -> None:
 def indexed_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
     """The text Loci ranks: the value's indexed fields (LangGraph's paths; "$" is the whole value as JSON)."""
     texts = [text for field in fields for text in get_text_at_path(value, field)]
-    return "\n".join(texts)[:MAX_TEXT_LENGTH]
+    return fit("\n".join(texts), MAX_TEXT_LENGTH)
 
 
 def draft_of(
@@ -107,7 +108,7 @@ def draft_of(
         namespace=list(namespace), key=key, value=plain, created_at=created_at, indexed=bool(text)
     )
     if not text:  # nothing to rank: keep the value readable in Loci instead
-        text = json.dumps(plain, sort_keys=True, ensure_ascii=False)[:MAX_TEXT_LENGTH]
+        text = fit(json.dumps(plain, sort_keys=True, ensure_ascii=False), MAX_TEXT_LENGTH)
     return MemoryCreate(
         namespace=loci_namespace,
         entity_id=entity_of(namespace),

@@ -7,7 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-MAX_TEXT_LENGTH = 20000  # the API's limit on a memory's text
+from loci.integrations.texts import fit
+from loci.wire.models import MAX_TEXT_LENGTH
 
 
 def text_of(item: Mapping[str, Any]) -> str:
@@ -22,7 +23,7 @@ def text_of(item: Mapping[str, Any]) -> str:
         text = f"Reasoning: {content_text(item.get('summary'))}"
     else:
         text = json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
-    return text[:MAX_TEXT_LENGTH]
+    return fit(text, MAX_TEXT_LENGTH)
 
 
 def content_text(content: Any) -> str:
