@@ -36,9 +36,9 @@ from evals.replay import (
     ReplayConfig,
     assemble_body,
     check_config,
-    evidence_questions,
 )
 from evals.replay_many import CHANNELS
+from evals.run import check_questions, question_filter
 
 COLLECTION_WEIGHTS: dict[str, float] = {c: 1.0 / len(CHANNELS) for c in CHANNELS}
 F64 = npt.NDArray[np.float64]
@@ -280,10 +280,11 @@ def run_fit(config: FitConfig, *, dataset: Dataset | None = None, progress: bool
     data = dataset if dataset is not None else load_dataset(config.dataset)
     if config.limit is not None:
         data = data.limit(config.limit)
-    categories = set(config.categories)
+    check_questions(data, config)
+    selected = question_filter(config)
 
     def keep(q: Question) -> bool:
-        return evidence_questions(q) and bool(q.evidence) and (not categories or q.category in categories)
+        return selected(q) and bool(q.evidence)  # rows are labelled by evidence turns
 
     rows = collect_components(
         data,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,26 @@ def test_run_fit_on_replayed_components() -> None:
     assert result.n_conversations == 4 and result.folds == 2
     assert result.n_positive > 0
     assert sum(result.weights.values()) == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("categories", ["nope", "{known},tmporal"])
+def test_fit_refuses_an_unknown_category_before_collecting(
+    categories: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--categories nope` collected no rows and then said it needs at least two conversations."""
+    import evals.fit
+    from evals.model import encode_dataset
+    from server.cli import main
+
+    def no_collection(*args: object, **kwargs: object) -> None:
+        raise AssertionError("collected")
+
+    monkeypatch.setattr(evals.fit, "collect_components", no_collection)
+    data = tiny_dataset(entities=2)
+    path = tmp_path / "tiny.json"
+    path.write_bytes(encode_dataset(data))
+    argv = ["eval", "fit", "--dataset", str(path), "--embedder", "hash", "--quiet"]
+    assert main([*argv, "--categories", categories.format(known=data.questions[0].category)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown question categories [") and err.count("\n") == 1
+    assert "nope" in err or "tmporal" in err
