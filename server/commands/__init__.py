@@ -10,6 +10,7 @@ import argparse
 import os
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.errors import NotFound
@@ -41,6 +42,22 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="database URL (default: $LOCI_DATABASE_URL), e.g. sqlite:///path.db",
     )
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= low (argparse then names the option in its error), for the
+    count options of every command."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        return value
+
+    return parse
 
 
 def settings_from_args(args: argparse.Namespace, *, existing: bool = False) -> Settings:

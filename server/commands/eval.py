@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from engine.errors import InvalidInput
+from server.commands import at_least
 
 
 def _weights(text: str | None) -> dict[str, float] | None:
@@ -46,21 +47,6 @@ def _json_object(text: str | None, name: str) -> dict[str, Any] | None:
 
 def _csv(text: str | None) -> tuple[str, ...]:
     return tuple(s.strip() for s in (text or "").split(",") if s.strip())
-
-
-def _at_least(low: int) -> Any:
-    """An argparse type: a whole number >= low (argparse then names the option in its error)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
-        return value
-
-    return parse
 
 
 def _ints(text: str | None, name: str) -> tuple[int, ...]:
@@ -247,10 +233,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="locomo | longmemeval-oracle | longmemeval-ku | longmemeval-s-dev | synthetic | synthetic-mixed | "
         "PATH (common-format JSON)",
     )
-    p.add_argument("--limit", type=_at_least(1), default=None, help="only the first N conversations")
+    p.add_argument("--limit", type=at_least(1), default=None, help="only the first N conversations")
     p.add_argument(
         "--limit-questions",
-        type=_at_least(1),
+        type=at_least(1),
         default=None,
         help="only the first N questions per conversation",
     )
@@ -311,7 +297,7 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--max-events", type=int, default=None, help="return.max_events")
     run.add_argument("--max-facts", type=int, default=None, help="return.max_facts")
-    run.add_argument("--rank-depth", type=_at_least(0), default=50)
+    run.add_argument("--rank-depth", type=at_least(0), default=50)
     run.add_argument("--conversations", default=None, help="comma list of conversation ids")
     run.add_argument("--no-extract", action="store_true", help="write turns only, no fact extraction")
     run.add_argument("--no-baselines", action="store_true", help="skip bm25-only and semantic-only")
@@ -333,7 +319,7 @@ def register(subparsers: Any) -> None:
     sweep = sub.add_parser("sweep", help="grid or random search, scored on held-out conversations")
     _common(sweep)
     sweep.add_argument("--mode", choices=("grid", "random"), default="random")
-    sweep.add_argument("--samples", type=_at_least(1), default=20, help="random mode: weight vectors to draw")
+    sweep.add_argument("--samples", type=at_least(1), default=20, help="random mode: weight vectors to draw")
     sweep.add_argument("--seed", type=int, default=0)
     sweep.add_argument("--presets", default=None, help="comma list (default balanced)")
     sweep.add_argument("--normalizations", default=None, help="comma list (default minmax)")
@@ -354,11 +340,9 @@ def register(subparsers: Any) -> None:
 
     fit = sub.add_parser("fit", help="learn channel weights from score components (logistic regression)")
     _common(fit)
-    fit.add_argument(
-        "--folds", type=_at_least(2), default=5, help="GroupKFold folds (groups = conversations)"
-    )
+    fit.add_argument("--folds", type=at_least(2), default=5, help="GroupKFold folds (groups = conversations)")
     fit.add_argument("--normalization", default="minmax")
-    fit.add_argument("--rank-depth", type=_at_least(0), default=50)
+    fit.add_argument("--rank-depth", type=at_least(0), default=50)
     fit.add_argument("--c", type=_positive, default=1.0, help="inverse regularization strength")
     fit.set_defaults(func=_fit)
 

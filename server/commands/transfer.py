@@ -24,7 +24,7 @@ import msgspec
 from engine.errors import InvalidInput
 from engine.storage.base import Store
 from engine.storage.transfer import PAGE, export_org, import_org
-from server.commands import add_store_arguments, settings_from_args
+from server.commands import add_store_arguments, at_least, settings_from_args
 from server.config import Settings
 
 log = logging.getLogger("loci.transfer")
@@ -165,7 +165,7 @@ def register(subparsers: Any) -> None:
         p.add_argument("--org", default=None, help="import into this org (default: the org in the file)")
         p.add_argument(
             "--batch-size",
-            type=int,
+            type=at_least(0),
             default=PAGE,
             help="records per transaction; 0 = the whole file in one transaction",
         )

@@ -117,6 +117,28 @@ def test_an_import_of_an_input_it_cannot_read_creates_no_store(
     assert len(err.splitlines()) == 1 and not data.exists()
 
 
+def test_a_negative_batch_size_is_refused_before_the_store_is_made(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`loci import --batch-size -3` was taken, as one transaction of one-record batches."""
+    src = open_store(str(tmp_path / "src"))
+    fill(src)
+    src.close()
+    out = tmp_path / "acme.jsonl"
+    assert run(capsys, "export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path / "src"))[0] == 0
+    for bad in ("-3", "-1", "x"):
+        with pytest.raises(SystemExit) as exc:
+            main(["import", "--in", str(out), "--batch-size", bad, "--data-dir", str(tmp_path / "dst")])
+        assert exc.value.code == 2
+        assert "error: argument --batch-size: " in capsys.readouterr().err
+    assert not (tmp_path / "dst").exists()
+    # 0 stays the documented whole-file transaction
+    code, text, _ = run(
+        capsys, "import", "--in", str(out), "--batch-size", "0", "--data-dir", str(tmp_path / "dst")
+    )
+    assert code == 0 and "in 1 batches" in text
+
+
 def test_import_of_a_file_cut_before_its_events_changes_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
