@@ -470,6 +470,21 @@ def test_index_controls_what_a_query_sees(live: LiveServer) -> None:
         assert store.get(ns, "hidden").value == {"title": "quarterly budget"}  # type: ignore[union-attr]
 
 
+def test_an_item_whose_indexed_fields_are_blank_is_stored_unindexed(loci_store: LociStore) -> None:
+    """Blank indexed text is refused by the API (a put raised): the item is stored unindexed instead."""
+    ns = ("notes",)
+    loci_store.put(ns, "empty", {"title": "", "body": "quarterly budget"}, index=["title"])
+    loci_store.put(ns, "spaces", {"title": " \n\t", "body": "quarterly budget"}, index=["title"])
+    loci_store.put(ns, "two", {"title": "", "tag": ""}, index=["title", "tag"])
+    asyncio.run(loci_store.aput(ns, "async", {"title": "  "}, index=["title"]))
+    loci_store.put(ns, "ranked", {"title": "quarterly budget"}, index=["title"])
+    spaces = loci_store.get(ns, "spaces")
+    assert spaces is not None and spaces.value == {"title": " \n\t", "body": "quarterly budget"}
+    assert {i.key for i in loci_store.search(ns, filter={"body": "quarterly budget"})} == {"empty", "spaces"}
+    assert {i.key for i in loci_store.search(ns)} == {"empty", "spaces", "two", "async", "ranked"}
+    assert [i.key for i in loci_store.search(ns, query="quarterly budget")] == ["ranked"]
+
+
 def test_unindexed_items_outlive_a_prune_of_archived_memories(live: LiveServer) -> None:
     """Items put with index=False, or without an indexed field, are live memories: an operator's prune of
     archived (retired) memories, in the store's Loci namespace, leaves them. They were stored archived

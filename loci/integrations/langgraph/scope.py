@@ -5,10 +5,11 @@
   splits back into the tuple): ("memories", "alice") is entity "memories.alice";
 - one `note` memory per item: its text is the item's indexed fields (what Loci ranks), its metadata
   ["langgraph"] holds the namespace, key, value and creation time (what the store returns);
-- an item put with `index=False`, or with no indexed field, is as live a memory as any other (its text is
-  the value as JSON) with metadata["langgraph"]["indexed"] false: the store's query leaves it out. It is
-  never archived: Loci's archive means retired, and a prune of archived memories deletes them. Earlier
-  versions stored such items archived; those are still read, listed and updated (the update is stored live);
+- an item put with `index=False`, or with no indexed field or only blank ones (the API refuses a blank
+  text), is as live a memory as any other (its text is the value as JSON) with
+  metadata["langgraph"]["indexed"] false: the store's query leaves it out. It is never archived: Loci's
+  archive means retired, and a prune of archived memories deletes them. Earlier versions stored such items
+  archived; those are still read, listed and updated (the update is stored live);
 - tags, exact filters of GET /v0/memories: "langgraph" on every item, the key's, one "lg-in:" per prefix of
   the namespace (the item is in it or below) and one "lg-below:" per proper prefix (strictly below it).
 """
@@ -26,7 +27,7 @@ from langgraph.store.base import InvalidNamespaceError, Item, SearchItem, get_te
 from loci.client import Memory, MemoryCreate
 from loci.integrations.tags import MAX_TAGS, scope_tag
 from loci.integrations.texts import fit
-from loci.wire.models import MAX_TEXT_LENGTH
+from loci.wire.models import MAX_TEXT_LENGTH, is_blank
 
 ITEM_TAG = "langgraph"
 METADATA_KEY = "langgraph"
@@ -100,14 +101,14 @@ def draft_of(
     now: datetime,
 ) -> MemoryCreate:
     """The memory of one version of an item; `fields=None` (LangGraph's `index=False`) or no indexed field
-    in the value stores it unindexed: live, kept and listed, left out of the store's query. Dates, times
-    and UUIDs are stored as strings, as LangGraph's PostgreSQL store keeps them."""
+    in the value, or only blank ones, stores it unindexed: live, kept and listed, left out of the store's
+    query. Dates, times and UUIDs are stored as strings, as LangGraph's PostgreSQL store keeps them."""
     plain: dict[str, Any] = msgspec.to_builtins(dict(value))
     text = indexed_text(plain, fields or ())
     stored = Stored(
-        namespace=list(namespace), key=key, value=plain, created_at=created_at, indexed=bool(text)
+        namespace=list(namespace), key=key, value=plain, created_at=created_at, indexed=not is_blank(text)
     )
-    if not text:  # nothing to rank: keep the value readable in Loci instead
+    if not stored.indexed:  # nothing to rank (the API refuses a blank text): keep the value readable instead
         text = fit(json.dumps(plain, sort_keys=True, ensure_ascii=False), MAX_TEXT_LENGTH)
     return MemoryCreate(
         namespace=loci_namespace,
