@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from loci.wire.tuning import TUNING
@@ -36,6 +37,22 @@ def _size_list(text: str, minimum: int, rule: str) -> list[int]:
     if not sizes or any(s < minimum for s in sizes):
         raise argparse.ArgumentTypeError(f"sizes must be {rule}")
     return sizes
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= low, for the benches' counts (a count of 0 printed a table of
+    nan). server.commands has its twin: evals may not import the server (tests/test_imports.py)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {value}")
+        return value
+
+    return parse
 
 
 def _sizes(text: str) -> list[int]:
@@ -225,21 +242,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     p = sub.add_parser("assemble", help="assemble latency per corpus size, in process and over HTTP")
     p.add_argument("--sizes", type=_sizes, default=[1000, 10000, 100000], help="comma-separated corpus sizes")
-    p.add_argument("--calls", type=int, default=200, help="timed assemble calls per size")
+    p.add_argument("--calls", type=at_least(1), default=200, help="timed assemble calls per size")
     p.add_argument(
         "--max-embed",
-        type=int,
+        type=at_least(0),
         default=None,
         help="embed at most N uncached corpus texts; the rest get stand-in vectors (reported)",
     )
     _common(p)
     p.set_defaults(func=_assemble)
     q = sub.add_parser("ingest", help="ingest throughput (single, batch) and assemble-with-ingest per turn")
-    q.add_argument("--n", type=int, default=2000, help="memories written per mode")
-    q.add_argument("--turns", type=int, default=100, help="assemble-with-ingest calls (and agent-loop steps)")
+    q.add_argument("--n", type=at_least(1), default=2000, help="memories written per mode")
+    q.add_argument(
+        "--turns", type=at_least(1), default=100, help="assemble-with-ingest calls (and agent-loop steps)"
+    )
     q.add_argument(
         "--loop-store",
-        type=int,
+        type=at_least(0),
         default=2000,
         help="LoCoMo turns a fresh server holds before the agent-loop steps over HTTP",
     )
@@ -249,8 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument(
         "--sizes", type=_sizes_or_zero, default=[0, 10000, 50000, 100000], help="comma-separated scope sizes"
     )
-    w.add_argument("--batches", type=int, default=5, help="batches of 200 LoCoMo turns per size")
-    w.add_argument("--singles", type=int, default=50, help="single writes per size")
+    w.add_argument("--batches", type=at_least(1), default=5, help="batches of 200 LoCoMo turns per size")
+    w.add_argument("--singles", type=at_least(1), default=50, help="single writes per size")
     w.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     w.add_argument("--out", default=None, help="also append the table to this file")
     w.set_defaults(func=_writes)
@@ -262,22 +281,24 @@ def build_parser() -> argparse.ArgumentParser:
         default="torch,onnx-fp32,onnx,onnx-int8-all",
         help="comma-separated: torch, onnx-fp32, onnx, onnx-int8-all",
     )
-    e.add_argument("--sample", type=int, default=1000, help="LoCoMo texts for the cosine check (3/4 turns)")
-    e.add_argument("--queries", type=int, default=200, help="one-text queries per variant")
-    e.add_argument("--batches", type=int, default=3, help="batches of 200 LoCoMo turns per variant")
+    e.add_argument(
+        "--sample", type=at_least(1), default=1000, help="LoCoMo texts for the cosine check (3/4 turns)"
+    )
+    e.add_argument("--queries", type=at_least(1), default=200, help="one-text queries per variant")
+    e.add_argument("--batches", type=at_least(1), default=3, help="batches of 200 LoCoMo turns per variant")
     e.add_argument("--out", default=None, help="also append the table to this file")
     e.set_defaults(func=_encoder)
     r = sub.add_parser(
         "peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])"
     )
-    r.add_argument("--turns", type=int, default=5882, help="LoCoMo turns bulk-written for one user")
+    r.add_argument("--turns", type=at_least(1), default=5882, help="LoCoMo turns bulk-written for one user")
     r.add_argument(
-        "--reads", type=int, default=300, help="distinct LoCoMo questions, alternated between the two"
+        "--reads", type=at_least(1), default=300, help="distinct LoCoMo questions, alternated between the two"
     )
-    r.add_argument("--singles", type=int, default=50, help="single writes per side (alternated)")
+    r.add_argument("--singles", type=at_least(1), default=50, help="single writes per side (alternated)")
     r.add_argument(
         "--rounds",
-        type=int,
+        type=at_least(1),
         default=1,
         help="read rounds on the same stores, each with its own questions; prints each round's ratios",
     )
@@ -304,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default=None, help="also append the table to this file")
     r.set_defaults(func=_peers)
     d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
-    d.add_argument("--calls", type=int, default=10, help="assembles per turn kind")
+    d.add_argument("--calls", type=at_least(1), default=10, help="assembles per turn kind")
     _embedder_option(d)
     d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
     d.add_argument("--out", default=None, help="also append the table to this file")

@@ -33,6 +33,7 @@ import psycopg
 
 from engine.storage.base import Scope, Vector
 from evals.bench import scale
+from evals.bench.cli import at_least
 
 EPS = 1e-6
 SHIPPED = 0  # the row of the plan `semantic.vector_search` chooses, as shipped
@@ -234,15 +235,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
     parser.add_argument("--memories", type=scale.ints, default=[10_000, 100_000, 1_000_000])
-    parser.add_argument("--queries", type=int, default=200, help="query vectors (the bench's turns)")
-    parser.add_argument("--k", type=int, default=50)
+    parser.add_argument("--queries", type=at_least(1), default=200, help="query vectors (the bench's turns)")
+    parser.add_argument("--k", type=at_least(1), default=50)
     parser.add_argument("--ef-search", type=scale.ints, default=[40, 100, 200, 400, 800])
-    parser.add_argument("--entities", type=int, default=1000)
-    parser.add_argument("--orgs", type=int, default=10)
-    parser.add_argument("--distinct-texts", type=int, default=50_000, help="text vocabulary (HNSW vectors)")
-    parser.add_argument("--batch", type=int, default=50_000, help="memories per COPY transaction")
+    parser.add_argument("--entities", type=at_least(1), default=1000)
+    parser.add_argument("--orgs", type=at_least(1), default=10)
+    parser.add_argument(
+        "--distinct-texts", type=at_least(1), default=50_000, help="text vocabulary (HNSW vectors)"
+    )
+    parser.add_argument("--batch", type=at_least(1), default=50_000, help="memories per COPY transaction")
     parser.add_argument("--embedder", default="minilm")
-    parser.add_argument("--max-embed", type=int, default=None, help="as in `loci bench scale`")
+    parser.add_argument("--max-embed", type=at_least(0), default=None, help="as in `loci bench scale`")
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE_DIR)
     parser.add_argument("--database-url", default=None, help="an empty database (default: embedded)")
     parser.add_argument("--shared-buffers", default="4GB")

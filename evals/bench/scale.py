@@ -53,6 +53,7 @@ from psycopg import sql
 
 from engine.models import Memory, text_hash
 from evals.bench import corpus
+from evals.bench.cli import at_least
 from evals.bench.harness import Pct, ServeProcess, pct
 
 TARGET_P95_MS = 70.0  # one worker, concurrency 4, 1M memories
@@ -570,9 +571,9 @@ def ints(text: str) -> list[int]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from evals.bench.vectors import DEFAULT_CACHE_DIR
 
-    parser.add_argument("--memories", type=int, default=1_000_000)
-    parser.add_argument("--entities", type=int, default=1000)
-    parser.add_argument("--orgs", type=int, default=10)
+    parser.add_argument("--memories", type=at_least(1), default=1_000_000)
+    parser.add_argument("--entities", type=at_least(1), default=1000)
+    parser.add_argument("--orgs", type=at_least(1), default=10)
     parser.add_argument("--workers", type=ints, default=[1, 2, 4], help="comma-separated worker counts")
     parser.add_argument(
         "--concurrency",
@@ -580,20 +581,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[4, 1],
         help="comma-separated client thread counts, each run against every worker count",
     )
-    parser.add_argument("--calls", type=int, default=400, help="timed assemble calls per worker count")
+    parser.add_argument(
+        "--calls", type=at_least(1), default=400, help="timed assemble calls per worker count"
+    )
     parser.add_argument(
         "--database-url",
         default=None,
         help="an empty PostgreSQL database (default: an embedded server in a temp dir)",
     )
-    parser.add_argument("--distinct-texts", type=int, default=50_000, help="text vocabulary (vectors)")
-    parser.add_argument("--batch", type=int, default=50_000, help="memories per COPY transaction")
+    parser.add_argument(
+        "--distinct-texts", type=at_least(1), default=50_000, help="text vocabulary (vectors)"
+    )
+    parser.add_argument("--batch", type=at_least(1), default=50_000, help="memories per COPY transaction")
     parser.add_argument(
         "--embedder", default=os.environ.get("LOCI_EMBEDDER", "minilm"), help="minilm or hash"
     )
     parser.add_argument(
         "--max-embed",
-        type=int,
+        type=at_least(0),
         default=None,
         help="embed at most N uncached texts; the rest get stand-in vectors (reported)",
     )
@@ -613,7 +618,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--repeat",
-        type=int,
+        type=at_least(1),
         default=1,
         help="run every concurrency this many times per worker count (the machine is shared: "
         "single runs vary by 10-20%%)",

@@ -163,6 +163,51 @@ def test_bench_rejects_bad_sizes(capsys: pytest.CaptureFixture[str]) -> None:
         main(["bench", "assemble", "--sizes", "10,x"])
 
 
+COUNTS = [
+    ("assemble", "--calls"),
+    ("ingest", "--n"),
+    ("ingest", "--turns"),
+    ("writes", "--batches"),
+    ("writes", "--singles"),
+    ("encoder", "--sample"),
+    ("encoder", "--queries"),
+    ("encoder", "--batches"),
+    ("peers", "--turns"),
+    ("peers", "--reads"),
+    ("peers", "--singles"),
+    ("peers", "--rounds"),
+    ("redos", "--calls"),
+    ("scale", "--memories"),
+    ("scale", "--calls"),
+    ("scale", "--repeat"),
+    ("hnsw", "--queries"),
+    ("hnsw", "--k"),
+]
+
+
+@pytest.mark.parametrize(("bench", "flag"), COUNTS, ids=" ".join)
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_bench_rejects_a_count_below_one_at_parsing(
+    bench: str, flag: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`loci bench encoder --queries 0` ran and printed a table of nan."""
+    from evals.bench.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([bench, flag, value])
+    assert exc.value.code == 2
+    assert f"error: argument {flag}: must be at least 1, not {value}" in capsys.readouterr().err
+
+
+def test_bench_counts_that_may_be_zero_parse_and_below_zero_do_not() -> None:
+    from evals.bench.cli import build_parser
+
+    assert build_parser().parse_args(["assemble", "--max-embed", "0"]).max_embed == 0
+    assert build_parser().parse_args(["ingest", "--loop-store", "0"]).loop_store == 0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["assemble", "--max-embed", "-1"])
+
+
 def test_corpus_is_distinct_a_tenth_facts_and_a_prefix_stream() -> None:
     small, large = corpus.memories(50), corpus.memories(200)
     assert [m.text for m in small] == [m.text for m in large[:50]]
