@@ -42,9 +42,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import msgspec
 
+from engine.errors import InvalidInput, Unavailable
 from engine.retrieval.config import SPEC_TOP_K
 from evals.metrics import (
     ContextFact,
@@ -203,7 +205,6 @@ def ranking_body(
 def check_config(config: ReplayConfig) -> None:
     """The configuration's requests built and checked as the API checks them (an InvalidInput naming
     the option, as the API's 422 does), before anything is loaded, written or asked."""
-    from engine.errors import InvalidInput
     from engine.retrieval.config import resolve
     from engine.retrieval.options import AssembleRequest
 
@@ -499,6 +500,26 @@ class EngineBackend:
 RATE_RETRIES = 8
 
 
+def check_base_url(url: str) -> None:
+    """InvalidInput unless `url` is http(s)://host...: httpx reads `localhost:9` as the scheme `localhost`."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InvalidInput(
+            f"--http {url!r} is not an http:// or https:// URL (or 'local' for the app in process)",
+            field="http",
+        )
+
+
+def _server_message(response: Any) -> str:
+    """The error envelope's `message`, on one line, when the answer has one."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    message = body.get("message") if isinstance(body, dict) else None
+    return f": {' '.join(str(message).split())}" if message else ""
+
+
 class HttpBackend:
     """A served API: turns written as `config.write` says (see the module docstring), questions through
     POST /v0/context/assemble.
@@ -520,6 +541,7 @@ class HttpBackend:
 
         from loci.client.retry import RetryPolicy
 
+        self.base_url = base_url.rstrip("/")
         self.client = client or httpx.Client(base_url=base_url, timeout=timeout)
         self.headers = {"Authorization": f"Bearer {api_key}"}
         self.prefix = namespace_prefix if namespace_prefix is not None else run_prefix()
@@ -528,22 +550,30 @@ class HttpBackend:
         self.waited = 0.0  # seconds slept before retries, left out of the latencies
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        url = f"{self.base_url}{path}"
         for attempt in range(self.retry.max_retries + 1):
-            response = self.client.post(path, json=body, headers=self.headers)
+            try:
+                response = self.client.post(path, json=body, headers=self.headers)
+            except httpx.TransportError as exc:  # not sent again: a write may have been carried out
+                raise Unavailable(f"POST {url}: no answer ({exc or type(exc).__name__})") from exc
             retry_after = response.headers.get("Retry-After")
             if not (response.status_code == 429 or (response.status_code == 503 and retry_after is not None)):
                 break
             if attempt == self.retry.max_retries:
-                from engine.errors import Unavailable
-
                 raise Unavailable(
-                    f"POST {path}: the server answered {response.status_code} "
+                    f"POST {url}: the server answered {response.status_code} "
                     f"{attempt + 1} times (its rate limit, LOCI_RATE_LIMIT, or it is unavailable)"
                 )
             wait = self.retry.delay(attempt, retry_after)
             self.sleep(wait)
             self.waited += wait
-        response.raise_for_status()
+        if not response.is_success:  # a redirect too: its body is not the API's answer
+            raise Unavailable(
+                f"POST {url}: the server answered {response.status_code} {response.reason_phrase}"
+                f"{_server_message(response)}"
+            )
         data: dict[str, Any] = response.json()
         return data
 

@@ -38,6 +38,7 @@ from evals.replay import (
     EngineBackend,
     HttpBackend,
     ReplayConfig,
+    check_base_url,
     check_config,
     evidence_questions,
 )
@@ -273,6 +274,8 @@ def run_eval(
             check_config(cfg)
         except InvalidInput as exc:
             raise InvalidInput(f"configuration {name!r}, {exc.message}", field=exc.field) from exc
+    if config.http_url is not None and config.http_url != LOCAL_API:
+        check_base_url(config.http_url)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
     check_questions(data, config)
     with contextlib.ExitStack() as stack:

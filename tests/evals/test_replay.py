@@ -365,6 +365,41 @@ def test_http_replay_gives_up_after_bounded_waits_and_leaves_503_without_retry_a
         assert waits == [60.0] * RATE_RETRIES  # an hour advertised: a minute at most, each time
         unavailable = _Refusing(api.client, 503, None, always=True)
         backend = HttpBackend("http://testserver", api.secret, client=unavailable, sleep=waits.append)
-        with pytest.raises(httpx.HTTPStatusError):
+        with pytest.raises(Unavailable, match="answered 503 Service Unavailable$"):
             replay(dataset, backend, ReplayConfig())
         assert unavailable.calls == 1  # not known to be refused before it ran: not sent again
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (
+            httpx.Response(301, headers={"Location": "https://loci.test/"}),
+            "the server answered 301 Moved Permanently",
+        ),
+        (
+            httpx.Response(401, json={"error": "unauthorized", "message": "invalid API key"}),
+            "the server answered 401 Unauthorized: invalid API key",
+        ),
+        (httpx.Response(404, text="<html>no</html>"), "the server answered 404 Not Found"),
+        (httpx.ConnectError("[Errno 111] Connection refused"), "no answer ([Errno 111] Connection refused)"),
+    ],
+)
+def test_an_http_failure_is_one_line_naming_the_url(answer: httpx.Response | Exception, said: str) -> None:
+    """A 401 or a refused connection ended `loci eval run --http` with httpx's traceback."""
+    from engine.errors import Unavailable
+
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    client = httpx.Client(transport=httpx.MockTransport(handler), base_url="http://loci.test:8080/")
+    backend = HttpBackend("http://loci.test:8080/", "sk_bad", client=client, sleep=lambda _: None)
+    with pytest.raises(Unavailable) as err:
+        replay(_dataset(), backend, ReplayConfig())
+    assert err.value.message == f"POST http://loci.test:8080/v0/memories: {said}"
+    assert calls == ["/v0/memories"]  # neither is sent again

@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -242,6 +246,75 @@ def test_a_dataset_file_that_is_not_one_is_a_clear_error(
     assert _exit_code(["eval", command, "--dataset", str(path), "--embedder", "hash", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert f"error: not a dataset file: {path}: " in err and "Traceback" not in err
+
+
+@pytest.fixture
+def refusing_server() -> Iterator[str]:
+    """A server that answers every POST 401 with Loci's error envelope; yields its URL."""
+
+    class Refuse(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.dumps({"error": "unauthorized", "message": "invalid API key"}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("case", ["401", "refused"])
+def test_a_server_that_refuses_or_is_not_there_is_a_one_line_error(
+    case: str, refusing_server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--http URL` gave httpx's traceback (exit 1) on a 401 or a refused connection."""
+    url = refusing_server if case == "401" else f"http://127.0.0.1:{_closed_port()}"
+    path = tmp_path / "tiny.json"
+    path.write_bytes(encode_dataset(tiny_dataset(entities=1)))
+    out = tmp_path / "runs"
+    argv = ["eval", "run", "--dataset", str(path), "--http", url, "--api-key", "k", "--quiet"]
+    assert _exit_code([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: POST {url}/v0/memories: ") and err.count("\n") == 1
+    assert ("401 Unauthorized: invalid API key" if case == "401" else "no answer (") in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("url", ["localhost:9", "127.0.0.1:9", "ftp://host", "http://"])
+def test_an_http_url_without_a_scheme_is_refused_before_loading(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import evals.run
+
+    def no_loading(name: str) -> None:
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(evals.run, "load_dataset", no_loading)
+    assert _exit_code(["eval", "run", "--http", url, "--api-key", "k", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"error: --http {url!r} is not an http:// or https:// URL (or 'local' for the app in process)\n"
+    )
 
 
 def _exit_code(argv: list[str]) -> int:
