@@ -26,6 +26,7 @@ import numpy.typing as npt
 from engine.embed.minilm import MiniLMEmbedder, _model_path
 from engine.embed.onnx_encoder import OnnxEncoder
 from engine.embed.onnx_graph import projection_names
+from engine.errors import UnknownName
 from evals.bench.harness import Pct, pct
 
 Rows = npt.NDArray[np.float32]
@@ -79,6 +80,8 @@ def _variant(name: str, cache_dir: Path) -> tuple[Callable[[list[str]], Rows], C
     if name in ("torch", "onnx-fp32", "onnx"):
         emb = MiniLMEmbedder(runtime=name, cache_dir=cache_dir)
         return emb._embed_small, emb.embed
+    if name != "onnx-int8-all":
+        raise UnknownName("encoder variant", name, VARIANTS, field="variants")
     encoder = OnnxEncoder.open(
         Path(_model_path()), cache_dir, name="all-MiniLM-L6-v2-int8-all", quantize=projection_names(6)
     )
@@ -107,6 +110,9 @@ def run(
     seed: int = 7,
     progress: TextIO | None = sys.stderr,
 ) -> EncoderTable:
+    unknown = [name for name in variants if name not in VARIANTS]
+    if unknown:  # before the corpus or any model loads
+        raise UnknownName("encoder variant", unknown[0], VARIANTS, field="variants")
     rng = random.Random(seed)
     turns, questions = _locomo_texts()
     texts = rng.sample(turns, sample * 3 // 4) + rng.sample(questions, sample - sample * 3 // 4)

@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import pytest
 
+from evals.bench import encoder
 from server.cli import main
 
-pytestmark = pytest.mark.slow
+
+def test_an_unknown_encoder_variant_is_refused_before_anything_loads(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loci bench encoder --variants bogus` ran the int8-all encoder under the name bogus."""
+
+    def loads(*args: object, **kwargs: object) -> None:
+        raise AssertionError("loaded before the variants were checked")
+
+    monkeypatch.setattr(encoder, "_locomo_texts", loads)
+    monkeypatch.setattr(encoder, "_reference", loads)
+    assert main(["bench", "encoder", "--variants", "onnx,bogus", "--sample", "12"]) == 2
+    err = capsys.readouterr().err
+    assert err == "error: unknown encoder variant 'bogus'; valid: onnx, onnx-fp32, onnx-int8-all, torch\n"
 
 
+@pytest.mark.slow
 def test_encoder_bench_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         main(
