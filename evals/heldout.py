@@ -30,7 +30,7 @@ from evals.metrics import metrics_frame, score, summarize
 from evals.replay import EngineBackend, ReplayConfig
 from evals.replay_many import replay_many
 from evals.run import RunConfig, check_questions, question_filter, select
-from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
 
 METRICS: tuple[str, ...] = ("recall_in_context_whole", "recall_in_context")
 
@@ -107,6 +107,8 @@ def run_heldout(
     import pandas as pd
 
     started = time.perf_counter()
+    if write:
+        check_runs_dir(out_dir)
     base = _run_config(config, {}, config.budget)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), base)
     check_questions(data, base)

@@ -43,7 +43,7 @@ from evals.replay import (
     evidence_questions,
 )
 from evals.replay_many import full_weights, replay_many
-from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
 
 CHOSEN = "chosen"
 BASELINES: Mapping[str, dict[str, float]] = {
@@ -276,6 +276,8 @@ def run_eval(
             raise InvalidInput(f"configuration {name!r}, {exc.message}", field=exc.field) from exc
     if config.http_url is not None and config.http_url != LOCAL_API:
         check_base_url(config.http_url)
+    if write:
+        check_runs_dir(out_dir)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), config)
     check_questions(data, config)
     with contextlib.ExitStack() as stack:

@@ -1,5 +1,6 @@
 """Run directories: `evals/runs/<run-id>/` (git-ignored) with the config and the git revision inside.
 
+check_runs_dir(out)  (InvalidInput when no run directory can be made under it)
 new_run_dir(out, "locomo-balanced") -> Path  (evals/runs/20261122T052233Z-locomo-balanced)
 git_revision() -> GitRevision(commit, dirty)
 markdown_table(frame) -> str
@@ -7,6 +8,7 @@ markdown_table(frame) -> str
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from datetime import UTC, datetime
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
+from engine.errors import InvalidInput
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNS = REPO_ROOT / "evals" / "runs"
@@ -47,6 +51,16 @@ def run_id(label: str, now: datetime | None = None) -> str:
     stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-")[:60] or "run"
     return f"{stamp}-{slug}"
+
+
+def check_runs_dir(out: str | Path | None) -> None:
+    """InvalidInput unless `new_run_dir` can make a directory under `out`: checked before the work, not after it."""
+    base = Path(out) if out is not None else DEFAULT_RUNS
+    existing = next(p for p in (base, *base.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise InvalidInput(f"--out {base}: {existing} is not a directory", field="out")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInput(f"--out {base}: {existing} is not writable", field="out")
 
 
 def new_run_dir(out: str | Path | None, label: str, *, name: str | None = None) -> Path:

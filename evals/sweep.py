@@ -35,7 +35,7 @@ from evals.model import Dataset
 from evals.replay import Backend, EngineBackend, ReplayConfig, check_config
 from evals.replay_many import CHANNELS, full_weights, replay_many
 from evals.run import check_questions, question_filter
-from evals.rundir import git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
 
 
 class Split(msgspec.Struct, frozen=True, kw_only=True):
@@ -221,6 +221,8 @@ def run_sweep(
     configs = {name: replay_config(config, c) for name, c in cands.items()}
     for cfg in configs.values():
         check_config(cfg)
+    if write:
+        check_runs_dir(out_dir)
     data = dataset if dataset is not None else load_dataset(config.dataset)
     if config.limit is not None:
         data = data.limit(config.limit)

@@ -317,6 +317,31 @@ def test_an_http_url_without_a_scheme_is_refused_before_loading(
     )
 
 
+@pytest.mark.parametrize("command", ["run", "sweep", "heldout"])
+@pytest.mark.parametrize("under", ["", "/runs"])
+def test_an_out_that_cannot_hold_a_run_directory_is_refused_before_loading(
+    command: str,
+    under: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`--out` naming a file (or a directory under one) failed only after the whole replay."""
+    import importlib
+
+    def no_loading(name: str) -> None:
+        raise AssertionError("loaded")
+
+    monkeypatch.setattr(importlib.import_module(f"evals.{command}"), "load_dataset", no_loading)
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine")
+    out = f"{taken}{under}"
+    argv = ["eval", command, "--embedder", "hash", "--quiet", "--out", out]
+    assert _exit_code(argv) == 2
+    assert capsys.readouterr().err == f"error: --out {out}: {taken} is not a directory\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and taken.read_text() == "mine"
+
+
 def _exit_code(argv: list[str]) -> int:
     try:
         return main(argv)
