@@ -25,6 +25,7 @@ from engine.embed.cache import EmbeddingCache
 from engine.errors import Unavailable
 from engine.memory_service import MemoryService
 from engine.storage.base import Store
+from loci.wire.writes import MAX_BODY_BYTES
 from server import observability, openapi
 from server.config import Settings
 from server.errors import exception_handler
@@ -144,6 +145,7 @@ def create_app(
         before_request=refuse_unknown_query,
         lifespan=[services.stopping.lifespan, mcp_route.lifespan],  # see server.stopping
         openapi_config=openapi.openapi_config(),
+        request_max_body_size=MAX_BODY_BYTES,
         on_shutdown=[close_store],
         state=None,
         debug=False,

@@ -24,6 +24,7 @@ from litestar.exceptions import (
 
 from engine import errors as engine_errors
 from engine.ids import request_id as new_request_id
+from loci.wire.writes import MAX_BODY_BYTES
 from server.schemas.errors import ErrorBody
 
 log = logging.getLogger("loci.server")
@@ -79,7 +80,7 @@ DOCUMENTED_ERRORS: dict[int, str] = {
     409: "Idempotency-Key reused with another body, or a write race lost",
     422: "Validation error; details.field names the offending field",
     429: "Rate limited; see Retry-After",
-    413: "The body is larger than 10 MB",
+    413: f"The body is larger than {MAX_BODY_BYTES // 1_000_000} MB",
     500: "Internal error",
     503: "A dependency (the database) is unavailable; retry after Retry-After seconds",
 }

@@ -38,6 +38,7 @@ from loci.client import (
     RateLimitError,
     RetryPolicy,
 )
+from loci.wire.models import MAX_TEXT_LENGTH
 
 INSTRUCTIONS = (
     "Loci is long-term memory. Call `assemble_context` with the user's turn before answering to get what "
@@ -126,7 +127,7 @@ def build(client_for: ClientFor) -> MCPServer:
         "extracted and outdated ones superseded) or one memory of the given kind."
     )
     async def remember(
-        text: Annotated[str, Field(min_length=1, max_length=20000)],
+        text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH)],
         entity_id: Entity,
         ctx: Context,
         kind: Kind = "turn",
@@ -154,7 +155,7 @@ def build(client_for: ClientFor) -> MCPServer:
 
     @server.tool(description="Memories ranked by relevance to a query (semantic, keyword, graph, recency).")
     async def recall(
-        query: Annotated[str, Field(min_length=1, max_length=20000)],
+        query: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH)],
         ctx: Context,
         entity_id: Entity | None = None,
         namespace: Namespace = "default",
@@ -176,7 +177,7 @@ def build(client_for: ClientFor) -> MCPServer:
         "a summary and sources. Stores nothing unless `store` is true."
     )
     async def assemble_context(
-        turn: Annotated[str, Field(min_length=1, max_length=20000)],
+        turn: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH)],
         entity_id: Entity,
         ctx: Context,
         max_context_tokens: Annotated[int, Field(ge=256, le=8192)] = 1200,

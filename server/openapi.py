@@ -109,7 +109,8 @@ def _error(status: int) -> dict[str, Any]:
 
 
 def document_statuses(doc: dict[str, Any]) -> None:
-    """413 where a body is read (Litestar refuses bodies over 10 MB), 503 wherever the database is used."""
+    """413 where a body is read (Litestar refuses bodies over loci.wire.writes.MAX_BODY_BYTES), 503 wherever
+    the database is used."""
     for op in _operations(doc):
         responses = op.setdefault("responses", {})
         if "requestBody" in op:

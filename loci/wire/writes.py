@@ -27,6 +27,8 @@ from loci.wire.models import (
 )
 
 MAX_BATCH = 200
+#: the largest request body the server reads, in bytes (a larger one is 413)
+MAX_BODY_BYTES = 10_000_000
 
 
 class MemoryCreate(msgspec.Struct, kw_only=True):

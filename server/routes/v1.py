@@ -35,6 +35,7 @@ from litestar.params import QueryParameter
 from engine.errors import InvalidInput
 from engine.models import Memory, is_blank
 from engine.timeutil import utcnow
+from loci.wire.models import MAX_TEXT_LENGTH
 from server.auth import principal_of
 from server.errors import request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
@@ -58,7 +59,6 @@ from server.threads import run_sync
 
 REQUEST_BODIES: dict[str, tuple[type[Any], ...]] = {"createMemoriesV1": (V1CreateRequest,)}
 _COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["v1"]}
-MAX_QUERY = 20000
 
 
 @post(
@@ -103,7 +103,9 @@ async def list_memories_v1(
     agent_id: Annotated[str | None, QueryParameter(min_length=1, max_length=128)] = None,
     run_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
     app_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
-    search: Annotated[str | None, QueryParameter(name="query", description="search text (max 20000)")] = None,
+    search: Annotated[
+        str | None, QueryParameter(name="query", description=f"search text (max {MAX_TEXT_LENGTH})")
+    ] = None,
     limit: Annotated[
         int | None,
         QueryParameter(ge=1, le=V1_MAX_LIMIT, description=f"1 to {V1_MAX_LIMIT} ({V1_DEFAULT_LIMIT})"),
@@ -123,8 +125,8 @@ async def list_memories_v1(
             field="user_id",
             details={"rule": "user_or_agent"},
         )
-    if search is not None and len(search) > MAX_QUERY:
-        raise InvalidInput(f"query must be at most {MAX_QUERY} characters", field="query")
+    if search is not None and len(search) > MAX_TEXT_LENGTH:
+        raise InvalidInput(f"query must be at most {MAX_TEXT_LENGTH} characters", field="query")
     query = search
     size = limit or top_k or V1_DEFAULT_LIMIT
     org_id = principal_of(request).org_id

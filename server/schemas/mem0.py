@@ -14,6 +14,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from engine.models import MemoryText
+from loci.wire.models import MAX_TEXT_LENGTH
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.v1 import AppId, Filters, RunId, UnixSeconds, V1CreateItem, V1CreateRequest
 
@@ -42,7 +43,9 @@ EntityType = Literal["user", "agent", "app", "run"]
 TopK = Annotated[int, Meta(ge=1, le=MAX_TOP_K, description=f"1 to {MAX_TOP_K}")]
 PageNumber = Annotated[int, Meta(ge=1, le=1_000_000, description="1-based page number")]
 PageSize = Annotated[int, Meta(ge=1, le=MAX_PAGE_SIZE, description=f"1 to {MAX_PAGE_SIZE}")]
-Query = Annotated[str, Meta(min_length=1, max_length=20000, description="1 to 20000 characters")]
+Query = Annotated[
+    str, Meta(min_length=1, max_length=MAX_TEXT_LENGTH, description=f"1 to {MAX_TEXT_LENGTH} characters")
+]
 Categories = Annotated[list[Annotated[str, Meta(min_length=1, max_length=64)]], Meta(max_length=50)]
 Threshold = Annotated[float, Meta(ge=0.0, le=100.0, description="minimum fused score")]
 

@@ -19,6 +19,7 @@ from litestar.types import HTTPScope
 from engine.errors import InvalidInput, Unavailable
 from engine.storage import open_store
 from engine.storage.base import EventQuery, Store
+from loci.wire.writes import MAX_BODY_BYTES
 from server.gateway import Gateway
 from server.http import MAX_JSON_DEPTH, bounded_header
 from tests.server.conftest import memory_body
@@ -472,3 +473,19 @@ def test_mem0_dates_at_the_ends_of_the_calendar(client: TestClient[Litestar], au
     )
     r = client.get(f"/v1/memories/{oldest.json()['memory_id']}/", headers=auth)
     assert r.status_code == 200, r.text
+
+
+def test_a_body_over_max_body_bytes_is_413_and_one_of_it_is_read(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """The server reads bodies up to loci.wire's MAX_BODY_BYTES: the limit the adapters split batches by."""
+    raw = json.dumps(memory_body("padded")).encode()
+    headers = {**auth, "Content-Type": "application/json"}
+    before = _stored(store)
+    too_big = raw + b" " * (MAX_BODY_BYTES + 1 - len(raw))
+    assert _refused(client.post("/v0/memories", content=too_big, headers=headers), 413)["error"] == (
+        "payload_too_large"
+    )
+    assert _stored(store) == before
+    whole = client.post("/v0/memories", content=raw + b" " * (MAX_BODY_BYTES - len(raw)), headers=headers)
+    assert whole.status_code == 200 and whole.json()["text"] == "padded", whole.text
