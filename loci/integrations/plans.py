@@ -18,9 +18,11 @@ from loci.client import (
     NotFoundError,
     RecallRequest,
 )
+from loci.wire.writes import MAX_BATCH, MAX_BODY_BYTES
 
 T = TypeVar("T")
-PAGE_SIZE = 200  # the API's largest page and batch
+PAGE_SIZE = 200  # the API's largest page
+_ENVELOPE = len(b'{"items":[]}')  # the bytes of POST /v0/memories' body around its drafts
 
 
 class ListPage(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,7 +34,8 @@ class ListPage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CreateMany(msgspec.Struct, frozen=True):
-    """One POST /v0/memories of at most 200 drafts (all stored or none); answered with `list[Memory]`."""
+    """One POST /v0/memories of at most MAX_BATCH drafts in at most MAX_BODY_BYTES (all stored or none);
+    answered with `list[Memory]`."""
 
     drafts: list[MemoryCreate]
 
@@ -117,8 +120,24 @@ def first(filters: dict[str, str]) -> Plan[Memory | None]:
 
 
 def create_all(drafts: list[MemoryCreate]) -> Plan[list[Memory]]:
-    """The drafts stored in batches of at most 200 (each batch all or nothing)."""
+    """The drafts stored in order, in batches (`batches`; each batch all or nothing)."""
     made: list[Memory] = []
-    for start in range(0, len(drafts), PAGE_SIZE):
-        made += yield CreateMany(drafts[start : start + PAGE_SIZE])
+    for batch in batches(drafts):
+        made += yield CreateMany(batch)
     return made
+
+
+def batches(drafts: list[MemoryCreate]) -> list[list[MemoryCreate]]:
+    """The drafts in order, split into the fewest runs the server takes as one POST /v0/memories each: at
+    most MAX_BATCH drafts whose body is at most MAX_BODY_BYTES (a draft too large alone goes alone, and the
+    server's 413 says so)."""
+    runs: list[list[MemoryCreate]] = []
+    size = 0
+    for draft in drafts:
+        grown = len(msgspec.json.encode(draft)) + 1  # the draft and its comma
+        if not runs or len(runs[-1]) >= MAX_BATCH or size + grown > MAX_BODY_BYTES:
+            runs.append([])
+            size = _ENVELOPE - 1  # the first draft has no comma
+        runs[-1].append(draft)
+        size += grown
+    return runs

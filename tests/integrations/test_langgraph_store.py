@@ -30,6 +30,7 @@ from loci.integrations.langgraph import LociStore
 from loci.integrations.langgraph.scope import MAX_DEPTH, draft_of, namespace_of
 from loci.wire.models import MAX_TEXT_LENGTH
 from loci.wire.options import Policy
+from loci.wire.writes import MAX_BATCH
 from tests.integrations.conftest import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -483,6 +484,26 @@ def test_an_item_whose_indexed_fields_are_blank_is_stored_unindexed(loci_store: 
     assert {i.key for i in loci_store.search(ns, filter={"body": "quarterly budget"})} == {"empty", "spaces"}
     assert {i.key for i in loci_store.search(ns)} == {"empty", "spaces", "two", "async", "ranked"}
     assert [i.key for i in loci_store.search(ns, query="quarterly budget")] == ["ranked"]
+
+
+def test_a_batch_larger_than_one_request_is_written_in_several(live: LiveServer) -> None:
+    """Puts whose memories outgrow the server's body limit (each keeps its value whole) were one POST the
+    server refused (413), and more than MAX_BATCH puts must be split too: both go in as many as needed."""
+    sync, asynchronous = Counting(), AsyncCounting()
+    with LociStore(
+        namespace=f"lg-{uuid.uuid4().hex[:12]}",
+        index_fields=["text"],
+        client=LociClient(live.url, live.key, transport=sync),
+        async_client=AsyncLociClient(live.url, live.key, transport=asynchronous),
+    ) as store:
+        big = [PutOp(("big",), f"k{i:03}", {"text": f"note {i}", "blob": "x" * 100_000}) for i in range(110)]
+        assert store.batch(big) == [None] * 110
+        assert sync.paths.count("/v0/memories") == 110 + 2  # a list per put, then two creates
+        many = [PutOp(("many",), f"k{i:03}", {"text": f"note {i}"}) for i in range(MAX_BATCH * 2 + 50)]
+        assert asyncio.run(store.abatch(many)) == [None] * len(many)
+        assert store.get(("big",), "k109").value["blob"] == "x" * 100_000  # type: ignore[union-attr]
+        assert sorted(i.key for i in store.search(("big",), limit=200)) == [op.key for op in big]
+        assert sorted(i.key for i in store.search(("many",), limit=500)) == [op.key for op in many]
 
 
 def test_unindexed_items_outlive_a_prune_of_archived_memories(live: LiveServer) -> None:

@@ -217,6 +217,23 @@ def test_the_tail_of_a_long_batch_is_read_in_one_list(live: LiveServer) -> None:
     asyncio.run(run())
 
 
+def test_items_larger_than_one_request_are_added_in_several(live: LiveServer) -> None:
+    """The items of one add_items whose memories outgrow the server's body limit (each keeps its item whole)
+    were one POST the server refused (413): they go in as many as the limit needs, in order."""
+    counting = Counting()
+    session = LociSession(
+        f"conv-{uuid.uuid4().hex[:8]}", client=AsyncLociClient(live.url, live.key, transport=counting)
+    )
+    items = [{"role": "user", "content": f"m{i} " + "x" * 100_000} for i in range(110)]
+
+    async def run() -> None:
+        await session.add_items(items)  # type: ignore[arg-type]
+        assert counting.sent.count("POST /v0/memories") == 2
+        assert await session.get_items() == items
+
+    asyncio.run(run())
+
+
 def test_pop_item_and_clear_session(live: LiveServer) -> None:
     session = session_of(live, session_settings=SessionSettings(limit=2))
     other = session_of(live)

@@ -18,6 +18,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 
 from loci.client import AsyncLociClient, Memory, MemoryCreate, NotFoundError, PruneRequest
 from loci.integrations.openai_agents.items import text_of
+from loci.integrations.plans import batches
 from loci.integrations.tags import scope_tag
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 METADATA_KEY = "openai_agents"
 SESSION_TAG = "openai-agents"  # on every item of every session
-PAGE_SIZE = 200  # the API's largest page and batch
+PAGE_SIZE = 200  # the API's largest page
 TICK = timedelta(microseconds=1)  # the API's resolution of a timestamp: one item's step along the sequence
 
 
@@ -116,8 +117,8 @@ class LociSession:
         now = datetime.now(UTC)
         stamp = max(now, last[-1].timestamp + TICK) if last else now
         drafts = [self._draft(dict(item), seq + i, stamp + i * TICK) for i, item in enumerate(items)]
-        for start in range(0, len(drafts), PAGE_SIZE):
-            await self.client.create_memories(drafts[start : start + PAGE_SIZE], agent=self.agent)
+        for batch in batches(drafts):  # the server's limits on one request: items and bytes
+            await self.client.create_memories(batch, agent=self.agent)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item (None when the session is empty)."""
