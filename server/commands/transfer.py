@@ -16,12 +16,12 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, Any
 
 import msgspec
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, UnknownName
 from engine.storage.base import Store
 from engine.storage.transfer import PAGE, export_org, import_org
 from server.commands import add_store_arguments, at_least, settings_from_args
@@ -55,6 +55,20 @@ def default_models(store: Store, settings: Settings) -> list[str]:
             exc,
         )
         return []
+
+
+def check_models(store: Store, settings: Settings, named: list[str]) -> None:
+    """UnknownName for a named model that is neither one the store holds vectors of nor the configured
+    embedder's (a misspelt --model exported no vectors and exited 0)."""
+    from engine.embed.passages import is_passage_model
+    from engine.embed.registry import create_embedder
+
+    known = [m for m in store.embedding_models() if not is_passage_model(m)]
+    with suppress(Exception):  # an embedder that cannot be made adds no name; the stored ones still count
+        known.append(create_embedder(settings.embedder).model)  # constructing loads no weights
+    for name in named:
+        if name not in known:
+            raise UnknownName("embedding model", name, set(known), field="model")
 
 
 @contextmanager
@@ -92,6 +106,8 @@ def _export(args: argparse.Namespace) -> int:
     settings = settings_from_args(args, existing=True)
     store = _open(settings)
     try:
+        if args.model:
+            check_models(store, settings, args.model)
         models = args.model or (default_models(store, settings) if args.with_vectors else [])
         with _output(args.out) as out:
             header = export_org(

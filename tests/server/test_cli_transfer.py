@@ -204,6 +204,24 @@ def test_an_export_of_an_org_the_store_lacks_is_an_error_naming_the_orgs(
     assert not out.exists()
 
 
+def test_an_export_of_an_unknown_model_is_an_error_naming_the_known_ones(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`loci export --model bogus` wrote an export with 0 vectors and exited 0."""
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    src = open_store(str(tmp_path))
+    fill(src)
+    src.close()
+    out = tmp_path / "acme.jsonl"
+    argv = ["export", "--org", ORG, "--out", str(out), "--data-dir", str(tmp_path)]
+    code, _, err = run(capsys, *argv, "--model", MODEL, "--model", "bogus")
+    assert code == 2 and err == f"error: unknown embedding model 'bogus'; valid: {MODEL}, hash:256\n"
+    assert not out.exists() and not list(tmp_path.glob("acme.jsonl*"))
+    # the configured embedder's model is known, though the store holds no vector of it
+    code, _, err = run(capsys, *argv, "--model", "hash:256")
+    assert code == 0 and "0 vectors (hash:256)" in err
+
+
 def test_migrate_never_prints_a_password() -> None:
     from server.commands import display_target
 
