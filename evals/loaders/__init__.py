@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.errors import UnknownName
+from engine.errors import InvalidInput, UnknownName
 from evals.loaders.locomo import load_locomo
 from evals.loaders.longmemeval import S_DEV_PATH, load_longmemeval
 from evals.loaders.synthetic import load_json, load_synthetic
@@ -35,7 +35,8 @@ def dataset_names() -> list[str]:
 
 def load_dataset(name_or_path: str | Path) -> Dataset:
     """A registered dataset by name, or a common-format JSON file by path. An unknown name that
-    is not an existing file raises `UnknownName` listing the valid names; a file that is not in the
+    is not an existing file raises `UnknownName` listing the valid names; a path (a `/` in it, or
+    ending `.json`) to no file, `InvalidInput` ("no such file: ..."); a file that is not in the
     common format, `InvalidInput` ("not a dataset file: ...")."""
     key = str(name_or_path)
     if key in LOADERS:
@@ -43,6 +44,9 @@ def load_dataset(name_or_path: str | Path) -> Dataset:
     path = Path(key)
     if path.is_file():
         return load_json(path)
+    if "/" in key or key.endswith(".json"):  # meant as a path: listing the names would mislead
+        problem = f"not a dataset file: {key}: a directory" if path.is_dir() else f"no such file: {key}"
+        raise InvalidInput(problem, field="dataset")
     raise UnknownName("dataset", key, [*LOADERS, "<path to a .json file>"], field="dataset")
 
 

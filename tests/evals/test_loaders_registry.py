@@ -25,6 +25,20 @@ def test_unknown_name_lists_valid_ones() -> None:
     assert "longmemeval-oracle" in str(err.value) and "synthetic" in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["/missing.json", "runs/mine", "mine.json"])
+def test_a_path_to_no_file_says_so(name: str) -> None:
+    """`--dataset /missing.json` said "unknown dataset" and listed the names."""
+    with pytest.raises(InvalidInput) as err:
+        load_dataset(name)
+    assert err.value.message == f"no such file: {name}" and err.value.field == "dataset"
+    assert not isinstance(err.value, UnknownName)
+
+
+def test_a_directory_is_not_a_dataset_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match=f"^not a dataset file: {tmp_path}: a directory$"):
+        load_dataset(str(tmp_path))
+
+
 def test_by_name() -> None:
     assert len(load_dataset("longmemeval-ku").questions) == 78
     assert load_dataset("synthetic").name == "synthetic-s0"

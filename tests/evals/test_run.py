@@ -342,6 +342,16 @@ def test_an_out_that_cannot_hold_a_run_directory_is_refused_before_loading(
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"] and taken.read_text() == "mine"
 
 
+@pytest.mark.parametrize("command", ["run", "sweep", "fit", "heldout"])
+def test_a_dataset_path_to_no_file_is_a_clear_error(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.json"
+    argv = ["eval", command, "--dataset", str(missing), "--embedder", "hash", "--quiet"]
+    assert _exit_code(argv) == 2
+    assert capsys.readouterr().err == f"error: no such file: {missing}\n"
+
+
 def _exit_code(argv: list[str]) -> int:
     try:
         return main(argv)
