@@ -68,8 +68,10 @@ def test_rounds_beyond_the_distinct_questions_are_refused_before_any_store_is_ma
     args = ["bench", "peers", "--turns", "12", "--singles", "2", "--cache-dir", str(cache)]
     assert main([*args, "--reads", "1000", "--rounds", "2"]) == 2
     assert "2000 distinct questions; LoCoMo has" in capsys.readouterr().err
-    assert main([*args, "--reads", "3", "--rounds", "0"]) == 2
-    assert "at least 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # at parsing, as every bench count below 1
+        main([*args, "--reads", "3", "--rounds", "0"])
+    assert refused.value.code == 2
+    assert "--rounds: must be at least 1, not 0" in capsys.readouterr().err
     assert not cache.exists()
 
 
