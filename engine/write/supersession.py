@@ -800,6 +800,22 @@ def reinstate_contrary(store: Store, gone: Memory, now: datetime) -> None:
     _give_back(store, ended, [*stances, *again], t, now)
 
 
+def ended_by(store: Store, gone: Memory) -> list[Memory]:
+    """The facts `gone` ended where it began, in its keys and its stance's contrary: what would hold
+    again if it left (`settle_keys_left`)."""
+    contrary = contrary_key(gone)
+    found: dict[str, Memory] = {}
+    for key in [*(gone.keys or []), *([contrary] if contrary else [])]:
+        rows = [
+            m
+            for m in store.find_by_key(gone.org_id, gone.namespace, key)
+            if m.memory_id != gone.memory_id and same_space(m, gone)
+        ]
+        for m in _ended_by(store, rows, gone):
+            found.setdefault(m.memory_id, m)
+    return list(found.values())
+
+
 def _ended_by(store: Store, rows: list[Memory], gone: Memory) -> list[Memory]:
     """The facts of `rows` that `gone` ended: superseded (or a tie kept in its history) where it began, by
     it (`_superseded_by`)."""

@@ -22,7 +22,7 @@ from engine.retrieval import pipeline
 from engine.retrieval.options import Diversity, RecallRequest, Rerank, RetrievalOptions
 from engine.storage.base import EventQuery, ListQuery, page_through
 from engine.write.ingest import v1_event
-from engine.write.supersession import lock_for_write
+from engine.write.supersession import ended_by, lock_for_write
 from engine.write.turns import TurnPlan, commit_turn, embed_for_write, plan_turn, turn_memory
 from server.mem0.filters import ENTITY_KEYS, Selection, select
 from server.mem0.records import RESERVED_KEYS, valid_to_for
@@ -346,6 +346,27 @@ def delete_matching(svc: Services, org_id: str, sel: Selection, now: datetime) -
         for memory_id in ids:
             svc.memories.delete(org_id, memory_id)
     return len(ids)
+
+
+def delete_with_superseded(svc: Services, org_id: str, memory_id: str) -> None:
+    """Delete the memory and the older memories it superseded, transitively (mem0's `delete_linked`),
+    so that none of them holds again when it is gone."""
+    with svc.store.transaction():
+        current = svc.memories.get(org_id, memory_id)
+        chain: list[str] = []
+        todo = [current]
+        while todo:
+            for older in ended_by(svc.store, todo.pop()):
+                if older.memory_id not in chain:
+                    chain.append(older.memory_id)
+                    todo.append(older)
+        # all locked at once, in the one order every writer keeps; one a concurrent delete took is gone
+        present = {m.memory_id for m in lock_for_write(svc.store, org_id, [memory_id, *chain])}
+        # oldest links first, so that none is reinstated by the deletion of what ended it
+        for older_id in reversed(chain):
+            if older_id in present:
+                svc.memories.delete(org_id, older_id)
+        svc.memories.delete(org_id, memory_id)
 
 
 def entity_selection(kind: str, name: str) -> Selection:

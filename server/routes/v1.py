@@ -41,7 +41,7 @@ from server.errors import request_id_of
 from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0.filters import select
-from server.mem0.operations import ranked, scan
+from server.mem0.operations import delete_with_superseded, ranked, scan
 from server.mem0.records import record
 from server.routes.mem0 import MEM0_COMMON, MemoryIdPath, add_response
 from server.schemas.mem0 import Mem0Memory
@@ -162,19 +162,29 @@ async def get_memory_v1(request: Request[Any, Any, Any], memory_id: MemoryIdPath
     "/v1/memories/{memory_id:str}",
     operation_id="deleteMemoryV1",
     status_code=200,
-    summary="Delete one memory, irreversibly (mem0-compatible)",
+    summary="Delete one memory, irreversibly (mem0-compatible; delete_linked: with what it superseded)",
     responses=error_responses(401, 403, 404, 409, 422, 429, 500),
     **_COMMON,
 )
 async def delete_memory_v1(
     request: Request[Any, Any, Any],
     memory_id: MemoryIdPath,
+    delete_linked: Annotated[
+        bool,
+        QueryParameter(
+            description="also delete the older memories this one superseded, transitively, so that "
+            "none holds again (mem0's delete_linked)"
+        ),
+    ] = False,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[V1Deleted]:
     svc = services_of(request)
 
     def work(org_id: str) -> StoredResponse:
-        svc.memories.delete(org_id, memory_id)
+        if delete_linked:
+            delete_with_superseded(svc, org_id, memory_id)
+        else:
+            svc.memories.delete(org_id, memory_id)
         return ok_json(V1Deleted())
 
     return await run_write(request, b"", work)

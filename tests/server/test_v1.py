@@ -227,6 +227,43 @@ def test_get_and_delete(
     assert store.count_memories() == 0
 
 
+def test_delete_linked_deletes_what_the_memory_superseded(
+    client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker, store: Store
+) -> None:
+    """mem0's delete(memory_id, delete_linked=True) also deletes the values the memory superseded,
+    transitively; without it the value before holds again (the flag was ignored: Paris came back)."""
+    (paris,) = add(client, auth, "I live in Paris")
+    (berlin,) = add(client, auth, "I moved to Berlin")
+    (rome,) = add(client, auth, "I moved to Rome")
+    (job,) = add(client, auth, "I work at Acme")
+    assert (
+        client.delete(
+            f"/v1/memories/{rome['id']}/?delete_linked=true", headers=make_key("globex")
+        ).status_code
+        == 404
+    )
+    r = client.delete(f"/v1/memories/{rome['id']}/", params={"delete_linked": "true"}, headers=auth)
+    assert r.status_code == 200 and r.json() == {"message": "Memory deleted successfully!"}
+    for gone in (paris, berlin, rome):
+        assert store.get_memory("acme", gone["id"]) is None
+    listed = client.get("/v1/memories/", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert [m["id"] for m in listed] == [job["id"]]
+    history = client.get(f"/v1/memories/{paris['id']}/history/", headers=auth).json()
+    assert history[-1]["event"] == "DELETE"
+    missing = client.delete(f"/v1/memories/{rome['id']}/?delete_linked=true", headers=auth)
+    assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+
+def test_delete_without_linked_reinstates_the_value_before(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (paris,) = add(client, auth, "I live in Paris")
+    (berlin,) = add(client, auth, "I moved to Berlin")
+    assert client.delete(f"/v1/memories/{berlin['id']}/?delete_linked=false", headers=auth).status_code == 200
+    listed = client.get("/v1/memories/", params={"user_id": "alice"}, headers=auth).json()["results"]
+    assert [m["id"] for m in listed] == [paris["id"]]
+
+
 def test_scopes_and_auth(client: TestClient[Litestar], make_key: KeyMaker) -> None:
     reader = make_key("acme", scopes=("read",))
     body = {"messages": [{"role": "user", "content": "hi"}], "user_id": "a"}

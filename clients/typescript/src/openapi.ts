@@ -187,7 +187,7 @@ export interface paths {
          */
         put: operations["mem0UpdateMemory"];
         post?: never;
-        /** Delete one memory, irreversibly (mem0-compatible) */
+        /** Delete one memory, irreversibly (mem0-compatible; delete_linked: with what it superseded) */
         delete: operations["deleteMemoryV1"];
         options?: never;
         head?: never;
@@ -4298,7 +4298,10 @@ export interface operations {
     };
     deleteMemoryV1: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description also delete the older memories this one superseded, transitively, so that none holds again (mem0's delete_linked) */
+                delete_linked?: boolean;
+            };
             header?: {
                 /** @description Replays the first response for the same key and body */
                 "Idempotency-Key"?: string | null;
