@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
+import msgspec
 from litestar import Request, Response, delete, get, post, put, route
 from litestar.params import PathParameter, QueryParameter
 
@@ -96,10 +97,15 @@ async def ping(request: Request[Any, Any, Any]) -> Mem0Ping:
 
 
 # --- add ----------------------------------------------------------------------------------------------
-async def add_response(request: Request[Any, Any, Any], render: Any) -> Response[Any]:
-    """Shared by every add route: parse, prepare outside the transaction, commit under the key."""
+async def add_response(
+    request: Request[Any, Any, Any], render: Any, *, agent: str | None = None
+) -> Response[Any]:
+    """Shared by every add route: parse, prepare outside the transaction, commit under the key.
+    `agent`: the agent_id when the body names none (/v1's X-Service-Agent)."""
     raw, data = await read_json(request)
     body = parse_body(data, V1CreateRequest)
+    if body.agent_id is None and agent is not None:
+        body = msgspec.structs.replace(body, agent_id=agent)
     ops.scopes_of(body)  # 422 before anything runs
     ops.check_metadata(body.metadata)
     svc = services_of(request)

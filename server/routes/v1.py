@@ -2,7 +2,7 @@
 /v0 (same store, same org scoping, same error envelope, plus `detail` for mem0 clients).
 
 Mapping (server.mem0): `user_id` -> the memories' `entity_id` (first-person statements are about
-`engine.write.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` -> `agent_id`; `run_id` and
+`engine.write.turns.subject_for(user_id)`, i.e. `ent:<user_id>`); `agent_id` (else `X-Service-Agent`, as on /v0) -> `agent_id`; `run_id` and
 `app_id` -> `metadata.run_id` / `metadata.app_id` (namespace stays `default`); `metadata` is merged into
 every memory written; `expiration_date` -> `valid_to` (the start of the next day). POST needs one of
 `user_id`, `agent_id`, `run_id`, `app_id` (at the top level or in `filters`); GET needs `user_id` or
@@ -38,7 +38,15 @@ from engine.timeutil import utcnow
 from loci.wire.models import MAX_TEXT_LENGTH
 from server.auth import principal_of
 from server.errors import request_id_of
-from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, run_write
+from server.http import (
+    AGENT_DOC,
+    AGENT_HEADER,
+    IDEMPOTENCY_DOC,
+    bounded_header,
+    error_responses,
+    ok_json,
+    run_write,
+)
 from server.idempotency import StoredResponse
 from server.mem0.filters import select
 from server.mem0.operations import delete_with_superseded, ranked, scan
@@ -72,8 +80,10 @@ _COMMON: dict[str, Any] = {**MEM0_COMMON, "tags": ["v1"]}
 async def create_memories_v1(
     request: Request[Any, Any, Any],
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> Response[V1CreateResponse]:
-    return await add_response(request, lambda items: V1CreateResponse(results=items))
+    agent = bounded_header(request, AGENT_HEADER)
+    return await add_response(request, lambda items: V1CreateResponse(results=items), agent=agent)
 
 
 def _search_item(m: Memory, score: float | None) -> V1SearchItem:
@@ -113,7 +123,9 @@ async def list_memories_v1(
     top_k: Annotated[
         int | None, QueryParameter(ge=1, le=V1_MAX_LIMIT, description="older clients' name for limit")
     ] = None,
+    x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> V1SearchResponse:
+    agent_id = agent_id or bounded_header(request, AGENT_HEADER)
     ids = {
         k: v
         for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id), ("app_id", app_id))

@@ -194,6 +194,29 @@ def test_filter_by_agent(client: TestClient[Litestar], auth: dict[str, str]) -> 
     assert [x["memory"] for x in results] == ["agent two note"]
 
 
+def test_x_service_agent_names_the_agent_on_v1(client: TestClient[Litestar], auth: dict[str, str]) -> None:
+    """The spec's X-Service-Agent names the agent on every endpoint: /v1 wrote agent_id null under it,
+    so /v0 under the same agent did not see the memory and /v1 under another agent listed it."""
+    one = {**auth, "X-Service-Agent": "one"}
+    (mine,) = add(client, one, "agent one note", infer=False)
+    (named,) = add(client, one, "agent two note", infer=False, agent_id="two")
+    got = client.get(f"/v1/memories/{mine['id']}", headers=auth).json()
+    assert got["agent_id"] == "one"
+    assert client.get(f"/v1/memories/{named['id']}", headers=auth).json()["agent_id"] == "two"
+    v0 = client.get("/v0/memories", params={"entity_id": "alice"}, headers=one).json()["items"]
+    assert [m["memory_id"] for m in v0] == [mine["id"]]
+    listed = client.get("/v1/memories", params={"user_id": "alice"}, headers=one).json()["results"]
+    assert [m["id"] for m in listed] == [mine["id"]]
+    other = {**auth, "X-Service-Agent": "three"}
+    assert client.get("/v1/memories", params={"user_id": "alice"}, headers=other).json()["results"] == []
+    # the query's agent_id wins over the header, as on GET /v0/memories
+    by_query = client.get("/v1/memories", params={"agent_id": "two"}, headers=other).json()["results"]
+    assert [m["id"] for m in by_query] == [named["id"]]
+    # the header alone names a scope
+    alone = client.get("/v1/memories", headers=one).json()["results"]
+    assert [m["id"] for m in alone] == [mine["id"]]
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [

@@ -3470,7 +3470,10 @@ export interface operations {
                 /** @description older clients' name for limit */
                 top_k?: number | null;
             };
-            header?: never;
+            header?: {
+                /** @description Agent id within the organization */
+                "X-Service-Agent"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3608,6 +3611,8 @@ export interface operations {
             header?: {
                 /** @description Replays the first response for the same key and body */
                 "Idempotency-Key"?: string | null;
+                /** @description Agent id within the organization */
+                "X-Service-Agent"?: string | null;
             };
             path?: never;
             cookie?: never;
