@@ -50,7 +50,7 @@ from server.http import (
 from server.idempotency import StoredResponse
 from server.mem0.filters import select
 from server.mem0.operations import delete_with_superseded, ranked, scan
-from server.mem0.records import record
+from server.mem0.records import meta_str, record
 from server.routes.mem0 import MEM0_COMMON, MemoryIdPath, add_response
 from server.schemas.mem0 import Mem0Memory
 from server.schemas.v1 import (
@@ -92,6 +92,8 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
         memory=m.text,
         user_id=m.entity_id,
         agent_id=m.agent_id,
+        run_id=meta_str(m, "run_id"),
+        app_id=meta_str(m, "app_id"),
         score=score,
         created_at=m.timestamp,
         metadata=dict(m.metadata),

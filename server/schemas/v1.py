@@ -59,6 +59,9 @@ class V1SearchItem(msgspec.Struct, kw_only=True):
     memory: str
     user_id: str | None
     agent_id: str | None = None
+    #: the add's run_id and app_id (also in metadata), as GET /v1/memories/{id} answers them
+    run_id: str | None = None
+    app_id: str | None = None
     #: the fused retrieval score with `query`; null when listing without a query
     score: float | None
     #: the memory's timestamp (the add's `timestamp`, default now): what the list sorts by

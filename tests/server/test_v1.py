@@ -533,6 +533,20 @@ def test_the_v1_list_takes_runs_apps_and_top_k(client: TestClient[Litestar], aut
     assert len(r.json()["results"]) == 2
 
 
+def test_the_v1_list_shows_run_and_app_as_the_v1_get_does(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """GET /v1/memories items had no run_id or app_id (a mem0 v1 client reading them got a KeyError)."""
+    (x,) = add(client, auth, "a note", infer=False, run_id="r1", app_id="a1")
+    got = client.get(f"/v1/memories/{x['id']}", headers=auth).json()
+    for params in ({"run_id": "r1"}, {"user_id": "alice", "query": "note"}):
+        (item,) = client.get("/v1/memories", params=params, headers=auth).json()["results"]
+        assert (item["run_id"], item["app_id"]) == (got["run_id"], got["app_id"]) == ("r1", "a1")
+    (plain,) = add(client, auth, "another note", infer=False, user_id="bob")
+    (item,) = client.get("/v1/memories", params={"user_id": "bob"}, headers=auth).json()["results"]
+    assert item["id"] == plain["id"] and item["run_id"] is None and item["app_id"] is None
+
+
 def test_the_oss_search_reads_other_filter_keys_as_metadata(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

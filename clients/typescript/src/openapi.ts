@@ -1174,6 +1174,8 @@ export interface components {
             memory: string;
             user_id: string | null;
             agent_id: string | null;
+            run_id: string | null;
+            app_id: string | null;
             score: number | null;
             /** Format: date-time */
             created_at: string;
