@@ -920,6 +920,23 @@ def next_value_start(store: Store, fact: Memory) -> tuple[datetime, str] | None:
     return min(later) if later else None
 
 
+def statement_end(store: Store, statement: Memory) -> tuple[datetime, str] | None:
+    """When the first value of `statement`'s keys in its space that begins after it does begins (and its
+    id): a statement stored after that value (a backdated turn) ends there. None for a keyless one."""
+    if not statement.keys:
+        return None
+    t = effective_time(statement)
+    later = [
+        (effective_time(m), m.memory_id)
+        for m in existing_for(store, statement)
+        if m.memory_id != statement.memory_id
+        and not m.archived
+        and not _is_statement(m)
+        and effective_time(m) > t
+    ]
+    return min(later) if later else None
+
+
 def existing_for(store: Store, memory: Memory) -> list[Memory]:
     """The memories of `memory`'s space sharing any of its keys (deduplicated, in find_by_key order)."""
     seen: dict[str, Memory] = {}

@@ -59,10 +59,10 @@ from engine.ids import memory_id as new_memory_id
 from engine.models import Entity, Event, Memory, is_blank
 from engine.storage.base import Store
 from engine.timeutil import to_utc
-from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories
+from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories, with_conflict_key
 from engine.write.predicates import conflict_key, is_single_valued
 from engine.write.results import Extracted, Upsert
-from engine.write.supersession import Mode, Outcome, check_mode
+from engine.write.supersession import Mode, Outcome, check_mode, lock_keys_of, statement_end
 
 log = logging.getLogger(__name__)
 
@@ -324,8 +324,19 @@ def commit_turn(
         if embeddings is not None:
             embeddings.save(plan.texts())
         source_turn: str | None = None
-        if plan.turn is not None:
-            store.put_memories([plan.turn])
+        turn = plan.turn
+        ended_by: dict[str, Any] = {}
+        if turn is not None and turn.keys and plan.mode == "smart":
+            drafts = fact_memories(plan, source_turn=turn.memory_id, now=at)
+            # every key this turn reads, at once, as the facts' own write takes them (no lock order)
+            lock_keys_of(store, [turn, *(with_conflict_key(m) for m in drafts)])
+            # a statement said before a value already stored ends where that value begins
+            end = statement_end(store, turn)
+            if end is not None and (turn.valid_to is None or end[0] < turn.valid_to):
+                turn = msgspec.structs.replace(turn, status="superseded", valid_to=end[0])
+                ended_by = {"history": True, "superseded_by": end[1]}
+        if turn is not None:
+            store.put_memories([turn])
             store.append_events(
                 [
                     Event(
@@ -333,14 +344,14 @@ def commit_turn(
                         org_id=plan.org_id,
                         type="memory.created",
                         at=at,
-                        memory_id=plan.turn.memory_id,
-                        entity_id=plan.turn.entity_id,
-                        data={"namespace": plan.namespace, "type": plan.turn.type, "origin": "turn"},
+                        memory_id=turn.memory_id,
+                        entity_id=turn.entity_id,
+                        data={"namespace": plan.namespace, "type": turn.type, "origin": "turn", **ended_by},
                     )
                 ]
             )
-            source_turn = plan.turn.memory_id
-            upserts.append(Upsert(memory_id=plan.turn.memory_id, action="UPSERTED"))
+            source_turn = turn.memory_id
+            upserts.append(Upsert(memory_id=turn.memory_id, action="UPSERTED"))
         built: list[Memory] = []
         outcomes: list[Outcome] = []
         if plan.extraction.facts:

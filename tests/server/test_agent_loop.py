@@ -956,6 +956,21 @@ def test_a_turn_stored_as_a_fact_ends_with_what_it_said(
     assert any(x.startswith("Rainy days") for x in current_facts(client, auth, "ent:stf"))
 
 
+def test_a_backdated_turn_stored_as_a_fact_ends_where_the_next_value_begins(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I live in Rome" stored as a fact and dated before the move to Paris stayed current beside Paris."""
+    assemble(client, auth, "ent:stb", "I live in Paris", as_of="2024-06-01T00:00:00Z")
+    said = assemble(
+        client, auth, "ent:stb", "I live in Rome", as_of="2024-01-01T00:00:00Z", ingest={"store_turn": "fact"}
+    )["extracted"]["upserts"]
+    turn = client.get(f"/v0/memories/{said[0]['memory_id']}", headers=auth).json()
+    assert (turn["status"], turn["valid_to"]) == ("superseded", "2024-06-01T00:00:00Z")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:stb")] == ["User lives in Paris"]
+    then = current_facts(client, auth, "ent:stb", as_of="2024-03-01T00:00:00Z")
+    assert sorted(x.split(" (")[0] for x in then) == ["I live in Rome", "User lives in Rome"]
+
+
 def test_relative_dates_in_a_turn_are_days_of_the_offset_the_caller_sent(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
