@@ -620,6 +620,8 @@ def reconcile(
     given = end_given and memory.valid_to is not None
     if not memory.keys or (memory.valid_to is not None and memory.valid_to <= t and not given):
         return unchanged
+    if _is_statement(memory):
+        return _statement_again(memory, others, t, now, reason, own_end=None if given else memory.valid_to)
     # written anew at its time: open, until the key's values say otherwise
     anew = msgspec.structs.replace(memory, status="active", valid_to=None) if given else memory
     current = _is_current(anew)
@@ -666,6 +668,39 @@ def reconcile(
     if twins and placed.outcome.action == "UPSERTED":
         placed.outcome.action = "SUPERSEDED"
     return placed
+
+
+def _statement_again(
+    memory: Memory,
+    others: Sequence[Memory],
+    t: datetime,
+    now: datetime,
+    reason: str,
+    *,
+    own_end: datetime | None,
+) -> Resolution:
+    """A statement that comes back holds until the first value of its keys begun after it (or its own
+    end, when sooner); it ends no value and ties with none."""
+    later = sorted(
+        (effective_time(m), m.memory_id)
+        for m in others
+        if not m.archived and not _is_statement(m) and effective_time(m) > t
+    )
+    if later and (own_end is None or later[0][0] < own_end):
+        at, by = later[0]
+        placed = msgspec.structs.replace(memory, status="superseded", valid_to=at)
+    else:
+        by = None
+        status = memory.status if own_end is not None else "active"
+        placed = msgspec.structs.replace(memory, status=status, valid_to=own_end)
+    if placed == memory:
+        return Resolution(outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED"))
+    placed = msgspec.structs.replace(placed, updated_at=now)
+    return Resolution(
+        outcome=Outcome(memory_id=memory.memory_id, action="UPSERTED", history=by is not None),
+        writes=[placed],
+        events=[_event("memory.updated", placed, now, reason=reason, superseded_by=by)],
+    )
 
 
 def _kept_end(placed: Memory, memory: Memory) -> Memory:

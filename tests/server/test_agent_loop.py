@@ -971,6 +971,26 @@ def test_a_backdated_turn_stored_as_a_fact_ends_where_the_next_value_begins(
     assert sorted(x.split(" (")[0] for x in then) == ["I live in Rome", "User lives in Rome"]
 
 
+def test_a_turn_stored_as_a_fact_back_from_the_archive_ends_where_the_next_value_begins(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I live in Rome" stored as a fact, archived over the move to Paris and unarchived, stayed current."""
+    said = assemble(
+        client, auth, "ent:sta", "I live in Rome", as_of="2024-01-01T00:00:00Z", ingest={"store_turn": "fact"}
+    )["extracted"]["upserts"]
+    statement = f"/v0/memories/{said[0]['memory_id']}"
+    assert client.patch(statement, json={"archived": True}, headers=auth).status_code == 200
+    paris = assemble(client, auth, "ent:sta", "I moved to Paris", as_of="2024-06-01T00:00:00Z")
+    back = client.patch(statement, json={"archived": False}, headers=auth).json()
+    assert (back["status"], back["valid_to"]) == ("superseded", "2024-06-01T00:00:00Z")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:sta")] == ["User lives in Paris"]
+    # the value that ended it leaving gives it back, with the fact it ended
+    paris_fact = paris["extracted"]["upserts"][1]["memory_id"]
+    assert client.delete(f"/v0/memories/{paris_fact}", headers=auth).status_code in (200, 204)
+    now = sorted(x.split(" (")[0] for x in current_facts(client, auth, "ent:sta"))
+    assert now == ["I live in Rome", "User lives in Rome"]
+
+
 def test_relative_dates_in_a_turn_are_days_of_the_offset_the_caller_sent(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
