@@ -876,10 +876,19 @@ def _give_back(store: Store, ended: list[Memory], held: list[Memory], t: datetim
         store.put_memories([m for m, _ in done])
         store.append_events([e for _, e in done])
         return
-    status = "active" if all(same_value(m, ended[0]) for m in ended) else "disputed"
-    back = [msgspec.structs.replace(m, status=status, valid_to=None, updated_at=now) for m in ended]
+    values = [m for m in ended if not _is_statement(m)]
+    status = "active" if all(same_value(m, values[0]) for m in values) else "disputed"
+    # a statement is no value: it ties with none
+    back = [
+        msgspec.structs.replace(
+            m, status="active" if _is_statement(m) else status, valid_to=None, updated_at=now
+        )
+        for m in ended
+    ]
     store.put_memories(back)
-    store.append_events([_event("memory.updated", m, now, reason="reinstated", status=status) for m in back])
+    store.append_events(
+        [_event("memory.updated", m, now, reason="reinstated", status=m.status) for m in back]
+    )
 
 
 def _superseded_by(store: Store, memory: Memory, by: str) -> bool:

@@ -991,6 +991,21 @@ def test_a_turn_stored_as_a_fact_back_from_the_archive_ends_where_the_next_value
     assert now == ["I live in Rome", "User lives in Rome"]
 
 
+def test_a_turn_stored_as_a_fact_given_back_is_no_dispute(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """Deleting the move to Paris gave back "I live in Rome" (stored as a fact) marked disputed."""
+    said = assemble(client, auth, "ent:stg", "I live in Rome", ingest={"store_turn": "fact"})
+    paris = assemble(client, auth, "ent:stg", "I moved to Paris")["extracted"]["upserts"][1]["memory_id"]
+    assert client.delete(f"/v0/memories/{paris}", headers=auth).status_code in (200, 204)
+    for upsert in said["extracted"]["upserts"]:
+        back = client.get(f"/v0/memories/{upsert['memory_id']}", headers=auth).json()
+        assert (back["status"], back["valid_to"]) == ("active", None), back["text"]
+    now = current_facts(client, auth, "ent:stg")
+    assert sorted(x.split(" (")[0] for x in now) == ["I live in Rome", "User lives in Rome"]
+    assert not [x for x in now if "(disputed)" in x]
+
+
 def test_relative_dates_in_a_turn_are_days_of_the_offset_the_caller_sent(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
