@@ -127,7 +127,8 @@ async def list_memories_v1(
     ] = None,
     x_service_agent: Annotated[str | None, AGENT_DOC] = None,
 ) -> V1SearchResponse:
-    agent_id = agent_id or bounded_header(request, AGENT_HEADER)
+    header_agent = bounded_header(request, AGENT_HEADER)  # checked even when the query's agent_id wins
+    agent_id = agent_id or header_agent
     ids = {
         k: v
         for k, v in (("user_id", user_id), ("agent_id", agent_id), ("run_id", run_id), ("app_id", app_id))

@@ -217,6 +217,16 @@ def test_x_service_agent_names_the_agent_on_v1(client: TestClient[Litestar], aut
     assert [m["id"] for m in alone] == [mine["id"]]
 
 
+@pytest.mark.parametrize("params", [{"user_id": "alice"}, {"agent_id": "two"}])
+def test_a_blank_x_service_agent_on_v1_is_refused_whatever_the_query_names(
+    client: TestClient[Litestar], auth: dict[str, str], params: dict[str, str]
+) -> None:
+    """The header is checked as on /v0 even when the query's agent_id wins over it."""
+    r = client.get("/v1/memories", params=params, headers={**auth, "X-Service-Agent": " "})
+    assert r.status_code == 422
+    assert r.json()["details"]["field"] == "X-Service-Agent"
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
