@@ -681,13 +681,9 @@ def _statement_again(
 ) -> Resolution:
     """A statement that comes back holds until the first value of its keys begun after it (or its own
     end, when sooner); it ends no value and ties with none."""
-    later = sorted(
-        (effective_time(m), m.memory_id)
-        for m in others
-        if not m.archived and not _is_statement(m) and effective_time(m) > t
-    )
-    if later and (own_end is None or later[0][0] < own_end):
-        at, by = later[0]
+    first = _first_value_after(others, t)
+    if first is not None and (own_end is None or first[0] < own_end):
+        at, by = first
         placed = msgspec.structs.replace(memory, status="superseded", valid_to=at)
     else:
         by = None
@@ -969,14 +965,17 @@ def statement_end(store: Store, statement: Memory) -> tuple[datetime, str] | Non
     id): a statement stored after that value (a backdated turn) ends there. None for a keyless one."""
     if not statement.keys:
         return None
-    t = effective_time(statement)
+    others = [m for m in existing_for(store, statement) if m.memory_id != statement.memory_id]
+    return _first_value_after(others, effective_time(statement))
+
+
+def _first_value_after(others: Iterable[Memory], t: datetime) -> tuple[datetime, str] | None:
+    """The first value of `others` (no statement, none archived) begun after `t`, and its id: where a
+    statement said at `t` ends."""
     later = [
         (effective_time(m), m.memory_id)
-        for m in existing_for(store, statement)
-        if m.memory_id != statement.memory_id
-        and not m.archived
-        and not _is_statement(m)
-        and effective_time(m) > t
+        for m in others
+        if not m.archived and not _is_statement(m) and effective_time(m) > t
     ]
     return min(later) if later else None
 
