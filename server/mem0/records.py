@@ -61,7 +61,8 @@ def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
         metadata={k: v for k, v in m.metadata.items() if k not in SCOPE_KEYS},
         categories=list(m.tags),
         type=m.type,
-        status=m.status,
+        # mem0 has no archive flag beside the status: an archived memory is read by mem0 clients as archived
+        status="archived" if m.archived else m.status,
         created_at=m.timestamp,
         updated_at=m.updated_at,
         expiration_date=expiration_date(m.valid_to),

@@ -260,6 +260,18 @@ def test_get_and_delete(
     assert store.count_memories() == 0
 
 
+def test_an_archived_memory_reads_as_archived_on_every_mem0_door(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    (x,) = add(client, auth, "a note to archive", infer=False)
+    r = client.patch(f"/v0/memories/{x['id']}", json={"archived": True}, headers=auth)
+    assert r.status_code == 200 and r.json()["archived"] is True and r.json()["status"] == "active"
+    assert client.get(f"/v1/memories/{x['id']}", headers=auth).json()["status"] == "archived"
+    assert client.get(f"/v1/memories/{x['id']}/", headers=auth).json()["status"] == "archived"
+    r = client.patch(f"/v0/memories/{x['id']}", json={"archived": False}, headers=auth)
+    assert client.get(f"/v1/memories/{x['id']}", headers=auth).json()["status"] == "active"
+
+
 def test_delete_linked_deletes_what_the_memory_superseded(
     client: TestClient[Litestar], auth: dict[str, str], make_key: KeyMaker, store: Store
 ) -> None:
