@@ -574,7 +574,15 @@ class HttpBackend:
                 f"POST {url}: the server answered {response.status_code} {response.reason_phrase}"
                 f"{_server_message(response)}"
             )
-        data: dict[str, Any] = response.json()
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):  # a proxy's page or another service: not an answer to replay
+            raise Unavailable(
+                f"POST {url}: the server answered {response.status_code} {response.reason_phrase} "
+                "with no JSON object (is it the Loci API?)"
+            )
         return data
 
     def _elapsed_ms(self, start: float, waited: float) -> float:

@@ -383,6 +383,14 @@ def test_http_replay_gives_up_after_bounded_waits_and_leaves_503_without_retry_a
         ),
         (httpx.Response(404, text="<html>no</html>"), "the server answered 404 Not Found"),
         (httpx.ConnectError("[Errno 111] Connection refused"), "no answer ([Errno 111] Connection refused)"),
+        (
+            httpx.Response(200, text="<html>a proxy's page</html>"),
+            "the server answered 200 OK with no JSON object (is it the Loci API?)",
+        ),
+        (
+            httpx.Response(200, json=[1, 2]),
+            "the server answered 200 OK with no JSON object (is it the Loci API?)",
+        ),
     ],
 )
 def test_an_http_failure_is_one_line_naming_the_url(answer: httpx.Response | Exception, said: str) -> None:
