@@ -46,6 +46,8 @@ from engine.models import (
 from engine.storage.base import ListQuery, SortOrder, Store
 from engine.timeutil import Clock, from_micros, to_micros, to_utc, utcnow
 from engine.write.supersession import (
+    SPACE_METADATA,
+    VALUE_METADATA,
     contrary_for,
     ended_by_a_value,
     existing_for,
@@ -380,7 +382,9 @@ class MemoryService:
         if not isinstance(patch.tags, UnsetType):
             changes["tags"] = list(patch.tags)
         if not isinstance(patch.metadata, UnsetType):
-            changes["metadata"] = dict(patch.metadata)
+            changes["metadata"] = (
+                dict(patch.metadata) if isinstance(patch, MemoryEdit) else _metadata_kept(old, patch.metadata)
+            )
         if not isinstance(patch.archived, UnsetType):
             changes["archived"] = patch.archived
         if not isinstance(patch.valid_to, UnsetType):
@@ -461,6 +465,25 @@ class MemoryService:
             last = items[-1]
             next_cursor = encode_cursor(filters.sort, fhash, last.timestamp, last.memory_id)
         return MemoryPage(items=items, next_cursor=next_cursor)
+
+
+def _metadata_kept(old: Memory, new: dict[str, Any]) -> dict[str, Any]:
+    """`new` with the keys the memory is read by kept where it leaves them out: its run and app (a value
+    moves it to that space, null takes it out of it) and, on a fact with a subject, the keys that
+    describe its value, which a patch may repeat but not change (the value is not the patch's)."""
+    if old.type == "fact" and old.subject:
+        for key in VALUE_METADATA:
+            if key in new and new[key] != old.metadata.get(key):
+                raise InvalidInput(
+                    f"metadata.{key} describes the fact's value: an update may repeat it, not change it",
+                    field=f"metadata.{key}",
+                    details={"rule": "reserved_metadata", "kept": list(VALUE_METADATA)},
+                )
+        kept: tuple[str, ...] = SPACE_METADATA + VALUE_METADATA
+    else:
+        kept = SPACE_METADATA
+    merged = {**new, **{k: old.metadata[k] for k in kept if k in old.metadata and k not in new}}
+    return {k: v for k, v in merged.items() if not (k in SPACE_METADATA and v is None)}
 
 
 def _edited(patch: MemoryPatch) -> dict[str, Any]:

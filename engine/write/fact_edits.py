@@ -39,6 +39,7 @@ from engine.models import ConflictKeys, Event, Memory, ObjectType, ObjectValue, 
 from engine.storage.base import Store
 from engine.write.ingest import draft_to_memory
 from engine.write.supersession import (
+    VALUE_METADATA,
     contrary_for,
     contrary_key,
     ended_by_a_value,
@@ -51,8 +52,6 @@ from engine.write.supersession import (
     settle_lone_dispute,
 )
 
-#: metadata keys that describe the value (engine.write.ingest.draft_to_memory); they follow the value
-VALUE_METADATA = ("object_name", "event_date", "negated")
 #: the subject name the texts of the request's own entity's facts start with ("User lives in Berlin")
 RENDERED_USER = "User"
 #: the most words of a speaker's name a fact's text starts with ("Jon Snow lives in ...")

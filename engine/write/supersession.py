@@ -712,6 +712,8 @@ def _kept_end(placed: Memory, memory: Memory) -> Memory:
 # --- against a store -----------------------------------------------------------------------------
 #: metadata keys that name a memory space within an entity and agent (mem0's run and app)
 SPACE_METADATA = ("run_id", "app_id")
+#: metadata keys that describe a fact's value (engine.write.ingest.draft_to_memory); they follow the value
+VALUE_METADATA = ("object_name", "event_date", "negated")
 
 
 def same_space(a: Memory, b: Memory) -> bool:

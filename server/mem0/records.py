@@ -13,8 +13,7 @@ from msgspec import UNSET, UnsetType
 
 from engine.models import Event, Memory
 from engine.timeutil import shift
-from engine.write.fact_edits import VALUE_METADATA
-from engine.write.supersession import SPACE_METADATA
+from engine.write.supersession import SPACE_METADATA, VALUE_METADATA
 from server.schemas.mem0 import Mem0Entity, Mem0EntityList, Mem0HistoryItem, Mem0Memory
 
 #: metadata keys that carry mem0 scopes (shown as fields, not as metadata); each is part of a memory's

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from engine.timeutil import utcnow
-from engine.write.fact_edits import VALUE_METADATA
+from engine.write.supersession import SPACE_METADATA, VALUE_METADATA
 from engine.write.turns import subject_for
 from server.mem0.records import RESERVED_KEYS
 from tests.server.rw_cluster import CLUSTERS, Api, Failed
@@ -604,11 +604,16 @@ class ReadAfterWrite(RuleBasedStateMachine):
             if (row.valid_to is not None and row.valid_to <= new_end) or row.holds_from > new_end:
                 note(f"PATCH {change} skipped: it would not end {memory_id} earlier")
                 return  # the model keeps to writes that end a memory, never reopen one
+        metadata = body.get("metadata", w.metadata)
+        if "metadata" in body:  # the run, the app and a fact's value keys stay (engine.memory_service)
+            before = self._read("GET", f"/v0/memories/{memory_id}", w.space.org)
+            kept = SPACE_METADATA + (VALUE_METADATA if before["type"] == "fact" and before["subject"] else ())
+            metadata = {**body["metadata"], **{k: v for k, v in before["metadata"].items() if k in kept}}
         self._write("PATCH", f"/v0/memories/{memory_id}", w.space.org, body=body)
         if change == "unarchive":
             self._resumed_by(w.space, "PATCH")
         w.tags = body.get("tags", w.tags)
-        w.metadata = body.get("metadata", w.metadata)
+        w.metadata = metadata
         w.archived = body.get("archived", w.archived)
         # a fact back from the archive may end others of its space: check them all again
         self.pending += [i for i, o in self.model.memories.items() if o.space == w.space and not o.deleted]

@@ -122,6 +122,37 @@ def test_patch_changes_only_allowed_fields(
     assert store.get_memory("acme", m["memory_id"]).text == m["text"]  # type: ignore[union-attr]
 
 
+def test_a_metadata_patch_keeps_the_run_and_the_value_loci_wrote(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A PATCH of metadata without run_id moved a fact out of its run, beside the value active there."""
+
+    def said(text: str, **fields: Any) -> dict[str, Any]:
+        r = client.post(
+            "/v1/memories/", json={"messages": [{"role": "user", "content": text}], **fields}, headers=auth
+        )
+        assert r.status_code == 200, r.text
+        (fact,) = [x for x in r.json()["results"] if x["event"] == "ADD"]
+        return client.get(f"/v0/memories/{fact['id']}", headers=auth).json()  # type: ignore[no-any-return]
+
+    in_run = said("I live in Paris.", user_id="sam", run_id="trip")
+    said("I live in Rome.", user_id="sam")
+    assert in_run["metadata"]["run_id"] == "trip" and in_run["metadata"]["object_name"] == "Paris"
+    r = client.patch(f"/v0/memories/{in_run['memory_id']}", json={"metadata": {"note": "x"}}, headers=auth)
+    assert r.status_code == 200, r.text
+    assert r.json()["metadata"] == {**in_run["metadata"], "note": "x"}
+    live = client.get("/v0/memories?entity_id=sam&type=fact", headers=auth).json()["items"]
+    spaces = sorted((m["metadata"].get("run_id", ""), m["object"], m["status"]) for m in live)
+    assert spaces == [("", "ent:rome", "active"), ("trip", "ent:paris", "active")]
+    renamed = client.patch(
+        f"/v0/memories/{in_run['memory_id']}", json={"metadata": {"object_name": "Lyon"}}, headers=auth
+    )
+    assert renamed.status_code == 422 and renamed.json()["details"]["field"] == "metadata.object_name"
+    r = client.patch(f"/v0/memories/{in_run['memory_id']}", json={"metadata": {"run_id": None}}, headers=auth)
+    assert r.status_code == 200 and r.json()["metadata"] == {"object_name": "Paris"}  # out of the run
+    assert r.json()["status"] == "superseded"  # it met Rome there, the later value
+
+
 def test_patch_archive_and_delete_append_events(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:

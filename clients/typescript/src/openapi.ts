@@ -62,7 +62,7 @@ export interface paths {
         head?: never;
         /**
          * Update tags, metadata, archived or valid_to of one memory
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); an update's metadata keeps the keys Loci wrote itself where it leaves them out; it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to that space, null out of it) (`reserved_metadata`).
          */
         patch: operations["updateMemory"];
         trace?: never;
@@ -183,7 +183,7 @@ export interface paths {
         get: operations["getMemoryV1"];
         /**
          * Update a memory's text, metadata or expiration date (mem0)
-         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself (run_id, app_id, role, origin, object_name, event_date, negated): it may repeat the memory's values, not change them (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself where it leaves them out; it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to that space, null out of it) (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
          */
         put: operations["mem0UpdateMemory"];
         post?: never;
@@ -533,7 +533,7 @@ export interface paths {
         get: operations["mem0OssGet"];
         /**
          * Update a memory's text, metadata or expiration date (mem0 OSS)
-         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself (run_id, app_id, role, origin, object_name, event_date, negated): it may repeat the memory's values, not change them (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): a memory's timestamp cannot be changed (`timestamp_unchanged`); an update gives text, metadata or expiration_date (`something_to_update`); an update's metadata keeps the keys Loci wrote itself where it leaves them out; it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to that space, null out of it) (`reserved_metadata`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
          */
         put: operations["mem0OssUpdate"];
         post?: never;
