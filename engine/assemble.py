@@ -23,7 +23,7 @@ from engine.deferred_events import DeferredEvents
 from engine.embed.cache import EmbeddingCache
 from engine.extract.base import Extractor
 from engine.ids import event_id
-from engine.memory_service import check_labels
+from engine.memory_service import check_ids, check_labels
 from engine.models import Event
 from engine.retrieval import pipeline
 from engine.retrieval.options import AssembleRequest
@@ -80,6 +80,7 @@ def prepare_assemble(
     """Extract and build the turn's writes, retrieve the context (the query embedded in one pass with
     the texts to store), embed those texts (cached by then); write nothing."""
     ingest = request.ingest
+    check_ids(entity_id=request.entity_id, namespace=request.namespace)
     check_labels(ingest.tags, prefix="ingest.")
     plan = plan_turn(
         engine.extractor,

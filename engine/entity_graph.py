@@ -19,6 +19,7 @@ from typing import Literal
 import msgspec
 
 from engine.errors import InvalidInput
+from engine.memory_service import check_ids
 from engine.models import Memory
 from engine.storage.base import Scope, Store
 from engine.storage.scope_filter import as_seen, memory_entities
@@ -137,6 +138,7 @@ def entity_graph(
         raise InvalidInput(f"depth must be 0..{MAX_DEPTH}", field="depth")
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be 1..{MAX_LIMIT}", field="limit")
+    check_ids(entity_id=entity_id, namespace=namespace)
     scope = Scope(org_id=org_id, namespace=namespace, agent_id=agent_id, as_of=as_of, now=now)
     hits = store.search.graph_search(scope, [entity_id], depth, limit + 1)
     distance = {h.memory_id: int(h.raw) for h in hits[:limit]}

@@ -134,7 +134,7 @@ def _check_validity(valid_from: datetime | None, valid_to: datetime | None, fiel
         )
 
 
-#: the rule a blank text, tag or predicate breaks (blank: `engine.models.is_blank`)
+#: the rule a blank text, tag, predicate or id breaks (blank: `engine.models.is_blank`)
 NOT_BLANK_RULE = "not_blank"
 #: the rule a conflict key not of the shape <subject>|<predicate> breaks
 KEY_SHAPE_RULE = "conflict_key_shape"
@@ -143,6 +143,14 @@ KEY_SHAPE_RULE = "conflict_key_shape"
 def check_text(text: str, field: str) -> None:
     if is_blank(text):
         raise InvalidInput(f"{field} must not be blank", field=field, details={"rule": NOT_BLANK_RULE})
+
+
+def check_ids(prefix: str = "", **ids: str | None) -> None:
+    """The ids a request names (entity, agent, namespace) are not blank, so a write never files a memory
+    under nobody and a read never filters on nothing; `prefix` goes before the field a refusal names."""
+    for name, value in ids.items():
+        if value is not None:
+            check_text(value, f"{prefix}{name}")
 
 
 def check_labels(
@@ -226,6 +234,7 @@ class MemoryService:
         for index, draft in enumerate(drafts):
             try:
                 check_text(draft.text, "text")
+                check_ids(namespace=draft.namespace, agent_id=draft.agent_id, entity_id=draft.entity_id)
                 check_labels(draft.tags, draft.keys, draft.predicate)
                 _check_validity(draft.valid_from or draft.timestamp, draft.valid_to, "valid_to")
             except InvalidInput as exc:
@@ -441,6 +450,7 @@ class MemoryService:
                     details={"valid": list(valid)},
                 )
         _check_query(filters.q)
+        check_ids(namespace=filters.namespace, entity_id=filters.entity_id, agent_id=filters.agent_id)
         fhash = filters_hash(org_id, filters)
         after = decode_cursor(cursor, filters.sort, fhash) if cursor else None
         query = ListQuery(

@@ -44,7 +44,7 @@ import msgspec
 
 from engine.errors import InvalidInput
 from engine.ids import event_id
-from engine.memory_service import check_labels
+from engine.memory_service import check_ids, check_labels
 from engine.models import Event, Memory
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
@@ -141,6 +141,7 @@ def prune(
 ) -> PruneResult:
     now = to_utc(now)
     rules = active_rules(request)
+    check_ids(entity_id=request.entity_id, namespace=request.namespace)
     check_labels(request.tags or [])
     if not rules:
         raise InvalidInput(

@@ -43,6 +43,7 @@ import httpx
 import msgspec
 
 from engine.errors import Unavailable
+from engine.memory_service import check_ids
 from engine.models import Memory
 from engine.redact import Redactor
 from engine.retrieval import tokens
@@ -269,6 +270,7 @@ def summarize(
     llm: ChatModel | None = None,
     redactor: Redactor | None = None,
 ) -> SummaryResult:
+    check_ids(entity_id=entity_id, namespace=namespace)
     now = to_utc(now)
     facts = current_facts(
         store, org_id=org_id, entity_id=entity_id, namespace=namespace, agent_id=agent_id, now=now

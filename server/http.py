@@ -4,7 +4,7 @@ scope checks, idempotent execution, and the documented headers and error respons
 Bodies are UTF-8 JSON nested at most `MAX_JSON_DEPTH` levels (400 otherwise); a date-time in a body or
 a query has a UTC form within years 1-9999 (422 naming the field). Optional headers that carry values
 (`X-Service-Agent`, `Idempotency-Key`) are read from the raw request: sent at most once, decoded as
-UTF-8 like the body, 1..128 characters with a non-space (422 naming the header otherwise).
+UTF-8 like the body, 1..128 characters, not blank (422 naming the header otherwise).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, KwargDefinition, QueryParameter
 
 from engine.errors import Forbidden, InvalidInput
-from engine.models import NOT_BLANK_PATTERN
+from engine.memory_service import NOT_BLANK_RULE
+from engine.models import NOT_BLANK_PATTERN, is_blank
 from engine.timeutil import OUT_OF_RANGE, RANGE_RULE, in_range
 from server.auth import principal_of
 from server.errors import DOCUMENTED_ERRORS, BadRequest, invalid_input
@@ -57,6 +58,8 @@ AGENT_DOC = HeaderParameter(
     schema_extra=HEADER_SCHEMA,
     description="Agent id within the organization",
 )
+#: the documented shape of an id given as a query or path parameter (`check_ids` enforces it)
+ID_SCHEMA: dict[str, Any] = {"pattern": NOT_BLANK_PATTERN}
 #: a date-time query parameter as documented (the route parses it with `query_datetime`)
 DATE_TIME_FORMAT = "date-time"
 
@@ -86,7 +89,9 @@ def bounded_header(request: Request[Any, Any, Any], name: str) -> str | None:
         value = raw[0].decode("utf-8").strip()
     except UnicodeDecodeError:
         raise InvalidInput(f"{name} must be UTF-8 text", field=name) from None
-    if not value or len(value) > MAX_HEADER_LENGTH:
+    if is_blank(value):
+        raise InvalidInput(f"{name} must not be blank", field=name, details={"rule": NOT_BLANK_RULE})
+    if len(value) > MAX_HEADER_LENGTH:
         raise InvalidInput(
             f"{name} must be 1 to {MAX_HEADER_LENGTH} characters",
             field=name,

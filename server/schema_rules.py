@@ -32,8 +32,9 @@ CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
 #: rule name -> what it says (the 422 of a rule names it in details.rule)
 RULES: dict[str, str] = {
     "date_time_range": "a date-time's UTC value must fall within years 1 to 9999",
-    "not_blank": "a text, tag or predicate is not blank: something in it is visible, not only whitespace, "
-    "control, format or combining characters (a zero-width space alone is blank)",
+    "not_blank": "a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app "
+    "ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format "
+    "or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank",
     "conflict_key_shape": "a conflict key is <subject>|<predicate>: some '|', something visible before "
     "the first and after the last",
     "valid_to_after_valid_from": "valid_to must not be before valid_from (or the timestamp)",
@@ -59,15 +60,20 @@ OPERATION_RULES: dict[str, tuple[str, ...]] = {
         "not_blank",
         "conflict_key_shape",
     ),
-    "listMemories": ("date_time_range", "cursor"),
-    "listEvents": ("date_time_range", "cursor"),
+    "listMemories": ("date_time_range", "cursor", "not_blank"),
+    "listEvents": ("date_time_range", "cursor", "not_blank"),
     "assembleContext": ("date_time_range", "not_blank"),
-    "recall": ("date_time_range",),
+    "recall": ("date_time_range", "not_blank"),
     "pruneMemories": ("date_time_range", "not_blank"),
-    "listMemoriesV1": ("user_or_agent",),
-    "getEntityGraph": ("date_time_range",),
+    "listMemoriesV1": ("user_or_agent", "not_blank"),
+    "getEntityGraph": ("date_time_range", "not_blank"),
+    # engine.memory_service.check_ids: an entity, agent or namespace the body or a parameter names
     **{
-        op: ("scope_filter", "filter_language")
+        op: ("not_blank",)
+        for op in ("summarize", "extract", "mem0OssList", "mem0DeleteEntity", "mem0DeleteEntityV1")
+    },
+    **{
+        op: ("scope_filter", "filter_language", "not_blank")
         for op in (
             "mem0ListV3",
             "mem0ListV2",
@@ -77,10 +83,13 @@ OPERATION_RULES: dict[str, tuple[str, ...]] = {
             "mem0OssSearch",
         )
     },
-    "mem0DeleteAll": ("scope_filter", "filter_language"),
-    "mem0OssDeleteAll": ("scope_filter",),
-    # server.mem0.operations: an expiration_date before the add's timestamp
-    **{op: ("valid_to_after_valid_from",) for op in ("createMemoriesV1", "mem0AddV3", "mem0OssAdd")},
+    "mem0DeleteAll": ("scope_filter", "filter_language", "not_blank"),
+    "mem0OssDeleteAll": ("scope_filter", "not_blank"),
+    # server.mem0.operations: an expiration_date before the add's timestamp; a blank id (scopes_of)
+    **{
+        op: ("valid_to_after_valid_from", "not_blank")
+        for op in ("createMemoriesV1", "mem0AddV3", "mem0OssAdd")
+    },
     **{
         op: ("timestamp_unchanged", "something_to_update", "reserved_metadata", "valid_to_after_valid_from")
         for op in ("mem0UpdateMemory", "mem0OssUpdate")
@@ -106,7 +115,13 @@ PRUNE_NEEDS_A_RULE: dict[str, Any] = {
 }
 
 #: an id given in mem0 `filters` instead of at the top level (server.mem0.operations.scopes_of)
-_FILTER_ID: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": 128, "not": {"const": "*"}}
+_FILTER_ID: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 128,
+    "pattern": NOT_BLANK_PATTERN,
+    "not": {"const": "*"},
+}
 
 # server.mem0.operations.scopes_of: an id (user_id, agent_id, run_id, app_id) at the top level or in
 # `filters`; an id in `filters` that the top level does not give must be a plain id; some user or

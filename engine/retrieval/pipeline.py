@@ -19,6 +19,7 @@ import msgspec
 
 from engine.embed.cache import EmbeddingCache
 from engine.extract.speaker import speaker_of as turn_speaker
+from engine.memory_service import check_ids
 from engine.retrieval import budget as budget_mod
 from engine.retrieval import summary as summary_mod
 from engine.retrieval import tokens
@@ -370,6 +371,7 @@ def run_recall(
     `within`: only these memories are candidates (a selection made by rules the scope cannot state).
     `limit`: the matches wanted, in place of `request.limit`, for a caller the API's 100 does not bound
     (GET /v1/memories answers up to 200)."""
+    check_ids(entity_id=request.entity_id, namespace=request.namespace)
     start = time.perf_counter()
     timings = StageTimings()
     wanted = request.limit if limit is None else limit

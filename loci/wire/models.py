@@ -53,9 +53,29 @@ def key_problem(key: str) -> str | None:
 #: a memory id the API can address: one path segment of /v0/memories/{memory_id}, as long as the
 #: routes and the event filter take (the server makes `mem_<ULID>`; an import brings ids from a file)
 MemoryId = Annotated[str, Meta(min_length=1, max_length=128, pattern="^[^/]+$")]
-Namespace = Annotated[str, Meta(min_length=1, max_length=64, description="max 64 characters")]
-AgentId = Annotated[str, Meta(min_length=1, max_length=128, description="max 128 characters")]
-EntityId = Annotated[str, Meta(min_length=1, max_length=256)]
+_NOT_BLANK_SCHEMA = {"pattern": NOT_BLANK_PATTERN}
+#: ids are opaque ("!!!" is one) but not blank (`engine.memory_service.check_ids` refuses one)
+Namespace = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=64,
+        description="max 64 characters, not blank",
+        extra_json_schema=_NOT_BLANK_SCHEMA,
+    ),
+]
+AgentId = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=128,
+        description="max 128 characters, not blank",
+        extra_json_schema=_NOT_BLANK_SCHEMA,
+    ),
+]
+EntityId = Annotated[
+    str, Meta(min_length=1, max_length=256, description="not blank", extra_json_schema=_NOT_BLANK_SCHEMA)
+]
 SubjectId = Annotated[
     str,
     Meta(
@@ -68,7 +88,6 @@ MemoryText = Annotated[str, Meta(max_length=MAX_TEXT_LENGTH, description=f"max {
 #: the JSON-schema shape of a conflict key (`key_problem` is the rule; it also calls blank the invisible
 #: characters `is_blank` names)
 KEY_PATTERN = f"^[^|]*[^|{SPACES}][^|]*\\|(?:[\\s\\S]*\\|)?[^|]*[^|{SPACES}][^|]*$"
-_NOT_BLANK_SCHEMA = {"pattern": NOT_BLANK_PATTERN}
 Tag = Annotated[
     str,
     Meta(

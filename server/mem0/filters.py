@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from engine.errors import InvalidInput
+from engine.memory_service import check_ids
 from engine.models import Memory
 from engine.timeutil import to_utc
 from server.mem0.records import meta_str
@@ -110,8 +111,19 @@ def _compare(op: str, actual: Any, expected: Any, timed: bool) -> bool:
         raise _bad(f"`{op}` cannot compare {expected!r}") from exc
 
 
+def _check_ids(key: str, value: Any) -> None:
+    """An id a condition admits (an equality or one `in` a list) is not blank, given at the top level or
+    in `filters`: a blank id is a mistake, not a selection."""
+    listed = value.get("in") if isinstance(value, Mapping) else [value]
+    for one in listed if isinstance(listed, list) else ():
+        if isinstance(one, str):
+            check_ids(**{key: one})
+
+
 def _condition(key: str, value: Any) -> Predicate:
     timed = key in TIME_KEYS
+    if key in ENTITY_KEYS:
+        _check_ids(key, value)
     if value == "*":
         return lambda m: field_value(m, key) is not None
     if isinstance(value, Mapping):

@@ -16,7 +16,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from engine.errors import InvalidInput, NotFound
-from engine.memory_service import MemoryEdit
+from engine.memory_service import MemoryEdit, check_ids
 from engine.models import Event, Memory
 from engine.retrieval import pipeline
 from engine.retrieval.options import Diversity, RecallRequest, Rerank, RetrievalOptions
@@ -48,12 +48,14 @@ class Scopes(msgspec.Struct, frozen=True, kw_only=True):
 def scopes_of(body: V1CreateRequest) -> Scopes:
     """The ids at the top level, else string equalities in `filters` (mem0 v3 clients)."""
     given = {k: getattr(body, k) for k in ENTITY_KEYS}
+    check_ids(**given)
     for key, value in (body.filters or {}).items():
         if key in ENTITY_KEYS and given[key] is None:
             if not isinstance(value, str) or not value or len(value) > 128 or value == "*":
                 raise InvalidInput(
                     f"filters.{key} must be an id (1 to 128 characters)", field=f"filters.{key}"
                 )
+            check_ids("filters.", **{key: value})
             given[key] = value
     if not any(given.values()):
         raise InvalidInput(
@@ -373,6 +375,7 @@ def entity_selection(kind: str, name: str) -> Selection:
     key = {"user": "user_id", "agent": "agent_id", "run": "run_id", "app": "app_id"}.get(kind)
     if key is None:
         raise InvalidInput(f"unknown entity type {kind!r}; valid: user, agent, app, run", field="entity_type")
+    check_ids(entity_id=name)
     return select({key: name})
 
 

@@ -14,6 +14,7 @@ from server.auth import principal_of, require_auth
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
+    ID_SCHEMA,
     bounded_header,
     date_time_query,
     error_responses,
@@ -39,8 +40,10 @@ from server.threads import run_sync
 )
 async def get_entity_graph(
     request: Request[Any, Any, Any],
-    entity_id: Annotated[str, PathParameter(max_length=256, description="e.g. ent:alice")],
-    namespace: Annotated[str, QueryParameter(max_length=64)] = "default",
+    entity_id: Annotated[
+        str, PathParameter(max_length=256, schema_extra=ID_SCHEMA, description="e.g. ent:alice")
+    ],
+    namespace: Annotated[str, QueryParameter(max_length=64, schema_extra=ID_SCHEMA)] = "default",
     depth: Annotated[int, QueryParameter(ge=0, le=MAX_DEPTH, description="hops, 0 to 2")] = MAX_DEPTH,
     limit: Annotated[
         int, QueryParameter(ge=1, le=MAX_LIMIT, description="memories, 1 to 500")

@@ -16,6 +16,7 @@ from litestar import Request, Response, delete, get, post, put, route
 from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput, NotSupported
+from engine.models import NOT_BLANK_PATTERN
 from engine.timeutil import utcnow
 from engine.write.fact_edits import EditPlan, commit_edit, plan_edit
 from engine.write.turns import embed_for_write
@@ -69,7 +70,13 @@ MEM0_COMMON: dict[str, Any] = {
     "exception_handlers": {Exception: mem0_exception_handler},
 }
 MemoryIdPath = Annotated[str, PathParameter(description="mem_<ULID>", max_length=128)]
-IdQuery = Annotated[str | None, QueryParameter(max_length=256, description="an id, or * for any")]
+#: empty is read as absent (mem0's leniency); blank is refused (`check_ids`)
+IdQuery = Annotated[
+    str | None,
+    QueryParameter(
+        max_length=256, schema_extra={"pattern": f"^$|{NOT_BLANK_PATTERN}"}, description="an id, or * for any"
+    ),
+]
 FiltersQuery = Annotated[
     str | None,
     QueryParameter(
@@ -391,7 +398,10 @@ async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
 EntityTypePath = Annotated[
     Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")
 ]
-EntityNamePath = Annotated[str, PathParameter(description="the entity's id", max_length=256)]
+EntityNamePath = Annotated[
+    str,
+    PathParameter(description="the entity's id", max_length=256, schema_extra={"pattern": NOT_BLANK_PATTERN}),
+]
 
 
 @delete(

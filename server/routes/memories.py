@@ -8,12 +8,20 @@ from litestar import Request, Response, delete, get, patch, post
 from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput
-from engine.memory_service import MAX_PAGE_SIZE, MAX_QUERY_LENGTH, ListFilters, MemoryCreate, MemoryPatch
+from engine.memory_service import (
+    MAX_PAGE_SIZE,
+    MAX_QUERY_LENGTH,
+    ListFilters,
+    MemoryCreate,
+    MemoryPatch,
+    check_ids,
+)
 from engine.models import MEMORY_TYPES, STATUSES
 from server.auth import principal_of, require_auth
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
+    ID_SCHEMA,
     IDEMPOTENCY_DOC,
     bounded_header,
     date_time_query,
@@ -159,10 +167,10 @@ def csv_pattern(names: tuple[str, ...]) -> str:
 )
 async def list_memories(
     request: Request[Any, Any, Any],
-    namespace: Annotated[str | None, QueryParameter(max_length=64)] = None,
-    entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    namespace: Annotated[str | None, QueryParameter(max_length=64, schema_extra=ID_SCHEMA)] = None,
+    entity_id: Annotated[str | None, QueryParameter(max_length=256, schema_extra=ID_SCHEMA)] = None,
     agent_id: Annotated[
-        str | None, QueryParameter(max_length=128, description="else X-Service-Agent")
+        str | None, QueryParameter(max_length=128, schema_extra=ID_SCHEMA, description="else X-Service-Agent")
     ] = None,
     memory_type: Annotated[
         str | None,
@@ -198,6 +206,7 @@ async def list_memories(
 ) -> MemoryList:
     header_agent = bounded_header(request, AGENT_HEADER)
     _given_once(request)
+    check_ids(agent_id=agent_id)  # a blank agent_id is refused, not read as absent (the header's)
     filters = ListFilters(
         namespace=namespace,
         entity_id=entity_id,

@@ -16,6 +16,7 @@ from litestar.params import HeaderParameter, QueryParameter
 from litestar.response import Stream
 
 from engine.errors import InvalidInput
+from engine.memory_service import check_ids
 from engine.prune import PruneRequest, prune
 from engine.redact import Redactor
 from engine.retrieval.tokens import get_tokenizer
@@ -27,6 +28,7 @@ from server.auth import Principal, principal_of, require_auth
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
+    ID_SCHEMA,
     IDEMPOTENCY_DOC,
     bounded_header,
     date_time_query,
@@ -174,7 +176,7 @@ async def list_events(
             description="only events of this type, e.g. memory.created",
         ),
     ] = None,
-    entity_id: Annotated[str | None, QueryParameter(max_length=256)] = None,
+    entity_id: Annotated[str | None, QueryParameter(max_length=256, schema_extra=ID_SCHEMA)] = None,
     memory_id: Annotated[
         str | None, QueryParameter(max_length=128, description="only events about this memory (its history)")
     ] = None,
@@ -213,6 +215,7 @@ async def list_events(
 ) -> Response[EventList]:
     if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
         raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
+    check_ids(entity_id=entity_id)
     after = event_stream.decode_cursor(cursor) if cursor else None
     principal = principal_of(request)
     org_id = principal.org_id

@@ -41,6 +41,7 @@ from server.errors import request_id_of
 from server.http import (
     AGENT_DOC,
     AGENT_HEADER,
+    ID_SCHEMA,
     IDEMPOTENCY_DOC,
     bounded_header,
     error_responses,
@@ -110,11 +111,20 @@ def _search_item(m: Memory, score: float | None) -> V1SearchItem:
 async def list_memories_v1(
     request: Request[Any, Any, Any],
     user_id: Annotated[
-        str | None, QueryParameter(min_length=1, max_length=256, description="the memories' entity_id")
+        str | None,
+        QueryParameter(
+            min_length=1, max_length=256, schema_extra=ID_SCHEMA, description="the memories' entity_id"
+        ),
     ] = None,
-    agent_id: Annotated[str | None, QueryParameter(min_length=1, max_length=128)] = None,
-    run_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
-    app_id: Annotated[str | None, QueryParameter(min_length=1, max_length=256)] = None,
+    agent_id: Annotated[
+        str | None, QueryParameter(min_length=1, max_length=128, schema_extra=ID_SCHEMA)
+    ] = None,
+    run_id: Annotated[
+        str | None, QueryParameter(min_length=1, max_length=256, schema_extra=ID_SCHEMA)
+    ] = None,
+    app_id: Annotated[
+        str | None, QueryParameter(min_length=1, max_length=256, schema_extra=ID_SCHEMA)
+    ] = None,
     search: Annotated[
         str | None, QueryParameter(name="query", description=f"search text (max {MAX_TEXT_LENGTH})")
     ] = None,

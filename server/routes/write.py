@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Request, Response, post
 
+from engine.memory_service import check_ids
 from engine.models import Memory
 from engine.timeutil import utcnow
 from engine.write.batch_upsert import UpsertRequest, UpsertResponse, build_memories, results
@@ -102,6 +103,7 @@ async def batch_upsert(
 async def extract(request: Request[Any, Any, Any]) -> ExtractResult:
     _, data = await read_json(request)
     body = parse_body(data, ExtractRequest)
+    check_ids(entity_id=body.entity_id, namespace=body.namespace)
     org_id = principal_of(request).org_id
     svc = services_of(request)
 

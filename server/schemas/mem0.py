@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from engine.models import MemoryText
+from engine.models import AgentId, EntityId, MemoryText
 from loci.wire.models import MAX_TEXT_LENGTH
 from server.schemas.errors import Mem0ErrorBody
 from server.schemas.v1 import AppId, Filters, RunId, UnixSeconds, V1CreateItem, V1CreateRequest
@@ -124,8 +124,8 @@ class Mem0SearchRequest(msgspec.Struct, kw_only=True):
 
     query: Query
     filters: Filters | None = None
-    user_id: Annotated[str, Meta(min_length=1, max_length=256)] | None = None
-    agent_id: Annotated[str, Meta(min_length=1, max_length=128)] | None = None
+    user_id: EntityId | None = None
+    agent_id: AgentId | None = None
     run_id: RunId | None = None
     app_id: AppId | None = None
     top_k: TopK = DEFAULT_TOP_K

@@ -30,13 +30,13 @@ export interface paths {
         };
         /**
          * List memories with filters, paginated
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a cursor is one the server returned (for the same filters and sort) (`cursor`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a cursor is one the server returned (for the same filters and sort) (`cursor`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         get: operations["listMemories"];
         put?: never;
         /**
          * Create one memory or a batch (up to 200)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
          */
         post: operations["createMemory"];
         delete?: never;
@@ -62,7 +62,7 @@ export interface paths {
         head?: never;
         /**
          * Update tags, metadata, archived or valid_to of one memory
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); an update's metadata keeps the keys Loci wrote itself where it leaves them out; it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to that space, null out of it) (`reserved_metadata`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`); an update's metadata keeps the keys Loci wrote itself where it leaves them out; it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to that space, null out of it) (`reserved_metadata`).
          */
         patch: operations["updateMemory"];
         trace?: never;
@@ -78,7 +78,7 @@ export interface paths {
         put?: never;
         /**
          * Assemble the context for one agent turn; optionally extract and ingest the turn
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["assembleContext"];
         delete?: never;
@@ -98,7 +98,7 @@ export interface paths {
         put?: never;
         /**
          * Explicit recall: ranked matches for a query
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["recall"];
         delete?: never;
@@ -118,7 +118,7 @@ export interface paths {
         put?: never;
         /**
          * Structured batch upsert with supersession (private; admin scope)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`); a conflict key is <subject>|<predicate>: some '|', something visible before the first and after the last (`conflict_key_shape`).
          */
         post: operations["batchUpsertMemories"];
         delete?: never;
@@ -136,7 +136,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Extract entities and facts from a text; stores nothing (private; admin scope) */
+        /**
+         * Extract entities and facts from a text; stores nothing (private; admin scope)
+         * @description Rules the schema cannot express (422 with details.rule): a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         */
         post: operations["extract"];
         delete?: never;
         options?: never;
@@ -153,18 +156,18 @@ export interface paths {
         };
         /**
          * Search (with query) or list newest first (mem0-compatible)
-         * @description Rules the schema cannot express (422 with details.rule): user_id or agent_id is required (`user_or_agent`).
+         * @description Rules the schema cannot express (422 with details.rule): user_id or agent_id is required (`user_or_agent`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         get: operations["listMemoriesV1"];
         put?: never;
         /**
          * Create memories from chat messages (mem0-compatible; also without the trailing slash)
-         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["createMemoriesV1"];
         /**
          * Delete every memory of a user, agent, run or app (* for any) (mem0 delete_all)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         delete: operations["mem0DeleteAll"];
         options?: never;
@@ -203,7 +206,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Summarize what is known about one entity (extractive, or by the configured LLM) */
+        /**
+         * Summarize what is known about one entity (extractive, or by the configured LLM)
+         * @description Rules the schema cannot express (422 with details.rule): a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         */
         post: operations["summarize"];
         delete?: never;
         options?: never;
@@ -222,7 +228,7 @@ export interface paths {
         put?: never;
         /**
          * Delete or archive the memories that rules select (dry run by default)
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag or predicate is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank) (`not_blank`).
+         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["pruneMemories"];
         delete?: never;
@@ -242,7 +248,7 @@ export interface paths {
          * The org's event log: a page (JSON) or a live stream (Accept: text/event-stream)
          * @description Events in append order. `next_cursor` resumes after the last item; it is null when the page is empty (the end of the log: keep your cursor and poll later). With `Accept: text/event-stream` the same events are sent as server-sent events (`id:` is the event's cursor, `event:` its type, `data:` the item as JSON), then new ones as they are written (polled every 0.5 s; `: keep-alive` comments every 15 s); `Last-Event-ID` resumes after that event. `max_events` and `timeout` end the stream early (for tests and tools). Open streams are capped per API key (`LOCI_MAX_STREAMS_PER_KEY`, default 10) and per server process (`LOCI_MAX_STREAMS`, default 100): one more is 429 `rate_limited` with `Retry-After` and `details.limit` (`streams_per_key` or `streams`); a stream's slot is freed when it ends. A stream ends at its next poll once its key is revoked, or once the server is told to stop (SIGTERM): resume a stream that ends before its `max_events` or `timeout` with `Last-Event-ID` (a revoked key's resume is answered 401).
          *
-         *     Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a cursor is one the server returned (for the same filters and sort) (`cursor`).
+         *     Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a cursor is one the server returned (for the same filters and sort) (`cursor`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         get: operations["listEvents"];
         put?: never;
@@ -264,7 +270,7 @@ export interface paths {
          * The entities and fact edges around an entity, to the retrieval graph's depth
          * @description The memories the graph channel reaches from the entity (active ones, or with `as_of` those valid then), the entities they touch with their hop distance, and their edges: `fact` (subject -> entity-valued object, with the predicate) and `mention` (a memory's entity_id -> its subject or object). `truncated` is true when more than `limit` memories were in reach.
          *
-         *     Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`).
+         *     Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         get: operations["getEntityGraph"];
         put?: never;
@@ -320,7 +326,7 @@ export interface paths {
         put?: never;
         /**
          * Add memories from messages (mem0 v3; synchronous: results are in the answer)
-         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0AddV3"];
         delete?: never;
@@ -340,7 +346,7 @@ export interface paths {
         put?: never;
         /**
          * List memories by mem0 filters, newest first, in numbered pages (mem0 v3 get_all)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0ListV3"];
         delete?: never;
@@ -360,7 +366,7 @@ export interface paths {
         put?: never;
         /**
          * List memories by mem0 filters (older clients; answers the page's memories as a list)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0ListV2"];
         delete?: never;
@@ -380,7 +386,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories by a query within mem0 filters (mem0 v3)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0SearchV3"];
         delete?: never;
@@ -400,7 +406,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories (older clients; answers a list)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0SearchV2"];
         delete?: never;
@@ -420,7 +426,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories with top-level user_id/agent_id/run_id (older clients; answers a list)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0SearchV1"];
         delete?: never;
@@ -473,7 +479,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete every memory of one user, agent, app or run (mem0 delete_users) */
+        /**
+         * Delete every memory of one user, agent, app or run (mem0 delete_users)
+         * @description Rules the schema cannot express (422 with details.rule): a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         */
         delete: operations["mem0DeleteEntity"];
         options?: never;
         head?: never;
@@ -490,7 +499,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete every memory of one user, agent, app or run (older clients) */
+        /**
+         * Delete every memory of one user, agent, app or run (older clients)
+         * @description Rules the schema cannot express (422 with details.rule): a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         */
         delete: operations["mem0DeleteEntityV1"];
         options?: never;
         head?: never;
@@ -504,17 +516,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Newest memories of a user/agent/run, or of the org (mem0 OSS) */
+        /**
+         * Newest memories of a user/agent/run, or of the org (mem0 OSS)
+         * @description Rules the schema cannot express (422 with details.rule): a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         */
         get: operations["mem0OssList"];
         put?: never;
         /**
          * Add memories from messages (mem0 OSS)
-         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`).
+         * @description Rules the schema cannot express (422 with details.rule): valid_to must not be before valid_from (or the timestamp) (`valid_to_after_valid_from`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0OssAdd"];
         /**
          * Delete every memory of a user, agent or run (mem0 OSS)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         delete: operations["mem0OssDeleteAll"];
         options?: never;
@@ -555,7 +570,7 @@ export interface paths {
         put?: never;
         /**
          * Search memories (mem0 OSS; ids in filters or at the top level)
-         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`).
+         * @description Rules the schema cannot express (422 with details.rule): the filters (or top-level ids) name a user_id, agent_id, run_id or app_id (`scope_filter`); filters use mem0's keys and operators (the refusal lists them in details) (`filter_language`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["mem0OssSearch"];
         delete?: never;
@@ -935,12 +950,13 @@ export interface components {
             memory_id: string;
             org_id: string;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace: string;
-            /** @description max 128 characters */
+            /** @description max 128 characters, not blank */
             agent_id: string | null;
+            /** @description not blank */
             entity_id: string | null;
             /** @enum {string} */
             type: "fact" | "event" | "document" | "note" | "profile" | "chunk";
@@ -1207,7 +1223,7 @@ export interface components {
          */
         MemoryCreate: {
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1283,11 +1299,12 @@ export interface components {
         };
         /** AssembleRequest */
         AssembleRequest: {
+            /** @description not blank */
             entity_id: string;
             /** @description max 20000 characters */
             turn: string;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1471,7 +1488,7 @@ export interface components {
             /** @default null */
             entity_id?: string | null;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1499,7 +1516,7 @@ export interface components {
         /** UpsertItem */
         UpsertItem: {
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1575,10 +1592,13 @@ export interface components {
         ExtractRequest: {
             /** @description max 20000 characters */
             text: string;
-            /** @default ent:user */
+            /**
+             * @description not blank
+             * @default ent:user
+             */
             entity_id?: string;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1669,9 +1689,10 @@ export interface components {
          * @description POST /v0/summarize: what Loci knows about one entity, within `max_tokens`.
          */
         SummarizeRequest: {
+            /** @description not blank */
             entity_id: string;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
@@ -1706,7 +1727,7 @@ export interface components {
             /** @default null */
             entity_id?: string | null;
             /**
-             * @description max 64 characters
+             * @description max 64 characters, not blank
              * @default default
              */
             namespace?: string;
