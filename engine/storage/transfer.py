@@ -71,7 +71,7 @@ import numpy as np
 
 from engine.embed.passages import all_passages, passage_model
 from engine.errors import Conflict, InvalidInput, NotFound
-from engine.memory_service import check_labels, check_text
+from engine.memory_service import check_ids, check_labels, check_text
 from engine.models import ApiKey, Event, IdempotencyRecord, Memory, text_hash
 from engine.storage.base import EventQuery, ListQuery, Store, Vector
 from engine.timeutil import utcnow
@@ -403,10 +403,13 @@ class _FileCheck:
             read.idempotency += 1
 
     def _check_memory(self, number: int, memory: Memory) -> None:
-        """What the API refuses to write (a blank text, tag or predicate, a conflict key of another
-        shape) the import refuses too; decoding checked the rest of its limits, the id's included."""
+        """What the API refuses to write (a blank text, tag, predicate, entity, agent or namespace, a
+        conflict key of another shape) the import refuses too; decoding checked the rest of its limits,
+        the id's included."""
         try:
             check_text(memory.text, "memory.text")
+            ids = {"namespace": memory.namespace, "entity_id": memory.entity_id, "agent_id": memory.agent_id}
+            check_ids("memory.", **ids)
             check_labels(memory.tags, memory.keys, memory.predicate, prefix="memory.")
         except InvalidInput as exc:
             said = (

@@ -315,6 +315,9 @@ def test_a_bad_vector_is_refused_naming_its_line(stores: dict[str, Store], vecto
         ("tags", ["home", " "], "memory.tags[1] must not be blank"),
         ("predicate", " ", "memory.predicate must not be blank"),
         ("keys", ["no bar"], "memory.keys[0]: a conflict key has the shape"),
+        ("entity_id", " ", "memory.entity_id must not be blank"),
+        ("agent_id", "\t", "memory.agent_id must not be blank"),
+        ("namespace", " \u200b", "memory.namespace must not be blank"),
     ],
 )
 def test_a_memory_the_api_would_refuse_is_refused_naming_its_line(
