@@ -114,6 +114,9 @@ async def assemble_context(
     status_code=200,
     tags=["context"],
     summary="Explicit recall: ranked matches for a query",
+    description="`limit` matches, best first, each with its score and score components. `return` has "
+    "assemble's shape; recall reads its `include_raw_memories` and `trace`. The others shape assemble's "
+    "context sections, which recall does not build, and are accepted and not read.",
     guards=[require_auth],
     opt={"scope": "read"},
     responses=error_responses(400, 401, 403, 422, 429, 500),

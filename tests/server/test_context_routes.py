@@ -421,6 +421,31 @@ def test_recall_matches(client: TestClient[Litestar], auth: dict[str, str]) -> N
     assert body["request_id"] == r.headers["x-request-id"]
 
 
+def test_recall_reads_the_return_options_its_operation_names(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """recall's `return` has assemble's shape; it reads `include_raw_memories` and `trace` (as its
+    OpenAPI description says), and the sections' options leave its matches as they are."""
+    items = [
+        {"type": "note", "text": f"Alice likes tea number {i}", "entity_id": "ent:alice"} for i in range(4)
+    ]
+    assert client.post("/v0/memories", json={"items": items}, headers=auth).status_code in (200, 201)
+    ask = {"query": "tea", "entity_id": "ent:alice"}
+    plain = client.post("/v0/recall", json=ask, headers=auth).json()
+    assert len(plain["matches"]) == 4 and "raw_memories" not in plain and "trace" not in plain
+    sections = {"include": ["summary"], "max_facts": 1, "max_events": 1, "include_scores": False}
+    same = client.post("/v0/recall", json={**ask, "return": sections}, headers=auth).json()
+    assert [(m["memory_id"], set(m["score_components"])) for m in same["matches"]] == [
+        (m["memory_id"], set(m["score_components"])) for m in plain["matches"]
+    ]
+    read = {"include_raw_memories": True, "trace": True}
+    full = client.post("/v0/recall", json={**ask, "return": read}, headers=auth).json()
+    assert [m["memory_id"] for m in full["raw_memories"]] == [m["memory_id"] for m in full["matches"]]
+    assert full["trace"]["timings"]["total"] > 0
+    doc = client.get("/schema/openapi.json").json()["paths"]["/v0/recall"]["post"]["description"]
+    assert "include_raw_memories" in doc and "trace" in doc
+
+
 def test_the_same_read_ranks_the_same_every_time(client: TestClient[Litestar], auth: dict[str, str]) -> None:
     """A note and three events saying the same at the same time tie: read again and again with no
     `as_of` (the recency prior moves with the clock, and the float noise of the sums with it), one

@@ -98,7 +98,9 @@ export interface paths {
         put?: never;
         /**
          * Explicit recall: ranked matches for a query
-         * @description Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
+         * @description `limit` matches, best first, each with its score and score components. `return` has assemble's shape; recall reads its `include_raw_memories` and `trace`. The others shape assemble's context sections, which recall does not build, and are accepted and not read.
+         *
+         *     Rules the schema cannot express (422 with details.rule): a date-time's UTC value must fall within years 1 to 9999 (`date_time_range`); a text, tag, predicate or id (entity, agent, namespace; mem0's user, agent, run and app ids; X-Service-Agent) is not blank: something in it is visible, not only whitespace, control, format or combining characters (a zero-width space alone is blank); an id of symbols alone (`!!!`) is not blank (`not_blank`).
          */
         post: operations["recall"];
         delete?: never;
