@@ -13,6 +13,9 @@ from litestar.testing import TestClient
 from engine.storage.base import Store
 from tests.server.conftest import memory_body
 
+#: the refusal comes before any store is read or written: SQLite, the default, stands for the three
+pytestmark = pytest.mark.parametrize("store", ["sqlite"], indirect=True)
+
 BLANKS = ("   ", "\t", "\u200b")
 ROME = [{"role": "user", "content": "I live in Rome"}]
 
