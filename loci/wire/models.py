@@ -54,28 +54,23 @@ def key_problem(key: str) -> str | None:
 #: routes and the event filter take (the server makes `mem_<ULID>`; an import brings ids from a file)
 MemoryId = Annotated[str, Meta(min_length=1, max_length=128, pattern="^[^/]+$")]
 _NOT_BLANK_SCHEMA = {"pattern": NOT_BLANK_PATTERN}
+
+
+def _not_blank(max_length: int, description: str | None = None) -> Meta:
+    """1 to `max_length` characters, not blank: the schema shows the rule, the engine checks it
+    (`engine.models.is_blank`)."""
+    return Meta(
+        min_length=1,
+        max_length=max_length,
+        description=description or f"max {max_length} characters, not blank",
+        extra_json_schema=_NOT_BLANK_SCHEMA,
+    )
+
+
 #: ids are opaque ("!!!" is one) but not blank (`engine.memory_service.check_ids` refuses one)
-Namespace = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=64,
-        description="max 64 characters, not blank",
-        extra_json_schema=_NOT_BLANK_SCHEMA,
-    ),
-]
-AgentId = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=128,
-        description="max 128 characters, not blank",
-        extra_json_schema=_NOT_BLANK_SCHEMA,
-    ),
-]
-EntityId = Annotated[
-    str, Meta(min_length=1, max_length=256, description="not blank", extra_json_schema=_NOT_BLANK_SCHEMA)
-]
+Namespace = Annotated[str, _not_blank(64)]
+AgentId = Annotated[str, _not_blank(128)]
+EntityId = Annotated[str, _not_blank(256, "not blank")]
 SubjectId = Annotated[
     str,
     Meta(
@@ -88,24 +83,8 @@ MemoryText = Annotated[str, Meta(max_length=MAX_TEXT_LENGTH, description=f"max {
 #: the JSON-schema shape of a conflict key (`key_problem` is the rule; it also calls blank the invisible
 #: characters `is_blank` names)
 KEY_PATTERN = f"^[^|]*[^|{SPACES}][^|]*\\|(?:[\\s\\S]*\\|)?[^|]*[^|{SPACES}][^|]*$"
-Tag = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=64,
-        description="max 64 characters, not blank",
-        extra_json_schema=_NOT_BLANK_SCHEMA,
-    ),
-]
-Predicate = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=128,
-        description="max 128 characters, not blank",
-        extra_json_schema=_NOT_BLANK_SCHEMA,
-    ),
-]
+Tag = Annotated[str, _not_blank(64)]
+Predicate = Annotated[str, _not_blank(128)]
 ObjectString = Annotated[str, Meta(max_length=4000, description="max 4000 characters")]
 Unit = Annotated[str, Meta(max_length=32, description="max 32 characters")]
 ConflictKey = Annotated[

@@ -8,19 +8,11 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from engine.models import NOT_BLANK_PATTERN, AgentId, EntityId, MemoryText
+from engine.models import AgentId, EntityId, MemoryText
 
 V1EventName = Literal["ADD", "UPDATE", "DELETE", "NONE"]
-#: mem0's run and app ids, not blank as the other ids (`engine.memory_service.check_ids`)
-RunId = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=128,
-        description="max 128 characters, not blank",
-        extra_json_schema={"pattern": NOT_BLANK_PATTERN},
-    ),
-]
+#: mem0's run and app ids: 1 to 128 characters, not blank, as an agent id
+RunId = AgentId
 AppId = RunId
 #: a mem0 filter object (see docs/integrations.md); nesting and list lengths are checked when it is read
 Filters = Annotated[dict[str, Any], Meta(max_length=32, description="mem0 filters: at most 32 keys")]
