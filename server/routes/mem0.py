@@ -22,7 +22,7 @@ from engine.write.fact_edits import EditPlan, commit_edit, plan_edit
 from engine.write.turns import embed_for_write
 from server.auth import principal_of, require_auth
 from server.errors import failure_for, request_id_of
-from server.http import IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
+from server.http import ID_SCHEMA, IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
 from server.mem0.filters import Selection, merge_ids, select, with_metadata_keys
@@ -400,7 +400,7 @@ EntityTypePath = Annotated[
 ]
 EntityNamePath = Annotated[
     str,
-    PathParameter(description="the entity's id", max_length=256, schema_extra={"pattern": NOT_BLANK_PATTERN}),
+    PathParameter(description="the entity's id", max_length=256, schema_extra=ID_SCHEMA),
 ]
 
 
