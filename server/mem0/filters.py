@@ -111,19 +111,22 @@ def _compare(op: str, actual: Any, expected: Any, timed: bool) -> bool:
         raise _bad(f"`{op}` cannot compare {expected!r}") from exc
 
 
-def _check_ids(key: str, value: Any) -> None:
-    """An id a condition admits (an equality or one `in` a list) is not blank, given at the top level or
-    in `filters`: a blank id is a mistake, not a selection."""
-    listed = value.get("in") if isinstance(value, Mapping) else [value]
-    for one in listed if isinstance(listed, list) else ():
+def _check_ids(key: str, value: Any, path: str) -> None:
+    """An id a condition admits or refuses (an equality, one `in` a list, `ne`) is not blank, given at the
+    top level or in `filters`: a blank id is a mistake, not a selection; the refusal names its place."""
+    if isinstance(value, Mapping):
+        listed = [*(value["in"] if isinstance(value.get("in"), list) else ()), value.get("ne")]
+    else:
+        listed = [value]
+    for one in listed:
         if isinstance(one, str):
-            check_ids(**{key: one})
+            check_ids(path, **{key: one})
 
 
-def _condition(key: str, value: Any) -> Predicate:
+def _condition(key: str, value: Any, path: str) -> Predicate:
     timed = key in TIME_KEYS
     if key in ENTITY_KEYS:
-        _check_ids(key, value)
+        _check_ids(key, value, path)
     if value == "*":
         return lambda m: field_value(m, key) is not None
     if isinstance(value, Mapping):
@@ -165,13 +168,13 @@ def _metadata(value: Any) -> Predicate:
     return lambda m: all(m.metadata.get(k) == v for k, v in pairs.items())
 
 
-def _combine(key: str, value: Any, depth: int) -> Predicate:
+def _combine(key: str, value: Any, depth: int, path: str) -> Predicate:
     parts = (
         value if isinstance(value, list) else [value] if key == "NOT" and isinstance(value, Mapping) else None
     )
     if parts is None or len(parts) > MAX_LIST:
         raise _bad(f"{key} takes a list of at most {MAX_LIST} conditions")
-    preds = [_node(p, depth + 1) for p in parts]
+    preds = [_node(p, depth + 1, f"{path}{key}[{i}].") for i, p in enumerate(parts)]
     if key == "AND":
         return lambda m: all(p(m) for p in preds)
     if key == "OR":
@@ -179,7 +182,7 @@ def _combine(key: str, value: Any, depth: int) -> Predicate:
     return lambda m: not any(p(m) for p in preds)
 
 
-def _node(node: Any, depth: int) -> Predicate:
+def _node(node: Any, depth: int, path: str) -> Predicate:
     if depth > MAX_DEPTH:
         raise _bad(f"filters nest at most {MAX_DEPTH} levels")
     if not isinstance(node, Mapping):
@@ -187,13 +190,13 @@ def _node(node: Any, depth: int) -> Predicate:
     preds: list[Predicate] = []
     for key, value in node.items():
         if key in ("AND", "OR", "NOT"):
-            preds.append(_combine(key, value, depth))
+            preds.append(_combine(key, value, depth, path))
         elif key == "categories":
             preds.append(_categories(value))
         elif key == "metadata":
             preds.append(_metadata(value))
         elif key in (*ENTITY_KEYS, *TIME_KEYS, "memory_id", "id"):
-            preds.append(_condition(key, value))
+            preds.append(_condition(key, value, path))
         else:
             raise _bad(f"unsupported filter {key!r}")
     return lambda m: all(p(m) for p in preds)
@@ -240,11 +243,18 @@ def _equalities(node: Mapping[str, Any]) -> tuple[dict[str, str], bool]:
     return found, whole
 
 
+def check(filters: Mapping[str, Any] | None) -> None:
+    """Refuse a request's `filters` as given, before routes AND other conditions into it, so that a
+    refusal names the key's place in them (`filters.AND[0].user_id`)."""
+    if filters:
+        _node(filters, 0, f"{FIELD}.")
+
+
 def select(filters: Mapping[str, Any] | None) -> Selection:
     """Read a mem0 filter object (None: everything)."""
     if not filters:
         return Selection()
-    predicate = _node(filters, 0)
+    predicate = _node(filters, 0, "")
     eq, whole = _equalities(filters)
     return Selection(
         entity_id=eq.get("user_id"),

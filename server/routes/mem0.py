@@ -25,7 +25,7 @@ from server.errors import failure_for, request_id_of
 from server.http import ID_SCHEMA, IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
-from server.mem0.filters import Selection, merge_ids, select, with_metadata_keys
+from server.mem0.filters import Selection, check, merge_ids, select, with_metadata_keys
 from server.mem0.records import day_start, entities, record
 from server.schemas.errors import Mem0ErrorBody, as_mem0
 from server.schemas.mem0 import (
@@ -162,6 +162,7 @@ def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
 async def _list(request: Request[Any, Any, Any], page: int | None, page_size: int | None) -> Mem0Page:
     _, data = await read_json(request)
     body = parse_body(data, Mem0ListRequest)
+    check(body.filters)
     sel = _scoped(body.filters)
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
@@ -228,6 +229,7 @@ async def search_results(request: Request[Any, Any, Any], *, oss: bool = False) 
     _, data = await read_json(request)
     body = parse_body(data, Mem0SearchRequest)
     given = with_metadata_keys(body.filters) if oss else body.filters
+    check(given)
     filters = merge_ids(
         given, user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id, app_id=body.app_id
     )
@@ -379,6 +381,7 @@ async def delete_all(
 ) -> Response[Mem0Deleted]:
     ids = {"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "app_id": app_id}
     parsed = ops.filters_param(filters)
+    check(parsed)
     sel = ops.ids_selection(**ids) if parsed is None else _scoped(merge_ids(parsed, **ids))
     return await delete_selected(request, sel, "Memories deleted successfully!")
 

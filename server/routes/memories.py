@@ -15,6 +15,7 @@ from engine.memory_service import (
     MemoryCreate,
     MemoryPatch,
     check_ids,
+    check_text,
 )
 from engine.models import MEMORY_TYPES, STATUSES
 from server.auth import principal_of, require_auth
@@ -179,7 +180,7 @@ async def list_memories(
     status: Annotated[
         str | None, QueryParameter(pattern=csv_pattern(STATUSES), description="a status or a comma list")
     ] = None,
-    tag: Annotated[str | None, QueryParameter(max_length=64)] = None,
+    tag: Annotated[str | None, QueryParameter(max_length=64, schema_extra=ID_SCHEMA)] = None,
     archived: Annotated[bool | None, QueryParameter()] = None,
     since: Annotated[
         str | None,
@@ -207,6 +208,8 @@ async def list_memories(
     header_agent = bounded_header(request, AGENT_HEADER)
     _given_once(request)
     check_ids(agent_id=agent_id)  # a blank agent_id is refused, not read as absent (the header's)
+    if tag is not None:
+        check_text(tag, "tag")  # no memory holds a blank tag: the filter would be a mistake
     filters = ListFilters(
         namespace=namespace,
         entity_id=entity_id,

@@ -49,10 +49,25 @@ BODY_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("/v1/memories/", {"messages": ROME, "filters": {"user_id": "{b}"}}, "filters.user_id"),
     ("/v3/memories/add/", {"messages": ROME, "user_id": "u", "run_id": "{b}"}, "run_id"),
     ("/memories", {"messages": ROME, "app_id": "{b}", "infer": False}, "app_id"),
-    ("/v3/memories/search/", {"query": "Rome", "filters": {"user_id": "{b}"}}, "user_id"),
-    ("/v3/memories/search/", {"query": "Rome", "filters": {"user_id": {"in": ["{b}"]}}}, "user_id"),
+    ("/v3/memories/search/", {"query": "Rome", "filters": {"user_id": "{b}"}}, "filters.user_id"),
+    ("/v3/memories/search/", {"query": "Rome", "filters": {"user_id": {"in": ["{b}"]}}}, "filters.user_id"),
+    (
+        "/v3/memories/search/",
+        {"query": "Rome", "filters": {"user_id": "u", "agent_id": {"ne": "{b}"}}},
+        "filters.agent_id",
+    ),
+    (
+        "/search",
+        {"query": "Rome", "user_id": "u", "categories": ["c"], "filters": {"run_id": "{b}"}},
+        "filters.run_id",
+    ),
     ("/v1/memories/search/", {"query": "Rome", "user_id": "{b}"}, "user_id"),
-    ("/v3/memories/", {"filters": {"AND": [{"agent_id": "{b}"}]}}, "agent_id"),
+    ("/v3/memories/", {"filters": {"AND": [{"agent_id": "{b}"}]}}, "filters.AND[0].agent_id"),
+    (
+        "/v3/memories/",
+        {"filters": {"OR": [{"user_id": "u"}, {"NOT": {"user_id": "{b}"}}]}},
+        "filters.OR[1].NOT[0].user_id",
+    ),
     ("/search", {"query": "Rome", "run_id": "{b}"}, "run_id"),
 ]
 
@@ -61,6 +76,7 @@ PARAM_CASES: list[tuple[str, str, str]] = [
     ("GET", "/v0/memories?entity_id={b}", "entity_id"),
     ("GET", "/v0/memories?namespace={b}", "namespace"),
     ("GET", "/v0/memories?agent_id={b}", "agent_id"),
+    ("GET", "/v0/memories?tag={b}", "tag"),
     ("GET", "/v0/observability/events?entity_id={b}", "entity_id"),
     ("GET", "/v0/entities/{b}/graph", "entity_id"),
     ("GET", "/v0/entities/ent:u/graph?namespace={b}", "namespace"),
@@ -68,6 +84,7 @@ PARAM_CASES: list[tuple[str, str, str]] = [
     ("GET", "/memories?agent_id={b}", "agent_id"),
     ("DELETE", "/v1/memories/?user_id={b}", "user_id"),
     ("DELETE", "/memories?run_id={b}", "run_id"),
+    ("DELETE", "/v1/memories/?filters=%7B%22user_id%22%3A%22{b}%22%7D", "filters.user_id"),
     ("DELETE", "/v2/entities/user/{b}/", "entity_id"),
 ]
 
