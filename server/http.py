@@ -199,6 +199,7 @@ async def run_write(
     *,
     prepare: Callable[[str], None] | None = None,
     writes: bool = True,
+    parsed: Any = None,
 ) -> Response[Any]:
     """Run `work(org_id)` in a worker thread, in one transaction, under the request's Idempotency-Key
     (if any): a request that fails writes nothing, with a key or without.
@@ -206,13 +207,14 @@ async def run_write(
     `prepare(org_id)`, when given, runs first and outside the write transaction (embedding); a request
     that will be replayed skips it. `writes=False` (an assemble that ingests nothing): without a key,
     `work` runs outside a transaction, since all it writes is a read's log entry that need not wait
-    for the disk."""
+    for the disk. `parsed`: the body as the route read it, which an Idempotency-Key's retry is compared
+    by (defaults filled in); without it, by the JSON document."""
     principal = principal_of(request)
     svc = services_of(request)
     key = bounded_header(request, IDEMPOTENCY_HEADER)
     path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
 
-    fp = RequestPrint(request.method, path, body, bounded_header(request, AGENT_HEADER))
+    fp = RequestPrint(request.method, path, body, bounded_header(request, AGENT_HEADER), parsed=parsed)
 
     def call() -> StoredResponse:
         org_id = principal.org_id

@@ -1,11 +1,12 @@
 """Idempotency-Key handling, reusable by every writing route.
 
 `Idempotency.run(...)` executes `work` at most once per (org, key): the fingerprint is a hash of the
-method, the path (with query) and the body as parsed (`canonical_body`: a JSON body with its keys
-sorted and no insignificant whitespace, so the same document sent with its keys in another order is the
-same request). The same key and body replays the first response (same status and body, no second
-write); another body is 409 conflict. Records written before fingerprints were versioned hold a hash
-of the raw bytes (`raw_fingerprint`) and are compared that way until they expire. The record is stored in the SAME
+method, the path (with query) and the body as the route read it (`read_body`: its request type with
+every default filled in, so a retry that spells out a default, orders its keys otherwise or writes 1 for
+1.0 is the same request). Routes without a typed body hash the JSON document (`canonical_body`: keys
+sorted, no insignificant whitespace). The same key and body replays the first response (same status and
+body, no second write); another body is 409 conflict. Records stored by earlier versions hold a hash of
+the JSON document (`v2:`) or of the raw bytes, and are compared that way until they expire. The record is stored in the SAME
 `store.transaction()` as the write, so the two commit together; without a key the work still runs in one
 transaction, so a request that fails part-way leaves nothing behind. Concurrent duplicates are serialized
 by a per-key lock in process; across processes a lost race on the record rolls the write back and
@@ -20,6 +21,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 from functools import cached_property
+from typing import Any
 
 import msgspec
 
@@ -39,8 +41,10 @@ class StoredResponse(msgspec.Struct, kw_only=True):
     replayed: bool = False
 
 
-#: the prefix of fingerprints over the parsed body; a stored fingerprint without it is a raw one
-FINGERPRINT_VERSION = "v2:"
+#: the prefix of fingerprints over the body as its route read it (defaults filled in)
+FINGERPRINT_VERSION = "v3:"
+#: the prefix of fingerprints over the JSON document; a stored fingerprint with neither is a raw one
+DOCUMENT_VERSION = "v2:"
 
 
 def _digest(*parts: bytes) -> str:
@@ -64,14 +68,21 @@ def canonical_body(body: bytes) -> bytes:
     return b"J" + msgspec.json.encode(data, order="sorted")
 
 
-def fingerprint(method: str, path: str, body: bytes, agent: str | None = None) -> str:
-    """What identifies a request under one Idempotency-Key (see the module docstring); the
-    `X-Service-Agent` it was sent as is part of it, since the agent scopes what the request reads and
-    writes."""
-    parts = [method.upper().encode(), path.encode(), canonical_body(body)]
+def read_body(parsed: Any) -> bytes:
+    """The body as its route read it (a request Struct, or a tuple of what the route parsed), every
+    field written out, defaults included, in one order; tagged `S`."""
+    return b"S" + msgspec.json.encode(parsed, order="sorted")
+
+
+def fingerprint(method: str, path: str, body: bytes, agent: str | None = None, *, parsed: Any = None) -> str:
+    """What identifies a request under one Idempotency-Key (see the module docstring): over `parsed`
+    when the route read the body into its type, else over the JSON document; the `X-Service-Agent` it
+    was sent as is part of it, since the agent scopes what the request reads and writes."""
+    read = canonical_body(body) if parsed is None else read_body(parsed)
+    parts = [method.upper().encode(), path.encode(), read]
     if agent is not None:
         parts.append(b"agent:" + agent.encode())
-    return FINGERPRINT_VERSION + _digest(*parts)
+    return (DOCUMENT_VERSION if parsed is None else FINGERPRINT_VERSION) + _digest(*parts)
 
 
 def raw_fingerprint(method: str, path: str, body: bytes) -> str:
@@ -83,19 +94,24 @@ class RequestPrint:
     """One request's fingerprint, computed once when first needed; `matches` compares it with a stored
     record's."""
 
-    def __init__(self, method: str, path: str, body: bytes, agent: str | None = None) -> None:
+    def __init__(
+        self, method: str, path: str, body: bytes, agent: str | None = None, *, parsed: Any = None
+    ) -> None:
         self.method = method
         self.path = path
         self.body = body
         self.agent = agent
+        self.parsed = parsed
 
     @cached_property
     def value(self) -> str:
-        return fingerprint(self.method, self.path, self.body, self.agent)
+        return fingerprint(self.method, self.path, self.body, self.agent, parsed=self.parsed)
 
     def matches(self, stored: str) -> bool:
         if stored.startswith(FINGERPRINT_VERSION):
             return hmac.compare_digest(stored, self.value)
+        if stored.startswith(DOCUMENT_VERSION):
+            return hmac.compare_digest(stored, fingerprint(self.method, self.path, self.body, self.agent))
         return hmac.compare_digest(stored, raw_fingerprint(self.method, self.path, self.body))
 
 

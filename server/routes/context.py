@@ -105,7 +105,7 @@ async def assemble_context(
     def work(org_id: str) -> StoredResponse:
         return ok_json(commit_assemble(engine, prepared[0]))
 
-    return await run_write(request, raw, work, prepare=prepare, writes=writes_of(body))
+    return await run_write(request, raw, work, prepare=prepare, writes=writes_of(body), parsed=body)
 
 
 @post(

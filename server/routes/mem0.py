@@ -124,7 +124,7 @@ async def add_response(
     def work(org_id: str) -> StoredResponse:
         return ok_json(render(ops.commit_add(svc, org_id, ready[0])))
 
-    return await run_write(request, raw, work, prepare=prepare)
+    return await run_write(request, raw, work, prepare=prepare, parsed=body)
 
 
 @post(
@@ -315,6 +315,7 @@ async def update_record(request: Request[Any, Any, Any], memory_id: str) -> Resp
         raw,
         lambda org_id: ok_json(record(commit_edit(svc.memories, org_id, memory_id, plans[0]))),
         prepare=prepare,
+        parsed=body,
     )
 
 

@@ -75,7 +75,7 @@ async def create_memory(
         created = svc.memories.insert(org_id, prepared)
         return ok_json(MemoryItems(items=created) if batch else created[0])
 
-    return await run_write(request, raw, work, prepare=prepare)
+    return await run_write(request, raw, work, prepare=prepare, parsed=(drafts, batch))
 
 
 @get(
@@ -107,7 +107,7 @@ async def update_memory(
     changes = parse_body(data, MemoryPatch)
     svc = services_of(request)
     return await run_write(
-        request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes))
+        request, raw, lambda org_id: ok_json(svc.memories.update(org_id, memory_id, changes)), parsed=changes
     )
 
 

@@ -133,6 +133,7 @@ async def prune_memories(
         request,
         raw,
         lambda org_id: ok_json(prune(store, org_id=org_id, request=body, now=utcnow(), agent_id=agent)),
+        parsed=body,
     )
 
 

@@ -89,7 +89,7 @@ async def batch_upsert(
         )
         return ok_json(results(outcomes))
 
-    return await run_write(request, raw, work, prepare=prepare)
+    return await run_write(request, raw, work, prepare=prepare, parsed=body)
 
 
 @post(

@@ -232,6 +232,83 @@ def test_the_same_key_and_body_as_another_agent_is_a_conflict(
     assert other.status_code == 409 and store.count_memories("acme") == 1
 
 
+def test_a_retry_that_spells_out_defaults_replays(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """A retry is compared as the server reads it: defaults written out, or 1 for a float's 1.0, are the
+    same request; a field that changes what is written is not."""
+    headers = {**auth, "Idempotency-Key": "defaults"}
+    first = client.post(
+        "/v0/memories", json={"type": "fact", "text": "Tea", "confidence": 1}, headers=headers
+    )
+    spelt = {
+        "type": "fact",
+        "text": "Tea",
+        "confidence": 1.0,
+        "namespace": "default",
+        "archived": False,
+        "tags": [],
+        "metadata": {},
+        "timestamp": None,
+    }
+    second = client.post("/v0/memories", json=spelt, headers=headers)
+    assert first.status_code == second.status_code == 200, second.text
+    assert second.content == first.content and second.headers["idempotent-replayed"] == "true"
+    assert client.post("/v0/memories", json={**spelt, "archived": True}, headers=headers).status_code == 409
+    assert store.count_memories("acme") == 1
+
+    turn = {"entity_id": "ent:sam", "turn": "I live in Oslo."}
+    a1 = client.post("/v0/context/assemble", json=turn, headers={**auth, "Idempotency-Key": "turn"})
+    a2 = client.post(
+        "/v0/context/assemble",
+        json={**turn, "namespace": "default", "return": {"max_facts": 12, "max_events": 6}},
+        headers={**auth, "Idempotency-Key": "turn"},
+    )
+    assert a1.status_code == a2.status_code == 200, a2.text
+    assert a2.content == a1.content and a2.headers["idempotent-replayed"] == "true"
+    assert store.count_memories("acme") == 3  # the note, the turn and its fact: written once
+
+
+def test_a_patch_retry_that_adds_an_explicit_null_is_another_request(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A PATCH's absent field keeps the value and null clears it: not a default spelt out."""
+    mem = client.post("/v0/memories", json=memory_body(), headers=auth).json()
+    path = f"/v0/memories/{mem['memory_id']}"
+    headers = {**auth, "Idempotency-Key": "patch-null"}
+    assert client.patch(path, json={"tags": ["x"]}, headers=headers).status_code == 200
+    assert client.patch(path, json={"tags": ["x"], "valid_to": None}, headers=headers).status_code == 409
+    assert client.patch(path, json={"tags": ["x"]}, headers=headers).headers["idempotent-replayed"] == "true"
+
+
+def test_a_record_stored_over_the_document_still_replays_its_retry(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """A record stored before fingerprints read the typed body (`v2:`, over the JSON document) replays
+    the same document in any key order within its TTL."""
+    from engine.models import IdempotencyRecord
+
+    now = datetime.now(UTC)
+    store.put_idempotency(
+        IdempotencyRecord(
+            org_id="acme",
+            key="v2",
+            fingerprint=fingerprint("POST", "/v0/memories", SENT),
+            status_code=200,
+            body=b'{"stored":"by v2"}',
+            created_at=now,
+            expires_at=now + timedelta(hours=1),
+        )
+    )
+    headers = {**auth, "Idempotency-Key": "v2", "Content-Type": "application/json"}
+    replay = client.post("/v0/memories", content=REORDERED, headers=headers)
+    assert replay.status_code == 200 and replay.content == b'{"stored":"by v2"}'
+    assert (
+        client.post("/v0/memories", content=SENT.replace(b"0.50", b"1"), headers=headers).status_code == 409
+    )
+    assert store.count_memories("acme") == 0
+
+
 def test_a_record_stored_with_the_raw_fingerprint_still_replays_its_bytes(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:
