@@ -9,7 +9,7 @@
 //   error answer throws the APIError of its status, carrying the error envelope; a success whose body
 //   is not JSON throws UnexpectedAnswer.
 import { ConnectionFailed, InvalidRequest, UnexpectedAnswer, errorFor } from "./errors.js";
-import { DEFAULT_RETRY, RETRY_STATUSES, type RetryPolicy, retryDelay, sleep } from "./retry.js";
+import { RETRY_STATUSES, type RetryPolicy, retryDelay, retryPolicy, sleep } from "./retry.js";
 import { EVENT_STREAM, SseParser } from "./sse.js";
 import type {
   AssembleRequest,
@@ -171,7 +171,7 @@ export class LociClient {
     const apiKey = options.apiKey ?? fromEnv("LOCI_API_KEY");
     this.apiKey = apiKey ? headerValue("the API key", apiKey) : undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;
-    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.retry = retryPolicy(options.retry);
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
   }
 

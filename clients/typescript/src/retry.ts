@@ -11,6 +11,24 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, backoffMs: 250, maxBackoffMs: 8000 };
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+/** The defaults under `given`'s fields: one given as undefined keeps its default (a spread would not,
+ * and `attempt >= undefined` never ends the retries); one that is no count or wait throws RangeError. */
+export function retryPolicy(given: Partial<RetryPolicy> = {}): RetryPolicy {
+  const policy: RetryPolicy = {
+    maxRetries: given.maxRetries ?? DEFAULT_RETRY.maxRetries,
+    backoffMs: given.backoffMs ?? DEFAULT_RETRY.backoffMs,
+    maxBackoffMs: given.maxBackoffMs ?? DEFAULT_RETRY.maxBackoffMs,
+  };
+  for (const [name, value] of Object.entries(policy)) {
+    const count = name === "maxRetries";
+    if (!(value >= 0 && (count ? Number.isInteger(value) : Number.isFinite(value)))) {
+      const kind = count ? "a whole number" : "a number of milliseconds";
+      throw new RangeError(`retry.${name} must be ${kind} >= 0`);
+    }
+  }
+  return policy;
+}
+
 /** The longest Retry-After the client waits, in milliseconds. */
 export const MAX_RETRY_AFTER_MS = 60_000;
 

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import net from "node:net";
 import { describe, test } from "node:test";
-import { ConnectionFailed, LociClient, RateLimitError, retryDelay } from "../src/index.js";
+import { ConnectionFailed, DEFAULT_RETRY, LociClient, RateLimitError, retryDelay } from "../src/index.js";
 import { FaultyProxy } from "./faulty-proxy.js";
 import { entity, FAST, KEY, NO_SERVER, portOf, URL } from "./helpers.js";
 
@@ -98,5 +98,30 @@ test("Retry-After sets the wait (capped at a minute); without it, backoff double
   ] as const) {
     const wait = retryDelay(policy, attempt, "soon");
     assert.ok(wait >= base / 2 && wait <= base, `${attempt}: ${wait}`);
+  }
+});
+
+test("a retry field given as undefined keeps its default; a count or wait out of range throws", async () => {
+  let attempts = 0;
+  const failing: typeof fetch = async () => {
+    attempts += 1;
+    // an answer that is final: a client still retrying past its policy stops here
+    if (attempts > 10) return new Response("retried past the policy", { status: 400 });
+    throw new TypeError("fetch failed");
+  };
+  const options = (retry: Record<string, number | undefined>) => ({
+    baseUrl: "http://loci.test",
+    apiKey: "loci_x",
+    retry: { backoffMs: 1, maxBackoffMs: 1, ...retry },
+    fetch: failing,
+  });
+  // as `{ maxRetries: opts.retries }` passes it through when the caller set none
+  const loci = new LociClient(options({ maxRetries: undefined }));
+  await assert.rejects(loci.health(), ConnectionFailed);
+  assert.equal(attempts, 1 + DEFAULT_RETRY.maxRetries);
+  assert.equal(loci.retry.maxRetries, DEFAULT_RETRY.maxRetries);
+  const bad = [{ maxRetries: Number.NaN }, { maxRetries: -1 }, { maxRetries: 1.5 }, { backoffMs: -5 }];
+  for (const retry of bad) {
+    assert.throws(() => new LociClient(options(retry)), RangeError, JSON.stringify(retry));
   }
 });
