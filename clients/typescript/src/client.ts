@@ -7,7 +7,7 @@
 //   character throws InvalidRequest before any request.
 // - Connection errors, 429 (after Retry-After) and 503 are retried with exponential backoff; any other
 //   error answer throws the APIError of its status, carrying the error envelope; a success whose body
-//   is not JSON throws UnexpectedAnswer.
+//   is not JSON, or a redirect (not followed), throws UnexpectedAnswer.
 import { ConnectionFailed, InvalidRequest, UnexpectedAnswer, errorFor } from "./errors.js";
 import { RETRY_STATUSES, type RetryPolicy, retryDelay, retryPolicy, sleep } from "./retry.js";
 import { EVENT_STREAM, SseParser } from "./sse.js";
@@ -356,6 +356,9 @@ export class LociClient {
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
     if (body !== undefined) headers["Content-Type"] = "application/json";
     const url = this.url(call.path, call.query);
+    // not followed: fetch resends a POST redirected by 301/302 (any write, by 303) as a GET, whose answer
+    // would read as the write's
+    const init: RequestInit = { method: call.method, headers, body, redirect: "manual" };
     for (let attempt = 0; ; attempt += 1) {
       const last = attempt >= this.retry.maxRetries;
       let status: number;
@@ -363,7 +366,7 @@ export class LociClient {
       let answer: Response;
       const scope = linked(options?.signal, this.timeoutMs);
       try {
-        answer = await this.fetchImpl(url, { method: call.method, headers, body, signal: scope.signal });
+        answer = await this.fetchImpl(url, { ...init, signal: scope.signal });
         text = await answer.text();
         status = answer.status;
       } catch (error) {
@@ -378,6 +381,11 @@ export class LociClient {
       if (RETRY_STATUSES.has(status) && !last) {
         await sleep(retryDelay(this.retry, attempt, answer.headers.get("Retry-After")), options?.signal);
         continue;
+      }
+      if (answer.type === "opaqueredirect" || (status >= 300 && status < 400)) {
+        const where = answer.headers.get("Location") ?? "a URL a browser does not show";
+        const message = `${call.method} ${call.path}: ${status} redirects to ${where} (not followed)`;
+        throw new UnexpectedAnswer(message, status, answer.headers.get("X-Request-Id"));
       }
       if (!answer.ok) throw errorFor(status, text, answer.headers.get("X-Request-Id"));
       try {

@@ -3,7 +3,7 @@
 // LociError                        base of everything the client throws
 // ├── InvalidRequest               a value the client cannot send (a header with a control character)
 // ├── ConnectionFailed             no answer after the retries (refused, dropped, timed out)
-// ├── UnexpectedAnswer             a success answer whose body is not JSON: .status
+// ├── UnexpectedAnswer             a success answer whose body is not JSON, or a redirect: .status
 // └── APIError                     the server answered an error: .status, .envelope
 //     ├── BadRequestError          400 bad_request
 //     ├── AuthenticationError      401 unauthorized

@@ -1,6 +1,8 @@
 // The client against a real `loci serve`: every call, typed bodies and answers, errors carrying the
 // envelope, cursor pages and the live event stream.
 import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import {
   AuthenticationError,
@@ -86,6 +88,34 @@ describe("against a fake fetch", () => {
     }
     assert.deepEqual(seen, []);
   });
+});
+
+test("a redirect is an UnexpectedAnswer, not followed: fetch would resend a write as a GET", async () => {
+  // a front server that moved the API from /old/<status> to /api, where a GET of /v0/memories answers a page
+  const seen: string[] = [];
+  const front = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    const old = /^\/old\/(\d+)(\/.*)$/.exec(req.url ?? "");
+    if (old) res.writeHead(Number(old[1]), { Location: `/api${old[2]}` }).end();
+    else res.writeHead(200, { "Content-Type": "application/json" }).end('{"items":[],"next_cursor":null}');
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  const origin = `http://127.0.0.1:${(front.address() as AddressInfo).port}`;
+  try {
+    for (const status of [301, 302, 303, 307, 308]) {
+      seen.length = 0;
+      const loci = new LociClient({ baseUrl: `${origin}/old/${status}`, apiKey: "loci_x", retry: FAST });
+      await assert.rejects(loci.createMemory({ type: "note", text: "x" }), (e: unknown) => {
+        assert.ok(e instanceof UnexpectedAnswer, String(e));
+        assert.equal(e.status, status);
+        assert.match(e.message, /redirect.*\/api\/v0\/memories/);
+        return true;
+      });
+      assert.deepEqual(seen, [`POST /old/${status}/v0/memories`]);
+    }
+  } finally {
+    await new Promise<void>((resolve) => front.close(() => resolve()));
+  }
 });
 
 describe("against a live server", { skip: NO_SERVER }, () => {
