@@ -350,7 +350,7 @@ export class LociClient {
     const headers: Record<string, string> = { ...this.auth(), Accept: "application/json" };
     for (const [name, value] of Object.entries(call.headers ?? {})) headers[name] = headerValue(name, value);
     if (call.writes) {
-      const key = options?.idempotencyKey ?? crypto.randomUUID();
+      const key = options?.idempotencyKey ?? randomUuid();
       headers["Idempotency-Key"] = headerValue("Idempotency-Key", key);
     }
     const body = call.body === undefined ? undefined : JSON.stringify(call.body);
@@ -398,6 +398,17 @@ export class LociClient {
       }
     }
   }
+}
+
+/** A random (version 4) UUID. Browsers expose crypto.randomUUID to secure contexts only (https,
+ * localhost), so a page over plain http has getRandomValues alone. */
+function randomUuid(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40; // version 4
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80; // the RFC 9562 variant
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** `value` as exactly one path segment. fetch's URL parser resolves a lone `.` or `..` (even

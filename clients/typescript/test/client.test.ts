@@ -90,6 +90,33 @@ describe("against a fake fetch", () => {
   });
 });
 
+test("a write's key is a fresh UUID also without crypto.randomUUID (a page over plain http)", async () => {
+  const keys: string[] = [];
+  const loci = new LociClient({
+    baseUrl: "http://loci.test",
+    apiKey: "loci_x",
+    retry: FAST,
+    fetch: async (_input, init) => {
+      keys.push(new Headers(init?.headers).get("Idempotency-Key") ?? "");
+      return new Response('{"deleted":true,"memory_id":"mem_1"}', { status: 200 });
+    },
+  });
+  // browsers expose crypto.randomUUID to secure contexts only (https, localhost); getRandomValues to all
+  const saved = Object.getOwnPropertyDescriptor(crypto, "randomUUID");
+  Object.defineProperty(crypto, "randomUUID", { value: undefined, configurable: true });
+  try {
+    await loci.deleteMemory("mem_1");
+    await loci.deleteMemory("mem_1");
+  } finally {
+    if (saved) Object.defineProperty(crypto, "randomUUID", saved);
+    else Reflect.deleteProperty(crypto, "randomUUID");
+  }
+  assert.equal(keys.length, 2);
+  assert.notEqual(keys[0], keys[1]);
+  const uuid4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+  for (const key of keys) assert.match(key, uuid4);
+});
+
 test("a redirect is an UnexpectedAnswer, not followed: fetch would resend a write as a GET", async () => {
   // a front server that moved the API from /old/<status> to /api, where a GET of /v0/memories answers a page
   const seen: string[] = [];
