@@ -3,6 +3,7 @@ and 503 are retried with exponential backoff and jitter; every other answer is f
 
 from __future__ import annotations
 
+import math
 import random
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -19,13 +20,23 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
     backoff: float = 0.25
     max_backoff: float = 8.0
 
+    def __post_init__(self) -> None:
+        """A count or wait that is no number >= 0 would retry never, or sleep(NaN): a ValueError here."""
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be a whole number >= 0, not {self.max_retries!r}")
+        for name, value in (("backoff", self.backoff), ("max_backoff", self.max_backoff)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a number of seconds >= 0, not {value!r}")
+
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (0-based)."""
         if retry_after is not None:
             try:
-                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER)
+                seconds = float(retry_after)
             except ValueError:
-                pass
+                seconds = math.nan
+            if math.isfinite(seconds):  # "NaN" or "inf" is no wait: the backoff, as the TypeScript client
+                return min(max(seconds, 0.0), MAX_RETRY_AFTER)
             try:  # the HTTP-date form (RFC 9110), which a proxy may send
                 when = parsedate_to_datetime(retry_after)
             except (TypeError, ValueError):

@@ -278,6 +278,27 @@ def test_retry_after_in_seconds_or_as_an_http_date() -> None:
     assert 0.5 <= policy.delay(0, "soon") <= 1.0
 
 
+def test_a_retry_after_or_a_policy_that_is_no_number_raises_no_foreign_error() -> None:
+    """`Retry-After: NaN` (a proxy's arithmetic on a missing value) made time.sleep raise ValueError,
+    and max_retries=-1 an AssertionError: neither is a LociClientError, and neither was a request's fault."""
+    policy = RetryPolicy(max_retries=3, backoff=1.0, max_backoff=8.0)
+    for value in ("NaN", "nan", "inf", "-Infinity"):  # the backoff, as the TypeScript client waits
+        assert 0.5 <= policy.delay(0, value) <= 1.0, value
+    healthy = {"status": "ok", "now": "2026-01-01T00:00:00Z"}
+    answers = iter([httpx.Response(429, headers={"Retry-After": "NaN"}), httpx.Response(200, json=healthy)])
+    transport = httpx.MockTransport(lambda r: next(answers))
+    with LociClient("http://loci.test", "loci_x", retry=FAST, transport=transport) as c:
+        assert c.health().status == "ok"
+    bad: list[Callable[[], RetryPolicy]] = [
+        lambda: RetryPolicy(max_retries=-1),
+        lambda: RetryPolicy(backoff=float("nan")),
+        lambda: RetryPolicy(max_backoff=-1.0),
+    ]
+    for make in bad:
+        with pytest.raises(ValueError, match="must be"):
+            make()
+
+
 def test_connection_refused_after_retries() -> None:
     with (
         LociClient(f"http://127.0.0.1:{free_port()}", "loci_x", retry=FAST) as c,
