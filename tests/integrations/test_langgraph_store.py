@@ -603,6 +603,20 @@ def test_long_namespaces_and_keys_round_trip(loci_store: LociStore) -> None:
     assert loci_store.get(("y" * 200, "z" * 60), "k") is None
 
 
+def test_a_namespace_that_joins_to_a_blank_entity_is_refused_as_a_too_long_one_is(
+    loci_store: LociStore,
+) -> None:
+    """(" ",) is a namespace LangGraph takes, but its entity is blank, which the API refuses: a put raised the
+    API's 422 about an `entity_id`, and so did a get and a query, reads of what cannot be there."""
+    for blank in [(" ",), ("\u200b",)]:
+        with pytest.raises(InvalidNamespaceError, match="blank"):
+            loci_store.put(blank, "k", {"v": 1})
+        assert loci_store.get(blank, "k") is None
+        assert loci_store.search(blank, query="anything") == []
+        assert loci_store.search(blank) == []
+        assert loci_store.list_namespaces(prefix=blank) == []
+
+
 def test_dates_and_uuids_are_stored_as_strings(loci_store: LociStore) -> None:
     """A value holding a datetime or a UUID raised TypeError (and a batch wrote nothing); LangGraph's
     PostgreSQL store keeps them as ISO strings."""

@@ -76,7 +76,7 @@ def versions(namespace: Sequence[str], key: str, cfg: Config) -> Plan[list[Memor
             found.append(memory)
         return False
 
-    if len(scope.entity_of(namespace)) <= scope.MAX_ENTITY_LENGTH:
+    if scope.addressable(namespace):
         yield from scan(filters, keep)
     return found
 
@@ -151,7 +151,7 @@ def _ranked(op: SearchOp, cfg: Config) -> Plan[list[SearchItem]]:
     API's largest recall."""
     prefix = tuple(op.namespace_prefix)
     exact = False
-    if prefix and len(scope.entity_of(prefix)) <= scope.MAX_ENTITY_LENGTH:
+    if prefix and scope.addressable(prefix):
         below = yield from first({"namespace": cfg.namespace, "tag": scope.below_tag(prefix)})
         exact = below is None
     wanted = op.offset + op.limit

@@ -82,6 +82,15 @@ def check_namespace(namespace: Sequence[str]) -> None:
         raise InvalidNamespaceError(
             f"LociStore namespaces join to at most {MAX_ENTITY_LENGTH} characters: {namespace}"
         )
+    if is_blank(entity_of(namespace)):
+        raise InvalidNamespaceError(f"LociStore namespaces cannot join to a blank entity_id: {namespace}")
+
+
+def addressable(namespace: Sequence[str]) -> bool:
+    """Whether items can be in `namespace` (check_namespace's limits on its entity): else reads of it by
+    entity find nothing without asking the API, which would refuse the entity."""
+    entity = entity_of(namespace)
+    return len(entity) <= MAX_ENTITY_LENGTH and not is_blank(entity)
 
 
 def indexed_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
