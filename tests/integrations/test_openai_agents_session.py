@@ -17,9 +17,10 @@ from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, se
 from agents.memory import Session, SessionSettings, SQLiteSession
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from loci.client import AsyncLociClient, LociClient, MemoryCreate
+from loci.client import APIError, AsyncLociClient, LociClient, MemoryCreate
 from loci.integrations.openai_agents import LociSession
 from loci.integrations.openai_agents.session import METADATA_KEY, SESSION_TAG
+from loci.wire.writes import MAX_BODY_BYTES
 from tests.integrations.conftest import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -230,6 +231,27 @@ def test_items_larger_than_one_request_are_added_in_several(live: LiveServer) ->
         await session.add_items(items)  # type: ignore[arg-type]
         assert counting.sent.count("POST /v0/memories") == 2
         assert await session.get_items() == items
+
+    asyncio.run(run())
+
+
+def test_an_add_that_fails_adds_none_of_its_items(live: LiveServer) -> None:
+    """An add_items sent in several requests whose later one failed (an item alone over the server's body
+    limit) left the earlier ones stored: the user's turn without its tool's output. The SDK's own sessions
+    add all items in one transaction."""
+    session = session_of(live)
+    before = {"role": "user", "content": "before"}
+    turn = [{"role": "user", "content": "read the file"}]
+    output = {"type": "function_call_output", "call_id": "c1", "output": "x" * MAX_BODY_BYTES}
+
+    async def run() -> None:
+        await session.add_items([before])  # type: ignore[list-item]
+        with pytest.raises(APIError) as failed:
+            await session.add_items([*turn, output])  # type: ignore[list-item]
+        assert failed.value.status == 413
+        assert await session.get_items() == [before]
+        await session.add_items(turn)  # type: ignore[arg-type]
+        assert await session.get_items() == [before, *turn]
 
     asyncio.run(run())
 

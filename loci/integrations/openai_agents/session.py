@@ -10,13 +10,21 @@ of the timestamp-ordered listing: the tail is read without reading the whole ses
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from agents.memory.session_settings import SessionSettings, coerce_session_settings, resolve_session_limit
 
-from loci.client import AsyncLociClient, Memory, MemoryCreate, NotFoundError, PruneRequest
+from loci.client import (
+    AsyncLociClient,
+    LociClientError,
+    Memory,
+    MemoryCreate,
+    NotFoundError,
+    PruneRequest,
+)
 from loci.integrations.openai_agents.items import text_of
 from loci.integrations.plans import batches
 from loci.integrations.tags import scope_tag
@@ -117,8 +125,16 @@ class LociSession:
         now = datetime.now(UTC)
         stamp = max(now, last[-1].timestamp + TICK) if last else now
         drafts = [self._draft(dict(item), seq + i, stamp + i * TICK) for i, item in enumerate(items)]
-        for batch in batches(drafts):  # the server's limits on one request: items and bytes
-            await self.client.create_memories(batch, agent=self.agent)
+        made: list[Memory] = []
+        try:
+            for batch in batches(drafts):  # the server's limits on one request: items and bytes
+                made += await self.client.create_memories(batch, agent=self.agent)
+        except Exception:
+            # all items or none, as the SDK's own sessions add them in one transaction
+            for memory in made:
+                with contextlib.suppress(LociClientError):
+                    await self.client.delete_memory(memory.memory_id)
+            raise
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item (None when the session is empty)."""
