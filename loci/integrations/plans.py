@@ -12,6 +12,7 @@ import msgspec
 from loci.client import (
     AsyncLociClient,
     LociClient,
+    LociClientError,
     Memory,
     MemoryCreate,
     MemoryList,
@@ -57,23 +58,35 @@ Plan = Generator[Step, Any, T]
 
 
 def run(plan: Plan[T], client: LociClient) -> T:
+    """The plan's result; a step's error is raised in the plan, where it may undo what it did."""
     answer: Any = None
+    failure: Exception | None = None
     while True:
         try:
-            step = plan.send(answer)
+            step = plan.send(answer) if failure is None else plan.throw(failure)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        answer = _send(step, client)
+        answer, failure = None, None
+        try:
+            answer = _send(step, client)
+        except Exception as exc:
+            failure = exc
 
 
 async def arun(plan: Plan[T], client: AsyncLociClient) -> T:
+    """`run` on the async client."""
     answer: Any = None
+    failure: Exception | None = None
     while True:
         try:
-            step = plan.send(answer)
+            step = plan.send(answer) if failure is None else plan.throw(failure)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
-        answer = await _asend(step, client)
+        answer, failure = None, None
+        try:
+            answer = await _asend(step, client)
+        except Exception as exc:
+            failure = exc
 
 
 def _send(step: Step, client: LociClient) -> Any:
@@ -120,10 +133,17 @@ def first(filters: dict[str, str]) -> Plan[Memory | None]:
 
 
 def create_all(drafts: list[MemoryCreate]) -> Plan[list[Memory]]:
-    """The drafts stored in order, in batches (`batches`; each batch all or nothing)."""
+    """The drafts stored in order, in batches (`batches`), all or none: when a batch fails, the memories
+    of the batches before it are deleted again and its error raised."""
     made: list[Memory] = []
-    for batch in batches(drafts):
-        made += yield CreateMany(batch)
+    try:
+        for batch in batches(drafts):
+            made += yield CreateMany(batch)
+    except Exception:
+        for memory in made:
+            with contextlib.suppress(LociClientError):  # the first error is the one to raise
+                yield Delete(memory.memory_id)
+        raise
     return made
 
 

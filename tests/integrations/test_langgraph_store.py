@@ -25,12 +25,12 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, PutOp, SearchItem, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from loci.client import AsyncLociClient, LociClient, MemoryCreate, PruneRequest, RecallRequest
+from loci.client import APIError, AsyncLociClient, LociClient, MemoryCreate, PruneRequest, RecallRequest
 from loci.integrations.langgraph import LociStore
 from loci.integrations.langgraph.scope import MAX_DEPTH, draft_of, namespace_of
 from loci.wire.models import MAX_TEXT_LENGTH
 from loci.wire.options import Policy
-from loci.wire.writes import MAX_BATCH
+from loci.wire.writes import MAX_BATCH, MAX_BODY_BYTES
 from tests.integrations.conftest import LiveServer
 
 pytestmark = pytest.mark.slow
@@ -504,6 +504,28 @@ def test_a_batch_larger_than_one_request_is_written_in_several(live: LiveServer)
         assert store.get(("big",), "k109").value["blob"] == "x" * 100_000  # type: ignore[union-attr]
         assert sorted(i.key for i in store.search(("big",), limit=200)) == [op.key for op in big]
         assert sorted(i.key for i in store.search(("many",), limit=500)) == [op.key for op in many]
+
+
+def test_a_batch_whose_write_fails_changes_nothing(loci_store: LociStore) -> None:
+    """A batch written in several requests whose later one failed (a value alone over the server's body
+    limit: 413) raised, yet kept the earlier requests' new values, and the versions they replaced too."""
+    ns = ("u",)
+    loci_store.put(ns, "a", {"text": "old a"})
+    puts = [PutOp(ns, "a", {"text": "new a"}), PutOp(ns, "b", {"text": "x" * MAX_BODY_BYTES})]
+
+    def sync() -> object:
+        return loci_store.batch(puts)
+
+    def asynchronous() -> object:
+        return asyncio.run(loci_store.abatch(puts))
+
+    for run in (sync, asynchronous):
+        with pytest.raises(APIError) as failed:
+            run()
+        assert failed.value.status == 413
+        assert [(i.key, i.value) for i in loci_store.search(ns)] == [("a", {"text": "old a"})]
+        mine = loci_store.client.list_memories(namespace=loci_store.config.namespace)
+        assert len(mine.items) == 1  # the one version of "a"
 
 
 def test_unindexed_items_outlive_a_prune_of_archived_memories(live: LiveServer) -> None:
