@@ -1039,3 +1039,16 @@ def test_a_correction_label_is_no_speaker(client: TestClient[Litestar], auth: di
     said = assemble(client, auth, "ent:corrector", "Correction: I live in Lyon")["extracted"]
     assert [(f["subject"], f["text"]) for f in said["facts"]] == [("ent:corrector", "User lives in Lyon")]
     assert lives_in(client, auth, "ent:corrector") == ["User lives in Lyon"]
+
+
+# --- a value said again later in one turn is where it was last said ------------------------------------
+def test_a_value_said_again_after_another_in_one_turn_is_the_current_one(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I'm 30. Sorry, I'm 31. No, I'm 30." left 31 current: the repeat of 30 was kept at its first
+    place in the turn, so 31 came last and won; "... now I have a dog again" likewise left no dog."""
+    said = assemble(client, auth, "ent:thirty", "I'm 30. Sorry, I'm 31. No, I'm 30.")["extracted"]
+    assert [f["text"] for f in said["facts"]] == ["User is 31 years old", "User is 30 years old"]
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:thirty")] == ["User is 30 years old"]
+    assemble(client, auth, "ent:pet", "I have a dog. I no longer have a dog. Now I have a dog again.")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:pet")] == ["User has a dog"]

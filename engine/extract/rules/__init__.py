@@ -78,7 +78,7 @@ def _scan_entities(sentence: str, out: Collector) -> None:
 
 def _drop_unused_people(out: Collector, known: set[str], n_facts: int) -> None:
     """A capitalized word taken as a person subject ("Pizza is great") stays only if a fact used it."""
-    used = {f.subject for f in out.facts[n_facts:]} | {str(f.object) for f in out.facts[n_facts:]}
+    used = {f.subject for f in out.said[n_facts:]} | {str(f.object) for f in out.said[n_facts:]}
     for eid in [e for e in out.entities if e not in known]:
         if out.entities[eid].type == "person" and eid not in used:
             del out.entities[eid]
@@ -105,7 +105,7 @@ def _extract_sentence(raw: str, subject: str, out: Collector, about_other: bool 
     sentence = normalize_text(raw)
     _scan_entities(sentence, out)
     out.source_text = raw
-    known, n_facts = set(out.entities), len(out.facts)
+    known, n_facts = set(out.entities), len(out.said)
     presupposed.extract(sentence, subject, out)
     next_about_other = about_someone_else(sentence, about_other)
     sentence = rewrite(sentence, about_other)

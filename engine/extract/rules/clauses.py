@@ -167,11 +167,17 @@ class Collector:
     reference: datetime
     #: how a fact about the first person names them: "User", or a named speaker ("Melanie")
     speaker: str = "User"
-    facts: list[FactDraft] = field(default_factory=list)
     entities: dict[str, Entity] = field(default_factory=dict)
     source_text: str | None = None
-    #: (subject, predicate, folded object, negated) of every fact in `facts`: a repeat is one look-up
-    _held: set[tuple[str, str, str, bool]] = field(default_factory=set)
+    #: every draft recorded, repeats included, in the order said (a sentence's own are its tail)
+    said: list[FactDraft] = field(default_factory=list)
+    #: the facts by (subject, predicate, folded object, negated), in the order they were last said: a
+    #: value said again after another of its key ("I'm 30. Sorry, I'm 31. No, I'm 30.") comes after it
+    _drafts: dict[tuple[str, str, str, bool], FactDraft] = field(default_factory=dict)
+
+    @property
+    def facts(self) -> list[FactDraft]:
+        return list(self._drafts.values())
 
     def entity(self, name: str, type_: str, confidence: float = 0.8, **attributes: object) -> str:
         ent = make_entity(name, type_, confidence, **attributes)
@@ -253,9 +259,9 @@ class Collector:
             source_text=self.source_text,
         )
         key = (draft.subject, draft.predicate, str(draft.object).casefold(), draft.negated)
-        if key not in self._held:
-            self._held.add(key)
-            self.facts.append(draft)
+        self.said.append(draft)
+        first = self._drafts.pop(key, draft)  # a repeat keeps the draft first said, moved to now
+        self._drafts[key] = first
 
 
 def _strip_adverbs(vp: str) -> str:
