@@ -39,8 +39,8 @@ write elsewhere must never leave it with no current value.
     negated side that holds again ends the other side then.
 - A statement (a fact without a predicate that holds a key: a turn stored as `store_turn="fact"`,
   keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
-  is placed after a value; a value that begins while it holds ends it, as does a negation naming no
-  value.
+  is placed after a value; a value that begins while it holds ends it, as does a negation that leaves
+  the key no value (naming the value ended, or none).
 - Multi-valued, different value: accumulates (UPSERTED). A predicate with a contrary (likes /
   dislikes, eats / avoids: `PredicateSpec.contrary`) ends the contrary's current fact of the same
   value whose t is not after the new one's (SUPERSEDED, valid_to = new t): "I hate jazz now" ends
@@ -459,6 +459,12 @@ def _negate(
         targets = targets or [m for m in holding if not _is_statement(m) and named_shorter(m, new)]
     if not targets:
         return Resolution(outcome=Outcome(memory_id=None, action="SKIPPED", negation=True))
+    if not [m for m in holding if m not in targets and not _is_statement(m)]:
+        # a statement holding then said the value ended (the key holds no other), and never outlives it
+        targets = [
+            *targets,
+            *(m for m in holding if _is_statement(m) and m not in targets and _covers(m, t_new)),
+        ]
     writes: list[Memory] = []
     events: list[Event] = []
     resumed: list[Memory] = []

@@ -1052,3 +1052,28 @@ def test_a_value_said_again_after_another_in_one_turn_is_the_current_one(
     assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:thirty")] == ["User is 30 years old"]
     assemble(client, auth, "ent:pet", "I have a dog. I no longer have a dog. Now I have a dog again.")
     assert [x.split(" (")[0] for x in current_facts(client, auth, "ent:pet")] == ["User has a dog"]
+
+
+def test_a_turn_stored_as_a_fact_ends_with_the_value_a_negation_ends(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """With store_turn "fact", "I moved to Berlin" stayed a current fact after "I no longer live in
+    Berlin" ended the value it said: the statement outlived its value."""
+    as_fact = {"store_turn": "fact"}
+    moved = assemble(
+        client, auth, "ent:stn", "I moved to Berlin", as_of="2024-02-01T00:00:00Z", ingest=as_fact
+    )
+    said = assemble(
+        client, auth, "ent:stn", "I no longer live in Berlin", as_of="2024-03-01T00:00:00Z", ingest=as_fact
+    )["extracted"]["upserts"]
+    statement, value = (u["memory_id"] for u in moved["extracted"]["upserts"])
+    assert said[1]["action"] == "SUPERSEDED" and set(said[1]["supersedes"]) == {statement, value}
+    turn = client.get(f"/v0/memories/{statement}", headers=auth).json()
+    assert (turn["status"], turn["valid_to"]) == ("superseded", "2024-03-01T00:00:00Z")
+    assert not [x for x in current_facts(client, auth, "ent:stn") if "moved to Berlin" in x]
+    then = current_facts(client, auth, "ent:stn", as_of="2024-02-15T00:00:00Z")
+    assert sorted(x.split(" (")[0] for x in then) == ["I moved to Berlin", "User lives in Berlin"]
+    # a negation of a value nobody said ends no statement
+    assemble(client, auth, "ent:stn", "I live in Oslo", as_of="2024-04-01T00:00:00Z", ingest=as_fact)
+    assemble(client, auth, "ent:stn", "I no longer live in Rome", as_of="2024-05-01T00:00:00Z")
+    assert any(x.startswith("I live in Oslo") for x in current_facts(client, auth, "ent:stn"))
