@@ -381,47 +381,72 @@ def _in_order(new: Memory, others: list[Memory], t_new: datetime, now: datetime)
     """A value of a single-valued key placed by its time, in whatever order the values arrive: said
     again while it holds, it is that fact (`_skip`); said before that fact is next said, with no value
     between, that fact begins then (`_begun_sooner`); else `_single`. None (the rules of `resolve` after
-    it) when the new value brings its own status or end, or the key holds a statement, a tie, a dispute,
-    an archived value or one that never held."""
+    it) when the new value brings its own status or end, or the key holds a tie, a dispute, an archived
+    value or one that never held. The key's statements are no values: they are placed after."""
     if new.status != "active" or new.valid_to is not None or new.archived:
         return None
-    for m in others:
+    values = [m for m in others if not _is_statement(m)]
+    for m in values:
         t = effective_time(m)
         never_held = m.valid_to is not None and m.valid_to <= t
         tie = t == t_new and not same_value(m, new)
-        if _is_statement(m) or never_held or tie or m.archived or m.status == "disputed":
+        if never_held or tie or m.archived or m.status == "disputed":
             return None
-    holding = [m for m in others if _holds_at(m, t_new)]
+    holding = [m for m in values if _holds_at(m, t_new)]
     if len(holding) > 1:
         return None
     if holding and same_value(holding[0], new):
         return _skip(new, holding[0], now)
-    later = sorted((m for m in others if effective_time(m) > t_new), key=effective_time)
+    later = sorted((m for m in values if effective_time(m) > t_new), key=effective_time)
     said_between = any(t > t_new for m in holding for t in restated_times(m))
     if later and same_value(later[0], new) and not said_between:
-        return _begun_sooner(later[0], holding, t_new, now)
+        statements = [m for m in others if _is_statement(m) and not m.archived]
+        return _begun_sooner(later[0], holding, t_new, now, statements, values)
     return _single(new, others, t_new, now)
 
 
-def _begun_sooner(fact: Memory, holding: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+def _begun_sooner(
+    fact: Memory,
+    holding: list[Memory],
+    t_new: datetime,
+    now: datetime,
+    statements: Sequence[Memory] = (),
+    values: Sequence[Memory] = (),
+) -> Resolution:
     """`fact`'s value said at `t_new`, before it began, with no other value between: `fact` begins at
-    `t_new` (its old start kept as a restatement) and the value holding then ends then."""
+    `t_new` (its old start kept as a restatement) and the value holding then ends then, as does a
+    statement holding then; one said since, which `fact` ended where it began, ends at the next value."""
+    start = effective_time(fact)
     moved = _with_restated(
         msgspec.structs.replace(fact, valid_from=t_new, updated_at=now),
-        [*restated_times(fact), effective_time(fact)],
+        [*restated_times(fact), start],
     )
     writes = [moved]
     events = [_event("memory.updated", moved, now, reason="said sooner", valid_from=rfc3339(t_new))]
-    for old in holding:
+    ended_now = [*holding, *(m for m in statements if _covers(m, t_new))]
+    for old in ended_now:
         ended, event = _end(old, t_new, now, fact.memory_id, "superseded")
         writes.append(ended)
         events.append(event)
-    ids = [m.memory_id for m in holding]
+    rest = [m for m in values if m.memory_id != fact.memory_id]
+    for m in statements:
+        only_here = set(m.keys or ()) <= set(fact.keys or ())  # another key's values may end it too
+        if only_here and t_new <= effective_time(m) < start and m.valid_to == start:
+            writes.append(_statement_reopened(m, _first_value_after(rest, effective_time(m)), now))
+            events.append(_event("memory.updated", writes[-1], now, reason="reinstated"))
+    ids = [m.memory_id for m in ended_now]
     return Resolution(
         outcome=Outcome(memory_id=fact.memory_id, action="SUPERSEDED" if ids else "SKIPPED", supersedes=ids),
         writes=writes,
         events=events,
     )
+
+
+def _statement_reopened(m: Memory, end: tuple[datetime, str] | None, now: datetime) -> Memory:
+    """Statement `m` holding until `end` (the next value of its key), or current without one."""
+    if end is None:
+        return msgspec.structs.replace(m, status="active", valid_to=None, updated_at=now)
+    return msgspec.structs.replace(m, status="superseded", valid_to=end[0], updated_at=now)
 
 
 def _is_statement(m: Memory) -> bool:

@@ -1077,3 +1077,33 @@ def test_a_turn_stored_as_a_fact_ends_with_the_value_a_negation_ends(
     assemble(client, auth, "ent:stn", "I live in Oslo", as_of="2024-04-01T00:00:00Z", ingest=as_fact)
     assemble(client, auth, "ent:stn", "I no longer live in Rome", as_of="2024-05-01T00:00:00Z")
     assert any(x.startswith("I live in Oslo") for x in current_facts(client, auth, "ent:stn"))
+
+
+def test_values_said_out_of_order_hold_by_their_times_beside_turns_stored_as_facts(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A key holding a turn stored as a fact lost the timeline of its values: Oslo said on the 2nd
+    (stored as a fact) after Oslo on the 16th left no value before the 16th; Rome said on the 14th
+    after Rome on the 18th, with Paris from the 16th between, left Oslo the value on the 14th."""
+    as_fact = {"store_turn": "fact"}
+    entity = "ent:sto"
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-16T00:00:00Z")
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-02T00:00:00Z", ingest=as_fact)
+    for day in ("02", "20"):
+        then = current_facts(client, auth, entity, as_of=f"2024-01-{day}T12:00:00Z")
+        assert sorted(x.split(" (")[0] for x in then) == ["I live in Oslo.", "User lives in Oslo"], day
+    entity = "ent:stp"
+    for day, city in (("11", "Oslo"), ("16", "Paris"), ("18", "Rome")):
+        assemble(client, auth, entity, f"I live in {city}.", as_of=f"2024-01-{day}T00:00:00Z")
+    assemble(client, auth, entity, "I live in Rome.", as_of="2024-01-14T00:00:00Z", ingest=as_fact)
+    expected = {"12": "Oslo", "15": "Rome", "17": "Paris", "19": "Rome"}
+    for day, city in expected.items():
+        then = current_facts(client, auth, entity, as_of=f"2024-01-{day}T12:00:00Z")
+        assert [x.split(" (")[0] for x in then if x.startswith("User ")] == [f"User lives in {city}"], day
+    # a statement said before the value moved sooner ends where that value now begins
+    entity = "ent:stq"
+    assemble(client, auth, entity, "I live in Paris.", as_of="2024-01-01T00:00:00Z", ingest=as_fact)
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-20T00:00:00Z")
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-10T00:00:00Z")
+    then = current_facts(client, auth, entity, as_of="2024-01-15T00:00:00Z")
+    assert [x.split(" (")[0] for x in then] == ["User lives in Oslo"]
