@@ -1002,6 +1002,24 @@ def statement_end(store: Store, statement: Memory) -> tuple[datetime, str] | Non
     return _first_value_after(others, effective_time(statement))
 
 
+def settle_statement(store: Store, statement_id: str, org_id: str, now: datetime) -> None:
+    """After a turn's own facts are written: the turn stored as a statement ends where the first value
+    not of its own begins after it (its facts may have given back a value said after it)."""
+    statement = store.get_memory(org_id, statement_id)
+    if statement is None or not _is_statement(statement) or not statement.keys:
+        return
+    others = [
+        m
+        for m in existing_for(store, statement)
+        if m.memory_id != statement_id and m.provenance.get("source_turn") != statement_id
+    ]
+    end = _first_value_after(others, effective_time(statement))
+    if end is not None and (statement.valid_to is None or end[0] < statement.valid_to):
+        ended, event = _end(statement, end[0], now, end[1], "superseded")
+        store.put_memories([ended])
+        store.append_events([event])
+
+
 def _first_value_after(others: Iterable[Memory], t: datetime) -> tuple[datetime, str] | None:
     """The first value of `others` (no statement, none archived) begun after `t`, and its id: where a
     statement said at `t` ends."""

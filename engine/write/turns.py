@@ -62,7 +62,14 @@ from engine.timeutil import to_utc
 from engine.write.ingest import draft_to_memory, order_within_turn, upsert_memories, with_conflict_key
 from engine.write.predicates import conflict_key, is_single_valued
 from engine.write.results import Extracted, Upsert
-from engine.write.supersession import Mode, Outcome, check_mode, lock_keys_of, statement_end
+from engine.write.supersession import (
+    Mode,
+    Outcome,
+    check_mode,
+    lock_keys_of,
+    settle_statement,
+    statement_end,
+)
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +366,8 @@ def commit_turn(
             outcomes = upsert_memories(
                 store, built, mode=plan.mode, negated=[d.negated for d in plan.extraction.facts], now=at
             )
+            if turn is not None and turn.keys and plan.mode == "smart":
+                settle_statement(store, turn.memory_id, plan.org_id, at)
         facts = _as_stored(store, plan.org_id, built, outcomes, source_turn)
     upserts.extend(
         Upsert(

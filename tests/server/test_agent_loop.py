@@ -1107,3 +1107,21 @@ def test_values_said_out_of_order_hold_by_their_times_beside_turns_stored_as_fac
     assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-10T00:00:00Z")
     then = current_facts(client, auth, entity, as_of="2024-01-15T00:00:00Z")
     assert [x.split(" (")[0] for x in then] == ["User lives in Oslo"]
+
+
+def test_a_turn_stored_as_a_fact_ends_where_the_value_it_ended_holds_again(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "I live in Rome" stored as a fact and dated between two statements of Oslo stayed current after
+    Oslo held again: its end was settled before its own fact ended Oslo and gave it back later."""
+    entity = "ent:str"
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-04T00:00:00Z")
+    assemble(client, auth, entity, "I live in Oslo.", as_of="2024-01-27T00:00:00Z")
+    said = assemble(
+        client, auth, entity, "I live in Rome.", as_of="2024-01-08T00:00:00Z", ingest={"store_turn": "fact"}
+    )
+    turn = client.get(f"/v0/memories/{said['extracted']['upserts'][0]['memory_id']}", headers=auth).json()
+    assert (turn["status"], turn["valid_to"]) == ("superseded", "2024-01-27T00:00:00Z")
+    assert [x.split(" (")[0] for x in current_facts(client, auth, entity)] == ["User lives in Oslo"]
+    then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
+    assert sorted(x.split(" (")[0] for x in then) == ["I live in Rome.", "User lives in Rome"]
