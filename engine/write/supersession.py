@@ -41,7 +41,8 @@ write elsewhere must never leave it with no current value.
   keyed by the single-valued facts it said) is no value of the key: it never ties with, outlives or
   is placed after a value; a value that begins while it holds ends it, as does a negation that leaves
   the key no value (naming the value ended, or none).
-- Multi-valued, different value: accumulates (UPSERTED). A predicate with a contrary (likes /
+- Multi-valued: the same value said while a fact of it held (current or history) is that fact
+  (`_skip`); a different value accumulates (UPSERTED). A predicate with a contrary (likes /
   dislikes, eats / avoids: `PredicateSpec.contrary`) ends the contrary's current fact of the same
   value whose t is not after the new one's (SUPERSEDED, valid_to = new t): "I hate jazz now" ends
   "likes jazz"; a contrary fact of the same value with a later t makes the new fact history ending then.
@@ -367,6 +368,9 @@ def resolve(
     if is_single_valued(new.predicate or "") and (placed := _in_order(new, others, t_new, now)):
         return placed
     same = [m for m in current if same_value(m, new)]
+    if not same and not is_single_valued(new.predicate or ""):
+        # said while an ended fact of its value held: that fact said again, not a second copy of it
+        same = [m for m in others if same_value(m, new) and _holds_at(m, t_new) and not _is_statement(m)]
     if same:
         return _skip(new, same[0], now)
     replay = [m for m in others if same_value(m, new) and effective_time(m) == t_new and not _is_statement(m)]

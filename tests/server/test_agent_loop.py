@@ -1125,3 +1125,32 @@ def test_a_turn_stored_as_a_fact_ends_where_the_value_it_ended_holds_again(
     assert [x.split(" (")[0] for x in current_facts(client, auth, entity)] == ["User lives in Oslo"]
     then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
     assert sorted(x.split(" (")[0] for x in then) == ["I live in Rome.", "User lives in Rome"]
+
+
+# --- a thing said again while an earlier statement of it held is that statement -------------------------
+def test_a_multi_valued_fact_said_again_inside_its_past_interval_is_no_new_fact(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A dog had from the 3rd to the 20th ("I no longer have a dog"), then "I have a dog" dated the 8th,
+    left a new dog current from the 8th, undoing the negation; "I love jazz" on the 3rd and the 8th,
+    both before "I hate jazz" on the 24th, showed two lines of one like."""
+    entity = "ent:mvd"
+    first = assemble(client, auth, entity, "I have a dog.", as_of="2024-01-03T00:00:00Z")
+    assemble(client, auth, entity, "I no longer have a dog.", as_of="2024-01-20T00:00:00Z")
+    again = assemble(client, auth, entity, "I have a dog.", as_of="2024-01-08T00:00:00Z")["extracted"][
+        "upserts"
+    ]
+    assert again[1] == {
+        **again[1],
+        "action": "SKIPPED",
+        "memory_id": first["extracted"]["upserts"][1]["memory_id"],
+    }
+    assert current_facts(client, auth, entity) == []
+    then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
+    assert [x.split(" (")[0] for x in then] == ["User has a dog"]
+    entity = "ent:mvj"
+    for day, turn in (("24", "I hate jazz."), ("03", "I love jazz."), ("08", "I love jazz.")):
+        assemble(client, auth, entity, turn, as_of=f"2024-01-{day}T00:00:00Z")
+    then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
+    assert [x.split(" (")[0] for x in then] == ["User likes jazz"]
+    assert [x.split(" (")[0] for x in current_facts(client, auth, entity)] == ["User dislikes jazz"]
