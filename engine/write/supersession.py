@@ -42,10 +42,12 @@ write elsewhere must never leave it with no current value.
   is placed after a value; a value that begins while it holds ends it, as does a negation that leaves
   the key no value (naming the value ended, or none).
 - Multi-valued: the same value said while a fact of it held (current or history) is that fact
-  (`_skip`); a different value accumulates (UPSERTED). A predicate with a contrary (likes /
-  dislikes, eats / avoids: `PredicateSpec.contrary`) ends the contrary's current fact of the same
-  value whose t is not after the new one's (SUPERSEDED, valid_to = new t): "I hate jazz now" ends
-  "likes jazz"; a contrary fact of the same value with a later t makes the new fact history ending then.
+  (`_skip`), said before a fact of it began with no contrary between, that fact begins then
+  (`_begun_sooner`); a different value accumulates (UPSERTED). A predicate with a contrary (likes /
+  dislikes, eats / avoids: `PredicateSpec.contrary`) ends the contrary's fact of the same value that
+  holds at its t (SUPERSEDED, valid_to = new t; said again later, it resumes then): "I hate jazz now"
+  ends "likes jazz"; a contrary fact of the same value with a later t makes the new fact history ending
+  then.
 - Negation ("I no longer work at Acme"): ends the facts with the same value (all facts of the key when
   the negation carries no value; for a predicate whose values name a kind first,
   `PredicateSpec.by_kind`, also those of the kind it names: "no longer have a cat" ends "cat named
@@ -367,17 +369,18 @@ def resolve(
         return _negate(new, [m for m in others if _holds_at(m, t_new)], t_new, now, others)
     if is_single_valued(new.predicate or "") and (placed := _in_order(new, others, t_new, now)):
         return placed
-    same = [m for m in current if same_value(m, new)]
-    if not same and not is_single_valued(new.predicate or ""):
-        # said while an ended fact of its value held: that fact said again, not a second copy of it
-        same = [m for m in others if same_value(m, new) and _holds_at(m, t_new) and not _is_statement(m)]
+    single = is_single_valued(new.predicate or "")
+    kin = [m for m in others if same_value(m, new) and not _is_statement(m)]
+    # a multi-valued value said while a fact of it held (current or ended since) is that fact said again
+    same = [m for m in current if same_value(m, new)] if single else [m for m in kin if _holds_at(m, t_new)]
     if same:
         return _skip(new, same[0], now)
-    replay = [m for m in others if same_value(m, new) and effective_time(m) == t_new and not _is_statement(m)]
+    replay = [m for m in kin if effective_time(m) == t_new]
     if replay:
         return Resolution(outcome=Outcome(memory_id=replay[0].memory_id, action="SKIPPED"))
-    if not is_single_valued(new.predicate or ""):
-        return _multi(new, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
+    if not single:
+        later = [m for m in kin if effective_time(m) > t_new]
+        return _multi(new, later, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
     return _single(new, others, t_new, now)
 
 
@@ -458,22 +461,45 @@ def _is_statement(m: Memory) -> bool:
     return m.type == "fact" and m.predicate is None
 
 
+def _never_held(m: Memory) -> bool:
+    """`m` ended where it began (a value stored as history that a later one had already replaced)."""
+    return m.valid_to is not None and m.valid_to <= effective_time(m)
+
+
 def _holds_at(m: Memory, t: datetime) -> bool:
     """`m` began by `t` and had not ended then (disputed values hold too)."""
     return effective_time(m) <= t and (m.valid_to is None or m.valid_to > t)
 
 
-def _multi(new: Memory, contrary: list[Memory], t_new: datetime, now: datetime) -> Resolution:
+def _multi(
+    new: Memory, later: list[Memory], contrary: list[Memory], t_new: datetime, now: datetime
+) -> Resolution:
     """A new value of a multi-valued key: it accumulates, and the contrary's statement of the same value
-    ends when it begins (or, begun later, ends it)."""
-    opposed = [m for m in contrary if _is_current(m) and same_value(m, new)]
-    later = [effective_time(m) for m in opposed if effective_time(m) > t_new]
+    holding then ends when it begins; the first contrary begun after it ends it (history). `later`: the
+    facts of its value begun after it; the first begins sooner instead when no contrary comes between."""
+    opposed = [m for m in contrary if same_value(m, new) and not _is_statement(m) and not _never_held(m)]
+    after = min(
+        ((effective_time(m), m.memory_id) for m in opposed if effective_time(m) > t_new), default=None
+    )
+    holding = [m for m in opposed if _holds_at(m, t_new)]
+    ended: list[Memory] = []
+    resumed: list[Memory] = []
+    for m in holding:  # a contrary said again after t_new holds again from then, as on a single-valued key
+        kept, again = _resumed(m, t_new, now)
+        ended.append(kept)
+        if again is not None:
+            resumed.append(again)
+    bounds = [*([after] if after else []), *((effective_time(m), m.memory_id) for m in resumed)]
+    first = min(later, key=effective_time, default=None)
+    if first is not None and (not bounds or effective_time(first) < min(bounds)[0]):
+        return _begun_sooner(first, holding, t_new, now)
     stored, by = new, None
-    if later:
-        by = min((effective_time(m), m.memory_id) for m in opposed if effective_time(m) > t_new)[1]
-        stored = msgspec.structs.replace(new, status="superseded", valid_to=min(later))
-    ended = [m for m in opposed if effective_time(m) <= t_new]
-    return _placed(stored, ended, [], t_new, now, history=bool(later), ended_by=by)
+    if bounds:
+        at, by = min(bounds)
+        stored = msgspec.structs.replace(new, status="superseded", valid_to=at)
+    return _placed(
+        stored, ended, [], t_new, now, history=bool(bounds), resumed=resumed, ended_by=by, values=opposed
+    )
 
 
 def _negate(
@@ -690,7 +716,7 @@ def reconcile(
                 placed.events[0] = msgspec.structs.replace(first, data=data)
             placed.writes[0] = kept
     else:
-        placed = _multi(anew, [m for m in contrary if m.memory_id != memory.memory_id], t, now)
+        placed = _multi(anew, [], [m for m in contrary if m.memory_id != memory.memory_id], t, now)
     if placed.writes == [memory] and not twin_ends:
         return unchanged
     first = placed.events[0]

@@ -1154,3 +1154,50 @@ def test_a_multi_valued_fact_said_again_inside_its_past_interval_is_no_new_fact(
     then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
     assert [x.split(" (")[0] for x in then] == ["User likes jazz"]
     assert [x.split(" (")[0] for x in current_facts(client, auth, entity)] == ["User dislikes jazz"]
+
+
+def test_stances_said_out_of_order_hold_by_their_times(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A like, a dislike or a pet said before the same one already stored was dropped: "I hate jazz" on
+    the 17th, after a like from the 9th and a dislike from the 20th, left the like until the 20th; "I
+    have a dog" on the 8th, after one on the 20th, left no dog before the 20th."""
+    entity = "ent:sto1"
+    for day, turn in (
+        ("08", "I hate jazz."),
+        ("09", "I love jazz."),
+        ("20", "I hate jazz."),
+        ("17", "I hate jazz."),
+    ):
+        assemble(client, auth, entity, turn, as_of=f"2024-01-{day}T00:00:00Z")
+    for day, stance in (("08", "dislikes"), ("12", "likes"), ("18", "dislikes"), ("25", "dislikes")):
+        then = current_facts(client, auth, entity, as_of=f"2024-01-{day}T12:00:00Z")
+        assert [x.split(" (")[0] for x in then] == [f"User {stance} jazz"], day
+    entity = "ent:sto2"
+    for day, turn in (("27", "I love jazz."), ("25", "I hate jazz."), ("22", "I love jazz.")):
+        assemble(client, auth, entity, turn, as_of=f"2024-01-{day}T00:00:00Z")
+    for day, stance in (("23", "likes"), ("26", "dislikes"), ("28", "likes")):
+        then = current_facts(client, auth, entity, as_of=f"2024-01-{day}T12:00:00Z")
+        assert [x.split(" (")[0] for x in then] == [f"User {stance} jazz"], day
+    # a like said inside a dislike that was said again later ends it only until then
+    entity = "ent:sto4"
+    for day, turn in (
+        ("01", "I hate jazz."),
+        ("11", "I love jazz."),
+        ("09", "I hate jazz."),
+        ("05", "I love jazz."),
+    ):
+        assemble(client, auth, entity, turn, as_of=f"2024-01-{day}T00:00:00Z")
+    for day, stance in (("03", "dislikes"), ("07", "likes"), ("10", "dislikes"), ("12", "likes")):
+        then = current_facts(client, auth, entity, as_of=f"2024-01-{day}T12:00:00Z")
+        assert [x.split(" (")[0] for x in then] == [f"User {stance} jazz"], day
+    entity = "ent:sto3"
+    later = assemble(client, auth, entity, "I have a dog.", as_of="2024-01-20T00:00:00Z")["extracted"][
+        "upserts"
+    ]
+    said = assemble(client, auth, entity, "I have a dog.", as_of="2024-01-08T00:00:00Z")["extracted"][
+        "upserts"
+    ]
+    assert said[1]["memory_id"] == later[1]["memory_id"]  # the same dog, had since the 8th
+    then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
+    assert [x.split(" (")[0] for x in then] == ["User has a dog"]
