@@ -171,9 +171,12 @@ class Collector:
     source_text: str | None = None
     #: every draft recorded, repeats included, in the order said (a sentence's own are its tail)
     said: list[FactDraft] = field(default_factory=list)
-    #: the facts by (subject, predicate, folded object, negated), in the order they were last said: a
-    #: value said again after another of its key ("I'm 30. Sorry, I'm 31. No, I'm 30.") comes after it
+    #: the facts by (subject, predicate, folded object, negated), in the order said; a fact said again
+    #: after another of its kind ("I'm 30. Sorry, I'm 31. No, I'm 30.") is moved after it
     _drafts: dict[tuple[str, str, str, bool], FactDraft] = field(default_factory=dict)
+    #: where each fact stands (a count of placements), and the last placement of each (subject, kind)
+    _placed_at: dict[tuple[str, str, str, bool], int] = field(default_factory=dict)
+    _kind_last: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @property
     def facts(self) -> list[FactDraft]:
@@ -260,8 +263,12 @@ class Collector:
         )
         key = (draft.subject, draft.predicate, str(draft.object).casefold(), draft.negated)
         self.said.append(draft)
-        first = self._drafts.pop(key, draft)  # a repeat keeps the draft first said, moved to now
-        self._drafts[key] = first
+        kind = (draft.subject, min(pred, spec.contrary or pred))  # a stance and its contrary are one kind
+        held = self._placed_at.get(key)
+        if held is not None and self._kind_last.get(kind, 0) <= held:
+            return  # said again with nothing of its kind since: it stays where it was first said
+        self._drafts[key] = self._drafts.pop(key, draft)  # a repeat keeps the draft first said
+        self._placed_at[key] = self._kind_last[kind] = len(self.said)
 
 
 def _strip_adverbs(vp: str) -> str:
