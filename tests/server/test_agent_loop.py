@@ -1201,3 +1201,17 @@ def test_stances_said_out_of_order_hold_by_their_times(
     assert said[1]["memory_id"] == later[1]["memory_id"]  # the same dog, had since the 8th
     then = current_facts(client, auth, entity, as_of="2024-01-10T00:00:00Z")
     assert [x.split(" (")[0] for x in then] == ["User has a dog"]
+
+
+def test_a_move_told_again_after_like_i_said_supersedes_the_old_city(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """ "Like I said, I moved to Berlin" was read as another person's word (said) and gave no fact, so
+    Paris stayed the city; the speaker's own "I said" reports nobody else."""
+    assemble(client, auth, "ent:said", "I live in Paris")
+    for turn in ("Like I said, I moved to Berlin.", "As I've said before, I'm 30."):
+        said = assemble(client, auth, "ent:said", turn)["extracted"]
+        assert len(said["facts"]) == 1, (turn, said["facts"])
+    assert lives_in(client, auth, "ent:said") == ["User lives in Berlin"]
+    said = assemble(client, auth, "ent:said2", "My mom said I live in Rome.")["extracted"]
+    assert said["facts"] == []  # another person's word still gives no fact

@@ -220,8 +220,12 @@ _HYPOTHETICAL = re.compile(
     r"might|may be|wish|wonder|wondering|whether|could|should|would(?! like to| love to))\b",
     re.IGNORECASE,
 )
+#: the speaker's own word said again ("Like I said, ...", "As I've said before, ...") reports nobody else
+_OWN_WORD = r"(?<!\bas I )(?<!\blike I )(?<!\bas I've )(?<!\blike I've )(?<!\bas I have )(?<!\blike I have )"
 _REPORTED = re.compile(
-    r"\b(?:thinks?|thought|says?(?! (?:hi|hello|hey)\b)|said(?! (?:hi|hello|hey)\b)|believes?|believed|"
+    r"\b(?:thinks?|thought|says?(?! (?:hi|hello|hey)\b)|"
+    + _OWN_WORD
+    + r"said(?! (?:hi|hello|hey)\b)|believes?|believed|"
     r"claims?|claimed|told me|tells me|"
     r"reckons?|feels? that|heard|apparently|supposedly|according to|in the movie|in the book|"
     r"character|pretending)\b",
