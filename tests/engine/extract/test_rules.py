@@ -1130,7 +1130,10 @@ def test_a_fact_said_again_is_placed_where_it_was_last_said_only_past_its_own_ki
     """A repeat moves after what it answers (another value of its key, its negation, its contrary
     stance), so the later statement wins; a plain repeat keeps its place, so a turn's first facts stay
     first (a turn writes its first 50)."""
-    assert fact_texts("I'm 30. Sorry, I'm 31. No, I'm 30.") == ["User is 31 years old", "User is 30 years old"]
+    assert fact_texts("I'm 30. Sorry, I'm 31. No, I'm 30.") == [
+        "User is 31 years old",
+        "User is 30 years old",
+    ]
     assert fact_texts("I like jazz. I hate jazz. I like jazz.") == ["User dislikes jazz", "User likes jazz"]
     assert fact_texts("I live in Paris. I work at Acme. I live in Paris.") == [
         "User lives in Paris",
