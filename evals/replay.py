@@ -601,6 +601,11 @@ class HttpBackend:
         turns = list(conversation.turns)
         if config.write == "agent":
             for turn in turns:
+                if turn.kind != "event":  # as EngineBackend: a fact, note or document is written, not said
+                    item = _event_item(loaded.entity_id, namespace, turn)
+                    created = self._post("/v0/memories", {"items": [item]})["items"]
+                    loaded.memory_to_turn[created[0]["memory_id"]] = turn.turn_id
+                    continue
                 extracted = (
                     self._post("/v0/context/assemble", agent_body(loaded, turn)).get("extracted") or {}
                 )
