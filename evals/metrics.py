@@ -302,6 +302,8 @@ RATE_COLUMNS: tuple[str, ...] = (
     "utilization",
     "evidence_token_share",
 )
+#: rate columns where a lower mean is the better result (a sweep ranks these ascending)
+LOWER_IS_BETTER: tuple[str, ...] = ("stale_leak", "stale_active", "false_supersession", "store_stale_active")
 
 
 def metrics_frame(metrics: Iterable[QuestionMetrics]) -> Any:

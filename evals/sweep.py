@@ -30,7 +30,7 @@ import msgspec
 from engine.errors import InvalidInput
 from evals import plots
 from evals.loaders import load_dataset
-from evals.metrics import metrics_frame, score
+from evals.metrics import LOWER_IS_BETTER, metrics_frame, score
 from evals.model import Dataset
 from evals.replay import Backend, EngineBackend, ReplayConfig, check_config
 from evals.replay_many import CHANNELS, full_weights, replay_many
@@ -173,7 +173,7 @@ def score_candidates(
     metric: str,
 ) -> Any:
     """The results table: per candidate its factors, `train_<metric>`, `test_<metric>` and a few
-    held-out companions; sorted by the tuning score (best first)."""
+    held-out companions; sorted by the tuning score (best first: lowest for `LOWER_IS_BETTER`)."""
     import pandas as pd
 
     held = set(split.held_out)
@@ -204,7 +204,8 @@ def score_candidates(
         row["n_test"] = int(len(test))
         rows.append(row)
     table = pd.DataFrame(rows)
-    return table.sort_values(f"train_{metric}", ascending=False, kind="stable").reset_index(drop=True)
+    ascending = metric in LOWER_IS_BETTER
+    return table.sort_values(f"train_{metric}", ascending=ascending, kind="stable").reset_index(drop=True)
 
 
 def run_sweep(

@@ -175,3 +175,32 @@ def test_sweep_refuses_categories_that_ask_nothing_before_replaying(
     err = capsys.readouterr().err
     assert err.startswith(f"error: {named}") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_a_lower_is_better_metric_ranks_the_lowest_tuning_score_first() -> None:
+    # the chosen candidate is the one that leaks stale values least on the tuning conversations
+    leaky = Candidate(preset="balanced", normalization="minmax", weights=None, half_life=None)
+    clean = Candidate(preset="fast", normalization="minmax", weights=None, half_life=None)
+
+    def probe(qid: str, conv: str, leaks: bool) -> QuestionRecord:
+        from evals.metrics import ContextFact
+
+        text = "Ana lives in Oslo" if leaks else "Ana lives in Lisbon"
+        return QuestionRecord(
+            question_id=qid,
+            conversation_id=conv,
+            category="c",
+            current_values=("Lisbon",),
+            stale_values=("Oslo",),
+            facts=(ContextFact(text=text),),
+        )
+
+    records = {
+        leaky.name(): [probe("q1", "a", True), probe("q2", "b", True)],
+        clean.name(): [probe("q1", "a", False), probe("q2", "b", False)],
+    }
+    table = score_candidates(
+        records, {leaky.name(): leaky, clean.name(): clean}, Split(tune=("a",), held_out=("b",)), "stale_leak"
+    )
+    assert list(table["name"]) == [clean.name(), leaky.name()]
+    assert list(table["train_stale_leak"]) == [0.0, 1.0]
