@@ -26,7 +26,7 @@ import msgspec
 from engine.errors import InvalidInput
 from evals import plots
 from evals.loaders import load_dataset
-from evals.metrics import metrics_frame, score, summarize
+from evals.metrics import LOWER_IS_BETTER, RATE_COLUMNS, metrics_frame, score, summarize
 from evals.replay import EngineBackend, ReplayConfig
 from evals.replay_many import replay_many
 from evals.run import RunConfig, check_questions, question_filter, select
@@ -107,6 +107,8 @@ def run_heldout(
     import pandas as pd
 
     started = time.perf_counter()
+    if config.metric not in RATE_COLUMNS:
+        raise InvalidInput(f"unknown metric {config.metric!r}; valid: {list(RATE_COLUMNS)}", field="metric")
     if write:
         check_runs_dir(out_dir)
     base = _run_config(config, {}, config.budget)
@@ -129,7 +131,8 @@ def run_heldout(
                 }
             )
     selection = pd.DataFrame(rows).pivot(index="candidate", columns="half", values=config.metric)
-    chosen = {half: str(selection[half].idxmax()) for half in parts}
+    best = "idxmin" if config.metric in LOWER_IS_BETTER else "idxmax"
+    chosen = {half: str(getattr(selection[half], best)()) for half in parts}
     # score each half under the setting chosen on the other half, at every budget
     heldout_frames = []
     for chosen_on, scored_on in (("A", "B"), ("B", "A")):
@@ -140,7 +143,7 @@ def run_heldout(
             heldout_frames.append(frame.assign(budget=int(budget)))
     pooled = pd.concat(heldout_frames, ignore_index=True)
     by_metric = {}
-    for metric in METRICS:
+    for metric in dict.fromkeys((config.metric, *METRICS)):  # the chosen metric's table first
         table = {b: summarize(g, by="category")[metric] for b, g in pooled.groupby("budget")}
         frame = pd.DataFrame(table)
         frame.columns = [f"{b} tokens" for b in frame.columns]

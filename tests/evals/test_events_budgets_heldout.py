@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from engine.errors import InvalidInput
@@ -113,3 +114,12 @@ def test_heldout_from_the_command_line_asks_only_the_first_questions_of_each_con
     assert main([*argv, "--limit-questions", "1", "--out", str(tmp_path / "runs")]) == 0
     # the choice on both halves, then each half scored under the other's choice
     assert asked == [["syn-000", "syn-001"], ["syn-001"], ["syn-000"]]
+
+
+def test_heldout_chooses_on_any_rate_metric_and_tables_it(tmp_path: Path) -> None:
+    data = tiny_dataset(entities=4)
+    config = HeldoutConfig(dataset="synthetic", ingest="facts", budgets=(600,), embedder="hash")
+    result = run_heldout(msgspec.structs.replace(config, metric="recall_at_10"), dataset=data, write=False)
+    assert result.heldout.equals(result.heldout_by_metric["recall_at_10"])
+    with pytest.raises(InvalidInput, match="metric"):  # refused before any replay
+        run_heldout(msgspec.structs.replace(config, metric="question_id"), dataset=data, write=False)
