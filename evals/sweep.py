@@ -30,7 +30,7 @@ import msgspec
 from engine.errors import InvalidInput
 from evals import plots
 from evals.loaders import load_dataset
-from evals.metrics import LOWER_IS_BETTER, metrics_frame, score
+from evals.metrics import LOWER_IS_BETTER, RATE_COLUMNS, metrics_frame, score
 from evals.model import Dataset
 from evals.replay import Backend, EngineBackend, ReplayConfig, check_config
 from evals.replay_many import CHANNELS, full_weights, replay_many
@@ -218,6 +218,8 @@ def run_sweep(
     backend: Backend | None = None,
 ) -> SweepResult:
     started = time.perf_counter()
+    if config.metric not in RATE_COLUMNS:  # checked before the replay, not after it
+        raise InvalidInput(f"unknown metric {config.metric!r}; valid: {list(RATE_COLUMNS)}", field="metric")
     cands = {c.name(): c for c in candidates(config)}
     configs = {name: replay_config(config, c) for name, c in cands.items()}
     for cfg in configs.values():

@@ -204,3 +204,11 @@ def test_a_lower_is_better_metric_ranks_the_lowest_tuning_score_first() -> None:
     )
     assert list(table["name"]) == [clean.name(), leaky.name()]
     assert list(table["train_stale_leak"]) == [0.0, 1.0]
+
+
+def test_an_unknown_metric_is_refused_before_any_conversation_is_written() -> None:
+    backend = CountingBackend(ReplayConfig())
+    config = SweepConfig(mode="random", samples=1, metric="recal_in_context")
+    with pytest.raises(InvalidInput, match="metric"):
+        run_sweep(config, dataset=tiny_dataset(entities=2), backend=backend, write=False)
+    assert backend.loads == []
