@@ -2,8 +2,8 @@
 
     run_sweep(SweepConfig(dataset="synthetic", mode="random", samples=20)) -> SweepResult
 
-1. The conversations are split (never the questions: every question of a conversation is on the
-   same side) into a tuning part and a held-out part (`split_conversations`, seeded).
+1. The conversations that ask a kept question are split (never the questions: every question of a
+   conversation is on the same side) into a tuning part and a held-out part (`split_conversations`, seeded).
 2. Candidates (`candidates`): `grid` = every combination of weight vectors x presets x
    normalizations x half-lives; `random` = `samples` draws (weights from a flat Dirichlet over the
    five channels, the other factors uniformly). Each preset also runs with its own weights
@@ -230,13 +230,17 @@ def run_sweep(
     if config.limit is not None:
         data = data.limit(config.limit)
     check_questions(data, config)
-    split = split_conversations([c.conversation_id for c in data.conversations], config.holdout, config.seed)
+    keep = question_filter(config)
+    # only conversations that ask something: another would leave its side of the split without a score
+    asked = {q.conversation_id for q in data.questions if keep(q)}
+    ids = [c.conversation_id for c in data.conversations if c.conversation_id in asked]
+    split = split_conversations(ids, config.holdout, config.seed)
     engine = backend if backend is not None else EngineBackend(next(iter(configs.values())))
     records = replay_many(
         data,
         engine,
         configs,
-        questions=question_filter(config),
+        questions=keep,
         progress=progress,
         limit_questions=config.limit_questions,
     )

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from engine.errors import InvalidInput
@@ -212,3 +213,16 @@ def test_an_unknown_metric_is_refused_before_any_conversation_is_written() -> No
     with pytest.raises(InvalidInput, match="metric"):
         run_sweep(config, dataset=tiny_dataset(entities=2), backend=backend, write=False)
     assert backend.loads == []
+
+
+def test_the_split_is_over_the_conversations_that_ask_a_question() -> None:
+    # a conversation none of whose questions is asked would leave one side of the split empty
+    data = tiny_dataset(entities=4)
+    asked = [c.conversation_id for c in data.conversations][:2]
+    data = msgspec.structs.replace(
+        data, questions=tuple(q for q in data.questions if q.conversation_id in asked)
+    )
+    config = SweepConfig(mode="random", samples=1, holdout=0.5, seed=0)
+    result = run_sweep(config, dataset=data, write=False)
+    assert sorted([*result.split.tune, *result.split.held_out]) == sorted(asked)
+    assert (result.results["n_train"] > 0).all() and (result.results["n_test"] > 0).all()
