@@ -2,8 +2,8 @@
 
     run_heldout(HeldoutConfig(dataset="locomo", candidates={"default": {}, "no-recency": {...}}))
 
-1. The conversations are split in two halves (`split`: the first half's ids, or the dataset's first
-   half). Each candidate (a `retrieval` block merged into every request) is replayed on every
+1. The conversations that ask a kept question are split in two halves (`split`: the first half's ids,
+   or the first half of them). Each candidate (a `retrieval` block merged into every request) is replayed on every
    conversation at the main budget (each conversation written once, `evals.replay_many`).
 2. Two-way selection: the candidate with the best mean `metric` on half A is scored on half B, and the
    best on B is scored on A. The held-out figures pool the two: every conversation is scored under the
@@ -114,7 +114,15 @@ def run_heldout(
     base = _run_config(config, {}, config.budget)
     data = select(dataset if dataset is not None else load_dataset(config.dataset), base)
     check_questions(data, base)
-    parts = halves([c.conversation_id for c in data.conversations], config.split)
+    keep = question_filter(base)
+    # only conversations that ask something: a half of others would have no score to choose by
+    asked = {q.conversation_id for q in data.questions if keep(q)}
+    silent = sorted(set(config.split) & {c.conversation_id for c in data.conversations} - asked)
+    if silent:
+        raise InvalidInput(f"conversation(s) in split ask no question of this run: {silent}", field="split")
+    parts = halves(
+        [c.conversation_id for c in data.conversations if c.conversation_id in asked], config.split
+    )
     configs = {
         name: _run_config(config, block, config.budget).replay_config()
         for name, block in config.candidates.items()

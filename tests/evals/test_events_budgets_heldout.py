@@ -123,3 +123,18 @@ def test_heldout_chooses_on_any_rate_metric_and_tables_it(tmp_path: Path) -> Non
     assert result.heldout.equals(result.heldout_by_metric["recall_at_10"])
     with pytest.raises(InvalidInput, match="metric"):  # refused before any replay
         run_heldout(msgspec.structs.replace(config, metric="question_id"), dataset=data, write=False)
+
+
+def test_heldout_halves_the_conversations_that_ask_a_question() -> None:
+    data = tiny_dataset(entities=4)
+    asked = [c.conversation_id for c in data.conversations][:2]
+    data = msgspec.structs.replace(
+        data, questions=tuple(q for q in data.questions if q.conversation_id in asked)
+    )
+    config = HeldoutConfig(dataset="synthetic", ingest="facts", budgets=(600,), embedder="hash")
+    result = run_heldout(config, dataset=data, write=False)
+    assert result.halves == {"A": asked[:1], "B": asked[1:]}
+    assert result.selection.notna().all().all()
+    with pytest.raises(InvalidInput, match="ask no question"):
+        silent = [c.conversation_id for c in data.conversations][3]
+        run_heldout(msgspec.structs.replace(config, split=(asked[0], silent)), dataset=data, write=False)
