@@ -393,13 +393,15 @@ def _records_of(frame: Any) -> dict[str, dict[str, float | None]]:
 def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, figures: Sequence[str]) -> str:
     c = result.config
     half_life = "preset" if c.recency_half_life_days is None else c.recency_half_life_days
+    extracted = c.ingest == "agent" or c.replay_config().extract  # the agent loop extracts in assemble
     lines = [
         f"# Eval run: {c.label()}",
         "",
         f"- dataset: `{dataset.name}` ({len(dataset.conversations)} conversations)",
         f"- preset `{c.preset or 'balanced'}`, normalization `{c.normalization}`, weights "
         f"`{c.weights or 'preset'}`, half-life `{half_life}`, budget {c.budget}",
-        f"- embedder `{c.embedder}`, store `{c.store}`, extract {c.extract}, "
+        f"- embedder `{c.embedder}`, store `{c.store}`, ingest `{c.ingest}`, "
+        f"extract {extracted}, "
         f"{'HTTP ' + c.http_url if c.http_url else 'engine in process'}",
         f"- git `{commit or 'unknown'}`; {result.seconds:.1f} s",
         "",

@@ -357,3 +357,13 @@ def _exit_code(argv: list[str]) -> int:
         return main(argv)
     except SystemExit as exc:  # argparse's own errors
         return int(exc.code or 0)
+
+
+def test_the_report_states_the_ingest_that_ran(tmp_path: Path) -> None:
+    # --ingest events extracts nothing: the report must not say it did
+    config = RunConfig(dataset="synthetic", ingest="events", rank_depth=0, baselines=False)
+    result = run_eval(config, out_dir=tmp_path, dataset=tiny_dataset(entities=2))
+    assert result.run_dir is not None
+    report = (result.run_dir / "report.md").read_text()
+    assert "ingest `events`, extract False" in report
+    assert "extract True" not in report
