@@ -71,7 +71,7 @@ class FitResult(msgspec.Struct, kw_only=True):
     weights: dict[str, float]
     coefficients: dict[str, float]
     normalization: str
-    folds: int
+    folds: int  # the folds fitted and scored (a fold whose training rows hold one label is skipped)
     cv_auc: float
     cv_auc_std: float
     cv_mrr_learned: float
@@ -242,9 +242,9 @@ def fit_weights(
     collection = [COLLECTION_WEIGHTS[ch] for ch in CHANNELS]
     n_folds = 0
     for train, test in conversation_folds(groups, folds):
-        n_folds += 1
-        if len(set(y[train].tolist())) < 2:
+        if len(set(y[train].tolist())) < 2:  # nothing to fit: not one of the folds the means are over
             continue
+        n_folds += 1
         model = _logreg(x[train], y[train], c)
         if len(set(y[test].tolist())) == 2:
             aucs.append(float(roc_auc_score(y[test], model.decision_function(x[test]))))

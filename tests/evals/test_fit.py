@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -124,3 +125,10 @@ def test_fit_refuses_an_unknown_category_before_collecting(
     err = capsys.readouterr().err
     assert err.startswith("error: unknown question categories [") and err.count("\n") == 1
     assert "nope" in err or "tmporal" in err
+
+
+def test_a_fold_with_no_evidence_to_train_on_is_not_counted() -> None:
+    # only c0 has evidence rows: the fold holding c0 out trains on one label and is skipped
+    rows = [r if r.conversation_id == "c0" else msgspec.structs.replace(r, label=0) for r in _rows()]
+    result = fit_weights(rows, folds=3)
+    assert result.folds == len(result.fold_weights) == 2
