@@ -202,12 +202,8 @@ def ranking_body(
     return assemble_body(loaded, question, config, top_k=config.rank_depth, ranking_only=True)
 
 
-def check_config(config: ReplayConfig) -> None:
-    """The configuration's requests built and checked as the API checks them (an InvalidInput naming
-    the option, as the API's 422 does), before anything is loaded, written or asked."""
-    from engine.retrieval.config import resolve
-    from engine.retrieval.options import AssembleRequest
-
+def _probe() -> tuple[Loaded, Question]:
+    """A stand-in conversation and question to build a configuration's requests with."""
     loaded = Loaded(conversation_id="check", entity_id="ent:check", namespace="check", memory_to_turn={})
     question = Question(
         question_id="check",
@@ -218,6 +214,16 @@ def check_config(config: ReplayConfig) -> None:
         asked_at=datetime.now(UTC),
         category="check",
     )
+    return loaded, question
+
+
+def check_config(config: ReplayConfig) -> None:
+    """The configuration's requests built and checked as the API checks them (an InvalidInput naming
+    the option, as the API's 422 does), before anything is loaded, written or asked."""
+    from engine.retrieval.config import resolve
+    from engine.retrieval.options import AssembleRequest
+
+    loaded, question = _probe()
     deep = ranking_body(loaded, question, config, None)
     for body in (assemble_body(loaded, question, config), *([deep] if deep is not None else [])):
         try:
@@ -230,6 +236,18 @@ def check_config(config: ReplayConfig) -> None:
         except InvalidInput as exc:
             where = f"{exc.field}: " if exc.field else ""
             raise InvalidInput(f"{where}{exc.message}", field=exc.field) from exc
+
+
+def weights_used(config: ReplayConfig) -> dict[str, float]:
+    """The channel weights the configuration's assembles run with, as the API resolves them: a weight
+    left out takes the preset's value, and the vector is renormalized (`retrieval_summary.weights_used`)."""
+    from engine.retrieval.config import resolve
+    from engine.retrieval.options import AssembleRequest
+
+    loaded, question = _probe()
+    request = msgspec.convert(assemble_body(loaded, question, config), AssembleRequest, strict=False)
+    weights = resolve(request.retrieval).weights
+    return {str(k): round(float(v), 4) for k, v in msgspec.structs.asdict(weights).items()}
 
 
 #: the API's longest memory text and turn: a longer turn (a few LongMemEval turns are) is cut to it, as a
@@ -766,4 +784,5 @@ __all__: Sequence[str] = (
     "iter_replay",
     "replay",
     "to_record",
+    "weights_used",
 )

@@ -41,6 +41,7 @@ from evals.replay import (
     check_base_url,
     check_config,
     evidence_questions,
+    weights_used,
 )
 from evals.replay_many import full_weights, replay_many
 from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
@@ -344,6 +345,7 @@ def write_run(
         {
             "run": result.config,
             "configurations": dict(configs),
+            "weights_used": {name: weights_used(cfg) for name, cfg in configs.items()},
             "dataset": {
                 "name": dataset.name,
                 "conversations": len(dataset.conversations),
@@ -399,7 +401,8 @@ def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, fig
         "",
         f"- dataset: `{dataset.name}` ({len(dataset.conversations)} conversations)",
         f"- preset `{c.preset or 'balanced'}`, normalization `{c.normalization}`, weights "
-        f"`{c.weights or 'preset'}`, half-life `{half_life}`, budget {c.budget}",
+        f"`{c.weights or 'preset'}` (weights used `{weights_used(c.replay_config())}`), half-life "
+        f"`{half_life}`, budget {c.budget}",
         f"- embedder `{c.embedder}`, store `{c.store}`, ingest `{c.ingest}`, "
         f"extract {extracted}, "
         f"{'HTTP ' + c.http_url if c.http_url else 'engine in process'}",

@@ -367,3 +367,17 @@ def test_the_report_states_the_ingest_that_ran(tmp_path: Path) -> None:
     report = (result.run_dir / "report.md").read_text()
     assert "ingest `events`, extract False" in report
     assert "extract True" not in report
+
+
+def test_the_run_records_the_weights_that_ran(tmp_path: Path) -> None:
+    # a weight left out of --weights takes the preset's value and the vector is renormalized
+    config = RunConfig(
+        dataset="synthetic", weights={"semantic": 0.5, "bm25": 0.5}, rank_depth=0, baselines=False
+    )
+    result = run_eval(config, out_dir=tmp_path, dataset=tiny_dataset(entities=2))
+    assert result.run_dir is not None
+    used = json.loads((result.run_dir / "config.json").read_text())["weights_used"][CHOSEN]
+    assert used["semantic"] == used["bm25"] < 0.5 and used["graph_prior"] > 0
+    assert sum(used.values()) == pytest.approx(1.0)
+    report = (result.run_dir / "report.md").read_text()
+    assert f"weights used `{used}`" in report
