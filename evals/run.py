@@ -187,7 +187,8 @@ class QuestionSelection(Protocol):
 
 
 def check_questions(data: Dataset, config: QuestionSelection) -> None:
-    """InvalidInput when a category asked for is not the dataset's or the run would ask nothing."""
+    """InvalidInput when a category asked for is not the dataset's or has no question to score, or the
+    run would ask nothing."""
     known = {q.category for q in data.questions}
     unknown = sorted(set(config.categories) - known)
     if unknown:
@@ -198,6 +199,12 @@ def check_questions(data: Dataset, config: QuestionSelection) -> None:
     keep = question_filter(config)
     if config.limit_questions == 0 or not any(keep(q) for q in data.questions):
         raise InvalidInput("the run would ask no question: check --limit, --limit-questions and --categories")
+    unscored = sorted(set(config.categories) - {q.category for q in data.questions if keep(q)})
+    if unscored:  # else they would be left out of the run without a word
+        raise InvalidInput(
+            f"question categories {unscored} have no question with evidence or gold values to score",
+            field="categories",
+        )
 
 
 def question_filter(config: QuestionSelection) -> Callable[[Question], bool]:

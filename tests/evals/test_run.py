@@ -381,3 +381,21 @@ def test_the_run_records_the_weights_that_ran(tmp_path: Path) -> None:
     assert sum(used.values()) == pytest.approx(1.0)
     report = (result.run_dir / "report.md").read_text()
     assert f"weights used `{used}`" in report
+
+
+def test_a_category_with_no_scored_question_is_refused_not_dropped() -> None:
+    # LoCoMo's adversarial questions have no evidence: asked next to single-hop they would vanish
+    import msgspec
+
+    from evals.run import check_questions
+
+    data = tiny_dataset(entities=2)
+    unscored = msgspec.structs.replace(
+        data.questions[0], question_id="adv", category="adversarial", answerable=False, evidence=()
+    )
+    unscored = msgspec.structs.replace(unscored, current_values=(), stale_values=())
+    data = msgspec.structs.replace(data, questions=(*data.questions, unscored))
+    kept = data.questions[0].category
+    check_questions(data, RunConfig(categories=(kept,)))
+    with pytest.raises(InvalidInput, match="adversarial"):
+        check_questions(data, RunConfig(categories=(kept, "adversarial")))
