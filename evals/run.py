@@ -155,11 +155,20 @@ def configurations(config: RunConfig) -> dict[str, ReplayConfig]:
         if budget != config.budget:
             out[f"{CHOSEN}@{budget}"] = msgspec.structs.replace(config.replay_config(), budget=budget)
     for preset in config.compare_presets:
-        out[f"preset:{preset}"] = msgspec.structs.replace(config.replay_config(), preset=preset)
+        compared = msgspec.structs.replace(config.replay_config(), preset=preset)
+        out[f"preset:{preset}"] = _without(compared, "preset")
     if config.baselines:
         for name, weights in BASELINES.items():
-            out[name] = config.replay_config(weights)
+            out[name] = _without(config.replay_config(weights), "weights")
     return out
+
+
+def _without(config: ReplayConfig, key: str) -> ReplayConfig:
+    """`config` less `key` of its `retrieval` block, which is merged last and would override it."""
+    if not config.retrieval or key not in config.retrieval:
+        return config
+    rest = {k: v for k, v in config.retrieval.items() if k != key}
+    return msgspec.structs.replace(config, retrieval=rest or None)
 
 
 def select(dataset: Dataset, config: RunConfig) -> Dataset:

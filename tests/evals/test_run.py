@@ -399,3 +399,17 @@ def test_a_category_with_no_scored_question_is_refused_not_dropped() -> None:
     check_questions(data, RunConfig(categories=(kept,)))
     with pytest.raises(InvalidInput, match="adversarial"):
         check_questions(data, RunConfig(categories=(kept, "adversarial")))
+
+
+def test_a_retrieval_block_does_not_override_what_baselines_and_compared_presets_are() -> None:
+    from evals.replay import weights_used
+
+    config = RunConfig(
+        retrieval={"preset": "fast", "weights": {"semantic": 0.9, "bm25": 0.1}, "top_k": 30},
+        compare_presets=("factual",),
+    )
+    cfgs = configurations(config)
+    assert weights_used(cfgs["bm25-only"]) == {**BASELINES["bm25-only"]}
+    assert weights_used(cfgs["semantic-only"]) == {**BASELINES["semantic-only"]}
+    assert (cfgs["preset:factual"].retrieval or {}).get("preset", "factual") == "factual"
+    assert all((c.retrieval or {})["top_k"] == 30 for c in cfgs.values())  # the other options still apply
