@@ -82,9 +82,13 @@ class FitResult(msgspec.Struct, kw_only=True):
     n_questions: int
     n_conversations: int
     seconds: float = 0.0
+    preset: str | None = None  # the preset the rows were collected under (`run_fit` sets it)
 
     def preset_json(self) -> dict[str, Any]:
-        return {"retrieval": {"weights": self.weights, "normalization": self.normalization}}
+        block: dict[str, Any] = {"weights": self.weights, "normalization": self.normalization}
+        if self.preset is not None:
+            block = {"preset": self.preset, **block}
+        return {"retrieval": block}
 
 
 # --- collection -------------------------------------------------------------------------------
@@ -294,6 +298,7 @@ def run_fit(config: FitConfig, *, dataset: Dataset | None = None, progress: bool
         progress=progress,
     )
     result = fit_weights(rows, folds=config.folds, c=config.c, normalization=config.normalization)
+    result.preset = config.preset
     result.seconds = time.perf_counter() - started
     return result
 

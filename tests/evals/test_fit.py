@@ -132,3 +132,9 @@ def test_a_fold_with_no_evidence_to_train_on_is_not_counted() -> None:
     rows = [r if r.conversation_id == "c0" else msgspec.structs.replace(r, label=0) for r in _rows()]
     result = fit_weights(rows, folds=3)
     assert result.folds == len(result.fold_weights) == 2
+
+
+def test_the_fitted_block_names_the_preset_its_rows_were_collected_under() -> None:
+    # the weights reorder that preset's shortlist: pasted under another preset they mean something else
+    result = run_fit(FitConfig(folds=2, rank_depth=20, preset="factual"), dataset=tiny_dataset(entities=4))
+    assert result.preset_json()["retrieval"]["preset"] == "factual"
