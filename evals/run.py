@@ -145,6 +145,8 @@ class RunResult(msgspec.Struct, kw_only=True):
     #: no question has evidence at two distinct times
     latest: Any = None
     seconds: float = 0.0
+    #: conversations written and asked (one none of whose questions is kept is skipped)
+    conversations: int = 0
 
 
 def configurations(config: RunConfig) -> dict[str, ReplayConfig]:
@@ -316,6 +318,7 @@ def run_eval(
         frames=frames,
         latest=latest_evidence_table(records, data),
         seconds=time.perf_counter() - started,
+        conversations=len({r.conversation_id for recs in records.values() for r in recs}),
     )
     if write:
         result.run_dir = write_run(result, configs, records, data, out_dir)
@@ -364,7 +367,7 @@ def write_run(
             "weights_used": {name: weights_used(cfg) for name, cfg in configs.items()},
             "dataset": {
                 "name": dataset.name,
-                "conversations": len(dataset.conversations),
+                "conversations": result.conversations,
                 "source": dataset.source,
                 "license": dataset.license,
             },
@@ -415,7 +418,7 @@ def report_markdown(result: RunResult, dataset: Dataset, commit: str | None, fig
     lines = [
         f"# Eval run: {c.label()}",
         "",
-        f"- dataset: `{dataset.name}` ({len(dataset.conversations)} conversations)",
+        f"- dataset: `{dataset.name}` ({result.conversations} conversations)",
         f"- preset `{c.preset or 'balanced'}`, normalization `{c.normalization}`, weights "
         f"`{c.weights or 'preset'}` (weights used `{weights_used(c.replay_config())}`), half-life "
         f"`{half_life}`, budget {c.budget}",

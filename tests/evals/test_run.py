@@ -413,3 +413,18 @@ def test_a_retrieval_block_does_not_override_what_baselines_and_compared_presets
     assert weights_used(cfgs["semantic-only"]) == {**BASELINES["semantic-only"]}
     assert (cfgs["preset:factual"].retrieval or {}).get("preset", "factual") == "factual"
     assert all((c.retrieval or {})["top_k"] == 30 for c in cfgs.values())  # the other options still apply
+
+
+def test_the_run_counts_the_conversations_it_asked(tmp_path: Path) -> None:
+    # a conversation none of whose questions is kept is not written or asked: it is not counted
+    import msgspec
+
+    data = tiny_dataset(entities=4)
+    asked = [c.conversation_id for c in data.conversations][:2]
+    data = msgspec.structs.replace(
+        data, questions=tuple(q for q in data.questions if q.conversation_id in asked)
+    )
+    result = run_eval(RunConfig(rank_depth=0, baselines=False), out_dir=tmp_path, dataset=data)
+    assert result.run_dir is not None
+    assert json.loads((result.run_dir / "config.json").read_text())["dataset"]["conversations"] == 2
+    assert f"`{data.name}` (2 conversations)" in (result.run_dir / "report.md").read_text()
