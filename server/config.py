@@ -10,9 +10,14 @@ from pathlib import Path
 import msgspec
 
 from engine.embed.registry import check_embedder
+from engine.envnum import env_number
 from engine.errors import InvalidInput
+from engine.extract.llm import TIMEOUT_ENV as LLM_TIMEOUT_ENV
+from engine.extract.rules import budget_from_env
 from server.ratelimit import parse_rate
 
+#: how long /metrics reuses its count of the memories without a vector (seconds; server.observability)
+VECTORS_TTL_ENV = "LOCI_METRICS_VECTORS_SECONDS"
 #: defaults of the caps on open event streams (see Settings)
 MAX_STREAMS_PER_KEY = 10
 MAX_STREAMS = 100
@@ -54,6 +59,13 @@ def _embedder(env: Mapping[str, str]) -> str:
     return name
 
 
+def _check_numbers(env: Mapping[str, str]) -> None:
+    """InvalidInput for a number that a part built later reads from `env` (extraction, the LLM, metrics)."""
+    budget_from_env(env)
+    env_number(env, LLM_TIMEOUT_ENV, 20.0, positive=True)
+    env_number(env, VECTORS_TTL_ENV, 300.0)
+
+
 def _rate_limit(env: Mapping[str, str]) -> str:
     text = env.get("LOCI_RATE_LIMIT") or "600/minute"
     parse_rate(text)  # InvalidInput naming LOCI_RATE_LIMIT
@@ -75,6 +87,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
+        _check_numbers(env)
         origins = tuple(o.strip() for o in env.get("LOCI_CORS_ORIGINS", "").split(",") if o.strip())
         return cls(
             data_dir=env.get("LOCI_DATA_DIR") or "./data",

@@ -58,9 +58,11 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from engine.embed.backfill import count_missing
+from engine.envnum import env_number
 from engine.errors import Unauthorized
 from engine.storage.base import Store
 from server.auth import Principal
+from server.config import VECTORS_TTL_ENV
 from server.http import error_responses
 
 log = logging.getLogger("loci.server")
@@ -70,8 +72,6 @@ ASGIApp = Callable[..., Any]
 UNMATCHED = "unmatched"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 TOKEN_ENV = "LOCI_METRICS_TOKEN"
-#: how long a count of the memories without a vector is reused (seconds)
-VECTORS_TTL_ENV = "LOCI_METRICS_VECTORS_SECONDS"
 #: where each worker process writes its counts (prometheus_client's multiprocess mode), when set
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -178,7 +178,7 @@ class Observability:
         if store is not None:
             self.stored.append(MemoriesStored(store))
         if store is not None and vector_model is not None:
-            ttl = float(os.environ.get(VECTORS_TTL_ENV) or 300)
+            ttl = env_number(os.environ, VECTORS_TTL_ENV, 300.0)
             self.stored.append(MissingVectors(store, vector_model, ttl))
         for collector in self.stored:
             self.registry.register(collector)

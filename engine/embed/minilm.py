@@ -47,6 +47,8 @@ from engine.embed.coalesce import Coalescer
 from engine.embed.onnx_encoder import OnnxEncoder, weights_sha256
 from engine.embed.onnx_graph import PROJECTIONS
 from engine.embed.registry import MINILM_RUNTIMES
+from engine.embed.registry import TORCH_THREADS_ENV as THREADS_ENV
+from engine.envnum import env_whole
 from engine.errors import Unavailable, UnknownName
 
 log = logging.getLogger(__name__)
@@ -124,8 +126,7 @@ class MiniLMEmbedder:
         data_dir: str | None = None,
     ) -> None:
         self.batch_size = batch_size
-        env_threads = os.environ.get("LOCI_TORCH_THREADS")
-        self.threads = threads or (int(env_threads) if env_threads else min(2, os.cpu_count() or 1))
+        self.threads = threads or env_whole(os.environ, THREADS_ENV, min(2, os.cpu_count() or 1), low=1)
         self.runtime = _runtime(runtime)
         self.cache_dir = Path(cache_dir) if cache_dir is not None else model_cache_dir(data_dir)
         self._model: Any = None

@@ -25,6 +25,9 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
+from engine.embed.registry import EMBED_DIM_ENV as DIM_ENV
+from engine.embed.registry import EMBED_TIMEOUT_ENV as TIMEOUT_ENV
+from engine.envnum import env_number, env_whole
 from engine.errors import Unavailable
 
 
@@ -54,13 +57,12 @@ class OpenAIEmbedder:
         self.model_name = model_name or os.environ.get("LOCI_EMBED_MODEL") or "text-embedding-3-small"
         self.model = f"openai:{self.model_name}"
         key = api_key if api_key is not None else os.environ.get("LOCI_EMBED_API_KEY")
-        env_dim = os.environ.get("LOCI_EMBED_DIM")
-        self.dim = dim or (int(env_dim) if env_dim else 0)
+        self.dim = dim or env_whole(os.environ, DIM_ENV, 0)
         self.batch_size = batch_size
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        t = timeout if timeout is not None else float(os.environ.get("LOCI_EMBED_TIMEOUT", "10"))
+        t = timeout if timeout is not None else env_number(os.environ, TIMEOUT_ENV, 10.0, positive=True)
         self._client = httpx.Client(timeout=t, headers=headers, transport=transport)
         self._lock = threading.Lock()
 

@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Mapping
 
 from engine.embed.base import Embedder
+from engine.envnum import env_number, env_whole
 from engine.errors import UnknownName
 
 #: name -> "module:attribute" of a zero-argument factory (reads its own LOCI_* settings)
@@ -23,16 +24,26 @@ EMBEDDERS: Mapping[str, str] = {
 #: the MiniLM embedder's runtimes (`LOCI_MINILM_RUNTIME`; `engine.embed.minilm`), named here so a
 #: setting can be checked without loading one
 MINILM_RUNTIMES: tuple[str, ...] = ("onnx", "onnx-fp32", "torch")
+#: threads for MiniLM's larger batches (`engine.embed.minilm`)
+TORCH_THREADS_ENV = "LOCI_TORCH_THREADS"
+#: the openai embedder's request timeout in seconds and expected dimension (`engine.embed.openai`)
+EMBED_TIMEOUT_ENV = "LOCI_EMBED_TIMEOUT"
+EMBED_DIM_ENV = "LOCI_EMBED_DIM"
 
 
 def check_embedder(name: str, env: Mapping[str, str]) -> None:
-    """UnknownName for an embedder name, or a MiniLM runtime in `env`, that `create_embedder` would refuse
-    (a server checks at start, not at its first read)."""
+    """UnknownName for an embedder name, or a MiniLM runtime in `env`, that `create_embedder` would refuse,
+    InvalidInput for a number in `env` it would not read (a server checks at start, not at its first read)."""
     if name not in EMBEDDERS:
         raise UnknownName("embedder", name, EMBEDDERS, field="LOCI_EMBEDDER")
     runtime = env.get("LOCI_MINILM_RUNTIME")
     if name == "minilm" and runtime and runtime not in MINILM_RUNTIMES:
         raise UnknownName("minilm runtime", runtime, MINILM_RUNTIMES, field="LOCI_MINILM_RUNTIME")
+    if name == "minilm":
+        env_whole(env, TORCH_THREADS_ENV, 1, low=1)
+    if name == "openai":
+        env_number(env, EMBED_TIMEOUT_ENV, 10.0, positive=True)
+        env_whole(env, EMBED_DIM_ENV, 0)
 
 
 def create_embedder(name: str, *, data_dir: str | None = None) -> Embedder:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import httpx
 import msgspec
 
+from engine.envnum import env_number
 from engine.extract.base import DraftObjectType, Extractor, ExtractResult, FactDraft
 from engine.extract.rules import RuleExtractor
 from engine.extract.rules.dates import human_date
@@ -89,6 +90,8 @@ RESPONSE_SCHEMA: dict[str, Any] = {
     },
 }  # fmt: skip
 
+#: seconds one chat call may take
+TIMEOUT_ENV = "LOCI_LLM_TIMEOUT"
 _SELF = {"user", "i", "me", "myself", "ent:user", ""}
 
 
@@ -133,7 +136,7 @@ class LLMExtractor:
         headers = {"Content-Type": "application/json"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        t = timeout if timeout is not None else float(os.environ.get("LOCI_LLM_TIMEOUT", "20"))
+        t = timeout if timeout is not None else env_number(os.environ, TIMEOUT_ENV, 20.0, positive=True)
         self._client = httpx.Client(timeout=t, headers=headers, transport=transport)
         self.fallback: Extractor = fallback or RuleExtractor()
 

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from engine.storage.base import Store
 from server import observability
-from server.config import Settings
+from server.config import VECTORS_TTL_ENV, Settings
 from server.observability import AccessMiddleware, Observability
 from server.threads import run_sync
 from tests.pg_fixture import pg_database, pg_server
@@ -256,7 +256,7 @@ def test_memories_without_a_vector_are_counted_and_embedded_by_doctor(
     from engine.embed.cache import EmbeddingCache
     from server.app import create_app
 
-    monkeypatch.setenv(observability.VECTORS_TTL_ENV, "0")
+    monkeypatch.setenv(VECTORS_TTL_ENV, "0")
     embedder = FlakyEmbedder()
     with TestClient(create_app(settings, store=store, embedder=embedder)) as client:
         assert (

@@ -17,10 +17,10 @@ from __future__ import annotations
 import copy
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from engine.errors import InvalidInput
+from engine.envnum import env_number
 from engine.extract.base import ExtractResult
 from engine.extract.rules import contact, family, personal, plans, preferences, presupposed, work
 from engine.extract.rules.clauses import Clause, Collector, make_clauses
@@ -88,15 +88,9 @@ BUDGET_ENV = "LOCI_EXTRACT_BUDGET_MS"
 DEFAULT_BUDGET_MS = 500.0
 
 
-def budget_from_env() -> float:
-    """The per-text budget in milliseconds (`LOCI_EXTRACT_BUDGET_MS`; 0 or less: no budget)."""
-    value = os.environ.get(BUDGET_ENV)
-    try:
-        return float(value) if value else DEFAULT_BUDGET_MS
-    except ValueError:
-        raise InvalidInput(
-            f"{BUDGET_ENV} must be a number of milliseconds, not {value!r}", field=BUDGET_ENV
-        ) from None
+def budget_from_env(env: Mapping[str, str] | None = None) -> float:
+    """The per-text budget in milliseconds (`LOCI_EXTRACT_BUDGET_MS`, a number >= 0; 0: no budget)."""
+    return env_number(os.environ if env is None else env, BUDGET_ENV, DEFAULT_BUDGET_MS)
 
 
 def _extract_sentence(raw: str, subject: str, out: Collector, about_other: bool = False) -> bool:
