@@ -60,6 +60,14 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def port(text: str) -> int:
+    """An argparse type: a TCP port, 0..65535 (a larger one would wrap around to another port)."""
+    value = at_least(0)(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"a port is at most 65535, not {value}")
+    return value
+
+
 def settings_from_args(args: argparse.Namespace, *, existing: bool = False) -> Settings:
     """The settings of the store the command line (else the environment) names. `existing`: the
     command only reads or mends what a store holds (doctor, keys list and revoke, export), so a store

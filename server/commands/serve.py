@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from engine.keys import SCOPES, create_api_key
 from engine.storage.base import Store
-from server.commands import add_store_arguments, settings_from_args
+from server.commands import add_store_arguments, port, settings_from_args
 
 DEV_ORG = "dev"
 
@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="run the HTTP API")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=port, default=8080)
     parser.add_argument(
         "--workers", type=int, default=1, help="worker processes (default 1); more than one needs PostgreSQL"
     )

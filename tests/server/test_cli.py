@@ -197,3 +197,13 @@ def test_eval_help_names_every_dataset(capsys: pytest.CaptureFixture[str]) -> No
         main(["eval", "run", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert all(name in shown for name in dataset_names()), shown
+
+
+@pytest.mark.parametrize("port", ["70000", "65536", "-1", "http"])
+def test_serve_refuses_a_port_out_of_range(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # 70000 was taken and wrapped around to port 4464, while the banner said 70000
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["serve", "--port", port])
+    assert exit_info.value.code == 2
+    assert "--port" in capsys.readouterr().err
+    assert build_parser().parse_args(["serve", "--port", "65535"]).port == 65535
