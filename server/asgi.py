@@ -20,8 +20,10 @@ limits would allow N times the configured rate.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -95,6 +97,23 @@ def warm_embedder(app: Litestar) -> None:
     threading.Thread(target=warm, name="loci-embedder-warmup", daemon=True).start()
 
 
+def stop_with_parent() -> None:
+    """In a worker that multiprocessing started (`loci serve --workers N`, `uvicorn --workers N`), stop
+    (SIGTERM: the graceful stop) once the process that started it is gone. uvicorn's supervisor killed
+    outright (SIGKILL, the OOM killer) leaves its workers serving the port unsupervised, so a restart
+    could not bind it and a later SIGTERM to the supervisor's pid reached nobody."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()  # wakes when the parent's end of the pipe closes, however the parent ended
+        log.warning("the process that started this worker (pid %s) is gone; stopping", parent.pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="loci-parent-watch", daemon=True).start()
+
+
 def create(env: Mapping[str, str] | None = None) -> Litestar:
     """The app factory: settings from the environment, the shared limiter, its own store."""
     from server.app import create_app
@@ -107,6 +126,7 @@ def create(env: Mapping[str, str] | None = None) -> Litestar:
     app.on_shutdown.append(lambda: close_limiter(limiter))
     if env.get("LOCI_WARM_EMBEDDER", "1") != "0":
         warm_embedder(app)
+    stop_with_parent()
     return app
 
 

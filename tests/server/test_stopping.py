@@ -269,3 +269,37 @@ def test_two_workers_stop_on_sigterm_with_a_stream_open(tmp_path: Path, pg_datab
         assert request_id in _logged_reads(store)
     finally:
         store.close()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_workers_stop_when_the_supervisor_is_killed_outright(tmp_path: Path, pg_database: str) -> None:
+    # SIGKILL to the supervisor alone (the OOM killer, a manager that kills the main pid) left both
+    # workers serving the port unsupervised; a restart could not bind it
+    server = LiveServer(tmp_path, database_url=pg_database, serve_args=("--workers", "2"))
+    server.start()
+    assert server.proc is not None
+    pgid = server.proc.pid
+    try:
+        os.kill(server.proc.pid, signal.SIGKILL)
+        server.proc.wait(timeout=30)
+        for _ in range(int(EXIT_SECONDS * 10)):
+            if not _group_alive(pgid):
+                break
+            threading.Event().wait(0.1)
+        assert not _group_alive(pgid), server.log_path.read_text()[-3000:]
+        assert "Application shutdown complete" in server.log_path.read_text()  # a graceful stop
+        server.start()  # the port is free again
+        assert httpx.get(server.url("/v0/health"), timeout=10).status_code == 200
+    finally:
+        if _group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        server.stop()
