@@ -12,9 +12,11 @@ configured embedder's model (`SearchBackend.fill_vector_copies`; `--no-inline-ve
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 from typing import Any
 
+from engine.errors import Unavailable
 from engine.storage.base import Store
 from engine.storage.schema_info import latest_version, schema_version
 from server.commands import add_store_arguments, display_target, settings_from_args
@@ -42,7 +44,10 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     target = settings.store_target
-    before = schema_version(target)
+    try:
+        before = schema_version(target)
+    except sqlite3.Error as exc:  # a directory, or a file that is not a database
+        raise Unavailable(f"cannot open the SQLite database at {display_target(target)}: {exc}") from exc
     store = open_default_store(settings)
     try:
         backfill = _backfill_inline(store, settings.embedder) if args.inline_vectors else None

@@ -207,3 +207,24 @@ def test_serve_refuses_a_port_out_of_range(port: str, capsys: pytest.CaptureFixt
     assert exit_info.value.code == 2
     assert "--port" in capsys.readouterr().err
     assert build_parser().parse_args(["serve", "--port", "65535"]).port == 65535
+
+
+@pytest.mark.parametrize("target", ["notes", "directory"])
+@pytest.mark.parametrize(
+    "command", [["serve", "--port", "0"], ["migrate"], ["keys", "create", "--org", "acme"], ["import"]]
+)
+def test_a_sqlite_target_that_is_no_database_fails_in_one_line(
+    target: str, command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # these commands create a missing store, so they open what is there: it raised sqlite3's error
+    path = tmp_path / target
+    if target == "directory":
+        path.mkdir()
+    else:
+        path.write_text("my notes, not a database\n")
+    dump = tmp_path / "empty.jsonl"
+    dump.write_text("")
+    extra = ["--in", str(dump)] if command == ["import"] else []
+    assert main([*command, *extra, "--database-url", f"sqlite:///{path}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and str(path) in err, err

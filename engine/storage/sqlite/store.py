@@ -61,14 +61,26 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._gate = WalGate(path)
-        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        with self._gate.held():
-            wal = path != ":memory:" and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute(f"PRAGMA busy_timeout={int(GATE_TIMEOUT * 1000)}")
-            self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
-            migrate(self._conn)
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:  # a directory, or a file this process cannot open
+            self._gate.close()
+            raise Unavailable(f"cannot open the SQLite database {path}: {exc}") from exc
+        try:
+            with self._gate.held():
+                wal = (
+                    path != ":memory:"
+                    and self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+                )
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute("PRAGMA foreign_keys=ON")
+                self._conn.execute(f"PRAGMA busy_timeout={int(GATE_TIMEOUT * 1000)}")
+                self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
+                migrate(self._conn)
+        except sqlite3.Error as exc:  # a file that is not a database, or one held locked too long
+            self._conn.close()
+            self._gate.close()
+            raise Unavailable(f"cannot open the SQLite database {path}: {exc}") from exc
         self._checkpointer: Checkpointer | None = None
         if wal:
             self._conn.execute(f"PRAGMA wal_autocheckpoint={BACKSTOP_PAGES}")
