@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 from collections.abc import Sequence
 
@@ -30,12 +31,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
     except LociError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
+        print(f"error: {one_line(exc.message)}", file=sys.stderr)
         return 2
     except OSError as exc:  # a directory or file the settings name that cannot be made or opened
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     return code
+
+
+def one_line(message: str) -> str:
+    """`message` on one line: a driver's text (psycopg's "connection failed ... \n\tIs the server
+    running ...") can hold line breaks, and a log or a supervisor keeps the first line only."""
+    return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
 if __name__ == "__main__":

@@ -228,3 +228,11 @@ def test_a_sqlite_target_that_is_no_database_fails_in_one_line(
     assert main([*command, *extra, "--database-url", f"sqlite:///{path}"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and str(path) in err, err
+
+
+def test_an_unreachable_postgresql_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # psycopg's message holds a line break and a tab ("\n\tIs the server running on that host ...")
+    assert main(["keys", "list", "--database-url", "postgresql://loci:pw@127.0.0.1:1/loci"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot reach PostgreSQL") and err.count("\n") == 1, err
+    assert "pw" not in err
