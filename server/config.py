@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -66,6 +67,32 @@ def _check_numbers(env: Mapping[str, str]) -> None:
     env_number(env, VECTORS_TTL_ENV, 300.0)
 
 
+def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
+    """LOCI_CORS_ORIGINS: `*` or origins as a browser sends them in `Origin`, which is compared as
+    written, so "https://app.example/" or "app.example" would never match: InvalidInput naming it."""
+    origins = tuple(o.strip() for o in env.get("LOCI_CORS_ORIGINS", "").split(",") if o.strip())
+    for origin in origins:
+        if origin == "*":
+            continue
+        parts = urlsplit(origin)
+        try:
+            parts.port  # noqa: B018 (raises ValueError on a port that is no number or out of range)
+        except ValueError:
+            parts = urlsplit("")
+        if (
+            not parts.netloc
+            or "@" in parts.netloc
+            or origin != f"{parts.scheme}://{parts.netloc}"
+            or origin != origin.lower()
+        ):
+            raise InvalidInput(
+                f"LOCI_CORS_ORIGINS: {origin[:64]!r} is not an origin as a browser sends it: "
+                "scheme://host[:port] in lower case, no path or trailing slash (e.g. https://app.example.com)",
+                field="LOCI_CORS_ORIGINS",
+            )
+    return origins
+
+
 def _rate_limit(env: Mapping[str, str]) -> str:
     text = env.get("LOCI_RATE_LIMIT") or "600/minute"
     parse_rate(text)  # InvalidInput naming LOCI_RATE_LIMIT
@@ -88,7 +115,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         _check_numbers(env)
-        origins = tuple(o.strip() for o in env.get("LOCI_CORS_ORIGINS", "").split(",") if o.strip())
+        origins = _origins(env)
         return cls(
             data_dir=env.get("LOCI_DATA_DIR") or "./data",
             database_url=env.get("LOCI_DATABASE_URL") or None,
