@@ -217,7 +217,9 @@ class Observability:
         if self.metrics_token is None:
             return True
         scheme, _, token = (authorization or "").strip().partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(token.strip(), self.metrics_token)
+        # bytes: compare_digest raises on str with non-ASCII letters; headers arrive decoded as latin-1
+        sent = token.strip().encode("latin-1", errors="replace")
+        return scheme.lower() == "bearer" and secrets.compare_digest(sent, self.metrics_token.encode())
 
 
 # --- the current request's instance -------------------------------------------------------------------

@@ -95,6 +95,19 @@ def test_metrics_need_no_key_but_honour_a_token(settings: Settings, store: Store
         assert c.get("/metrics", headers={"Authorization": "Bearer s3cret-scrape"}).status_code == 200
 
 
+def test_a_token_with_letters_beyond_ascii_is_compared_not_a_500(settings: Settings, store: Store) -> None:
+    # secrets.compare_digest raised TypeError on either side's non-ASCII text: an anonymous 500
+    app = build_app(settings, store, metrics_token="s3cret-scrape")
+    with TestClient(app) as c:
+        sent = {"Authorization": "Bearer s\u00e9cret".encode("latin-1")}
+        assert c.get("/metrics", headers=cast(Any, sent)).status_code == 401
+    app = build_app(settings, store, metrics_token="mot-de-passe-\u00e9t\u00e9")
+    with TestClient(app) as c:
+        assert c.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        sent = {"Authorization": "Bearer mot-de-passe-\u00e9t\u00e9".encode()}
+        assert c.get("/metrics", headers=cast(Any, sent)).status_code == 200
+
+
 def test_each_app_has_its_own_registry(settings: Settings, store: Store, auth: dict[str, str]) -> None:
     one, two = build_app(settings, store), build_app(settings, store)
     with TestClient(one) as a, TestClient(two) as b:
