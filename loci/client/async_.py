@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -15,7 +14,7 @@ from loci.client.calls import Call
 from loci.client.errors import ConnectionFailed
 from loci.client.retry import RETRY_STATUSES, RetryPolicy
 from loci.client.sse import Parser, StreamedEvent
-from loci.client.sync import DEFAULT_URL, headers_for
+from loci.client.sync import base_url_for, headers_for
 from loci.wire.health import Health
 from loci.wire.memories import Deleted, MemoryList
 from loci.wire.models import Memory
@@ -42,7 +41,7 @@ class AsyncLociClient:
     ) -> None:
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
-            base_url=base_url or os.environ.get("LOCI_URL") or DEFAULT_URL,
+            base_url=base_url_for(base_url),
             headers=headers_for(api_key),
             timeout=timeout,
             transport=transport,

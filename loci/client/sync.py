@@ -12,7 +12,7 @@ import httpx
 
 from loci.client import calls
 from loci.client.calls import Call
-from loci.client.errors import ConnectionFailed
+from loci.client.errors import ConnectionFailed, InvalidRequest
 from loci.client.retry import RETRY_STATUSES, RetryPolicy
 from loci.client.sse import Parser, StreamedEvent
 from loci.wire.health import Health
@@ -26,6 +26,21 @@ from loci.wire.writes import MemoryCreate, MemoryPatch
 
 T = TypeVar("T")
 DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def base_url_for(base_url: str | None) -> str:
+    """The server's URL (`base_url`, else $LOCI_URL, else the default); InvalidRequest unless it is
+    http(s)://host[...]: anything else failed only at the first call, as a retried ConnectionFailed."""
+    url = base_url or os.environ.get("LOCI_URL") or DEFAULT_URL
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InvalidRequest(
+            f"the server URL must be http(s)://host[:port][/path] ($LOCI_URL), got {url[:64]!r}"
+        )
+    return url
 
 
 def headers_for(api_key: str | None) -> dict[bytes, bytes]:
@@ -48,7 +63,7 @@ class LociClient:
     ) -> None:
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
-            base_url=base_url or os.environ.get("LOCI_URL") or DEFAULT_URL,
+            base_url=base_url_for(base_url),
             headers=headers_for(api_key),
             timeout=timeout,
             transport=transport,

@@ -20,16 +20,23 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from loci.client import AsyncLociClient
+    from loci.client.errors import InvalidRequest
+    from loci.client.sync import base_url_for
     from server.mcp import build, shared
 
     key = args.key or os.environ.get("LOCI_API_KEY")
     if not key:
         print("error: an API key is needed: --key or LOCI_API_KEY", file=sys.stderr)
         return 2
+    try:
+        url = base_url_for(args.url)
+    except InvalidRequest as exc:
+        print(f"error: {exc} (--url)", file=sys.stderr)
+        return 2
     logging.getLogger().handlers[:] = [logging.StreamHandler(sys.stderr)]
 
     async def main() -> None:
-        async with AsyncLociClient(args.url, key) as client:
+        async with AsyncLociClient(url, key) as client:
             await build(shared(client)).run_stdio_async()
 
     anyio.run(main)
