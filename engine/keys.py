@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from collections.abc import Sequence
 
 from engine.errors import InvalidInput
@@ -44,6 +45,12 @@ def create_api_key(
     """Create and store a key; returns the stored record and the secret (shown once, never stored)."""
     if not org_id.strip():
         raise InvalidInput("org must not be empty", field="org")
+    # " acme" would be another org than "acme": its key would see none of acme's data
+    if org_id != org_id.strip() or any(unicodedata.category(c) == "Cc" for c in org_id):
+        raise InvalidInput(
+            f"org must not begin or end with a space nor hold a control character, got {org_id[:64]!r}",
+            field="org",
+        )
     secret = generate_secret()
     key = ApiKey(
         key_id=new_id("key"),

@@ -236,3 +236,18 @@ def test_an_unreachable_postgresql_is_one_line(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert err.startswith("error: cannot reach PostgreSQL") and err.count("\n") == 1, err
     assert "pw" not in err
+
+
+@pytest.mark.parametrize("org", [" acme", "acme ", "acme\n", "ac\tme"])
+def test_keys_create_refuses_an_org_with_edge_spaces_or_control_characters(
+    org: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "acme " made a key of an org apart from "acme", which saw none of its data
+    assert main(["keys", "create", "--org", org, "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: org must not") and err.count("\n") == 1, err
+    store = open_store(str(tmp_path))
+    try:
+        assert store.list_api_keys() == []
+    finally:
+        store.close()
