@@ -48,7 +48,8 @@ class RateLimiter(Protocol):
 def parse_rate(text: str) -> Rate:
     """'600/minute', '10/second', '1000/hour', '5/10 seconds' -> Rate."""
     m = _RATE.match(text.lower())
-    if not m or int(m.group(1)) < 1:
+    # a window of 0 units ("5/0 seconds") divided by zero at every request: each answered 500
+    if not m or int(m.group(1)) < 1 or (m.group(2) is not None and int(m.group(2)) < 1):
         raise InvalidInput(f"bad rate limit {text!r}; expected like '600/minute'", field="LOCI_RATE_LIMIT")
     count = int(m.group(2) or 1)
     return Rate(int(m.group(1)), count * _UNITS[m.group(3)])

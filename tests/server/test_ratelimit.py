@@ -51,6 +51,13 @@ def test_parse_rate() -> None:
         parse_rate("lots")
 
 
+@pytest.mark.parametrize("text", ["5/0 seconds", "5/0 minute", "5/00 days"])
+def test_a_window_of_no_time_is_refused_at_start(text: str) -> None:
+    # it was taken, and every request divided by the zero window: all of them answered 500
+    with pytest.raises(InvalidInput, match="LOCI_RATE_LIMIT|rate limit"):
+        Settings.from_env({"LOCI_EMBEDDER": "hash", "LOCI_RATE_LIMIT": text})
+
+
 def test_fixed_window_counts_and_resets() -> None:
     clock = FakeClock(120.0 + 45.5)  # window [120, 180): 14.5 s left
     lim = FixedWindowLimiter(Rate(2, 60), clock=clock)
