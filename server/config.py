@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from engine.embed.registry import check_embedder
-from engine.envnum import env_number
+from engine.envnum import env_http_url, env_number
 from engine.errors import InvalidInput
 from engine.extract.llm import TIMEOUT_ENV as LLM_TIMEOUT_ENV
 from engine.extract.rules import budget_from_env
@@ -61,8 +61,10 @@ def _embedder(env: Mapping[str, str]) -> str:
 
 
 def _check_numbers(env: Mapping[str, str]) -> None:
-    """InvalidInput for a number that a part built later reads from `env` (extraction, the LLM, metrics)."""
+    """InvalidInput for a number or URL that a part built later reads from `env` (extraction, the LLM,
+    metrics)."""
     budget_from_env(env)
+    env_http_url(env, "LOCI_LLM_URL")
     env_number(env, LLM_TIMEOUT_ENV, 20.0, positive=True)
     env_number(env, VECTORS_TTL_ENV, 300.0)
 

@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Mapping
 
 from engine.embed.base import Embedder
-from engine.envnum import env_number, env_whole
+from engine.envnum import env_http_url, env_number, env_whole
 from engine.errors import UnknownName
 
 #: name -> "module:attribute" of a zero-argument factory (reads its own LOCI_* settings)
@@ -29,6 +29,7 @@ TORCH_THREADS_ENV = "LOCI_TORCH_THREADS"
 #: the openai embedder's request timeout in seconds and expected dimension (`engine.embed.openai`)
 EMBED_TIMEOUT_ENV = "LOCI_EMBED_TIMEOUT"
 EMBED_DIM_ENV = "LOCI_EMBED_DIM"
+EMBED_URL_ENV = "LOCI_EMBED_URL"
 
 
 def check_embedder(name: str, env: Mapping[str, str]) -> None:
@@ -42,6 +43,7 @@ def check_embedder(name: str, env: Mapping[str, str]) -> None:
     if name == "minilm":
         env_whole(env, TORCH_THREADS_ENV, 1, low=1)
     if name == "openai":
+        env_http_url(env, EMBED_URL_ENV)
         env_number(env, EMBED_TIMEOUT_ENV, 10.0, positive=True)
         env_whole(env, EMBED_DIM_ENV, 0)
 

@@ -1,5 +1,5 @@
-"""LOCI_* numbers that parts built after start read (embedders, the LLM, extraction, /metrics): a bad
-value stops the command at start with one line naming the variable, never a traceback or a server
+"""LOCI_* numbers and URLs that parts built after start read (embedders, the LLM, extraction, /metrics):
+a bad value stops the command at start with one line naming the variable, never a traceback or a server
 whose embedder never loads."""
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ BAD = [
     ({"LOCI_EMBEDDER": "hash", "LOCI_METRICS_VECTORS_SECONDS": "often"}, "LOCI_METRICS_VECTORS_SECONDS"),
     ({"LOCI_EMBEDDER": "hash", "LOCI_EXTRACT_BUDGET_MS": "nan"}, "LOCI_EXTRACT_BUDGET_MS"),
     ({"LOCI_EMBEDDER": "hash", "LOCI_EXTRACT_BUDGET_MS": "-5"}, "LOCI_EXTRACT_BUDGET_MS"),
+    # no scheme: the server ran, every embedding or extraction call failing
+    ({"LOCI_EMBEDDER": "openai", "LOCI_EMBED_URL": "localhost:11434"}, "LOCI_EMBED_URL"),
+    ({"LOCI_EMBEDDER": "openai", "LOCI_EMBED_URL": "ftp://models.example"}, "LOCI_EMBED_URL"),
+    ({"LOCI_EMBEDDER": "hash", "LOCI_LLM_URL": "localhost:11434"}, "LOCI_LLM_URL"),
+    ({"LOCI_EMBEDDER": "hash", "LOCI_LLM_URL": "http://"}, "LOCI_LLM_URL"),
 ]
 
 
@@ -52,6 +57,8 @@ def test_good_numbers_and_zeros_that_mean_off_pass() -> None:
             "LOCI_EMBEDDER": "openai",
             "LOCI_EMBED_TIMEOUT": "2.5",
             "LOCI_EMBED_DIM": "768",
+            "LOCI_EMBED_URL": "http://127.0.0.1:11434/v1",
+            "LOCI_LLM_URL": "https://llm.example/v1",
             "LOCI_LLM_TIMEOUT": "30",
             "LOCI_METRICS_VECTORS_SECONDS": "0",
             "LOCI_EXTRACT_BUDGET_MS": "0",
