@@ -55,6 +55,17 @@ def at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def out_file(text: str) -> str:
+    """An argparse type: a file the tables can be appended to, tried before the bench runs (a missing
+    directory or a directory failed with a traceback after the whole run, its tables not written)."""
+    try:
+        with open(text, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot append to {text!r}: {exc.strerror or exc}") from None
+    return text
+
+
 def _sizes(text: str) -> list[int]:
     return _size_list(text, 1, "positive")
 
@@ -225,7 +236,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="corpus vector cache and scratch data dirs (default: ./data/bench-cache)",
     )
-    parser.add_argument("--out", default=None, help="also append the table to this file")
+    parser.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
 
 
 def _needs_postgres(missing: str) -> int:
@@ -271,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--batches", type=at_least(1), default=5, help="batches of 200 LoCoMo turns per size")
     w.add_argument("--singles", type=at_least(1), default=50, help="single writes per size")
     w.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
-    w.add_argument("--out", default=None, help="also append the table to this file")
+    w.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
     w.set_defaults(func=_writes)
     e = sub.add_parser(
         "encoder", help="MiniLM runtimes side by side: cosine to float32, query latency, batch rate"
@@ -286,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     e.add_argument("--queries", type=at_least(1), default=200, help="one-text queries per variant")
     e.add_argument("--batches", type=at_least(1), default=3, help="batches of 200 LoCoMo turns per variant")
-    e.add_argument("--out", default=None, help="also append the table to this file")
+    e.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
     e.set_defaults(func=_encoder)
     r = sub.add_parser(
         "peers", help="Loci next to mem0 on the same LoCoMo data and MiniLM weights (loci[peers])"
@@ -322,13 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
         "side meets the threads the other left spinning)",
     )
     r.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
-    r.add_argument("--out", default=None, help="also append the table to this file")
+    r.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
     r.set_defaults(func=_peers)
     d = sub.add_parser("redos", help="adversarial turns over HTTP: assemble latency, /v0/health meanwhile")
     d.add_argument("--calls", type=at_least(1), default=10, help="assembles per turn kind")
     _embedder_option(d)
     d.add_argument("--cache-dir", default=None, help="scratch data dirs (default: ./data/bench-cache)")
-    d.add_argument("--out", default=None, help="also append the table to this file")
+    d.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
     d.set_defaults(func=_redos)
     s = sub.add_parser("scale", help="PostgreSQL at scale: load rate, size, assemble with 1..N workers")
     h = sub.add_parser("hnsw", help="PostgreSQL's HNSW plan: recall@k against exact search per ef_search")

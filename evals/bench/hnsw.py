@@ -33,7 +33,7 @@ import psycopg
 
 from engine.storage.base import Scope, Vector
 from evals.bench import scale
-from evals.bench.cli import at_least
+from evals.bench.cli import at_least, out_file
 
 EPS = 1e-6
 SHIPPED = 0  # the row of the plan `semantic.vector_search` chooses, as shipped
@@ -251,7 +251,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shared-buffers", default="4GB")
     parser.add_argument("--prewarm", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--out", default=None, help="also append the table to this file")
+    parser.add_argument("--out", type=out_file, default=None, help="also append the table to this file")
     parser.set_defaults(func=run_args)
 
 

@@ -53,7 +53,7 @@ from psycopg import sql
 
 from engine.models import Memory, text_hash
 from evals.bench import corpus
-from evals.bench.cli import at_least
+from evals.bench.cli import at_least, out_file
 from evals.bench.harness import Pct, ServeProcess, pct
 
 TARGET_P95_MS = 70.0  # one worker, concurrency 4, 1M memories
@@ -628,7 +628,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="1GB",
         help="for the HNSW build (a graph that does not fit is built far slower)",
     )
-    parser.add_argument("--out", default=None, help="also append the tables to this file")
+    parser.add_argument("--out", type=out_file, default=None, help="also append the tables to this file")
     parser.set_defaults(func=run_args)
 
 

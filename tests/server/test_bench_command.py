@@ -256,3 +256,21 @@ def test_a_bench_run_from_another_directory_serves_its_own_store(
     assert code == 0, capsys.readouterr()
     _, rows = table_rows(capsys.readouterr().out, "size")
     assert rows and all("n/a" not in " ".join(row) for row in rows), rows
+
+
+@pytest.mark.parametrize(
+    "bench", ["assemble", "ingest", "writes", "encoder", "peers", "redos", "scale", "hnsw"]
+)
+@pytest.mark.parametrize("where", ["missing directory", "a directory"])
+def test_bench_refuses_an_out_it_cannot_append_to_before_running(
+    bench: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bad --out failed with a traceback after the whole run, its tables not written."""
+    from evals.bench.cli import build_parser
+
+    out = tmp_path / "nowhere" / "tables.md" if where == "missing directory" else tmp_path
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args([bench, "--out", str(out)])
+    assert exc.value.code == 2
+    assert "argument --out: cannot append to" in capsys.readouterr().err
+    assert build_parser().parse_args([bench, "--out", str(tmp_path / "ok.md")]).out == str(tmp_path / "ok.md")
