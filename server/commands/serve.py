@@ -4,6 +4,7 @@ org `dev` with scopes read,write,admin and prints its key."""
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from typing import Any, TextIO
 
@@ -30,6 +31,20 @@ def ensure_dev_key(store: Store, out: TextIO) -> str | None:
     return secret
 
 
+def check_listen(host: str, port: int) -> None:
+    """OSError naming host:port when it cannot be bound (in use, no such address), before the banner
+    says the server listens there: uvicorn would log its error only after that banner."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            sock.bind(address)
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+
+
 def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -38,6 +53,7 @@ def _run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     check_workers(settings, args.workers)  # SQLite: one worker only (InvalidInput -> "error: ...", exit 2)
+    check_listen(args.host, args.port)
     store = open_default_store(settings)
     try:
         ensure_dev_key(store, sys.stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import socket
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,18 @@ def test_keys_create_refuses_an_org_with_edge_spaces_or_control_characters(
         assert store.list_api_keys() == []
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "no-such-host.invalid"])
+def test_serve_says_in_one_line_when_it_cannot_listen(
+    host: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the banner said "Loci listening on ..." and uvicorn's error came after it (exit 3)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--host", host, "--port", str(port), "--data-dir", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert "listening" not in out
+    assert err.startswith(f"error: cannot listen on {host}:{port}") and err.count("\n") == 1, err
