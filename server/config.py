@@ -60,6 +60,21 @@ def _embedder(env: Mapping[str, str]) -> str:
     return name
 
 
+#: values that name a place or a secret, where a space or line break at an edge is never meant
+UNPADDED = ("LOCI_DATA_DIR", "LOCI_DATABASE_URL", "LOCI_METRICS_TOKEN")
+
+
+def _check_unpadded(env: Mapping[str, str]) -> None:
+    """InvalidInput for a value of UNPADDED that begins or ends with whitespace: "sqlite:///x.db\\r" (an
+    env file with CRLF lines) opened another database, "x.db\\r", and a padded token matched no scrape."""
+    for name in UNPADDED:
+        value = env.get(name) or ""
+        if value != value.strip():
+            raise InvalidInput(
+                f"{name} begins or ends with a space or line break ({value[:64]!r}); remove it", field=name
+            )
+
+
 def _check_numbers(env: Mapping[str, str]) -> None:
     """InvalidInput for a number or URL that a part built later reads from `env` (extraction, the LLM,
     metrics)."""
@@ -116,6 +131,7 @@ class Settings(msgspec.Struct, kw_only=True, frozen=True):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
+        _check_unpadded(env)
         _check_numbers(env)
         origins = _origins(env)
         return cls(
