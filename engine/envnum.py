@@ -11,8 +11,17 @@ from urllib.parse import urlsplit
 from engine.errors import InvalidInput
 
 
-def env_number(env: Mapping[str, str], name: str, default: float, *, positive: bool = False) -> float:
-    """A finite number >= 0 (> 0 when `positive`) from `name`; empty or unset: `default`."""
+def env_number(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    positive: bool = False,
+    maximum: float = math.inf,
+    unit: str = "",
+) -> float:
+    """A finite number >= 0 (> 0 when `positive`, at most `maximum`) from `name`; empty or unset:
+    `default`; `unit` names what it counts in the refusal ("hours")."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return default
@@ -20,19 +29,22 @@ def env_number(env: Mapping[str, str], name: str, default: float, *, positive: b
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise InvalidInput(f"{name} must be a number {bound}, got {raw[:32]!r}", field=name)
+    if not math.isfinite(value) or value < 0 or (positive and value == 0) or value > maximum:
+        bound = ("> 0" if positive else ">= 0") + (f" and <= {maximum:g}" if maximum < math.inf else "")
+        what = f"a number of {unit}" if unit else "a number"
+        raise InvalidInput(f"{name} must be {what} {bound}, got {raw[:32]!r}", field=name)
     return value
 
 
-def env_whole(env: Mapping[str, str], name: str, default: int, *, low: int = 0) -> int:
-    """A whole number >= `low` from `name`; empty or unset: `default`."""
+def env_whole(env: Mapping[str, str], name: str, default: int, *, low: int = 0, note: str = "") -> int:
+    """A whole number >= `low` from `name`; empty or unset: `default`; `note` follows the bound in the
+    refusal ("0: no cap")."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return default
     if not (raw.isascii() and raw.isdigit()) or int(raw) < low:
-        raise InvalidInput(f"{name} must be a whole number >= {low}, got {raw[:32]!r}", field=name)
+        bound = f">= {low}" + (f" ({note})" if note else "")
+        raise InvalidInput(f"{name} must be a whole number {bound}, got {raw[:32]!r}", field=name)
     return int(raw)
 
 

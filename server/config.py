@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,7 +10,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from engine.embed.registry import check_embedder
-from engine.envnum import env_http_url, env_number
+from engine.envnum import env_http_url, env_number, env_whole
 from engine.errors import InvalidInput
 from engine.extract.llm import TIMEOUT_ENV as LLM_TIMEOUT_ENV
 from engine.extract.rules import budget_from_env
@@ -26,12 +25,7 @@ MAX_STREAMS = 100
 
 def _count(env: Mapping[str, str], name: str, default: int) -> int:
     """A whole number >= 0 from `name` (empty or unset: `default`); InvalidInput naming it otherwise."""
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    if not (raw.isascii() and raw.isdigit()):
-        raise InvalidInput(f"{name} must be a whole number >= 0 (0: no cap), got {raw[:32]!r}", field=name)
-    return int(raw)
+    return env_whole(env, name, default, note="0: no cap")
 
 
 #: ten years: a longer time is no use and overflows a timedelta near 1e308 hours
@@ -40,18 +34,7 @@ MAX_HOURS = 87600
 
 def _hours(env: Mapping[str, str], name: str, default: float) -> float:
     """A number of hours > 0 from `name` (empty or unset: `default`); InvalidInput naming it otherwise."""
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        hours = float(raw)
-    except ValueError:
-        hours = math.nan
-    if not (math.isfinite(hours) and 0 < hours <= MAX_HOURS):
-        raise InvalidInput(
-            f"{name} must be a number of hours > 0 and <= {MAX_HOURS}, got {raw[:32]!r}", field=name
-        )
-    return hours
+    return env_number(env, name, default, positive=True, maximum=MAX_HOURS, unit="hours")
 
 
 def _embedder(env: Mapping[str, str]) -> str:
