@@ -281,25 +281,30 @@ def test_a_patch_retry_that_adds_an_explicit_null_is_another_request(
     assert client.patch(path, json={"tags": ["x"]}, headers=headers).headers["idempotent-replayed"] == "true"
 
 
-def test_a_record_stored_over_the_document_still_replays_its_retry(
-    client: TestClient[Litestar], auth: dict[str, str], store: Store
-) -> None:
-    """A record stored before fingerprints read the typed body (`v2:`, over the JSON document) replays
-    the same document in any key order within its TTL."""
+def _stored_earlier(store: Store, key: str, fingerprint: str, body: bytes) -> None:
+    """A record of acme's `key` as an earlier version stored it, expiring in an hour."""
     from engine.models import IdempotencyRecord
 
     now = datetime.now(UTC)
     store.put_idempotency(
         IdempotencyRecord(
             org_id="acme",
-            key="v2",
-            fingerprint=fingerprint("POST", "/v0/memories", SENT),
+            key=key,
+            fingerprint=fingerprint,
             status_code=200,
-            body=b'{"stored":"by v2"}',
+            body=body,
             created_at=now,
             expires_at=now + timedelta(hours=1),
         )
     )
+
+
+def test_a_record_stored_over_the_document_still_replays_its_retry(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """A record stored before fingerprints read the typed body (`v2:`, over the JSON document) replays
+    the same document in any key order within its TTL."""
+    _stored_earlier(store, "v2", fingerprint("POST", "/v0/memories", SENT), b'{"stored":"by v2"}')
     headers = {**auth, "Idempotency-Key": "v2", "Content-Type": "application/json"}
     replay = client.post("/v0/memories", content=REORDERED, headers=headers)
     assert replay.status_code == 200 and replay.content == b'{"stored":"by v2"}'
@@ -314,21 +319,10 @@ def test_a_record_stored_with_the_raw_fingerprint_still_replays_its_bytes(
 ) -> None:
     """A record written before fingerprints were versioned (a hash of the raw bytes) replays a retry of
     the same bytes within its TTL; the same document in another key order is 409, as it was then."""
-    from engine.models import IdempotencyRecord
     from server.idempotency import raw_fingerprint
 
-    now = datetime.now(UTC)
-    store.put_idempotency(
-        IdempotencyRecord(
-            org_id="acme",
-            key="before",
-            fingerprint=raw_fingerprint("POST", "/v0/memories", SENT),
-            status_code=200,
-            body=b'{"stored":"before the upgrade"}',
-            created_at=now,
-            expires_at=now + timedelta(hours=1),
-        )
-    )
+    raw = raw_fingerprint("POST", "/v0/memories", SENT)
+    _stored_earlier(store, "before", raw, b'{"stored":"before the upgrade"}')
     headers = {**auth, "Idempotency-Key": "before", "Content-Type": "application/json"}
     replay = client.post("/v0/memories", content=SENT, headers=headers)
     assert replay.status_code == 200 and replay.content == b'{"stored":"before the upgrade"}'
