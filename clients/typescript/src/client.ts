@@ -85,6 +85,25 @@ function fromEnv(name: string): string | undefined {
   return proc?.env?.[name] || undefined;
 }
 
+/** The server's URL without its trailing slashes: http(s)://host[:port][/path], or a path on the page's
+ * own origin ("/api", in a browser). Anything else ("127.0.0.1:8080", "localhost:8080") throws
+ * InvalidRequest here, where it would fail only at the first call, as a retried ConnectionFailed. */
+function serverUrl(given: string): string {
+  const url = given.replace(/\/+$/, "");
+  if (given.startsWith("/") && !given.startsWith("//")) return url;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || !["http:", "https:"].includes(parsed.protocol) || !parsed.hostname) {
+    const shown = JSON.stringify(given.slice(0, 64));
+    throw new InvalidRequest(`the server URL must be http(s)://host[:port][/path] or a path ($LOCI_URL), got ${shown}`);
+  }
+  return url;
+}
+
 function queryString(values: Record<string, QueryValue> | undefined): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(values ?? {})) {
@@ -167,7 +186,7 @@ export class LociClient {
   private readonly fetchImpl: typeof fetch;
 
   constructor(options: LociClientOptions = {}) {
-    this.baseUrl = (options.baseUrl ?? fromEnv("LOCI_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
+    this.baseUrl = serverUrl(options.baseUrl ?? fromEnv("LOCI_URL") ?? DEFAULT_URL);
     const apiKey = options.apiKey ?? fromEnv("LOCI_API_KEY");
     this.apiKey = apiKey ? headerValue("the API key", apiKey) : undefined;
     this.timeoutMs = options.timeoutMs ?? 30_000;

@@ -90,6 +90,26 @@ describe("against a fake fetch", () => {
   });
 });
 
+test("a server URL that is no http(s) URL or path is an InvalidRequest when the client is made", async () => {
+  for (const baseUrl of ["127.0.0.1:8080", "localhost:8080", "ftp://loci.test", "http://", "loci.test/api"]) {
+    assert.throws(() => new LociClient({ baseUrl }), InvalidRequest, baseUrl);
+  }
+  const seen: string[] = [];
+  const fetch = async (input: RequestInfo | globalThis.URL) => {
+    seen.push(String(input));
+    return new Response('{"status":"ok"}', { status: 200 });
+  };
+  for (const baseUrl of ["http://loci.test/", "https://loci.test:8443/api//", "/api/", "/"]) {
+    await new LociClient({ baseUrl, fetch, retry: FAST }).health();
+  }
+  assert.deepEqual(seen, [
+    "http://loci.test/v0/health",
+    "https://loci.test:8443/api/v0/health",
+    "/api/v0/health",
+    "/v0/health",
+  ]);
+});
+
 test("a write's key is a fresh UUID also without crypto.randomUUID (a page over plain http)", async () => {
   const keys: string[] = [];
   const loci = new LociClient({
