@@ -27,6 +27,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar
@@ -130,6 +131,29 @@ def create(env: Mapping[str, str] | None = None) -> Litestar:
     return app
 
 
+COUNTS_PREFIX = "loci-metrics-"
+
+
+def counts_dir() -> str:
+    """A new directory for the workers' metric files, named after this supervisor's pid, once the ones
+    of supervisors no longer running are removed (a SIGKILL skips the cleanup after `uvicorn.run`)."""
+    for path in Path(tempfile.gettempdir()).glob(f"{COUNTS_PREFIX}*-*"):
+        pid = path.name.removeprefix(COUNTS_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _running(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{COUNTS_PREFIX}{os.getpid()}-")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 def run_workers(settings: Settings, *, host: str, port: int, workers: int, **uvicorn_options: Any) -> None:
     """Run `workers` uvicorn worker processes, each building the app with `create()`."""
     import uvicorn
@@ -139,7 +163,7 @@ def run_workers(settings: Settings, *, host: str, port: int, workers: int, **uvi
     os.environ["LOCI_WORKERS"] = str(workers)
     counts = None
     if workers > 1 and not os.environ.get(MULTIPROC_ENV):  # the workers' metrics, summed at each scrape
-        counts = tempfile.mkdtemp(prefix="loci-metrics-")
+        counts = counts_dir()
         os.environ[MULTIPROC_ENV] = counts
     try:
         uvicorn.run(FACTORY, factory=True, host=host, port=port, workers=workers, **uvicorn_options)

@@ -307,7 +307,7 @@ def test_every_scrape_of_several_workers_counts_every_workers_requests(
                 value(text, "loci_http_requests_total", method="GET", route="/v0/keys/self", status="200")
                 == 40
             )
-    assert set(Path(tempfile.gettempdir()).glob("loci-metrics-*")) == before  # removed at stop
+    assert set(Path(tempfile.gettempdir()).glob("loci-metrics-*")) <= before  # removed at stop
 
 
 def test_a_client_gone_before_its_body_is_read_is_counted_499_not_a_500(

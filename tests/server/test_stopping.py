@@ -12,6 +12,8 @@ import http.client
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -303,3 +305,25 @@ def test_workers_stop_when_the_supervisor_is_killed_outright(tmp_path: Path, pg_
         if _group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
         server.stop()
+
+
+def test_the_metrics_directory_of_a_killed_supervisor_is_removed_by_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILL skips the supervisor's cleanup; the next `loci serve --workers N` removes what it left,
+    and only that."""
+    from server.asgi import counts_dir
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = tmp_path / f"loci-metrics-{gone.pid}-abc"
+    stale.mkdir()
+    (stale / "counter_1.db").write_bytes(b"x")
+    running = tmp_path / f"loci-metrics-{os.getppid()}-def"  # a supervisor still running
+    running.mkdir()
+    older = tmp_path / "loci-metrics-q1w2e3"  # named without a pid: not known to be stale
+    older.mkdir()
+    made = Path(counts_dir())
+    assert not stale.exists() and running.exists() and older.exists()
+    assert made.parent == tmp_path and made.name.startswith(f"loci-metrics-{os.getpid()}-")
