@@ -47,9 +47,12 @@ def requested_workers(env: Mapping[str, str]) -> int:
         value = env.get(name)
         if value:
             try:
-                return int(value)
+                count = int(value)
             except ValueError:
                 raise InvalidInput(f"{name} must be a whole number, not {value!r}", field=name) from None
+            if count < 1:  # named here: check_workers would name --workers, which was not given
+                raise InvalidInput(f"{name} must be at least 1, not {count}", field=name)
+            return count
     return 1
 
 

@@ -42,6 +42,9 @@ def test_requested_workers() -> None:
     assert requested_workers({"LOCI_WORKERS": "2", "WEB_CONCURRENCY": "3"}) == 2
     with pytest.raises(InvalidInput, match="LOCI_WORKERS"):
         requested_workers({"LOCI_WORKERS": "many"})
+    for name in ("LOCI_WORKERS", "WEB_CONCURRENCY"):
+        with pytest.raises(InvalidInput, match=f"^{name} must be at least 1, not 0"):
+            requested_workers({name: "0"})
 
 
 def test_settings_env_round_trips() -> None:
