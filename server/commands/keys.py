@@ -41,8 +41,13 @@ def list_keys(store: Store, org: str | None, out: TextIO) -> int:
 
 
 def revoke(store: Store, key_id: str, out: TextIO) -> bool:
+    """Revoke `key_id`; a key revoked before stays revoked from then, and says so (a repeat is done)."""
+    known = next((k for k in store.list_api_keys() if k.key_id == key_id), None)
+    if known is not None and known.revoked_at is not None:
+        print(f"{key_id} was already revoked at {known.revoked_at:%Y-%m-%dT%H:%M:%SZ}", file=out)
+        return True
     done = store.revoke_api_key(key_id, utcnow())
-    print(f"revoked {key_id}" if done else f"no active key {key_id}", file=out if done else sys.stderr)
+    print(f"revoked {key_id}" if done else f"no such key {key_id}", file=out if done else sys.stderr)
     return done
 
 

@@ -63,7 +63,10 @@ def test_keys_list_never_prints_secrets_and_revoke(
     assert code == 0 and key_id in out
     _, after = run(capsys, "keys", "list", "--org", "acme", "--data-dir", str(tmp_path))
     assert "revoked" in after
+    code, again = run(capsys, "keys", "revoke", key_id, "--data-dir", str(tmp_path))
+    assert code == 0 and again.startswith(f"{key_id} was already revoked at ")
     assert main(["keys", "revoke", "key_nope", "--data-dir", str(tmp_path)]) == 1
+    assert "no such key key_nope" in capsys.readouterr().err
 
 
 def test_data_dir_from_env(
