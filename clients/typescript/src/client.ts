@@ -104,6 +104,14 @@ function serverUrl(given: string): string {
   return url;
 }
 
+/** A redirect answer (an opaque one in a browser) as the UnexpectedAnswer it throws; null for any other. */
+function notFollowed(method: string, path: string, answer: Response): UnexpectedAnswer | null {
+  if (answer.type !== "opaqueredirect" && (answer.status < 300 || answer.status >= 400)) return null;
+  const where = answer.headers.get("Location") ?? "a URL a browser does not show";
+  const message = `${method} ${path}: ${answer.status} redirects to ${where} (not followed)`;
+  return new UnexpectedAnswer(message, answer.status, answer.headers.get("X-Request-Id"));
+}
+
 function queryString(values: Record<string, QueryValue> | undefined): string {
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(values ?? {})) {
@@ -314,8 +322,14 @@ export class LociClient {
       const scope = linked(options?.signal, this.timeoutMs);
       let dropped: unknown = null;
       try {
-        const response = await this.fetchImpl(url, { headers, signal: scope.signal });
+        // not followed, as no call is: a redirect to another origin would drop the key and read as a 401
+        const response = await this.fetchImpl(url, { headers, signal: scope.signal, redirect: "manual" });
         scope.answered();
+        const redirect = notFollowed("GET", EVENTS_PATH, response);
+        if (redirect) {
+          await response.body?.cancel();
+          throw redirect;
+        }
         if (!response.ok) {
           throw errorFor(response.status, await response.text(), response.headers.get("X-Request-Id"));
         }
@@ -401,11 +415,8 @@ export class LociClient {
         await sleep(retryDelay(this.retry, attempt, answer.headers.get("Retry-After")), options?.signal);
         continue;
       }
-      if (answer.type === "opaqueredirect" || (status >= 300 && status < 400)) {
-        const where = answer.headers.get("Location") ?? "a URL a browser does not show";
-        const message = `${call.method} ${call.path}: ${status} redirects to ${where} (not followed)`;
-        throw new UnexpectedAnswer(message, status, answer.headers.get("X-Request-Id"));
-      }
+      const redirect = notFollowed(call.method, call.path, answer);
+      if (redirect) throw redirect;
       if (!answer.ok) throw errorFor(status, text, answer.headers.get("X-Request-Id"));
       try {
         return JSON.parse(text) as T;

@@ -6,7 +6,7 @@ import http from "node:http";
 import net from "node:net";
 import { test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { AuthenticationError, ConnectionFailed, LociClient } from "../src/index.js";
+import { AuthenticationError, ConnectionFailed, LociClient, UnexpectedAnswer } from "../src/index.js";
 import { FAST } from "./helpers.js";
 
 function frame(n: number): string {
@@ -225,5 +225,32 @@ test("a stream's body has no read timeout once its headers came", async () => {
   } finally {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});
+
+test("a redirected stream is an UnexpectedAnswer, not followed: another origin would drop the key", async () => {
+  const seen: string[] = [];
+  const front = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url?.split("?")[0]}`);
+    res.writeHead(302, { Location: "http://elsewhere.test/v0/observability/events" }).end();
+  });
+  await new Promise<void>((resolve) => front.listen(0, "127.0.0.1", resolve));
+  const address = front.address() as net.AddressInfo;
+  try {
+    const loci = new LociClient({ baseUrl: `http://127.0.0.1:${address.port}`, apiKey: "loci_x", retry: FAST });
+    await assert.rejects(
+      (async () => {
+        for await (const _ of loci.streamEvents({ max_events: 1 })) break;
+      })(),
+      (e: unknown) => {
+        assert.ok(e instanceof UnexpectedAnswer, String(e));
+        assert.equal(e.status, 302);
+        assert.match(e.message, /redirects to http:\/\/elsewhere\.test/);
+        return true;
+      },
+    );
+    assert.deepEqual(seen, ["GET /v0/observability/events"]);
+  } finally {
+    await new Promise<void>((resolve) => front.close(() => resolve()));
   }
 });
