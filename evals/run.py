@@ -157,19 +157,22 @@ def configurations(config: RunConfig) -> dict[str, ReplayConfig]:
         if budget != config.budget:
             out[f"{CHOSEN}@{budget}"] = msgspec.structs.replace(config.replay_config(), budget=budget)
     for preset in config.compare_presets:
-        compared = msgspec.structs.replace(config.replay_config(), preset=preset)
-        out[f"preset:{preset}"] = _without(compared, "preset")
+        # the preset as shipped: its own weights and half-life, not the chosen run's tuning of them
+        compared = msgspec.structs.replace(
+            config.replay_config(), preset=preset, weights=None, recency_half_life_days=None
+        )
+        out[f"preset:{preset}"] = _without(compared, "preset", "weights", "recency_half_life_days")
     if config.baselines:
         for name, weights in BASELINES.items():
             out[name] = _without(config.replay_config(weights), "weights")
     return out
 
 
-def _without(config: ReplayConfig, key: str) -> ReplayConfig:
-    """`config` less `key` of its `retrieval` block, which is merged last and would override it."""
-    if not config.retrieval or key not in config.retrieval:
+def _without(config: ReplayConfig, *keys: str) -> ReplayConfig:
+    """`config` less `keys` of its `retrieval` block, which is merged last and would override them."""
+    if not config.retrieval or not set(keys) & set(config.retrieval):
         return config
-    rest = {k: v for k, v in config.retrieval.items() if k != key}
+    rest = {k: v for k, v in config.retrieval.items() if k not in keys}
     return msgspec.structs.replace(config, retrieval=rest or None)
 
 

@@ -304,7 +304,8 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--compare-presets",
         default=None,
-        help="comma list of more presets replayed on the same stores (e.g. fast,factual)",
+        help="comma list of more presets replayed on the same stores (e.g. fast,factual), each as shipped: "
+        "its own weights and half-life, the run's other options",
     )
     run.add_argument(
         "--http",

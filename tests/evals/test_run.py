@@ -415,6 +415,22 @@ def test_a_retrieval_block_does_not_override_what_baselines_and_compared_presets
     assert all((c.retrieval or {})["top_k"] == 30 for c in cfgs.values())  # the other options still apply
 
 
+def test_a_compared_preset_runs_as_shipped_not_with_the_runs_weights_or_half_life() -> None:
+    from evals.replay import weights_used
+
+    shipped = weights_used(configurations(RunConfig(preset="factual"))[CHOSEN])
+    tuned = {"semantic": 0.9, "bm25": 0.1}
+    for config in (
+        RunConfig(weights=tuned, recency_half_life_days=3, compare_presets=("factual",)),
+        RunConfig(retrieval={"weights": tuned, "recency_half_life_days": 3}, compare_presets=("factual",)),
+    ):
+        cfgs = configurations(config)
+        compared = cfgs["preset:factual"]
+        assert weights_used(compared) == shipped != weights_used(cfgs[CHOSEN])
+        assert compared.recency_half_life_days is None
+        assert "recency_half_life_days" not in (compared.retrieval or {})
+
+
 def test_the_run_counts_the_conversations_it_asked(tmp_path: Path) -> None:
     # a conversation none of whose questions is kept is not written or asked: it is not counted
     import msgspec
