@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from engine.errors import InvalidInput
 
@@ -48,17 +48,24 @@ def env_whole(env: Mapping[str, str], name: str, default: int, *, low: int = 0, 
     return int(raw)
 
 
+def split_url(raw: str) -> SplitResult:
+    """`raw`'s parts, or an empty URL's when its port is no number or out of range (which urlsplit
+    reports only when the port is read)."""
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018
+    except ValueError:
+        return urlsplit("")
+    return parts
+
+
 def env_http_url(env: Mapping[str, str], name: str) -> str | None:
     """An http(s)://host[...] URL from `name`, or None when empty or unset ("localhost:11434" has no
     scheme: every call to it would fail)."""
     raw = (env.get(name) or "").strip()
     if not raw:
         return None
-    try:
-        parts = urlsplit(raw)
-        parts.port  # noqa: B018 (raises ValueError on a port that is no number or out of range)
-    except ValueError:
-        parts = urlsplit("")
+    parts = split_url(raw)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InvalidInput(f"{name} must be an http:// or https:// URL, got {raw[:64]!r}", field=name)
     return raw

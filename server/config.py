@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import msgspec
 
 from engine.embed.registry import check_embedder
-from engine.envnum import env_http_url, env_number, env_whole
+from engine.envnum import env_http_url, env_number, env_whole, split_url
 from engine.errors import InvalidInput
 from engine.extract.llm import TIMEOUT_ENV as LLM_TIMEOUT_ENV
 from engine.extract.rules import budget_from_env
@@ -74,11 +73,7 @@ def _origins(env: Mapping[str, str]) -> tuple[str, ...]:
     for origin in origins:
         if origin == "*":
             continue
-        parts = urlsplit(origin)
-        try:
-            parts.port  # noqa: B018 (raises ValueError on a port that is no number or out of range)
-        except ValueError:
-            parts = urlsplit("")
+        parts = split_url(origin)
         if (
             not parts.netloc
             or "@" in parts.netloc
