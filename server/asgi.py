@@ -32,6 +32,7 @@ from typing import Any
 
 from litestar import Litestar
 
+from engine.envnum import env_whole
 from engine.errors import InvalidInput
 from server.config import Settings
 from server.observability import MULTIPROC_ENV
@@ -44,15 +45,8 @@ FACTORY = "server.asgi:create"
 
 def requested_workers(env: Mapping[str, str]) -> int:
     for name in ("LOCI_WORKERS", "WEB_CONCURRENCY"):
-        value = env.get(name)
-        if value:
-            try:
-                count = int(value)
-            except ValueError:
-                raise InvalidInput(f"{name} must be a whole number, not {value!r}", field=name) from None
-            if count < 1:  # named here: check_workers would name --workers, which was not given
-                raise InvalidInput(f"{name} must be at least 1, not {count}", field=name)
-            return count
+        if env.get(name):  # at least 1 here: check_workers would name --workers, which was not given
+            return env_whole(env, name, 1, low=1)
     return 1
 
 

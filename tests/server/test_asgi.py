@@ -43,7 +43,7 @@ def test_requested_workers() -> None:
     with pytest.raises(InvalidInput, match="LOCI_WORKERS"):
         requested_workers({"LOCI_WORKERS": "many"})
     for name in ("LOCI_WORKERS", "WEB_CONCURRENCY"):
-        with pytest.raises(InvalidInput, match=f"^{name} must be at least 1, not 0"):
+        with pytest.raises(InvalidInput, match=f"^{name} must be a whole number >= 1, got '0'"):
             requested_workers({name: "0"})
 
 
