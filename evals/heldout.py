@@ -30,7 +30,15 @@ from evals.metrics import LOWER_IS_BETTER, RATE_COLUMNS, metrics_frame, score, s
 from evals.replay import EngineBackend, ReplayConfig
 from evals.replay_many import replay_many
 from evals.run import RunConfig, check_questions, question_filter, select
-from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import (
+    check_runs_dir,
+    dataset_sha256,
+    git_revision,
+    markdown_table,
+    new_run_dir,
+    run_settings,
+    write_json,
+)
 
 METRICS: tuple[str, ...] = ("recall_in_context_whole", "recall_in_context")
 
@@ -60,6 +68,7 @@ class HeldoutResult(msgspec.Struct, kw_only=True):
     selection: Any  # DataFrame: candidate x half -> metric
     heldout: Any  # DataFrame: category x budget -> pooled held-out metric (chosen without the conversation)
     heldout_by_metric: dict[str, Any]
+    dataset_sha256: str = ""
     run_dir: Path | None = None
     seconds: float = 0.0
 
@@ -163,6 +172,7 @@ def run_heldout(
         selection=selection,
         heldout=by_metric[config.metric],
         heldout_by_metric=by_metric,
+        dataset_sha256=dataset_sha256(data),
         seconds=time.perf_counter() - started,
     )
     if write:
@@ -180,6 +190,8 @@ def write_heldout(result: HeldoutResult, out_dir: str | Path | None = None) -> P
             "heldout": c,
             "halves": result.halves,
             "chosen": result.chosen,
+            "dataset_sha256": result.dataset_sha256,
+            "settings": run_settings(),
             "git": revision,
             "seconds": round(result.seconds, 3),
         },

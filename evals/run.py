@@ -44,7 +44,15 @@ from evals.replay import (
     weights_used,
 )
 from evals.replay_many import full_weights, replay_many
-from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import (
+    check_runs_dir,
+    dataset_sha256,
+    git_revision,
+    markdown_table,
+    new_run_dir,
+    run_settings,
+    write_json,
+)
 
 CHOSEN = "chosen"
 BASELINES: Mapping[str, dict[str, float]] = {
@@ -373,7 +381,9 @@ def write_run(
                 "conversations": result.conversations,
                 "source": dataset.source,
                 "license": dataset.license,
+                "sha256": dataset_sha256(dataset),
             },
+            "settings": run_settings(),
             "git": revision,
             "seconds": round(result.seconds, 3),
         },

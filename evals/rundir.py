@@ -3,14 +3,18 @@
 check_runs_dir(out)  (InvalidInput when no run directory can be made under it)
 new_run_dir(out, "locomo-balanced") -> Path  (evals/runs/20261122T052233Z-locomo-balanced)
 git_revision() -> GitRevision(commit, dirty)
+dataset_sha256(dataset) -> str  (the replayed conversations and questions, as loaded)
+run_settings() -> {"extract_budget_ms": 500.0, "env": {"LOCI_EXTRACTOR": "rules", ...}}
 markdown_table(frame) -> str
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,6 +22,7 @@ from typing import Any
 import msgspec
 
 from engine.errors import InvalidInput
+from engine.extract.rules import budget_from_env
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNS = REPO_ROOT / "evals" / "runs"
@@ -74,6 +79,33 @@ def new_run_dir(out: str | Path | None, label: str, *, name: str | None = None) 
         path = base / f"{stem}-{n}"
     path.mkdir(parents=True)
     return path
+
+
+#: settings read from the environment that change what a run measures (no secrets, no addresses)
+RESULT_SETTINGS = (
+    "LOCI_EXTRACTOR",
+    "LOCI_EXTRACT_BUDGET_MS",
+    "LOCI_EMBEDDER",
+    "LOCI_EMBED_MODEL",
+    "LOCI_EMBED_DIM",
+    "LOCI_MINILM_RUNTIME",
+    "LOCI_TORCH_THREADS",
+    "LOCI_LLM_MODEL",
+)
+
+
+def dataset_sha256(dataset: msgspec.Struct) -> str:
+    """A digest of the dataset as replayed, so two runs can be told apart when a file changed."""
+    return hashlib.sha256(msgspec.json.encode(dataset)).hexdigest()
+
+
+def run_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The extraction budget in force and every result-changing `LOCI_*` setting that was set."""
+    env = os.environ if env is None else env
+    return {
+        "extract_budget_ms": budget_from_env(env),
+        "env": {name: env[name] for name in RESULT_SETTINGS if name in env},
+    }
 
 
 def write_json(path: Path, value: Any) -> Path:

@@ -35,7 +35,15 @@ from evals.model import Dataset
 from evals.replay import Backend, EngineBackend, ReplayConfig, check_config
 from evals.replay_many import CHANNELS, full_weights, replay_many
 from evals.run import check_questions, question_filter
-from evals.rundir import check_runs_dir, git_revision, markdown_table, new_run_dir, write_json
+from evals.rundir import (
+    check_runs_dir,
+    dataset_sha256,
+    git_revision,
+    markdown_table,
+    new_run_dir,
+    run_settings,
+    write_json,
+)
 
 
 class Split(msgspec.Struct, frozen=True, kw_only=True):
@@ -277,7 +285,8 @@ def write_sweep(result: SweepResult, dataset: Dataset, out_dir: str | Path | Non
             "sweep": c,
             "split": result.split,
             "git": revision,
-            "dataset": dataset.name,
+            "dataset": {"name": dataset.name, "sha256": dataset_sha256(dataset)},
+            "settings": run_settings(),
             "seconds": round(result.seconds, 3),
         },
     )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import socket
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from engine.errors import InvalidInput
@@ -45,7 +47,9 @@ def test_select_by_ids_then_limit() -> None:
         select(data, RunConfig(conversations=("nope",)))
 
 
-def test_run_writes_the_run_directory(tmp_path: Path) -> None:
+def test_run_writes_the_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCI_EXTRACT_BUDGET_MS", "250")
+    monkeypatch.setenv("LOCI_API_KEY", "lk_secret")
     data = tiny_dataset(entities=3)
     config = RunConfig(dataset="synthetic", rank_depth=0)
     backend = CountingBackend(config.replay_config())
@@ -67,6 +71,11 @@ def test_run_writes_the_run_directory(tmp_path: Path) -> None:
     cfg = json.loads((run_dir / "config.json").read_text())
     assert "commit" in cfg["git"] and cfg["run"]["dataset"] == "synthetic"
     assert set(cfg["configurations"]) == {CHOSEN, "bm25-only", "semantic-only"}
+    # what the numbers depend on beyond the flags: the data as replayed and the settings in force
+    assert cfg["dataset"]["sha256"] == hashlib.sha256(msgspec.json.encode(data)).hexdigest()
+    assert cfg["settings"]["extract_budget_ms"] == 250.0
+    assert cfg["settings"]["env"]["LOCI_EXTRACT_BUDGET_MS"] == "250"
+    assert "LOCI_API_KEY" not in cfg["settings"]["env"]
     lines = [json.loads(x) for x in (run_dir / "questions.jsonl").read_text().splitlines()]
     per_config = len(result.frames[CHOSEN])
     assert len(lines) == 3 * per_config

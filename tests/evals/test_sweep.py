@@ -9,6 +9,7 @@ import pytest
 from engine.errors import InvalidInput
 from evals.metrics import QuestionRecord
 from evals.replay import ReplayConfig
+from evals.rundir import dataset_sha256, run_settings
 from evals.sweep import (
     Candidate,
     Split,
@@ -134,6 +135,9 @@ def test_run_sweep_writes_once_per_conversation(tmp_path: Path) -> None:
     assert result.run_dir is not None
     best = json.loads((result.run_dir / "best.json").read_text())
     assert best["retrieval"]["preset"] == result.best.preset
+    cfg = json.loads((result.run_dir / "config.json").read_text())
+    assert cfg["dataset"] == {"name": data.name, "sha256": dataset_sha256(data)}
+    assert cfg["settings"] == run_settings()
     assert {"results.csv", "report.md", "sweep_scatter.png", "sweep_by_preset.png", "config.json"} <= {
         p.name for p in result.run_dir.iterdir()
     }
