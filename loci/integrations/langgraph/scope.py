@@ -74,23 +74,29 @@ def tags_of(namespace: Sequence[str], key: str) -> list[str]:
     return [ITEM_TAG, key_tag(key), *within, *below]
 
 
+def _entity_problem(namespace: Sequence[str]) -> str | None:
+    """Why the entity `namespace` joins to cannot be stored under, or None."""
+    entity = entity_of(namespace)
+    if len(entity) > MAX_ENTITY_LENGTH:
+        return f"LociStore namespaces join to at most {MAX_ENTITY_LENGTH} characters: {namespace}"
+    if is_blank(entity):
+        return f"LociStore namespaces cannot join to a blank entity_id: {namespace}"
+    return None
+
+
 def check_namespace(namespace: Sequence[str]) -> None:
     """The limits Loci adds to LangGraph's own namespace rules."""
     if len(namespace) > MAX_DEPTH:
         raise InvalidNamespaceError(f"LociStore namespaces have at most {MAX_DEPTH} labels: {namespace}")
-    if len(entity_of(namespace)) > MAX_ENTITY_LENGTH:
-        raise InvalidNamespaceError(
-            f"LociStore namespaces join to at most {MAX_ENTITY_LENGTH} characters: {namespace}"
-        )
-    if is_blank(entity_of(namespace)):
-        raise InvalidNamespaceError(f"LociStore namespaces cannot join to a blank entity_id: {namespace}")
+    problem = _entity_problem(namespace)
+    if problem is not None:
+        raise InvalidNamespaceError(problem)
 
 
 def addressable(namespace: Sequence[str]) -> bool:
     """Whether items can be in `namespace` (check_namespace's limits on its entity): else reads of it by
     entity find nothing without asking the API, which would refuse the entity."""
-    entity = entity_of(namespace)
-    return len(entity) <= MAX_ENTITY_LENGTH and not is_blank(entity)
+    return _entity_problem(namespace) is None
 
 
 def indexed_text(value: Mapping[str, Any], fields: Sequence[str]) -> str:
