@@ -161,7 +161,7 @@ class RuleExtractor:
             about_other = _extract_sentence(raw, subject, out, about_other)
         return ExtractResult(
             entities=list(out.entities.values()),
-            facts=list(out.facts),
+            facts=out.facts,
             extractor=self.name,
             truncated=truncated,
         )
