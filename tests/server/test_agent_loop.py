@@ -748,6 +748,19 @@ def test_a_name_with_a_capital_beyond_ascii_is_a_name(
     assert [f.split(" (")[0] for f in body["context"]["facts"]] == ["\u00c9mile lives in Berlin"]
 
 
+def test_names_typed_in_lower_case_are_facts_that_supersede(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """A user who types without capitals still tells where they live: each move ends the last one."""
+    assemble(client, auth, "ent:lc", "my name is sam and i live in lisbon", as_of="2024-01-10T00:00:00Z")
+    moved = assemble(client, auth, "ent:lc", "i moved to berlin last month", as_of="2024-06-10T00:00:00Z")
+    assert [f["predicate"] for f in moved["extracted"]["facts"]] == ["lives_in"]
+    assert sorted(f.split(" (")[0] for f in current_facts(client, auth, "ent:lc")) == [
+        "User lives in Berlin",
+        "User's name is Sam",
+    ]
+
+
 def test_names_no_ascii_spelling_holds_keep_their_own_ids(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -25,7 +25,7 @@ from engine.extract.base import ExtractResult
 from engine.extract.rules import contact, family, personal, plans, preferences, presupposed, work
 from engine.extract.rules.clauses import Clause, Collector, make_clauses
 from engine.extract.rules.dates import find_date
-from engine.extract.rules.entities import scan_named
+from engine.extract.rules.entities import restore_names, scan_named, writes_names_in_lower_case
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
 from engine.extract.rules.rewrite import about_someone_else, rewrite, split_statement
 from engine.extract.rules.text import hedged, is_statement, normalize_text, plain_text, slug, split_sentences
@@ -154,7 +154,10 @@ class RuleExtractor:
         shared = self.shared_deadline
         deadline = own if shared is None else shared if own is None else min(own, shared)
         truncated = about_other = False
-        for raw in split_sentences(plain_text(text)):
+        plain = plain_text(text)
+        if writes_names_in_lower_case(plain):
+            plain = restore_names(plain)
+        for raw in split_sentences(plain):
             if deadline is not None and self.clock() > deadline:
                 truncated = True
                 break

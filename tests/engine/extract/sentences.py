@@ -729,6 +729,18 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("I saw Dr. Lee today. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
     ("I met J. R. Smith at a party. i work at Stripe", [(U, "works_at", "ent:stripe", None)]),
     ("i dont think i live in Paris", []),
+    # --- names typed in lower case: the lexicons' names, and the word after "my name is" / "named" -----
+    ("i live in paris", [(U, "lives_in", "ent:paris", None)]),
+    ("I live in paris", [(U, "lives_in", "ent:paris", None)]),
+    ("hey! i moved to new york last month", [(U, "lives_in", "ent:new-york", None)]),
+    ("i work at google", [(U, "works_at", "ent:google", None)]),
+    ("im from germany and i speak french", [(U, "from", "ent:germany", None), (U, "speaks", "French", None)]),
+    ("my name is sam and im 29", [(U, "name", "Sam", None), (U, "age", 29, "years")]),
+    ("i have a dog named biscuit", [(U, "has_pet", "dog named Biscuit", None)]),
+    ("call me jo", [(U, "nickname", "Jo", None)]),
+    ("my name is not important", []),
+    ("i live in a small town", []),
+    ("we had turkey for dinner", []),
     # --- a statement, then a question in the same sentence -------------------------------------------
     ("I just moved to Lyon, what are some good neighborhoods?", [(U, "lives_in", "ent:lyon", None)]),
     ("I'm 42, is it too late to learn piano?", [(U, "age", 42, "years")]),
