@@ -122,9 +122,14 @@ _EVERYDAY_HOMOGRAPHS = frozenset(
     ("target", "switch", "pixel", "galaxy", "civic", "meta", "apple", "turkey", "stripe", "cork",
      "lima", "chile", "polish", "sap", "eth", "us", "the us")
 )  # fmt: skip
+#: month and day names end a value as a date does ("moved to seattle in june"); "may" is a verb
+_CALENDAR = word_set(
+    "January February March April June July August September October November December "
+    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday"
+)
 _CASED = {
     name.lower(): name
-    for name in sorted(PLACES | ORGS | PRODUCTS | LANGUAGES | NATIONALITIES, key=str.swapcase)
+    for name in sorted(PLACES | ORGS | PRODUCTS | LANGUAGES | NATIONALITIES | _CALENDAR, key=str.swapcase)
     if name.lower() not in _EVERYDAY_HOMOGRAPHS
 }
 _KNOWN_LOWER = re.compile(

@@ -122,7 +122,7 @@ def _place(out: Collector, clause: Clause, predicate: str, raw: str, confidence:
             # a place ends at a remark ("which is nice", "(near Paris)", " - loving it") or where one came from
             rf",|\s*\(|{SPACED_DASH}|\s+(?:with|for|because|since|after|where|to be|and I|but|which|who|from|until|"
             r"till|before|permanently|like)\b|\s+(?:in|on|by|this|last|next) "
-            r"(?:January|February|March|April|May|June|July|August|September|October|November|"
+            r"(?i:January|February|March|April|May|June|July|August|September|October|November|"
             r"December|spring|summer|fall|autumn|winter)\b|\s+over the (?:summer|winter|holidays|weekend)\b",
             text,
         )[0]

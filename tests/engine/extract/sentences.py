@@ -733,6 +733,8 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("i live in paris", [(U, "lives_in", "ent:paris", None)]),
     ("I live in paris", [(U, "lives_in", "ent:paris", None)]),
     ("hey! i moved to new york last month", [(U, "lives_in", "ent:new-york", None)]),
+    ("we moved to seattle in june", [(U, "lives_in", "ent:seattle", None)]),
+    ("we moved to Seattle in june", [(U, "lives_in", "ent:seattle", None)]),
     ("i work at google", [(U, "works_at", "ent:google", None)]),
     ("im from germany and i speak french", [(U, "from", "ent:germany", None), (U, "speaks", "French", None)]),
     ("my name is sam and im 29", [(U, "name", "Sam", None), (U, "age", 29, "years")]),
