@@ -23,9 +23,10 @@ from datetime import datetime
 from engine.envnum import env_number
 from engine.extract.base import ExtractResult
 from engine.extract.rules import contact, family, personal, plans, preferences, presupposed, work
+from engine.extract.rules.case import restore_names, writes_names_in_lower_case
 from engine.extract.rules.clauses import Clause, Collector, make_clauses
 from engine.extract.rules.dates import find_date
-from engine.extract.rules.entities import restore_names, scan_named, writes_names_in_lower_case
+from engine.extract.rules.entities import scan_named
 from engine.extract.rules.quantities import format_quantity, parse_measure, parse_money
 from engine.extract.rules.rewrite import about_someone_else, rewrite, split_statement
 from engine.extract.rules.text import hedged, is_statement, normalize_text, plain_text, slug, split_sentences

@@ -9,7 +9,6 @@ import re
 from engine.extract.rules.text import entity_id, word_set
 from engine.letters import NAME_CHAR, UPPER
 from engine.models import Entity
-from engine.storage.tokenize import STOPWORDS
 
 _PLACES = """
 Amsterdam Athens Atlanta Austin Bangkok Barcelona Beijing Berlin Bogota Boston Brisbane Brooklyn
@@ -115,56 +114,6 @@ _STOP_CAPS = word_set(
     Things Turns Sadly Finally Officially Honestly Luckily Unfortunately Fortunately Lately Recently
     Good Great Big Quick Budget Change First Got Everything Nothing Everyone Someone Nobody"""
 )
-
-
-#: lexicon names that are also everyday words: a text typed in lower case keeps them as typed
-_EVERYDAY_HOMOGRAPHS = frozenset(
-    ("target", "switch", "pixel", "galaxy", "civic", "meta", "apple", "turkey", "stripe", "cork",
-     "lima", "chile", "polish", "sap", "eth", "us", "the us")
-)  # fmt: skip
-#: month and day names end a value as a date does ("moved to seattle in june"); "may" is a verb
-_CALENDAR = word_set(
-    "January February March April June July August September October November December "
-    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday"
-)
-_CASED = {
-    name.lower(): name
-    for name in sorted(PLACES | ORGS | PRODUCTS | LANGUAGES | NATIONALITIES | _CALENDAR, key=str.swapcase)
-    if name.lower() not in _EVERYDAY_HOMOGRAPHS
-}
-_KNOWN_LOWER = re.compile(
-    r"(?<![\w'-])(?:" + "|".join(re.escape(k) for k in sorted(_CASED, key=len, reverse=True)) + r")(?![\w'-])"
-)
-#: a word a lower-case writer gives as a name: "my name is sam", "a dog named biscuit", "call me jo"
-_NAMED_LOWER = re.compile(
-    r"\b(?:name is|names is|call me|go by|goes by|named|(?:is|was|are|were|s) called) (?P<w>[a-z][a-z'-]{1,40})\b"
-)
-#: a capital a lower-case writer still types: a sentence's first letter, the pronoun I
-_EXPECTED_CAPITAL = re.compile(rf"(?:^\s*|[.!?:]\s+)[\"'(\[]*{UPPER}|\bI\b", re.MULTILINE)
-_NOT_NAMES = word_set(
-    "not no very really just so too quite kind sort pretty also still actually definitely literally basically "
-    "like what that this going gonna"
-)
-
-
-def writes_names_in_lower_case(text: str) -> bool:
-    """Whether `text` has letters and no capital beyond a sentence's first letter and the pronoun I."""
-    rest = _EXPECTED_CAPITAL.sub(" ", text)
-    return rest == rest.lower() and rest.upper() != rest.lower()
-
-
-def restore_names(text: str) -> str:
-    """`text` from a writer who types names in lower case with the names the lexicons know, and the
-    word after "my name is" / "named" / "called", capitalized, so the fact patterns can read them."""
-    text = _KNOWN_LOWER.sub(lambda m: _CASED[m.group()], text)
-
-    def _capitalize(m: re.Match[str]) -> str:
-        word = m.group("w")
-        if word in _NOT_NAMES or word in STOPWORDS:
-            return m.group()
-        return m.group()[: m.start("w") - m.start()] + word[:1].upper() + word[1:]
-
-    return _NAMED_LOWER.sub(_capitalize, text)
 
 
 def is_place(name: str) -> bool:
