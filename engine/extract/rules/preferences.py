@@ -76,7 +76,7 @@ _DIETS = (
     r"flexitarian|low[- ]carb|dairy[- ]free|plant[- ]based|carnivore|mediterranean|intermittent fasting"
 )
 _DIET = re.compile(
-    rf"^(?:am|is|went|go|have gone|became|have become|turned) (?:a |an |strictly |fully |mostly )?(?P<d>{_DIETS})\b"
+    rf"^(?:am|is|went|go|have gone|became|have become|turned|have been|has been) (?:a |an |strictly |fully |mostly )?(?P<d>{_DIETS})\b"
     rf"|^(?:am|is) (?:on|doing|following) (?:a |an |the )?(?P<d2>{_DIETS})(?: diet)?\b"
     rf"|^(?:follow|follows|eat|eat a) (?:a |an )?(?P<d3>{_DIETS}) diet\b",
     re.IGNORECASE,

@@ -15,8 +15,11 @@ from engine.letters import UPPER
 #: present tense only ("I worked at Google" was a job, not the current one); one works "with" a tool, a
 #: colleague or a partner, "at" or "for" an employer
 _WORKS = re.compile(
-    r"^(?:(?:am|is|have been|has been) )?(?:work|works|working) (?:at|for) (?P<o>.+)$"
-    r"|^(?:(?:have|has) (?:just |recently |finally |now )?)?(?:joined|started (?:a new job |working )?at|got (?:a job|hired|an offer|a position) "
+    # a way of working between verb and employer says how, not where: "I work remotely for Stripe"
+    r"^(?:(?:am|is|have been|has been) )?(?:work|works|working)"
+    r"(?: (?:remotely|full[- ]time|part[- ]time|from home|now|currently|mostly))? (?:at|for) (?P<o>.+)$"
+    r"|^(?:(?:have|has) (?:just |recently |finally |now )?)?(?:joined|started (?:a new job |working )?at"
+    r"|got (?:a (?:new )?job|hired|an offer|a (?:new )?position) "
     r"(?:at|with|by)|(?:am|is) (?:employed|hired) (?:by|at)) (?P<o2>.+)$",
     re.IGNORECASE,
 )
@@ -51,7 +54,12 @@ _FIRST_DAYS = re.compile(
 _MY_EMPLOYER = re.compile(
     rf"\bmy (?:current |new |main )?(?:employer|workplace) is (?:now )?(?P<o>(?-i:{UPPER}).+)$", re.IGNORECASE
 )
-_AS = re.compile(r"^(?:work|works|working|am working|is working) as (?:an? |the )?(?P<t>.+)$", re.IGNORECASE)
+_AS = re.compile(
+    r"^(?:work|works|working|am working|is working"
+    r"|(?:have |has )?(?:just )?(?:started|got|took) (?:a |my |the )?(?:new )?(?:job|role|position|work)) as "
+    r"(?:an? |the )?(?P<t>.+)$",
+    re.IGNORECASE,
+)
 _IS_TITLE = re.compile(
     r"^(?:am|is|became|become|got promoted to|have become|has become|was promoted to) (?:an? |the |now an? )?"
     # a remark after a comma says how, not what ("a graphic designer, mostly working from home")

@@ -750,6 +750,12 @@ CHAT: list[tuple[str, list[Expected]]] = [
     ("my name is not important", []),
     ("i live in a small town", []),
     ("we had turkey for dinner", []),
+    # --- a way of working, a new job, a diet kept for a while ---------------------------------------
+    ("I work remotely for Stripe", [(U, "works_at", "ent:stripe", None)]),
+    ("I got a new job at Google", [(U, "works_at", "ent:google", None)]),
+    ("I just started a new job as a teacher", [(U, "job_title", "teacher", None)]),
+    ("I've been vegan for 3 years", [(U, "diet", "vegan", None)]),
+    ("I've been to a vegan restaurant", []),
     # --- a statement, then a question in the same sentence -------------------------------------------
     ("I just moved to Lyon, what are some good neighborhoods?", [(U, "lives_in", "ent:lyon", None)]),
     ("I'm 42, is it too late to learn piano?", [(U, "age", 42, "years")]),
