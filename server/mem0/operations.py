@@ -94,7 +94,8 @@ def _metadata(body: V1CreateRequest, scopes: Scopes) -> dict[str, Any]:
 
 def _extraction_text(body: V1CreateRequest) -> str:
     users = [m.content for m in body.messages if m.role == "user"]
-    return "\n".join(users or [m.content for m in body.messages if m.role != "system"])
+    # labelled as the assistant's: its "I" is not the user (the rules give no first-person facts for it)
+    return "\n".join(users or [f"assistant: {m.content}" for m in body.messages if m.role == "assistant"])
 
 
 def _raw_memories(

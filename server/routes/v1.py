@@ -8,8 +8,8 @@ every memory written; `expiration_date` -> `valid_to` (the start of the next day
 `user_id`, `agent_id`, `run_id`, `app_id` (at the top level or in `filters`); GET needs `user_id` or
 `agent_id` (422 otherwise).
 
-- `infer=true` (default): the configured extractor reads the user messages (all messages if there are
-  none) and the facts are ingested with supersession: `ADD` a new fact, `UPDATE` a new value that
+- `infer=true` (default): the configured extractor reads the user messages (if there are none, the
+  assistant's, labelled `assistant: `, so their "I" is not the user) and the facts are ingested with supersession: `ADD` a new fact, `UPDATE` a new value that
   superseded the old one, `DELETE` a negation that ended a fact (id and text of the ended fact),
   `NONE` already known (id of the existing fact). When nothing is extracted, the messages are stored
   as with `infer=false`, so nothing said is lost and `results` is never empty.

@@ -109,6 +109,24 @@ def test_a_system_message_is_neither_read_nor_stored(
     assert store.count_memories("acme") == 1
 
 
+def test_an_assistants_first_person_is_not_the_users_fact(
+    client: TestClient[Litestar], auth: dict[str, str], store: Store
+) -> None:
+    """An add of assistant messages alone is read as the agent loop reads an `assistant: ` turn: the
+    assistant's "I live in Rome" is not the user's home, so it neither becomes "User lives in Rome" nor
+    ends the user's Oslo; the message is kept as it came."""
+    (oslo,) = add(client, auth, "I live in Oslo")
+    body = {
+        "messages": [{"role": "assistant", "content": "I live in Rome."}],
+        "user_id": "alice",
+    }
+    r = client.post("/v1/memories/", json=body, headers=auth)
+    assert r.status_code == 200, r.text
+    assert [(x["event"], x["memory"]) for x in r.json()["results"]] == [("ADD", "I live in Rome.")]
+    kept = store.get_memory("acme", oslo["id"])
+    assert kept is not None and kept.status == "active"
+
+
 def test_infer_with_nothing_to_extract_keeps_the_messages(
     client: TestClient[Litestar], auth: dict[str, str], store: Store
 ) -> None:
