@@ -18,7 +18,7 @@ import base64
 import binascii
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -153,6 +153,29 @@ def check_ids(prefix: str = "", **ids: str | None) -> None:
             check_text(value, f"{prefix}{name}")
 
 
+#: the longest run or app id (as long as an agent id: mem0's adds take them as such)
+MAX_SPACE_ID = 128
+#: the rule a run or app in a /v0 memory's metadata breaks when it is no id (the blank one: not_blank)
+SPACE_RULE = "space_metadata"
+
+
+def check_space(metadata: Mapping[str, Any], prefix: str = "") -> None:
+    """A memory's `metadata.run_id` and `metadata.app_id` file it under a run or app (its space, which
+    supersession and mem0's filters read): each is an id, a visible string, or null for none."""
+    for key in SPACE_METADATA:
+        value = metadata.get(key)
+        if value is None:
+            continue
+        field = f"{prefix}metadata.{key}"
+        if not isinstance(value, str) or not 1 <= len(value) <= MAX_SPACE_ID:
+            raise InvalidInput(
+                f"metadata.{key} names a run or app: a string of 1 to {MAX_SPACE_ID} characters, or null",
+                field=field,
+                details={"rule": SPACE_RULE, "max_length": MAX_SPACE_ID},
+            )
+        check_text(value, field)
+
+
 def check_labels(
     tags: Sequence[str], keys: Sequence[str] | None = None, predicate: str | None = None, *, prefix: str = ""
 ) -> None:
@@ -236,6 +259,7 @@ class MemoryService:
                 check_text(draft.text, "text")
                 check_ids(namespace=draft.namespace, agent_id=draft.agent_id, entity_id=draft.entity_id)
                 check_labels(draft.tags, draft.keys, draft.predicate)
+                check_space(draft.metadata)
                 _check_validity(draft.valid_from or draft.timestamp, draft.valid_to, "valid_to")
             except InvalidInput as exc:
                 if len(drafts) > 1:
@@ -391,6 +415,7 @@ class MemoryService:
         if not isinstance(patch.tags, UnsetType):
             changes["tags"] = list(patch.tags)
         if not isinstance(patch.metadata, UnsetType):
+            check_space(patch.metadata)
             changes["metadata"] = (
                 dict(patch.metadata) if isinstance(patch, MemoryEdit) else _metadata_kept(old, patch.metadata)
             )

@@ -44,6 +44,8 @@ RULES: dict[str, str] = {
     "timestamp_unchanged": "a memory's timestamp cannot be changed",
     "something_to_update": "an update gives text, metadata or expiration_date",
     "filter_language": "filters use mem0's keys and operators (the refusal lists them in details)",
+    "space_metadata": "on /v0, metadata.run_id and metadata.app_id name the run and app a memory is "
+    "filed under: each a string of 1 to 128 characters, or null",
     "reserved_metadata": "an update's metadata keeps the keys Loci wrote itself where it leaves them out; "
     "it may repeat them, not change them: object_name, event_date and negated on a fact (its value), on "
     "mem0's update also run_id, app_id, role and origin (on /v0 a run_id or app_id moves the memory to "
@@ -52,13 +54,26 @@ RULES: dict[str, str] = {
 
 #: operationId -> the rules of RULES it enforces
 OPERATION_RULES: dict[str, tuple[str, ...]] = {
-    "createMemory": ("date_time_range", "valid_to_after_valid_from", "not_blank", "conflict_key_shape"),
-    "updateMemory": ("date_time_range", "valid_to_after_valid_from", "not_blank", "reserved_metadata"),
+    "createMemory": (
+        "date_time_range",
+        "valid_to_after_valid_from",
+        "not_blank",
+        "conflict_key_shape",
+        "space_metadata",
+    ),
+    "updateMemory": (
+        "date_time_range",
+        "valid_to_after_valid_from",
+        "not_blank",
+        "reserved_metadata",
+        "space_metadata",
+    ),
     "batchUpsertMemories": (
         "date_time_range",
         "valid_to_after_valid_from",
         "not_blank",
         "conflict_key_shape",
+        "space_metadata",
     ),
     "listMemories": ("date_time_range", "cursor", "not_blank"),
     "listEvents": ("date_time_range", "cursor", "not_blank"),

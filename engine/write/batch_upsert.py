@@ -24,7 +24,7 @@ from msgspec import Meta
 
 from engine.errors import InvalidInput
 from engine.ids import memory_id as new_memory_id
-from engine.memory_service import MAX_BATCH, NOT_BLANK_RULE, check_ids, check_labels
+from engine.memory_service import MAX_BATCH, NOT_BLANK_RULE, check_ids, check_labels, check_space
 from engine.models import (
     AgentId,
     Confidence,
@@ -148,6 +148,7 @@ def check_item(index: int, item: UpsertItem) -> None:
             f"items[{index}].", namespace=item.namespace, agent_id=item.agent_id, entity_id=item.entity_id
         )
         check_labels(item.tags, item.keys, item.predicate, prefix=f"items[{index}].")
+        check_space(item.metadata, prefix=f"items[{index}].")
     except InvalidInput as exc:
         exc.details["index"] = index
         raise

@@ -35,6 +35,12 @@ BODY_CASES: list[tuple[str, dict[str, Any], str]] = [
         {"items": [{"type": "note", "text": "hi", "namespace": "{b}"}]},
         "items[0].namespace",
     ),
+    ("/v0/memories", memory_body("hi", metadata={"run_id": "{b}"}), "metadata.run_id"),
+    (
+        "/v0/memories:batch_upsert",
+        {"items": [{"type": "note", "text": "hi", "metadata": {"app_id": "{b}"}}]},
+        "items[0].metadata.app_id",
+    ),
     ("/v0/context/assemble", {"entity_id": "{b}", "turn": "I live in Berlin."}, "entity_id"),
     (
         "/v0/context/assemble",
@@ -146,6 +152,29 @@ def test_a_blank_id_in_a_query_or_path_is_422_and_changes_nothing(
     response = client.request(method, path.replace("{b}", quote(blank, safe="")), headers=auth)
     _refused_blank(response, field)
     assert _stored(client, auth) == before
+
+
+@pytest.mark.parametrize("value", ["  ", 7, ["r1"], {"id": "r1"}, True, "r" * 129], ids=repr)
+def test_a_run_or_app_in_v0_metadata_is_an_id_or_null(
+    client: TestClient[Litestar], auth: dict[str, str], value: Any
+) -> None:
+    """On /v0 `metadata.run_id` and `metadata.app_id` file a memory under a run or app (its space, as
+    mem0's adds name them): a value that is no id is a 422 on create and on PATCH, and changes nothing;
+    a PATCH's null takes the memory out of its run."""
+    bad = {"run_id": value}
+    rule = "not_blank" if isinstance(value, str) and not value.strip() else "space_metadata"
+    r = client.post("/v0/memories", json=memory_body("hi", metadata=bad), headers=auth)
+    assert r.status_code == 422, r.text
+    assert r.json()["details"] | {"field": "metadata.run_id", "rule": rule} == r.json()["details"], r.text
+    made = client.post("/v0/memories", json=memory_body("hi", metadata={"run_id": "r1"}), headers=auth).json()
+    r = client.patch(f"/v0/memories/{made['memory_id']}", json={"metadata": {"app_id": value}}, headers=auth)
+    assert r.status_code == 422 and r.json()["details"]["field"] == "metadata.app_id", r.text
+    assert client.get(f"/v0/memories/{made['memory_id']}", headers=auth).json()["metadata"] == {
+        "run_id": "r1"
+    }
+    r = client.patch(f"/v0/memories/{made['memory_id']}", json={"metadata": {"run_id": None}}, headers=auth)
+    assert r.status_code == 200 and r.json()["metadata"] == {}, r.text
+    assert _stored(client, auth) == [made["memory_id"]]
 
 
 def test_an_empty_agent_id_filter_is_not_read_as_absent(
