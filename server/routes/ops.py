@@ -179,7 +179,10 @@ async def list_events(
     ] = None,
     entity_id: Annotated[str | None, QueryParameter(max_length=256, schema_extra=ID_SCHEMA)] = None,
     memory_id: Annotated[
-        str | None, QueryParameter(max_length=128, description="only events about this memory (its history)")
+        str | None,
+        QueryParameter(
+            max_length=128, schema_extra=ID_SCHEMA, description="only events about this memory (its history)"
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -216,7 +219,7 @@ async def list_events(
 ) -> Response[EventList]:
     if event_type is not None and not 1 <= len(event_type) <= MAX_TYPE_LENGTH:
         raise InvalidInput(f"type must be 1..{MAX_TYPE_LENGTH} characters", field="type")
-    check_ids(entity_id=entity_id)
+    check_ids(entity_id=entity_id, memory_id=memory_id)
     after = event_stream.decode_cursor(cursor) if cursor else None
     principal = principal_of(request)
     org_id = principal.org_id

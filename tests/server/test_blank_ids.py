@@ -84,6 +84,7 @@ PARAM_CASES: list[tuple[str, str, str]] = [
     ("GET", "/v0/memories?agent_id={b}", "agent_id"),
     ("GET", "/v0/memories?tag={b}", "tag"),
     ("GET", "/v0/observability/events?entity_id={b}", "entity_id"),
+    ("GET", "/v0/observability/events?memory_id={b}", "memory_id"),
     ("GET", "/v0/entities/{b}/graph", "entity_id"),
     ("GET", "/v0/entities/ent:u/graph?namespace={b}", "namespace"),
     ("GET", "/v1/memories?user_id={b}", "user_id"),
