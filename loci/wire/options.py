@@ -48,6 +48,8 @@ BoostValue = Annotated[float, Meta(ge=-10.0, le=10.0)]
 IncludeName = Literal["facts", "recent_events", "summary", "sources"]
 ALL_INCLUDES: tuple[IncludeName, ...] = ("facts", "recent_events", "summary", "sources")
 DEFAULT_BUDGET = 1200
+#: entries of retrieval.predicate_boosts and of retrieval.entity_boosts
+MAX_BOOSTS = 64
 
 
 class Budget(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -210,11 +212,11 @@ class RetrievalOptions(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     recency_half_life_days: HalfLife | None = None
     top_k: TopK | None = None
     diversity: Diversity = msgspec.field(default_factory=Diversity)
-    predicate_boosts: dict[Annotated[str, Meta(max_length=128)], BoostValue] = msgspec.field(
-        default_factory=dict
-    )
-    entity_boosts: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=64)] = msgspec.field(
-        default_factory=list
+    predicate_boosts: Annotated[
+        dict[Annotated[str, Meta(max_length=128)], BoostValue], Meta(max_length=MAX_BOOSTS)
+    ] = msgspec.field(default_factory=dict)
+    entity_boosts: Annotated[list[Annotated[str, Meta(max_length=256)]], Meta(max_length=MAX_BOOSTS)] = (
+        msgspec.field(default_factory=list)
     )
     depth: Depth | None = None
     rerank: Rerank = msgspec.field(default_factory=Rerank)

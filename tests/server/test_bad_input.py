@@ -258,6 +258,22 @@ def test_a_million_tags_are_refused(client: TestClient[Litestar], auth: dict[str
     assert _stored(store) == before
 
 
+@pytest.mark.parametrize("path", ["/v0/context/assemble", "/v0/recall"])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("predicate_boosts", {f"p{i}": 0.1 for i in range(65)}),
+        ("entity_boosts", [f"ent:e{i}" for i in range(65)]),
+    ],
+)
+def test_more_than_64_boosts_are_refused(
+    client: TestClient[Litestar], auth: dict[str, str], path: str, option: str, value: object
+) -> None:
+    body = {"entity_id": "ent:u", "retrieval": {option: value}}
+    body["turn" if path.endswith("assemble") else "query"] = "tea"
+    _refused(client.post(path, json=body, headers=auth), 422, f"retrieval.{option}")
+
+
 def _request(*headers: tuple[bytes, bytes]) -> Request[Any, Any, Any]:
     return Request(
         cast(
