@@ -38,7 +38,7 @@ from loci.client import (
     RateLimitError,
     RetryPolicy,
 )
-from loci.wire.models import MAX_TEXT_LENGTH
+from loci.wire.models import MAX_TEXT_LENGTH, NOT_BLANK_PATTERN, is_blank
 
 INSTRUCTIONS = (
     "Loci is long-term memory. Call `assemble_context` with the user's turn before answering to get what "
@@ -127,13 +127,18 @@ def build(client_for: ClientFor) -> MCPServer:
         "extracted and outdated ones superseded) or one memory of the given kind."
     )
     async def remember(
-        text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH)],
+        text: Annotated[
+            str,
+            Field(min_length=1, max_length=MAX_TEXT_LENGTH, json_schema_extra={"pattern": NOT_BLANK_PATTERN}),
+        ],
         entity_id: Entity,
         ctx: Context,
         kind: Kind = "turn",
         namespace: Namespace = "default",
         tags: Tags | None = None,
     ) -> dict[str, Any]:
+        if is_blank(text):  # assemble keeps no blank turn and answers 200: the write would be lost unsaid
+            raise ToolError("422 validation_error: text must not be blank")
         async with api(ctx, client_for) as client:
             if kind != "turn":
                 made = await client.create_memory(

@@ -200,3 +200,19 @@ def test_stdio_needs_a_key(live: LiveServer) -> None:
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2 and "API key" in done.stderr and done.stdout == ""
+
+
+def test_remember_refuses_a_blank_text(live: LiveServer) -> None:
+    async def body(client: Client) -> None:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "pattern" in tools["remember"].input_schema["properties"]["text"]
+        entity = _entity()
+        for kind in ("turn", "note"):
+            for text in ("   ", "\u200b\n"):
+                refused = _error(
+                    await client.call_tool("remember", {"text": text, "entity_id": entity, "kind": kind})
+                )
+                assert refused.endswith("422 validation_error: text must not be blank"), (kind, refused)
+        assert _data(await client.call_tool("list_memories", {"entity_id": entity}))["items"] == []
+
+    _run(_http(live, live.key), body)
