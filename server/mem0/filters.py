@@ -1,10 +1,10 @@
 """mem0's filter language, read into a store pre-filter and a predicate over memories.
 
 Keys: `user_id`, `agent_id`, `run_id`, `app_id`, `memory_id` (or `id`), `categories`, `metadata` (a
-mapping of metadata keys to values), `created_at`, `updated_at`, `timestamp`. A value is a scalar
-(equality), `"*"` (the field is set) or an operator object: `in`, `ne`, `gt`, `gte`, `lt`, `lte`,
-`contains`, `icontains`. `AND`, `OR` (lists) and `NOT` (a list or an object) combine conditions.
-Anything else is an `InvalidInput` naming the filter.
+mapping of metadata keys to values, each read as a key's value), `created_at`, `updated_at`,
+`timestamp`. A value is a scalar (equality), `"*"` (the field is set) or an operator object: `in`,
+`ne`, `gt`, `gte`, `lt`, `lte`, `contains`, `icontains`. `AND`, `OR` (lists) and `NOT` (a list or an
+object) combine conditions. Anything else is an `InvalidInput` naming the filter.
 """
 
 from __future__ import annotations
@@ -161,11 +161,34 @@ def _categories(value: Any) -> Predicate:
     raise _bad('categories takes a category, {"in": [...]} or {"contains": ...}')
 
 
+def _metadata_value(key: str, value: Any) -> Predicate:
+    """One metadata key's condition, in the language of the other keys: a value (equality), `"*"` (set)
+    or an operator object. Metadata is free-form: a value an operator cannot compare matches none."""
+    if value == "*":
+        return lambda m: m.metadata.get(key) is not None
+    if not isinstance(value, Mapping):
+        return lambda m: m.metadata.get(key) == value
+    ops = dict(value)
+    unknown = [op for op in ops if op not in OPERATORS]
+    if unknown:
+        raise _bad(f"unsupported operator {unknown[0]!r} on metadata {key!r}")
+    for op, expected in ops.items():  # a malformed operand (`in` no list) is refused before any read
+        _compare(op, None, expected, False)
+
+    def matches(m: Memory) -> bool:
+        try:
+            return all(_compare(op, m.metadata.get(key), v, False) for op, v in ops.items())
+        except InvalidInput:  # `gt` 3 of "high": not a match
+            return False
+
+    return matches
+
+
 def _metadata(value: Any) -> Predicate:
     if not isinstance(value, Mapping):
         raise _bad("metadata takes an object of key/value pairs")
-    pairs = dict(value)
-    return lambda m: all(m.metadata.get(k) == v for k, v in pairs.items())
+    preds = [_metadata_value(str(k), v) for k, v in value.items()]
+    return lambda m: all(p(m) for p in preds)
 
 
 def _combine(key: str, value: Any, depth: int, path: str) -> Predicate:

@@ -601,6 +601,36 @@ def test_the_oss_search_reads_other_filter_keys_as_metadata(
     assert r.status_code == 422
 
 
+def test_a_metadata_filter_takes_the_operators_of_the_other_keys(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """`{"metadata": {"priority": {"gte": 3}}}` was compared as equal to that object: it matched nothing,
+    on get_all, search and the open-source server's bare keys alike."""
+    for text, priority, source in (("call the plumber", 5, "email"), ("call the baker", 1, "chat")):
+        add(client, auth, text, infer=False, user_id="md", metadata={"priority": priority, "source": source})
+    add(client, auth, "call the tailor", infer=False, user_id="md", metadata={"priority": "high"})
+    cases: list[tuple[dict[str, Any], set[str]]] = [
+        ({"priority": {"gte": 3}}, {"call the plumber"}),
+        ({"priority": {"in": [1, 5]}}, {"call the plumber", "call the baker"}),
+        ({"source": {"ne": "email"}}, {"call the baker", "call the tailor"}),
+        ({"source": {"icontains": "MAI"}}, {"call the plumber"}),
+        ({"source": "*"}, {"call the plumber", "call the baker"}),
+        ({"source": "chat"}, {"call the baker"}),
+    ]
+    for metadata, expected in cases:
+        listed = client.post(
+            "/v3/memories/", json={"filters": {"user_id": "md", "metadata": metadata}}, headers=auth
+        )
+        assert listed.status_code == 200, listed.text
+        assert {m["memory"] for m in listed.json()["results"]} == expected, metadata
+        body = {"query": "call", "user_id": "md", "filters": metadata}
+        found = client.post("/search", json=body, headers=auth)
+        assert {m["memory"] for m in found.json()["results"]} == expected, metadata
+    for bad, named in (({"p": {"regex": "x"}}, "regex"), ({"p": {"in": "x"}}, "`in`")):
+        r = client.post("/v3/memories/", json={"filters": {"user_id": "md", "metadata": bad}}, headers=auth)
+        assert r.status_code == 422 and named in r.json()["message"], r.text
+
+
 def test_the_list_without_a_query_hides_expired_memories(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:
