@@ -47,13 +47,30 @@ INSTRUCTIONS = (
     "removes a memory. `entity_id` names whom a memory is about (e.g. ent:alice)."
 )
 ClientFor = Callable[[Context], contextlib.AbstractAsyncContextManager[AsyncLociClient]]
-Entity = Annotated[str, Field(min_length=1, max_length=256, description="whom it is about, e.g. ent:alice")]
+#: the API's rule for a blank id, text or tag, shown in the schema (the API checks it: a 422 tool error)
+NOT_BLANK = {"pattern": NOT_BLANK_PATTERN}
+Entity = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        description="whom it is about, e.g. ent:alice",
+        json_schema_extra=NOT_BLANK,
+    ),
+]
 Namespace = Annotated[
-    str, Field(min_length=1, max_length=64, description="the memory space (default: default)")
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        description="the memory space (default: default)",
+        json_schema_extra=NOT_BLANK,
+    ),
 ]
 Kind = Literal["turn", "fact", "event", "note", "document", "profile", "chunk"]
+Tag = Annotated[str, Field(min_length=1, max_length=64, json_schema_extra=NOT_BLANK)]
 Tags = Annotated[
-    list[Annotated[str, Field(max_length=64)]],
+    list[Tag],
     Field(max_length=50, description="on every memory stored (for a turn: its event and its facts)"),
 ]
 
@@ -129,7 +146,7 @@ def build(client_for: ClientFor) -> MCPServer:
     async def remember(
         text: Annotated[
             str,
-            Field(min_length=1, max_length=MAX_TEXT_LENGTH, json_schema_extra={"pattern": NOT_BLANK_PATTERN}),
+            Field(min_length=1, max_length=MAX_TEXT_LENGTH, json_schema_extra=NOT_BLANK),
         ],
         entity_id: Entity,
         ctx: Context,
@@ -231,7 +248,7 @@ def build(client_for: ClientFor) -> MCPServer:
         entity_id: Entity | None = None,
         namespace: Namespace | None = None,
         type: MemoryType | None = None,  # noqa: A002
-        tag: Annotated[str, Field(max_length=64)] | None = None,
+        tag: Tag | None = None,
         page_size: Annotated[int, Field(ge=1, le=200)] = 50,
         cursor: Annotated[str, Field(max_length=512)] | None = None,
     ) -> dict[str, Any]:

@@ -216,3 +216,32 @@ def test_remember_refuses_a_blank_text(live: LiveServer) -> None:
         assert _data(await client.call_tool("list_memories", {"entity_id": entity}))["items"] == []
 
     _run(_http(live, live.key), body)
+
+
+def test_the_schemas_show_what_the_api_calls_blank(live: LiveServer) -> None:
+    """entity_id, namespace and tags took "  " by their schema, and the API refused it (a 422 tool error)."""
+
+    async def body(client: Client) -> None:
+        tools = {t.name: t.input_schema["properties"] for t in (await client.list_tools()).tools}
+        shown = {
+            (name, prop): json.dumps(tools[name][prop])
+            for name, prop in (
+                ("remember", "entity_id"),
+                ("remember", "namespace"),
+                ("remember", "tags"),
+                ("recall", "entity_id"),
+                ("recall", "namespace"),
+                ("assemble_context", "entity_id"),
+                ("assemble_context", "namespace"),
+                ("list_memories", "entity_id"),
+                ("list_memories", "namespace"),
+                ("list_memories", "tag"),
+            )
+        }
+        assert {k for k, v in shown.items() if '"pattern"' not in v} == set()
+        refused = _error(
+            await client.call_tool("remember", {"text": "hi", "entity_id": _entity(), "tags": [" "]})
+        )
+        assert refused.endswith("must not be blank")
+
+    _run(_http(live, live.key), body)
