@@ -225,6 +225,15 @@ def _opt_utc(value: datetime | None) -> datetime | None:
     return None if value is None else to_utc(value)
 
 
+def deleted_data(m: Memory) -> dict[str, Any]:
+    """A `memory.deleted` event's data: its text and agent, so its history still says what and whose
+    it was."""
+    data: dict[str, Any] = {"namespace": m.namespace, "type": m.type, "text": m.text}
+    if m.agent_id is not None:
+        data["agent_id"] = m.agent_id
+    return data
+
+
 class MemoryService:
     def __init__(
         self, store: Store, *, embeddings: EmbeddingCache | None = None, clock: Clock = utcnow
@@ -445,8 +454,7 @@ class MemoryService:
                         at=now,
                         memory_id=memory_id,
                         entity_id=old.entity_id,
-                        # its text, so the memory's history still says what it was
-                        data={"namespace": old.namespace, "type": old.type, "text": old.text},
+                        data=deleted_data(old),
                     )
                 ]
             )

@@ -44,7 +44,7 @@ import msgspec
 
 from engine.errors import InvalidInput
 from engine.ids import event_id
-from engine.memory_service import check_ids, check_labels
+from engine.memory_service import check_ids, check_labels, deleted_data
 from engine.models import Event, Memory
 from engine.storage.base import ListQuery, Store, page_through
 from engine.timeutil import to_utc
@@ -180,7 +180,7 @@ def _memory_event(m: Memory, action: PruneAction, summary: Event, now: datetime)
     (`memory.archived`) of it records, with the prune's summary event named."""
     data: dict[str, Any]
     if action == "delete":
-        kind, data = "memory.deleted", {"namespace": m.namespace, "type": m.type, "text": m.text}
+        kind, data = "memory.deleted", deleted_data(m)
     else:
         kind, data = "memory.archived", {"namespace": m.namespace, "fields": ["archived"]}
     return Event(

@@ -69,7 +69,9 @@ def record(m: Memory, score: float | UnsetType = UNSET) -> Mem0Memory:
     )
 
 
-def _entry(m: Memory | None, event: Event, kind: str, old: str | None, new: str | None) -> Mem0HistoryItem:
+def _entry(
+    m: Memory | None, event: Event, kind: str, old: str | None, new: str | None, agent_id: str | None
+) -> Mem0HistoryItem:
     data: dict[str, Any] = {
         "loci_event": event.type,
         **{k: v for k, v in event.data.items() if k not in ("old_text", "text")},
@@ -82,7 +84,7 @@ def _entry(m: Memory | None, event: Event, kind: str, old: str | None, new: str 
         new_memory=new,
         metadata=data,
         user_id=m.entity_id if m else event.entity_id,
-        agent_id=m.agent_id if m else None,
+        agent_id=agent_id,
         is_deleted=kind == "DELETE",
         created_at=event.at,
         updated_at=event.at,
@@ -97,18 +99,21 @@ def history(current: Memory | None, events: Sequence[Event]) -> list[Mem0History
     deleted = [str(e.data["text"]) for e in events if e.type == "memory.deleted" and "text" in e.data]
     last = current.text if current else (deleted[-1] if deleted else None)
     text: str | None = edits[0].data["old_text"] if edits else last
+    # an agent never changes: the live memory's, else the one its `memory.deleted` event recorded
+    agents = [e.data["agent_id"] for e in events if e.type == "memory.deleted" and "agent_id" in e.data]
+    agent = current.agent_id if current else (str(agents[-1]) if agents else None)
     out: list[Mem0HistoryItem] = []
     for event in events:
         if event.type == "memory.created":
-            out.append(_entry(current, event, "ADD", None, text))
+            out.append(_entry(current, event, "ADD", None, text, agent))
         elif event.type == "memory.deleted":
-            out.append(_entry(current, event, "DELETE", str(event.data.get("text", text)), None))
+            out.append(_entry(current, event, "DELETE", str(event.data.get("text", text)), None, agent))
         elif "old_text" in event.data:
             new = str(event.data.get("text", ""))
-            out.append(_entry(current, event, "UPDATE", str(event.data["old_text"]), new))
+            out.append(_entry(current, event, "UPDATE", str(event.data["old_text"]), new, agent))
             text = new
         else:  # metadata, tags, validity, archived, superseded, confidence: same text, new state
-            out.append(_entry(current, event, "UPDATE", text, text))
+            out.append(_entry(current, event, "UPDATE", text, text, agent))
     return out
 
 

@@ -672,6 +672,27 @@ def test_history_keeps_the_text_of_a_deleted_memory(
     ]
 
 
+def test_history_keeps_the_agent_of_a_deleted_memory(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """After a delete (one, or a prune's), every history entry had agent_id null: only the live memory
+    named its agent."""
+    for how in ("delete", "prune"):
+        (x,) = add(client, auth, f"note to {how}", infer=False, agent_id="helper", user_id=how)
+        before = client.get(f"/v1/memories/{x['id']}/history/", headers=auth).json()
+        assert [h["agent_id"] for h in before] == ["helper"]
+        if how == "delete":
+            assert client.delete(f"/v1/memories/{x['id']}/", headers=auth).status_code == 200
+        else:
+            body = {"entity_id": how, "types": ["event"], "dry_run": False}
+            assert client.post("/v0/prune", json=body, headers=auth).json()["count"] == 1
+        after = client.get(f"/v1/memories/{x['id']}/history/", headers=auth).json()
+        assert [(h["event"], h["user_id"], h["agent_id"]) for h in after] == [
+            ("ADD", how, "helper"),
+            ("DELETE", how, "helper"),
+        ], how
+
+
 @pytest.mark.parametrize(
     ("key", "infer"),
     [("role", False), ("origin", False), ("run_id", False), ("app_id", True), ("object_name", True)],
