@@ -89,7 +89,7 @@ def check_metadata(metadata: Mapping[str, Any], keep: Mapping[str, Any] | None =
 
 def _metadata(body: V1CreateRequest, scopes: Scopes) -> dict[str, Any]:
     scoped = {k: v for k, v in (("run_id", scopes.run_id), ("app_id", scopes.app_id)) if v}
-    return {**body.metadata, **scoped}
+    return {**(body.metadata or {}), **scoped}
 
 
 def _extraction_text(body: V1CreateRequest) -> str:
@@ -138,10 +138,10 @@ def prepare_add(svc: Services, org_id: str, body: V1CreateRequest, now: datetime
     """Check the input, extract (infer=true) or build the raw message memories, and embed; writes
     nothing."""
     scopes = scopes_of(body)
-    check_metadata(body.metadata)
+    check_metadata(body.metadata or {})
     ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp is not None else now
     ready = AddPlan(scopes=scopes, now=now, valid_to=_valid_to(body, ts))
-    if body.infer:
+    if body.infer is not False:  # null is the default, true
         plan = plan_turn(
             svc.extractor,
             _extraction_text(body),

@@ -30,6 +30,7 @@ from server.mem0.records import day_start, entities, record
 from server.schemas.errors import Mem0ErrorBody, as_mem0
 from server.schemas.mem0 import (
     DEFAULT_PAGE_SIZE,
+    DEFAULT_TOP_K,
     MAX_PAGE_SIZE,
     Mem0AddResponse,
     Mem0Deleted,
@@ -114,7 +115,7 @@ async def add_response(
     if body.agent_id is None and agent is not None:
         body = msgspec.structs.replace(body, agent_id=agent)
     ops.scopes_of(body)  # 422 before anything runs
-    ops.check_metadata(body.metadata)
+    ops.check_metadata(body.metadata or {})
     svc = services_of(request)
     ready: list[ops.AddPlan] = []
 
@@ -173,7 +174,7 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
 
     def run() -> tuple[int, list[Any]]:
         found = ops.scan(
-            svc, org_id, sel, now=utcnow(), show_expired=body.show_expired, since=since, until=until
+            svc, org_id, sel, now=utcnow(), show_expired=bool(body.show_expired), since=since, until=until
         )
         if wanted:
             found = (m for m in found if wanted.intersection(m.tags))
@@ -246,11 +247,11 @@ async def search_results(request: Request[Any, Any, Any], *, oss: bool = False) 
             request_id=rid,
             query=body.query,
             sel=sel,
-            top_k=body.limit or body.top_k,
+            top_k=body.limit or body.top_k or DEFAULT_TOP_K,
             threshold=body.threshold,
-            rerank=body.rerank,
+            rerank=bool(body.rerank),
             now=utcnow(),
-            show_expired=body.show_expired,
+            show_expired=bool(body.show_expired),
         )
     )
     return [record(m, score) for m, score in found]

@@ -112,7 +112,7 @@ class Mem0ListRequest(msgspec.Struct, kw_only=True):
     filters: Filters
     page: PageNumber | None = None
     page_size: PageSize | None = None
-    show_expired: bool = False
+    show_expired: bool | None = False
     start_date: date | None = None
     end_date: date | None = None
     categories: Categories | None = None
@@ -128,12 +128,13 @@ class Mem0SearchRequest(msgspec.Struct, kw_only=True):
     agent_id: AgentId | None = None
     run_id: RunId | None = None
     app_id: AppId | None = None
-    top_k: TopK = DEFAULT_TOP_K
+    #: null as absent (mem0's open-source server declares its optional fields nullable), as for the rest
+    top_k: TopK | None = DEFAULT_TOP_K
     #: older clients' name for top_k
     limit: TopK | None = None
     threshold: Threshold | None = None
-    rerank: bool = False
-    show_expired: bool = False
+    rerank: bool | None = False
+    show_expired: bool | None = False
     categories: Categories | None = None
     #: memories whose metadata holds every one of these pairs
     metadata: Annotated[dict[str, Any], Meta(max_length=32)] | None = None

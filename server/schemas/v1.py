@@ -35,8 +35,10 @@ class V1CreateRequest(msgspec.Struct, kw_only=True):
     run_id: RunId | None = None
     #: kept in each memory's metadata.app_id
     app_id: AppId | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    infer: bool = True
+    #: null as absent (mem0's open-source server declares its optional fields nullable)
+    metadata: dict[str, Any] | None = None
+    #: null as absent: true
+    infer: bool | None = True
     #: the memories are valid through this date (their valid_to is the start of the next day, UTC)
     expiration_date: date | None = None
     #: the memories' timestamp (default: now)

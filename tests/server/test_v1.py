@@ -631,6 +631,42 @@ def test_a_metadata_filter_takes_the_operators_of_the_other_keys(
         assert r.status_code == 422 and named in r.json()["message"], r.text
 
 
+def test_a_null_optional_field_reads_as_its_default(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's open-source server declares every optional field nullable, and clients generated from it send
+    null for those they leave unset: `"infer": null`, `"metadata": null`, `"top_k": null` were 422s."""
+    body = {
+        "messages": [{"role": "user", "content": "I live in Oslo"}],
+        "user_id": "nulls",
+        "agent_id": None,
+        "run_id": None,
+        "metadata": None,
+        "infer": None,
+        "expiration_date": None,
+    }
+    for path in ("/memories", "/v1/memories/", "/v3/memories/add/"):
+        r = client.post(path, json=body, headers=auth)
+        assert r.status_code == 200, (path, r.text)
+        assert r.json()["results"][0]["memory"] == "User lives in Oslo"  # infer: null is infer: true
+    search = {
+        "query": "where",
+        "user_id": "nulls",
+        "filters": None,
+        "top_k": None,
+        "threshold": None,
+        "rerank": None,
+        "show_expired": None,
+    }
+    for path in ("/search", "/v3/memories/search/"):
+        r = client.post(path, json=search, headers=auth)
+        assert r.status_code == 200, (path, r.text)
+        assert [m["memory"] for m in r.json()["results"]] == ["User lives in Oslo"]
+    listed = {"filters": {"user_id": "nulls"}, "show_expired": None, "page": None, "page_size": None}
+    r = client.post("/v3/memories/", json=listed, headers=auth)
+    assert r.status_code == 200 and r.json()["count"] == 1, r.text
+
+
 def test_the_list_without_a_query_hides_expired_memories(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

@@ -1617,10 +1617,10 @@ export interface components {
             run_id?: string | null;
             /** @default null */
             app_id?: string | null;
-            /** @default {} */
-            metadata?: Record<string, unknown>;
+            /** @default null */
+            metadata?: Record<string, unknown> | null;
             /** @default true */
-            infer?: boolean;
+            infer?: boolean | null;
             /** @default null */
             expiration_date?: string | null;
             /** @default null */
@@ -1783,7 +1783,7 @@ export interface components {
             /** @default null */
             page_size?: number | null;
             /** @default false */
-            show_expired?: boolean;
+            show_expired?: boolean | null;
             /** @default null */
             start_date?: string | null;
             /** @default null */
@@ -1809,19 +1809,16 @@ export interface components {
             run_id?: string | null;
             /** @default null */
             app_id?: string | null;
-            /**
-             * @description 1 to 100
-             * @default 10
-             */
-            top_k?: number;
+            /** @default 10 */
+            top_k?: number | null;
             /** @default null */
             limit?: number | null;
             /** @default null */
             threshold?: number | null;
             /** @default false */
-            rerank?: boolean;
+            rerank?: boolean | null;
             /** @default false */
-            show_expired?: boolean;
+            show_expired?: boolean | null;
             /** @default null */
             categories?: string[] | null;
             /** @default null */
