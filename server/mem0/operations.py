@@ -322,9 +322,10 @@ def edit_of(current: Memory, body: Mem0UpdateRequest) -> MemoryEdit:
             field="timestamp",
             details={"rule": "timestamp_unchanged"},
         )
-    text = body.text if not isinstance(body.text, UnsetType) else body.data
+    given = body.text if isinstance(body.text, str) else body.data
+    text: str | UnsetType = given if isinstance(given, str) else UNSET  # null: unchanged
     metadata: dict[str, Any] | UnsetType = UNSET
-    if not isinstance(body.metadata, UnsetType):
+    if isinstance(body.metadata, dict):
         check_metadata(body.metadata, keep=current.metadata)
         metadata = {
             **body.metadata,

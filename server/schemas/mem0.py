@@ -143,10 +143,12 @@ class Mem0SearchRequest(msgspec.Struct, kw_only=True):
 class Mem0UpdateRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """PUT /v1/memories/{memory_id}/: new text, metadata (replaces it), timestamp or expiration date."""
 
-    text: MemoryText | UnsetType = UNSET
+    #: null as absent: unchanged (mem0's open-source server declares the fields nullable); only an
+    #: expiration_date of null means something, no expiration
+    text: MemoryText | None | UnsetType = UNSET
     #: older clients send the new text as `data`
-    data: MemoryText | UnsetType = UNSET
-    metadata: dict[str, Any] | UnsetType = UNSET
+    data: MemoryText | None | UnsetType = UNSET
+    metadata: dict[str, Any] | None | UnsetType = UNSET
     timestamp: UnixSeconds | float | str | UnsetType = UNSET
     expiration_date: date | None | UnsetType = UNSET
 

@@ -280,3 +280,21 @@ def test_a_blank_text_is_refused_and_changes_nothing(
         r = client.put(f"/v1/memories/{mid}/", json=body, headers=auth)
         assert r.status_code == 422 and r.json()["details"]["field"] == "text", r.text
     assert stored(client, auth, mid) == before
+
+
+def test_a_null_text_or_metadata_is_left_as_it_was(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's open-source server declares the update's fields nullable and clients generated from it send null
+    for the ones they leave alone: `"metadata": null` with a new text was a 422. An expiration_date of null
+    still clears it."""
+    ((boston, _),) = [(r["id"], r["event"]) for r in add(client, auth, "I live in Boston.")]
+    r = client.put(
+        f"/memories/{boston}", json={"text": "User lives in Chicago", "metadata": None}, headers=auth
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["memory"] == "User lives in Chicago" and r.json()["metadata"]["object_name"] == "Chicago"
+    shown = put(client, auth, boston, text=None, data=None, metadata={"k": "v"}, expiration_date=None)
+    assert shown["memory"] == "User lives in Chicago" and shown["metadata"]["k"] == "v"
+    r = client.put(f"/memories/{boston}", json={"text": None, "metadata": None}, headers=auth)
+    assert r.status_code == 422 and r.json()["details"]["rule"] == "something_to_update", r.text

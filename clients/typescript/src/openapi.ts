@@ -1829,11 +1829,9 @@ export interface components {
          * @description PUT /v1/memories/{memory_id}/: new text, metadata (replaces it), timestamp or expiration date.
          */
         Mem0UpdateRequest: {
-            /** @description max 20000 characters */
-            text?: string;
-            /** @description max 20000 characters */
-            data?: string;
-            metadata?: Record<string, unknown>;
+            text?: string | null;
+            data?: string | null;
+            metadata?: Record<string, unknown> | null;
             timestamp?: number | string;
             expiration_date?: string | null;
         } & {
