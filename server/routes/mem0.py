@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 from litestar import Request, Response, delete, get, post, put, route
+from litestar.exceptions import MethodNotAllowedException
 from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput, NotSupported
@@ -403,14 +404,41 @@ async def list_entities(request: Request[Any, Any, Any]) -> Mem0EntityList:
 EntityTypePath = Annotated[
     Literal["user", "agent", "app", "run"], PathParameter(description="user, agent, app or run")
 ]
+#: the rest of the path (its leading / counted): mem0 clients percent-encode a / in the id, which the
+#: decoded ASGI path splits into segments
 EntityNamePath = Annotated[
     str,
-    PathParameter(description="the entity's id", max_length=256, schema_extra=ID_SCHEMA),
+    PathParameter(
+        description="the entity's id (a / in it percent-encoded)", max_length=257, schema_extra=ID_SCHEMA
+    ),
 ]
 
 
+def _entity_name(raw: str) -> str:
+    """The entity id of a `{entity_id:path}` parameter (which begins with /); `<id>/profile` is mem0's
+    profile of that entity, which Loci does not have (501)."""
+    name = raw.removeprefix("/")
+    if name.endswith("/profile"):
+        raise NotSupported("mem0 profiles is not supported by Loci (see docs/integrations.md)")
+    return name
+
+
+@route(
+    "/v2/entities/{entity_type:str}/{entity_id:path}",
+    http_method=["GET", "POST", "PUT", "PATCH"],
+    include_in_schema=False,
+    **MEM0_COMMON,
+)
+async def entity_profile(
+    request: Request[Any, Any, Any], entity_type: Annotated[str, PathParameter()], entity_id: EntityNamePath
+) -> None:
+    """mem0's profile routes (`<id>/profile`): 501; any other path here is an entity, which is only deleted."""
+    _entity_name(entity_id)
+    raise MethodNotAllowedException(headers={"allow": "DELETE"})
+
+
 @delete(
-    "/v2/entities/{entity_type:str}/{entity_id:str}/",
+    "/v2/entities/{entity_type:str}/{entity_id:path}",
     operation_id="mem0DeleteEntity",
     status_code=200,
     summary="Delete every memory of one user, agent, app or run (mem0 delete_users)",
@@ -423,12 +451,12 @@ async def delete_entity(
     entity_id: EntityNamePath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Mem0Deleted]:
-    sel = ops.entity_selection(entity_type, entity_id)
+    sel = ops.entity_selection(entity_type, _entity_name(entity_id))
     return await delete_selected(request, sel, "Entity deleted successfully!")
 
 
 @delete(
-    "/v1/entities/{entity_type:str}/{entity_id:str}/",
+    "/v1/entities/{entity_type:str}/{entity_id:path}",
     operation_id="mem0DeleteEntityV1",
     status_code=200,
     summary="Delete every memory of one user, agent, app or run (older clients)",
@@ -441,7 +469,7 @@ async def delete_entity_v1(
     entity_id: EntityNamePath,
     idempotency_key: Annotated[str | None, IDEMPOTENCY_DOC] = None,
 ) -> Response[Mem0Deleted]:
-    sel = ops.entity_selection(entity_type, entity_id)
+    sel = ops.entity_selection(entity_type, _entity_name(entity_id))
     return await delete_selected(request, sel, "Entity deleted successfully!")
 
 
@@ -455,7 +483,6 @@ UNSUPPORTED: dict[str, str] = {
     "/v1/feedback/": "feedback",
     "/v1/event/{event_id:str}/": "event polling (Loci adds synchronously: results are in the add answer)",
     "/v1/events/": "event polling (Loci adds synchronously)",
-    "/v2/entities/{entity_type:str}/{entity_id:str}/profile/": "profiles",
     "/v2/profiles/jobs/": "profiles",
     "/v2/profiles/settings/": "profiles",
     "/api/v1/orgs/organizations/{rest:path}": "organizations and projects (an org is the API key's)",
@@ -493,5 +520,6 @@ ROUTES: list[Any] = [
     list_entities,
     delete_entity,
     delete_entity_v1,
+    entity_profile,
     *(_unsupported(path, feature) for path, feature in UNSUPPORTED.items()),
 ]

@@ -667,6 +667,26 @@ def test_a_null_optional_field_reads_as_its_default(
     assert r.status_code == 200 and r.json()["count"] == 1, r.text
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_delete_users_names_an_id_holding_a_slash(
+    client: TestClient[Litestar], auth: dict[str, str], version: str
+) -> None:
+    """mem0's delete_users (and reset) sends /v2/entities/user/team%2Falice/: it was a bare 404, so the
+    user could not be deleted and reset stopped there."""
+    add(client, auth, "a note", infer=False, user_id="team/alice")
+    add(client, auth, "a note", infer=False, user_id="alice")
+    add(client, auth, "a note", infer=False, agent_id="bots/one", user_id="bob")
+    r = client.delete(f"/{version}/entities/user/team%2Falice/", headers=auth)
+    assert r.status_code == 200 and r.json()["deleted"] == 1, r.text
+    r = client.delete(f"/{version}/entities/agent/bots%2Fone", headers=auth)
+    assert r.status_code == 200 and r.json()["deleted"] == 1, r.text
+    names = {e["name"] for e in client.get("/v1/entities/", headers=auth).json()["results"]}
+    assert names == {"alice"}  # bob's one memory was the agent's
+    for method in ("GET", "POST", "DELETE"):  # mem0's profiles are still not supported
+        r = client.request(method, "/v2/entities/user/alice/profile/", headers=auth)
+        assert r.status_code == 501 and "profiles" in r.json()["message"], (method, r.text)
+
+
 def test_the_list_without_a_query_hides_expired_memories(
     client: TestClient[Litestar], auth: dict[str, str]
 ) -> None:

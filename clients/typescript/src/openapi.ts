@@ -6574,7 +6574,7 @@ export interface operations {
             path: {
                 /** @description user, agent, app or run */
                 entity_type: "user" | "agent" | "app" | "run";
-                /** @description the entity's id */
+                /** @description the entity's id (a / in it percent-encoded) */
                 entity_id: string;
             };
             cookie?: never;
@@ -6732,7 +6732,7 @@ export interface operations {
             path: {
                 /** @description user, agent, app or run */
                 entity_type: "user" | "agent" | "app" | "run";
-                /** @description the entity's id */
+                /** @description the entity's id (a / in it percent-encoded) */
                 entity_id: string;
             };
             cookie?: never;
