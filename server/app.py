@@ -99,6 +99,13 @@ def keep_inline_vectors(store: Store, embedder: Embedder) -> None:
         log.warning("no inline vectors: the embedder did not load (%s)", exc.message)
 
 
+def _allowed(route: HTTPRoute) -> str:
+    """The `Allow` of a path: its documented methods, where a hidden handler beside them only answers
+    what the path does not do (mem0's profile routes under an entity's path: 501)."""
+    shown = {m for h in route.route_handlers if h.include_in_schema is not False for m in h.http_methods}
+    return ", ".join(sorted(shown | {"OPTIONS"} if shown else route.methods))
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -152,11 +159,7 @@ def create_app(
         logging_config=None if embedded else Empty,
     )
     app.state.loci = services
-    allow = {
-        template_of(route.path): ", ".join(sorted(route.methods))
-        for route in app.routes
-        if isinstance(route, HTTPRoute)
-    }
+    allow = {template_of(route.path): _allowed(route) for route in app.routes if isinstance(route, HTTPRoute)}
     mem0_paths = tuple(
         route.path
         for route in app.routes
