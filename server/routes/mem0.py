@@ -8,7 +8,10 @@ Loci does not have answer 501 `not_supported` (see UNSUPPORTED and docs/integrat
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Mapping
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -18,12 +21,21 @@ from litestar.params import PathParameter, QueryParameter
 
 from engine.errors import InvalidInput, NotSupported
 from engine.models import NOT_BLANK_PATTERN
-from engine.timeutil import utcnow
+from engine.timeutil import shift, utcnow
 from engine.write.fact_edits import EditPlan, commit_edit, plan_edit
 from engine.write.turns import embed_for_write
 from server.auth import principal_of, require_auth
 from server.errors import failure_for, request_id_of
-from server.http import ID_SCHEMA, IDEMPOTENCY_DOC, error_responses, ok_json, parse_body, read_json, run_write
+from server.http import (
+    ID_SCHEMA,
+    IDEMPOTENCY_DOC,
+    error_responses,
+    ok_json,
+    parse_body,
+    query_datetime,
+    read_json,
+    run_write,
+)
 from server.idempotency import StoredResponse
 from server.mem0 import operations as ops
 from server.mem0.filters import Selection, check, merge_ids, select, with_metadata_keys
@@ -161,6 +173,34 @@ def _page_url(request: Request[Any, Any, Any], number: int, size: int) -> str:
     return str(request.url.with_replacements(query=f"page={number}&page_size={size}"))
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+#: a date-time's zone: Z or an offset after its time
+_OFFSET = re.compile(r"(?:[Zz]|[+-]\d{2}:?\d{2})$")
+
+
+def date_bound(value: str | None, name: str, *, end: bool = False) -> datetime | None:
+    """A get_all bound: a day (its start; an end day takes the whole day) or a date-time (an end one
+    inclusive), a date-time without an offset read as UTC; else a 422 naming `name`."""
+    if value is None:
+        return None
+    if _DAY.fullmatch(value):
+        try:
+            return day_start(date.fromisoformat(value), next_day=end)
+        except ValueError:
+            pass
+    else:
+        naive = value if _OFFSET.search(value) else value + "Z"
+        with contextlib.suppress(InvalidInput):
+            at = query_datetime(naive, name)
+            if at is not None:
+                return shift(at, timedelta(microseconds=1 if end else 0))
+    raise InvalidInput(
+        f"{name} must be a day (2024-05-01) or an RFC 3339 date-time (2024-05-01T12:00:00Z)",
+        field=name,
+        details={"value": value[:64]},
+    )
+
+
 async def _list(request: Request[Any, Any, Any], page: int | None, page_size: int | None) -> Mem0Page:
     _, data = await read_json(request)
     body = parse_body(data, Mem0ListRequest)
@@ -169,8 +209,8 @@ async def _list(request: Request[Any, Any, Any], page: int | None, page_size: in
     number = page or body.page or 1
     size = page_size or body.page_size or DEFAULT_PAGE_SIZE
     org_id, svc = _org(request), services_of(request)
-    since = day_start(body.start_date)
-    until = day_start(body.end_date, next_day=True)
+    since = date_bound(body.start_date, "start_date")
+    until = date_bound(body.end_date, "end_date", end=True)
     wanted = set(body.categories or ())
 
     def run() -> tuple[int, list[Any]]:

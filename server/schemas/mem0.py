@@ -106,6 +106,17 @@ class Mem0AddResponse(msgspec.Struct, kw_only=True):
     message: str = "Memories stored"
 
 
+#: get_all's created-at bounds: a day, or a date-time as mem0's client documents them (ISO 8601)
+DateBound = Annotated[
+    str,
+    Meta(
+        min_length=10,
+        max_length=64,
+        description="a day (YYYY-MM-DD, an end day inclusive) or an RFC 3339 date-time (UTC when it names no offset)",
+    ),
+]
+
+
 class Mem0ListRequest(msgspec.Struct, kw_only=True):
     """POST /v3/memories/ (and /v2/memories/): get_all. `page`/`page_size` may also be query parameters."""
 
@@ -113,8 +124,8 @@ class Mem0ListRequest(msgspec.Struct, kw_only=True):
     page: PageNumber | None = None
     page_size: PageSize | None = None
     show_expired: bool | None = False
-    start_date: date | None = None
-    end_date: date | None = None
+    start_date: DateBound | None = None
+    end_date: DateBound | None = None
     categories: Categories | None = None
 
 

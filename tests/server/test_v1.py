@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -829,3 +830,30 @@ def test_time_filters_compare_times_with_every_operator(
         assert picked({key: {"in": ["2024-05-01T04:00:00Z"]}}) == alpha
         assert picked({key: {"in": [1714606200]}}) == beta
         assert picked({key: {"lt": "2024-05-01T23:30:00z"}}) == alpha  # RFC 3339 allows a lower-case z
+
+
+def test_get_all_takes_days_and_date_times_as_its_bounds(
+    client: TestClient[Litestar], auth: dict[str, str]
+) -> None:
+    """mem0's client documents start_date and end_date as ISO 8601: a day or a date-time."""
+    memory_id = _add_v3(client, auth, "I live in Rome", user_id="u")["id"]
+    (got,) = _get_all(client, auth, user_id="u")
+    at = datetime.fromisoformat(got["created_at"].replace("Z", "+00:00")).astimezone(UTC)
+    second = timedelta(seconds=1)
+
+    def found(**bounds: str) -> bool:
+        r = client.post("/v3/memories/", json={"filters": {"user_id": "u"}, **bounds}, headers=auth)
+        assert r.status_code == 200, r.text
+        return [m["id"] for m in r.json()["results"]] == [memory_id]
+
+    iso = at.isoformat()
+    assert found(start_date=iso) and found(end_date=iso) and found(start_date=iso, end_date=iso)
+    assert not found(start_date=(at + second).isoformat())
+    assert not found(end_date=(at - second).isoformat())
+    assert found(start_date=at.replace(tzinfo=None).isoformat())  # no offset: UTC
+    assert found(start_date=at.date().isoformat(), end_date=at.date().isoformat())
+    assert not found(end_date=(at.date() - timedelta(days=1)).isoformat())
+    for bad in ("yesterday", "2020-02-30", "2020-01-01T25:00:00Z", "2020-01-01 nonsense"):
+        r = client.post("/v3/memories/", json={"filters": {"user_id": "u"}, "start_date": bad}, headers=auth)
+        assert r.status_code == 422, r.text
+        assert r.json()["details"]["field"] == "start_date"
