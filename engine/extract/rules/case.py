@@ -35,9 +35,10 @@ _CASED = {
     )
     if name.lower() not in _EVERYDAY_HOMOGRAPHS
 }
-_KNOWN_LOWER = re.compile(
-    r"(?<![\w'-])(?:" + "|".join(re.escape(k) for k in sorted(_CASED, key=len, reverse=True)) + r")(?![\w'-])"
-)
+#: a word as the lexicons' keys are cut: "new york city" is three, "paris's" one
+_WORD = re.compile(r"\w+(?:['-]\w+)*")
+_LONGEST_KEY = max(len(k.split()) for k in _CASED)
+_FIRST_WORDS = frozenset(k.split()[0] for k in _CASED)
 #: a word a lower-case writer gives as a name: "my name is sam", "a dog named biscuit", "call me jo"
 _NAMED_LOWER = re.compile(
     r"\b(?:name is|names is|call me|go by|goes by|named|(?:is|was|are|were|s) called) (?P<w>[a-z][a-z'-]{1,40})\b"
@@ -64,10 +65,32 @@ def writes_names_in_lower_case(text: str) -> bool:
     return rest == rest.lower() and rest.upper() != rest.lower()
 
 
+def _known_names(text: str) -> str:
+    """`text` with each run of up to `_LONGEST_KEY` words the lexicons name, longest first, as they spell it
+    (a walk over the words with dictionary look-ups: one regex of every name is a slow alternation)."""
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    out: list[str] = []
+    done = i = 0
+    while i < len(words):
+        if text[words[i][0] : words[i][1]] not in _FIRST_WORDS:
+            i += 1
+            continue
+        for n in range(min(_LONGEST_KEY, len(words) - i), 0, -1):
+            start, end = words[i][0], words[i + n - 1][1]
+            cased = _CASED.get(text[start:end])
+            if cased is not None:
+                out += (text[done:start], cased)
+                done, i = end, i + n
+                break
+        else:
+            i += 1
+    return "".join(out) + text[done:]
+
+
 def restore_names(text: str) -> str:
     """`text` from a writer who types names in lower case with the names the lexicons know, the word
     after "my name is" / "named" / "called" and a relation's name ("my wife anna is") capitalized."""
-    text = _KNOWN_LOWER.sub(lambda m: _CASED[m.group()], text)
+    text = _known_names(text)
 
     def _capitalize(m: re.Match[str]) -> str:
         word = m.group("w")
