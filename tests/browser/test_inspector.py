@@ -69,6 +69,21 @@ def test_sign_in_then_filter_and_page_the_table(page: Any, loci: Loci, shot: Sho
     shot(page, "memories")
 
 
+def test_next_page_twice_before_it_loads_opens_the_next_page(page: Any, loci: Loci) -> None:
+    """Two clicks on Next page before the page loads open page 2, not a "Page 3" holding page 1 again
+    (the second click read a cursor not yet known)."""
+    sign_in(page, loci, view="#/memories?namespace=docs&sort=timestamp_asc")
+    page.get_by_text("Page 1: 25 memories (more on the next page)").wait_for()
+    page.evaluate(
+        """() => { const next = [...document.querySelectorAll('nav.pager button')].at(-1);
+        next.click(); next.click(); }"""
+    )
+    page.get_by_text("Page 2: 5 memories").wait_for()
+    rows = _rows(page)
+    assert len(rows) == 5 and "Handbook chunk 25" in rows[0] and "Handbook chunk 29" in rows[-1]
+    assert page.get_by_role("button", name="Next page →").is_disabled()
+
+
 def test_open_a_memory_with_its_history(page: Any, loci: Loci, shot: Shot) -> None:
     sign_in(page, loci)
     page.get_by_label("Text contains", exact=True).fill("lives in paris")

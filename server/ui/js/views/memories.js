@@ -65,22 +65,27 @@ function tagList(tags) {
 export async function memoriesView(main, { route, routeHref }) {
   let filters = Object.fromEntries(FILTERS.map((n) => [n, route.params.get(n) || ""]));
   const cursors = [null]; // cursors[i] opens page i
-  let page = 0;
+  let page = 0; // the page shown
+  let latest = 0; // bumped by every load: only the newest one draws (a click before a load ends is no skip)
   const status = h("div.status", { "aria-live": "polite" });
   const table = h("div.table-wrap");
   const pager = h("nav.pager", { "aria-label": "Pages" });
 
-  async function load() {
+  async function load(target = 0) {
+    const mine = ++latest;
     replace(status, message("info", "Loading…"));
     let data;
     try {
-      data = await api.get("/v0/memories", { ...listQuery(filters), cursor: cursors[page] });
+      data = await api.get("/v0/memories", { ...listQuery(filters), cursor: cursors[target] });
     } catch (error) {
+      if (mine !== latest) return;
       replace(status, message("error", error instanceof ApiError ? `${error.message}` : String(error)));
       clear(table);
       clear(pager);
       return;
     }
+    if (mine !== latest) return;
+    page = target;
     cursors[page + 1] = data.next_cursor;
     const count = data.items.length;
     replace(status, h("p", { id: "memories-count" }, `Page ${page + 1}: ${count} memor${count === 1 ? "y" : "ies"}`,
@@ -90,16 +95,15 @@ export async function memoriesView(main, { route, routeHref }) {
       h("thead", {}, h("tr", {}, ["Time (UTC)", "Type", "Entity", "Text", "Status", "Tags"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, data.items.map((m) => memoryRow(m, routeHref)))) : message("info", "No memory matches these filters."));
     replace(pager,
-      h("button", { type: "button", disabled: page === 0, onclick: () => { page -= 1; load(); } }, "← Previous page"),
-      h("button", { type: "button", disabled: !data.next_cursor, onclick: () => { page += 1; load(); } }, "Next page →"));
+      h("button", { type: "button", disabled: page === 0, onclick: () => load(page - 1) }, "← Previous page"),
+      h("button", { type: "button", disabled: !data.next_cursor, onclick: () => load(page + 1) }, "Next page →"));
   }
 
   const form = filterForm(filters, (values) => {
     filters = values;
     cursors.length = 1;
-    page = 0;
     setHash(routeHref("memories", values));
-    load();
+    load(0);
   });
   main.append(h("h2", { tabindex: "-1" }, "Memories"), form, status, table, pager);
   await load();
