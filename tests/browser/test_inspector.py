@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 import pytest
@@ -399,6 +400,35 @@ def test_assemble_budget_shown_is_budget_sent(page: Any, loci: Loci, asked: str)
     page.locator("#context-text").wait_for()
     assert sent.value.post_data_json["budget"] == {"max_context_tokens": expected}
     assert f" used of {expected} " in page.locator("#token-counts").inner_text()
+
+
+@pytest.mark.parametrize(
+    ("as_of", "moment"),
+    [
+        ("2025-01-01T00:00:00.250Z", "2025-01-01T00:00:00.250Z"),  # the timeline's link: to the millisecond
+        ("2025-01-01T01:00:00+02:00", "2024-12-31T23:00:00Z"),  # an offset is that moment, not its local time
+    ],
+)
+def test_assemble_and_graph_run_at_the_moment_in_the_address(
+    page: Any, loci: Loci, as_of: str, moment: str
+) -> None:
+    """An as_of in the address (the timeline's "assemble at this time" link) is the moment sent: its
+    milliseconds were cut and an offset was read as UTC."""
+    expected = datetime.fromisoformat(moment)
+    quoted = as_of.replace(":", "%3A").replace("+", "%2B")
+    sign_in(page, loci, view=f"#/assemble?entity=ent%3Aalice&as_of={quoted}")
+    page.get_by_label("Turn", exact=True).fill("Where does Alice live?")
+    with page.expect_request(lambda r: r.url.endswith("/v0/context/assemble")) as sent:
+        page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text").wait_for()
+    assert datetime.fromisoformat(sent.value.post_data_json["as_of"]) == expected
+
+    page.goto(f"{loci.base}/ui/#/graph?entity=ent%3Aalice&as_of={quoted}")
+    page.locator("svg.graph").wait_for()
+    with page.expect_request(lambda r: "/graph?" in r.url) as asked:
+        page.get_by_role("button", name="Show graph").click()
+    sent_as_of = parse_qs(urlsplit(asked.value.url).query)["as_of"][0]
+    assert datetime.fromisoformat(sent_as_of) == expected
 
 
 def test_live_events_show_a_new_memory(page: Any, loci: Loci, shot: Shot) -> None:

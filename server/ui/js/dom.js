@@ -92,6 +92,19 @@ export function fmtDateTime(iso) {
   return d.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z").replace(/:00Z$/, "Z");
 }
 
+/** A datetime-local box (UTC, to the millisecond) holding the moment `iso` names, offsets included. */
+export function momentInput(name, iso) {
+  const d = new Date(iso || "");
+  const value = Number.isNaN(d.getTime()) ? "" : d.toISOString().slice(0, 23);
+  return h("input", { name, type: "datetime-local", step: "0.001", value });
+}
+
+/** The moment a momentInput holds as RFC 3339 UTC, "" when empty (the browser drops zero seconds). */
+export function momentValue(input) {
+  const v = input.value;
+  return v ? `${v.length === 16 ? `${v}:00` : v}Z` : "";
+}
+
 export function fmtDay(value) {
   if (value === null || value === undefined) return "";
   const d = value instanceof Date ? value : new Date(value);

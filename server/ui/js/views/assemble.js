@@ -3,7 +3,7 @@
 // Ingest is off unless asked for, so playing writes nothing.
 
 import { ApiError, api } from "../api.js";
-import { badge, field, fmtNum, h, json, message, replace, select, setHash } from "../dom.js";
+import { badge, field, fmtNum, h, json, message, momentInput, momentValue, replace, select, setHash } from "../dom.js";
 
 export const CHANNELS = ["semantic", "bm25", "graph_prior", "recency_decay", "confidence"];
 const PRESETS = ["balanced", "fast", "factual", "recent", "graphy"];
@@ -84,7 +84,7 @@ function form(params, session, weightsByPreset, onRun) {
   budgetOut.value = budget.value;
   const maxFacts = h("input", { type: "number", name: "max_facts", min: "0", max: "100", value: "12" });
   const maxEvents = h("input", { type: "number", name: "max_events", min: "0", max: "100", value: "6" });
-  const asOf = h("input", { type: "datetime-local", name: "as_of", step: "1", value: params.as_of ? params.as_of.slice(0, 19) : "" });
+  const asOf = momentInput("as_of", params.as_of);
   const ingest = h("input", { type: "checkbox", name: "ingest", disabled: !session.key.canWrite });
   // the sliders show the chosen preset's weights until "custom" is ticked (then they are what is sent)
   const showPreset = () => {
@@ -104,11 +104,10 @@ function form(params, session, weightsByPreset, onRun) {
     "aria-label": "Assemble request",
     onsubmit: (event) => {
       event.preventDefault();
-      const asOfValue = asOf.value ? `${asOf.value.length === 16 ? `${asOf.value}:00` : asOf.value}Z` : "";
       onRun({
         entity: entity.value.trim(), namespace: namespace.value.trim() || "default", turn: turn.value,
         preset: preset.value, custom: custom.checked, budget: budget.value, max_facts: maxFacts.value,
-        max_events: maxEvents.value, as_of: asOfValue, ingest: ingest.checked,
+        max_events: maxEvents.value, as_of: momentValue(asOf), ingest: ingest.checked,
         weights: Object.fromEntries(CHANNELS.map((c) => [c, sliders[c].input.value])),
       });
     },

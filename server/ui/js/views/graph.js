@@ -2,7 +2,7 @@
 // radially, with the same data as tables.
 
 import { ApiError, api } from "../api.js";
-import { badge, clip, field, h, message, replace, s, select, setHash } from "../dom.js";
+import { badge, clip, field, h, message, momentInput, momentValue, replace, s, select, setHash } from "../dom.js";
 import { laneEnds, mergeEdges, radialLayout } from "../graph_layout.js";
 
 const W = 900;
@@ -12,13 +12,13 @@ function graphForm(values, onLoad) {
   const entity = h("input", { name: "entity", value: values.entity, required: true, placeholder: "ent:…" });
   const namespace = h("input", { name: "namespace", value: values.namespace });
   const depth = select("depth", [["0", "0"], ["1", "1"], ["2", "2"]], values.depth);
-  const asOf = h("input", { name: "as_of", type: "datetime-local", step: "1", value: values.as_of ? values.as_of.slice(0, 19) : "" });
+  const asOf = momentInput("as_of", values.as_of);
   return h("form.filters", {
     "aria-label": "Choose an entity",
     onsubmit: (event) => {
       event.preventDefault();
       onLoad({ entity: entity.value.trim(), namespace: namespace.value.trim() || "default", depth: depth.value,
-        as_of: asOf.value ? `${asOf.value.length === 16 ? `${asOf.value}:00` : asOf.value}Z` : "" });
+        as_of: momentValue(asOf) });
     },
   }, field("Entity", entity), field("Namespace", namespace), field("Depth (hops)", depth),
   field("As of (UTC, optional)", asOf),
