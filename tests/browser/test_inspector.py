@@ -99,6 +99,23 @@ def test_open_a_memory_with_its_history(page: Any, loci: Loci, shot: Shot) -> No
     shot(page, "memory")
 
 
+def test_history_shows_events_past_the_first_page(page: Any, loci: Loci) -> None:
+    """A memory with more events than one page of the event log (500) shows them all: the newest (here
+    its archiving) were left out without a word."""
+    with loci.client() as c:
+        mid = c.post("/v0/memories", json={"type": "note", "entity_id": "ent:busy", "text": "busy"}).json()[
+            "memory_id"
+        ]
+        for i in range(500):
+            c.patch(f"/v0/memories/{mid}", json={"tags": [f"t{i}"]}).raise_for_status()
+        c.patch(f"/v0/memories/{mid}", json={"archived": True}).raise_for_status()
+    sign_in(page, loci, view=f"#/memory/{mid}")
+    history = page.locator("#history-title + table tbody tr")
+    history.first.wait_for()
+    assert history.count() == 502
+    assert "memory.archived" in history.last.inner_text()
+
+
 def test_tags_round_trip_with_commas(page: Any, loci: Loci, shot: Shot) -> None:
     """A tag holding a comma stays one tag: saved unedited it is unchanged (the comma-separated box split
     it in two), the table shows each tag on its own, and a tag is added and removed as typed."""

@@ -1,6 +1,6 @@
 // Memories: a filterable, paged table over GET /v0/memories; one memory's record and event history.
 
-import { ApiError, api } from "../api.js";
+import { ApiError, api, listAll } from "../api.js";
 import { badge, clear, clip, field, fmtDateTime, h, json, message, replace, select, setHash } from "../dom.js";
 
 const TYPES = ["fact", "event", "document", "note", "profile", "chunk"];
@@ -111,6 +111,8 @@ export async function memoriesView(main, { route, routeHref }) {
 
 // --- one memory -----------------------------------------------------------------------------------
 
+const HISTORY_PAGES = 10; // 5,000 events of one memory
+
 const FIELD_ORDER = [
   "memory_id", "type", "text", "namespace", "entity_id", "agent_id", "status", "archived", "timestamp",
   "subject", "predicate", "object", "object_type", "unit", "keys", "valid_from", "valid_to", "confidence",
@@ -217,7 +219,7 @@ export async function memoryView(main, ctx) {
   const load = async (note, focusId) => {
     const [m, events] = await Promise.all([
       api.get(`/v0/memories/${encodeURIComponent(id)}`),
-      api.get("/v0/observability/events", { memory_id: id, limit: 500 }),
+      listAll("/v0/observability/events", { memory_id: id, limit: 500 }, HISTORY_PAGES), // oldest first
     ]);
     if (ctx.signal.aborted) return; // the view was left meanwhile: its main is another view's now
     const links = [];
@@ -235,7 +237,8 @@ export async function memoryView(main, ctx) {
         h("section.panel", { "aria-labelledby": "record-title" }, h("h3#record-title", {}, "Record"), recordList(m)),
         h("div", {},
           h("section.panel", { "aria-labelledby": "history-title" },
-            h("h3#history-title", {}, "Event history"), historyTable(events.items)),
+            h("h3#history-title", {}, "Event history"), historyTable(events.items),
+            events.truncated ? message("info", `The first ${events.items.length} events only; newer ones are left out.`) : null),
           actionsPanel(m, ctx, load))));
     if (focusId) document.getElementById(focusId).focus(); // the redraw replaced the focused control
   };
