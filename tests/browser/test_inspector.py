@@ -170,6 +170,39 @@ def test_focus_stays_on_the_control_after_a_change(page: Any, loci: Loci) -> Non
     assert page.evaluate(focused) == "save-tags"
 
 
+@pytest.mark.parametrize(
+    ("view", "button", "shown"),
+    [("timeline", "Show timeline", "#true-then"), ("graph", "Show graph", "svg.graph .node-centre")],
+)
+def test_an_earlier_entity_answering_late_does_not_replace_the_chosen_one(
+    page: Any, loci: Loci, view: str, button: str, shown: str
+) -> None:
+    """Show ent:alice, then ent:acme before Alice's answer came: Acme stays on screen when Alice's answer
+    arrives (it replaced Acme's under an address and a form naming Acme)."""
+    held: list[Any] = []
+
+    def hold_alice(route: Any) -> None:
+        if "ent%3Aalice" in route.request.url and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    sign_in(page, loci, view=f"#/{view}")
+    page.route("**/v0/**", hold_alice)
+    entity = page.get_by_label("Entity", exact=True)
+    entity.fill("ent:alice")
+    page.get_by_role("button", name=button).click()
+    entity.fill("ent:acme")
+    page.get_by_role("button", name=button).click()
+    page.locator(shown, has_text="ent:acme").wait_for()
+    assert held, "Alice's request was not held"
+    held[0].continue_()
+    held[0].request.response().finished()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # Alice's answer handled
+    assert "entity=ent%3Aacme" in page.url
+    assert "ent:alice" not in page.locator(shown).text_content()
+
+
 def _slider_x(page: Any, when: datetime) -> tuple[float, float, float]:
     slider = page.locator("#asof")
     lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))

@@ -73,14 +73,17 @@ export async function graphView(main, { route, routeHref }) {
     depth: route.params.get("depth") || "2", as_of: route.params.get("as_of") || "",
   };
   const box = h("div.graph-box", { "aria-live": "polite" });
+  let latest = 0; // bumped by every load: an earlier entity's late answer draws nothing
 
   async function load(values) {
+    const mine = ++latest;
     Object.assign(params, values);
     setHash(routeHref("graph", params));
     replace(box, message("info", "Loading the graph…"));
     try {
       const graph = await api.get(`/v0/entities/${encodeURIComponent(params.entity)}/graph`,
         { namespace: params.namespace, depth: params.depth, as_of: params.as_of });
+      if (mine !== latest) return;
       replace(box,
         h("p", {}, `${graph.nodes.length} entities, ${graph.edges.length} edges, ${graph.memories.length} memories within ${graph.depth} hops`,
           graph.as_of ? ` as of ${graph.as_of}` : " (active memories)", graph.truncated ? "; more were in reach (truncated)." : "."),
@@ -89,6 +92,7 @@ export async function graphView(main, { route, routeHref }) {
         h("div.graph-frame", {}, drawing(graph, params, routeHref)),
         tables(graph, routeHref));
     } catch (error) {
+      if (mine !== latest) return;
       replace(box, message("error", error instanceof ApiError ? error.message : String(error)));
     }
   }

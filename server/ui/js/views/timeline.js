@@ -137,8 +137,10 @@ function renderTimelines(box, facts, params, routeHref) {
 export async function timelineView(main, { route, routeHref }) {
   const params = { entity: route.params.get("entity") || "", namespace: route.params.get("namespace") || "default" };
   const box = h("div.timeline", { "aria-live": "polite" });
+  let latest = 0; // bumped by every load: an earlier entity's late answer draws nothing
 
   async function load(values) {
+    const mine = ++latest;
     Object.assign(params, values);
     setHash(routeHref("timeline", params));
     replace(box, message("info", "Loading facts…"));
@@ -148,6 +150,7 @@ export async function timelineView(main, { route, routeHref }) {
         entity_id: params.entity, namespace: params.namespace, type: "fact",
         status: "active,superseded,disputed", sort: "timestamp_desc", page_size: 200,
       }, MAX_PAGES);
+      if (mine !== latest) return;
       if (!items.length) {
         replace(box, message("info", `No facts for ${params.entity} in namespace ${params.namespace}.`));
         return;
@@ -158,6 +161,7 @@ export async function timelineView(main, { route, routeHref }) {
         box.prepend(message("info", `Truncated: the newest ${items.length} facts only; older ones (stored before ${oldest}) are left out.`));
       }
     } catch (error) {
+      if (mine !== latest) return;
       replace(box, message("error", error instanceof ApiError ? error.message : String(error)));
     }
   }
