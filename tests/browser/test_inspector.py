@@ -436,6 +436,31 @@ def test_assemble_sliders_show_the_chosen_preset(page: Any, loci: Loci) -> None:
     assert sent.value.post_data_json["retrieval"] == {"preset": "factual", "weights": weights["factual"]}
 
 
+def test_an_earlier_assemble_answering_late_does_not_replace_the_last(page: Any, loci: Loci) -> None:
+    """Assemble for Alice, then for Bob before Alice's answer came: Bob's context stays when Alice's answer
+    arrives (it replaced Bob's)."""
+    held: list[Any] = []
+
+    def hold_alice(route: Any) -> None:
+        if '"ent:alice"' in (route.request.post_data or "") and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    sign_in(page, loci, view="#/assemble")
+    page.route("**/v0/context/assemble", hold_alice)
+    page.get_by_label("Turn", exact=True).fill("What is new?")
+    for entity in ("ent:alice", "ent:bob"):
+        page.get_by_label("Entity", exact=True).fill(entity)
+        page.get_by_role("button", name="Assemble").click()
+    page.locator("#context-text", has_text="cello").wait_for()
+    assert held, "Alice's request was not held"
+    held[0].continue_()
+    held[0].request.response().finished()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # Alice's answer handled
+    assert "Alice" not in page.locator("#context-text").inner_text()
+
+
 @pytest.mark.parametrize("asked", ["", "1000", "100"])
 def test_assemble_budget_shown_is_budget_sent(page: Any, loci: Loci, asked: str) -> None:
     """The budget shown is the one sent: the default 1200 (a step of 64 from 256 sent 1216), one from the

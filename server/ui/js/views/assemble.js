@@ -205,20 +205,24 @@ export async function assembleView(main, { route, routeHref, session }) {
   };
   const out = h("div.results", { "aria-live": "polite" });
   let weightsByPreset = null;
+  let latest = 0; // bumped by every run: an earlier run's late answer draws nothing
   try {
     weightsByPreset = await loadPresetWeights();
   } catch (error) {
     out.append(message("error", `The presets' weights are unknown (${error.message}): custom weights are off.`));
   }
   const f = form(params, session, weightsByPreset, async (values) => {
+    const mine = ++latest;
     setHash(routeHref("assemble", { entity: values.entity, namespace: values.namespace, turn: values.turn,
       preset: values.preset, budget: values.budget, as_of: values.as_of }));
     replace(out, message("info", "Assembling…"));
     try {
       const res = await api.post("/v0/context/assemble", assembleBody(values));
+      if (mine !== latest) return;
       if (!f.custom.checked) f.show(res.retrieval_summary.weights_used); // what ran (e.g. degraded: no semantic)
       replace(out, results(res));
     } catch (error) {
+      if (mine !== latest) return;
       replace(out, message("error", error instanceof ApiError ? `${error.status} ${error.code}: ${error.message}` : String(error)));
     }
   });
