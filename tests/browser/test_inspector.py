@@ -70,6 +70,21 @@ def test_sign_in_then_filter_and_page_the_table(page: Any, loci: Loci, shot: Sho
     shot(page, "memories")
 
 
+def test_filters_from_the_address_that_no_option_names_are_shown_and_kept(page: Any, loci: Loci) -> None:
+    """An address with type=fact,note (the API's comma list) and size=10 shows them in the form and keeps
+    them when another filter is applied; the boxes showed "any" and 25 and the next Apply dropped them."""
+    sign_in(page, loci, view="#/memories?entity=ent%3Aalice&type=fact%2Cnote&size=3")
+    page.get_by_text("Page 1: 3 memories (more on the next page)").wait_for()
+    assert page.get_by_label("Type", exact=True).input_value() == "fact,note"
+    assert page.get_by_label("Page size", exact=True).input_value() == "3"
+    page.get_by_label("Order", exact=True).select_option("timestamp_asc")
+    page.get_by_role("button", name="Apply filters").click()
+    page.wait_for_url(re.compile(r"sort=timestamp_asc"))
+    page.get_by_text("Page 1: 3 memories (more on the next page)").wait_for()
+    assert "type=fact%2Cnote" in page.url and "size=3" in page.url
+    assert all(r.split("\t")[1] in ("fact", "note") for r in _rows(page))
+
+
 def test_next_page_twice_before_it_loads_opens_the_next_page(page: Any, loci: Loci) -> None:
     """Two clicks on Next page before the page loads open page 2, not a "Page 3" holding page 1 again
     (the second click read a cursor not yet known)."""

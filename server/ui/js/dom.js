@@ -80,9 +80,12 @@ export function field(labelText, control, hint) {
   return h("div.field", {}, parts);
 }
 
+/** A select showing `value`; one no option names (e.g. an address's type=fact,note) is added as it is,
+ * so the box shows what is applied and the next submit keeps it. */
 export function select(name, options, value) {
+  const all = value && !options.some(([v]) => v === value) ? [...options, [value, value]] : options;
   return h("select", { name },
-    options.map(([v, label]) => h("option", { value: v, selected: v === value }, label)));
+    all.map(([v, label]) => h("option", { value: v, selected: v === value }, label)));
 }
 
 export function fmtDateTime(iso) {
