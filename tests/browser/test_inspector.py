@@ -114,6 +114,20 @@ def test_open_a_memory_with_its_history(page: Any, loci: Loci, shot: Shot) -> No
     shot(page, "memory")
 
 
+def test_record_shows_the_text_with_its_line_breaks(page: Any, loci: Loci) -> None:
+    """The record shows a memory's text as stored: its lines and runs of spaces were joined into one line."""
+    text = "Agenda:\n  1. budget\n  2. hiring\n\nNext   week"
+    with loci.client() as c:
+        mid = c.post("/v0/memories", json={"type": "note", "entity_id": "ent:lines", "text": text}).json()[
+            "memory_id"
+        ]
+    sign_in(page, loci, view=f"#/memory/{mid}")
+    shown = page.locator("dl.record dt", has_text=re.compile("^text$")).locator(
+        "xpath=following-sibling::dd[1]"
+    )
+    assert shown.inner_text() == text
+
+
 def test_history_shows_events_past_the_first_page(page: Any, loci: Loci) -> None:
     """A memory with more events than one page of the event log (500) shows them all: the newest (here
     its archiving) were left out without a word."""
