@@ -31,7 +31,7 @@ write elsewhere must never leave it with no current value.
     names that value in `superseded_by`); outcome UPSERTED with `history` true
     (SUPERSEDED when it also ended an earlier fact's interval);
   - a fact of another value that begins at the same t and still holds then (current, or history a
-    later value ended): equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a
+    later value ended, that later value's own too): equal confidence -> both "disputed" (outcome UPSERTED with `disputed`; a
     disputed history fact keeps its valid_to); higher new confidence ends it at t; lower is stored as
     history that never held. A later value ends disputed facts that hold at its t; they stay
     "disputed", as history. A side of a tie said again keeps no time (`_skip`); sides said again
@@ -373,6 +373,8 @@ def resolve(
     kin = [m for m in others if same_value(m, new) and not _is_statement(m)]
     # a multi-valued value said while a fact of it held (current or ended since) is that fact said again
     same = [m for m in current if same_value(m, new)] if single else [m for m in kin if _holds_at(m, t_new)]
+    if single and _tied_at(new, others, t_new):  # said before its current fact began: placed at its time
+        same = [m for m in same if effective_time(m) <= t_new]
     if same:
         return _skip(new, same[0], now)
     replay = [m for m in kin if effective_time(m) == t_new]
@@ -382,6 +384,19 @@ def resolve(
         later = [m for m in kin if effective_time(m) > t_new]
         return _multi(new, later, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
     return _single(new, others, t_new, now)
+
+
+def _tied_at(new: Memory, others: Sequence[Memory], t_new: datetime) -> bool:
+    """Whether another value of `new`'s key begins at `t_new` and holds after it (current, or history a
+    later value ended): `new` said then ties with it, whatever value holds later."""
+    return any(
+        effective_time(m) == t_new
+        and (m.valid_to is None or m.valid_to > t_new)
+        and not m.archived
+        and not _is_statement(m)
+        and not same_value(m, new)
+        for m in others
+    )
 
 
 def _in_order(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution | None:

@@ -404,6 +404,21 @@ def test_a_tie_with_history_disputes_both() -> None:
     )
 
 
+def test_a_tie_with_history_disputes_both_when_the_later_value_is_its_own() -> None:
+    """Paris from day 2 ended Rome (from day 1); Paris said for day 1 too (two clients sending one
+    as_of, whose turns arrived in this order): Paris and Rome both held on day 1, as when Paris of day 1
+    came first. It was skipped as Paris said again, and Rome alone held on day 1."""
+    day = timedelta(days=1)
+    paris = fact("lives_in", "ent:paris", at=T0 + 2 * day)
+    rome = fact("lives_in", "ent:rome", at=T0 + day, status="superseded", valid_to=T0 + 2 * day)
+    res = resolve(fact("lives_in", "ent:paris", at=T0 + day), [paris, rome], now=NOW)
+    said = res.writes[0]
+    assert res.outcome.action == "UPSERTED" and res.outcome.disputed == [rome.memory_id]
+    assert (said.status, said.valid_from, said.valid_to) == ("disputed", T0 + day, T0 + 2 * day)
+    assert by_id(res.writes)[rome.memory_id].status == "disputed"
+    assert paris.memory_id not in by_id(res.writes)  # Paris still holds from day 2
+
+
 def test_equal_time_higher_confidence_wins_lower_is_history() -> None:
     a = fact("works_at", "ent:acme", confidence=0.6)
     strong = fact("works_at", "ent:globex", confidence=0.9)
