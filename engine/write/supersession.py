@@ -15,7 +15,8 @@ write elsewhere must never leave it with no current value.
   event memory.updated). A replay of a stored historical value (same value, same t) is SKIPPED too.
   On a single-valued key the fact is the one holding at t: said again later, it keeps t in
   `provenance.restated_at` (the newest RESTATED_MAX times); said before it began, with no other value
-  between, it begins at t (and the value holding then ends then).
+  between, it begins at t (and the value holding then ends then); where the key's ties, disputes or
+  archived values keep it from beginning sooner, the statement is placed at t as any value is.
 - Values arrive in any order, and the timeline is the one of their times: a value (or negation) that
   ends a fact before a time that fact was said again ends it only until then; from then the fact's
   value holds again, as a new fact (`provenance.resumes` = the ended fact's id; the outcome's
@@ -373,7 +374,7 @@ def resolve(
     kin = [m for m in others if same_value(m, new) and not _is_statement(m)]
     # a multi-valued value said while a fact of it held (current or ended since) is that fact said again
     same = [m for m in current if same_value(m, new)] if single else [m for m in kin if _holds_at(m, t_new)]
-    if single and _tied_at(new, others, t_new):  # said before its current fact began: placed at its time
+    if single:  # said before its current fact began, which `_in_order` could not move: placed at its time
         same = [m for m in same if effective_time(m) <= t_new]
     if same:
         return _skip(new, same[0], now)
@@ -384,19 +385,6 @@ def resolve(
         later = [m for m in kin if effective_time(m) > t_new]
         return _multi(new, later, [m for m in contrary if m.memory_id != new.memory_id], t_new, now)
     return _single(new, others, t_new, now)
-
-
-def _tied_at(new: Memory, others: Sequence[Memory], t_new: datetime) -> bool:
-    """Whether another value of `new`'s key begins at `t_new` and holds after it (current, or history a
-    later value ended): `new` said then ties with it, whatever value holds later."""
-    return any(
-        effective_time(m) == t_new
-        and (m.valid_to is None or m.valid_to > t_new)
-        and not m.archived
-        and not _is_statement(m)
-        and not same_value(m, new)
-        for m in others
-    )
 
 
 def _in_order(new: Memory, others: list[Memory], t_new: datetime, now: datetime) -> Resolution | None:

@@ -419,6 +419,28 @@ def test_a_tie_with_history_disputes_both_when_the_later_value_is_its_own() -> N
     assert paris.memory_id not in by_id(res.writes)  # Paris still holds from day 2
 
 
+def test_a_value_said_before_its_side_of_a_tie_began_holds_from_then() -> None:
+    """Paris and Rome tied from day 3, then Paris said for day 2 (concurrent turns with their own as_of
+    land in any order): Paris holds on day 2, and the tie from day 3. It was skipped as Paris said again,
+    and no value held on day 2."""
+    day = timedelta(days=1)
+    rows: dict[str, Memory] = {}
+    for city, at in (("ent:paris", 3), ("ent:rome", 3), ("ent:paris", 2)):
+        rows.update(
+            by_id(resolve(fact("lives_in", city, at=T0 + at * day), list(rows.values()), now=NOW).writes)
+        )
+
+    def held(at: int) -> list[str]:
+        t = T0 + at * day + timedelta(hours=12)
+        return sorted(
+            str(m.object)
+            for m in rows.values()
+            if m.holds_from <= t and (m.valid_to is None or m.valid_to > t)
+        )
+
+    assert (held(2), held(3)) == (["ent:paris"], ["ent:paris", "ent:rome"])
+
+
 def test_equal_time_higher_confidence_wins_lower_is_history() -> None:
     a = fact("works_at", "ent:acme", confidence=0.6)
     strong = fact("works_at", "ent:globex", confidence=0.9)
